@@ -1,0 +1,42 @@
+# Thin wrapper around CMake. `make test` and `make demo` work on a fresh Debian machine: `deps`
+# installs what is missing (as root) or prints the exact apt-get line to run.
+BUILD     ?= build
+URPE_CUDA ?= AUTO
+BUILD_TYPE ?= Release
+JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
+DEB_PACKAGES := cmake g++ make libopenblas-dev zlib1g-dev
+# nvcc is often installed outside PATH; hand CMake its usual location when present.
+NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+CMAKE_FLAGS := -DURPE_CUDA=$(URPE_CUDA) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
+
+.PHONY: deps configure build test demo bench clean
+
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "make deps: installing$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "make deps: missing packages; run: sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi
+
+configure: deps
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	./$(BUILD)/urpe demo
+
+bench: build
+	./$(BUILD)/urpe bench kernels
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,116 @@
+// The backward pass: topological order over recorded nodes, then one sweep from the output,
+// summing the gradients that reach each tensor from all its uses.
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autograd/node.h"
+#include "tensor/cuda_backend.h"
+
+namespace urpe {
+
+namespace autograd {
+
+static thread_local bool g_grad_enabled = true;  // per thread, like a stack of NoGrad scopes
+
+bool grad_enabled() { return g_grad_enabled; }
+NoGrad::NoGrad() : previous_(g_grad_enabled) { g_grad_enabled = false; }
+NoGrad::~NoGrad() { g_grad_enabled = previous_; }
+
+bool needs_grad(const std::vector<Tensor>& inputs) {
+  if (!g_grad_enabled) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+Tensor record(Tensor output, const char* op, std::vector<Tensor> inputs, BackwardFn backward) {
+  if (!needs_grad(inputs)) return output;
+  auto node = std::make_shared<Node>();
+  node->op = op;
+  node->inputs = std::move(inputs);
+  node->backward = std::move(backward);
+  output.impl().grad_fn = std::move(node);
+  output.impl().requires_grad = true;
+  return output;
+}
+
+// total += g (both f32, same shape and device); `total` may be undefined (first contribution).
+static void accumulate(std::shared_ptr<TensorImpl>& total, const Tensor& g, const Tensor& like,
+                       const std::string& op) {
+  URPE_CHECK(g.shape() == like.shape(), "backward of '" << op << "' returned a gradient "
+                                            << shape_str(g.shape()) << " for an input "
+                                            << like.describe());
+  if (!total) {
+    // Copy rather than alias: later contributions are added in place.
+    total = g.clone().impl_ptr();
+    return;
+  }
+  Tensor t(total);
+  if (t.device().is_cpu()) {
+    float* dst = t.f32();
+    const float* src = g.f32();
+    const int64_t n = t.numel();
+    for (int64_t k = 0; k < n; ++k) dst[k] += src[k];
+  } else {
+    cuda::accumulate_f32(t.device().context(), t.f32(), g.f32(), static_cast<size_t>(t.numel()));
+  }
+}
+
+}  // namespace autograd
+
+void Tensor::backward(const Tensor& gradient) const {
+  using autograd::Node;
+  URPE_CHECK(requires_grad(), "backward: " << describe() << " does not require a gradient "
+                                           "(no input of the computation requires one)");
+  Tensor seed = gradient;
+  if (!seed.defined()) {
+    URPE_CHECK(numel() == 1, "backward: " << describe()
+                                          << " is not a scalar; pass the output gradient");
+    seed = Tensor::ones(shape(), device());
+  }
+  check_same_shape("backward", *this, seed);
+  if (!grad_fn()) {  // a leaf: its gradient is the seed itself
+    autograd::accumulate(impl().grad, seed, *this, "backward");
+    return;
+  }
+
+  // Topological order by iterative depth-first search (deep graphs must not overflow the stack).
+  std::vector<Node*> order;
+  std::unordered_set<Node*> visited;
+  std::vector<std::pair<Node*, size_t>> stack{{grad_fn().get(), 0}};
+  visited.insert(grad_fn().get());
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < node->inputs.size()) {
+      const Tensor& in = node->inputs[next++];
+      if (in.defined() && in.grad_fn() && visited.insert(in.grad_fn().get()).second)
+        stack.push_back({in.grad_fn().get(), 0});
+    } else {
+      order.push_back(node);
+      stack.pop_back();
+    }
+  }
+
+  std::unordered_map<Node*, std::shared_ptr<TensorImpl>> grads;  // gradient of each node's output
+  grads[grad_fn().get()] = seed.clone().impl_ptr();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Node* node = *it;
+    auto found = grads.find(node);
+    if (found == grads.end()) continue;  // no gradient reached this node
+    const Tensor grad_out(found->second);
+    std::vector<Tensor> input_grads = node->backward(grad_out);
+    grads.erase(found);  // free as we go
+    URPE_CHECK(input_grads.size() == node->inputs.size(),
+               "backward of '" << node->op << "' returned " << input_grads.size()
+                               << " gradients for " << node->inputs.size() << " inputs");
+    for (size_t k = 0; k < input_grads.size(); ++k) {
+      const Tensor& in = node->inputs[k];
+      const Tensor& g = input_grads[k];
+      if (!in.defined() || !in.requires_grad() || !g.defined()) continue;
+      if (in.grad_fn()) autograd::accumulate(grads[in.grad_fn().get()], g, in, node->op);
+      else autograd::accumulate(in.impl().grad, g, in, node->op);
+    }
+  }
+}
+
+}  // namespace urpe

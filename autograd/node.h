@@ -1,0 +1,45 @@
+// Reverse-mode autograd. A differentiable op that runs while gradients are wanted records a Node:
+// its inputs and a backward function that maps the gradient of the op's output to one gradient
+// per input (saved tensors live inside the function's captures). Tensor::backward() walks the
+// nodes in reverse topological order and accumulates `.grad` on leaves that require it.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace urpe::autograd {
+
+// grad_output has the op's output shape; returns one tensor per input, undefined where the
+// input needs no gradient (the engine never asks for gradients of i32 inputs).
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+
+struct Node {
+  std::string op;              // op name: shown in errors and NVTX ranges
+  std::vector<Tensor> inputs;  // the op's tensor inputs (keeps the graph alive)
+  BackwardFn backward;
+};
+
+// Is recording on? Off inside a NoGrad scope (evaluation, optimizer steps).
+bool grad_enabled();
+
+class NoGrad {
+ public:
+  NoGrad();
+  ~NoGrad();
+  NoGrad(const NoGrad&) = delete;
+  NoGrad& operator=(const NoGrad&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// True when recording is on and some input requires a gradient.
+bool needs_grad(const std::vector<Tensor>& inputs);
+
+// Attaches a Node to `output` when needs_grad(inputs); returns output either way. Every op's
+// public function ends with this call.
+Tensor record(Tensor output, const char* op, std::vector<Tensor> inputs, BackwardFn backward);
+
+}  // namespace urpe::autograd

@@ -1,0 +1,68 @@
+// Public elementwise ops: validation, dispatch, autograd. Kernels: elementwise_cpu.cpp / _cuda.cu.
+#include "ops/elementwise.h"
+
+#include "autograd/node.h"
+#include "ops/dispatch.h"
+
+namespace urpe {
+
+using kernels::BinaryOp;
+
+static const char* binary_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::add: return "add";
+    case BinaryOp::sub: return "sub";
+    case BinaryOp::mul: return "mul";
+    default: return "div";
+  }
+}
+
+static bool is_suffix(const Shape& small, const Shape& large) {
+  if (small.size() > large.size()) return false;
+  return std::equal(small.begin(), small.end(), large.end() - small.size());
+}
+
+static Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  const char* name = binary_name(op);
+  check_dtype(name, "a", a, DType::f32);
+  check_dtype(name, "b", b, DType::f32);
+  check_same_device(name, a, b);
+  URPE_CHECK(is_suffix(a.shape(), b.shape()) || is_suffix(b.shape(), a.shape()),
+             name << ": shapes " << shape_str(a.shape()) << " and " << shape_str(b.shape())
+                  << " do not broadcast (one must equal the trailing dims of the other)");
+  const Tensor& larger = a.numel() >= b.numel() ? a : b;
+  Tensor out = Tensor::empty(larger.shape(), DType::f32, a.device());
+  URPE_DISPATCH(name, a.device(), kernels::binary_forward_cpu(op, a, b, out),
+                kernels::binary_forward_cuda(op, a, b, out));
+  return autograd::record(out, name, {a, b}, [op, a, b, name](const Tensor& g) {
+    Tensor ga, gb;
+    if (a.requires_grad()) ga = Tensor::empty(a.shape(), DType::f32, a.device());
+    if (b.requires_grad()) gb = Tensor::empty(b.shape(), DType::f32, b.device());
+    URPE_DISPATCH(name, g.device(),
+                  kernels::binary_backward_cpu(op, a, b, g, ga.defined() ? &ga : nullptr,
+                                               gb.defined() ? &gb : nullptr),
+                  kernels::binary_backward_cuda(op, a, b, g, ga.defined() ? &ga : nullptr,
+                                                gb.defined() ? &gb : nullptr));
+    return std::vector<Tensor>{ga, gb};
+  });
+}
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::add, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::sub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::div, a, b); }
+
+Tensor affine(const Tensor& x, float alpha, float beta) {
+  check_dtype("affine", "x", x, DType::f32);
+  Tensor out = Tensor::empty(x.shape(), DType::f32, x.device());
+  URPE_DISPATCH("affine", x.device(), kernels::affine_cpu(x, alpha, beta, out),
+                kernels::affine_cuda(x, alpha, beta, out));
+  return autograd::record(out, "affine", {x}, [alpha](const Tensor& g) {
+    Tensor gx = Tensor::empty(g.shape(), DType::f32, g.device());
+    URPE_DISPATCH("affine", g.device(), kernels::affine_cpu(g, alpha, 0.0f, gx),
+                  kernels::affine_cuda(g, alpha, 0.0f, gx));
+    return std::vector<Tensor>{gx};
+  });
+}
+
+}  // namespace urpe

@@ -1,0 +1,40 @@
+// Losses, each reduced to a scalar mean.
+//
+// cross_entropy(logits (N, C), targets i32 (N,)): rows with target == ignore_index don't count.
+//   L = (1/M) Σ_{i counted} (lse_i − logits[i, t_i]),  lse_i = log Σ_c e^{logits[i,c]},  M = #counted
+//   ∂logits[i, c] = (softmax(logits_i)_c − [c = t_i])·g/M for counted rows, 0 otherwise.
+//   (M = 0 gives L = 0.) Fused: forward saves lse per row; backward recomputes the softmax.
+// l1_loss(pred, target) same shape: L = (1/n) Σ |pred − target|,  ∂pred = sign(pred − target)·g/n,
+//   ∂target = −∂pred.
+#pragma once
+#include <cstdint>
+
+#include "tensor/tensor.h"
+
+namespace urpe {
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore_index = -100);
+Tensor l1_loss(const Tensor& pred, const Tensor& target);
+
+namespace kernels {
+// loss: shape () = mean over counted rows; lse: (N,); count: number of counted rows (host int).
+void cross_entropy_forward_cpu(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
+                               Tensor& loss, Tensor& lse, int64_t& count);
+void cross_entropy_forward_cuda(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
+                                Tensor& loss, Tensor& lse, int64_t& count);
+// grad_loss: shape () (the upstream scalar gradient, read on the device).
+void cross_entropy_backward_cpu(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
+                                const Tensor& lse, int64_t count, const Tensor& grad_loss,
+                                Tensor& grad_logits);
+void cross_entropy_backward_cuda(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
+                                 const Tensor& lse, int64_t count, const Tensor& grad_loss,
+                                 Tensor& grad_logits);
+void l1_loss_forward_cpu(const Tensor& pred, const Tensor& target, Tensor& loss);
+void l1_loss_forward_cuda(const Tensor& pred, const Tensor& target, Tensor& loss);
+void l1_loss_backward_cpu(const Tensor& pred, const Tensor& target, const Tensor& grad_loss,
+                          Tensor& grad_pred);
+void l1_loss_backward_cuda(const Tensor& pred, const Tensor& target, const Tensor& grad_loss,
+                           Tensor& grad_pred);
+}  // namespace kernels
+
+}  // namespace urpe

@@ -1,0 +1,129 @@
+// Public matmul/linear: shape checks, GEMM argument set-up for the three products (forward, ∂A,
+// ∂B) and autograd. The GEMM itself is matmul_cpu.cpp (OpenBLAS or blocked loops) / _cuda.cu.
+#include "ops/matmul.h"
+
+#include "autograd/node.h"
+#include "ops/dispatch.h"
+#include "ops/elementwise.h"
+
+namespace urpe {
+
+using kernels::GemmArgs;
+
+namespace {
+
+// A stored matrix operand: its rows × cols as stored, and how batch items are laid out.
+struct Operand {
+  const float* data;
+  int64_t rows, cols, stride;
+};
+
+Operand operand(const Tensor& t, bool shared) {
+  const int64_t rows = t.size(-2), cols = t.size(-1);
+  return {t.f32(), rows, cols, shared ? 0 : rows * cols};
+}
+
+// C[i] = op(X[i])·op(Y[i]) (+ C[i] when accumulate); c_rows × c_cols output.
+void run_gemm(const Device& device, const Operand& x, bool tx, const Operand& y, bool ty,
+              float* c, int64_t batch, bool accumulate) {
+  GemmArgs g;
+  g.trans_a = tx;
+  g.trans_b = ty;
+  g.m = tx ? x.cols : x.rows;
+  g.k = tx ? x.rows : x.cols;
+  g.n = ty ? y.rows : y.cols;
+  g.a = x.data; g.lda = x.cols; g.stride_a = x.stride;
+  g.b = y.data; g.ldb = y.cols; g.stride_b = y.stride;
+  g.c = c; g.ldc = g.n; g.stride_c = g.m * g.n;
+  g.batch = batch;
+  g.beta = accumulate ? 1.0f : 0.0f;
+  URPE_DISPATCH("matmul", device, kernels::gemm_cpu(g), kernels::gemm_cuda(device, g));
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  check_dtype("matmul", "a", a, DType::f32);
+  check_dtype("matmul", "b", b, DType::f32);
+  check_dim("matmul", "a", a, 2, 4);
+  check_dim("matmul", "b", b, 2, 4);
+  check_same_device("matmul", a, b);
+  const bool shared_b = b.dim() == 2;
+  URPE_CHECK(shared_b || (a.dim() == b.dim() && std::equal(a.shape().begin(), a.shape().end() - 2,
+                                                           b.shape().begin())),
+             "matmul: batch dims of " << a.describe() << " and " << b.describe()
+                                      << " differ (b must be 2-D or share a's leading dims)");
+  const int64_t m = transpose_a ? a.size(-1) : a.size(-2);
+  const int64_t ka = transpose_a ? a.size(-2) : a.size(-1);
+  const int64_t kb = transpose_b ? b.size(-1) : b.size(-2);
+  const int64_t n = transpose_b ? b.size(-2) : b.size(-1);
+  URPE_CHECK(ka == kb, "matmul: inner dims differ: " << a.describe() << (transpose_a ? "ᵀ" : "")
+                                                     << " × " << b.describe()
+                                                     << (transpose_b ? "ᵀ" : ""));
+  const int64_t batch = a.numel() / (a.size(-2) * a.size(-1));
+  Shape out_shape(a.shape().begin(), a.shape().end() - 2);
+  out_shape.push_back(m);
+  out_shape.push_back(n);
+  Tensor out = Tensor::empty(out_shape, DType::f32, a.device());
+
+  Operand oa = operand(a, false), ob = operand(b, shared_b);
+  if (shared_b && !transpose_a) {  // fold the batch into the rows: one large GEMM
+    oa.rows *= batch;
+    run_gemm(a.device(), oa, false, ob, transpose_b, out.f32(), 1, false);
+  } else {
+    run_gemm(a.device(), oa, transpose_a, ob, transpose_b, out.f32(), batch, false);
+  }
+
+  return autograd::record(out, "matmul", {a, b}, [=](const Tensor& g) {
+    Tensor ga, gb;
+    const Operand og{g.f32(), m, n, m * n};
+    if (a.requires_grad()) {
+      ga = Tensor::empty(a.shape(), DType::f32, a.device());
+      if (!transpose_a) {  // ∂A = g·op(B)ᵀ
+        Operand g_rows = og;
+        if (shared_b) { g_rows.rows *= batch; g_rows.stride = 0; }
+        run_gemm(a.device(), g_rows, false, ob, !transpose_b, ga.f32(), shared_b ? 1 : batch, false);
+      } else {             // stored A = op(A)ᵀ, so ∂A_stored = op(B)·gᵀ
+        run_gemm(a.device(), ob, transpose_b, og, true, ga.f32(), batch, false);
+      }
+    }
+    if (b.requires_grad()) {
+      gb = Tensor::empty(b.shape(), DType::f32, b.device());
+      if (shared_b && !transpose_a) {  // contraction over batch·M rows in one GEMM
+        Operand a_rows = operand(a, false), g_rows = og;
+        a_rows.rows *= batch; a_rows.stride = 0;
+        g_rows.rows *= batch; g_rows.stride = 0;
+        if (!transpose_b) run_gemm(a.device(), a_rows, true, g_rows, false, gb.f32(), 1, false);
+        else run_gemm(a.device(), g_rows, true, a_rows, false, gb.f32(), 1, false);
+      } else {
+        // Shared B with transposed A: accumulate batch items one GEMM at a time.
+        const int64_t calls = shared_b ? batch : 1;
+        const int64_t per_call = shared_b ? 1 : batch;
+        for (int64_t i = 0; i < calls; ++i) {
+          Operand ai = operand(a, false), gi = og;
+          ai.data += i * ai.stride;
+          gi.data += i * gi.stride;
+          if (!transpose_b)  // ∂B = op(A)ᵀ·g
+            run_gemm(a.device(), ai, !transpose_a, gi, false, gb.f32(), per_call, i > 0);
+          else               // ∂B_stored = gᵀ·op(A)
+            run_gemm(a.device(), gi, true, ai, transpose_a, gb.f32(), per_call, i > 0);
+        }
+      }
+    }
+    return std::vector<Tensor>{ga, gb};
+  });
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_dim("linear", "weight", weight, 2, 2);
+  URPE_CHECK(x.defined() && x.size(-1) == weight.size(1),
+             "linear: input " << x.describe() << " does not match weight " << weight.describe()
+                              << " (expected last dim " << weight.size(1) << ")");
+  Tensor y = matmul(x, weight, false, true);
+  if (!bias.defined()) return y;
+  URPE_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0),
+             "linear: bias " << bias.describe() << " does not match weight " << weight.describe());
+  return add(y, bias);
+}
+
+}  // namespace urpe

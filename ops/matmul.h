@@ -1,0 +1,37 @@
+// Matrix products: the only ops that reach BLAS (OpenBLAS sgemm on the CPU, cuBLAS on CUDA).
+//
+// Forward: C = op(A)·op(B), op = identity or transpose (no copy: the GEMM reads the layout).
+//   A: (..., M, K), or (..., K, M) with transpose_a
+//   B: (..., K, N), or (..., N, K) with transpose_b; B may also be 2-D and shared by every batch
+//   C: (..., M, N)
+// Backward (g = ∂L/∂C): ∂op(A) = g·op(B)ᵀ, ∂op(B) = op(A)ᵀ·g, summed over the batch when B is
+// shared; each is again one GEMM with the right transpose flags.
+#pragma once
+#include <cstdint>
+
+#include "tensor/tensor.h"
+
+namespace urpe {
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
+// y = x·Wᵀ + bias. x: (..., in), weight: (out, in), bias: (out,) or undefined.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+
+namespace kernels {
+// Row-major strided-batched GEMM: C[i] = alpha·op(A[i])·op(B[i]) + beta·C[i] for i < batch.
+// op(A) is m×k, op(B) is k×n, C is m×n; lda/ldb/ldc are row strides of the stored matrices;
+// stride_a/b/c are the distances between batch items (0 = the same matrix for every item).
+struct GemmArgs {
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  float alpha = 1.0f, beta = 0.0f;
+  const float* a = nullptr; int64_t lda = 0, stride_a = 0;
+  const float* b = nullptr; int64_t ldb = 0, stride_b = 0;
+  float* c = nullptr;       int64_t ldc = 0, stride_c = 0;
+  int64_t batch = 1;
+};
+void gemm_cpu(const GemmArgs& args);
+void gemm_cuda(const Device& device, const GemmArgs& args);
+}  // namespace kernels
+
+}  // namespace urpe

@@ -1,0 +1,51 @@
+// The arithmetic of an optimizer step, as kernels over all parameters at once (one fused launch
+// on CUDA). The Optimizer class in train/ owns the state; these only update tensors in place.
+//
+// Adam (Kingma & Ba) with bias correction, step t ≥ 1, gradient g:
+//   AdamW (decoupled):  θ ← θ − lr·wd·θ;   Adam (L2):  g ← g + wd·θ
+//   m ← β1·m + (1 − β1)·g,   v ← β2·v + (1 − β2)·g²
+//   θ ← θ − lr · (m / (1 − β1ᵗ)) / (√(v / (1 − β2ᵗ)) + ε)
+// Global gradient norm: ‖g‖ = √(Σ_tensors Σ_k g_k²); clipping scales every gradient by
+//   min(1, max_norm / (‖g‖ + 1e-6)).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace urpe {
+
+struct AdamHyper {
+  float lr = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+  bool decoupled_weight_decay = true;  // AdamW
+  int64_t step = 1;                    // t, counted from 1
+};
+
+// One parameter and its state: all f32, same shape, same device.
+struct AdamSlot {
+  Tensor param, grad, m, v;
+};
+
+void adam_update(const std::vector<AdamSlot>& slots, const AdamHyper& hyper);
+// √(Σ g²) over every defined gradient (accumulated in double on the CPU).
+float global_grad_norm(const std::vector<Tensor>& grads);
+// Scales every defined gradient in place by `factor`.
+void scale_grads(const std::vector<Tensor>& grads, float factor);
+// Clips to max_norm; returns the norm before clipping.
+float clip_grad_norm(const std::vector<Tensor>& grads, float max_norm);
+
+namespace kernels {
+void adam_update_cpu(const std::vector<AdamSlot>& slots, const AdamHyper& hyper);
+void adam_update_cuda(const std::vector<AdamSlot>& slots, const AdamHyper& hyper);
+// Σ g² over all tensors (the CUDA version reduces per-block partials in a fixed order).
+double sum_of_squares_cpu(const std::vector<Tensor>& tensors);
+double sum_of_squares_cuda(const std::vector<Tensor>& tensors);
+void scale_in_place_cpu(const Tensor& x, float factor);
+void scale_in_place_cuda(const Tensor& x, float factor);
+}  // namespace kernels
+
+}  // namespace urpe

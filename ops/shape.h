@@ -1,0 +1,33 @@
+// Shape ops. reshape shares storage; everything else copies (tensors are always contiguous).
+//
+// permute: out[idx permuted] = x[idx];      backward: permute g by the inverse permutation.
+// concat:  pieces laid side by side along an axis; backward: slice g back into pieces.
+// slice:   x[..., start:end, ...] along an axis; backward: zeros with g copied into the window.
+#pragma once
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace urpe {
+
+Tensor reshape(const Tensor& x, const Shape& shape);  // one dim may be -1
+Tensor permute(const Tensor& x, const std::vector<int>& order);
+Tensor transpose(const Tensor& x, int axis0, int axis1);
+Tensor concat(const std::vector<Tensor>& pieces, int axis);
+Tensor slice(const Tensor& x, int axis, int64_t start, int64_t end);
+
+namespace kernels {
+// out = x with axes reordered: out.shape[d] = x.shape[order[d]].
+void permute_cpu(const Tensor& x, const std::vector<int>& order, Tensor& out);
+void permute_cuda(const Tensor& x, const std::vector<int>& order, Tensor& out);
+// Views src as (outer, src_n, inner) and dst as (outer, dst_n, inner) and copies `count` rows of
+// the middle axis: dst[o, dst_start + r, i] (+)= src[o, src_start + r, i] for r < count.
+void copy_window_cpu(const Tensor& src, int64_t src_n, int64_t src_start, Tensor& dst,
+                     int64_t dst_n, int64_t dst_start, int64_t outer, int64_t count,
+                     int64_t inner, bool accumulate);
+void copy_window_cuda(const Tensor& src, int64_t src_n, int64_t src_start, Tensor& dst,
+                      int64_t dst_n, int64_t dst_start, int64_t outer, int64_t count,
+                      int64_t inner, bool accumulate);
+}  // namespace kernels
+
+}  // namespace urpe

@@ -1,0 +1,25 @@
+// Softmax and log-softmax over the last axis (max-subtracted for stability).
+//   softmax:     y_j = e^{x_j − m} / Σ_k e^{x_k − m}      ∂x_j = y_j·(g_j − Σ_k g_k y_k)
+//   log_softmax: y_j = x_j − m − log Σ_k e^{x_k − m}      ∂x_j = g_j − e^{y_j}·Σ_k g_k
+// A row of all −inf gives zeros (not NaN): a fully masked row attends to nothing.
+#pragma once
+#include "tensor/tensor.h"
+
+namespace urpe {
+
+Tensor softmax(const Tensor& x);
+Tensor log_softmax(const Tensor& x);
+
+namespace kernels {
+// x, y: (rows, n) viewed flat over leading dims.
+void softmax_forward_cpu(const Tensor& x, Tensor& y);
+void softmax_forward_cuda(const Tensor& x, Tensor& y);
+void softmax_backward_cpu(const Tensor& y, const Tensor& grad_y, Tensor& grad_x);
+void softmax_backward_cuda(const Tensor& y, const Tensor& grad_y, Tensor& grad_x);
+void log_softmax_forward_cpu(const Tensor& x, Tensor& y);
+void log_softmax_forward_cuda(const Tensor& x, Tensor& y);
+void log_softmax_backward_cpu(const Tensor& y, const Tensor& grad_y, Tensor& grad_x);
+void log_softmax_backward_cuda(const Tensor& y, const Tensor& grad_y, Tensor& grad_x);
+}  // namespace kernels
+
+}  // namespace urpe

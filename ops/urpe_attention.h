@@ -1,0 +1,60 @@
+// The URPE attention core (Luo et al., NeurIPS 2022): attention probabilities with a relative
+// positional bias B before the softmax and a learnable Toeplitz (or bucketed) matrix C after it.
+//
+//   Z[b,h,i,j] = S[b,h,i,j]·scale + B_h[bias_map(i,j)]          (−∞ where masked)
+//   P = softmax_j(Z)                                             (a fully masked row gives P = 0)
+//   A[b,h,i,j] = P[b,h,i,j] · C_h[c_map(i,j)]                    (0 where masked)
+//
+// With C ≡ 1 this is ordinary RPE attention and every row of A sums to 1; with a learned C the row
+// sums are free, which is what makes URPE Transformers universal approximators (Theorem 3).
+// Masks: causal (key j is masked when j > i + causal_offset, the offset being the memory length in
+// Transformer-XL) and key padding (key_padding[b, j] ≠ 0).
+//
+// Backward (G = ∂L/∂A), over unmasked (i, j) only:
+//   ∂C_h[k] = Σ_{b,i,j: c_map=k} G·P            dP = G·C
+//   dZ = P·(dP − Σ_j P·dP)                       ∂S = scale·dZ
+//   ∂B_h[k] = Σ_{b,i,j: bias_map=k} dZ
+// The table reductions run in a fixed order (no float atomics), so runs are bit-reproducible.
+// Forward saves P; memory traffic per call: read S (+ maps, tables), write A and P.
+#pragma once
+#include <cstdint>
+
+#include "tensor/tensor.h"
+
+namespace urpe {
+
+struct UrpeAttentionParams {
+  float scale = 1.0f;
+  Tensor bias_table;   // f32 (H, Kb), or undefined: no bias
+  Tensor bias_map;     // i32 (Nq, Nk) or (Bsz, Nq, Nk), values in [0, Kb)
+  Tensor c_table;      // f32 (H, Kc), or undefined: C ≡ 1 (plain softmax)
+  Tensor c_map;        // i32 (Nq, Nk) or (Bsz, Nq, Nk), values in [0, Kc)
+  Tensor key_padding;  // i32 (Bsz, Nk), nonzero = padded key; or undefined
+  bool causal = false;
+  int64_t causal_offset = 0;
+};
+
+// scores: (Bsz, H, Nq, Nk) → A: (Bsz, H, Nq, Nk). Gradients flow to scores, bias_table, c_table.
+Tensor urpe_attention(const Tensor& scores, const UrpeAttentionParams& params);
+
+// The "unique" relative-position map of the synthetic tasks: map[i, j] = (j − i) + (nq − 1),
+// values in [0, nq + nk − 2]; for nq = nk = n that is 2n − 1 buckets and C is Toeplitz.
+Tensor toeplitz_map(int64_t nq, int64_t nk, const Device& device = {});
+
+namespace kernels {
+// probs (saved for backward) and out: (Bsz, H, Nq, Nk).
+void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams& params,
+                                Tensor& probs, Tensor& out);
+void urpe_attention_forward_cuda(const Tensor& scores, const UrpeAttentionParams& params,
+                                 Tensor& probs, Tensor& out);
+// grad_scores: (Bsz, H, Nq, Nk); grad_bias_table / grad_c_table: shaped like the tables,
+// overwritten; nullptr when not wanted.
+void urpe_attention_backward_cpu(const Tensor& grad_out, const Tensor& probs,
+                                 const UrpeAttentionParams& params, Tensor& grad_scores,
+                                 Tensor* grad_bias_table, Tensor* grad_c_table);
+void urpe_attention_backward_cuda(const Tensor& grad_out, const Tensor& probs,
+                                  const UrpeAttentionParams& params, Tensor& grad_scores,
+                                  Tensor* grad_bias_table, Tensor* grad_c_table);
+}  // namespace kernels
+
+}  // namespace urpe

@@ -1,0 +1,26 @@
+// Compiled only when the build has no CUDA backend (URPE_CUDA=OFF or no nvcc): every device
+// primitive explains how to get one, so `--device cuda` fails with a readable message.
+#include "tensor/cuda_backend.h"
+#include "tensor/error.h"
+
+namespace urpe::cuda {
+
+[[noreturn]] static void no_cuda(const char* what) {
+  URPE_FAIL(what << ": this urpe build has no CUDA backend (configure with -DURPE_CUDA=ON on a "
+                    "machine with nvcc, or run with --device cpu)");
+}
+
+bool built_with_cuda() { return false; }
+int device_count() { return 0; }
+std::shared_ptr<Context> create_context(int) { no_cuda("cuda::create_context"); }
+void* allocate(Context*, size_t) { no_cuda("cuda::allocate"); }
+void release(Context*, void*, size_t) {}
+void copy_host_to_device(Context*, void*, const void*, size_t) { no_cuda("cuda::copy"); }
+void copy_device_to_host(Context*, void*, const void*, size_t) { no_cuda("cuda::copy"); }
+void copy_device_to_device(Context*, void*, const void*, size_t) { no_cuda("cuda::copy"); }
+void fill_f32(Context*, float*, size_t, float) { no_cuda("cuda::fill"); }
+void fill_i32(Context*, int32_t*, size_t, int32_t) { no_cuda("cuda::fill"); }
+void accumulate_f32(Context*, float*, const float*, size_t) { no_cuda("cuda::accumulate"); }
+void synchronize(Context*) {}
+
+}  // namespace urpe::cuda

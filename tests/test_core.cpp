@@ -1,0 +1,142 @@
+// Tensor, RNG and autograd engine, plus the basic ops (elementwise, matmul, reductions, shapes).
+#include <cstring>
+
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+#include "test_util.h"
+
+using namespace urpe;
+using urpe::test::check_gradients;
+using urpe::test::random_param;
+using urpe::test::random_values;
+
+TEST_CASE("tensor creation, item and printing") {
+  Tensor z = Tensor::zeros({2, 3});
+  CHECK(z.numel() == 6);
+  CHECK(z.to_vector_f32() == std::vector<float>(6, 0.0f));
+  CHECK(Tensor::full({1}, 2.5f).item() == 2.5f);
+  CHECK(Tensor::arange(4).to_vector_i32() == std::vector<int32_t>{0, 1, 2, 3});
+  CHECK(shape_str({2, 3}) == "(2, 3)");
+  CHECK(shape_str({5}) == "(5,)");
+  CHECK(z.to_string().find("f32 (2, 3) on cpu") != std::string::npos);
+  CHECK_THROWS_AS(Tensor::zeros({1, 1, 1, 1, 1}), Error);
+  CHECK_THROWS_AS(Tensor::from_vector(std::vector<float>{1, 2, 3}, {2, 2}), Error);
+  CHECK_THROWS_AS(z.item(), Error);
+}
+
+TEST_CASE("seeded RNG: same seed, same bits; different seed, different bits") {
+  Rng a(7), b(7), c(8);
+  Tensor x = Tensor::normal({5, 7}, 0, 1, a), y = Tensor::normal({5, 7}, 0, 1, b);
+  Tensor w = Tensor::normal({5, 7}, 0, 1, c);
+  CHECK(std::memcmp(x.f32(), y.f32(), 35 * sizeof(float)) == 0);
+  CHECK(std::memcmp(x.f32(), w.f32(), 35 * sizeof(float)) != 0);
+  // Draws consume the stream: a second draw differs from the first.
+  Tensor x2 = Tensor::normal({5, 7}, 0, 1, a);
+  CHECK(std::memcmp(x.f32(), x2.f32(), 35 * sizeof(float)) != 0);
+  // Moments of a large normal draw.
+  Rng r(3);
+  std::vector<float> v = Tensor::normal({20000}, 1.0f, 2.0f, r).to_vector_f32();
+  double m = 0, s = 0;
+  for (float e : v) m += e;
+  m /= v.size();
+  for (float e : v) s += (e - m) * (e - m);
+  s = std::sqrt(s / v.size());
+  CHECK(m == doctest::Approx(1.0).epsilon(0.05));
+  CHECK(s == doctest::Approx(2.0).epsilon(0.05));
+}
+
+TEST_CASE("autograd accumulates over every use and respects NoGrad") {
+  Tensor x = random_param({3}, 1);
+  // y = x·x + x → ∂y/∂x = 2x + 1 (x used three times).
+  Tensor y = sum_all(add(mul(x, x), x));
+  y.backward();
+  const std::vector<float> xv = x.to_vector_f32(), g = x.grad().to_vector_f32();
+  for (int k = 0; k < 3; ++k) CHECK(g[k] == doctest::Approx(2 * xv[k] + 1).epsilon(1e-5));
+  // A second backward accumulates.
+  sum_all(x).backward();
+  CHECK(x.grad().to_vector_f32()[0] == doctest::Approx(2 * xv[0] + 2).epsilon(1e-5));
+  {
+    autograd::NoGrad no_grad;
+    Tensor z = mul(x, x);
+    CHECK_FALSE(z.requires_grad());
+    CHECK_THROWS_AS(z.backward(), Error);
+  }
+  CHECK_THROWS_AS(mul(x, x).backward(), Error);  // not a scalar and no gradient given
+}
+
+TEST_CASE("gradcheck: elementwise ops with broadcasting over leading dims") {
+  Tensor a = random_param({2, 3, 5}, 11);
+  Tensor b = random_param({3, 5}, 12);
+  Tensor c = random_param({5}, 13, 0.5f, 1.5f);  // away from 0 for division
+  check_gradients([](const std::vector<Tensor>& v) { return add(v[0], v[1]); }, {a, b});
+  check_gradients([](const std::vector<Tensor>& v) { return sub(v[1], v[0]); }, {a, b});
+  check_gradients([](const std::vector<Tensor>& v) { return mul(v[0], v[1]); }, {a, c});
+  check_gradients([](const std::vector<Tensor>& v) { return div(v[0], v[1]); }, {a, c});
+  check_gradients([](const std::vector<Tensor>& v) { return affine(v[0], -1.5f, 0.25f); }, {a});
+  CHECK_THROWS_WITH_AS(add(a, random_values({2, 5}, 1)), doctest::Contains("do not broadcast"), Error);
+}
+
+TEST_CASE("matmul matches a naive product, in every layout") {
+  const int64_t B = 2, M = 3, K = 5, N = 4;
+  Tensor a = random_values({B, M, K}, 21), b = random_values({B, K, N}, 22);
+  Tensor c = matmul(a, b);
+  const std::vector<float> av = a.to_vector_f32(), bv = b.to_vector_f32(), cv = c.to_vector_f32();
+  for (int64_t z = 0; z < B; ++z)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double ref = 0;
+        for (int64_t p = 0; p < K; ++p) ref += av[(z * M + i) * K + p] * bv[(z * K + p) * N + j];
+        CHECK(cv[(z * M + i) * N + j] == doctest::Approx(ref).epsilon(1e-5));
+      }
+  // Transposed layouts give the same product.
+  CHECK(test::max_abs_diff(matmul(transpose(a, 1, 2), b, true, false), c) < 1e-5);
+  CHECK(test::max_abs_diff(matmul(a, transpose(b, 1, 2), false, true), c) < 1e-5);
+  CHECK_THROWS_WITH_AS(matmul(a, random_values({B, 4, N}, 1)), doctest::Contains("inner dims"), Error);
+}
+
+TEST_CASE("gradcheck: matmul, batched and shared, all transpose flags") {
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      CAPTURE(ta);
+      CAPTURE(tb);
+      Tensor a = random_param(ta ? Shape{2, 5, 3} : Shape{2, 3, 5}, 31);
+      Tensor b = random_param(tb ? Shape{2, 4, 5} : Shape{2, 5, 4}, 32);
+      Tensor w = random_param(tb ? Shape{4, 5} : Shape{5, 4}, 33);
+      auto f = [ta, tb](const std::vector<Tensor>& v) { return matmul(v[0], v[1], ta, tb); };
+      check_gradients(f, {a, b});
+      check_gradients(f, {a, w});  // shared right operand
+    }
+  Tensor x = random_param({2, 3, 5}, 34), weight = random_param({4, 5}, 35), bias = random_param({4}, 36);
+  check_gradients([](const std::vector<Tensor>& v) { return linear(v[0], v[1], v[2]); }, {x, weight, bias});
+}
+
+TEST_CASE("gradcheck: reductions") {
+  Tensor x = random_param({3, 4, 5}, 41);
+  for (int axis = -3; axis < 3; ++axis) {
+    CAPTURE(axis);
+    check_gradients([axis](const std::vector<Tensor>& v) { return sum(v[0], axis); }, {x});
+    check_gradients([axis](const std::vector<Tensor>& v) { return mean(v[0], axis, true); }, {x});
+  }
+  check_gradients([](const std::vector<Tensor>& v) { return sum_all(v[0]); }, {x});
+  check_gradients([](const std::vector<Tensor>& v) { return mean_all(v[0]); }, {x});
+  CHECK(mean(Tensor::ones({2, 6}), 1).to_vector_f32() == std::vector<float>{1, 1});
+  CHECK_THROWS_AS(sum(x, 3), Error);
+}
+
+TEST_CASE("gradcheck: reshape, permute, transpose, concat, slice") {
+  Tensor x = random_param({2, 3, 4}, 51);
+  Tensor y = random_param({2, 5, 4}, 52);
+  check_gradients([](const std::vector<Tensor>& v) { return reshape(v[0], {4, -1}); }, {x});
+  check_gradients([](const std::vector<Tensor>& v) { return permute(v[0], {2, 0, 1}); }, {x});
+  check_gradients([](const std::vector<Tensor>& v) { return transpose(v[0], 0, 2); }, {x});
+  check_gradients([](const std::vector<Tensor>& v) { return concat({v[0], v[1]}, 1); }, {x, y});
+  check_gradients([](const std::vector<Tensor>& v) { return slice(v[0], 1, 1, 4); }, {y});
+  // permute moves the right elements
+  Tensor p = permute(Tensor::from_vector(std::vector<float>{0, 1, 2, 3, 4, 5}, {2, 3}), {1, 0});
+  CHECK(p.to_vector_f32() == std::vector<float>{0, 3, 1, 4, 2, 5});
+  CHECK_THROWS_AS(slice(x, 1, 2, 5), Error);
+  CHECK_THROWS_AS(concat({x, random_values({3, 3, 4}, 1)}, 1), Error);
+  CHECK_THROWS_AS(permute(x, {0, 0, 1}), Error);
+}

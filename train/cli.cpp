@@ -1,0 +1,145 @@
+// Argument parsing, help text and dispatch for `urpe`. Each subcommand's work lives elsewhere
+// (train/cmd_*.cpp, bench/); this file only knows their names, options and help.
+#include "train/cli.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "tensor/error.h"
+#include "train/commands.h"
+
+namespace urpe::cli {
+
+std::string Args::get(const std::string& name, const std::string& fallback) const {
+  auto it = options.find(name);
+  return it == options.end() ? fallback : it->second;
+}
+
+std::vector<std::string> Args::all(const std::string& name) const {
+  std::vector<std::string> values;
+  auto range = options.equal_range(name);
+  for (auto it = range.first; it != range.second; ++it) values.push_back(it->second);
+  return values;
+}
+
+long Args::get_int(const std::string& name, long fallback) const {
+  if (!has(name)) return fallback;
+  const std::string text = get(name);
+  char* end = nullptr;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  URPE_CHECK(!text.empty() && end && *end == 0,
+             "option --" << name << ": expected an integer, got '" << text << "'");
+  return value;
+}
+
+const std::vector<CommandSpec>& commands() {
+  static const std::vector<CommandSpec> specs = command_table();
+  return specs;
+}
+
+static const CommandSpec* find_command(const std::string& name) {
+  for (const CommandSpec& c : commands())
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+static void print_overview(std::ostream& out) {
+  out << "urpe — a from-scratch engine reproducing \"Your Transformer May Not be as Powerful as\n"
+         "You Expect\" (Luo et al., NeurIPS 2022): URPE attention softmax(QKᵀ/√d + B) ⊙ C.\n\n"
+         "Usage: urpe COMMAND [OPTIONS]\n\nCommands:\n";
+  for (const CommandSpec& c : commands()) {
+    out << "  " << c.name << std::string(c.name.size() < 8 ? 8 - c.name.size() : 1, ' ')
+        << c.summary << (c.run ? "" : " [not built yet]") << "\n";
+  }
+  out << "\nRun 'urpe COMMAND --help' for every option of a command, its default and meaning.\n";
+}
+
+static void print_command_help(const CommandSpec& c, std::ostream& out) {
+  out << "Usage: urpe " << c.usage << "\n\n" << c.summary << "\n";
+  if (!c.run) out << "\nNot built yet: " << c.pending_note << "\n";
+  if (!c.options.empty()) {
+    out << "\nOptions:\n";
+    for (const OptionSpec& o : c.options) {
+      std::string left = "--" + o.name + (o.value.empty() ? "" : " " + o.value);
+      out << "  " << left << std::string(left.size() < 24 ? 24 - left.size() : 1, ' ') << o.meaning;
+      if (!o.default_value.empty()) out << " (default: " << o.default_value << ")";
+      out << "\n";
+    }
+  }
+  out << "  --help" << std::string(18, ' ') << "show this help\n";
+  if (!c.details.empty()) out << "\n" << c.details;
+}
+
+// Splits argv after the command into options and positional words, checking every option
+// against the command's spec.
+static Args parse(const CommandSpec& spec, int argc, char** argv) {
+  Args args;
+  args.command = spec.name;
+  for (int i = 2; i < argc; ++i) {
+    std::string word = argv[i];
+    if (word.rfind("--", 0) != 0) {
+      args.positional.push_back(word);
+      continue;
+    }
+    std::string name = word.substr(2), value;
+    const size_t eq = name.find('=');
+    const bool inline_value = eq != std::string::npos;
+    if (inline_value) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    const OptionSpec* option = nullptr;
+    for (const OptionSpec& o : spec.options)
+      if (o.name == name) option = &o;
+    URPE_CHECK(option != nullptr, "unknown option --" << name << " for 'urpe " << spec.name
+                                                      << "' (see 'urpe " << spec.name << " --help')");
+    if (!option->value.empty() && !inline_value) {
+      URPE_CHECK(i + 1 < argc, "option --" << name << " needs a value " << option->value
+                                           << " (see 'urpe " << spec.name << " --help')");
+      value = argv[++i];
+    }
+    args.options.emplace(name, value);
+  }
+  return args;
+}
+
+int run(int argc, char** argv) {
+  if (argc < 2) {
+    print_overview(std::cerr);
+    return 1;
+  }
+  const std::string name = argv[1];
+  if (name == "help" || name == "--help" || name == "-h") {
+    if (argc >= 3 && find_command(argv[2])) print_command_help(*find_command(argv[2]), std::cout);
+    else print_overview(std::cout);
+    return 0;
+  }
+  const CommandSpec* spec = find_command(name);
+  if (!spec) {
+    std::cerr << "urpe: error: unknown command '" << name << "'\nRun 'urpe --help' to list the commands.\n";
+    return 1;
+  }
+  for (int i = 2; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--help" || word == "-h") {
+      print_command_help(*spec, std::cout);
+      return 0;
+    }
+  }
+  if (!spec->run) {
+    std::cerr << "urpe: error: 'urpe " << spec->name << "' is not built yet: " << spec->pending_note << "\n";
+    return 3;
+  }
+  Args args;
+  try {
+    args = parse(*spec, argc, argv);
+  } catch (const Error& e) {
+    std::cerr << "urpe: error: " << e.what() << "\n";
+    return 1;
+  }
+  return spec->run(args);
+}
+
+}  // namespace urpe::cli

@@ -1,0 +1,56 @@
+// What each subcommand is called, takes and runs. Commands whose issue has not landed yet have no
+// handler and say which part of the project will bring them.
+#include "train/commands.h"
+
+namespace urpe::cli {
+
+std::vector<CommandSpec> command_table() {
+  std::vector<CommandSpec> table;
+
+  table.push_back({"demo", "demo [--out DIR] [--device cpu|cuda]",
+                   "tiny URPE vs RPE vs noPE run on the synthetic tasks; prints a table, writes plots",
+                   {{"out", "DIR", "runs/demo", "where the runs, table and plots go"},
+                    {"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
+                    {"seed", "N", "1", "random seed"}},
+                   nullptr, "the synthetic-tasks issue (models/, train/ trainer)", ""});
+
+  table.push_back({"train", "train --preset NAME | --config FILE [--set key=value]... --out DIR",
+                   "train one model from a preset or a config file",
+                   {{"preset", "NAME", "", "a built-in configuration"},
+                    {"config", "FILE", "", "a config file of 'key = value' lines"},
+                    {"set", "KEY=VALUE", "", "override one config key (repeatable)"},
+                    {"out", "DIR", "", "run directory (config, metrics, checkpoint, plots)"},
+                    {"resume", "DIR", "", "continue a run from its checkpoint"},
+                    {"profile-steps", "A:B", "", "wrap steps A..B in cudaProfilerStart/Stop"},
+                    {"tf32", "", "", "allow TF32 tensor-core GEMMs on CUDA"}},
+                   nullptr, "the synthetic-tasks issue (trainer, presets, checkpoints)", ""});
+
+  table.push_back({"eval", "eval --run DIR [--split valid|test]",
+                   "evaluate a trained run's checkpoint on a split",
+                   {{"run", "DIR", "", "run directory written by 'urpe train'"},
+                    {"split", "NAME", "valid", "valid or test"}},
+                   nullptr, "the synthetic-tasks issue (checkpoints)", ""});
+
+  table.push_back({"repro", "repro synthetic|lm|molecules|table5 [--scale tiny|small|paper] [--seeds K] --out DIR",
+                   "reproduce one of the paper's experiments and write results.md/json and plots",
+                   {{"scale", "NAME", "tiny", "tiny, small or paper"},
+                    {"seeds", "K", "1", "number of seeds per configuration"},
+                    {"out", "DIR", "", "output directory"},
+                    {"device", "NAME", "cpu", "cpu, cuda or cuda:N"}},
+                   nullptr,
+                   "the experiment issues (synthetic tasks; Transformer-XL for lm; Graphormer for molecules)",
+                   ""});
+
+  table.push_back({"plot", "plot --run DIR", "redraw a run's plots from its files",
+                   {{"run", "DIR", "", "run directory"}},
+                   nullptr, "the synthetic-tasks issue (train/plots)", ""});
+
+  table.push_back({"bench", "bench kernels|step [--device cpu|cuda]",
+                   "time the kernels or a training step",
+                   {{"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
+                    {"repeats", "N", "50", "timed runs per measurement (the median is reported)"}},
+                   nullptr, "the engine-core issue (CPU micro-benchmarks) and the CUDA-backend issue", ""});
+  return table;
+}
+
+}  // namespace urpe::cli
