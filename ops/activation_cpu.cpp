@@ -32,7 +32,8 @@ void activation_forward_cpu(Activation kind, const Tensor& x, Tensor& y) {
   const int64_t n = x.numel();
   switch (kind) {
     case Activation::relu:
-      pointwise(n, y.f32(), [px](int64_t k) { return px[k] > 0.0f ? px[k] : 0.0f; });
+      // Written so a NaN input stays NaN: a diverging run should show it, not hide it as 0.
+      pointwise(n, y.f32(), [px](int64_t k) { return px[k] < 0.0f ? 0.0f : px[k]; });
       break;
     case Activation::gelu:
       pointwise(n, y.f32(), [px](int64_t k) {

@@ -26,10 +26,14 @@ Rows rows_of(const Tensor& x) {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// The row's max: −inf exactly when every entry is −inf (a fully masked row).
+// The row's max: −inf exactly when every entry is −inf (a fully masked row); NaN when any entry
+// is NaN, so a row of NaNs comes out NaN rather than passing for a masked row.
 float row_max(const float* xr, int64_t n) {
   float m = kNegInf;
-  for (int64_t j = 0; j < n; ++j) m = xr[j] > m ? xr[j] : m;
+  for (int64_t j = 0; j < n; ++j) {
+    if (std::isnan(xr[j])) return xr[j];
+    m = xr[j] > m ? xr[j] : m;
+  }
   return m;
 }
 
