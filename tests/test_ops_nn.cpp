@@ -4,6 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <vector>
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #include "ops/activation.h"
 #include "ops/dropout.h"
@@ -59,6 +62,11 @@ TEST_CASE("relu and gelu: forward against the formulas, gradcheck off the kink")
   CHECK(known[0] == doctest::Approx(0.8413447460685429).epsilon(1e-6));
   CHECK(known[1] == doctest::Approx(-0.15865525393145707).epsilon(1e-6));
   CHECK(known[2] == doctest::Approx(2.9959502159112).epsilon(1e-6));
+
+  // NaN goes through both (a diverging run must show, not turn into zeros).
+  Tensor nan = Tensor::full({2}, std::nanf(""));
+  CHECK(std::isnan(relu(nan).to_vector_f32()[0]));
+  CHECK(std::isnan(gelu(nan).to_vector_f32()[1]));
 
   check_gradients([](const std::vector<Tensor>& v) { return relu(v[0]); }, {x});
   Tensor wide = random_param({5, 3}, 102, -3.0f, 3.0f);  // GELU is smooth: any inputs will do
@@ -219,6 +227,10 @@ TEST_CASE("softmax and log_softmax: masked entries and fully masked rows give ze
     for (int j = 4; j < 8; ++j) CHECK(gx[j] == 0.0f);  // nothing flows into a fully masked row
     if (!take_log) CHECK(gx[1] == 0.0f);
   }
+  // A row of NaNs is not a masked row: it comes out NaN.
+  Tensor nan = Tensor::full({2, 3}, std::nanf(""));
+  CHECK(std::isnan(softmax(nan).to_vector_f32()[4]));
+  CHECK(std::isnan(log_softmax(nan).to_vector_f32()[0]));
 }
 
 // ---- losses ----
@@ -387,3 +399,40 @@ TEST_CASE("gather_table: per-head lookups through a bucket map, gradients summed
   CHECK_THROWS_WITH_AS(gather_table(table, Tensor::arange(4)),
                        doctest::Contains("gather_table: argument 'map' must have 2 dims"), Error);
 }
+
+// ---- determinism ----
+
+#if defined(_OPENMP)
+// The backward reductions (∂γ/∂β, embedding and table gradients, the cross-entropy mean) use
+// fixed-order sums, so 1 and 3 threads give bit-identical results. Sizes are above the kernels'
+// OpenMP thresholds, so the parallel paths really run.
+TEST_CASE("backward reductions are bit-identical for any thread count") {
+  auto run_all = [](int threads) {
+    const int previous = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    std::vector<std::vector<float>> grads;
+    Tensor x = random_param({301, 129}, 201), gamma = random_param({129}, 202), beta = random_param({129}, 203);
+    layer_norm(x, gamma, beta).backward(random_values({301, 129}, 204));
+    for (const Tensor& t : {x, gamma, beta}) grads.push_back(t.grad().to_vector_f32());
+    Tensor table = random_param({50, 33}, 205);
+    embedding(table, test::random_ids({2001}, 50, 206)).backward(random_values({2001, 33}, 207));
+    grads.push_back(table.grad().to_vector_f32());
+    Tensor heads = random_param({4, 199}, 208);
+    gather_table(heads, test::random_ids({100, 101}, 199, 209)).backward(random_values({4, 100, 101}, 210));
+    grads.push_back(heads.grad().to_vector_f32());
+    Tensor logits = random_param({257, 131}, 211);
+    Tensor loss = cross_entropy(logits, test::random_ids({257}, 131, 212));
+    loss.backward();
+    grads.push_back(logits.grad().to_vector_f32());
+    grads.push_back(loss.to_vector_f32());
+    omp_set_num_threads(previous);
+    return grads;
+  };
+  const auto one = run_all(1), three = run_all(3);
+  REQUIRE(one.size() == three.size());
+  for (size_t k = 0; k < one.size(); ++k) {
+    CAPTURE(k);
+    CHECK(one[k] == three[k]);
+  }
+}
+#endif
