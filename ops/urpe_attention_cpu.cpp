@@ -2,7 +2,8 @@
 // read next to the maths in urpe_attention.h. The CUDA kernel is checked against this file.
 //
 // Forward, per row: z_j = s_j·scale + B_h[bias_map(i,j)] over unmasked keys, m = max_j z_j,
-//   P_j = e^{z_j − m} / Σ_k e^{z_k − m} (exponentials and their sum in double), A_j = P_j·C_h[c_map(i,j)].
+//   P_j = e^{z_j − m} / Σ_k e^{z_k − m} (each e ≤ 1 in float, their sum in double),
+//   A_j = P_j·C_h[c_map(i,j)].
 //   Masked keys get P = A = 0; a row with no unmasked key (or whose logits are all −∞) is all 0.
 // Backward, per row: dP_j = G_j·C_j, r = Σ_j P_j·dP_j (double), dZ_j = P_j·(dP_j − r),
 //   ∂S_j = scale·dZ_j, ∂C_h[c_map] += G_j·P_j, ∂B_h[bias_map] += dZ_j; masked keys give 0.
@@ -90,7 +91,7 @@ void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams&
 #pragma omp parallel
   {
     std::vector<float> z(static_cast<size_t>(nk));        // logits of one row, −∞ where masked
-    std::vector<double> e(static_cast<size_t>(nk));       // exponentials of one row
+    std::vector<float> e(static_cast<size_t>(nk));        // exponentials of one row
 #pragma omp for schedule(static)
     for (int64_t row = 0; row < rows; ++row) {
       const int64_t i = row % ctx.nq, h = (row / ctx.nq) % ctx.heads, b = row / (ctx.nq * ctx.heads);
@@ -116,12 +117,12 @@ void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams&
       // Max-subtracted softmax; exp(−∞) = 0 for masked keys.
       double total = 0;
       for (int64_t j = 0; j < nk; ++j) {
-        e[j] = std::exp(static_cast<double>(z[j]) - m);
+        e[j] = std::exp(z[j] - m);  // ≤ 1 after the max subtraction: float is exact enough
         total += e[j];
       }
-      const double inv_total = 1.0 / total;
+      const float inv_total = static_cast<float>(1.0 / total);
       for (int64_t j = 0; j < nk; ++j) {
-        const float p = static_cast<float>(e[j] * inv_total);
+        const float p = e[j] * inv_total;
         p_row[j] = p;
         a_row[j] = c_h ? p * c_h[cmap[j]] : p;  // p is 0 where masked, so A is too
       }

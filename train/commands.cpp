@@ -2,6 +2,8 @@
 // handler and say which part of the project will bring them.
 #include "train/commands.h"
 
+#include "bench/bench_kernels.h"
+
 namespace urpe::cli {
 
 std::vector<CommandSpec> command_table() {
@@ -49,7 +51,7 @@ std::vector<CommandSpec> command_table() {
                    "time the kernels or a training step",
                    {{"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
                     {"repeats", "N", "50", "timed runs per measurement (the median is reported)"}},
-                   nullptr, "the engine-core issue (CPU micro-benchmarks) and the CUDA-backend issue", ""});
+                   bench::run_bench_command, "'bench step' arrives with the model issue", ""});
   return table;
 }
 
