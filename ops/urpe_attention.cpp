@@ -3,6 +3,7 @@
 // tables. The maths is in urpe_attention.h.
 #include "ops/urpe_attention.h"
 
+#include <cmath>
 #include <vector>
 
 #include "autograd/node.h"
@@ -52,6 +53,7 @@ void validate(const Tensor& scores, const UrpeAttentionParams& p) {
   check_dtype(kOp, "scores", scores, DType::f32);
   URPE_CHECK(scores.dim() == 4, kOp << ": scores " << scores.describe()
                                     << " must be 4-D (Bsz, H, Nq, Nk)");
+  URPE_CHECK(std::isfinite(p.scale), kOp << ": scale must be finite, got " << p.scale);
   const int64_t bsz = scores.size(0), heads = scores.size(1), nk = scores.size(3);
   if (p.bias_table.defined()) {
     check_table("bias_table", p.bias_table, scores, heads);

@@ -384,4 +384,12 @@ TEST_CASE("bad arguments give one readable error naming the tensor") {
   fails_with(p, "bias_map i32 (4, 4) on cpu is given without a bias_table", c.scores);
 
   fails_with(c.params, "must be 4-D (Bsz, H, Nq, Nk)", random_values({3, 4, 4}, 3));
+
+  p = c.params;
+  p.scale = NAN;
+  fails_with(p, "scale must be finite", c.scores);
+
+  p = c.params;
+  p.key_padding = random_values({2, 4}, 4);
+  fails_with(p, "argument 'key_padding' must be i32", c.scores);
 }
