@@ -129,9 +129,10 @@ void print_header() {
 void print_row(const Row& r) {
   char rate[32];
   std::snprintf(rate, sizeof rate, "%.1f %s", r.rate, r.unit);
-  std::printf("%s%s%9.3f %9.3f %5d %13s %5.0f%%\n", pad(r.kernel, kKernelWidth).c_str(),
+  const bool noisy = r.t.median_ms > 1.5 * r.t.min_ms;
+  std::printf("%s%s%9.3f %9.3f %5d %13s %5.0f%%%s\n", pad(r.kernel, kKernelWidth).c_str(),
               pad(r.shape, kShapeWidth).c_str(), r.t.median_ms, r.t.min_ms, r.t.runs, rate,
-              r.percent);
+              r.percent, noisy ? " *" : "");
   std::fflush(stdout);
 }
 
@@ -255,7 +256,8 @@ int bench_kernels(const cli::Args& args) {
   uint64_t seed = 100;
   for (const auto& size : sizes) bench.urpe_core(size[0], size[1], size[2], seed += 10);
   std::printf("\nrates: GB/s of minimal traffic (f32 tensors read + written once, maps included), "
-              "GFLOP/s = 2·M·N·K/time; %% ref = of the copy / 1024³ sgemm rows above. "
+              "GFLOP/s = 2·M·N·K/time; %% ref = of the copy / 1024³ sgemm rows above.\n"
+              "* median > 1.5 × min: the runs were disturbed (a busy machine); rerun to compare. "
               "Total %.1f s.\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return 0;
