@@ -102,6 +102,8 @@ TEST_CASE("Adam leaves parameters without a gradient alone and checks its argume
   CHECK(b.item() == 1.0f);  // no gradient: no decay, no moment update
   CHECK(adam.state()[4].second.item() == 0.0f);  // v of b
   Tensor not_leaf = affine(a, 2.0f);
+  CHECK_THROWS_WITH_AS(adam.step(NAN), doctest::Contains("lr must be finite"), Error);
+  CHECK(adam.steps() == 1);  // a refused step is not counted
   CHECK_THROWS_WITH_AS(Adam({not_leaf}), doctest::Contains("is not a leaf"), Error);
   CHECK_THROWS_WITH_AS(Adam({Tensor::ones({2})}), doctest::Contains("does not require a gradient"), Error);
   CHECK_THROWS_WITH_AS(Adam({a, a}), doctest::Contains("listed twice"), Error);

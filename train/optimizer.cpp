@@ -1,8 +1,8 @@
 // Adam/AdamW state and step: gathers the parameters that have gradients into one kernel call.
 #include "train/optimizer.h"
 
-#include <climits>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -40,6 +40,7 @@ Adam::Adam(std::vector<Tensor> params, AdamConfig config)
 }
 
 std::optional<float> Adam::step(float lr) {
+  URPE_CHECK(std::isfinite(lr) && lr >= 0, "Adam.step: lr must be finite and ≥ 0, got " << lr);
   autograd::NoGrad no_grad;
   std::vector<AdamSlot> slots;
   std::vector<Tensor> grads;
@@ -51,7 +52,6 @@ std::optional<float> Adam::step(float lr) {
   }
   std::optional<float> norm;
   if (config_.clip_norm > 0) norm = clip_grad_norm(grads, config_.clip_norm);
-  ++step_;
   AdamHyper hyper;
   hyper.lr = lr;
   hyper.beta1 = config_.beta1;
@@ -59,8 +59,9 @@ std::optional<float> Adam::step(float lr) {
   hyper.eps = config_.eps;
   hyper.weight_decay = config_.weight_decay;
   hyper.decoupled_weight_decay = config_.decoupled_weight_decay;
-  hyper.step = step_;
+  hyper.step = step_ + 1;
   adam_update(slots, hyper);
+  step_ = hyper.step;
   return norm;
 }
 
@@ -71,7 +72,7 @@ void Adam::zero_grad() {
 // ---- checkpoint state ----
 
 std::vector<std::pair<std::string, Tensor>> Adam::state() const {
-  URPE_CHECK(step_ <= INT32_MAX, "Adam: step " << step_ << " does not fit the i32 checkpoint entry");
+  URPE_CHECK(step_ <= std::numeric_limits<int32_t>::max(), "Adam: step " << step_ << " does not fit the i32 checkpoint entry");
   std::vector<std::pair<std::string, Tensor>> out;
   out.emplace_back("adam.step", Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(step_)}, {1}));
   for (size_t k = 0; k < params_.size(); ++k) {
