@@ -131,6 +131,11 @@ const std::string& Vocabulary::token(int32_t id) const {
   return tokens_[id];
 }
 
+int64_t Vocabulary::count_of(int32_t id) const {
+  token(id);  // range check
+  return counts_[id];
+}
+
 // ---- corpus ----
 
 const CorpusSplit& Corpus::split(const std::string& name) const {

@@ -43,7 +43,7 @@ class Vocabulary {
   bool contains(const std::string& token) const { return id(token) >= 0; }
   const std::string& token(int32_t id) const;  // throws for an id out of range
   const std::vector<std::string>& tokens() const { return tokens_; }
-  int64_t count_of(int32_t id) const { return counts_.at(id); }  // train count (0 for <eos>)
+  int64_t count_of(int32_t id) const;  // the train count (0 for <eos>)
 
  private:
   int32_t add(const std::string& token, int64_t count);

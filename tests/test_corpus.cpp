@@ -94,6 +94,7 @@ TEST_CASE("vocabulary: <eos> is id 0, then train tokens by count, ties by first 
   CHECK(corpus.vocab.count_of(corpus.vocab.id("a")) == 2);
   CHECK(corpus.vocab.count_of(kEosId) == 0);
   CHECK_THROWS_AS(corpus.vocab.token(6), Error);
+  CHECK_THROWS_AS(corpus.vocab.count_of(-1), Error);
   // <eos> after every line, the blank line included; whitespace runs and tabs separate tokens.
   CHECK(corpus.train.ids == std::vector<int32_t>{3, 1, 2, 0, 0, 2, 1, 4, 5, 0});
   CHECK(corpus.train.lines == 3);
