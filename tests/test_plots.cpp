@@ -328,6 +328,18 @@ TEST_CASE("plots: grouped bar chart") {
   CHECK(count_color(neg, series_color(0)) > 500);
   n.value_labels = false;
   CHECK(count_color(render_bar_chart(n), colors::text) < count_color(neg, colors::text));
+
+  // Many bars: narrow bars with vertical value labels keep the image a sensible width.
+  BarChartSpec many;
+  for (int g = 0; g < 12; ++g) many.groups.push_back("task " + std::to_string(g));
+  for (int s = 0; s < 4; ++s) {
+    BarSeries bs{"model " + std::to_string(s), {}};
+    for (int g = 0; g < 12; ++g) bs.values.push_back(0.1 + 0.05 * s + 0.01 * g);
+    many.series.push_back(bs);
+  }
+  const Canvas wide = render_bar_chart(many);
+  CHECK(wide.width() < 2000);
+  for (size_t k = 0; k < 4; ++k) CHECK(count_color(wide, series_color(k)) > 1000);
 }
 
 TEST_CASE("plots: bar chart errors name the file") {
