@@ -41,8 +41,8 @@ std::string read_maybe_gzipped(const std::string& path) {
     URPE_CHECK(!failed, path << ": expected a gzip file, inflating failed (" << why << ")");
     return text;
 #else
-    URPE_FAIL(path << ": this build has no zlib, so .gz files cannot be read; install zlib1g-dev "
-                      "and rebuild, or gunzip the file");
+    throw Error(path + ": this build has no zlib, so .gz files cannot be read; install zlib1g-dev "
+                       "and rebuild, or gunzip the file");
 #endif
   }
   std::ifstream in(path, std::ios::binary);
@@ -149,7 +149,7 @@ int CsvTable::column(const std::string& name) const {
     if (header[c] == name) return static_cast<int>(c);
   std::string have;
   for (const auto& h : header) have += (have.empty() ? "" : ", ") + h;
-  URPE_FAIL(source << " line 1: expected a column named \"" << name << "\", the header has: " << have);
+  throw Error(source + " line 1: expected a column named \"" + name + "\", the header has: " + have);
 }
 
 std::string CsvTable::where(size_t row, int column) const {

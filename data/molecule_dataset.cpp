@@ -148,8 +148,8 @@ std::string embedded_molecules_dir() {
     if (::access((candidate + "/molecules.csv.gz").c_str(), R_OK) == 0) return candidate;
     looked += (looked.empty() ? "" : ", ") + candidate;
   }
-  URPE_FAIL("embedded molecule dataset: expected " << kEmbeddedMoleculesPath
-                                                   << "/molecules.csv.gz; looked in " << looked);
+  throw Error(std::string("embedded molecule dataset: expected ") + kEmbeddedMoleculesPath +
+              "/molecules.csv.gz; looked in " + looked);
 }
 
 EmbeddedMolecules load_embedded_molecules(const std::string& dir, const std::string& target_column) {
