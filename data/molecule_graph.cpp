@@ -144,6 +144,10 @@ ShortestPaths shortest_paths(const MoleculeGraph& graph) {
   return p;
 }
 
+std::vector<int32_t> shortest_path_distances(const MoleculeGraph& graph) {
+  return shortest_paths(graph).distance;
+}
+
 std::vector<int32_t> shortest_path_edge_types(const MoleculeGraph& graph, const ShortestPaths& paths,
                                               int32_t i, int32_t j) {
   const int32_t n = graph.num_nodes;

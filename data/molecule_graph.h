@@ -72,6 +72,8 @@ struct ShortestPaths {
 };
 
 ShortestPaths shortest_paths(const MoleculeGraph& graph);
+// Just the (N, N) distance matrix of shortest_paths (Graphormer's spatial_pos before the +1).
+std::vector<int32_t> shortest_path_distances(const MoleculeGraph& graph);
 
 // Raw bond types along the kept shortest path i → j, hop by hop (size = distance; empty when
 // i == j or unreachable).

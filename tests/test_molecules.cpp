@@ -316,6 +316,7 @@ TEST_CASE("shortest paths: chain, ring and disconnected graphs against hand valu
   const MoleculeGraph parts = graph_of("CC.C");
   const ShortestPaths pp = shortest_paths(parts);
   CHECK(pp.distance == std::vector<int32_t>{0, 1, 510, 1, 0, 510, 510, 510, 0});
+  CHECK(shortest_path_distances(parts) == pp.distance);
   CHECK(pp.max_distance == 1);
   CHECK(shortest_path_edge_types(parts, pp, 0, 2).empty());
   CHECK(node_degrees(parts) == std::vector<int32_t>{1, 1, 0});
