@@ -87,12 +87,14 @@ void TransformerXL::set_memory_options(int64_t mem_len, int64_t clamp_len, bool 
 // Computed in double on the host, then stored as f32: (klen, d).
 Tensor TransformerXL::positional_table(int64_t klen) const {
   const int64_t d = config_.d_model, half = d / 2;
+  std::vector<double> inv_freq(static_cast<size_t>(half));  // (d/2,)
+  for (int64_t m = 0; m < half; ++m) inv_freq[m] = std::pow(10000.0, -2.0 * m / d);
   std::vector<float> values(static_cast<size_t>(klen * d));
   for (int64_t k = 0; k < klen; ++k) {
     double pos = static_cast<double>(klen - 1 - k);
     if (config_.clamp_len > 0) pos = std::min(pos, static_cast<double>(config_.clamp_len));
     for (int64_t m = 0; m < half; ++m) {
-      const double angle = pos * std::pow(10000.0, -2.0 * m / d);
+      const double angle = pos * inv_freq[m];
       values[k * d + m] = static_cast<float>(std::sin(angle));
       values[k * d + half + m] = static_cast<float>(std::cos(angle));
     }

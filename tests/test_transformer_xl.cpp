@@ -277,6 +277,27 @@ TEST_CASE("same_length: with a full memory every query sees exactly mem_len keys
   CHECK_THROWS_WITH_AS(plain.set_memory_options(0, -1, true), doctest::Contains("same_length"), Error);
 }
 
+TEST_CASE("dropout: seeded, active only in training, and it reaches the memory") {
+  TransformerXLConfig c = tiny_config();
+  c.dropout = 0.2f;
+  c.dropatt = 0.1f;
+  TransformerXL model(c, 12);
+  const Tensor tokens = test::random_ids({4, 2}, 11, 100), targets = test::random_ids({4, 2}, 11, 101);
+  CHECK_THROWS_WITH_AS(model.forward(tokens, targets, {}, true, nullptr),
+                       doctest::Contains("random stream"), Error);
+  Rng r1(7), r2(7), r3(8);
+  const TxlStep a = model.forward(tokens, targets, {}, true, &r1);
+  const TxlStep b = model.forward(tokens, targets, {}, true, &r2);
+  const TxlStep other = model.forward(tokens, targets, {}, true, &r3);
+  const TxlStep eval = model.forward(tokens, targets, {}, false, nullptr);
+  CHECK(a.loss.item() == b.loss.item());
+  CHECK(a.loss.item() != other.loss.item());
+  CHECK(a.loss.item() != eval.loss.item());
+  CHECK(test::max_abs_diff(a.mems[0], b.mems[0]) == 0.0);
+  CHECK(test::max_abs_diff(a.mems[0], eval.mems[0]) > 1e-3);  // h_0 is cached after dropout
+  CHECK(eval.loss.item() == model.forward(tokens, targets, {}, false, nullptr).loss.item());
+}
+
 // ---- URPE ----
 
 TEST_CASE("URPE with C = ones computes exactly the baseline; it costs H·max_klen parameters") {
