@@ -2,7 +2,7 @@
 // the whole model by finite differences, the segment memory (what it holds, that it carries
 // information forward, that no gradient crosses it), causality, same_length, the adaptive softmax,
 // and the golden fixtures of tools/torch_reference_txl.py (logits, losses and every gradient of
-// two segments with memory; regenerate with `/usr/bin/python3 tools/torch_reference_txl.py`).
+// two or three segments with memory; regenerate with `/usr/bin/python3 tools/torch_reference_txl.py`).
 #include <cmath>
 #include <string>
 
@@ -372,6 +372,7 @@ void check_fixture(const std::string& name) {
   c.clamp_len = meta_int(f, "clamp_len");
   c.max_klen = meta_int(f, "max_klen");
   c.urpe = f.meta("urpe") == "1";
+  c.same_length = f.meta("same_length") == "1";
   std::string cutoffs = f.meta("cutoffs");  // "5,9" or ""
   for (size_t start = 0; start < cutoffs.size();) {
     const size_t comma = std::min(cutoffs.find(',', start), cutoffs.size());
@@ -393,7 +394,8 @@ void check_fixture(const std::string& name) {
 
   TxlMemory mems;
   Tensor total;
-  for (int segment = 1; segment <= 2; ++segment) {
+  const int64_t segments = meta_int(f, "segments");
+  for (int64_t segment = 1; segment <= segments; ++segment) {
     INFO("segment " << segment);
     const std::string s = std::to_string(segment);
     const TxlHidden h = model.forward_hidden(f.at("input.tokens" + s), mems, false, nullptr);
@@ -417,3 +419,6 @@ void check_fixture(const std::string& name) {
 TEST_CASE("golden: Transformer-XL, two segments with memory") { check_fixture("base"); }
 TEST_CASE("golden: Transformer-XL + URPE, two segments with memory, clamped distances") { check_fixture("urpe"); }
 TEST_CASE("golden: Transformer-XL with the adaptive softmax") { check_fixture("adaptive"); }
+TEST_CASE("golden: Transformer-XL + URPE, evaluation settings (long memory, clamp, same_length)") {
+  check_fixture("urpe_eval");
+}

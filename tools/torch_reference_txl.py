@@ -5,13 +5,15 @@ Why: models/transformer_xl.cpp must compute exactly the model of ../shared/SPECS
 kimiyoung/transformer-xl PyTorch code) and its URPE variant (§0.1). This script writes that model
 again in PyTorch, independently of the C++ code and in the official code's own style (time-major
 tensors, einsum scores, `_rel_shift` by zero-padding and reinterpreting the buffer, a -inf mask),
-runs two segments with memory, and stores the weights, both segments' tokens and targets, logits,
-losses and every parameter gradient of loss1 + loss2 in small safetensors files:
+runs two (or three) segments with memory, and stores the weights, every segment's tokens and targets,
+logits, losses and every parameter gradient of the summed loss in small safetensors files:
 
   tests/fixtures/txl_base.safetensors       baseline, full softmax
   tests/fixtures/txl_urpe.safetensors       URPE (random C), clamp_len 7, a C table shorter than klen,
                                             H*dh != d
   tests/fixtures/txl_adaptive.safetensors   baseline with the adaptive softmax of §1.7 (cutoffs 5, 9)
+  tests/fixtures/txl_urpe_eval.safetensors  URPE with evaluation-style memory: mem_len 7 > tgt_len 5,
+                                            clamp_len 3, same_length, three segments
 
 Regenerate (Debian's python3-torch):
 
@@ -19,7 +21,7 @@ Regenerate (Debian's python3-torch):
 
 Fixture version 1. Everything is computed in float64 from float32-rounded weights, so the stored
 values are the exact maths. The memory is detached between segments (as in the official code), so
-the gradient of loss1 + loss2 is the sum of the two segments' own gradients.
+the gradient of the summed loss is the sum of each segment's own gradient.
 """
 import argparse
 import math
@@ -115,7 +117,13 @@ def attention_layer(cfg, P, l, w, r, mem):
     AC = torch.einsum("ibnd,jbnd->ijbn", w_head_q + P["r_w_bias"], w_head_k)
     BD = rel_shift(torch.einsum("ibnd,jnd->ijbn", w_head_q + P["r_r_bias"], r_head_k))
     score = (AC + BD) * (1 / dh ** 0.5)
-    mask = torch.triu(torch.ones(qlen, klen), diagonal=1 + mlen).bool()[:, :, None, None]
+    all_ones = torch.ones(qlen, klen)
+    mask = torch.triu(all_ones, diagonal=1 + mlen)
+    if cfg["same_length"]:  # the official dec_attn_mask with same_length
+        mask_len = klen - cfg["mem_len"]
+        mask_shift_len = qlen - mask_len if mask_len > 0 else qlen
+        mask = mask + torch.tril(all_ones, -mask_shift_len)
+    mask = mask.bool()[:, :, None, None]
     score = score.masked_fill(mask, -float("inf"))
     prob = torch.softmax(score, dim=1)
     if cfg["urpe"]:
@@ -200,7 +208,7 @@ def make_fixture(name, cfg, seed, out_dir):
     qlen, B, d = cfg["tgt_len"], cfg["batch"], cfg["d_model"]
     mems = [torch.zeros(0, B, d) for _ in range(cfg["layers"] + 1)]
     tensors, total = {}, 0
-    for segment in (1, 2):
+    for segment in range(1, cfg["segments"] + 1):
         tokens = torch.randint(0, cfg["vocab"], (qlen, B), generator=g)
         targets = torch.randint(0, cfg["vocab"], (qlen, B), generator=g)
         hidden, mems = txl_forward(cfg, params, tokens, mems)
@@ -219,22 +227,26 @@ def make_fixture(name, cfg, seed, out_dir):
         tensors["grad." + pname] = p.grad
     meta = {k: v for k, v in cfg.items() if k != "cutoffs"}
     meta["urpe"] = int(cfg["urpe"])
+    meta["same_length"] = int(cfg["same_length"])
     meta["cutoffs"] = ",".join(str(c) for c in cfg["cutoffs"])
     meta["fixture_version"] = FIXTURE_VERSION
     meta["torch_version"] = torch.__version__
     path = os.path.join(out_dir, f"txl_{name}.safetensors")
     save_safetensors(path, tensors, meta)
     print(f"wrote txl_{name}.safetensors ({os.path.getsize(path)} bytes): "
-          f"losses {tensors['output.loss1'].item():.6f} {tensors['output.loss2'].item():.6f}")
+          "losses " + " ".join(f"{tensors[f'output.loss{s}'].item():.6f}" for s in range(1, cfg["segments"] + 1)))
 
 
 BASE = {"vocab": 13, "layers": 2, "d_model": 8, "heads": 2, "d_head": 4, "d_inner": 16,
         "tgt_len": 5, "mem_len": 5, "clamp_len": -1, "max_klen": 10, "batch": 2, "urpe": False,
-        "cutoffs": []}
+        "cutoffs": [], "same_length": False, "segments": 2}
 FIXTURES = {
     "base": dict(BASE),
     "urpe": dict(BASE, urpe=True, d_head=3, clamp_len=7, max_klen=7),
     "adaptive": dict(BASE, cutoffs=[5, 9]),
+    # evaluation-style settings (SPECS §1.11): a memory longer than a segment, clamped distances,
+    # same_length; three segments so the memory fills up (mlen 0, 5, 7)
+    "urpe_eval": dict(BASE, urpe=True, same_length=True, clamp_len=3, mem_len=7, max_klen=12, segments=3),
 }
 
 
