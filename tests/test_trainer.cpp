@@ -65,8 +65,7 @@ TEST_CASE("a run writes its directory, and eval reproduces the logged accuracy")
   CHECK(rows.back().split == "valid");
   CHECK(rows.back().metric == doctest::Approx(outcome.result.metric));
   // Rebuild from the checkpoint alone and score again: the same number.
-  Config stored(run_schema());
-  stored.apply_text(read_checkpoint_info(join_path(dir, "model.safetensors")).config_text, "checkpoint");
+  const Config stored = config_from_text(read_checkpoint_info(join_path(dir, "model.safetensors")).config_text, "checkpoint");
   TransformerEncoder model(encoder_config_from(stored), 99);
   load_checkpoint(join_path(dir, "model.safetensors"), model.parameters(), nullptr);
   const EvalResult again = evaluate_encoder(model, task_from_config(stored), 16, 64);
@@ -86,7 +85,7 @@ TEST_CASE("resume continues bit-identically (dropout on)") {
   TrainOptions resume;
   resume.quiet = true;
   resume.resume = true;
-  const TrainOutcome second = train_encoder(Config(run_schema()), split, resume);
+  const TrainOutcome second = train_encoder(Config(schema_for_model("encoder")), split, resume);
   CHECK_FALSE(second.interrupted);
   CHECK(second.result.steps == 12);
 
@@ -123,6 +122,6 @@ TEST_CASE("bad configs give one clear error") {
   CHECK_THROWS_WITH_AS(resolve_config("no-such-preset", "", {}), doctest::Contains("pi-tiny"), Error);
   TrainOptions resume = options;
   resume.resume = true;
-  CHECK_THROWS_WITH_AS(train_encoder(Config(run_schema()), dir + "_missing", resume),
+  CHECK_THROWS_WITH_AS(train_encoder(Config(schema_for_model("encoder")), dir + "_missing", resume),
                        doctest::Contains("no checkpoint"), Error);
 }

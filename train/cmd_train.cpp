@@ -10,19 +10,28 @@
 
 namespace urpe::cli {
 
+// The resolved config a run directory's checkpoint carries.
+static Config stored_config(const std::string& dir) {
+  URPE_CHECK(path_exists(dir), "run directory '" << dir << "' does not exist");
+  const std::string checkpoint = join_path(dir, "model.safetensors");
+  URPE_CHECK(path_exists(checkpoint), "'" << dir << "' has no model.safetensors (not a run directory, or the "
+                                          "run never reached its first checkpoint)");
+  return config_from_text(read_checkpoint_info(checkpoint).config_text, checkpoint + " (config)");
+}
+
 int run_train(const Args& args) {
   const bool resume = args.has("resume");
   const std::string out = resume ? args.get("resume") : args.get("out");
   URPE_CHECK(!out.empty(), "urpe train: --out DIR is required (or --resume DIR)");
-  Config config(run_schema());
+  Config config = resume ? stored_config(out) : resolve_config(args.get("preset"), args.get("config"), args.all("set"));
   if (resume) {
     URPE_CHECK(!args.has("preset") && !args.has("config") && !args.has("set"),
                "urpe train --resume takes the config stored in the run; drop --preset/--config/--set");
     URPE_CHECK(!args.has("out") || args.get("out") == out,
                "urpe train: --resume DIR and --out DIR name different directories");
-  } else {
-    config = resolve_config(args.get("preset"), args.get("config"), args.all("set"));
   }
+  const std::string model = config.get_string("model");
+  URPE_CHECK(model == "encoder", "urpe train: model '" << model << "' has no trainer in this build");
   TrainOptions options;
   options.resume = resume;
   options.quiet = args.has("quiet");
@@ -41,10 +50,7 @@ int run_eval(const Args& args) {
   const std::string split = args.get("split", "valid");
   URPE_CHECK(split == "valid" || split == "test", "urpe eval: --split must be valid or test, got '" << split << "'");
   const std::string checkpoint = join_path(dir, "model.safetensors");
-  URPE_CHECK(path_exists(dir), "urpe eval: run directory '" << dir << "' does not exist");
-  URPE_CHECK(path_exists(checkpoint), "urpe eval: '" << dir << "' has no model.safetensors (not a finished run?)");
-  Config config(run_schema());
-  config.apply_text(read_checkpoint_info(checkpoint).config_text, checkpoint + " (config)");
+  const Config config = stored_config(dir);
   const SyntheticTask task = task_from_config(config);
   TransformerEncoder model(encoder_config_from(config), 0, parse_device(config.get_string("device")));
   const CheckpointInfo info = load_checkpoint(checkpoint, model.parameters(), nullptr);

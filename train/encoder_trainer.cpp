@@ -113,8 +113,7 @@ TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, 
   if (options.resume) {
     URPE_CHECK(path_exists(checkpoint_path),
                "cannot resume: no checkpoint at '" << checkpoint_path << "' (is this a run directory?)");
-    config = Config(run_schema());
-    config.apply_text(read_checkpoint_info(checkpoint_path).config_text, checkpoint_path + " (config)");
+    config = config_from_text(read_checkpoint_info(checkpoint_path).config_text, checkpoint_path + " (config)");
   }
   const int64_t steps = config.get_int("steps"), batch = config.get_int("batch");
   const int64_t eval_every = config.get_int("eval_every"), valid_size = config.get_int("valid_size");

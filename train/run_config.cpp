@@ -9,35 +9,66 @@
 
 namespace urpe {
 
-const ConfigSchema& run_schema() {
-  static const ConfigSchema schema = [] {
-    ConfigSchema s;
-    s.add_choice("model", {"encoder"}, "encoder", "model family (encoder: RoBERTa-style post-LN encoder)");
-    s.add_choice("task", {"pi", "etp"}, "pi", "synthetic task: position identification or even token prediction");
-    s.add_choice("pe", {"none", "ape", "rpe", "urpe"}, "urpe", "positional encoding");
-    s.add_choice("rpe_kind", {"unique", "bucketed"}, "unique", "RPE bias table: one scalar per distance, or T5 buckets");
-    s.add_choice("urpe_kind", {"unique", "bucketed"}, "unique", "URPE C table: Toeplitz (per distance) or T5 buckets");
-    s.add_int("seq_len", 32, "sequence length n");
-    s.add_int("vocab", 100, "number of distinct input tokens V");
-    s.add_int("layers", 2, "encoder layers");
-    s.add_int("d_model", 64, "model width");
-    s.add_int("heads", 4, "attention heads (must divide d_model)");
-    s.add_int("d_ff", 256, "feed-forward hidden width");
-    s.add_float("dropout", 0.0, "dropout on embeddings, attention output and FFN output");
-    s.add_float("init_std", 0.07, "std of the N(0, std) weight initialisation");
-    s.add_int("batch", 32, "sequences per training step");
-    s.add_int("steps", 2000, "training steps");
-    s.add_float("lr", 2e-3, "peak learning rate (Adam)");
-    s.add_int("warmup", 500, "linear warm-up steps, then linear decay to 0 at `steps`");
-    s.add_float("weight_decay", 0.0, "decoupled weight decay (AdamW); 0 = plain Adam");
-    s.add_float("clip", 0.0, "clip the global gradient norm to this (0 = off)");
-    s.add_int("seed", 1, "seed of initialisation, data and dropout");
-    s.add_int("eval_every", 250, "evaluate on the validation set every this many steps");
-    s.add_int("valid_size", 512, "validation sequences (a fixed set drawn from another seed)");
-    s.add_string("device", "cpu", "cpu, cuda or cuda:N");
-    return s;
+namespace {
+
+// Keys every run has, whatever the model.
+void add_common_keys(ConfigSchema& s) {
+  s.add_choice("model", model_families(), "encoder",
+               "model family (encoder: RoBERTa-style post-LN encoder on the synthetic tasks)");
+  s.add_int("seed", 1, "seed of initialisation, data and dropout");
+  s.add_int("steps", 2000, "training steps");
+  s.add_int("batch", 32, "sequences per training step");
+  s.add_float("lr", 2e-3, "peak learning rate (Adam)");
+  s.add_int("warmup", 500, "linear warm-up steps, then linear decay to 0 at `steps`");
+  s.add_float("weight_decay", 0.0, "decoupled weight decay (AdamW); 0 = plain Adam");
+  s.add_float("clip", 0.0, "clip the global gradient norm to this (0 = off)");
+  s.add_int("eval_every", 250, "evaluate on the validation set every this many steps");
+  s.add_string("device", "cpu", "cpu, cuda or cuda:N");
+}
+
+// The synthetic-task encoder (SPECS §0.3, §4).
+void add_encoder_keys(ConfigSchema& s) {
+  s.add_choice("task", {"pi", "etp"}, "pi", "synthetic task: position identification or even token prediction");
+  s.add_choice("pe", {"none", "ape", "rpe", "urpe"}, "urpe", "positional encoding");
+  s.add_choice("rpe_kind", {"unique", "bucketed"}, "unique", "RPE bias table: one scalar per distance, or T5 buckets");
+  s.add_choice("urpe_kind", {"unique", "bucketed"}, "unique", "URPE C table: Toeplitz (per distance) or T5 buckets");
+  s.add_int("seq_len", 32, "sequence length n");
+  s.add_int("vocab", 100, "number of distinct input tokens V");
+  s.add_int("layers", 2, "encoder layers");
+  s.add_int("d_model", 64, "model width");
+  s.add_int("heads", 4, "attention heads (must divide d_model)");
+  s.add_int("d_ff", 256, "feed-forward hidden width");
+  s.add_float("dropout", 0.0, "dropout on embeddings, attention output and FFN output");
+  s.add_float("init_std", 0.07, "std of the N(0, std) weight initialisation");
+  s.add_int("valid_size", 512, "validation sequences (a fixed set drawn from another seed)");
+}
+
+ConfigSchema build_schema(const std::string& model) {
+  ConfigSchema s;
+  add_common_keys(s);
+  if (model == "encoder") add_encoder_keys(s);
+  return s;
+}
+
+}  // namespace
+
+const std::vector<std::string>& model_families() {
+  static const std::vector<std::string> families = {"encoder"};
+  return families;
+}
+
+const ConfigSchema& schema_for_model(const std::string& model) {
+  static const std::vector<ConfigSchema> schemas = [] {
+    std::vector<ConfigSchema> list;
+    for (const std::string& family : model_families()) list.push_back(build_schema(family));
+    return list;
   }();
-  return schema;
+  const auto& families = model_families();
+  for (size_t k = 0; k < families.size(); ++k)
+    if (families[k] == model) return schemas[k];
+  std::string known;
+  for (const std::string& f : families) known += (known.empty() ? "" : ", ") + f;
+  URPE_FAIL("model '" << model << "' is not a model family (expected one of: " << known << ")");
 }
 
 const std::vector<Preset>& presets() {
@@ -73,25 +104,57 @@ const Preset& find_preset(const std::string& name) {
   URPE_FAIL("unknown preset '" << name << "' (presets: " << names.str() << ")");
 }
 
+std::string model_named_in(const std::string& text) {
+  std::istringstream lines(text);
+  std::string line, model = "encoder";
+  while (std::getline(lines, line)) {
+    const size_t hash = line.find('#');
+    if (hash != std::string::npos) line = line.substr(0, hash);
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    auto trim = [](std::string t) {
+      const size_t a = t.find_first_not_of(" \t\r\"'"), b = t.find_last_not_of(" \t\r\"'");
+      return a == std::string::npos ? std::string() : t.substr(a, b - a + 1);
+    };
+    if (trim(line.substr(0, eq)) == "model") model = trim(line.substr(eq + 1));
+  }
+  return model;
+}
+
 Config resolve_config(const std::string& preset, const std::string& config_file,
                       const std::vector<std::string>& overrides) {
-  Config config(run_schema());
-  if (!preset.empty()) config.apply_text(find_preset(preset).text, "preset " + preset);
+  std::string file_text;
   if (!config_file.empty()) {
     std::ifstream in(config_file);
     URPE_CHECK(in.good(), "config file '" << config_file << "' cannot be read (missing or unreadable)");
     std::stringstream text;
     text << in.rdbuf();
-    config.apply_text(text.str(), config_file);
+    file_text = text.str();
   }
+  // The family decides the schema: the last word on `model` wins (preset < file < --set).
+  std::string all = preset.empty() ? "" : find_preset(preset).text;
+  all += "\n" + file_text;
+  for (const std::string& assignment : overrides) all += "\n" + assignment;
+  Config config(schema_for_model(model_named_in(all)));
+  if (!preset.empty()) config.apply_text(find_preset(preset).text, "preset " + preset);
+  if (!config_file.empty()) config.apply_text(file_text, config_file);
   for (const std::string& assignment : overrides) config.apply_override(assignment);
+  return config;
+}
+
+Config config_from_text(const std::string& text, const std::string& source) {
+  Config config(schema_for_model(model_named_in(text)));
+  config.apply_text(text, source);
   return config;
 }
 
 std::string run_config_help() {
   std::ostringstream out;
-  out << "Config keys (config files: one 'key = value' per line, '#' comments; --set key=value):\n"
-      << run_schema().help_text() << "\nPresets (--preset NAME):\n";
+  out << "Config keys (config files: one 'key = value' per line, '#' comments; --set key=value).\n"
+         "Every run has the common keys; `model` picks the family whose keys come with them.\n";
+  for (const std::string& family : model_families())
+    out << "\nmodel = " << family << ":\n" << schema_for_model(family).help_text();
+  out << "\nPresets (--preset NAME):\n";
   for (const Preset& p : presets()) out << "  " << p.name << ": " << p.description << "\n";
   return out.str();
 }

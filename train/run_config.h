@@ -1,6 +1,10 @@
 // The configuration of a training run: every key `urpe train` accepts (with type, default and
 // meaning), the built-in presets, and resolution of preset / file / --set overrides.
-// Keys are pinned: presets, docs, tests and external scripts rely on their names.
+//
+// Keys come in two layers: the common keys of every run (model, seed, steps, batch, lr, ...) and
+// the keys of the model family the `model` key picks (encoder: the synthetic tasks; further
+// families register theirs in run_config.cpp). Keys are pinned: presets, docs, tests and external
+// scripts rely on their names.
 #pragma once
 #include <string>
 #include <vector>
@@ -9,21 +13,31 @@
 
 namespace urpe {
 
-const ConfigSchema& run_schema();
+// The model families `model = ...` may name, in help order.
+const std::vector<std::string>& model_families();
+// Common keys + the family's keys. An unknown family is an error listing the known ones.
+const ConfigSchema& schema_for_model(const std::string& model);
 
 struct Preset {
   std::string name;
   std::string description;
-  std::string text;  // 'key = value' lines applied over the defaults
+  std::string text;  // 'key = value' lines applied over the defaults (may set `model`)
 };
 const std::vector<Preset>& presets();
 const Preset& find_preset(const std::string& name);  // error lists the valid names
 
-// Defaults, then the preset (if any), then the file (if any), then each --set in order.
+// The `model` a config text names ("encoder" when it names none), without parsing the rest.
+std::string model_named_in(const std::string& text);
+
+// Defaults, then the preset (if any), then the file (if any), then each --set in order; the
+// schema is the one of the model family the last of them names.
 Config resolve_config(const std::string& preset, const std::string& config_file,
                       const std::vector<std::string>& overrides);
+// A resolved config text (config.txt, a checkpoint's metadata) read back with its family's schema.
+Config config_from_text(const std::string& text, const std::string& source);
 
-// Help text for `urpe train --help`: every key with type, default and meaning, then the presets.
+// Help text for `urpe train --help`: the keys of every family with type, default and meaning,
+// then the presets.
 std::string run_config_help();
 
 }  // namespace urpe

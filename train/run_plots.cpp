@@ -63,12 +63,11 @@ std::vector<plot::HeatmapSpec> table_panels(const TensorFile& file, const Config
 }
 
 Config config_of_checkpoint(const TensorFile& file) {
-  Config config(run_schema());
-  config.apply_text(file.meta("config"), file.path + " (config)");
-  return config;
+  return config_from_text(file.meta("config"), file.path + " (config)");
 }
 
 std::string title_of(const Config& c) {
+  if (c.get_string("model") != "encoder") return c.get_string("model") + ", " + c.get_string("pe");
   return c.get_string("task") + ", " + display_name(c.get_string("pe")) + ", n = " +
          std::to_string(c.get_int("seq_len")) + ", V = " + std::to_string(c.get_int("vocab"));
 }
@@ -102,6 +101,7 @@ std::vector<std::string> draw_run_plots(const std::string& run_dir) {
     written.push_back(join_path(plots, "loss.png"));
     plot::line_chart(written.back(), loss);
   }
+  if (config.get_string("model") != "encoder") return written;  // tables below: encoder maps
   const auto bias = table_panels(file, config, "rel_pos_bias", "rpe_kind", 0.0);
   if (!bias.empty()) {
     written.push_back(join_path(plots, "rpe_bias.png"));
