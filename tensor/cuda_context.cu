@@ -17,7 +17,7 @@ namespace urpe::cuda {
 // ---- errors ----
 
 void fail_cuda(cudaError_t status, const char* what, const char* file, int line) {
-  cudaGetLastError();  // clear a sticky-free error so the next check does not report it again
+  cudaGetLastError();  // clear a non-sticky error so the next check does not report it again
   URPE_FAIL("CUDA error in " << what << " at " << file << ":" << line << ": "
                              << cudaGetErrorName(status) << " (" << cudaGetErrorString(status)
                              << ")");
@@ -160,9 +160,9 @@ Context::Context(int device_index) : device_(device_index), allocator_(device_in
 
 Context::~Context() {
   // Destructors must not throw: release what we own and ignore errors (e.g. at driver shutdown).
+  // The allocator's own destructor (after this body) frees the cached blocks the same way.
   cudaSetDevice(device_);
   cudaStreamSynchronize(stream_);
-  allocator_.empty_cache();
   if (index_error_slot_) cudaFree(index_error_slot_);
   if (cublas_) cublasDestroy(cublas_);
   if (stream_) cudaStreamDestroy(stream_);
