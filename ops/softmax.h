@@ -2,6 +2,8 @@
 //   softmax:     y_j = e^{x_j − m} / Σ_k e^{x_k − m}      ∂x_j = y_j·(g_j − Σ_k g_k y_k)
 //   log_softmax: y_j = x_j − m − log Σ_k e^{x_k − m}      ∂x_j = g_j − e^{y_j}·Σ_k g_k
 // A row of all −inf gives zeros (not NaN): a fully masked row attends to nothing.
+// Its gradient is zero too: for log_softmax, backward writes ∂x = 0 on any row whose outputs are
+// all exactly 0 (only a fully masked row, or n = 1, where g − e^0·g = 0 anyway).
 #pragma once
 #include "tensor/tensor.h"
 

@@ -106,7 +106,7 @@ class Tensor {
   bool requires_grad() const { return impl().requires_grad; }
   Tensor& set_requires_grad(bool value);
   Tensor grad() const { return Tensor(impl().grad); }  // undefined until a backward reaches it
-  void zero_grad() { impl().grad.reset(); }
+  void zero_grad() const { impl().grad.reset(); }
   const std::shared_ptr<autograd::Node>& grad_fn() const { return impl().grad_fn; }
   // Reverse-mode pass from this tensor. A scalar gets gradient 1; otherwise pass `gradient`
   // (same shape). Defined in autograd/backward.cpp.

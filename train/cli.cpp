@@ -118,7 +118,7 @@ int run(int argc, char** argv) {
   }
   const CommandSpec* spec = find_command(name);
   if (!spec) {
-    std::cerr << "urpe: error: unknown command '" << name << "'\nRun 'urpe --help' to list the commands.\n";
+    std::cerr << "urpe: error: unknown command '" << name << "' (run 'urpe --help' to list the commands)\n";
     return 1;
   }
   for (int i = 2; i < argc; ++i) {

@@ -1,0 +1,81 @@
+// One training step timed end to end with a host clock (synchronising the device first), so the
+// number includes everything a real step pays: op dispatch, allocation, autograd bookkeeping.
+#include "bench/bench_step.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <vector>
+
+#include "data/synthetic.h"
+#include "models/encoder.h"
+#include "ops/loss.h"
+#include "ops/shape.h"
+#include "tensor/cuda_backend.h"
+#include "train/optimizer.h"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace urpe::bench {
+
+static std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+double run_step_benchmark(const StepBenchOptions& options) {
+  const Device device = parse_device(options.device);
+  EncoderConfig c;
+  c.seq_len = 128;
+  c.vocab = 100;
+  c.layers = 2;
+  c.d_model = 128;
+  c.heads = 4;
+  c.d_ff = 512;
+  c.num_classes = 128;
+  c.pe = PositionalKind::urpe;
+  c.init_std = 0.02f;
+  const int64_t batch = 32;
+  TransformerEncoder model(c, 0, device);
+  Adam optimizer(model.parameters().tensors());
+  SyntheticTask task(SyntheticKind::position_identification, c.seq_len, c.vocab);
+  Rng data_rng(1);
+
+  std::vector<double> times;
+  for (int step = 0; step < options.warmup + options.steps; ++step) {
+    const SyntheticBatch data = task.sample(batch, data_rng, device);
+    if (device.is_cuda()) cuda::synchronize(device.context());
+    const auto start = std::chrono::steady_clock::now();
+    optimizer.zero_grad();
+    const Tensor logits = model.forward(data.tokens, true, nullptr);
+    const Tensor loss = cross_entropy(reshape(logits, {batch * c.seq_len, c.num_classes}),
+                                      reshape(data.targets, {batch * c.seq_len}));
+    loss.backward();
+    optimizer.step(1e-4f);
+    if (device.is_cuda()) cuda::synchronize(device.context());
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (step >= options.warmup) times.push_back(ms);
+  }
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2];
+  int threads = 1;
+#if defined(_OPENMP)
+  threads = omp_get_max_threads();
+#endif
+  std::printf("urpe %s, %s, %d threads\n", device.is_cpu() ? "cpu" : "cuda", cpu_model().c_str(), threads);
+  std::printf("bench config: n=%lld d=%lld heads=%lld layers=%lld d_ff=%lld batch=%lld pe=urpe; "
+              "%d timed steps after %d warm-up\n",
+              static_cast<long long>(c.seq_len), static_cast<long long>(c.d_model),
+              static_cast<long long>(c.heads), static_cast<long long>(c.layers),
+              static_cast<long long>(c.d_ff), static_cast<long long>(batch), options.steps, options.warmup);
+  std::printf("median %.2f ms per step (min %.2f, max %.2f)\n", median, times.front(), times.back());
+  return median;
+}
+
+}  // namespace urpe::bench

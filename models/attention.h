@@ -1,0 +1,25 @@
+// Multi-head self-attention on top of the URPE attention core:
+//   q, k, v = x·W_{q,k,v}ᵀ + b;  A = softmax(q·kᵀ/√dh + B) ⊙ C;  out = (Drop(A)·v)·W_oᵀ + b_o
+// B (RPE bias) and C (URPE) are per-head tables gathered through bucket maps; both are built once
+// by the encoder and shared by all layers, as in the official code.
+#pragma once
+#include "models/layers.h"
+#include "ops/urpe_attention.h"
+
+namespace urpe {
+
+struct SelfAttention {
+  Linear q_proj, k_proj, v_proj, out_proj;
+  int64_t heads = 1, head_dim = 1;
+
+  SelfAttention() = default;
+  SelfAttention(ParameterSet& params, const std::string& name, int64_t d_model, int64_t heads,
+                const InitSpec& init);
+
+  // x: (B, N, d_model). `positional` carries the shared tables, maps and masks (its scale is set
+  // here to 1/√dh). Returns (B, N, d_model).
+  Tensor forward(const Tensor& x, UrpeAttentionParams positional, float attention_dropout,
+                 Rng* dropout_rng, bool training) const;
+};
+
+}  // namespace urpe

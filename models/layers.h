@@ -1,0 +1,54 @@
+// The small building blocks of every model here: linear, embedding table, layer norm, and the
+// position-wise feed-forward block. Each owns its parameters (registered in a ParameterSet) and
+// has a forward() built from differentiable ops, so backward comes from autograd.
+#pragma once
+#include <string>
+
+#include "models/parameters.h"
+#include "tensor/rng.h"
+
+namespace urpe {
+
+// How a layer draws its initial weights: N(0, std) for weights, zeros for biases.
+struct InitSpec {
+  float std = 0.02f;
+  Rng* rng = nullptr;
+  Device device;
+};
+
+struct Linear {
+  Tensor weight;  // (out, in)
+  Tensor bias;    // (out,) or undefined
+  Linear() = default;
+  Linear(ParameterSet& params, const std::string& name, int64_t in, int64_t out, const InitSpec& init,
+         bool with_bias = true);
+  Tensor forward(const Tensor& x) const;  // (..., in) → (..., out)
+};
+
+struct EmbeddingTable {
+  Tensor table;  // (count, dim)
+  EmbeddingTable() = default;
+  EmbeddingTable(ParameterSet& params, const std::string& name, int64_t count, int64_t dim,
+                 const InitSpec& init);
+  Tensor forward(const Tensor& ids) const;  // i32 (...) → (..., dim)
+};
+
+struct LayerNorm {
+  Tensor gamma, beta;  // (dim,), initialised to 1 and 0
+  float eps = 1e-5f;
+  LayerNorm() = default;
+  LayerNorm(ParameterSet& params, const std::string& name, int64_t dim, const Device& device);
+  Tensor forward(const Tensor& x) const;
+};
+
+// y = W2·act(W1·x + b1) + b2, act = GELU (RoBERTa, Graphormer) or ReLU (Transformer-XL).
+struct FeedForward {
+  Linear fc1, fc2;
+  bool use_gelu = true;
+  FeedForward() = default;
+  FeedForward(ParameterSet& params, const std::string& name, int64_t dim, int64_t hidden,
+              const InitSpec& init, bool use_gelu);
+  Tensor forward(const Tensor& x, float activation_dropout, Rng* dropout_rng, bool training) const;
+};
+
+}  // namespace urpe

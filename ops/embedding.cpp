@@ -1,0 +1,82 @@
+// Public embedding and gather_table: validation, dispatch, autograd. Kernels: embedding_cpu.cpp /
+// embedding_cuda.cu. Indices are range-checked here, on the host, before any kernel runs, so a bad
+// id is one readable error instead of an out-of-bounds read on a device.
+#include "ops/embedding.h"
+
+#include <vector>
+
+#include "autograd/node.h"
+#include "ops/dispatch.h"
+
+namespace urpe {
+
+// Throws unless every index is in [0, size). A device→host copy for CUDA tensors: the price of
+// naming the bad index.
+static void check_indices(const char* op, const char* arg, const Tensor& indices, int64_t size,
+                          const Tensor& table) {
+  const std::vector<int32_t> v = indices.to_vector_i32();
+  for (size_t p = 0; p < v.size(); ++p)
+    URPE_CHECK(v[p] >= 0 && v[p] < size,
+               op << ": " << arg << " value " << v[p] << " at flat position " << p
+                  << " is out of range [0, " << size << ") for table " << table.describe());
+}
+
+// ---- embedding ----
+// out[..., :] = table[ids[...], :];   ∂table[v, :] = Σ_{p: ids[p] = v} g[p, :]
+
+Tensor embedding(const Tensor& table, const Tensor& ids) {
+  const char* op = "embedding";
+  check_dtype(op, "table", table, DType::f32);
+  check_dtype(op, "ids", ids, DType::i32);
+  check_dim(op, "table", table, 2, 2);
+  check_dim(op, "ids", ids, 0, kMaxDims - 1);  // the output adds a trailing D axis
+  check_same_device(op, table, ids);
+  const int64_t V = table.size(0), D = table.size(1);
+  check_indices(op, "id", ids, V, table);
+
+  // ---- forward ----
+  Shape out_shape = ids.shape();
+  out_shape.push_back(D);
+  Tensor out = Tensor::empty(out_shape, DType::f32, table.device());
+  URPE_DISPATCH(op, table.device(), kernels::embedding_forward_cpu(table, ids, out),
+                kernels::embedding_forward_cuda(table, ids, out));
+
+  // ---- backward: rows summed in index order by their owner (deterministic) ----
+  const Shape table_shape = table.shape();
+  return autograd::record(out, op, {table, ids}, [op, ids, table_shape](const Tensor& g) {
+    Tensor gtable = Tensor::empty(table_shape, DType::f32, g.device());
+    URPE_DISPATCH(op, g.device(), kernels::embedding_backward_cpu(ids, g, gtable),
+                  kernels::embedding_backward_cuda(ids, g, gtable));
+    return std::vector<Tensor>{gtable, Tensor()};  // ids are indices: no gradient
+  });
+}
+
+// ---- gather_table ----
+// out[h, i, j] = table[h, map[i, j]];   ∂table[h, k] = Σ_{i,j: map[i,j] = k} g[h, i, j]
+
+Tensor gather_table(const Tensor& table, const Tensor& map) {
+  const char* op = "gather_table";
+  check_dtype(op, "table", table, DType::f32);
+  check_dtype(op, "map", map, DType::i32);
+  check_dim(op, "table", table, 2, 2);
+  check_dim(op, "map", map, 2, 2);
+  check_same_device(op, table, map);
+  const int64_t H = table.size(0), K = table.size(1);
+  check_indices(op, "map", map, K, table);
+
+  // ---- forward ----
+  Tensor out = Tensor::empty({H, map.size(0), map.size(1)}, DType::f32, table.device());
+  URPE_DISPATCH(op, table.device(), kernels::gather_table_forward_cpu(table, map, out),
+                kernels::gather_table_forward_cuda(table, map, out));
+
+  // ---- backward: each (h, k) summed over its (i, j) in index order (deterministic) ----
+  const Shape table_shape = table.shape();
+  return autograd::record(out, op, {table, map}, [op, map, table_shape](const Tensor& g) {
+    Tensor gtable = Tensor::empty(table_shape, DType::f32, g.device());
+    URPE_DISPATCH(op, g.device(), kernels::gather_table_backward_cpu(map, g, gtable),
+                  kernels::gather_table_backward_cuda(map, g, gtable));
+    return std::vector<Tensor>{gtable, Tensor()};  // the map holds indices: no gradient
+  });
+}
+
+}  // namespace urpe

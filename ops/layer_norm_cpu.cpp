@@ -1,0 +1,115 @@
+// CPU reference kernels for layer normalisation; see layer_norm.h for the maths. Row statistics
+// are accumulated in double (two passes: mean, then the centred variance). ∂γ and ∂β are sums
+// over rows: they are reduced in fixed blocks of rows, then the block partials are added in block
+// order, so the result is the same for any thread count (no float atomics).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "ops/layer_norm.h"
+
+namespace urpe::kernels {
+
+namespace {
+constexpr int64_t kRowsPerBlock = 64;  // row block of the ∂γ/∂β partial sums
+}
+
+// ---- forward ----
+// x, y: (rows, D); gamma, beta: (D,); mean, rstd: (rows,)
+
+void layer_norm_forward_cpu(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps,
+                            Tensor& y, Tensor& mean, Tensor& rstd) {
+  const int64_t D = x.size(-1), rows = x.numel() / D;
+  const float* px = x.f32();
+  const float* pg = gamma.f32();
+  const float* pb = beta.f32();
+  float* py = y.f32();
+  float* pmean = mean.f32();
+  float* prstd = rstd.f32();
+#pragma omp parallel for if (rows * D > 32768)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = px + r * D;
+    double mu = 0;
+    for (int64_t d = 0; d < D; ++d) mu += xr[d];
+    mu /= static_cast<double>(D);
+    double var = 0;
+    for (int64_t d = 0; d < D; ++d) var += (xr[d] - mu) * (xr[d] - mu);
+    var /= static_cast<double>(D);
+    const double inv = 1.0 / std::sqrt(var + eps);
+    pmean[r] = static_cast<float>(mu);
+    prstd[r] = static_cast<float>(inv);
+    float* yr = py + r * D;
+    for (int64_t d = 0; d < D; ++d) yr[d] = static_cast<float>(pg[d] * ((xr[d] - mu) * inv) + pb[d]);
+  }
+}
+
+// ---- backward ----
+// Per row, with x̂ = (x − μ)·r and ĝ = g·γ:
+//   ∂x = r·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂))
+//   ∂γ = Σ_rows g·x̂,   ∂β = Σ_rows g
+// x, grad_y, grad_x: (rows, D); gamma, grad_gamma, grad_beta: (D,); mean, rstd: (rows,)
+
+void layer_norm_backward_cpu(const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                             const Tensor& rstd, const Tensor& grad_y, Tensor& grad_x,
+                             Tensor& grad_gamma, Tensor& grad_beta) {
+  const int64_t D = x.size(-1), rows = x.numel() / D;
+  const float* px = x.f32();
+  const float* pgamma = gamma.f32();
+  const float* pmean = mean.f32();
+  const float* prstd = rstd.f32();
+  const float* g = grad_y.f32();
+  float* gx = grad_x.f32();
+
+  // ∂x, one row at a time.
+#pragma omp parallel for if (rows * D > 32768)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = px + r * D;
+    const float* gr = g + r * D;
+    const double mu = pmean[r], inv = prstd[r];
+    double mean_gh = 0, mean_gh_xh = 0;  // mean(ĝ), mean(ĝ·x̂)
+    for (int64_t d = 0; d < D; ++d) {
+      const double gh = static_cast<double>(gr[d]) * pgamma[d];
+      mean_gh += gh;
+      mean_gh_xh += gh * (xr[d] - mu) * inv;
+    }
+    mean_gh /= static_cast<double>(D);
+    mean_gh_xh /= static_cast<double>(D);
+    float* gxr = gx + r * D;
+    for (int64_t d = 0; d < D; ++d) {
+      const double gh = static_cast<double>(gr[d]) * pgamma[d];
+      const double xh = (xr[d] - mu) * inv;
+      gxr[d] = static_cast<float>(inv * (gh - mean_gh - xh * mean_gh_xh));
+    }
+  }
+
+  // ∂γ, ∂β: partial sums per block of rows, then the partials in block order.
+  const int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  std::vector<double> part_gamma(blocks * D, 0.0), part_beta(blocks * D, 0.0);  // (blocks, D)
+#pragma omp parallel for if (rows * D > 32768)
+  for (int64_t b = 0; b < blocks; ++b) {
+    double* pgm = part_gamma.data() + b * D;
+    double* pbt = part_beta.data() + b * D;
+    const int64_t end = std::min(rows, (b + 1) * kRowsPerBlock);
+    for (int64_t r = b * kRowsPerBlock; r < end; ++r) {
+      const double mu = pmean[r], inv = prstd[r];
+      for (int64_t d = 0; d < D; ++d) {
+        const double gv = g[r * D + d];
+        pgm[d] += gv * (px[r * D + d] - mu) * inv;
+        pbt[d] += gv;
+      }
+    }
+  }
+  float* ggamma = grad_gamma.f32();
+  float* gbeta = grad_beta.f32();
+  for (int64_t d = 0; d < D; ++d) {
+    double total_gamma = 0, total_beta = 0;
+    for (int64_t b = 0; b < blocks; ++b) {
+      total_gamma += part_gamma[b * D + d];
+      total_beta += part_beta[b * D + d];
+    }
+    ggamma[d] = static_cast<float>(total_gamma);
+    gbeta[d] = static_cast<float>(total_beta);
+  }
+}
+
+}  // namespace urpe::kernels

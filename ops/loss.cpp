@@ -1,0 +1,83 @@
+// Public losses (cross_entropy, l1_loss): validation, dispatch, autograd. Kernels: loss_cpu.cpp /
+// loss_cuda.cu. Targets are range-checked here, on the host, before any kernel runs, so a bad
+// label is one readable error (row and value) rather than an out-of-bounds read on a device.
+#include "ops/loss.h"
+
+#include <vector>
+
+#include "autograd/node.h"
+#include "ops/dispatch.h"
+#include "ops/elementwise.h"
+
+namespace urpe {
+
+// ---- cross_entropy ----
+// L = (1/M) Σ_{i counted} (lse_i − logits[i, t_i]);  ∂logits[i, c] = (softmax_c − [c = t_i])·g/M
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore_index) {
+  const char* op = "cross_entropy";
+  check_dtype(op, "logits", logits, DType::f32);
+  check_dtype(op, "targets", targets, DType::i32);
+  check_dim(op, "logits", logits, 2, 2);
+  check_dim(op, "targets", targets, 1, 1);
+  check_same_device(op, logits, targets);
+  const int64_t N = logits.size(0), C = logits.size(1);
+  URPE_CHECK(targets.size(0) == N, op << ": targets must have shape (" << N << ",), one class per row of logits "
+                                      << logits.describe() << ", got " << targets.describe());
+  URPE_CHECK(C > 0, op << ": logits " << logits.describe() << " have no classes");
+  // A device→host copy of N ints on CUDA: the price of naming the bad row.
+  const std::vector<int32_t> t = targets.to_vector_i32();
+  for (int64_t i = 0; i < N; ++i)
+    URPE_CHECK(t[i] == ignore_index || (t[i] >= 0 && t[i] < C),
+               op << ": target " << t[i] << " at row " << i << " is out of range [0, " << C
+                  << ") and is not ignore_index (" << ignore_index << ")");
+
+  // ---- forward: saves lse per row and M, the number of counted rows ----
+  Tensor loss = Tensor::empty({}, DType::f32, logits.device());
+  Tensor lse = Tensor::empty({N}, DType::f32, logits.device());
+  int64_t count = 0;
+  URPE_DISPATCH(op, logits.device(),
+                kernels::cross_entropy_forward_cpu(logits, targets, ignore_index, loss, lse, count),
+                kernels::cross_entropy_forward_cuda(logits, targets, ignore_index, loss, lse, count));
+
+  // ---- backward: recomputes the softmax from logits and lse ----
+  return autograd::record(loss, op, {logits, targets}, [=](const Tensor& g) {
+    Tensor glogits = Tensor::empty(logits.shape(), DType::f32, g.device());
+    URPE_DISPATCH(op, g.device(),
+                  kernels::cross_entropy_backward_cpu(logits, targets, ignore_index, lse, count, g, glogits),
+                  kernels::cross_entropy_backward_cuda(logits, targets, ignore_index, lse, count, g, glogits));
+    return std::vector<Tensor>{glogits, Tensor()};  // targets are indices: no gradient
+  });
+}
+
+// ---- l1_loss ----
+// L = (1/n) Σ |pred − target|;  ∂pred = sign(pred − target)·g/n,  ∂target = −∂pred
+
+Tensor l1_loss(const Tensor& pred, const Tensor& target) {
+  const char* op = "l1_loss";
+  check_dtype(op, "pred", pred, DType::f32);
+  check_dtype(op, "target", target, DType::f32);
+  check_same_device(op, pred, target);
+  check_same_shape(op, pred, target);
+
+  // ---- forward ----
+  Tensor loss = Tensor::empty({}, DType::f32, pred.device());
+  URPE_DISPATCH(op, pred.device(), kernels::l1_loss_forward_cpu(pred, target, loss),
+                kernels::l1_loss_forward_cuda(pred, target, loss));
+
+  // ---- backward ----
+  return autograd::record(loss, op, {pred, target}, [op, pred, target](const Tensor& g) {
+    Tensor gpred = Tensor::empty(pred.shape(), DType::f32, g.device());
+    URPE_DISPATCH(op, g.device(), kernels::l1_loss_backward_cpu(pred, target, g, gpred),
+                  kernels::l1_loss_backward_cuda(pred, target, g, gpred));
+    Tensor gtarget;
+    if (target.requires_grad()) {
+      gtarget = Tensor::empty(target.shape(), DType::f32, g.device());
+      URPE_DISPATCH(op, g.device(), kernels::affine_cpu(gpred, -1.0f, 0.0f, gtarget),
+                    kernels::affine_cuda(gpred, -1.0f, 0.0f, gtarget));
+    }
+    return std::vector<Tensor>{gpred, gtarget};
+  });
+}
+
+}  // namespace urpe

@@ -1,0 +1,86 @@
+// Public optimizer kernels: validation of the parameter/state lists and dispatch to
+// optimizer_kernels_cpu.cpp / _cuda.cu. No autograd: an update is not part of any graph.
+#include "ops/optimizer_kernels.h"
+
+#include <cmath>
+
+#include "ops/dispatch.h"
+
+namespace urpe {
+
+namespace {
+
+// The device every defined tensor of the list lives on (the CPU for an empty list).
+Device common_device(const char* op, const std::vector<Tensor>& tensors) {
+  const Tensor* first = nullptr;
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const Tensor& t = tensors[k];
+    if (!t.defined()) continue;
+    URPE_CHECK(t.dtype() == DType::f32,
+               op << ": gradient " << k << " " << t.describe() << " must be f32");
+    if (!first) first = &t;
+    URPE_CHECK(t.device() == first->device(), op << ": gradients on different devices: "
+                                                 << first->describe() << " and " << t.describe());
+  }
+  return first ? first->device() : Device::cpu();
+}
+
+}  // namespace
+
+void adam_update(const std::vector<AdamSlot>& slots, const AdamHyper& hyper) {
+  constexpr const char* op = "adam_update";
+  URPE_CHECK(hyper.step >= 1, op << ": step must be counted from 1, got " << hyper.step);
+  URPE_CHECK(std::isfinite(hyper.lr) && hyper.lr >= 0, op << ": lr must be finite and ≥ 0, got " << hyper.lr);
+  URPE_CHECK(hyper.beta1 >= 0 && hyper.beta1 < 1 && hyper.beta2 >= 0 && hyper.beta2 < 1,
+             op << ": betas must lie in [0, 1), got (" << hyper.beta1 << ", " << hyper.beta2 << ")");
+  URPE_CHECK(hyper.eps > 0, op << ": eps must be > 0, got " << hyper.eps);
+  URPE_CHECK(hyper.weight_decay >= 0, op << ": weight_decay must be ≥ 0, got " << hyper.weight_decay);
+  if (slots.empty()) return;
+  for (size_t k = 0; k < slots.size(); ++k) {
+    const AdamSlot& s = slots[k];
+    check_dtype(op, "param", s.param, DType::f32);
+    check_dtype(op, "grad", s.grad, DType::f32);
+    check_dtype(op, "m", s.m, DType::f32);
+    check_dtype(op, "v", s.v, DType::f32);
+    for (const Tensor* t : {&s.grad, &s.m, &s.v}) {
+      URPE_CHECK(t->shape() == s.param.shape() && t->device() == s.param.device(),
+                 op << ": slot " << k << ": " << t->describe() << " does not match its parameter "
+                    << s.param.describe() << " (same shape and device expected)");
+    }
+    check_same_device(op, slots[0].param, s.param);
+  }
+  const Device& device = slots[0].param.device();
+  URPE_DISPATCH(op, device, kernels::adam_update_cpu(slots, hyper),
+                kernels::adam_update_cuda(slots, hyper));
+}
+
+float global_grad_norm(const std::vector<Tensor>& grads) {
+  const Device device = common_device("global_grad_norm", grads);
+  double total = 0;
+  URPE_DISPATCH("global_grad_norm", device, total = kernels::sum_of_squares_cpu(grads),
+                total = kernels::sum_of_squares_cuda(grads));
+  return static_cast<float>(std::sqrt(total));
+}
+
+void scale_grads(const std::vector<Tensor>& grads, float factor) {
+  const Device device = common_device("scale_grads", grads);
+  for (const Tensor& g : grads) {
+    if (!g.defined()) continue;
+    URPE_DISPATCH("scale_grads", device, kernels::scale_in_place_cpu(g, factor),
+                  kernels::scale_in_place_cuda(g, factor));
+  }
+}
+
+// A non-finite norm (an inf or NaN gradient) is returned as it is and the gradients are left
+// unscaled: scaling by max_norm/∞ = 0 would hide the problem, so the caller sees it and decides.
+float clip_grad_norm(const std::vector<Tensor>& grads, float max_norm) {
+  URPE_CHECK(max_norm > 0 && std::isfinite(max_norm),
+             "clip_grad_norm: max_norm must be finite and > 0, got " << max_norm);
+  const float norm = global_grad_norm(grads);
+  if (!std::isfinite(norm)) return norm;
+  const double factor = static_cast<double>(max_norm) / (static_cast<double>(norm) + 1e-6);
+  if (factor < 1.0) scale_grads(grads, static_cast<float>(factor));
+  return norm;
+}
+
+}  // namespace urpe

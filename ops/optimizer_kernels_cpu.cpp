@@ -1,0 +1,72 @@
+// CPU optimizer kernels: the Adam update element by element (f32, as on the GPU; the bias
+// corrections 1 − βᵗ in double), and a sum of squares whose summation order is fixed.
+// Memory traffic of an Adam step: read θ, g, m, v and write θ, m, v: 28 bytes per parameter.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "ops/optimizer_kernels.h"
+
+namespace urpe::kernels {
+
+// ---- Adam / AdamW ----
+
+void adam_update_cpu(const std::vector<AdamSlot>& slots, const AdamHyper& hyper) {
+  const double t = static_cast<double>(hyper.step);
+  const float correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(hyper.beta1), t));
+  const float correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(hyper.beta2), t));
+  const float lr = hyper.lr, b1 = hyper.beta1, b2 = hyper.beta2, eps = hyper.eps;
+  const float wd = hyper.weight_decay;
+  const bool decoupled = hyper.decoupled_weight_decay;
+  for (const AdamSlot& slot : slots) {
+    float* theta = slot.param.f32();
+    const float* grad = slot.grad.f32();
+    float* m = slot.m.f32();
+    float* v = slot.v.f32();
+    const int64_t n = slot.param.numel();
+#pragma omp parallel for if (n > 65536)
+    for (int64_t k = 0; k < n; ++k) {
+      float g = grad[k];
+      if (decoupled) theta[k] -= lr * wd * theta[k];  // AdamW: decay outside the moments
+      else g += wd * theta[k];                         // Adam + L2: decay inside the gradient
+      m[k] = b1 * m[k] + (1.0f - b1) * g;
+      v[k] = b2 * v[k] + (1.0f - b2) * g * g;
+      const float m_hat = m[k] / correction1;
+      const float v_hat = v[k] / correction2;
+      theta[k] -= lr * m_hat / (std::sqrt(v_hat) + eps);
+    }
+  }
+}
+
+// ---- gradient norm and scaling ----
+
+// Fixed-size chunks summed in parallel, then the chunk sums added in index order: the result
+// does not depend on the number of threads.
+double sum_of_squares_cpu(const std::vector<Tensor>& tensors) {
+  constexpr int64_t kChunk = 1 << 16;
+  double total = 0;
+  for (const Tensor& t : tensors) {
+    if (!t.defined()) continue;
+    const float* x = t.f32();
+    const int64_t n = t.numel(), chunks = (n + kChunk - 1) / kChunk;
+    std::vector<double> partial(static_cast<size_t>(chunks), 0.0);
+#pragma omp parallel for if (chunks > 1)
+    for (int64_t c = 0; c < chunks; ++c) {
+      double s = 0;
+      const int64_t end = std::min(n, (c + 1) * kChunk);
+      for (int64_t k = c * kChunk; k < end; ++k) s += static_cast<double>(x[k]) * x[k];
+      partial[c] = s;
+    }
+    for (double s : partial) total += s;
+  }
+  return total;
+}
+
+void scale_in_place_cpu(const Tensor& x, float factor) {
+  float* p = x.f32();
+  const int64_t n = x.numel();
+#pragma omp parallel for if (n > 65536)
+  for (int64_t k = 0; k < n; ++k) p[k] *= factor;
+}
+
+}  // namespace urpe::kernels

@@ -1,0 +1,128 @@
+// CPU reference kernels for softmax and log_softmax over the last axis; see softmax.h for the
+// maths. One row at a time, max-subtracted, exponentials and sums in double.
+//
+// Fully masked rows (every x = −inf, so the max m = −inf): both ops write zeros instead of NaN.
+//   softmax: y = 0, and backward gives ∂x = y·(…) = 0 with no special case.
+//   log_softmax: y = 0 too; backward gives ∂x = 0 on any row whose outputs are all exactly 0.
+//   That test cannot misfire: a real log_softmax row with n > 1 has Σ e^y = 1, so not all y = 0;
+//   with n = 1 (y = 0 always) the true gradient g − e^0·g is 0 anyway.
+#include <cmath>
+#include <limits>
+
+#include "ops/softmax.h"
+
+namespace urpe::kernels {
+
+namespace {
+
+// x viewed as (rows, n) over its leading dims.
+struct Rows {
+  int64_t rows = 0, n = 0;
+};
+Rows rows_of(const Tensor& x) {
+  const int64_t n = x.size(-1);
+  return Rows{n > 0 ? x.numel() / n : 0, n};
+}
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// The row's max: −inf exactly when every entry is −inf (a fully masked row); NaN when any entry
+// is NaN, so a row of NaNs comes out NaN rather than passing for a masked row.
+float row_max(const float* xr, int64_t n) {
+  float m = kNegInf;
+  for (int64_t j = 0; j < n; ++j) {
+    if (std::isnan(xr[j])) return xr[j];
+    m = xr[j] > m ? xr[j] : m;
+  }
+  return m;
+}
+
+}  // namespace
+
+// ---- forward ----
+// x, y: (rows, n)
+
+void softmax_forward_cpu(const Tensor& x, Tensor& y) {
+  const Rows v = rows_of(x);
+  const float* px = x.f32();
+  float* py = y.f32();
+#pragma omp parallel for if (v.rows * v.n > 32768)
+  for (int64_t r = 0; r < v.rows; ++r) {
+    const float* xr = px + r * v.n;
+    float* yr = py + r * v.n;
+    const float m = row_max(xr, v.n);
+    if (m == kNegInf) {  // fully masked row
+      for (int64_t j = 0; j < v.n; ++j) yr[j] = 0.0f;
+      continue;
+    }
+    double total = 0;
+    for (int64_t j = 0; j < v.n; ++j) total += std::exp(static_cast<double>(xr[j]) - m);
+    for (int64_t j = 0; j < v.n; ++j)
+      yr[j] = static_cast<float>(std::exp(static_cast<double>(xr[j]) - m) / total);
+  }
+}
+
+void log_softmax_forward_cpu(const Tensor& x, Tensor& y) {
+  const Rows v = rows_of(x);
+  const float* px = x.f32();
+  float* py = y.f32();
+#pragma omp parallel for if (v.rows * v.n > 32768)
+  for (int64_t r = 0; r < v.rows; ++r) {
+    const float* xr = px + r * v.n;
+    float* yr = py + r * v.n;
+    const float m = row_max(xr, v.n);
+    if (m == kNegInf) {  // fully masked row
+      for (int64_t j = 0; j < v.n; ++j) yr[j] = 0.0f;
+      continue;
+    }
+    double total = 0;
+    for (int64_t j = 0; j < v.n; ++j) total += std::exp(static_cast<double>(xr[j]) - m);
+    const double log_total = std::log(total);
+    for (int64_t j = 0; j < v.n; ++j)
+      yr[j] = static_cast<float>(static_cast<double>(xr[j]) - m - log_total);
+  }
+}
+
+// ---- backward ----
+// y, grad_y, grad_x: (rows, n)
+
+// ∂x_j = y_j·(g_j − Σ_k g_k y_k)
+void softmax_backward_cpu(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) {
+  const Rows v = rows_of(y);
+  const float* py = y.f32();
+  const float* pg = grad_y.f32();
+  float* pgx = grad_x.f32();
+#pragma omp parallel for if (v.rows * v.n > 32768)
+  for (int64_t r = 0; r < v.rows; ++r) {
+    const float* yr = py + r * v.n;
+    const float* gr = pg + r * v.n;
+    double dot = 0;
+    for (int64_t j = 0; j < v.n; ++j) dot += static_cast<double>(gr[j]) * yr[j];
+    float* gxr = pgx + r * v.n;
+    for (int64_t j = 0; j < v.n; ++j) gxr[j] = static_cast<float>(yr[j] * (gr[j] - dot));
+  }
+}
+
+// ∂x_j = g_j − e^{y_j}·Σ_k g_k   (0 on a row of all-zero outputs: see the file comment)
+void log_softmax_backward_cpu(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) {
+  const Rows v = rows_of(y);
+  const float* py = y.f32();
+  const float* pg = grad_y.f32();
+  float* pgx = grad_x.f32();
+#pragma omp parallel for if (v.rows * v.n > 32768)
+  for (int64_t r = 0; r < v.rows; ++r) {
+    const float* yr = py + r * v.n;
+    const float* gr = pg + r * v.n;
+    float* gxr = pgx + r * v.n;
+    bool all_zero = true;
+    double total = 0;
+    for (int64_t j = 0; j < v.n; ++j) {
+      all_zero = all_zero && yr[j] == 0.0f;
+      total += gr[j];
+    }
+    for (int64_t j = 0; j < v.n; ++j)
+      gxr[j] = all_zero ? 0.0f : static_cast<float>(gr[j] - std::exp(static_cast<double>(yr[j])) * total);
+  }
+}
+
+}  // namespace urpe::kernels

@@ -1,0 +1,208 @@
+// CPU reference of the URPE attention core: one query row (b, h, i) at a time, written to be
+// read next to the maths in urpe_attention.h. The CUDA kernel is checked against this file.
+//
+// Forward, per row: z_j = s_j·scale + B_h[bias_map(i,j)] over unmasked keys, m = max_j z_j,
+//   P_j = e^{z_j − m} / Σ_k e^{z_k − m} (each e ≤ 1 in float, their sum in double),
+//   A_j = P_j·C_h[c_map(i,j)].
+//   Masked keys get P = A = 0; a row with no unmasked key (or whose logits are all −∞) is all 0.
+// Backward, per row: dP_j = G_j·C_j, r = Σ_j P_j·dP_j (double), dZ_j = P_j·(dP_j − r),
+//   ∂S_j = scale·dZ_j, ∂C_h[c_map] += G_j·P_j, ∂B_h[bias_map] += dZ_j; masked keys give 0.
+// Table gradients: each (b, h) slice accumulates a private double table, then the slices are
+// summed per head in increasing b. The order never depends on the thread count, so two runs
+// give bit-identical gradients.
+// Memory traffic: forward reads S and writes P and A (12 bytes per element, plus the maps and
+// key padding); backward reads G and P and writes ∂S (12 bytes per element, plus the maps).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ops/urpe_attention.h"
+
+namespace urpe::kernels {
+
+namespace {
+
+// Everything a row needs, as raw pointers: the tensors are contiguous, so (b, h, i) → offsets.
+struct RowContext {
+  int64_t bsz = 0, heads = 0, nq = 0, nk = 0;
+  float scale = 1.0f;
+  const float* bias_table = nullptr;  // (H, Kb) or nullptr
+  const int32_t* bias_map = nullptr;  // (Nq, Nk) or (Bsz, Nq, Nk)
+  bool bias_map_per_batch = false;
+  int64_t bias_buckets = 0;
+  const float* c_table = nullptr;     // (H, Kc) or nullptr: C ≡ 1
+  const int32_t* c_map = nullptr;     // (Nq, Nk) or (Bsz, Nq, Nk)
+  bool c_map_per_batch = false;
+  int64_t c_buckets = 0;
+  const int32_t* key_padding = nullptr;  // (Bsz, Nk) or nullptr
+  bool causal = false;
+  int64_t causal_offset = 0;
+
+  // Row (b, i) of a map: (Nk,).
+  const int32_t* map_row(const int32_t* map, bool per_batch, int64_t b, int64_t i) const {
+    return map + ((per_batch ? b * nq : 0) + i) * nk;
+  }
+  bool masked(int64_t b, int64_t i, int64_t j) const {
+    if (causal && j > i + causal_offset) return true;
+    return key_padding != nullptr && key_padding[b * nk + j] != 0;
+  }
+};
+
+RowContext make_context(const Tensor& scores, const UrpeAttentionParams& p) {
+  RowContext c;
+  c.bsz = scores.size(0);
+  c.heads = scores.size(1);
+  c.nq = scores.size(2);
+  c.nk = scores.size(3);
+  c.scale = p.scale;
+  if (p.bias_table.defined()) {
+    c.bias_table = p.bias_table.f32();
+    c.bias_map = p.bias_map.i32();
+    c.bias_map_per_batch = p.bias_map.dim() == 3;
+    c.bias_buckets = p.bias_table.size(1);
+  }
+  if (p.c_table.defined()) {
+    c.c_table = p.c_table.f32();
+    c.c_map = p.c_map.i32();
+    c.c_map_per_batch = p.c_map.dim() == 3;
+    c.c_buckets = p.c_table.size(1);
+  }
+  if (p.key_padding.defined()) c.key_padding = p.key_padding.i32();
+  c.causal = p.causal;
+  c.causal_offset = p.causal_offset;
+  return c;
+}
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+}  // namespace
+
+// ---- forward ----
+
+void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams& params,
+                                Tensor& probs, Tensor& out) {
+  const RowContext ctx = make_context(scores, params);
+  const float* s = scores.f32();  // (Bsz, H, Nq, Nk)
+  float* p_all = probs.f32();     // (Bsz, H, Nq, Nk)
+  float* a_all = out.f32();       // (Bsz, H, Nq, Nk)
+  const int64_t rows = ctx.bsz * ctx.heads * ctx.nq, nk = ctx.nk;
+
+#pragma omp parallel
+  {
+    std::vector<float> z(static_cast<size_t>(nk));        // logits of one row, −∞ where masked
+    std::vector<float> e(static_cast<size_t>(nk));        // exponentials of one row
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < rows; ++row) {
+      const int64_t i = row % ctx.nq, h = (row / ctx.nq) % ctx.heads, b = row / (ctx.nq * ctx.heads);
+      const float* s_row = s + row * nk;
+      float* p_row = p_all + row * nk;
+      float* a_row = a_all + row * nk;
+      const int32_t* bmap = ctx.bias_table ? ctx.map_row(ctx.bias_map, ctx.bias_map_per_batch, b, i) : nullptr;
+      const int32_t* cmap = ctx.c_table ? ctx.map_row(ctx.c_map, ctx.c_map_per_batch, b, i) : nullptr;
+      const float* bias_h = ctx.bias_table ? ctx.bias_table + h * ctx.bias_buckets : nullptr;
+      const float* c_h = ctx.c_table ? ctx.c_table + h * ctx.c_buckets : nullptr;
+
+      // Masked logits and their maximum.
+      float m = kNegInf;
+      for (int64_t j = 0; j < nk; ++j) {
+        z[j] = ctx.masked(b, i, j) ? kNegInf : s_row[j] * ctx.scale + (bias_h ? bias_h[bmap[j]] : 0.0f);
+        m = std::max(m, z[j]);
+      }
+      if (m == kNegInf) {  // nothing to attend to: P = A = 0 (not NaN)
+        std::fill(p_row, p_row + nk, 0.0f);
+        std::fill(a_row, a_row + nk, 0.0f);
+        continue;
+      }
+      // Max-subtracted softmax; exp(−∞) = 0 for masked keys.
+      double total = 0;
+      for (int64_t j = 0; j < nk; ++j) {
+        e[j] = std::exp(z[j] - m);  // ≤ 1 after the max subtraction: float is exact enough
+        total += e[j];
+      }
+      const float inv_total = static_cast<float>(1.0 / total);
+      for (int64_t j = 0; j < nk; ++j) {
+        const float p = e[j] * inv_total;
+        p_row[j] = p;
+        a_row[j] = c_h ? p * c_h[cmap[j]] : p;  // p is 0 where masked, so A is too
+      }
+    }
+  }
+}
+
+// ---- backward ----
+
+void urpe_attention_backward_cpu(const Tensor& grad_out, const Tensor& probs,
+                                 const UrpeAttentionParams& params, Tensor& grad_scores,
+                                 Tensor* grad_bias_table, Tensor* grad_c_table) {
+  const RowContext ctx = make_context(probs, params);
+  const float* g_all = grad_out.f32();  // (Bsz, H, Nq, Nk)
+  const float* p_all = probs.f32();     // (Bsz, H, Nq, Nk)
+  float* ds_all = grad_scores.f32();    // (Bsz, H, Nq, Nk)
+  const int64_t nq = ctx.nq, nk = ctx.nk, slices = ctx.bsz * ctx.heads;
+  const bool want_bias = grad_bias_table != nullptr && ctx.bias_table != nullptr;
+  const bool want_c = grad_c_table != nullptr && ctx.c_table != nullptr;
+  const int64_t kb = want_bias ? ctx.bias_buckets : 0, kc = want_c ? ctx.c_buckets : 0;
+
+  // Per-(b, h) partial tables: (Bsz·H, Kb) and (Bsz·H, Kc), in double.
+  std::vector<double> bias_partial(static_cast<size_t>(slices * kb), 0.0);
+  std::vector<double> c_partial(static_cast<size_t>(slices * kc), 0.0);
+
+#pragma omp parallel
+  {
+    std::vector<float> dp(static_cast<size_t>(nk));  // dP of one row
+#pragma omp for schedule(static)
+    for (int64_t slice = 0; slice < slices; ++slice) {
+      const int64_t b = slice / ctx.heads, h = slice % ctx.heads;
+      const float* c_h = ctx.c_table ? ctx.c_table + h * ctx.c_buckets : nullptr;
+      double* db = want_bias ? bias_partial.data() + slice * kb : nullptr;
+      double* dc = want_c ? c_partial.data() + slice * kc : nullptr;
+      for (int64_t i = 0; i < nq; ++i) {
+        const int64_t row = slice * nq + i;
+        const float* g = g_all + row * nk;
+        const float* p = p_all + row * nk;
+        float* ds = ds_all + row * nk;
+        const int32_t* bmap = ctx.bias_table ? ctx.map_row(ctx.bias_map, ctx.bias_map_per_batch, b, i) : nullptr;
+        const int32_t* cmap = ctx.c_table ? ctx.map_row(ctx.c_map, ctx.c_map_per_batch, b, i) : nullptr;
+
+        // dP = G·C and r = Σ_j P·dP over unmasked keys.
+        double r = 0;
+        for (int64_t j = 0; j < nk; ++j) {
+          if (ctx.masked(b, i, j)) {
+            dp[j] = 0.0f;
+            continue;
+          }
+          dp[j] = c_h ? g[j] * c_h[cmap[j]] : g[j];
+          r += static_cast<double>(p[j]) * dp[j];
+          if (dc) dc[cmap[j]] += static_cast<double>(g[j]) * p[j];
+        }
+        // dZ = P·(dP − r); ∂S = scale·dZ; ∂B gathers dZ by bucket.
+        for (int64_t j = 0; j < nk; ++j) {
+          if (ctx.masked(b, i, j)) {
+            ds[j] = 0.0f;
+            continue;
+          }
+          const double dz = static_cast<double>(p[j]) * (dp[j] - r);
+          ds[j] = static_cast<float>(ctx.scale * dz);
+          if (db) db[bmap[j]] += dz;
+        }
+      }
+    }
+  }
+
+  // Merge the partials per head, b in increasing order: a fixed order, whatever the threads did.
+  auto merge = [&](const std::vector<double>& partial, int64_t buckets, Tensor& table_grad) {
+    float* out = table_grad.f32();  // (H, K)
+    for (int64_t h = 0; h < ctx.heads; ++h) {
+      for (int64_t k = 0; k < buckets; ++k) {
+        double total = 0;
+        for (int64_t b = 0; b < ctx.bsz; ++b) total += partial[(b * ctx.heads + h) * buckets + k];
+        out[h * buckets + k] = static_cast<float>(total);
+      }
+    }
+  };
+  if (want_bias) merge(bias_partial, kb, *grad_bias_table);
+  if (want_c) merge(c_partial, kc, *grad_c_table);
+}
+
+}  // namespace urpe::kernels

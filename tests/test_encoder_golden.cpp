@@ -1,0 +1,109 @@
+// Golden-fixture tests: the encoder (every positional variant) against the independent PyTorch
+// reference in tools/torch_reference.py — logits, loss and every parameter gradient. The fixtures
+// are float64 PyTorch results stored as f32; regenerate with `python3 tools/torch_reference.py`.
+#include <cmath>
+#include <string>
+
+#include "models/encoder.h"
+#include "ops/loss.h"
+#include "ops/shape.h"
+#include "test_util.h"
+#include "train/safetensors.h"
+
+using namespace urpe;
+
+namespace {
+
+// ‖a − b‖ / ‖b‖ over all elements.
+double relative_error(const Tensor& a, const Tensor& b) {
+  const std::vector<float> x = a.to_vector_f32(), y = b.to_vector_f32();
+  REQUIRE(x.size() == y.size());
+  double diff = 0, norm = 0;
+  for (size_t k = 0; k < x.size(); ++k) {
+    diff += (static_cast<double>(x[k]) - y[k]) * (static_cast<double>(x[k]) - y[k]);
+    norm += static_cast<double>(y[k]) * y[k];
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+}
+
+int64_t meta_int(const TensorFile& f, const std::string& key) { return std::stoll(f.meta(key)); }
+
+void check_fixture(const std::string& name) {
+  const TensorFile f =
+      load_safetensors(std::string(URPE_SOURCE_DIR) + "/tests/fixtures/encoder_" + name + ".safetensors");
+  EncoderConfig c;
+  c.vocab = meta_int(f, "vocab");
+  c.seq_len = meta_int(f, "seq_len");
+  c.layers = meta_int(f, "layers");
+  c.d_model = meta_int(f, "d_model");
+  c.heads = meta_int(f, "heads");
+  c.d_ff = meta_int(f, "d_ff");
+  c.num_classes = meta_int(f, "num_classes");
+  c.pe = parse_positional_kind(f.meta("pe"));
+  c.rpe_kind = parse_relative_kind(f.meta("rpe_kind"));
+  c.urpe_kind = parse_relative_kind(f.meta("urpe_kind"));
+  TransformerEncoder model(c, 0);
+
+  // Every parameter of the model is in the fixture, and nothing else is.
+  int64_t fixture_params = 0;
+  for (const auto& [tensor_name, t] : f.tensors) fixture_params += tensor_name.rfind("param.", 0) == 0;
+  CHECK(fixture_params == static_cast<int64_t>(model.parameters().items().size()));
+  for (const auto& [pname, p] : model.parameters().items()) {
+    INFO("parameter " << pname);
+    REQUIRE(f.contains("param." + pname));
+    REQUIRE(f.at("param." + pname).shape() == p.shape());
+    p.copy_from(f.at("param." + pname));
+  }
+
+  const Tensor tokens = f.at("input.tokens"), targets = f.at("input.targets");
+  const Tensor logits = model.forward(tokens, false, nullptr);
+  CHECK(relative_error(logits, f.at("output.logits")) < 1e-4);
+  const int64_t rows = tokens.numel();
+  const Tensor loss = cross_entropy(reshape(logits, {rows, c.num_classes}), reshape(targets, {rows}), -100);
+  CHECK(std::fabs(loss.item() - f.at("output.loss").item()) < 1e-4 * std::fabs(f.at("output.loss").item()));
+  loss.backward();
+  for (const auto& [pname, p] : model.parameters().items()) {
+    INFO("gradient of " << pname);
+    REQUIRE(p.grad().defined());
+    CHECK(relative_error(p.grad(), f.at("grad." + pname)) < 1e-4);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("golden: encoder without positions") { check_fixture("none"); }
+TEST_CASE("golden: encoder with learned absolute positions") { check_fixture("ape"); }
+TEST_CASE("golden: encoder with unique RPE") { check_fixture("rpe"); }
+TEST_CASE("golden: encoder with unique URPE (Toeplitz C)") { check_fixture("urpe"); }
+TEST_CASE("golden: encoder with T5-bucketed RPE and URPE") { check_fixture("urpe_bucketed"); }
+
+TEST_CASE("T5 buckets match the published boundaries") {
+  // SPECS §3, bidirectional: |rel| 0–7 exact; 8–11→8; 12–15→9; 16–22→10; 23–31→11; 32–45→12;
+  // 46–63→13; 64–90→14; ≥91→15; +16 when rel > 0.
+  const int expected[][2] = {{7, 7}, {8, 8}, {11, 8}, {12, 9}, {16, 10}, {22, 10}, {23, 11},
+                             {32, 12}, {45, 12}, {46, 13}, {64, 14}, {90, 14}, {91, 15}, {500, 15}};
+  for (const auto& [distance, bucket] : expected) {
+    CAPTURE(distance);
+    CHECK(t5_relative_bucket(-distance, true) == bucket);
+    if (distance > 0) CHECK(t5_relative_bucket(distance, true) == bucket + 16);
+  }
+  // Causal: n = i − j; 0–15 exact; 16–18→16; 99–112→30; ≥113→31; future keys → 0.
+  CHECK(t5_relative_bucket(-15, false) == 15);
+  CHECK(t5_relative_bucket(-16, false) == 16);
+  CHECK(t5_relative_bucket(-18, false) == 16);
+  CHECK(t5_relative_bucket(-112, false) == 30);
+  CHECK(t5_relative_bucket(-113, false) == 31);
+  CHECK(t5_relative_bucket(5, false) == 0);
+}
+
+TEST_CASE("URPE starts identical to RPE (C initialised to ones)") {
+  EncoderConfig c;
+  c.vocab = 13; c.seq_len = 9; c.layers = 2; c.d_model = 16; c.heads = 2; c.d_ff = 24; c.num_classes = 9;
+  c.pe = PositionalKind::rpe;
+  TransformerEncoder rpe(c, 5);
+  c.pe = PositionalKind::urpe;
+  TransformerEncoder urpe_model(c, 5);
+  CHECK(urpe_model.parameters().count() == rpe.parameters().count() + c.heads * (2 * c.seq_len - 1));
+  const Tensor tokens = test::random_ids({3, 9}, 13, 8);
+  CHECK(test::max_abs_diff(rpe.forward(tokens, false, nullptr), urpe_model.forward(tokens, false, nullptr)) == 0.0);
+}

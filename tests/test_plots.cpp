@@ -1,0 +1,350 @@
+// PNG charts: axis ticks and labels, then each chart written to a temp directory (PNG signature,
+// IHDR size) and rendered in memory to check that data, legend and colour scales were drawn;
+// bad input and unwritable paths give errors naming the file.
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "doctest/doctest.h"
+#include "tensor/error.h"
+#include "train/plots.h"
+
+using namespace urpe;
+using namespace urpe::plot;
+
+namespace {
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char pattern[] = "/tmp/urpe_test_plots_XXXXXX";
+    if (mkdtemp(pattern)) path = pattern;
+  }
+  ~TempDir() {
+    if (!path.empty()) std::filesystem::remove_all(path);
+  }
+};
+
+std::string temp_path(const std::string& name) {
+  static TempDir dir;
+  REQUIRE(!dir.path.empty());
+  return dir.path + "/" + name;
+}
+
+struct PngInfo {
+  bool signature = false;
+  uint32_t width = 0, height = 0;
+};
+
+// Reads the signature and the IHDR chunk (always the first chunk) of a PNG file.
+PngInfo png_info(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(std::istreambuf_iterator<char>(in), {});
+  PngInfo info;
+  if (bytes.size() < 24) return info;
+  info.signature = bytes.compare(0, 8, "\x89PNG\r\n\x1a\n", 8) == 0 && bytes.compare(12, 4, "IHDR") == 0;
+  auto be32 = [&](size_t at) {
+    uint32_t v = 0;
+    for (size_t k = 0; k < 4; ++k) v = (v << 8) | static_cast<unsigned char>(bytes[at + k]);
+    return v;
+  };
+  info.width = be32(16);
+  info.height = be32(20);
+  return info;
+}
+
+size_t count_color(const Canvas& c, Color color, int x0 = 0, int y0 = 0, int x1 = -1, int y1 = -1) {
+  if (x1 < 0) x1 = c.width();
+  if (y1 < 0) y1 = c.height();
+  size_t n = 0;
+  for (int y = y0; y < y1; ++y)
+    for (int x = x0; x < x1; ++x) n += c.pixel(x, y) == color;
+  return n;
+}
+
+size_t count_not_white(const Canvas& c, int x0, int y0, int x1, int y1) {
+  return static_cast<size_t>((x1 - x0) * (y1 - y0)) - count_color(c, colors::white, x0, y0, x1, y1);
+}
+
+LineChartSpec three_series() {
+  LineChartSpec s;
+  s.title = "validation loss";
+  s.x_label = "step";
+  s.y_label = "loss";
+  for (int k = 0; k < 3; ++k) {
+    Series se{"model " + std::to_string(k), {}, {}};
+    for (int i = 0; i <= 60; ++i) {
+      se.x.push_back(i * 10.0);
+      se.y.push_back(2.0 / (1 + 0.05 * i * (k + 1)) + 0.05 * k);
+    }
+    s.series.push_back(se);
+  }
+  return s;
+}
+
+}  // namespace
+
+// ---- axes ----
+
+TEST_CASE("plots: nice ticks, log ticks and tick labels") {
+  CHECK(nice_ticks(0, 10, 5) == std::vector<double>{0, 2, 4, 6, 8, 10});
+  CHECK(nice_ticks(0.13, 0.92, 4) == std::vector<double>{0, 0.2, 0.4, 0.6000000000000001, 0.8, 1});
+  const std::vector<double> t = nice_ticks(-3.7, 1234, 6);
+  CHECK(t.front() <= -3.7);
+  CHECK(t.back() >= 1234);
+  CHECK(t[1] - t[0] == 200);
+  CHECK(nice_ticks(5, 5, 4).size() >= 2);  // a single value still gets an axis
+  CHECK(log_ticks(0.001, 5) == std::vector<double>{0.001, 0.01, 0.1, 1});
+  CHECK(log_ticks(1, 40) == std::vector<double>{1, 2, 5, 10, 20});
+  CHECK(log_ticks(1e-12, 1e12).size() <= 9);
+  CHECK(log_ticks(2.1, 2.3).size() >= 2);
+  CHECK_THROWS_AS(log_ticks(0, 1), Error);
+  CHECK(format_tick(0.25, 0.05) == "0.25");
+  CHECK(format_tick(1500, 500) == "1500");
+  CHECK(format_tick(0.6000000000000001, 0.2) == "0.6");
+  CHECK(format_tick(-1e-17, 0.2) == "0.0");  // no "-0.0" from rounding noise
+  CHECK(format_tick(2e6, 1e6) == "2e6");
+  CHECK(format_tick(2.5e6, 5e5) == "2.5e6");
+  CHECK(format_tick(1e-5, 1e-5) == "1e-5");
+  CHECK(format_tick(0.001, 0.001) == "0.001");
+  CHECK(format_tick(100, 100) == "100");
+}
+
+TEST_CASE("plots: canvas primitives and text") {
+  Canvas c(100, 60);
+  c.fill_rect(10, 10, 20, 15, colors::black);
+  CHECK(count_color(c, colors::black) == 50);
+  c.set_clip({0, 0, 50, 60});
+  c.line(0, 40, 99, 40, {255, 0, 0}, 3);
+  CHECK(c.pixel(30, 40) == Color{255, 0, 0});
+  CHECK(c.pixel(70, 40) == colors::white);  // clipped
+  c.reset_clip();
+  CHECK(Canvas::text_width("abc", 2) == 2 * Canvas::text_width("abc", 1));
+  Canvas h(200, 200), v(200, 200);
+  h.text(100, 100, "Hello", colors::black, 2, HAlign::center, VAlign::middle);
+  v.text(100, 100, "Hello", colors::black, 2, HAlign::center, VAlign::middle, true);
+  auto extent = [](const Canvas& k) {
+    int x0 = 1000, x1 = -1, y0 = 1000, y1 = -1;
+    for (int y = 0; y < k.height(); ++y)
+      for (int x = 0; x < k.width(); ++x)
+        if (k.pixel(x, y) != colors::white) {
+          x0 = std::min(x0, x); x1 = std::max(x1, x); y0 = std::min(y0, y); y1 = std::max(y1, y);
+        }
+    return std::vector<int>{x0, x1, y0, y1};
+  };
+  const std::vector<int> eh = extent(h), ev = extent(v);
+  CHECK(eh[1] - eh[0] > 3 * (eh[3] - eh[2]));  // horizontal text is wide
+  CHECK(ev[3] - ev[2] > 3 * (ev[1] - ev[0]));  // rotated text is tall
+  CHECK(std::abs((eh[0] + eh[1]) / 2 - 100) <= 2);  // centred on the anchor
+  CHECK(std::abs((ev[2] + ev[3]) / 2 - 100) <= 2);
+  Canvas u(200, 40);
+  u.text(0, 0, "x \xC3\x97 \xE2\x88\x92 \xF0\x9F\x98\x80", colors::black);  // non-ASCII: no crash, drawn
+  CHECK(count_color(u, colors::black) > 0);
+  CHECK_THROWS_AS(Canvas(0, 10), Error);
+  CHECK(c.encode_png().compare(0, 8, "\x89PNG\r\n\x1a\n", 8) == 0);
+}
+
+// ---- line chart ----
+
+TEST_CASE("plots: line chart file, size, series colours and legend") {
+  LineChartSpec spec = three_series();
+  spec.series[1].y[10] = NAN;  // skipped, not drawn at a bogus place
+  spec.series[2].x[5] = INFINITY;
+  const std::string path = temp_path("loss.png");
+  line_chart(path, spec);
+  const PngInfo info = png_info(path);
+  CHECK(info.signature);
+  CHECK(info.width == 960);
+  CHECK(info.height == 600);
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+
+  const Canvas c = render_line_chart(spec);
+  CHECK(c.width() == 960);
+  // The middle of the plotting area has data drawn in it.
+  CHECK(count_not_white(c, 150, 80, 700, 500) > 2000);
+  for (size_t k = 0; k < 3; ++k) {
+    CHECK(count_color(c, series_color(k), 0, 0, 740, 600) > 200);  // the line
+    CHECK(count_color(c, series_color(k), 740, 0, 960, 600) > 30);  // its legend swatch
+  }
+  CHECK(count_color(c, series_color(3)) == 0);
+  // The title and axis labels are drawn in the text colour at the top and left.
+  CHECK(count_color(c, colors::text, 300, 0, 700, 50) > 50);
+  CHECK(count_color(c, colors::text, 0, 200, 40, 400) > 20);
+
+  spec.log_y = true;
+  spec.series[0].y[3] = -1;  // below zero: skipped on a log axis
+  const Canvas l = render_line_chart(spec);
+  CHECK(count_color(l, series_color(0), 0, 0, 740, 600) > 200);
+  spec.width = 700;
+  spec.height = 400;
+  line_chart(path, spec);
+  CHECK(png_info(path).width == 700);
+  CHECK(png_info(path).height == 400);
+}
+
+TEST_CASE("plots: line chart errors name the file") {
+  const std::string path = temp_path("bad.png");
+  LineChartSpec empty;
+  CHECK_THROWS_WITH_AS(line_chart(path, empty), doctest::Contains((path + ": line chart has no series").c_str()), Error);
+  LineChartSpec s = three_series();
+  s.series[1].y.pop_back();
+  CHECK_THROWS_WITH_AS(line_chart(path, s),
+                       doctest::Contains("line chart 'validation loss': series 'model 1' has 61 x values but 60 y values"),
+                       Error);
+  LineChartSpec nan;
+  nan.series = {{"a", {1, 2}, {NAN, INFINITY}}};
+  CHECK_THROWS_WITH_AS(line_chart(path, nan), doctest::Contains("has no finite data points"), Error);
+  LineChartSpec negative;
+  negative.log_y = true;
+  negative.series = {{"a", {1, 2}, {-1, 0}}};
+  CHECK_THROWS_WITH_AS(line_chart(path, negative), doctest::Contains("(above 0, for the log axis)"), Error);
+  LineChartSpec tiny = three_series();
+  tiny.width = 150;
+  CHECK_THROWS_WITH_AS(line_chart(path, tiny), doctest::Contains("is too small for this chart"), Error);
+  CHECK_FALSE(std::filesystem::exists(path));
+  const std::string unwritable = "/nonexistent_urpe_dir/plot.png";
+  CHECK_THROWS_WITH_AS(line_chart(unwritable, three_series()),
+                       doctest::Contains((unwritable + ": cannot write").c_str()), Error);
+}
+
+// ---- heatmaps ----
+
+TEST_CASE("plots: heatmap colour maps") {
+  CHECK(colormap_color(ColorMap::diverging, 0.5) == Color{247, 247, 247});
+  CHECK(colormap_color(ColorMap::diverging, 0) == Color{5, 48, 97});
+  CHECK(colormap_color(ColorMap::diverging, 1) == Color{103, 0, 31});
+  CHECK(colormap_color(ColorMap::diverging, 7) == Color{103, 0, 31});  // clamped
+  CHECK(colormap_color(ColorMap::sequential, 0) == Color{68, 1, 84});
+  CHECK(colormap_color(ColorMap::sequential, 1) == Color{253, 231, 37});
+}
+
+TEST_CASE("plots: heatmap and heatmap grid with shared or per-panel scales") {
+  // Panel a: values 0..1 around centre 0; panel b: -4..4. Masked cells are NaN.
+  HeatmapSpec a, b;
+  a.title = "head 0";
+  b.title = "head 1";
+  for (HeatmapSpec* p : {&a, &b}) {
+    p->rows = 6;
+    p->cols = 8;
+    p->x_label = "key j";
+    p->y_label = "query i";
+  }
+  for (int i = 0; i < 48; ++i) {
+    a.values.push_back(static_cast<float>(i % 8) / 7);  // 0 .. 1
+    b.values.push_back(static_cast<float>(i % 8) - 4);  // -4 .. 3
+  }
+  b.values[47] = 4;
+  b.values[0] = NAN;
+
+  const std::string path = temp_path("heads.png");
+  heatmap_grid(path, {a, b}, 2, "C per head");
+  const PngInfo info = png_info(path);
+  CHECK(info.signature);
+  const Canvas shared = render_heatmap_grid({a, b}, 2, "C per head");
+  CHECK(info.width == static_cast<uint32_t>(shared.width()));
+  CHECK(info.height == static_cast<uint32_t>(shared.height()));
+  const Canvas own = render_heatmap_grid({a, b}, 2, "C per head", false);
+  CHECK(own.width() > shared.width());  // a colour bar per panel
+
+  const Color darkest_red = colormap_color(ColorMap::diverging, 1);
+  const Color centre = colormap_color(ColorMap::diverging, 0.5);
+  // Shared scale [-4, 4]: only b's 4 reaches the darkest red; per panel, a's 1 does too.
+  const size_t shared_red = count_color(shared, darkest_red), own_red = count_color(own, darkest_red);
+  CHECK(shared_red > 0);
+  CHECK(own_red > shared_red + 100);
+  CHECK(count_color(shared, centre) > 100);            // a's zeros and b's zeros are white
+  CHECK(count_color(shared, colors::missing) > 20);    // the NaN cell
+  CHECK(count_color(shared, colormap_color(ColorMap::diverging, 0)) > 0);  // the bar's blue end
+  CHECK(count_color(shared, colors::text) > 200);      // titles, ticks, labels
+
+  // A single heatmap, sequential map: the viridis ends appear.
+  a.map = ColorMap::sequential;
+  heatmap(temp_path("one.png"), a);
+  CHECK(png_info(temp_path("one.png")).signature);
+  const Canvas one = render_heatmap_grid({a}, 1, "");
+  CHECK(count_color(one, Color{68, 1, 84}) > 100);
+  CHECK(count_color(one, Color{253, 231, 37}) > 100);
+
+  // Fixed range and centre: a constant C = 1 matrix is pure white.
+  HeatmapSpec ones;
+  ones.rows = ones.cols = 4;
+  ones.values.assign(16, 1.0f);
+  ones.center = 1;
+  CHECK(count_color(render_heatmap_grid({ones}, 1, "C at init"), centre) > 16 * 100);
+}
+
+TEST_CASE("plots: heatmap errors name the file") {
+  const std::string path = temp_path("bad_heat.png");
+  HeatmapSpec p;
+  p.title = "h";
+  p.rows = 2;
+  p.cols = 3;
+  p.values.assign(5, 1.0f);
+  CHECK_THROWS_WITH_AS(heatmap(path, p), doctest::Contains((path + ": heatmap 'h' has 5 values for 2x3 cells").c_str()), Error);
+  p.values.assign(6, NAN);
+  CHECK_THROWS_WITH_AS(heatmap(path, p), doctest::Contains("heatmap 'h' has no finite values"), Error);
+  p.rows = 0;
+  CHECK_THROWS_WITH_AS(heatmap(path, p), doctest::Contains("has no cells (0x3)"), Error);
+  CHECK_THROWS_WITH_AS(heatmap_grid(path, {}, 2, "t"), doctest::Contains((path + ": heatmap grid has no panels").c_str()), Error);
+  HeatmapSpec q;
+  q.rows = q.cols = 2;
+  q.values.assign(4, 0.5f);
+  CHECK_THROWS_WITH_AS(heatmap_grid(path, {q}, 0, "t"), doctest::Contains("needs at least 1 column"), Error);
+  HeatmapSpec r = q;
+  r.map = ColorMap::sequential;
+  CHECK_THROWS_WITH_AS(heatmap_grid(path, {q, r}, 2, "t"), doctest::Contains("must share the colour map"), Error);
+  CHECK_NOTHROW(render_heatmap_grid({q, r}, 2, "t", false));
+  CHECK_FALSE(std::filesystem::exists(path));
+  CHECK_THROWS_WITH_AS(heatmap("/nonexistent_urpe_dir/h.png", q),
+                       doctest::Contains("/nonexistent_urpe_dir/h.png: cannot write"), Error);
+}
+
+// ---- bar chart ----
+
+TEST_CASE("plots: grouped bar chart") {
+  BarChartSpec b;
+  b.title = "accuracy";
+  b.y_label = "accuracy (%)";
+  b.groups = {"position identification", "even tokens", "copy"};
+  b.series = {{"URPE", {99.8, 100, 97.2}}, {"RPE", {10.3, 55.1, 80.4}}, {"no PE", {3.1, NAN, 12.0}}};
+  b.decimals = 1;
+  b.y_max = 100;
+  const std::string path = temp_path("bars.png");
+  bar_chart(path, b);
+  const PngInfo info = png_info(path);
+  CHECK(info.signature);
+  CHECK(info.height == 560);
+  const Canvas c = render_bar_chart(b);
+  CHECK(info.width == static_cast<uint32_t>(c.width()));
+  for (size_t k = 0; k < 3; ++k) CHECK(count_color(c, series_color(k)) > 500);
+  // Taller bars, more pixels: URPE's bars cover far more than no-PE's.
+  CHECK(count_color(c, series_color(0)) > 4 * count_color(c, series_color(2)));
+  CHECK(count_color(c, colors::text) > 300);  // labels, values, ticks
+  // Negative values grow down from 0.
+  BarChartSpec n;
+  n.groups = {"a", "b"};
+  n.series = {{"delta", {-2.5, 1.0}}};
+  const Canvas neg = render_bar_chart(n);
+  CHECK(count_color(neg, series_color(0)) > 500);
+  n.value_labels = false;
+  CHECK(count_color(render_bar_chart(n), colors::text) < count_color(neg, colors::text));
+}
+
+TEST_CASE("plots: bar chart errors name the file") {
+  const std::string path = temp_path("bad_bars.png");
+  BarChartSpec b;
+  CHECK_THROWS_WITH_AS(bar_chart(path, b), doctest::Contains((path + ": bar chart has no groups").c_str()), Error);
+  b.groups = {"x", "y"};
+  CHECK_THROWS_WITH_AS(bar_chart(path, b), doctest::Contains("bar chart has no series"), Error);
+  b.title = "t";
+  b.series = {{"URPE", {1.0}}};
+  CHECK_THROWS_WITH_AS(bar_chart(path, b), doctest::Contains("bar chart 't': series 'URPE' has 1 values for 2 groups"),
+                       Error);
+  b.series = {{"URPE", {NAN, NAN}}};
+  CHECK_THROWS_WITH_AS(bar_chart(path, b), doctest::Contains("has no finite values"), Error);
+  b.series = {{"URPE", {1, 2}}};
+  b.y_min = 5;
+  b.y_max = 5;
+  CHECK_THROWS_WITH_AS(bar_chart(path, b), doctest::Contains("y range [5, 5] is empty"), Error);
+  CHECK_FALSE(std::filesystem::exists(path));
+}

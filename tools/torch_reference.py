@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""PyTorch reference for urpe's models: builds golden fixtures and times a training step.
+
+Why: the C++ engine must compute exactly the model of ../shared/SPECS.md. This script writes the
+same model in PyTorch, independently of the C++ code, and stores weights, a batch, logits, the loss
+and every parameter gradient in small safetensors files under tests/fixtures/. The C++ tests load
+them (no PyTorch needed at test time) and compare.
+
+  python3 tools/torch_reference.py fixtures [--out tests/fixtures]   # rewrite the fixtures
+  python3 tools/torch_reference.py --bench                            # time the bench step
+
+Fixture version 1. Everything is computed in float64 from float32-rounded weights, so the stored
+reference values are the exact maths, not float32 rounding of another implementation.
+Needs PyTorch (Debian: python3-torch; for --bench also libopenblas0-openmp, see below).
+"""
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+import time
+
+import torch
+
+FIXTURE_VERSION = "1"
+
+
+# ---- safetensors, written by hand (the format is 8 bytes of header length, a JSON header, data) ----
+
+def save_safetensors(path, tensors, metadata):
+    header = {"__metadata__": {k: str(v) for k, v in metadata.items()}}
+    blobs, offset = [], 0
+    for name in sorted(tensors):
+        t = tensors[name].detach().contiguous()
+        if t.dtype in (torch.float32, torch.float64):
+            data, dtype = t.to(torch.float32).numpy().tobytes(), "F32"
+        else:
+            data, dtype = t.to(torch.int32).numpy().tobytes(), "I32"
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for b in blobs:
+            f.write(b)
+    os.replace(tmp, path)
+
+
+# ---- the model (SPECS §4 post-LN encoder, §0.1 URPE, §3 T5 buckets) ----
+
+def t5_bucket(rel, bidirectional=True, num_buckets=32, max_distance=128):
+    base, nb = 0, num_buckets
+    if bidirectional:
+        nb //= 2
+        base = nb if rel > 0 else 0
+        n = abs(rel)
+    else:
+        n = max(-rel, 0)
+    max_exact = nb // 2
+    if n < max_exact:
+        return base + n
+    # float32 log as in the C++ code and T5's float32 tensors
+    f = torch.tensor
+    scaled = (torch.log(f(n / max_exact, dtype=torch.float32)) /
+              torch.log(f(max_distance / max_exact, dtype=torch.float32)) * (nb - max_exact))
+    return base + min(max_exact + int(scaled.item()), nb - 1)
+
+
+def bucket_map(n, kind):
+    if kind == "unique":
+        return torch.tensor([[(j - i) + (n - 1) for j in range(n)] for i in range(n)], dtype=torch.long)
+    return torch.tensor([[t5_bucket(j - i) for j in range(n)] for i in range(n)], dtype=torch.long)
+
+
+def bucket_count(n, kind):
+    return 2 * n - 1 if kind == "unique" else 32
+
+
+def layer_norm(x, w, b, eps=1e-5):
+    mu = x.mean(-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(-1, keepdim=True)
+    return (x - mu) / torch.sqrt(var + eps) * w + b
+
+
+def encoder_parameter_shapes(cfg):
+    d, h, f = cfg["d_model"], cfg["heads"], cfg["d_ff"]
+    shapes = {"embed_tokens.weight": (cfg["vocab"], d), "embed_norm.weight": (d,), "embed_norm.bias": (d,)}
+    if cfg["pe"] == "ape":
+        shapes["embed_positions.weight"] = (cfg["seq_len"], d)
+    if cfg["pe"] in ("rpe", "urpe"):
+        shapes["rel_pos_bias"] = (h, bucket_count(cfg["seq_len"], cfg["rpe_kind"]))
+    if cfg["pe"] == "urpe":
+        shapes["urpe_c"] = (h, bucket_count(cfg["seq_len"], cfg["urpe_kind"]))
+    for l in range(cfg["layers"]):
+        p = f"layers.{l}."
+        for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
+            shapes[p + f"self_attn.{proj}.weight"] = (d, d)
+            shapes[p + f"self_attn.{proj}.bias"] = (d,)
+        shapes[p + "self_attn_norm.weight"] = (d,)
+        shapes[p + "self_attn_norm.bias"] = (d,)
+        shapes[p + "ffn.fc1.weight"] = (f, d)
+        shapes[p + "ffn.fc1.bias"] = (f,)
+        shapes[p + "ffn.fc2.weight"] = (d, f)
+        shapes[p + "ffn.fc2.bias"] = (d,)
+        shapes[p + "ffn_norm.weight"] = (d,)
+        shapes[p + "ffn_norm.bias"] = (d,)
+    shapes["head.weight"] = (cfg["num_classes"], d)
+    shapes["head.bias"] = (cfg["num_classes"],)
+    return shapes
+
+
+def encoder_forward(cfg, P, tokens):
+    """tokens (B, N) long → logits (B, N, C). P: name → float64 tensor."""
+    B, N = tokens.shape
+    d, H = cfg["d_model"], cfg["heads"]
+    dh = d // H
+    x = P["embed_tokens.weight"][tokens]
+    if cfg["pe"] == "ape":
+        x = x + P["embed_positions.weight"][:N]
+    x = layer_norm(x, P["embed_norm.weight"], P["embed_norm.bias"])
+    bias = C = None
+    if cfg["pe"] in ("rpe", "urpe"):
+        m = bucket_map(cfg["seq_len"], cfg["rpe_kind"])[:N, :N]
+        bias = P["rel_pos_bias"][:, m]  # (H, N, N)
+    if cfg["pe"] == "urpe":
+        m = bucket_map(cfg["seq_len"], cfg["urpe_kind"])[:N, :N]
+        C = P["urpe_c"][:, m]
+
+    def lin(x, name):
+        return x @ P[name + ".weight"].T + P[name + ".bias"]
+
+    for l in range(cfg["layers"]):
+        p = f"layers.{l}."
+        q = lin(x, p + "self_attn.q_proj").view(B, N, H, dh).transpose(1, 2) * dh ** -0.5
+        k = lin(x, p + "self_attn.k_proj").view(B, N, H, dh).transpose(1, 2)
+        v = lin(x, p + "self_attn.v_proj").view(B, N, H, dh).transpose(1, 2)
+        s = q @ k.transpose(-1, -2)
+        if bias is not None:
+            s = s + bias
+        a = torch.softmax(s, dim=-1)
+        if C is not None:
+            a = a * C  # URPE: after the softmax
+        o = (a @ v).transpose(1, 2).reshape(B, N, d)
+        x = layer_norm(x + lin(o, p + "self_attn.out_proj"), P[p + "self_attn_norm.weight"], P[p + "self_attn_norm.bias"])
+        hdn = torch.nn.functional.gelu(lin(x, p + "ffn.fc1"))  # exact erf GELU
+        x = layer_norm(x + lin(hdn, p + "ffn.fc2"), P[p + "ffn_norm.weight"], P[p + "ffn_norm.bias"])
+    return lin(x, "head")
+
+
+def make_encoder_fixture(name, cfg, seed, out_dir):
+    g = torch.Generator().manual_seed(seed)
+    params = {}
+    for pname, shape in encoder_parameter_shapes(cfg).items():
+        if pname.endswith("norm.weight"):
+            w = 1.0 + 0.1 * torch.randn(shape, generator=g)
+        elif pname == "urpe_c":
+            w = 1.0 + 0.5 * torch.randn(shape, generator=g)  # random C: every path matters
+        else:
+            w = 0.3 * torch.randn(shape, generator=g)
+        params[pname] = w.to(torch.float32).to(torch.float64).requires_grad_(True)
+    B, N = cfg["batch"], cfg["seq_len"]
+    tokens = torch.randint(0, cfg["vocab"], (B, N), generator=g)
+    targets = torch.randint(0, cfg["num_classes"], (B, N), generator=g)
+    targets[0, 1] = -100  # one ignored position
+    logits = encoder_forward(cfg, params, tokens)
+    loss = torch.nn.functional.cross_entropy(logits.reshape(B * N, -1), targets.reshape(-1), ignore_index=-100)
+    loss.backward()
+    tensors = {"input.tokens": tokens, "input.targets": targets, "output.logits": logits, "output.loss": loss.reshape(())}
+    for pname, p in params.items():
+        tensors["param." + pname] = p
+        tensors["grad." + pname] = p.grad
+    meta = dict(cfg)
+    meta["fixture_version"] = FIXTURE_VERSION
+    meta["torch_version"] = torch.__version__
+    save_safetensors(os.path.join(out_dir, f"encoder_{name}.safetensors"), tensors, meta)
+    print(f"wrote encoder_{name}.safetensors: loss {loss.item():.6f}")
+
+
+ENCODER_FIXTURES = {
+    # name: (pe, rpe_kind, urpe_kind, seq_len)
+    "none": ("none", "unique", "unique", 7),
+    "ape": ("ape", "unique", "unique", 7),
+    "rpe": ("rpe", "unique", "unique", 7),
+    "urpe": ("urpe", "unique", "unique", 7),
+    "urpe_bucketed": ("urpe", "bucketed", "bucketed", 21),
+}
+
+
+def write_fixtures(out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    for i, (name, (pe, rk, uk, n)) in enumerate(sorted(ENCODER_FIXTURES.items())):
+        cfg = {"vocab": 11, "seq_len": n, "layers": 2, "d_model": 8, "heads": 2, "d_ff": 12,
+               "num_classes": n, "pe": pe, "rpe_kind": rk, "urpe_kind": uk, "batch": 3}
+        make_encoder_fixture(name, cfg, 100 + i, out_dir)
+
+
+# ---- benchmark: the same training step as `urpe bench step --device cpu` ----
+
+BENCH = {"seq_len": 128, "vocab": 100, "layers": 2, "d_model": 128, "heads": 4, "d_ff": 512,
+         "batch": 32, "pe": "urpe", "rpe_kind": "unique", "urpe_kind": "unique"}
+
+
+def blas_in_use():
+    """Debian's torch links the system libblas.so.3; report which implementation it resolves to."""
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if ".so" in line}
+    except OSError:
+        libs = set()
+    names = sorted({os.path.basename(l) for l in libs if "blas" in l.lower()})
+    return ", ".join(names) or "unknown"
+
+
+def bench(warmup, steps, threads):
+    torch.set_num_threads(threads)
+    cfg = dict(BENCH, num_classes=BENCH["seq_len"])
+    g = torch.Generator().manual_seed(0)
+    params = {}
+    for name, shape in encoder_parameter_shapes(cfg).items():
+        w = torch.ones(shape) if (name.endswith("norm.weight") or name == "urpe_c") else 0.02 * torch.randn(shape, generator=g)
+        params[name] = w.requires_grad_(True)
+    opt = torch.optim.Adam(params.values(), lr=1e-4)
+    B, N = cfg["batch"], cfg["seq_len"]
+    times = []
+    for step in range(warmup + steps):
+        tokens = torch.randint(0, cfg["vocab"], (B, N), generator=g)
+        targets = torch.arange(N).repeat(B, 1)
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        logits = encoder_forward(cfg, params, tokens)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(B * N, -1), targets.reshape(-1))
+        loss.backward()
+        opt.step()
+        if step >= warmup:
+            times.append((time.perf_counter() - t0) * 1000)
+    blas = blas_in_use()
+    print(f"PyTorch {torch.__version__}, {threads} threads, BLAS: {blas}")
+    if "openblas" not in blas:
+        print("warning: PyTorch is not using OpenBLAS (install libopenblas0-openmp); the reference "
+              "BLAS is ~30x slower on large matmuls and the comparison would be unfair", file=sys.stderr)
+    times.sort()
+    print(f"bench config: n={N} d={cfg['d_model']} heads={cfg['heads']} layers={cfg['layers']} "
+          f"d_ff={cfg['d_ff']} batch={B} pe=urpe; {steps} timed steps after {warmup} warm-up")
+    print(f"median {times[len(times) // 2]:.2f} ms per step")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("command", nargs="?", default="fixtures", choices=["fixtures"])
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures"))
+    ap.add_argument("--bench", action="store_true", help="time the bench training step instead")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    args = ap.parse_args()
+    if args.bench:
+        bench(args.warmup, args.steps, args.threads)
+    else:
+        torch.set_default_dtype(torch.float64)
+        write_fixtures(os.path.normpath(args.out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+// Checkpoints: model parameters, optimizer state, step and random-stream positions in one
+// safetensors file (Python users can open it), with the resolved config in its metadata. Written
+// atomically; restoring one continues training bit-identically on the same device and build.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "models/parameters.h"
+#include "tensor/rng.h"
+#include "train/optimizer.h"
+
+namespace urpe {
+
+struct TrainingProgress {
+  int64_t step = 0;    // updates taken
+  Rng data_rng;        // where the training-batch stream stands
+  Rng dropout_rng;     // where the dropout-seed stream stands
+  double seconds = 0;  // training time so far
+};
+
+// Tensors: "model.<param name>" and the optimizer's state() entries.
+// Metadata: format, step, config, rng seeds/offsets, seconds.
+void save_checkpoint(const std::string& path, const ParameterSet& params, const Adam* optimizer,
+                     const TrainingProgress& progress, const std::string& config_text);
+
+struct CheckpointInfo {
+  TrainingProgress progress;
+  std::string config_text;
+};
+// Copies the stored values into `params` (and `optimizer` when given). Every parameter must be
+// present with its shape; otherwise one error naming the file, the tensor and what was expected.
+CheckpointInfo load_checkpoint(const std::string& path, const ParameterSet& params, Adam* optimizer);
+// Only the metadata (config text, progress) — to rebuild the model before loading the values.
+CheckpointInfo read_checkpoint_info(const std::string& path);
+
+}  // namespace urpe

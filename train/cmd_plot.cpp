@@ -1,0 +1,19 @@
+// `urpe plot --run DIR`: redraw a run's plots from its metrics.csv and checkpoint.
+#include <cstdio>
+
+#include "train/cmd_handlers.h"
+#include "train/run_dir.h"
+#include "train/run_plots.h"
+
+namespace urpe::cli {
+
+int run_plot(const Args& args) {
+  const std::string dir = args.get("run");
+  URPE_CHECK(!dir.empty(), "urpe plot: --run DIR is required");
+  URPE_CHECK(path_exists(join_path(dir, "metrics.csv")),
+             "urpe plot: '" << dir << "' has no metrics.csv (is it a run directory written by urpe train?)");
+  for (const std::string& path : draw_run_plots(dir)) std::printf("wrote %s\n", path.c_str());
+  return 0;
+}
+
+}  // namespace urpe::cli

@@ -1,0 +1,99 @@
+// Run configuration: files of `key = value` lines, checked against a schema.
+//
+//   # comments start with '#', anywhere outside quotes; blank lines are ignored
+//   model = urpe          # a choice
+//   lr    = 3e-4          # a float
+//   steps = 2000          # an int
+//   note  = "a # inside quotes"
+//
+// A ConfigSchema lists every key with its type, default and meaning; a Config holds one value per
+// key (the default until a file or a `--set key=value` changes it). Every mistake is one line
+// naming where it happened and what was expected:
+//   run.cfg:4: unknown key 'lr_rate' (did you mean 'lr'?)
+//   run.cfg:7: key 'steps' expects an integer, got 'abc'
+//   --set model=xl: key 'model' expects one of urpe, rpe, ape, none; got 'xl'
+// `to_text()` writes the resolved config back in the same format (it parses to the same values),
+// which is what a run directory's config.txt holds.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace urpe {
+
+enum class ConfigType { integer, real, string, boolean, choice };
+const char* config_type_name(ConfigType type);  // "int", "float", "string", "bool", "choice"
+
+struct ConfigKey {
+  std::string name;
+  ConfigType type = ConfigType::string;
+  std::string default_value;         // canonical text (as to_text writes it)
+  std::string help;
+  std::vector<std::string> choices;  // for ConfigType::choice
+};
+
+class ConfigSchema {
+ public:
+  // Each returns *this so a schema reads as one chained declaration. A repeated name, a bad
+  // default or an empty choice list is a programming error and throws urpe::Error.
+  ConfigSchema& add_int(const std::string& name, int64_t default_value, const std::string& help);
+  ConfigSchema& add_float(const std::string& name, double default_value, const std::string& help);
+  ConfigSchema& add_string(const std::string& name, const std::string& default_value,
+                           const std::string& help);
+  ConfigSchema& add_bool(const std::string& name, bool default_value, const std::string& help);
+  ConfigSchema& add_choice(const std::string& name, const std::vector<std::string>& choices,
+                           const std::string& default_value, const std::string& help);
+
+  const std::vector<ConfigKey>& keys() const { return keys_; }
+  const ConfigKey* find(const std::string& name) const;  // nullptr when unknown
+  // The valid key nearest to `name` by edit distance, or "" when none is plausibly meant.
+  std::string closest(const std::string& name) const;
+  // Every key with its type, default and meaning, aligned in columns (for `urpe train --help`).
+  std::string help_text() const;
+
+ private:
+  ConfigSchema& add(ConfigKey key);
+  std::vector<ConfigKey> keys_;
+};
+
+class Config {
+ public:
+  explicit Config(const ConfigSchema& schema);  // every key at its default
+
+  // Reads a config file; errors name `path` and the line.
+  static Config from_file(const ConfigSchema& schema, const std::string& path);
+  // Applies `key = value` lines from `text`; `source` names it in errors ("run.cfg").
+  void apply_text(const std::string& text, const std::string& source);
+  // Applies one `--set key=value` override; errors name the --set. A key may be set once per
+  // file and once more by --set; setting it twice in the same place is an error.
+  void apply_override(const std::string& assignment);
+
+  // Typed getters. Asking for an unknown key, or an int from a string key, throws urpe::Error.
+  // get_float also reads int keys; get_string reads every key as its canonical text.
+  int64_t get_int(const std::string& key) const;
+  double get_float(const std::string& key) const;
+  bool get_bool(const std::string& key) const;
+  std::string get_string(const std::string& key) const;
+  // Whether a file or --set gave the key a value (false: it holds its default).
+  bool is_set(const std::string& key) const;
+
+  // Every key in schema order as `key = value`; with_help adds each key's meaning as a comment.
+  std::string to_text(bool with_help = true) const;
+  const ConfigSchema& schema() const { return schema_; }
+
+ private:
+  // Checks `raw` against the key's type and stores its canonical text; `where` prefixes errors.
+  void assign(const std::string& key, const std::string& raw, const std::string& where,
+              const std::string& origin);
+  const ConfigKey& key_spec(const std::string& key) const;
+
+  ConfigSchema schema_;
+  std::map<std::string, std::string> values_;  // canonical text of every key
+  std::map<std::string, std::string> origin_;  // where an explicitly set key was set
+};
+
+// Levenshtein distance (exposed for tests).
+size_t edit_distance(const std::string& a, const std::string& b);
+
+}  // namespace urpe

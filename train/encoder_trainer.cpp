@@ -1,0 +1,230 @@
+// The training loop: fresh batches from a seeded stream, cross-entropy over every position,
+// Adam with warm-up + linear decay, periodic evaluation and checkpoints, Ctrl-C saves and stops.
+#include "train/encoder_trainer.h"
+
+#include <chrono>
+#include <csignal>
+#include <cmath>
+
+#include "autograd/node.h"
+#include "ops/loss.h"
+#include "ops/shape.h"
+#include "train/checkpoint.h"
+#include "train/progress.h"
+#include "train/run_config.h"
+#include "train/run_plots.h"
+#include "train/schedule.h"
+
+namespace urpe {
+
+namespace {
+
+// Set by SIGINT; the loop checks it between steps and stops after saving a checkpoint. (A signal
+// handler can only talk to the program through such a flag.)
+volatile std::sig_atomic_t g_stop_requested = 0;
+void request_stop(int) { g_stop_requested = 1; }
+
+constexpr uint64_t kValidationSeed = 0x7a11d5e7ULL;  // the same held-out sets for every run
+constexpr uint64_t kTestSeed = 0x7e575e7ULL;
+constexpr int64_t kEvalBatch = 64;  // fixed, so the held-out sets and their scores never depend on it
+
+struct Streams {
+  static uint64_t data_seed(uint64_t seed) { return seed * 2 + 1; }
+  static uint64_t dropout_seed(uint64_t seed) { return seed * 2 + 2; }
+};
+
+// Fraction of positions whose argmax equals the target.
+double accuracy_of(const Tensor& logits, const Tensor& targets) {
+  const std::vector<float> l = logits.to_vector_f32();
+  const std::vector<int32_t> t = targets.to_vector_i32();
+  const int64_t classes = logits.size(-1);
+  int64_t correct = 0;
+  for (size_t row = 0; row < t.size(); ++row) {
+    const float* p = l.data() + row * classes;
+    int64_t best = 0;
+    for (int64_t c = 1; c < classes; ++c)
+      if (p[c] > p[best]) best = c;
+    correct += best == t[row];
+  }
+  return t.empty() ? 0.0 : static_cast<double>(correct) / static_cast<double>(t.size());
+}
+
+Tensor flat_loss(const Tensor& logits, const Tensor& targets) {
+  const int64_t rows = logits.numel() / logits.size(-1);
+  return cross_entropy(reshape(logits, {rows, logits.size(-1)}), reshape(targets, {rows}));
+}
+
+}  // namespace
+
+SyntheticTask task_from_config(const Config& config) {
+  return SyntheticTask(parse_synthetic_kind(config.get_string("task")), config.get_int("seq_len"),
+                       config.get_int("vocab"));
+}
+
+EncoderConfig encoder_config_from(const Config& config) {
+  const SyntheticTask task = task_from_config(config);
+  EncoderConfig c;
+  c.vocab = config.get_int("vocab");
+  c.seq_len = config.get_int("seq_len");
+  c.layers = config.get_int("layers");
+  c.d_model = config.get_int("d_model");
+  c.heads = config.get_int("heads");
+  c.d_ff = config.get_int("d_ff");
+  c.num_classes = task.num_classes();
+  c.dropout = static_cast<float>(config.get_float("dropout"));
+  c.init_std = static_cast<float>(config.get_float("init_std"));
+  c.pe = parse_positional_kind(config.get_string("pe"));
+  c.rpe_kind = parse_relative_kind(config.get_string("rpe_kind"));
+  c.urpe_kind = parse_relative_kind(config.get_string("urpe_kind"));
+  URPE_CHECK(c.seq_len > 1, "config: seq_len must be > 1, got " << c.seq_len);
+  URPE_CHECK(c.heads > 0 && c.d_model % c.heads == 0,
+             "config: heads (" << c.heads << ") must divide d_model (" << c.d_model << ")");
+  URPE_CHECK(c.dropout >= 0.0f && c.dropout < 1.0f, "config: dropout must be in [0, 1), got " << c.dropout);
+  return c;
+}
+
+EvalResult evaluate_encoder(const TransformerEncoder& model, const SyntheticTask& task,
+                            int64_t valid_size, int64_t batch, EvalSplit split) {
+  autograd::NoGrad no_grad;
+  Rng valid_rng(split == EvalSplit::valid ? kValidationSeed : kTestSeed);
+  EvalResult result;
+  int64_t seen = 0;
+  while (seen < valid_size) {
+    const int64_t b = std::min(batch, valid_size - seen);
+    const SyntheticBatch data = task.sample(b, valid_rng, model.device());
+    const Tensor logits = model.forward(data.tokens, false, nullptr);
+    result.loss += flat_loss(logits, data.targets).item() * static_cast<double>(b);
+    result.accuracy += accuracy_of(logits, data.targets) * static_cast<double>(b);
+    seen += b;
+  }
+  result.loss /= static_cast<double>(valid_size);
+  result.accuracy /= static_cast<double>(valid_size);
+  return result;
+}
+
+TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, const TrainOptions& options) {
+  make_directories(out_dir);
+  const std::string checkpoint_path = join_path(out_dir, "model.safetensors");
+  Config config = config_in;
+  TrainingProgress progress;
+  URPE_CHECK(options.resume || options.overwrite || !path_exists(checkpoint_path),
+             "'" << out_dir << "' already holds a run (model.safetensors); continue it with --resume "
+                 << out_dir << " or choose another --out");
+  if (options.resume) {
+    URPE_CHECK(path_exists(checkpoint_path),
+               "cannot resume: no checkpoint at '" << checkpoint_path << "' (is this a run directory?)");
+    config = Config(run_schema());
+    config.apply_text(read_checkpoint_info(checkpoint_path).config_text, checkpoint_path + " (config)");
+  }
+  const int64_t steps = config.get_int("steps"), batch = config.get_int("batch");
+  const int64_t eval_every = config.get_int("eval_every"), valid_size = config.get_int("valid_size");
+  const uint64_t seed = static_cast<uint64_t>(config.get_int("seed"));
+  URPE_CHECK(steps > 0 && batch > 0 && eval_every > 0 && valid_size > 0,
+             "config: steps, batch, eval_every and valid_size must be positive");
+  const SyntheticTask task = task_from_config(config);
+  const Device device = parse_device(config.get_string("device"));
+  TransformerEncoder model(encoder_config_from(config), seed, device);
+
+  AdamConfig adam_config;
+  adam_config.weight_decay = static_cast<float>(config.get_float("weight_decay"));
+  adam_config.clip_norm = static_cast<float>(config.get_float("clip"));
+  Adam optimizer(model.parameters().tensors(), adam_config);
+  LrSchedule schedule;
+  schedule.peak_lr = static_cast<float>(config.get_float("lr"));
+  schedule.warmup = config.get_int("warmup");
+  schedule.total = steps;
+  schedule.validate();
+
+  progress.data_rng = Rng(Streams::data_seed(seed));
+  progress.dropout_rng = Rng(Streams::dropout_seed(seed));
+  if (options.resume) {
+    progress = load_checkpoint(checkpoint_path, model.parameters(), &optimizer).progress;
+  } else {
+    write_text_atomic(join_path(out_dir, "config.txt"), config.to_text());
+  }
+  MetricsLog metrics(join_path(out_dir, "metrics.csv"), options.resume, progress.step);
+  ProgressLine line(options.label.empty() ? "[" + config.get_string("task") + "/" + config.get_string("pe") + "]"
+                                          : options.label,
+                    steps, progress.step, options.quiet);
+  const std::string config_text = config.to_text();
+
+  g_stop_requested = 0;
+  auto previous_handler = std::signal(SIGINT, request_stop);
+  TrainOutcome outcome;
+  EvalResult last_eval;
+  bool evaluated = false;
+  double loss_sum = 0;
+  int64_t loss_count = 0;
+  const int64_t tokens_per_step = batch * config.get_int("seq_len");
+  auto window_start = std::chrono::steady_clock::now();
+  int64_t window_steps = 0;
+
+  for (int64_t step = progress.step + 1; step <= steps; ++step) {
+    const auto step_start = std::chrono::steady_clock::now();
+    const SyntheticBatch data = task.sample(batch, progress.data_rng, device);
+    const Tensor logits = model.forward(data.tokens, true, &progress.dropout_rng);
+    const Tensor loss = flat_loss(logits, data.targets);
+    optimizer.zero_grad();
+    loss.backward();
+    const float lr = schedule.at(step);
+    optimizer.step(lr);
+    const double loss_value = loss.item();
+    URPE_CHECK(std::isfinite(loss_value), "training diverged at step " << step << " (loss " << loss_value
+                                              << "); try a smaller lr or clip > 0");
+    loss_sum += loss_value;
+    ++loss_count;
+    ++window_steps;
+    progress.step = step;
+    progress.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+    const double window = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
+    const double tokens_per_s = window > 0 ? tokens_per_step * window_steps / window : 0.0;
+    line.update(step, loss_value, lr, tokens_per_s);
+
+    const bool stop = g_stop_requested != 0 || step == options.stop_after_step;
+    if (step % eval_every == 0 || step == steps || stop) {
+      metrics.write(step, "train", loss_sum / loss_count, accuracy_of(logits, data.targets), lr,
+                    tokens_per_s, progress.seconds);
+      loss_sum = 0;
+      loss_count = 0;
+      last_eval = evaluate_encoder(model, task, valid_size, kEvalBatch);
+      evaluated = true;
+      metrics.write(step, "valid", last_eval.loss, last_eval.accuracy, lr, tokens_per_s, progress.seconds);
+      char text[160];
+      std::snprintf(text, sizeof text, "step %lld: valid loss %.4f, accuracy %.2f%%",
+                    static_cast<long long>(step), last_eval.loss, 100.0 * last_eval.accuracy);
+      line.message(text);
+      save_checkpoint(checkpoint_path, model.parameters(), &optimizer, progress, config_text);
+      window_start = std::chrono::steady_clock::now();
+      window_steps = 0;
+    }
+    if (stop) {
+      outcome.interrupted = true;
+      line.message("interrupted: checkpoint saved at step " + std::to_string(step) +
+                   "; continue with: urpe train --resume " + out_dir);
+      break;
+    }
+  }
+  std::signal(SIGINT, previous_handler);
+  line.finish();
+  if (!evaluated)  // resumed a finished run: score the stored model
+    last_eval = evaluate_encoder(model, task, valid_size, kEvalBatch);
+
+  ResultRow& r = outcome.result;
+  r.experiment = options.experiment;
+  r.task = config.get_string("task");
+  r.model = "encoder";
+  r.pe = config.get_string("pe");
+  r.seed = static_cast<int64_t>(seed);
+  r.metric_name = "valid_accuracy";
+  r.metric = last_eval.accuracy;
+  r.params = model.parameters().count();
+  r.steps = progress.step;
+  r.seconds = progress.seconds;
+  r.device = device.name();
+  outcome.final_valid_loss = last_eval.loss;
+  write_text_atomic(join_path(out_dir, "results.json"), result_to_json(r).dump(2) + "\n");
+  draw_run_plots(out_dir);
+  return outcome;
+}
+
+}  // namespace urpe

@@ -1,0 +1,113 @@
+// Adam/AdamW state and step: gathers the parameters that have gradients into one kernel call.
+#include "train/optimizer.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "autograd/node.h"
+#include "ops/optimizer_kernels.h"
+
+namespace urpe {
+
+Adam::Adam(std::vector<Tensor> params, AdamConfig config)
+    : params_(std::move(params)), config_(config) {
+  URPE_CHECK(config_.beta1 >= 0 && config_.beta1 < 1 && config_.beta2 >= 0 && config_.beta2 < 1,
+             "Adam: betas must lie in [0, 1), got (" << config_.beta1 << ", " << config_.beta2 << ")");
+  URPE_CHECK(config_.eps > 0, "Adam: eps must be > 0, got " << config_.eps);
+  URPE_CHECK(config_.weight_decay >= 0, "Adam: weight_decay must be ≥ 0, got " << config_.weight_decay);
+  URPE_CHECK(config_.clip_norm >= 0 && std::isfinite(config_.clip_norm),
+             "Adam: clip_norm must be ≥ 0 (0 = no clipping), got " << config_.clip_norm);
+  std::set<std::string> seen;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    const Tensor& p = params_[k];
+    check_dtype("Adam", "param", p, DType::f32);
+    URPE_CHECK(p.requires_grad(), "Adam: parameter " << k << " " << p.describe()
+                                                     << " does not require a gradient");
+    URPE_CHECK(!p.grad_fn(), "Adam: parameter " << k << " " << p.describe()
+                                                << " is not a leaf (it was computed by an op)");
+    check_same_device("Adam", params_[0], p);
+    for (size_t q = 0; q < k; ++q)
+      URPE_CHECK(!params_[q].same_as(p), "Adam: parameter " << k << " " << p.describe()
+                                                            << " is listed twice");
+    m_.push_back(Tensor::zeros(p.shape(), DType::f32, p.device()));
+    v_.push_back(Tensor::zeros(p.shape(), DType::f32, p.device()));
+    std::string key = p.name();
+    if (key.empty() || !seen.insert(key).second) key = "param" + std::to_string(k);
+    keys_.push_back(key);
+  }
+}
+
+std::optional<float> Adam::step(float lr) {
+  URPE_CHECK(std::isfinite(lr) && lr >= 0, "Adam.step: lr must be finite and ≥ 0, got " << lr);
+  autograd::NoGrad no_grad;
+  std::vector<AdamSlot> slots;
+  std::vector<Tensor> grads;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    Tensor g = params_[k].grad();
+    if (!g.defined()) continue;
+    slots.push_back({params_[k], g, m_[k], v_[k]});
+    grads.push_back(g);
+  }
+  std::optional<float> norm;
+  if (config_.clip_norm > 0) norm = clip_grad_norm(grads, config_.clip_norm);
+  AdamHyper hyper;
+  hyper.lr = lr;
+  hyper.beta1 = config_.beta1;
+  hyper.beta2 = config_.beta2;
+  hyper.eps = config_.eps;
+  hyper.weight_decay = config_.weight_decay;
+  hyper.decoupled_weight_decay = config_.decoupled_weight_decay;
+  hyper.step = step_ + 1;
+  adam_update(slots, hyper);
+  step_ = hyper.step;
+  return norm;
+}
+
+void Adam::zero_grad() {
+  for (Tensor& p : params_) p.zero_grad();
+}
+
+// ---- checkpoint state ----
+
+std::vector<std::pair<std::string, Tensor>> Adam::state() const {
+  URPE_CHECK(step_ <= std::numeric_limits<int32_t>::max(), "Adam: step " << step_ << " does not fit the i32 checkpoint entry");
+  std::vector<std::pair<std::string, Tensor>> out;
+  out.emplace_back("adam.step", Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(step_)}, {1}));
+  for (size_t k = 0; k < params_.size(); ++k) {
+    out.emplace_back("adam.m." + keys_[k], m_[k]);
+    out.emplace_back("adam.v." + keys_[k], v_[k]);
+  }
+  return out;
+}
+
+void Adam::load_state(const std::vector<std::pair<std::string, Tensor>>& state) {
+  std::map<std::string, Tensor> by_key;
+  for (const auto& [key, t] : state) by_key[key] = t;
+  auto find = [&](const std::string& key) -> const Tensor& {
+    auto it = by_key.find(key);
+    URPE_CHECK(it != by_key.end() && it->second.defined(),
+               "Adam: optimizer state has no entry '" << key << "' (was it saved for the same model?)");
+    return it->second;
+  };
+  const Tensor& step = find("adam.step");
+  URPE_CHECK(step.dtype() == DType::i32 && step.numel() == 1 && step.to_vector_i32()[0] >= 0,
+             "Adam: optimizer state 'adam.step' must be one non-negative i32, got " << step.describe());
+  // Check everything before changing anything, so a bad checkpoint leaves the optimizer intact.
+  for (size_t k = 0; k < params_.size(); ++k) {
+    for (const char* which : {"adam.m.", "adam.v."}) {
+      const Tensor& t = find(which + keys_[k]);
+      URPE_CHECK(t.dtype() == DType::f32 && t.shape() == params_[k].shape(),
+                 "Adam: optimizer state '" << which << keys_[k] << "' is " << t.describe()
+                                           << " but the parameter is " << params_[k].describe());
+    }
+  }
+  for (size_t k = 0; k < params_.size(); ++k) {
+    m_[k].copy_from(find("adam.m." + keys_[k]));
+    v_[k].copy_from(find("adam.v." + keys_[k]));
+  }
+  step_ = step.to_vector_i32()[0];
+}
+
+}  // namespace urpe

@@ -1,0 +1,157 @@
+// Run-directory files: plain text and CSV, written atomically.
+#include "train/run_dir.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "tensor/error.h"
+
+namespace urpe {
+
+bool path_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+void make_directories(const std::string& path) {
+  std::string partial;
+  std::stringstream parts(path);
+  std::string part;
+  if (!path.empty() && path[0] == '/') partial = "/";
+  while (std::getline(parts, part, '/')) {
+    if (part.empty()) continue;
+    partial += part + "/";
+    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
+      URPE_FAIL("cannot create directory '" << partial << "': " << std::strerror(errno));
+  }
+  struct stat st;
+  URPE_CHECK(::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode),
+             "'" << path << "' exists but is not a directory");
+}
+
+std::string join_path(const std::string& dir, const std::string& name) {
+  if (dir.empty()) return name;
+  return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+void write_text_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    URPE_CHECK(out.good(), "cannot write '" << tmp << "': " << std::strerror(errno));
+    out << text;
+    out.flush();
+    URPE_CHECK(out.good(), "writing '" << tmp << "' failed (disk full?)");
+  }
+  URPE_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0,
+             "cannot rename '" << tmp << "' to '" << path << "': " << std::strerror(errno));
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  URPE_CHECK(in.good(), "cannot read '" << path << "' (missing or unreadable)");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// ---- metrics.csv ----
+
+static const char* kMetricsHeader = "step,split,loss,metric,lr,tokens_per_s,seconds";
+
+std::vector<MetricsRow> read_metrics(const std::string& path) {
+  std::istringstream in(read_text_file(path));
+  std::string line;
+  std::vector<MetricsRow> rows;
+  int line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line_number == 1) {
+      URPE_CHECK(line == kMetricsHeader, path << " line 1: expected the header '" << kMetricsHeader << "'");
+      continue;
+    }
+    if (line.empty()) continue;
+    std::stringstream fields(line);
+    MetricsRow r;
+    std::string step, loss, metric, lr, tps, secs;
+    if (!(std::getline(fields, step, ',') && std::getline(fields, r.split, ',') &&
+          std::getline(fields, loss, ',') && std::getline(fields, metric, ',') &&
+          std::getline(fields, lr, ',') && std::getline(fields, tps, ',') && std::getline(fields, secs)))
+      URPE_FAIL(path << " line " << line_number << ": expected 7 comma-separated fields");
+    try {
+      r.step = std::stoll(step);
+      r.loss = std::stod(loss);
+      r.metric = std::stod(metric);
+      r.lr = std::stod(lr);
+      r.tokens_per_s = std::stod(tps);
+      r.seconds = std::stod(secs);
+    } catch (const std::exception&) {
+      URPE_FAIL(path << " line " << line_number << ": a field is not a number");
+    }
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+MetricsLog::MetricsLog(const std::string& path, bool append, int64_t keep_until_step) : path_(path) {
+  std::string kept = std::string(kMetricsHeader) + "\n";
+  if (append && path_exists(path)) {
+    std::ostringstream text;
+    text << kMetricsHeader << "\n";
+    for (const MetricsRow& r : read_metrics(path)) {
+      if (r.step > keep_until_step) continue;
+      char buffer[256];
+      std::snprintf(buffer, sizeof buffer, "%lld,%s,%.9g,%.9g,%.9g,%.6g,%.6g\n",
+                    static_cast<long long>(r.step), r.split.c_str(), r.loss, r.metric, r.lr,
+                    r.tokens_per_s, r.seconds);
+      text << buffer;
+    }
+    kept = text.str();
+  }
+  write_text_atomic(path, kept);
+  file_ = std::fopen(path.c_str(), "a");
+  URPE_CHECK(file_ != nullptr, "cannot append to '" << path << "': " << std::strerror(errno));
+}
+
+MetricsLog::~MetricsLog() {
+  if (file_) std::fclose(file_);
+}
+
+void MetricsLog::write(int64_t step, const std::string& split, double loss, double metric,
+                       double lr, double tokens_per_s, double seconds) {
+  std::fprintf(file_, "%lld,%s,%.9g,%.9g,%.9g,%.6g,%.6g\n", static_cast<long long>(step),
+               split.c_str(), loss, metric, lr, tokens_per_s, seconds);
+  std::fflush(file_);
+}
+
+// ---- results.json rows ----
+
+json::Value result_to_json(const ResultRow& r) {
+  json::Value v = json::Value::object();
+  v.set("experiment", r.experiment).set("task", r.task).set("model", r.model).set("pe", r.pe);
+  v.set("seed", r.seed).set("metric_name", r.metric_name).set("metric", r.metric);
+  v.set("params", r.params).set("steps", r.steps).set("seconds", r.seconds).set("device", r.device);
+  return v;
+}
+
+ResultRow result_from_json(const json::Value& v) {
+  ResultRow r;
+  r.experiment = v.at("experiment").as_string();
+  r.task = v.at("task").as_string();
+  r.model = v.at("model").as_string();
+  r.pe = v.at("pe").as_string();
+  r.seed = v.at("seed").as_integer();
+  r.metric_name = v.at("metric_name").as_string();
+  r.metric = v.at("metric").as_number();
+  r.params = v.at("params").as_integer();
+  r.steps = v.at("steps").as_integer();
+  r.seconds = v.at("seconds").as_number();
+  r.device = v.at("device").as_string();
+  return r;
+}
+
+}  // namespace urpe
