@@ -13,7 +13,7 @@ constexpr float kInvSqrt2 = 0.70710678118654752440f;
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
 
 __global__ void relu_forward_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
-  URPE_GRID_STRIDE(k, n) y[k] = x[k] > 0.0f ? x[k] : 0.0f;
+  URPE_GRID_STRIDE(k, n) y[k] = x[k] < 0.0f ? 0.0f : x[k];  // NaN stays NaN, as on the CPU
 }
 
 __global__ void relu_backward_kernel(const float* __restrict__ x, const float* __restrict__ g,

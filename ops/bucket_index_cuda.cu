@@ -1,9 +1,8 @@
-// Stable bucket index on the GPU (see bucket_index_cuda.cuh): validate the keys, radix-sort
-// (key, position) pairs with CUB (stable, only the bits the bucket count needs), then find each
-// bucket's first position by binary search over the sorted keys.
-// Bytes: the key check reads 4 B per item; the sort makes one pass per 8 key bits (onesweep), each
-// reading and writing 8 B per item (key + position); the offsets pass reads log2(n) keys per
-// bucket. The check synchronises the stream once (to read the error flag).
+// Stable bucket index on the GPU (see bucket_index_cuda.cuh): radix-sort (key, position) pairs
+// with CUB (stable; only the bits the bucket count needs), then find each bucket's first position
+// by binary search over the sorted keys.
+// Bytes: the sort makes one pass per 8 key bits (onesweep), each reading and writing 8 B per item
+// (key + position); the offsets pass reads log2(n) keys per bucket. No host synchronisation.
 #include <cub/device/device_radix_sort.cuh>
 
 #include "ops/bucket_index_cuda.cuh"
@@ -12,14 +11,6 @@
 namespace urpe::kernels {
 
 namespace {
-
-__global__ void validate_keys_kernel(const int32_t* __restrict__ keys, int64_t n, int64_t limit,
-                                     int64_t allow_value, unsigned long long* bad) {
-  URPE_GRID_STRIDE(k, n) {
-    const int32_t key = keys[k];
-    if ((key < 0 || key >= limit) && key != allow_value) flag_bad_index(bad, k);
-  }
-}
 
 __global__ void iota_kernel(int32_t* __restrict__ out, int64_t n) {
   URPE_GRID_STRIDE(k, n) out[k] = static_cast<int32_t>(k);
@@ -41,26 +32,13 @@ __global__ void bucket_offsets_kernel(const uint32_t* __restrict__ sorted_keys, 
 
 }  // namespace
 
-void flag_keys_out_of_range(cuda::Context& ctx, const int32_t* keys, int64_t n, int64_t limit,
-                            int64_t allow_value) {
-  if (n == 0) return;
-  const int threads = 256;
-  validate_keys_kernel<<<grid_for(ctx, n, threads), threads, 0, ctx.stream()>>>(
-      keys, n, limit, allow_value, ctx.index_error_slot());
-  CUDA_CHECK_LAUNCH("validate_keys_kernel");
-}
-
 BucketIndex::BucketIndex(cuda::Context& ctx, const int32_t* keys, int64_t n, int64_t buckets,
-                         const char* op, const char* what)
+                         const char* op)
     : positions_(ctx, sizeof(int32_t) * n), offsets_(ctx, sizeof(int32_t) * (buckets + 1)) {
   URPE_CHECK(n < (int64_t(1) << 31) && buckets < (int64_t(1) << 31),
              op << ": " << n << " indices into " << buckets
                 << " buckets exceed the 32-bit limit of the CUDA bucket sort");
   const int threads = 256;
-  if (n > 0) {
-    flag_keys_out_of_range(ctx, keys, n, buckets, kNoAllowedValue);
-    cuda::check_index_error(ctx, op, what, keys, buckets);
-  }
   cuda::DeviceBuffer sorted_keys(ctx, sizeof(uint32_t) * std::max<int64_t>(n, 1));
   if (n > 0) {
     cuda::DeviceBuffer iota(ctx, sizeof(int32_t) * n);
@@ -68,6 +46,7 @@ BucketIndex::BucketIndex(cuda::Context& ctx, const int32_t* keys, int64_t n, int
     CUDA_CHECK_LAUNCH("iota_kernel");
     int end_bit = 1;
     while (end_bit < 32 && (int64_t(1) << end_bit) < buckets) ++end_bit;
+    // Valid keys are non-negative, so their unsigned view sorts the same way.
     const uint32_t* keys_in = reinterpret_cast<const uint32_t*>(keys);
     size_t temp_bytes = 0;
     CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys_in,
@@ -79,6 +58,7 @@ BucketIndex::BucketIndex(cuda::Context& ctx, const int32_t* keys, int64_t n, int
                                                sorted_keys.as<uint32_t>(), iota.as<int32_t>(),
                                                positions_.as<int32_t>(), static_cast<int>(n), 0,
                                                end_bit, ctx.stream()));
+    CUDA_CHECK_LAUNCH("cub::DeviceRadixSort::SortPairs");
   }
   bucket_offsets_kernel<<<grid_for(ctx, buckets + 1, threads), threads, 0, ctx.stream()>>>(
       sorted_keys.as<uint32_t>(), n, buckets, offsets_.as<int32_t>());

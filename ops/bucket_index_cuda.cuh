@@ -4,7 +4,6 @@
 // position order) and each bucket's contributions are then added by one owner in that order.
 #pragma once
 #include <cstdint>
-#include <climits>
 
 #include "tensor/cuda_context.h"
 
@@ -12,24 +11,19 @@ namespace urpe::kernels {
 
 // The positions 0..n−1 of `keys` grouped by key: bucket k's positions, ascending, are
 // positions[offsets[k] .. offsets[k+1]).
+// Keys must lie in [0, buckets): the public ops check ids and maps on the host before any kernel
+// runs. A key outside that range cannot make a kernel read out of bounds (every position is in
+// [0, n) and offsets in [0, n]); its contribution just lands in an unspecified bucket or none.
 class BucketIndex {
  public:
-  // Validates every key against [0, buckets) (a bad one throws "<op>: <what> <value> at position
-  // <p> is outside [0, buckets)"), then sorts. keys: device int32 (n,).
+  // keys: device int32 (n,). `op` names the caller in the size-limit error.
   BucketIndex(cuda::Context& context, const int32_t* keys, int64_t n, int64_t buckets,
-              const char* op, const char* what);
+              const char* op);
   const int32_t* positions() const { return positions_.as<int32_t>(); }  // (n,)
   const int32_t* offsets() const { return offsets_.as<int32_t>(); }      // (buckets + 1,)
 
  private:
   cuda::DeviceBuffer positions_, offsets_;
 };
-
-// Launches a kernel that flags (see cuda::check_index_error) any key outside [0, limit); the
-// caller checks the flag. allow_value: one extra accepted value (cross-entropy's ignore_index),
-// or kNoAllowedValue (no int32 equals it).
-constexpr int64_t kNoAllowedValue = INT64_MIN;
-void flag_keys_out_of_range(cuda::Context& context, const int32_t* keys, int64_t n, int64_t limit,
-                            int64_t allow_value);
 
 }  // namespace urpe::kernels

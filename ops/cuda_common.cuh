@@ -57,9 +57,4 @@ __device__ __forceinline__ T block_sum(T v, T* shared) {
   return total;
 }
 
-// Marks a bad index: the smallest bad position wins (see cuda::check_index_error).
-__device__ __forceinline__ void flag_bad_index(unsigned long long* slot, int64_t position) {
-  atomicMin(slot, static_cast<unsigned long long>(position));
-}
-
 }  // namespace urpe::kernels

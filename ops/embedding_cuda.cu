@@ -11,8 +11,8 @@
 // gather_table backward: ∂table[h, k] = Σ_{(i,j): map=k} g[h, i, j]: positions grouped by bucket
 //   (BucketIndex), one block per (h, k) adds its bucket's values with a strided loop and a fixed
 //   shuffle tree in double. Bytes: 4·H·Nq·Nk of g read (gathered), 4·H·K written.
-// Out-of-range ids / map values are reported as urpe::Error (the kernels never read outside the
-// table; the check synchronises the stream once per call).
+// Ids and map values are range-checked on the host by the public ops (embedding.cpp) before any
+// kernel runs; the kernels still never read outside a table (an out-of-range id gives zeros).
 #include "ops/bucket_index_cuda.cuh"
 #include "ops/cuda_common.cuh"
 #include "ops/embedding.h"
@@ -24,17 +24,11 @@ namespace {
 // out: (N, D); ids: (N,); table: (V, D)
 __global__ void embedding_forward_kernel(const float* __restrict__ table, int64_t vocab,
                                          int64_t dim, const int32_t* __restrict__ ids,
-                                         float* __restrict__ out, int64_t total,
-                                         unsigned long long* bad) {
+                                         float* __restrict__ out, int64_t total) {
   URPE_GRID_STRIDE(k, total) {
     const int64_t p = k / dim, d = k % dim;
     const int32_t id = ids[p];
-    if (id < 0 || id >= vocab) {
-      flag_bad_index(bad, p);
-      out[k] = 0.0f;
-    } else {
-      out[k] = table[static_cast<int64_t>(id) * dim + d];
-    }
+    out[k] = id >= 0 && id < vocab ? table[static_cast<int64_t>(id) * dim + d] : 0.0f;
   }
 }
 
@@ -57,17 +51,11 @@ __global__ void embedding_backward_rows_kernel(const float* __restrict__ grad_ou
 // out: (H, Nq·Nk); map: (Nq·Nk,); table: (H, K)
 __global__ void gather_table_forward_kernel(const float* __restrict__ table, int64_t buckets,
                                             const int32_t* __restrict__ map, int64_t cells,
-                                            float* __restrict__ out, int64_t total,
-                                            unsigned long long* bad) {
+                                            float* __restrict__ out, int64_t total) {
   URPE_GRID_STRIDE(k, total) {
     const int64_t h = k / cells, ij = k % cells;
     const int32_t key = map[ij];
-    if (key < 0 || key >= buckets) {
-      flag_bad_index(bad, ij);
-      out[k] = 0.0f;
-    } else {
-      out[k] = table[h * buckets + key];
-    }
+    out[k] = key >= 0 && key < buckets ? table[h * buckets + key] : 0.0f;
   }
 }
 
@@ -96,16 +84,15 @@ void embedding_forward_cuda(const Tensor& table, const Tensor& ids, Tensor& out)
   if (total == 0) return;
   const int threads = 256;
   embedding_forward_kernel<<<grid_for(ctx, total, threads), threads, 0, ctx.stream()>>>(
-      table.f32(), vocab, dim, ids.i32(), out.f32(), total, ctx.index_error_slot());
+      table.f32(), vocab, dim, ids.i32(), out.f32(), total);
   CUDA_CHECK_LAUNCH("embedding_forward_kernel");
-  cuda::check_index_error(ctx, "embedding", "id", ids.i32(), vocab);
 }
 
 void embedding_backward_cuda(const Tensor& ids, const Tensor& grad_out, Tensor& grad_table) {
   cuda::Context& ctx = context_of(grad_table);
   const int64_t vocab = grad_table.size(0), dim = grad_table.size(1);
   if (vocab * dim == 0) return;
-  const BucketIndex index(ctx, ids.i32(), ids.numel(), vocab, "embedding backward", "id");
+  const BucketIndex index(ctx, ids.i32(), ids.numel(), vocab, "embedding backward");
   const int threads = 128;
   embedding_backward_rows_kernel<<<grid_for(ctx, vocab * threads, threads), threads, 0,
                                    ctx.stream()>>>(grad_out.f32(), dim, index.positions(),
@@ -120,16 +107,15 @@ void gather_table_forward_cuda(const Tensor& table, const Tensor& map, Tensor& o
   if (total == 0) return;
   const int threads = 256;
   gather_table_forward_kernel<<<grid_for(ctx, total, threads), threads, 0, ctx.stream()>>>(
-      table.f32(), buckets, map.i32(), cells, out.f32(), total, ctx.index_error_slot());
+      table.f32(), buckets, map.i32(), cells, out.f32(), total);
   CUDA_CHECK_LAUNCH("gather_table_forward_kernel");
-  cuda::check_index_error(ctx, "gather_table", "map value", map.i32(), buckets);
 }
 
 void gather_table_backward_cuda(const Tensor& map, const Tensor& grad_out, Tensor& grad_table) {
   cuda::Context& ctx = context_of(grad_table);
   const int64_t heads = grad_table.size(0), buckets = grad_table.size(1), cells = map.numel();
   if (heads * buckets == 0) return;
-  const BucketIndex index(ctx, map.i32(), cells, buckets, "gather_table backward", "map value");
+  const BucketIndex index(ctx, map.i32(), cells, buckets, "gather_table backward");
   const int threads = 256;
   gather_table_backward_kernel<<<grid_for(ctx, heads * buckets * threads, threads), threads, 0,
                                  ctx.stream()>>>(grad_out.f32(), cells, index.positions(),

@@ -2,9 +2,11 @@
 //
 // One warp per row (eight rows per 256-thread block, rows grid-strided), lanes striding the row:
 // a max sweep, a Σ e^{x−m} sweep, a write sweep (the row is re-read from L1/L2). A row whose max
-// is −∞ (every entry masked) is written as zeros: it attends to nothing.
+// is −∞ (every entry masked) is written as zeros: it attends to nothing. A NaN anywhere in a row
+// makes the max NaN, so the row comes out NaN (as on the CPU), never passing for a masked row.
 //   softmax:     y = e^{x−m} / Σ e^{x−m}            ∂x = y·(g − Σ g·y)
-//   log_softmax: y = x − m − log Σ e^{x−m}          ∂x = g − e^{y}·Σ g
+//   log_softmax: y = x − m − log Σ e^{x−m}          ∂x = g − e^{y}·Σ g, and ∂x = 0 on a row of
+//                all-zero outputs (a fully masked row; see softmax.h)
 // Bytes: forward 4 B read + 4 B written per element; backward 8 B read + 4 B written.
 #include "ops/cuda_common.cuh"
 #include "ops/softmax.h"
@@ -14,6 +16,18 @@ namespace urpe::kernels {
 namespace {
 
 constexpr int kRowsPerBlock = 8;
+
+// max(a, b) that returns NaN when either is NaN (fmaxf would drop it).
+__device__ __forceinline__ float max_keep_nan(float a, float b) {
+  return (a > b || isnan(a)) ? a : b;
+}
+
+__device__ __forceinline__ float warp_max_keep_nan(float v) {
+#pragma unroll
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    v = max_keep_nan(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
 
 template <bool kLog>
 __global__ void softmax_forward_kernel(const float* __restrict__ x, int64_t rows, int64_t n,
@@ -25,8 +39,8 @@ __global__ void softmax_forward_kernel(const float* __restrict__ x, int64_t rows
     const float* xr = x + r * n;
     float* yr = y + r * n;
     float m = -INFINITY;
-    for (int64_t j = lane; j < n; j += kWarp) m = fmaxf(m, xr[j]);
-    m = warp_max(m);
+    for (int64_t j = lane; j < n; j += kWarp) m = max_keep_nan(m, xr[j]);
+    m = warp_max_keep_nan(m);
     if (m == -INFINITY) {
       for (int64_t j = lane; j < n; j += kWarp) yr[j] = 0.0f;
       continue;
@@ -55,10 +69,15 @@ __global__ void softmax_backward_kernel(const float* __restrict__ y, const float
     const float* gr = g + r * n;
     float* out = grad_x + r * n;
     float s = 0.0f;
-    for (int64_t j = lane; j < n; j += kWarp) s += kLog ? gr[j] : gr[j] * yr[j];
+    bool lane_all_zero = true;
+    for (int64_t j = lane; j < n; j += kWarp) {
+      s += kLog ? gr[j] : gr[j] * yr[j];
+      lane_all_zero = lane_all_zero && yr[j] == 0.0f;
+    }
     s = warp_sum(s);
     if (kLog) {
-      for (int64_t j = lane; j < n; j += kWarp) out[j] = gr[j] - expf(yr[j]) * s;
+      const bool all_zero = __all_sync(0xffffffffu, lane_all_zero);
+      for (int64_t j = lane; j < n; j += kWarp) out[j] = all_zero ? 0.0f : gr[j] - expf(yr[j]) * s;
     } else {
       for (int64_t j = lane; j < n; j += kWarp) out[j] = yr[j] * (gr[j] - s);
     }

@@ -4,8 +4,8 @@
 // Forward (urpe_attention_forward_kernel): one warp per row (b, h, i), eight rows per block, rows
 //   grid-strided; lanes stride over j. Sweep 1 finds max_j Z, sweep 2 adds e^{Z−m}, sweep 3
 //   writes P and A (Z is recomputed from S and the tables each sweep; the row stays in L1/L2).
-//   A fully masked row (m = −∞) writes P = A = 0. Before it, the maps are checked against their
-//   tables (one small kernel each; the check synchronises the stream once).
+//   A fully masked row (m = −∞) writes P = A = 0. Map values are range-checked on the host by
+//   the public op (urpe_attention.cpp) before any kernel runs.
 //   Bytes: 4·B·H·Nq·Nk of S read, 8·B·H·Nq·Nk written (P and A), the maps (4·Nq·Nk, or per batch)
 //   and tables (small) from cache.
 // Backward, G = ∂L/∂A:
@@ -198,18 +198,13 @@ AttentionGeometry geometry_of(const Tensor& scores, const UrpeAttentionParams& p
   return geo;
 }
 
-void check_map(cuda::Context& ctx, const Tensor& map, int64_t buckets, const char* what) {
-  flag_keys_out_of_range(ctx, map.i32(), map.numel(), buckets, kNoAllowedValue);
-  cuda::check_index_error(ctx, "urpe_attention", what, map.i32(), buckets);
-}
-
 template <bool kForC>
 void table_gradient(cuda::Context& ctx, const AttentionGeometry& geo, const Tensor& map,
                     const Tensor& grad_out, const Tensor& probs, const float* row_dot,
-                    Tensor& grad_table, const char* what) {
+                    Tensor& grad_table) {
   const int64_t buckets = grad_table.size(1);
   if (geo.heads * buckets == 0) return;
-  const BucketIndex index(ctx, map.i32(), map.numel(), buckets, "urpe_attention backward", what);
+  const BucketIndex index(ctx, map.i32(), map.numel(), buckets, "urpe_attention backward");
   const int threads = 256;
   urpe_attention_table_grad_kernel<kForC><<<grid_for(ctx, geo.heads * buckets * threads, threads),
                                             threads, 0, ctx.stream()>>>(
@@ -228,8 +223,6 @@ void urpe_attention_forward_cuda(const Tensor& scores, const UrpeAttentionParams
   const AttentionGeometry geo = geometry_of(scores, params);
   const int64_t rows = geo.batch * geo.heads * geo.nq;
   if (rows == 0 || geo.nk == 0) return;
-  if (geo.bias_table) check_map(ctx, params.bias_map, geo.bias_buckets, "bias_map value");
-  if (geo.c_table) check_map(ctx, params.c_map, geo.c_buckets, "c_map value");
   urpe_attention_forward_kernel<<<grid_for(ctx, rows, kRowsPerBlock), kWarp * kRowsPerBlock, 0,
                                   ctx.stream()>>>(geo, scores.f32(), probs.f32(), out.f32());
   CUDA_CHECK_LAUNCH("urpe_attention_forward_kernel");
@@ -257,10 +250,9 @@ void urpe_attention_backward_cuda(const Tensor& grad_out, const Tensor& probs,
   CUDA_CHECK_LAUNCH("urpe_attention_backward_rows_kernel");
   if (want_bias)
     table_gradient<false>(ctx, geo, params.bias_map, grad_out, probs, row_dot.as<float>(),
-                          *grad_bias_table, "bias_map value");
+                          *grad_bias_table);
   if (want_c)
-    table_gradient<true>(ctx, geo, params.c_map, grad_out, probs, nullptr, *grad_c_table,
-                         "c_map value");
+    table_gradient<true>(ctx, geo, params.c_map, grad_out, probs, nullptr, *grad_c_table);
 }
 
 }  // namespace urpe::kernels

@@ -153,9 +153,6 @@ Context::Context(int device_index) : device_(device_index), allocator_(device_in
   CUBLAS_CHECK(cublasCreate(&cublas_));
   CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
   CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
-  CUDA_CHECK(cudaMalloc(&index_error_slot_, sizeof(unsigned long long)));
-  CUDA_CHECK(cudaMemsetAsync(index_error_slot_, 0xFF, sizeof(unsigned long long), stream_));
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
 Context::~Context() {
@@ -163,7 +160,6 @@ Context::~Context() {
   // The allocator's own destructor (after this body) frees the cached blocks the same way.
   cudaSetDevice(device_);
   cudaStreamSynchronize(stream_);
-  if (index_error_slot_) cudaFree(index_error_slot_);
   if (cublas_) cublasDestroy(cublas_);
   if (stream_) cudaStreamDestroy(stream_);
   cudaGetLastError();
@@ -179,23 +175,6 @@ int grid_for(const Context& context, int64_t n, int threads) {
   const int64_t needed = (n + threads - 1) / threads;
   const int64_t cap = static_cast<int64_t>(context.multiprocessors()) * 32;
   return static_cast<int>(std::max<int64_t>(1, std::min(needed, cap)));
-}
-
-void check_index_error(Context& context, const char* op, const char* what, const int32_t* indices,
-                       int64_t limit) {
-  unsigned long long position = 0;
-  CUDA_CHECK(cudaMemcpyAsync(&position, context.index_error_slot(), sizeof(position),
-                             cudaMemcpyDeviceToHost, context.stream()));
-  CUDA_CHECK(cudaStreamSynchronize(context.stream()));
-  if (position == ~0ull) return;
-  int32_t value = 0;
-  CUDA_CHECK(cudaMemcpyAsync(&value, indices + position, sizeof(value), cudaMemcpyDeviceToHost,
-                             context.stream()));
-  CUDA_CHECK(cudaMemsetAsync(context.index_error_slot(), 0xFF, sizeof(unsigned long long),
-                             context.stream()));
-  CUDA_CHECK(cudaStreamSynchronize(context.stream()));
-  URPE_FAIL(op << ": " << what << " " << value << " at position " << position
-               << " is outside [0, " << limit << ")");
 }
 
 // ---- kernels of the tensor core ----

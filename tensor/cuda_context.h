@@ -105,10 +105,6 @@ class Context {
   bool tf32() const { return tf32_; }
   void set_tf32(bool on) { tf32_ = on; }
 
-  // One device word that index-validating kernels mark with the smallest bad position they saw
-  // (an integer atomicMin: the result does not depend on scheduling). UINT64_MAX = none.
-  unsigned long long* index_error_slot() const { return index_error_slot_; }
-
  private:
   int device_;
   cudaDeviceProp properties_{};
@@ -116,7 +112,6 @@ class Context {
   cublasHandle_t cublas_ = nullptr;
   CachingAllocator allocator_;
   bool tf32_ = false;
-  unsigned long long* index_error_slot_ = nullptr;
 };
 
 // A temporary device buffer from the context's caching allocator (scratch for partial sums,
@@ -138,12 +133,6 @@ class DeviceBuffer {
   size_t bytes_;
   void* data_;
 };
-
-// Reads the index-error slot after index-validating kernels ran on the stream (this waits for
-// them). When a bad index was seen: resets the slot, reads the offending value at that position
-// of `indices` and throws "<op>: <what> <value> at position <p> is outside [0, <limit>)".
-void check_index_error(Context& context, const char* op, const char* what, const int32_t* indices,
-                       int64_t limit);
 
 // Grid size for a grid-stride loop over n items: enough blocks to fill the device a few times
 // over, never more than the work needs, at least one.

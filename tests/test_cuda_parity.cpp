@@ -386,7 +386,7 @@ TEST_CASE("parity: public permute, transpose, concat, slice") {
 
 // ---- embedding and gather_table ----
 
-TEST_CASE("parity: embedding kernels and op, deterministic backward, bad ids") {
+TEST_CASE("parity: embedding kernels and op, deterministic backward, bad ids on CUDA") {
   const int64_t V = 50, D = 67;
   Tensor table = values({V, D}, 70);
   Tensor ids = random_ids({3, 37}, static_cast<int32_t>(V), 71);  // 111 ids: many repeats
@@ -407,13 +407,11 @@ TEST_CASE("parity: embedding kernels and op, deterministic backward, bad ids") {
            [ids](const std::vector<Tensor>& v, const Device& d) { return embedding(v[0], ids.to(d)); },
            {table}, {0, 0}, {1e-6, 1e-5});
 
+  // The public op range-checks CUDA ids too, before any kernel runs.
   Tensor bad = Tensor::from_vector(std::vector<int32_t>{1, 2, static_cast<int32_t>(V), 3}, {4}, gpu());
-  Tensor out = poisoned({4, D});
-  CHECK_THROWS_WITH_AS(kernels::embedding_forward_cuda(table.to(gpu()), bad, out),
-                       doctest::Contains("50"), Error);
+  CHECK_THROWS_WITH_AS(embedding(table.to(gpu()), bad), doctest::Contains("50"), Error);
   Tensor negative = Tensor::from_vector(std::vector<int32_t>{1, -1}, {2}, gpu());
-  Tensor gt = poisoned({V, D});
-  CHECK_THROWS_AS(kernels::embedding_backward_cuda(negative, poisoned({2, D}), gt), Error);
+  CHECK_THROWS_AS(embedding(table.to(gpu()), negative), Error);
 }
 
 TEST_CASE("parity: gather_table kernels and op, Toeplitz and bucketed maps") {
@@ -530,27 +528,21 @@ TEST_CASE("parity: softmax and log_softmax kernels and ops, masked entries and r
     Tensor x = values({rows, n}, 110, -5.0f, 5.0f);
     float* p = x.f32();
     for (int64_t k = 0; k < rows * n; k += 7) p[k] = -INFINITY;  // masked entries
-    Tensor x_soft = x.clone();
-    for (int64_t j = 0; j < n; ++j) x_soft.f32()[5 * n + j] = -INFINITY;  // a fully masked row
+    for (int64_t j = 0; j < n; ++j) p[5 * n + j] = -INFINITY;  // a fully masked row
     for (int log = 0; log < 2; ++log) {
       CAPTURE(log);
-      const Tensor& in = log ? x : x_soft;
-      // Rows with an unmasked entry only for log_softmax (its all-masked row is not defined).
+      const Tensor& in = x;
       Tensor want = Tensor::empty(in.shape()), got = poisoned(in.shape());
       if (log) {
-        for (int64_t r = 0; r < rows; ++r)
-          if (std::isinf(in.f32()[r * n]) && n == 1) in.f32()[r * n] = 0.5f;
         kernels::log_softmax_forward_cpu(in, want);
         kernels::log_softmax_forward_cuda(in.to(gpu()), got);
       } else {
         kernels::softmax_forward_cpu(in, want);
         kernels::softmax_forward_cuda(in.to(gpu()), got);
       }
-      check_close(got, want, {1e-6, 1e-5}, "softmax forward");
-      if (!log) {
-        const std::vector<float> y = got.to_vector_f32();
-        for (int64_t j = 0; j < n; ++j) CHECK(y[5 * n + j] == 0.0f);  // fully masked → zeros
-      }
+      check_close(got, want, {1e-5, 1e-5}, "softmax forward");
+      const std::vector<float> y = got.to_vector_f32();
+      for (int64_t j = 0; j < n; ++j) CHECK(y[5 * n + j] == 0.0f);  // fully masked → zeros
       Tensor g = values(in.shape(), 111);
       Tensor gwant = Tensor::empty(in.shape()), ggot = poisoned(in.shape());
       if (log) {
@@ -561,8 +553,21 @@ TEST_CASE("parity: softmax and log_softmax kernels and ops, masked entries and r
         kernels::softmax_backward_cuda(want.to(gpu()), g.to(gpu()), ggot);
       }
       check_close(ggot, gwant, {1e-5, 1e-4}, "softmax backward");
+      const std::vector<float> gx = ggot.to_vector_f32();
+      for (int64_t j = 0; j < n; ++j) CHECK(gx[5 * n + j] == 0.0f);  // and a zero gradient
     }
   }
+  // NaN is never mistaken for a masked row: it propagates, as on the CPU.
+  Tensor with_nan = values({3, 67}, 113);
+  with_nan.f32()[67 + 10] = std::numeric_limits<float>::quiet_NaN();
+  Tensor want = Tensor::empty({3, 67}), got = poisoned({3, 67});
+  kernels::softmax_forward_cpu(with_nan, want);
+  kernels::softmax_forward_cuda(with_nan.to(gpu()), got);
+  check_close(got, want, {1e-6, 1e-5}, "softmax with a NaN row");
+  Tensor relu_want = Tensor::empty({3, 67}), relu_got = poisoned({3, 67});
+  kernels::activation_forward_cpu(kernels::Activation::relu, with_nan, relu_want);
+  kernels::activation_forward_cuda(kernels::Activation::relu, with_nan.to(gpu()), relu_got);
+  check_close(relu_got, relu_want, {0, 0}, "relu lets NaN through");
   Tensor x = values({3, 37, 67}, 112, -5.0f, 5.0f);
   check_op("softmax", [](const std::vector<Tensor>& v, const Device&) { return softmax(v[0]); }, {x}, {1e-6, 1e-5}, {1e-5, 1e-4});
   check_op("log_softmax", [](const std::vector<Tensor>& v, const Device&) { return log_softmax(v[0]); }, {x}, {1e-5, 1e-5}, {1e-5, 1e-4});
@@ -611,13 +616,11 @@ TEST_CASE("parity: cross_entropy kernels and op, ignored rows, bad targets") {
   kernels::cross_entropy_backward_cuda(logits_d, ai, ignore, lse0, count0, grad_loss.to(gpu()), g0);
   CHECK(g0.to_vector_f32() == std::vector<float>(N * C, 0.0f));
 
-  // A target outside [0, C) that is not ignore_index is an error naming it.
+  // A CUDA target outside [0, C) that is not ignore_index is an error naming it (public op).
   std::vector<int32_t> tb = t;
   tb[7] = static_cast<int32_t>(C) + 3;
   Tensor bad = Tensor::from_vector(tb, {N}, gpu());
-  int64_t count_bad = 0;
-  CHECK_THROWS_WITH_AS(kernels::cross_entropy_forward_cuda(logits_d, bad, ignore, loss_d, lse_d, count_bad),
-                       doctest::Contains("70"), Error);
+  CHECK_THROWS_WITH_AS(cross_entropy(logits_d, bad, ignore), doctest::Contains("70"), Error);
 }
 
 TEST_CASE("parity: l1_loss kernels and op") {
@@ -775,14 +778,13 @@ TEST_CASE("parity: URPE attention core, forward and backward (dS, dB, dC)") {
   }
 }
 
-TEST_CASE("urpe attention on CUDA rejects out-of-range map values") {
+TEST_CASE("urpe attention on CUDA tensors rejects out-of-range map values") {
   AttentionCase c{"bad map", 1, 2, 9, 9, true, true, false, false, false, 0, 4};
   UrpeAttentionParams p = params_on(make_params(c, 150), gpu());
   std::vector<int32_t> m = p.c_map.to_vector_i32();
   m[10] = 4;
   p.c_map = Tensor::from_vector(m, {9, 9}, gpu());
-  Tensor probs = poisoned({1, 2, 9, 9}), out = poisoned({1, 2, 9, 9});
-  CHECK_THROWS_WITH_AS(kernels::urpe_attention_forward_cuda(values({1, 2, 9, 9}, 151).to(gpu()), p, probs, out),
+  CHECK_THROWS_WITH_AS(urpe_attention(values({1, 2, 9, 9}, 151).to(gpu()), p),
                        doctest::Contains("c_map"), Error);
 }
 
