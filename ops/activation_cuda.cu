@@ -2,6 +2,7 @@
 // grid-stride. Forward moves 4 B in + 4 B out per element; backward 8 B in (x, g) + 4 B out.
 //   relu: y = max(x, 0)                       ∂x = g·[x > 0]
 //   gelu: y = x·Φ(x), Φ(x) = (1 + erf(x/√2))/2   ∂x = g·(Φ(x) + x·φ(x)),  φ(x) = e^{−x²/2}/√(2π)
+// Φ is CUDA's normcdff (erfc-based: accurate in the negative tail, where 1 + erf(x/√2) cancels).
 #include "ops/activation.h"
 #include "ops/cuda_common.cuh"
 
@@ -9,7 +10,6 @@ namespace urpe::kernels {
 
 namespace {
 
-constexpr float kInvSqrt2 = 0.70710678118654752440f;
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
 
 __global__ void relu_forward_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
@@ -24,7 +24,7 @@ __global__ void relu_backward_kernel(const float* __restrict__ x, const float* _
 __global__ void gelu_forward_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
   URPE_GRID_STRIDE(k, n) {
     const float v = x[k];
-    y[k] = 0.5f * v * (1.0f + erff(v * kInvSqrt2));
+    y[k] = v * normcdff(v);
   }
 }
 
@@ -32,7 +32,7 @@ __global__ void gelu_backward_kernel(const float* __restrict__ x, const float* _
                                      float* __restrict__ grad_x, int64_t n) {
   URPE_GRID_STRIDE(k, n) {
     const float v = x[k];
-    const float cdf = 0.5f * (1.0f + erff(v * kInvSqrt2));
+    const float cdf = normcdff(v);
     const float pdf = kInvSqrt2Pi * expf(-0.5f * v * v);
     grad_x[k] = g[k] * (cdf + v * pdf);
   }

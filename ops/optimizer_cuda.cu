@@ -48,10 +48,8 @@ __global__ void adam_multi_tensor_kernel(const AdamTensor* __restrict__ tensors,
     const int64_t end = min(t.n, chunks[c].start + kChunk);
     for (int64_t k = chunks[c].start + threadIdx.x; k < end; k += blockDim.x) {
       float theta = t.param[k], g = t.grad[k];
-      if (s.weight_decay != 0.0f) {
-        if (s.decoupled) theta -= s.lr * s.weight_decay * theta;
-        else g += s.weight_decay * theta;
-      }
+      if (s.decoupled) theta -= s.lr * s.weight_decay * theta;  // AdamW: outside the moments
+      else g += s.weight_decay * theta;                         // Adam + L2: inside the gradient
       const float m = s.beta1 * t.m[k] + (1.0f - s.beta1) * g;
       const float v = s.beta2 * t.v[k] + (1.0f - s.beta2) * g * g;
       t.m[k] = m;

@@ -24,9 +24,13 @@ __global__ void permute_kernel(const uint32_t* __restrict__ src, uint32_t* __res
                                PermuteGeometry geo, int64_t n) {
   URPE_GRID_STRIDE(flat, n) {
     int64_t rest = flat, offset = 0;
-    for (int d = geo.dims - 1; d >= 0; --d) {
-      offset += (rest % geo.out_dims[d]) * geo.step[d];
-      rest /= geo.out_dims[d];
+    // Fully unrolled so the geometry is indexed by constants and stays in registers.
+#pragma unroll
+    for (int d = kMaxDims - 1; d >= 0; --d) {
+      if (d < geo.dims) {
+        offset += (rest % geo.out_dims[d]) * geo.step[d];
+        rest /= geo.out_dims[d];
+      }
     }
     dst[flat] = src[offset];
   }

@@ -9,8 +9,9 @@
 //   Bytes: 4·B·H·Nq·Nk of S read, 8·B·H·Nq·Nk written (P and A), the maps (4·Nq·Nk, or per batch)
 //   and tables (small) from cache.
 // Backward, G = ∂L/∂A:
-//   urpe_attention_backward_rows_kernel, one warp per row: dP = G·C, t = Σ_j P·dP,
-//     ∂S = scale·P·(dP − t) (0 where masked); saves t per row when ∂B is wanted.
+//   urpe_attention_backward_rows_kernel, one warp per row: dP = G·C, t = Σ_j P·dP (in double,
+//     like the CPU reference: dP − t cancels), ∂S = scale·P·(dP − t) (0 where masked); saves t
+//     per row when ∂B is wanted.
 //     Bytes: 8·B·H·Nq·Nk read (G, P), 4·B·H·Nq·Nk written.
 //   urpe_attention_table_grad_kernel, deterministic (no float atomics): the map's cells are grouped
 //     by bucket with a stable sort (BucketIndex); one block per (h, k) adds, over its bucket's
@@ -96,7 +97,7 @@ __global__ void urpe_attention_backward_rows_kernel(AttentionGeometry geo,
                                                     const float* __restrict__ grad_out,
                                                     const float* __restrict__ probs,
                                                     float* __restrict__ grad_scores,
-                                                    float* __restrict__ row_dot) {
+                                                    double* __restrict__ row_dot) {
   const int lane = threadIdx.x % kWarp;
   const int64_t rows = geo.batch * geo.heads * geo.nq, nk = geo.nk;
   const int64_t warps = int64_t(gridDim.x) * kRowsPerBlock;
@@ -106,10 +107,11 @@ __global__ void urpe_attention_backward_rows_kernel(AttentionGeometry geo,
     const float* g_row = grad_out + r * nk;
     const float* p_row = probs + r * nk;
     float* ds_row = grad_scores + r * nk;
-    float dot = 0.0f;
+    double dot = 0.0;
     for (int64_t j = lane; j < nk; j += kWarp) {
       if (geo.masked(b, i, j)) continue;
-      dot += p_row[j] * (g_row[j] * geo.c_value(b, h, i * nk + j));
+      const float dp = g_row[j] * geo.c_value(b, h, i * nk + j);
+      dot += static_cast<double>(p_row[j]) * dp;
     }
     dot = warp_sum(dot);
     for (int64_t j = lane; j < nk; j += kWarp) {
@@ -117,7 +119,8 @@ __global__ void urpe_attention_backward_rows_kernel(AttentionGeometry geo,
         ds_row[j] = 0.0f;
       } else {
         const float dp = g_row[j] * geo.c_value(b, h, i * nk + j);
-        ds_row[j] = geo.scale * (p_row[j] * (dp - dot));
+        const double dz = static_cast<double>(p_row[j]) * (dp - dot);
+        ds_row[j] = static_cast<float>(geo.scale * dz);
       }
     }
     if (row_dot != nullptr && lane == 0) row_dot[r] = dot;
@@ -130,7 +133,7 @@ template <bool kForC>
 __global__ void urpe_attention_table_grad_kernel(AttentionGeometry geo,
                                                  const float* __restrict__ grad_out,
                                                  const float* __restrict__ probs,
-                                                 const float* __restrict__ row_dot,
+                                                 const double* __restrict__ row_dot,
                                                  const int32_t* __restrict__ positions,
                                                  const int32_t* __restrict__ offsets,
                                                  int64_t buckets, bool shared_map,
@@ -158,10 +161,10 @@ __global__ void urpe_attention_table_grad_kernel(AttentionGeometry geo,
       const int64_t e = row * geo.nk + j;
       const float g = grad_out[e], p = probs[e];
       if (kForC) {
-        total += g * p;
+        total += static_cast<double>(g) * p;
       } else {
         const float dp = g * geo.c_value(b, h, ij);
-        total += p * (dp - row_dot[row]);
+        total += static_cast<double>(p) * (dp - row_dot[row]);
       }
     }
     total = block_sum(total, shared);
@@ -200,7 +203,7 @@ AttentionGeometry geometry_of(const Tensor& scores, const UrpeAttentionParams& p
 
 template <bool kForC>
 void table_gradient(cuda::Context& ctx, const AttentionGeometry& geo, const Tensor& map,
-                    const Tensor& grad_out, const Tensor& probs, const float* row_dot,
+                    const Tensor& grad_out, const Tensor& probs, const double* row_dot,
                     Tensor& grad_table) {
   const int64_t buckets = grad_table.size(1);
   if (geo.heads * buckets == 0) return;
@@ -243,13 +246,14 @@ void urpe_attention_backward_cuda(const Tensor& grad_out, const Tensor& probs,
     if (grad_c_table && grad_c_table->numel()) grad_c_table->fill(0.0f);
     return;
   }
-  cuda::DeviceBuffer row_dot(ctx, want_bias ? sizeof(float) * rows : 0);
+  cuda::DeviceBuffer row_dot(ctx, want_bias ? sizeof(double) * rows : 0);
   urpe_attention_backward_rows_kernel<<<grid_for(ctx, rows, kRowsPerBlock),
                                         kWarp * kRowsPerBlock, 0, ctx.stream()>>>(
-      geo, grad_out.f32(), probs.f32(), grad_scores.f32(), want_bias ? row_dot.as<float>() : nullptr);
+      geo, grad_out.f32(), probs.f32(), grad_scores.f32(),
+      want_bias ? row_dot.as<double>() : nullptr);
   CUDA_CHECK_LAUNCH("urpe_attention_backward_rows_kernel");
   if (want_bias)
-    table_gradient<false>(ctx, geo, params.bias_map, grad_out, probs, row_dot.as<float>(),
+    table_gradient<false>(ctx, geo, params.bias_map, grad_out, probs, row_dot.as<double>(),
                           *grad_bias_table);
   if (want_c)
     table_gradient<true>(ctx, geo, params.c_map, grad_out, probs, nullptr, *grad_c_table);
