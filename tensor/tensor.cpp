@@ -215,14 +215,14 @@ Tensor Tensor::view(const Shape& new_shape) const {
   return out;
 }
 
-void Tensor::copy_from(const Tensor& source) {
+void Tensor::copy_from(const Tensor& source) const {
   URPE_CHECK(source.dtype() == dtype() && source.numel() == numel(),
              "copy_from: cannot copy " << source.describe() << " into " << describe());
   copy_bytes(device(), impl().storage->data, source.device(), source.impl().storage->data,
              numel() * dtype_size(dtype()));
 }
 
-void Tensor::fill(float value) {
+void Tensor::fill(float value) const {
   const size_t n = static_cast<size_t>(numel());
   if (device().is_cpu()) {
     if (dtype() == DType::f32) std::fill(f32(), f32() + n, value);

@@ -96,8 +96,8 @@ class Tensor {
   Tensor detach() const;                  // same storage, no autograd history
   // Same storage, new shape (no autograd: use ops::reshape inside differentiable code).
   Tensor view(const Shape& shape) const;
-  void copy_from(const Tensor& source);   // same shape and dtype, any devices
-  void fill(float value);                 // f32 or i32 (value converted)
+  void copy_from(const Tensor& source) const;  // same shape and dtype, any devices
+  void fill(float value) const;           // f32 or i32 (value converted)
   float item() const;                     // a one-element tensor's value
   std::vector<float> to_vector_f32() const;
   std::vector<int32_t> to_vector_i32() const;

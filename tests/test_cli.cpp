@@ -110,8 +110,10 @@ TEST_CASE("train → eval → plot on a tiny config, and a truncated checkpoint 
 TEST_CASE("Ctrl-C saves a checkpoint and --resume finishes the run") {
   const std::string dir = temp_dir("sigint");
   // Long enough that SIGINT arrives mid-run.
-  const std::string cmd = std::string("timeout -s INT 2 ") + URPE_BINARY + " train --out " + dir + " " + kTiny +
-                          " --set steps=100000 --set eval_every=100000 > /dev/null 2>&1";
+  const std::string cmd = std::string("timeout --preserve-status -s INT 2 ") + URPE_BINARY + " train --out " + dir +
+                          " --set seq_len=8 --set vocab=6 --set layers=1 --set d_model=16 --set heads=2"
+                          " --set d_ff=32 --set batch=4 --set steps=1000000 --set eval_every=1000000"
+                          " --set valid_size=16 --quiet > /dev/null 2>&1";
   const int status = std::system(cmd.c_str());
   CHECK(WEXITSTATUS(status) == 130);
   std::ifstream checkpoint(dir + "/model.safetensors");

@@ -162,9 +162,13 @@ TEST_CASE("plots: line chart file, size, series colours and legend") {
   CHECK(c.width() == 960);
   // The middle of the plotting area has data drawn in it.
   CHECK(count_not_white(c, 150, 80, 700, 500) > 2000);
+  // The plot frame's right edge: the rightmost axis-coloured pixel on the middle row.
+  int frame_right = c.width() - 1;
+  while (frame_right > 0 && c.pixel(frame_right, 300) != colors::axis) --frame_right;
+  REQUIRE(frame_right > 500);
   for (size_t k = 0; k < 3; ++k) {
-    CHECK(count_color(c, series_color(k), 0, 0, 740, 600) > 200);  // the line
-    CHECK(count_color(c, series_color(k), 740, 0, 960, 600) > 30);  // its legend swatch
+    CHECK(count_color(c, series_color(k), 0, 0, frame_right, 600) > 200);  // the line
+    CHECK(count_color(c, series_color(k), frame_right + 1, 0, 960, 600) > 30);  // its legend swatch
   }
   CHECK(count_color(c, series_color(3)) == 0);
   // The title and axis labels are drawn in the text colour at the top and left.
@@ -174,7 +178,7 @@ TEST_CASE("plots: line chart file, size, series colours and legend") {
   spec.log_y = true;
   spec.series[0].y[3] = -1;  // below zero: skipped on a log axis
   const Canvas l = render_line_chart(spec);
-  CHECK(count_color(l, series_color(0), 0, 0, 740, 600) > 200);
+  CHECK(count_color(l, series_color(0), 0, 0, frame_right, 600) > 200);
   spec.width = 700;
   spec.height = 400;
   line_chart(path, spec);
@@ -317,6 +321,10 @@ TEST_CASE("plots: grouped bar chart") {
   const Canvas c = render_bar_chart(b);
   CHECK(info.width == static_cast<uint32_t>(c.width()));
   for (size_t k = 0; k < 3; ++k) CHECK(count_color(c, series_color(k)) > 500);
+  int frame_right = c.width() - 1;
+  while (frame_right > 0 && c.pixel(frame_right, 300) != colors::axis) --frame_right;
+  for (size_t k = 0; k < 3; ++k)  // legend swatches (16 × 16) right of the plot
+    CHECK(count_color(c, series_color(k), frame_right + 1, 0, c.width(), c.height()) == 256);
   // Taller bars, more pixels: URPE's bars cover far more than no-PE's.
   CHECK(count_color(c, series_color(0)) > 4 * count_color(c, series_color(2)));
   CHECK(count_color(c, colors::text) > 300);  // labels, values, ticks
@@ -328,6 +336,18 @@ TEST_CASE("plots: grouped bar chart") {
   CHECK(count_color(neg, series_color(0)) > 500);
   n.value_labels = false;
   CHECK(count_color(render_bar_chart(n), colors::text) < count_color(neg, colors::text));
+
+  // Many bars: narrow bars with vertical value labels keep the image a sensible width.
+  BarChartSpec many;
+  for (int g = 0; g < 12; ++g) many.groups.push_back("task " + std::to_string(g));
+  for (int s = 0; s < 4; ++s) {
+    BarSeries bs{"model " + std::to_string(s), {}};
+    for (int g = 0; g < 12; ++g) bs.values.push_back(0.1 + 0.05 * s + 0.01 * g);
+    many.series.push_back(bs);
+  }
+  const Canvas wide = render_bar_chart(many);
+  CHECK(wide.width() < 2000);
+  for (size_t k = 0; k < 4; ++k) CHECK(count_color(wide, series_color(k)) > 1000);
 }
 
 TEST_CASE("plots: bar chart errors name the file") {

@@ -1,6 +1,7 @@
 // Checkpoint layout on top of safetensors (train/safetensors.h).
 #include "train/checkpoint.h"
 
+#include <cstdio>
 #include <map>
 
 #include "train/safetensors.h"
@@ -8,6 +9,13 @@
 namespace urpe {
 
 static const char* kFormat = "urpe-checkpoint-1";
+
+// A double printed with enough digits to read back the same bits.
+static std::string exact_text(double value) {
+  char buffer[40];
+  std::snprintf(buffer, sizeof buffer, "%.17g", value);
+  return buffer;
+}
 
 void save_checkpoint(const std::string& path, const ParameterSet& params, const Adam* optimizer,
                      const TrainingProgress& progress, const std::string& config_text) {
@@ -24,6 +32,8 @@ void save_checkpoint(const std::string& path, const ParameterSet& params, const 
       {"dropout_rng_seed", std::to_string(progress.dropout_rng.seed())},
       {"dropout_rng_offset", std::to_string(progress.dropout_rng.offset())},
       {"seconds", std::to_string(progress.seconds)},
+      {"pending_loss_sum", exact_text(progress.pending_loss_sum)},
+      {"pending_loss_count", std::to_string(progress.pending_loss_count)},
   };
   save_safetensors(path, tensors, meta);
 }
@@ -49,6 +59,8 @@ static CheckpointInfo info_from(const TensorFile& file) {
   info.progress.data_rng = Rng(meta_u64(file, "data_rng_seed"), meta_u64(file, "data_rng_offset"));
   info.progress.dropout_rng = Rng(meta_u64(file, "dropout_rng_seed"), meta_u64(file, "dropout_rng_offset"));
   info.progress.seconds = std::stod(file.meta("seconds"));
+  info.progress.pending_loss_sum = std::stod(file.meta("pending_loss_sum"));
+  info.progress.pending_loss_count = static_cast<int64_t>(meta_u64(file, "pending_loss_count"));
   return info;
 }
 

@@ -16,6 +16,10 @@ struct TrainingProgress {
   Rng data_rng;        // where the training-batch stream stands
   Rng dropout_rng;     // where the dropout-seed stream stands
   double seconds = 0;  // training time so far
+  // The training-loss window not yet logged (sum and count of step losses since the last
+  // metrics row), so a resumed run logs exactly what an uninterrupted one would.
+  double pending_loss_sum = 0;
+  int64_t pending_loss_count = 0;
 };
 
 // Tensors: "model.<param name>" and the optimizer's state() entries.

@@ -1,6 +1,7 @@
 // `urpe plot --run DIR`: redraw a run's plots from its metrics.csv and checkpoint.
 #include <cstdio>
 
+#include "tensor/error.h"
 #include "train/cmd_handlers.h"
 #include "train/run_dir.h"
 #include "train/run_plots.h"

@@ -1,6 +1,7 @@
 // `urpe repro` and `urpe demo`: the paper's experiments as single commands.
 #include <cstdio>
 
+#include "tensor/error.h"
 #include "train/cmd_handlers.h"
 #include "train/repro_synthetic.h"
 #include "train/run_dir.h"

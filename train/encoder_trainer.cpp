@@ -153,8 +153,6 @@ TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, 
   TrainOutcome outcome;
   EvalResult last_eval;
   bool evaluated = false;
-  double loss_sum = 0;
-  int64_t loss_count = 0;
   const int64_t tokens_per_step = batch * config.get_int("seq_len");
   auto window_start = std::chrono::steady_clock::now();
   int64_t window_steps = 0;
@@ -171,8 +169,8 @@ TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, 
     const double loss_value = loss.item();
     URPE_CHECK(std::isfinite(loss_value), "training diverged at step " << step << " (loss " << loss_value
                                               << "); try a smaller lr or clip > 0");
-    loss_sum += loss_value;
-    ++loss_count;
+    progress.pending_loss_sum += loss_value;
+    ++progress.pending_loss_count;
     ++window_steps;
     progress.step = step;
     progress.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
@@ -181,11 +179,15 @@ TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, 
     line.update(step, loss_value, lr, tokens_per_s);
 
     const bool stop = g_stop_requested != 0 || step == options.stop_after_step;
-    if (step % eval_every == 0 || step == steps || stop) {
-      metrics.write(step, "train", loss_sum / loss_count, accuracy_of(logits, data.targets), lr,
-                    tokens_per_s, progress.seconds);
-      loss_sum = 0;
-      loss_count = 0;
+    if (stop && !(step % eval_every == 0 || step == steps)) {
+      // Between evaluations: save the state (with the unlogged loss window) and nothing else.
+      save_checkpoint(checkpoint_path, model.parameters(), &optimizer, progress, config_text);
+    }
+    if (step % eval_every == 0 || step == steps) {
+      metrics.write(step, "train", progress.pending_loss_sum / progress.pending_loss_count,
+                    accuracy_of(logits, data.targets), lr, tokens_per_s, progress.seconds);
+      progress.pending_loss_sum = 0;
+      progress.pending_loss_count = 0;
       last_eval = evaluate_encoder(model, task, valid_size, kEvalBatch);
       evaluated = true;
       metrics.write(step, "valid", last_eval.loss, last_eval.accuracy, lr, tokens_per_s, progress.seconds);

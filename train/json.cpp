@@ -445,11 +445,13 @@ void write_file(const std::string& path, const Value& value) {
 
 Value read_file(const std::string& path) {
   const std::string text = read_file_bytes(path);
+  Value value;
   try {
-    return Value::parse(text);
+    value = Value::parse(text);
   } catch (const Error& e) {
     URPE_FAIL(path << ": " << e.what());
   }
+  return value;
 }
 
 }  // namespace json

@@ -363,10 +363,22 @@ static Canvas draw_bar_chart(const BarChartSpec& spec, const std::string& path) 
   }
   URPE_CHECK(any, here << " has no finite values");
 
+  // ---- bar width: room for the value labels; with many bars the labels turn vertical ----
+  int widest_value = 0;
+  for (const BarSeries& s : spec.series)
+    for (double v : s.values)
+      if (std::isfinite(v)) widest_value = std::max(widest_value, Canvas::text_width(bar_value_text(v, spec.decimals), kBody));
+  int bar_w = spec.value_labels ? std::clamp(widest_value + 8, 24, 72) : 36;
+  const bool vertical_labels = spec.value_labels && static_cast<int>(groups * n_series) * bar_w > 1400;
+  if (vertical_labels) bar_w = Canvas::text_height(kBody) + 10;
+  // How far a label reaches past its bar's end, in pixels.
+  const int label_len = vertical_labels ? widest_value : Canvas::text_height(kBody);
+
   // ---- value axis: from the data (with 0), headroom for the value labels, or as given ----
   if (spec.value_labels) {
-    if (hi > 0) hi += 0.08 * (hi - lo);
-    if (lo < 0) lo -= 0.08 * (hi - lo);
+    const double room = (label_len + 10.0) / std::max(100, spec.height - 170);
+    if (hi > 0) hi += room * (hi - lo);
+    if (lo < 0) lo -= room * (hi - lo);
   }
   std::vector<double> ticks = nice_ticks(lo, hi, 6);
   const double step = ticks[1] - ticks[0];
@@ -383,17 +395,7 @@ static Canvas draw_bar_chart(const BarChartSpec& spec, const std::string& path) 
   }
   const double tick_step = ticks.size() > 1 ? ticks[1] - ticks[0] : step;
 
-  // ---- horizontal layout: bars wide enough for their labels ----
-  int label_scale = kBody;
-  int widest_value = 0;
-  for (const BarSeries& s : spec.series)
-    for (double v : s.values)
-      if (std::isfinite(v)) widest_value = std::max(widest_value, Canvas::text_width(bar_value_text(v, spec.decimals), kBody));
-  int bar_w = spec.value_labels ? std::clamp(widest_value + 8, 24, 72) : 36;
-  if (spec.value_labels && static_cast<int>(groups * n_series) * bar_w > 1400) {
-    label_scale = 1;  // many bars: smaller labels, narrower bars
-    bar_w = std::clamp(widest_value / 2 + 6, 14, 40);
-  }
+  // ---- horizontal layout ----
   int longest_word = 0;
   for (const std::string& g : spec.groups)
     for (const std::string& w : wrap(g, 0)) longest_word = std::max(longest_word, Canvas::text_width(w, kBody));
@@ -433,7 +435,6 @@ static Canvas draw_bar_chart(const BarChartSpec& spec, const std::string& path) 
   c.reset_clip();
   // Value labels sit just past the end of each bar; one that would leave the plotting area (a
   // bar reaching a fixed y_max) goes inside the bar's end, in white.
-  const int label_h = Canvas::text_height(label_scale);
   for (size_t g = 0; g < groups && spec.value_labels; ++g)
     for (size_t s = 0; s < n_series; ++s) {
       const double v = spec.series[s].values[g];
@@ -441,12 +442,19 @@ static Canvas draw_bar_chart(const BarChartSpec& spec, const std::string& path) 
       const double bx = bar_left(g, s);
       const double end = std::clamp(ym(v), static_cast<double>(plot.y), static_cast<double>(plot.bottom()));
       const bool up = v >= 0;
-      const bool inside = up ? end - 5 - label_h < plot.y + 2 : end + 5 + label_h > plot.bottom() - 2;
-      const bool room = std::fabs(base - end) >= label_h + 10;
-      const bool in_bar = inside && room;
-      const double ly = (up != in_bar) ? end - 5 : end + 5;
-      c.text(bx + bar_w / 2.0, ly, bar_value_text(v, spec.decimals), in_bar ? colors::white : colors::text,
-             label_scale, HAlign::center, (up != in_bar) ? VAlign::bottom : VAlign::top);
+      const std::string text = bar_value_text(v, spec.decimals);
+      const int len = vertical_labels ? Canvas::text_width(text, kBody) : Canvas::text_height(kBody);
+      const bool outside_plot = up ? end - 5 - len < plot.y + 2 : end + 5 + len > plot.bottom() - 2;
+      const bool in_bar = outside_plot && std::fabs(base - end) >= len + 10;
+      const bool goes_up = up != in_bar;  // the label extends up from its anchor
+      const double ly = goes_up ? end - 5 : end + 5;
+      const Color color = in_bar ? colors::white : colors::text;
+      if (vertical_labels)
+        c.text(bx + bar_w / 2.0, ly, text, color, kBody, goes_up ? HAlign::left : HAlign::right,
+               VAlign::middle, true);
+      else
+        c.text(bx + bar_w / 2.0, ly, text, color, kBody, HAlign::center,
+               goes_up ? VAlign::bottom : VAlign::top);
     }
   if (base > plot.y && base < plot.bottom()) c.fill_rect(plot.x, std::round(base), plot.right(), std::round(base) + 1, colors::axis);
   c.outline_rect(plot.x, plot.y, plot.right() + 1, plot.bottom() + 1, colors::axis);

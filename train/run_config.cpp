@@ -2,6 +2,8 @@
 // URPE from RPE on a CPU (issue notes: n = 32, V = 100, 2 layers, d = 64, 4 heads, init 0.07).
 #include "train/run_config.h"
 
+#include "tensor/error.h"
+
 #include <fstream>
 #include <sstream>
 

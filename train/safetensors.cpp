@@ -56,8 +56,8 @@ const Tensor& TensorFile::at(const std::string& name) const {
     if (t.first == name) return t.second;
   std::ostringstream names;
   for (size_t i = 0; i < tensors.size(); ++i) names << (i ? ", " : "") << tensors[i].first;
-  URPE_FAIL(path << ": no tensor '" << name << "' (it has: "
-                 << (tensors.empty() ? std::string("none") : names.str()) << ")");
+  throw Error(path + ": no tensor '" + name + "' (it has: " +
+              (tensors.empty() ? std::string("none") : names.str()) + ")");
 }
 
 const std::string& TensorFile::meta(const std::string& key) const {
