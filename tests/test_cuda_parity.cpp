@@ -197,6 +197,8 @@ TEST_CASE("cuda context: copies, fill, accumulate, allocator statistics, errors"
                        doctest::Contains("out of memory"), Error);
   CHECK_FALSE(cuda::device_name(ctx).empty());
   CHECK_THROWS_AS(cuda::create_context(cuda::device_count()), Error);
+  CHECK_NOTHROW(cuda::profiler_start());
+  CHECK_NOTHROW(cuda::profiler_stop());
 }
 
 // ---- elementwise ----
@@ -284,6 +286,16 @@ TEST_CASE("parity: gemm_cuda against gemm_cpu, every layout, batched, shared, ac
           kernels::gemm_cuda(gpu(), g);
           check_close(got, want, {1e-4, 1e-4}, "gemm");
         }
+  // TF32 tensor cores (the --tf32 flag): the same product to TF32 accuracy; off again after.
+  {
+    Tensor a = values({1, 130, 257}, 33), b = values({257, 67}, 34);
+    Tensor want = matmul(a, b);
+    cuda::set_tf32(gpu().context(), true);
+    Tensor got = matmul(a.to(gpu()), b.to(gpu()));
+    cuda::set_tf32(gpu().context(), false);
+    check_close(got, want, {5e-2, 1e-2}, "gemm with TF32");
+    check_close(matmul(a.to(gpu()), b.to(gpu())), want, {1e-4, 1e-4}, "gemm after TF32 is off");
+  }
   // Empty contraction: C = beta·C (beta = 0 overwrites NaN with zeros).
   kernels::GemmArgs e;
   e.m = 5; e.n = 7; e.k = 0; e.ldc = 7; e.lda = 1; e.ldb = 7;
@@ -762,7 +774,9 @@ TEST_CASE("parity: URPE attention core, forward and backward (dS, dB, dC)") {
     }
 
     // The public op with autograd: gradients reach scores, bias table and C table.
-    std::vector<Tensor> inputs{scores};
+    std::vector<Tensor> inputs;
+    inputs.reserve(3);
+    inputs.push_back(scores);
     if (c.bias) inputs.push_back(p.bias_table);
     if (c.c) inputs.push_back(p.c_table);
     const bool has_bias = c.bias, has_c = c.c;
