@@ -71,6 +71,10 @@ CachingAllocator::~CachingAllocator() {
 }
 
 void CachingAllocator::free_cached_locked() {
+  if (free_lists_.empty()) return;
+  // A cached block may still be read or written by queued kernels (release is stream-ordered,
+  // not immediate): wait for the device before handing blocks back to the driver.
+  CUDA_CHECK(cudaDeviceSynchronize());
   for (auto& entry : free_lists_)
     for (void* p : entry.second) CUDA_CHECK(cudaFree(p));
   free_lists_.clear();
