@@ -1,7 +1,7 @@
 // CUDA losses (maths in loss.h).
 //
 // cross_entropy forward, fused: one warp per row computes lse_i = m + log Σ_c e^{x_ic − m} (a max
-//   sweep and a sum sweep) and the row's term lse_i − x[i, t_i] (0 and uncounted when t_i is
+//   sweep and a sum sweep, the sum in double) and the row's term lse_i − x[i, t_i] (0 and uncounted when t_i is
 //   ignore_index). A second kernel, one block, adds the terms and counts in a fixed order (strided
 //   loop + shuffle tree, double) and writes loss = Σ/M (0 when M = 0) and M, which the host reads
 //   back (one synchronisation, needed anyway to return the count). Targets are range-checked on
@@ -37,18 +37,18 @@ __global__ void cross_entropy_rows_kernel(const float* __restrict__ logits,
     float m = -INFINITY;
     for (int64_t c = lane; c < classes; c += kWarp) m = fmaxf(m, xr[c]);
     m = warp_max(m);
-    float s = 0.0f;
+    double s = 0.0;  // Σ e^{x−m} in double, as the CPU reference: large vocabularies add up
     for (int64_t c = lane; c < classes; c += kWarp) s += expf(xr[c] - m);
     s = warp_sum(s);
-    const float row_lse = m + logf(s);
+    const double row_lse = static_cast<double>(m) + log(s);
     if (lane == 0) {
-      lse[r] = row_lse;
+      lse[r] = static_cast<float>(row_lse);
       const int32_t t = targets[r];
       if (t == ignore_index || t < 0 || t >= classes) {
         term[r] = 0.0;
         counted[r] = 0;
       } else {
-        term[r] = static_cast<double>(row_lse) - static_cast<double>(xr[t]);
+        term[r] = row_lse - static_cast<double>(xr[t]);
         counted[r] = 1;
       }
     }
