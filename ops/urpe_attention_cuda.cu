@@ -78,17 +78,17 @@ __global__ void urpe_attention_forward_kernel(AttentionGeometry geo,
       for (int64_t j = lane; j < nk; j += kWarp) p_row[j] = a_row[j] = 0.0f;
       continue;
     }
-    float sum = 0.0f;
+    double sum = 0.0;  // each e^{z−m} ≤ 1 in float, their sum in double (as the CPU reference)
     for (int64_t j = lane; j < nk; j += kWarp) {
       const float z = logit(j);
       sum += z == -INFINITY ? 0.0f : expf(z - m);
     }
-    const float inv = 1.0f / warp_sum(sum);
+    const float inv = static_cast<float>(1.0 / warp_sum(sum));
     for (int64_t j = lane; j < nk; j += kWarp) {
       const float z = logit(j);
       const float p = z == -INFINITY ? 0.0f : expf(z - m) * inv;
       p_row[j] = p;
-      a_row[j] = p == 0.0f ? 0.0f : p * geo.c_value(b, h, i * nk + j);
+      a_row[j] = p * geo.c_value(b, h, i * nk + j);  // p = 0 where masked, so A is too
     }
   }
 }
