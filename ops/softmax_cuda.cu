@@ -45,14 +45,15 @@ __global__ void softmax_forward_kernel(const float* __restrict__ x, int64_t rows
       for (int64_t j = lane; j < n; j += kWarp) yr[j] = 0.0f;
       continue;
     }
-    float s = 0.0f;
+    double s = 0.0;  // the denominator in double, as the CPU reference
     for (int64_t j = lane; j < n; j += kWarp) s += expf(xr[j] - m);
     s = warp_sum(s);
     if (kLog) {
-      const float log_s = logf(s);
-      for (int64_t j = lane; j < n; j += kWarp) yr[j] = xr[j] - m - log_s;
+      const double log_s = log(s);
+      for (int64_t j = lane; j < n; j += kWarp)
+        yr[j] = static_cast<float>(static_cast<double>(xr[j]) - m - log_s);
     } else {
-      const float inv = 1.0f / s;
+      const float inv = static_cast<float>(1.0 / s);
       for (int64_t j = lane; j < n; j += kWarp) yr[j] = expf(xr[j] - m) * inv;
     }
   }
