@@ -29,9 +29,11 @@ __device__ __forceinline__ float warp_max_keep_nan(float v) {
   return v;
 }
 
+// The row loops shared by the two ops; the __global__ wrappers below give each op its own kernel
+// name in Nsight.
 template <bool kLog>
-__global__ void softmax_forward_kernel(const float* __restrict__ x, int64_t rows, int64_t n,
-                                       float* __restrict__ y) {
+__device__ __forceinline__ void softmax_forward_rows(const float* __restrict__ x, int64_t rows,
+                                                     int64_t n, float* __restrict__ y) {
   const int lane = threadIdx.x % kWarp;
   const int64_t warps = int64_t(gridDim.x) * kRowsPerBlock;
   for (int64_t r = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / kWarp; r < rows;
@@ -60,8 +62,9 @@ __global__ void softmax_forward_kernel(const float* __restrict__ x, int64_t rows
 }
 
 template <bool kLog>
-__global__ void softmax_backward_kernel(const float* __restrict__ y, const float* __restrict__ g,
-                                        int64_t rows, int64_t n, float* __restrict__ grad_x) {
+__device__ __forceinline__ void softmax_backward_rows(const float* __restrict__ y,
+                                                      const float* __restrict__ g, int64_t rows,
+                                                      int64_t n, float* __restrict__ grad_x) {
   const int lane = threadIdx.x % kWarp;
   const int64_t warps = int64_t(gridDim.x) * kRowsPerBlock;
   for (int64_t r = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / kWarp; r < rows;
@@ -85,41 +88,61 @@ __global__ void softmax_backward_kernel(const float* __restrict__ y, const float
   }
 }
 
-template <bool kLog>
-void forward(const Tensor& x, Tensor& y, const char* name) {
+__global__ void softmax_forward_kernel(const float* __restrict__ x, int64_t rows, int64_t n,
+                                       float* __restrict__ y) {
+  softmax_forward_rows<false>(x, rows, n, y);
+}
+__global__ void log_softmax_forward_kernel(const float* __restrict__ x, int64_t rows, int64_t n,
+                                           float* __restrict__ y) {
+  softmax_forward_rows<true>(x, rows, n, y);
+}
+__global__ void softmax_backward_kernel(const float* __restrict__ y, const float* __restrict__ g,
+                                        int64_t rows, int64_t n, float* __restrict__ grad_x) {
+  softmax_backward_rows<false>(y, g, rows, n, grad_x);
+}
+__global__ void log_softmax_backward_kernel(const float* __restrict__ y,
+                                            const float* __restrict__ g, int64_t rows, int64_t n,
+                                            float* __restrict__ grad_x) {
+  softmax_backward_rows<true>(y, g, rows, n, grad_x);
+}
+
+using ForwardKernel = void (*)(const float*, int64_t, int64_t, float*);
+using BackwardKernel = void (*)(const float*, const float*, int64_t, int64_t, float*);
+
+void forward(ForwardKernel kernel, const Tensor& x, Tensor& y, const char* name) {
   cuda::Context& ctx = context_of(y);
   const int64_t n = x.dim() == 0 ? 1 : x.size(-1);
   const int64_t rows = n == 0 ? 0 : x.numel() / n;
   if (rows == 0) return;
-  softmax_forward_kernel<kLog><<<grid_for(ctx, rows, kRowsPerBlock), kWarp * kRowsPerBlock, 0,
-                                 ctx.stream()>>>(x.f32(), rows, n, y.f32());
+  kernel<<<grid_for(ctx, rows, kRowsPerBlock), kWarp * kRowsPerBlock, 0, ctx.stream()>>>(
+      x.f32(), rows, n, y.f32());
   CUDA_CHECK_LAUNCH(name);
 }
 
-template <bool kLog>
-void backward(const Tensor& y, const Tensor& grad_y, Tensor& grad_x, const char* name) {
+void backward(BackwardKernel kernel, const Tensor& y, const Tensor& grad_y, Tensor& grad_x,
+              const char* name) {
   cuda::Context& ctx = context_of(grad_x);
   const int64_t n = y.dim() == 0 ? 1 : y.size(-1);
   const int64_t rows = n == 0 ? 0 : y.numel() / n;
   if (rows == 0) return;
-  softmax_backward_kernel<kLog><<<grid_for(ctx, rows, kRowsPerBlock), kWarp * kRowsPerBlock, 0,
-                                  ctx.stream()>>>(y.f32(), grad_y.f32(), rows, n, grad_x.f32());
+  kernel<<<grid_for(ctx, rows, kRowsPerBlock), kWarp * kRowsPerBlock, 0, ctx.stream()>>>(
+      y.f32(), grad_y.f32(), rows, n, grad_x.f32());
   CUDA_CHECK_LAUNCH(name);
 }
 
 }  // namespace
 
 void softmax_forward_cuda(const Tensor& x, Tensor& y) {
-  forward<false>(x, y, "softmax_forward_kernel");
+  forward(softmax_forward_kernel, x, y, "softmax_forward_kernel");
 }
 void softmax_backward_cuda(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) {
-  backward<false>(y, grad_y, grad_x, "softmax_backward_kernel");
+  backward(softmax_backward_kernel, y, grad_y, grad_x, "softmax_backward_kernel");
 }
 void log_softmax_forward_cuda(const Tensor& x, Tensor& y) {
-  forward<true>(x, y, "log_softmax_forward_kernel");
+  forward(log_softmax_forward_kernel, x, y, "log_softmax_forward_kernel");
 }
 void log_softmax_backward_cuda(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) {
-  backward<true>(y, grad_y, grad_x, "log_softmax_backward_kernel");
+  backward(log_softmax_backward_kernel, y, grad_y, grad_x, "log_softmax_backward_kernel");
 }
 
 }  // namespace urpe::kernels

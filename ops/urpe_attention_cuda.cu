@@ -13,10 +13,11 @@
 //     like the CPU reference: dP − t cancels), ∂S = scale·P·(dP − t) (0 where masked); saves t
 //     per row when ∂B is wanted.
 //     Bytes: 8·B·H·Nq·Nk read (G, P), 4·B·H·Nq·Nk written.
-//   urpe_attention_table_grad_kernel, deterministic (no float atomics): the map's cells are grouped
-//     by bucket with a stable sort (BucketIndex); one block per (h, k) adds, over its bucket's
-//     cells (and every batch item when the map is shared), G·P for ∂C_h[k] or P·(G·C − t) = dZ
-//     for ∂B_h[k], with a strided loop and a fixed shuffle tree in double.
+//   urpe_attention_bias_grad_kernel / urpe_attention_c_grad_kernel, deterministic (no float
+//     atomics): the map's cells are grouped by bucket with a stable sort (BucketIndex), then one
+//     block per (h, k) adds, over its bucket's cells (and every batch item when the map is
+//     shared), G·P for ∂C_h[k] or P·(G·C − t) = dZ for ∂B_h[k], with a strided loop and a fixed
+//     shuffle tree in double.
 //     Bytes: 8·B·H·Nq·Nk read again per table (gathered along the bucket's cells), 4·H·K written.
 #include "ops/bucket_index_cuda.cuh"
 #include "ops/cuda_common.cuh"
@@ -130,14 +131,14 @@ __global__ void urpe_attention_backward_rows_kernel(AttentionGeometry geo,
 // One block per (h, k): grad_table[h, k] = Σ over the cells of bucket k (× the batch when the map
 // is shared) of G·P (kForC) or P·(G·C − t) (the bias table).
 template <bool kForC>
-__global__ void urpe_attention_table_grad_kernel(AttentionGeometry geo,
-                                                 const float* __restrict__ grad_out,
-                                                 const float* __restrict__ probs,
-                                                 const double* __restrict__ row_dot,
-                                                 const int32_t* __restrict__ positions,
-                                                 const int32_t* __restrict__ offsets,
-                                                 int64_t buckets, bool shared_map,
-                                                 float* __restrict__ grad_table) {
+__device__ __forceinline__ void table_grad_blocks(const AttentionGeometry& geo,
+                                                  const float* __restrict__ grad_out,
+                                                  const float* __restrict__ probs,
+                                                  const double* __restrict__ row_dot,
+                                                  const int32_t* __restrict__ positions,
+                                                  const int32_t* __restrict__ offsets,
+                                                  int64_t buckets, bool shared_map,
+                                                  float* __restrict__ grad_table) {
   __shared__ double shared[32];
   const int64_t cells = geo.nq * geo.nk;
   for (int64_t hk = blockIdx.x; hk < geo.heads * buckets; hk += gridDim.x) {
@@ -170,6 +171,31 @@ __global__ void urpe_attention_table_grad_kernel(AttentionGeometry geo,
     total = block_sum(total, shared);
     if (threadIdx.x == 0) grad_table[hk] = static_cast<float>(total);
   }
+}
+
+// ∂B_h[k] and ∂C_h[k]: two kernels (two names in Nsight) over the same loop.
+__global__ void urpe_attention_bias_grad_kernel(AttentionGeometry geo,
+                                                const float* __restrict__ grad_out,
+                                                const float* __restrict__ probs,
+                                                const double* __restrict__ row_dot,
+                                                const int32_t* __restrict__ positions,
+                                                const int32_t* __restrict__ offsets,
+                                                int64_t buckets, bool shared_map,
+                                                float* __restrict__ grad_table) {
+  table_grad_blocks<false>(geo, grad_out, probs, row_dot, positions, offsets, buckets, shared_map,
+                           grad_table);
+}
+
+__global__ void urpe_attention_c_grad_kernel(AttentionGeometry geo,
+                                             const float* __restrict__ grad_out,
+                                             const float* __restrict__ probs,
+                                             const double* __restrict__ row_dot,
+                                             const int32_t* __restrict__ positions,
+                                             const int32_t* __restrict__ offsets,
+                                             int64_t buckets, bool shared_map,
+                                             float* __restrict__ grad_table) {
+  table_grad_blocks<true>(geo, grad_out, probs, row_dot, positions, offsets, buckets, shared_map,
+                          grad_table);
 }
 
 int64_t map_stride(const Tensor& map, int64_t nq, int64_t nk) {
@@ -209,11 +235,11 @@ void table_gradient(cuda::Context& ctx, const AttentionGeometry& geo, const Tens
   if (geo.heads * buckets == 0) return;
   const BucketIndex index(ctx, map.i32(), map.numel(), buckets, "urpe_attention backward");
   const int threads = 256;
-  urpe_attention_table_grad_kernel<kForC><<<grid_for(ctx, geo.heads * buckets * threads, threads),
-                                            threads, 0, ctx.stream()>>>(
+  auto kernel = kForC ? urpe_attention_c_grad_kernel : urpe_attention_bias_grad_kernel;
+  kernel<<<grid_for(ctx, geo.heads * buckets * threads, threads), threads, 0, ctx.stream()>>>(
       geo, grad_out.f32(), probs.f32(), row_dot, index.positions(), index.offsets(), buckets,
       map.dim() == 2, grad_table.f32());
-  CUDA_CHECK_LAUNCH("urpe_attention_table_grad_kernel");
+  CUDA_CHECK_LAUNCH(kForC ? "urpe_attention_c_grad_kernel" : "urpe_attention_bias_grad_kernel");
 }
 
 }  // namespace
