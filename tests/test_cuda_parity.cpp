@@ -17,6 +17,7 @@
 #include <limits>
 #include <sstream>
 
+#include "bench/cuda_peaks.h"
 #include "ops/activation.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
@@ -199,6 +200,19 @@ TEST_CASE("cuda context: copies, fill, accumulate, allocator statistics, errors"
   CHECK_THROWS_AS(cuda::create_context(cuda::device_count()), Error);
   CHECK_NOTHROW(cuda::profiler_start());
   CHECK_NOTHROW(cuda::profiler_stop());
+}
+
+TEST_CASE("CUDA event timer and measured device ceilings") {
+  cuda::Context* ctx = gpu().context();
+  Tensor x = Tensor::empty({1 << 20}, DType::f32, gpu());
+  const bench::CudaTiming t = bench::time_cuda(ctx, [&] { x.fill(1.5f); }, 7, 2, true);
+  CHECK(t.runs == 7);
+  CHECK(t.min_ms > 0);
+  CHECK(t.min_ms <= t.median_ms);
+  CHECK(t.median_ms <= t.max_ms);
+  CHECK(bench::measure_copy_bandwidth_gbs(ctx, size_t(64) << 20) > 0);
+  CHECK(bench::measure_sgemm_tflops(ctx, 512, false) > 0);
+  CHECK(bench::measure_sgemm_tflops(ctx, 512, true) > 0);
 }
 
 // ---- elementwise ----
