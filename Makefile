@@ -4,7 +4,7 @@ BUILD     ?= build
 URPE_CUDA ?= AUTO
 BUILD_TYPE ?= Release
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
-DEB_PACKAGES := cmake g++ make libopenblas-dev zlib1g-dev
+DEB_PACKAGES := cmake g++ make libopenblas-dev libopenblas-openmp-dev zlib1g-dev
 # nvcc is often installed outside PATH; hand CMake its usual location when present.
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 CMAKE_FLAGS := -DURPE_CUDA=$(URPE_CUDA) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))

@@ -39,7 +39,7 @@ int run_demo(const Args& args) {
   grid.tasks = {"pi"};
   grid.vocabs = {100};
   grid.device = args.get("device", "cpu");
-  grid.overrides = {"seed=" + std::to_string(args.get_int("seed", 1))};
+  grid.first_seed = args.get_int("seed", 1);
   grid.seeds = 1;
   std::printf("urpe demo: can a Transformer tell positions apart when every token looks alike?\n"
               "Position identification (target at position i is i), n = 32, V = 100: noPE has no\n"

@@ -39,7 +39,7 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
   for (const std::string& task : grid.tasks)
     for (int64_t vocab : grid.vocabs)
       for (const std::string& pe : grid.pes)
-        for (int64_t seed = 1; seed <= grid.seeds; ++seed) {
+        for (int64_t seed = grid.first_seed; seed < grid.first_seed + grid.seeds; ++seed) {
           std::vector<std::string> sets = {"pe=" + pe, "vocab=" + std::to_string(vocab),
                                            "seed=" + std::to_string(seed), "device=" + grid.device};
           sets.insert(sets.end(), grid.overrides.begin(), grid.overrides.end());
@@ -58,7 +58,7 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
                       static_cast<long long>(outcome.result.steps), outcome.result.seconds);
           std::fflush(stdout);
           rows.push_back(outcome.result);
-          curves.push_back({name, task, vocab, pe, seed, dir});
+          curves.push_back({name, task, vocab, pe, seed - grid.first_seed + 1, dir});
         }
   json::Value list = json::Value::array();
   for (const ResultRow& r : rows) list.push(result_to_json(r));
@@ -75,7 +75,7 @@ std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const
   for (const std::string& task : grid.tasks)
     for (int64_t vocab : grid.vocabs)
       for (const std::string& pe : grid.pes)
-        for (int64_t seed = 1; seed <= grid.seeds && k < rows.size(); ++seed, ++k)
+        for (int64_t s = 0; s < grid.seeds && k < rows.size(); ++s, ++k)
           cells[task + "|" + std::to_string(vocab) + "|" + pe].push_back(rows[k].metric);
   std::ostringstream md;
   md << "# Synthetic tasks: validation token accuracy (%)\n\n"

@@ -15,6 +15,7 @@ struct SyntheticGrid {
   std::vector<int64_t> vocabs;      // V values
   std::vector<std::string> pes;     // none, rpe, urpe (ape too, if asked)
   int64_t seeds = 1;
+  int64_t first_seed = 1;            // seeds run first_seed … first_seed + seeds − 1
   std::string device = "cpu";
   std::vector<std::string> overrides;  // extra key=value applied to every run
 };
