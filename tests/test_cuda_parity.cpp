@@ -27,6 +27,7 @@
 #include "ops/matmul.h"
 #include "ops/optimizer_kernels.h"
 #include "ops/reduce.h"
+#include "ops/relative_shift.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
 #include "ops/urpe_attention.h"
@@ -408,6 +409,25 @@ TEST_CASE("parity: public permute, transpose, concat, slice") {
   check_op("transpose", [](const std::vector<Tensor>& v, const Device&) { return transpose(v[0], 0, 2); }, {x}, tol, tol);
   check_op("concat", [](const std::vector<Tensor>& v, const Device&) { return concat({v[0], v[1]}, 1); }, {x, y}, tol, tol);
   check_op("slice", [](const std::vector<Tensor>& v, const Device&) { return slice(v[0], 1, 2, 7); }, {y}, tol, tol);
+}
+
+TEST_CASE("parity: Transformer-XL relative_shift kernels and op (bit-exact gather)") {
+  const std::vector<Shape> shapes{{2, 3, 29, 45}, {37, 37}, {5, 1, 67}, {3, 33, 100}};
+  for (const Shape& shape : shapes) {
+    CAPTURE(shape_str(shape));
+    Tensor x = values(shape, 67);
+    Tensor want = Tensor::empty(shape), got = poisoned(shape);
+    kernels::relative_shift_forward_cpu(x, want);
+    kernels::relative_shift_forward_cuda(x.to(gpu()), got);
+    check_close(got, want, {0, 0}, "relative_shift forward");
+    Tensor g = values(shape, 68);
+    Tensor gwant = Tensor::empty(shape), ggot = poisoned(shape);
+    kernels::relative_shift_backward_cpu(g, gwant);
+    kernels::relative_shift_backward_cuda(g.to(gpu()), ggot);
+    check_close(ggot, gwant, {0, 0}, "relative_shift backward");
+    check_op("relative_shift", [](const std::vector<Tensor>& v, const Device&) { return relative_shift(v[0]); },
+             {x}, {0, 0}, {0, 0});
+  }
 }
 
 // ---- embedding and gather_table ----
