@@ -22,5 +22,12 @@ void fill_f32(Context*, float*, size_t, float) { no_cuda("cuda::fill"); }
 void fill_i32(Context*, int32_t*, size_t, int32_t) { no_cuda("cuda::fill"); }
 void accumulate_f32(Context*, float*, const float*, size_t) { no_cuda("cuda::accumulate"); }
 void synchronize(Context*) {}
+size_t peak_bytes(Context*) { return 0; }
+void reset_peak(Context*) {}
+size_t bytes_in_use(Context*) { return 0; }
+void set_tf32(Context*, bool) { no_cuda("cuda::set_tf32"); }
+std::string device_name(Context*) { no_cuda("cuda::device_name"); }
+void profiler_start() {}
+void profiler_stop() {}
 
 }  // namespace urpe::cuda

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace urpe::cuda {
 
@@ -23,5 +24,17 @@ void fill_f32(Context* context, float* dst, size_t n, float value);
 void fill_i32(Context* context, int32_t* dst, size_t n, int32_t value);
 void accumulate_f32(Context* context, float* dst, const float* src, size_t n);  // dst += src
 void synchronize(Context* context);
+
+// Memory statistics of the context's caching allocator (bytes of its size classes).
+size_t peak_bytes(Context* context);
+void reset_peak(Context* context);
+size_t bytes_in_use(Context* context);
+// TF32 tensor-core GEMMs for this context (off by default; the trainer's --tf32).
+void set_tf32(Context* context, bool on);
+std::string device_name(Context* context);  // e.g. "NVIDIA H100 80GB HBM3 (cuda:0)"
+
+// Nsight capture range (cudaProfilerStart/Stop) for `--profile-steps a:b`; no-ops without CUDA.
+void profiler_start();
+void profiler_stop();
 
 }  // namespace urpe::cuda

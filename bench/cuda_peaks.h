@@ -1,0 +1,44 @@
+// Device ceilings measured on the machine the benchmark runs on, and the CUDA timing helper of
+// `urpe bench kernels --device cuda`: every kernel's GB/s and TFLOP/s are reported against these
+// numbers, never against a datasheet.
+//
+//   time_cuda:         CUDA events on the context's stream around each run, an L2 flush before
+//                      each run (outside the timed region), warm-up runs first, median of N.
+//   copy bandwidth:    a large device-to-device copy; bytes read + bytes written per second.
+//   sgemm TFLOP/s:     urpe's own cuBLAS GEMM path (kernels::gemm_cuda) on random n×n inputs,
+//                      full float32 and, separately, TF32 tensor cores.
+// Host-only C++ (no CUDA headers here), so CPU-only builds compile callers too; there every
+// function throws "this urpe build has no CUDA backend".
+#pragma once
+#include <functional>
+#include <string>
+
+#include "tensor/cuda_backend.h"
+
+namespace urpe::bench {
+
+struct CudaTiming {
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  int runs = 0;
+};
+
+// Runs fn `warmup` times, then `runs` times each timed with CUDA events (an L2 flush before each
+// run when flush_l2). fn must enqueue its work on the context's stream (every urpe CUDA op does).
+CudaTiming time_cuda(cuda::Context* context, const std::function<void()>& fn, int runs = 50,
+                     int warmup = 5, bool flush_l2 = true);
+
+// Bytes read + written per second (GB/s, 1e9) of a device-to-device copy of `bytes` bytes.
+double measure_copy_bandwidth_gbs(cuda::Context* context, size_t bytes = size_t(1) << 30);
+
+// TFLOP/s (2·n³ per product) of an n×n×n float32 GEMM through urpe's cuBLAS path.
+double measure_sgemm_tflops(cuda::Context* context, int n = 8192, bool tf32 = false);
+
+struct DevicePeaks {
+  std::string device;        // e.g. "NVIDIA H100 80GB HBM3 (cuda:0)"
+  double copy_gbs = 0;       // device-to-device copy, read + write
+  double sgemm_tflops = 0;   // float32 GEMM
+  double tf32_tflops = 0;    // TF32 tensor-core GEMM
+};
+DevicePeaks measure_device_peaks(cuda::Context* context);
+
+}  // namespace urpe::bench

@@ -1,0 +1,175 @@
+// CUDA kernels for elementwise arithmetic (maths in elementwise.h).
+//
+// Forward: out[k] = a[k mod |a|] ∘ b[k mod |b|]; one thread per output element (grid-stride).
+//   Bytes: 4·(|a| + |b|) read (the smaller operand stays in cache), 4·n written.
+// Backward: the local gradient of each output element, e.g. ∂a_k = g_k·b[k mod |b|], summed over
+//   the repeats of a broadcast operand. With r = n/|x| repeats of operand x, element e of ∂x is
+//   Σ_{t<r} local(t·|x| + e). Deterministic two-pass reduction: pass 1 splits the r repeats into
+//   P fixed chunks (P depends only on the sizes), one thread per (chunk, e) summing its chunk in
+//   order into a partial; pass 2 sums the P partials of each e in chunk order. Threads with
+//   consecutive e read consecutive addresses, so both passes are coalesced.
+//   Bytes: 4·n of g plus the other operand, 8·P·|x| of partials (double), 4·|x| written.
+// affine: out = alpha·x + beta; 4 B read + 4 B written per element.
+#include "ops/cuda_common.cuh"
+#include "ops/elementwise.h"
+
+namespace urpe::kernels {
+
+namespace {
+
+__device__ __forceinline__ float apply_binary(BinaryOp op, float x, float y) {
+  switch (op) {
+    case BinaryOp::add: return x + y;
+    case BinaryOp::sub: return x - y;
+    case BinaryOp::mul: return x * y;
+    default: return x / y;
+  }
+}
+
+// Which operand's gradient a reduction computes.
+enum class Side { a, b };
+
+// The local gradient of output element k with respect to the operand on `side`.
+__device__ __forceinline__ float local_gradient(BinaryOp op, Side side, const float* g,
+                                                const float* a, const float* b, int64_t k,
+                                                int64_t na, int64_t nb) {
+  const float gk = g[k];
+  if (side == Side::a) {
+    switch (op) {
+      case BinaryOp::add:
+      case BinaryOp::sub: return gk;
+      case BinaryOp::mul: return gk * b[k % nb];
+      default: return gk / b[k % nb];
+    }
+  }
+  switch (op) {
+    case BinaryOp::add: return gk;
+    case BinaryOp::sub: return -gk;
+    case BinaryOp::mul: return gk * a[k % na];
+    default: {
+      const float y = b[k % nb];
+      return -gk * a[k % na] / (y * y);
+    }
+  }
+}
+
+// out[k] = a[k mod na] ∘ b[k mod nb]
+__global__ void binary_broadcast_forward_kernel(BinaryOp op, const float* __restrict__ a,
+                                                int64_t na, const float* __restrict__ b,
+                                                int64_t nb, float* __restrict__ out, int64_t n) {
+  if (na == n && nb == n) {
+    URPE_GRID_STRIDE(k, n) out[k] = apply_binary(op, a[k], b[k]);
+  } else {
+    URPE_GRID_STRIDE(k, n) out[k] = apply_binary(op, a[k % na], b[k % nb]);
+  }
+}
+
+// The operand is not broadcast: grad[k] = local(k).
+__global__ void binary_elementwise_backward_kernel(BinaryOp op, Side side,
+                                                   const float* __restrict__ g,
+                                                   const float* __restrict__ a, int64_t na,
+                                                   const float* __restrict__ b, int64_t nb,
+                                                   float* __restrict__ grad, int64_t n) {
+  URPE_GRID_STRIDE(k, n) grad[k] = local_gradient(op, side, g, a, b, k, na, nb);
+}
+
+// Pass 1: partial[c·size + e] = Σ_{t in chunk c} local(t·size + e), t ascending.
+__global__ void binary_broadcast_backward_partial_kernel(
+    BinaryOp op, Side side, const float* __restrict__ g, const float* __restrict__ a, int64_t na,
+    const float* __restrict__ b, int64_t nb, int64_t size, int64_t repeats, int64_t chunk,
+    int64_t chunks, double* __restrict__ partial) {
+  URPE_GRID_STRIDE(ce, chunks * size) {
+    const int64_t c = ce / size, e = ce % size;
+    const int64_t t_end = min(repeats, (c + 1) * chunk);
+    double total = 0;
+    for (int64_t t = c * chunk; t < t_end; ++t)
+      total += local_gradient(op, side, g, a, b, t * size + e, na, nb);
+    partial[ce] = total;
+  }
+}
+
+// Pass 2: grad[e] = Σ_c partial[c·size + e], c ascending.
+__global__ void binary_broadcast_backward_finish_kernel(const double* __restrict__ partial,
+                                                        int64_t size, int64_t chunks,
+                                                        float* __restrict__ grad) {
+  URPE_GRID_STRIDE(e, size) {
+    double total = 0;
+    for (int64_t c = 0; c < chunks; ++c) total += partial[c * size + e];
+    grad[e] = static_cast<float>(total);
+  }
+}
+
+__global__ void affine_kernel(const float* __restrict__ x, float alpha, float beta,
+                              float* __restrict__ out, int64_t n) {
+  URPE_GRID_STRIDE(k, n) out[k] = alpha * x[k] + beta;
+}
+
+void operand_gradient(cuda::Context& ctx, BinaryOp op, Side side, const Tensor& a,
+                      const Tensor& b, const Tensor& grad_out, Tensor& grad) {
+  const int64_t n = grad_out.numel(), na = a.numel(), nb = b.numel();
+  const int64_t size = grad.numel();
+  if (size == 0) return;
+  const int threads = 256;
+  if (size == n) {
+    binary_elementwise_backward_kernel<<<grid_for(ctx, n, threads), threads, 0, ctx.stream()>>>(
+        op, side, grad_out.f32(), a.f32(), na, b.f32(), nb, grad.f32(), n);
+    CUDA_CHECK_LAUNCH("binary_elementwise_backward_kernel");
+    return;
+  }
+  const int64_t repeats = n / size;
+  // About 64K threads in pass 1, whatever the device (so the summation order is fixed by shapes).
+  const int64_t wanted = std::max<int64_t>(1, (int64_t(1) << 16) / size);
+  const int64_t chunks_guess = std::min<int64_t>(repeats, wanted);
+  const int64_t chunk = (repeats + chunks_guess - 1) / chunks_guess;
+  const int64_t chunks = (repeats + chunk - 1) / chunk;
+  cuda::DeviceBuffer partial(ctx, sizeof(double) * chunks * size);
+  binary_broadcast_backward_partial_kernel<<<grid_for(ctx, chunks * size, threads), threads, 0,
+                                             ctx.stream()>>>(
+      op, side, grad_out.f32(), a.f32(), na, b.f32(), nb, size, repeats, chunk, chunks,
+      partial.as<double>());
+  CUDA_CHECK_LAUNCH("binary_broadcast_backward_partial_kernel");
+  binary_broadcast_backward_finish_kernel<<<grid_for(ctx, size, threads), threads, 0,
+                                            ctx.stream()>>>(partial.as<double>(), size, chunks,
+                                                            grad.f32());
+  CUDA_CHECK_LAUNCH("binary_broadcast_backward_finish_kernel");
+}
+
+}  // namespace
+
+// ---- forward ----
+
+void binary_forward_cuda(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
+  cuda::Context& ctx = context_of(out);
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  const int threads = 256;
+  binary_broadcast_forward_kernel<<<grid_for(ctx, n, threads), threads, 0, ctx.stream()>>>(
+      op, a.f32(), a.numel(), b.f32(), b.numel(), out.f32(), n);
+  CUDA_CHECK_LAUNCH("binary_broadcast_forward_kernel");
+}
+
+// ---- backward ----
+
+void binary_backward_cuda(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& grad_out,
+                          Tensor* grad_a, Tensor* grad_b) {
+  cuda::Context& ctx = context_of(grad_out);
+  if (grad_out.numel() == 0) {
+    if (grad_a && grad_a->numel()) grad_a->fill(0.0f);
+    if (grad_b && grad_b->numel()) grad_b->fill(0.0f);
+    return;
+  }
+  if (grad_a) operand_gradient(ctx, op, Side::a, a, b, grad_out, *grad_a);
+  if (grad_b) operand_gradient(ctx, op, Side::b, a, b, grad_out, *grad_b);
+}
+
+void affine_cuda(const Tensor& x, float alpha, float beta, Tensor& out) {
+  cuda::Context& ctx = context_of(out);
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  const int threads = 256;
+  affine_kernel<<<grid_for(ctx, n, threads), threads, 0, ctx.stream()>>>(x.f32(), alpha, beta,
+                                                                         out.f32(), n);
+  CUDA_CHECK_LAUNCH("affine_kernel");
+}
+
+}  // namespace urpe::kernels

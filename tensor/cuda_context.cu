@@ -1,0 +1,302 @@
+// The CUDA context (stream, cuBLAS handle, caching allocator) and the device primitives of
+// tensor/cuda_backend.h: allocation, copies, fill, accumulate, synchronize, profiler range.
+//
+// Kernels here are pure streaming: fill writes 4 B per element, accumulate reads 8 B and writes
+// 4 B per element; both are grid-stride loops over int64 indices.
+#include "tensor/cuda_context.h"
+
+#include <cuda_profiler_api.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "tensor/cuda_backend.h"
+
+namespace urpe::cuda {
+
+// ---- errors ----
+
+void fail_cuda(cudaError_t status, const char* what, const char* file, int line) {
+  cudaGetLastError();  // clear a non-sticky error so the next check does not report it again
+  URPE_FAIL("CUDA error in " << what << " at " << file << ":" << line << ": "
+                             << cudaGetErrorName(status) << " (" << cudaGetErrorString(status)
+                             << ")");
+}
+
+const char* cublas_status_name(cublasStatus_t status) {
+  switch (status) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
+    default: return "unknown cuBLAS status";
+  }
+}
+
+void fail_cublas(cublasStatus_t status, const char* what, const char* file, int line) {
+  URPE_FAIL("cuBLAS error in " << what << " at " << file << ":" << line << ": "
+                               << cublas_status_name(status) << " (" << static_cast<int>(status)
+                               << ")");
+}
+
+// ---- caching allocator ----
+
+size_t CachingAllocator::size_class(size_t bytes) {
+  if (bytes == 0) return 0;
+  constexpr size_t kSmallStep = 512, kLarge = size_t(1) << 20;
+  if (bytes <= kLarge) return (bytes + kSmallStep - 1) / kSmallStep * kSmallStep;
+  size_t power = kLarge;
+  while (power * 2 <= bytes) power *= 2;  // power ≤ bytes < 2·power
+  const size_t quarter = power / 4;
+  return (bytes + quarter - 1) / quarter * quarter;  // one of 1, 1.25, 1.5, 1.75, 2 × power
+}
+
+CachingAllocator::~CachingAllocator() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Best effort at exit: the driver may already be shutting down, so errors are ignored here.
+  int previous = 0;
+  if (cudaGetDevice(&previous) == cudaSuccess) {
+    cudaSetDevice(device_);
+    for (auto& entry : free_lists_)
+      for (void* p : entry.second) cudaFree(p);
+    cudaSetDevice(previous);
+  }
+  cudaGetLastError();
+}
+
+void CachingAllocator::free_cached_locked() {
+  if (free_lists_.empty()) return;
+  // A cached block may still be read or written by queued kernels (release is stream-ordered,
+  // not immediate): wait for the device before handing blocks back to the driver.
+  CUDA_CHECK(cudaDeviceSynchronize());
+  for (auto& entry : free_lists_)
+    for (void* p : entry.second) CUDA_CHECK(cudaFree(p));
+  free_lists_.clear();
+  cached_ = 0;
+}
+
+void CachingAllocator::empty_cache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_cached_locked();
+}
+
+void* CachingAllocator::allocate(size_t bytes) {
+  const size_t klass = size_class(bytes);
+  if (klass == 0) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = free_lists_.find(klass);
+  void* pointer = nullptr;
+  if (it != free_lists_.end() && !it->second.empty()) {
+    pointer = it->second.back();
+    it->second.pop_back();
+    cached_ -= klass;
+  } else {
+    cudaError_t status = cudaMalloc(&pointer, klass);
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      free_cached_locked();  // give the cached blocks back to the driver and try once more
+      status = cudaMalloc(&pointer, klass);
+    }
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      size_t free_bytes = 0, total_bytes = 0;
+      cudaMemGetInfo(&free_bytes, &total_bytes);
+      cudaGetLastError();
+      const double mib = 1.0 / (1024.0 * 1024.0);
+      URPE_FAIL("CUDA out of memory on cuda:" << device_ << ": requested " << bytes
+                << " bytes (" << klass * mib << " MiB after rounding); urpe has "
+                << in_use_ * mib << " MiB in use (peak " << peak_ * mib << " MiB); the device has "
+                << free_bytes * mib << " MiB free of " << total_bytes * mib
+                << " MiB. Try a smaller batch size or sequence length.");
+    }
+    if (status != cudaSuccess) fail_cuda(status, "cudaMalloc", __FILE__, __LINE__);
+  }
+  in_use_ += klass;
+  peak_ = std::max(peak_, in_use_);
+  return pointer;
+}
+
+void CachingAllocator::release(void* pointer, size_t bytes) {
+  if (!pointer) return;
+  const size_t klass = size_class(bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_lists_[klass].push_back(pointer);
+  in_use_ -= klass;
+  cached_ += klass;
+}
+
+size_t CachingAllocator::bytes_in_use() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return in_use_;
+}
+size_t CachingAllocator::bytes_cached() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cached_;
+}
+size_t CachingAllocator::peak_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return peak_;
+}
+void CachingAllocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  peak_ = in_use_;
+}
+
+// ---- context ----
+
+Context::Context(int device_index) : device_(device_index), allocator_(device_index) {
+  CUDA_CHECK(cudaSetDevice(device_));
+  CUDA_CHECK(cudaGetDeviceProperties(&properties_, device_));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  CUBLAS_CHECK(cublasCreate(&cublas_));
+  CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+  CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+}
+
+Context::~Context() {
+  // Destructors must not throw: release what we own and ignore errors (e.g. at driver shutdown).
+  // The allocator's own destructor (after this body) frees the cached blocks the same way.
+  cudaSetDevice(device_);
+  cudaStreamSynchronize(stream_);
+  if (cublas_) cublasDestroy(cublas_);
+  if (stream_) cudaStreamDestroy(stream_);
+  cudaGetLastError();
+}
+
+void Context::activate() const {
+  int current = -1;
+  CUDA_CHECK(cudaGetDevice(&current));
+  if (current != device_) CUDA_CHECK(cudaSetDevice(device_));
+}
+
+int grid_for(const Context& context, int64_t n, int threads) {
+  const int64_t needed = (n + threads - 1) / threads;
+  const int64_t cap = static_cast<int64_t>(context.multiprocessors()) * 32;
+  return static_cast<int>(std::max<int64_t>(1, std::min(needed, cap)));
+}
+
+// ---- kernels of the tensor core ----
+
+// dst[k] = value. Writes 4 B per element.
+template <typename T>
+__global__ void fill_kernel(T* __restrict__ dst, int64_t n, T value) {
+  for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n;
+       k += int64_t(gridDim.x) * blockDim.x)
+    dst[k] = value;
+}
+
+// dst[k] += src[k] (autograd's gradient accumulation). Reads 8 B, writes 4 B per element.
+__global__ void accumulate_f32_kernel(float* __restrict__ dst, const float* __restrict__ src,
+                                      int64_t n) {
+  for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n;
+       k += int64_t(gridDim.x) * blockDim.x)
+    dst[k] += src[k];
+}
+
+// ---- cuda_backend.h ----
+
+bool built_with_cuda() { return true; }
+
+int device_count() {
+  int count = 0;
+  // No driver, no device or a driver older than the runtime: report 0, never throw.
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+std::shared_ptr<Context> create_context(int device_index) {
+  const int count = device_count();
+  URPE_CHECK(count > 0, "cuda:" << device_index
+                                << ": no CUDA device is visible (no GPU, or no NVIDIA driver); "
+                                   "run with --device cpu");
+  URPE_CHECK(device_index >= 0 && device_index < count,
+             "cuda:" << device_index << ": only " << count << " CUDA device(s) visible");
+  return std::make_shared<Context>(device_index);
+}
+
+void* allocate(Context* context, size_t bytes) {
+  context->activate();
+  return context->allocator().allocate(bytes);
+}
+
+void release(Context* context, void* pointer, size_t bytes) {
+  context->allocator().release(pointer, bytes);
+}
+
+void copy_host_to_device(Context* context, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  context->activate();
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, context->stream()));
+  // The source is ordinary (pageable) host memory the caller may free at once: wait.
+  CUDA_CHECK(cudaStreamSynchronize(context->stream()));
+}
+
+void copy_device_to_host(Context* context, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  context->activate();
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, context->stream()));
+  CUDA_CHECK(cudaStreamSynchronize(context->stream()));
+}
+
+void copy_device_to_device(Context* context, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  context->activate();
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, context->stream()));
+}
+
+void fill_f32(Context* context, float* dst, size_t n, float value) {
+  if (n == 0) return;
+  context->activate();
+  const int threads = 256;
+  fill_kernel<float><<<grid_for(*context, n, threads), threads, 0, context->stream()>>>(
+      dst, static_cast<int64_t>(n), value);
+  CUDA_CHECK_LAUNCH("fill_f32");
+}
+
+void fill_i32(Context* context, int32_t* dst, size_t n, int32_t value) {
+  if (n == 0) return;
+  context->activate();
+  const int threads = 256;
+  fill_kernel<int32_t><<<grid_for(*context, n, threads), threads, 0, context->stream()>>>(
+      dst, static_cast<int64_t>(n), value);
+  CUDA_CHECK_LAUNCH("fill_i32");
+}
+
+void accumulate_f32(Context* context, float* dst, const float* src, size_t n) {
+  if (n == 0) return;
+  context->activate();
+  const int threads = 256;
+  accumulate_f32_kernel<<<grid_for(*context, n, threads), threads, 0, context->stream()>>>(
+      dst, src, static_cast<int64_t>(n));
+  CUDA_CHECK_LAUNCH("accumulate_f32");
+}
+
+void synchronize(Context* context) {
+  context->activate();
+  CUDA_CHECK(cudaStreamSynchronize(context->stream()));
+}
+
+size_t peak_bytes(Context* context) { return context->peak_bytes(); }
+void reset_peak(Context* context) { context->reset_peak(); }
+size_t bytes_in_use(Context* context) { return context->bytes_in_use(); }
+void set_tf32(Context* context, bool on) { context->set_tf32(on); }
+
+std::string device_name(Context* context) {
+  std::ostringstream out;
+  out << context->properties().name << " (cuda:" << context->device() << ")";
+  return out.str();
+}
+
+void profiler_start() { CUDA_CHECK(cudaProfilerStart()); }
+void profiler_stop() { CUDA_CHECK(cudaProfilerStop()); }
+
+}  // namespace urpe::cuda

@@ -1,0 +1,141 @@
+// The CUDA context: one device, one stream, one cuBLAS handle and a caching allocator. Every CUDA
+// op finds it through its tensors (Device::context()), so there is no global device state. All
+// work of a context runs on its one stream, which is what makes the allocator's reuse of a freed
+// block safe without events: a block released by the host is only handed out again to work that
+// the stream orders after everything already queued on it.
+//
+// Included by .cu files and by host .cpp files of CUDA builds (it needs the CUDA headers).
+#pragma once
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "tensor/error.h"
+
+namespace urpe::cuda {
+
+// ---- error checks: file, line, the operation and CUDA's own words, as a urpe::Error ----
+
+[[noreturn]] void fail_cuda(cudaError_t status, const char* what, const char* file, int line);
+[[noreturn]] void fail_cublas(cublasStatus_t status, const char* what, const char* file, int line);
+const char* cublas_status_name(cublasStatus_t status);
+
+#define CUDA_CHECK(call)                                                                   \
+  do {                                                                                     \
+    const cudaError_t urpe_cuda_status_ = (call);                                          \
+    if (urpe_cuda_status_ != cudaSuccess)                                                  \
+      ::urpe::cuda::fail_cuda(urpe_cuda_status_, #call, __FILE__, __LINE__);               \
+  } while (0)
+
+#define CUBLAS_CHECK(call)                                                                 \
+  do {                                                                                     \
+    const cublasStatus_t urpe_cublas_status_ = (call);                                     \
+    if (urpe_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                      \
+      ::urpe::cuda::fail_cublas(urpe_cublas_status_, #call, __FILE__, __LINE__);           \
+  } while (0)
+
+// After a kernel launch: reports a bad launch configuration (or an earlier asynchronous fault)
+// naming the kernel's op.
+#define CUDA_CHECK_LAUNCH(op_name)                                                         \
+  do {                                                                                     \
+    const cudaError_t urpe_launch_status_ = cudaGetLastError();                            \
+    if (urpe_launch_status_ != cudaSuccess)                                                \
+      ::urpe::cuda::fail_cuda(urpe_launch_status_, op_name, __FILE__, __LINE__);           \
+  } while (0)
+
+// ---- caching allocator ----
+// Requests are rounded up to a size class (multiples of 512 B below 1 MiB; above that, the four
+// classes 1, 1.25, 1.5 and 1.75 × 2^k, so at most 25% is wasted); a released block goes onto its
+// class's free list and the next request of that class takes it without calling cudaMalloc. When
+// cudaMalloc fails, the cached blocks are returned to the driver and the call is retried once.
+class CachingAllocator {
+ public:
+  explicit CachingAllocator(int device) : device_(device) {}
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  static size_t size_class(size_t bytes);
+  void* allocate(size_t bytes);
+  void release(void* pointer, size_t bytes);
+  void empty_cache();  // frees every cached (unused) block
+
+  size_t bytes_in_use() const;  // class bytes of live blocks
+  size_t bytes_cached() const;  // class bytes waiting on free lists
+  size_t peak_bytes() const;    // the most bytes_in_use has been since creation / reset_peak
+  void reset_peak();
+
+ private:
+  void free_cached_locked();
+  int device_;
+  mutable std::mutex mutex_;
+  std::map<size_t, std::vector<void*>> free_lists_;
+  size_t in_use_ = 0, cached_ = 0, peak_ = 0;
+};
+
+// ---- the context ----
+class Context {
+ public:
+  explicit Context(int device_index);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t cublas() const { return cublas_; }
+  const cudaDeviceProp& properties() const { return properties_; }
+  int multiprocessors() const { return properties_.multiProcessorCount; }
+  // Makes this context's device current for the calling host thread (cheap when it already is).
+  void activate() const;
+
+  CachingAllocator& allocator() { return allocator_; }
+  size_t peak_bytes() const { return allocator_.peak_bytes(); }
+  void reset_peak() { allocator_.reset_peak(); }
+  size_t bytes_in_use() const { return allocator_.bytes_in_use(); }
+
+  // TF32 tensor-core GEMMs (10-bit mantissa products): off by default, so CUDA matches the CPU
+  // to float32 rounding; the trainer's --tf32 turns it on.
+  bool tf32() const { return tf32_; }
+  void set_tf32(bool on) { tf32_ = on; }
+
+ private:
+  int device_;
+  cudaDeviceProp properties_{};
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  CachingAllocator allocator_;
+  bool tf32_ = false;
+};
+
+// A temporary device buffer from the context's caching allocator (scratch for partial sums,
+// sort keys); released when it goes out of scope, which is stream-ordered and therefore safe.
+class DeviceBuffer {
+ public:
+  DeviceBuffer(Context& context, size_t bytes)
+      : context_(&context), bytes_(bytes), data_(bytes ? context.allocator().allocate(bytes) : nullptr) {}
+  ~DeviceBuffer() {
+    if (data_) context_->allocator().release(data_, bytes_);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  template <typename T> T* as() const { return static_cast<T*>(data_); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  Context* context_;
+  size_t bytes_;
+  void* data_;
+};
+
+// Grid size for a grid-stride loop over n items: enough blocks to fill the device a few times
+// over, never more than the work needs, at least one.
+int grid_for(const Context& context, int64_t n, int threads);
+
+}  // namespace urpe::cuda
