@@ -3,6 +3,8 @@
 // occurrence) and the stream renumbered. Valid and test are looked up in that vocabulary.
 #include "data/corpus.h"
 
+#include "data/asset_path.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -252,30 +254,7 @@ double unigram_perplexity(const std::vector<int32_t>& train, const std::vector<i
 // ---- the embedded corpus ----
 
 std::string embedded_corpus_dir() {
-  std::vector<std::string> roots;
-  char cwd[4096];
-  if (::getcwd(cwd, sizeof(cwd)) != nullptr) roots.push_back(cwd);
-  char exe[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n > 0) {
-    std::string dir(exe, static_cast<size_t>(n));
-    for (int up = 0; up < 4; ++up) {
-      const size_t slash = dir.find_last_of('/');
-      if (slash == std::string::npos || slash == 0) break;
-      dir.resize(slash);
-      roots.push_back(dir);
-    }
-  }
-  std::string looked;
-  for (const auto& root : roots) {
-    const std::string candidate = root + "/" + kEmbeddedCorpusPath;
-    if (directory_exists(candidate)) return candidate;
-    looked += (looked.empty() ? "" : ", ") + candidate;
-  }
-  throw Error(std::string("the embedded corpus (") + kEmbeddedCorpusPath +
-              ") was not found; looked in " + looked +
-              ". Run urpe from the repository root, or rebuild it with "
-              "python3 tools/make_corpus.py");
+  return find_asset_dir(kEmbeddedCorpusPath, "train.txt.gz", "the embedded corpus", "python3 tools/make_corpus.py");
 }
 
 }  // namespace urpe::data

@@ -2,6 +2,8 @@
 // on top of wrapper.py's preprocess_item, with BFS in place of Floyd–Warshall).
 #include "data/molecule_dataset.h"
 
+#include "data/asset_path.h"
+
 #include <algorithm>
 #include <limits>
 #include <unistd.h>
@@ -130,26 +132,8 @@ MoleculeSplit seeded_split(size_t num_rows, uint64_t seed, double train_fraction
 // ---- the embedded dataset ----
 
 std::string embedded_molecules_dir() {
-  std::vector<std::string> roots = {"."};
-  char exe[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n > 0) {
-    std::string dir(exe, static_cast<size_t>(n));
-    for (int up = 0; up < 4; ++up) {
-      const size_t slash = dir.find_last_of('/');
-      if (slash == std::string::npos || slash == 0) break;
-      dir.resize(slash);
-      roots.push_back(dir);
-    }
-  }
-  std::string looked;
-  for (const auto& root : roots) {
-    const std::string candidate = root + "/" + kEmbeddedMoleculesPath;
-    if (::access((candidate + "/molecules.csv.gz").c_str(), R_OK) == 0) return candidate;
-    looked += (looked.empty() ? "" : ", ") + candidate;
-  }
-  throw Error(std::string("embedded molecule dataset: expected ") + kEmbeddedMoleculesPath +
-              "/molecules.csv.gz; looked in " + looked);
+  return find_asset_dir(kEmbeddedMoleculesPath, "molecules.csv.gz", "the embedded molecule data set",
+                        "/usr/bin/python3 tools/make_molecules.py");
 }
 
 EmbeddedMolecules load_embedded_molecules(const std::string& dir, const std::string& target_column) {
