@@ -179,12 +179,13 @@ Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch) const {
   const int64_t hops_in = batch.edge_input.size(3);
   const int64_t D = std::min<int64_t>(hops_in, config_.multi_hop_max_dist);
 
-  // Hop ids (M, D): the first D hops of edge_input (GV1 cuts at multi_hop_max_dist too).
+  // Hop ids (D, M): the first D hops of edge_input (GV1 cuts at multi_hop_max_dist too), hop-major
+  // so that the lookup lands in the (D, M, H) layout of the per-hop matmul without a permute.
   check_ids("batch.edge_input", batch.edge_input, config_.num_edges, "num_edges");
   const std::vector<int32_t> all_hops = batch.edge_input.to_vector_i32();  // (B, n, n, hops_in)
-  std::vector<int32_t> hop_ids(M * D);
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t s = 0; s < D; ++s) hop_ids[m * D + s] = all_hops[m * hops_in + s];
+  std::vector<int32_t> hop_ids(D * M);
+  for (int64_t s = 0; s < D; ++s)
+    for (int64_t m = 0; m < M; ++m) hop_ids[s * M + m] = all_hops[m * hops_in + s];
   // Divisor sp' (B, n, n, H): SPD for real pairs (spatial_pos − 1), 1 for self and padding,
   // clamped to [0, multi_hop_max_dist]; repeated over heads so div needs no broadcast.
   const std::vector<int32_t> spatial = batch.spatial_pos.to_vector_i32();  // (B, n, n)
@@ -196,8 +197,7 @@ Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch) const {
     std::fill(divisor.begin() + m * H, divisor.begin() + (m + 1) * H, static_cast<float>(sp));
   }
 
-  const Tensor e = permute(embedding(edge_, Tensor::from_vector(hop_ids, {M, D}).to(device_)),
-                           {1, 0, 2});                                             // (D, M, H)
+  const Tensor e = embedding(edge_, Tensor::from_vector(hop_ids, {D, M}).to(device_));  // (D, M, H)
   const Tensor w = slice(reshape(edge_dis_, {config_.num_edge_dis, H, H}), 0, 0, D);  // (D, H, H)
   const Tensor per_hop = matmul(e, w);                                             // (D, M, H)
   const Tensor total = reshape(sum(per_hop, 0), {B, n, n, H});                     // (B, n, n, H)
