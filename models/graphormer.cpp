@@ -1,0 +1,321 @@
+// Graphormer construction (GV1 parameter shapes and init), the attention bias of SPECS §2.5, the
+// URPE bucket map, and the pre-LN forward. Everything differentiable is composed from existing
+// ops (embedding, matmul, sum, div, concat, permute, the URPE core), so backward is autograd's;
+// the integer maps and constant masks are built on the host from the collated CPU batch.
+#include "models/graphormer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ops/dropout.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/loss.h"
+#include "ops/matmul.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+
+namespace urpe {
+
+// ---- presets and the parameter formula ----
+
+GraphormerConfig graphormer_preset(const std::string& name) {
+  std::string base = name;
+  bool urpe = false;
+  const std::string suffix = "-urpe";
+  if (base.size() > suffix.size() && base.compare(base.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    urpe = true;
+    base.resize(base.size() - suffix.size());
+  }
+  GraphormerConfig c;
+  if (base == "graphormer-slim") {
+    // Defaults are the paper's ZINC sizes (GV1 examples/benchmarking-gnns).
+  } else if (base == "graphormer-tiny") {
+    c.layers = 3;
+    c.d_model = 32;
+    c.d_ffn = 32;
+    c.heads = 4;
+    c.multi_hop_max_dist = 5;
+  } else {
+    std::string known;
+    for (const std::string& n : graphormer_preset_names()) known += (known.empty() ? "" : ", ") + n;
+    URPE_FAIL("graphormer preset '" << name << "': expected one of " << known);
+  }
+  c.urpe = urpe;
+  return c;
+}
+
+std::vector<std::string> graphormer_preset_names() {
+  return {"graphormer-tiny", "graphormer-tiny-urpe", "graphormer-slim", "graphormer-slim-urpe"};
+}
+
+int64_t graphormer_parameter_count(const GraphormerConfig& c) {
+  const int64_t d = c.d_model, f = c.d_ffn, H = c.heads;
+  const int64_t embeddings = c.num_atoms * d + 2 * c.num_degree * d  // atoms, in/out degree
+                             + c.num_edges * H + c.num_edge_dis * H * H + c.num_spatial * H
+                             + d + H;                                  // graph token, virtual distance
+  const int64_t per_layer = 2 * 2 * d                                  // two LayerNorms
+                            + 4 * (d * d + d)                          // q, k, v, out
+                            + (d * f + f) + (f * d + d);               // FFN
+  const int64_t head = 2 * d + d + 1;                                  // final LN, d → 1
+  const int64_t urpe = c.urpe ? H * (c.max_spd + 4) : 0;
+  return embeddings + c.layers * per_layer + head + urpe;
+}
+
+// ---- construction ----
+
+Graphormer::Graphormer(const GraphormerConfig& c, uint64_t seed, const Device& device)
+    : config_(c), device_(device) {
+  URPE_CHECK(c.layers > 0 && c.d_model > 0 && c.d_ffn > 0,
+             "graphormer: layers, d_model and d_ffn must be positive");
+  URPE_CHECK(c.heads > 0 && c.d_model % c.heads == 0,
+             "graphormer: heads (" << c.heads << ") must divide d_model (" << c.d_model << ")");
+  URPE_CHECK(c.multi_hop_max_dist >= 1 && c.multi_hop_max_dist <= c.num_edge_dis,
+             "graphormer: multi_hop_max_dist must be in [1, num_edge_dis = " << c.num_edge_dis
+                                                                              << "], got " << c.multi_hop_max_dist);
+  URPE_CHECK(c.num_atoms > 1 && c.num_edges > 1 && c.num_spatial > 1 && c.num_degree > 1,
+             "graphormer: embedding tables need at least 2 rows (row 0 is padding)");
+  URPE_CHECK(!c.urpe || c.max_spd >= 1, "graphormer: max_spd must be at least 1, got " << c.max_spd);
+  for (float p : {c.dropout, c.attention_dropout, c.input_dropout})
+    URPE_CHECK(p >= 0.0f && p < 1.0f, "graphormer: dropout probabilities must be in [0, 1), got " << p);
+
+  Rng rng(seed);
+  const InitSpec embedding_init{c.init_std, &rng, device};
+  const InitSpec linear_init{c.init_std / std::sqrt(static_cast<float>(c.layers)), &rng, device};
+  auto table = [&](const std::string& name, int64_t rows, int64_t cols) {
+    return params_.add(name, Tensor::normal({rows, cols}, 0.0f, embedding_init.std, rng, device));
+  };
+  const int64_t d = c.d_model, H = c.heads;
+  atom_ = table("atom_encoder.weight", c.num_atoms, d);
+  edge_ = table("edge_encoder.weight", c.num_edges, H);
+  edge_dis_ = table("edge_dis_encoder.weight", c.num_edge_dis * H * H, 1);
+  spatial_ = table("spatial_pos_encoder.weight", c.num_spatial, H);
+  in_degree_ = table("in_degree_encoder.weight", c.num_degree, d);
+  out_degree_ = table("out_degree_encoder.weight", c.num_degree, d);
+  graph_token_ = table("graph_token.weight", 1, d);
+  virtual_distance_ = table("graph_token_virtual_distance.weight", 1, H);
+  for (int64_t l = 0; l < c.layers; ++l) {
+    const std::string p = "layers." + std::to_string(l);
+    Layer layer;
+    layer.attention_norm = LayerNorm(params_, p + ".self_attention_norm", d, device);
+    layer.q = Linear(params_, p + ".self_attention.linear_q", d, d, linear_init);
+    layer.k = Linear(params_, p + ".self_attention.linear_k", d, d, linear_init);
+    layer.v = Linear(params_, p + ".self_attention.linear_v", d, d, linear_init);
+    layer.out = Linear(params_, p + ".self_attention.output_layer", d, d, linear_init);
+    layer.ffn_norm = LayerNorm(params_, p + ".ffn_norm", d, device);
+    layer.ffn = FeedForward(params_, p + ".ffn", d, c.d_ffn, linear_init, true);
+    layers_.push_back(std::move(layer));
+  }
+  final_norm_ = LayerNorm(params_, "final_ln", d, device);
+  out_proj_ = Linear(params_, "downstream_out_proj", d, 1, linear_init);
+  if (c.urpe) c_table_ = params_.add("urpe_c", Tensor::ones({H, c.max_spd + 4}, device));
+  URPE_CHECK(params_.count() == graphormer_parameter_count(c),
+             "graphormer: built " << params_.count() << " parameters, the formula says "
+                                  << graphormer_parameter_count(c));
+}
+
+// ---- batch checks ----
+
+namespace {
+
+constexpr const char* kModel = "graphormer";
+
+// Shapes and dtypes of the collated batch (the layout of data/molecule_dataset.h).
+void check_batch(const data::GraphBatch& b) {
+  check_dtype(kModel, "batch.x", b.x, DType::i32);
+  check_dim(kModel, "batch.x", b.x, 2, 2);
+  const int64_t B = b.x.size(0), n = b.x.size(1);
+  auto expect = [&](const char* name, const Tensor& t, DType dtype, const Shape& shape) {
+    check_dtype(kModel, name, t, dtype);
+    URPE_CHECK(t.shape() == shape, kModel << ": " << name << " " << t.describe() << " must have shape "
+                                          << shape_str(shape) << " to match batch.x " << b.x.describe());
+  };
+  expect("batch.in_degree", b.in_degree, DType::i32, {B, n});
+  expect("batch.spatial_pos", b.spatial_pos, DType::i32, {B, n, n});
+  check_dim(kModel, "batch.edge_input", b.edge_input, 4, 4);
+  expect("batch.edge_input", b.edge_input, DType::i32, {B, n, n, b.edge_input.size(3)});
+  expect("batch.attn_bias", b.attn_bias, DType::f32, {B, n + 1, n + 1});
+  expect("batch.num_nodes", b.num_nodes, DType::i32, {B});
+}
+
+// Every id of `t` must index its table; a grown atom vocabulary or a larger molecule than the
+// tables were sized for gets a message naming the config option instead of an embedding error.
+void check_ids(const char* name, const Tensor& t, int64_t rows, const char* option) {
+  const std::vector<int32_t> ids = t.to_vector_i32();
+  for (size_t k = 0; k < ids.size(); ++k)
+    URPE_CHECK(ids[k] >= 0 && ids[k] < rows,
+               kModel << ": " << name << " " << t.describe() << " has id " << ids[k] << " at flat index "
+                      << k << ", outside the table of " << option << " = " << rows << " rows");
+}
+
+// key_padding: i32 (B, n+1), 1 on the padded nodes (index > num_nodes[b]); the graph token never.
+Tensor key_padding_mask(const data::GraphBatch& b) {
+  const int64_t B = b.x.size(0), n1 = b.x.size(1) + 1;
+  const std::vector<int32_t> nodes = b.num_nodes.to_vector_i32();
+  std::vector<int32_t> mask(B * n1, 0);
+  for (int64_t g = 0; g < B; ++g)
+    for (int64_t j = nodes[g] + 1; j < n1; ++j) mask[g * n1 + j] = 1;
+  return Tensor::from_vector(mask, {B, n1});
+}
+
+}  // namespace
+
+// ---- forward pieces ----
+
+Tensor Graphormer::node_features(const data::GraphBatch& batch) const {
+  check_ids("batch.x", batch.x, config_.num_atoms, "num_atoms");
+  check_ids("batch.in_degree", batch.in_degree, config_.num_degree, "num_degree");
+  const int64_t B = batch.x.size(0);
+  const Tensor x = batch.x.to(device_), degree = batch.in_degree.to(device_);  // (B, n)
+  Tensor h = embedding(atom_, x);                                              // (B, n, d)
+  h = add(h, embedding(in_degree_, degree));
+  h = add(h, embedding(out_degree_, degree));  // out-degree = in-degree (undirected graphs)
+  const Tensor token = embedding(graph_token_, Tensor::zeros({B, 1}, DType::i32, device_));  // (B, 1, d)
+  return concat({token, h}, 1);  // (B, n+1, d)
+}
+
+Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch) const {
+  const int64_t B = batch.x.size(0), n = batch.x.size(1), H = config_.heads, M = B * n * n;
+  const int64_t hops_in = batch.edge_input.size(3);
+  const int64_t D = std::min<int64_t>(hops_in, config_.multi_hop_max_dist);
+
+  // Hop ids (D, M): the first D hops of edge_input (GV1 cuts at multi_hop_max_dist too), hop-major
+  // so that the lookup lands in the (D, M, H) layout of the per-hop matmul without a permute.
+  check_ids("batch.edge_input", batch.edge_input, config_.num_edges, "num_edges");
+  const std::vector<int32_t> all_hops = batch.edge_input.to_vector_i32();  // (B, n, n, hops_in)
+  std::vector<int32_t> hop_ids(D * M);
+  for (int64_t s = 0; s < D; ++s)
+    for (int64_t m = 0; m < M; ++m) hop_ids[s * M + m] = all_hops[m * hops_in + s];
+  // Divisor sp' (B, n, n, H): SPD for real pairs (spatial_pos − 1), 1 for self and padding,
+  // clamped to [0, multi_hop_max_dist]; repeated over heads so div needs no broadcast.
+  const std::vector<int32_t> spatial = batch.spatial_pos.to_vector_i32();  // (B, n, n)
+  std::vector<float> divisor(M * H);
+  for (int64_t m = 0; m < M; ++m) {
+    int64_t sp = spatial[m] == 0 ? 1 : spatial[m];
+    if (sp > 1) sp -= 1;
+    sp = std::min<int64_t>(sp, config_.multi_hop_max_dist);
+    std::fill(divisor.begin() + m * H, divisor.begin() + (m + 1) * H, static_cast<float>(sp));
+  }
+
+  const Tensor e = embedding(edge_, Tensor::from_vector(hop_ids, {D, M}).to(device_));  // (D, M, H)
+  const Tensor w = slice(reshape(edge_dis_, {config_.num_edge_dis, H, H}), 0, 0, D);  // (D, H, H)
+  const Tensor per_hop = matmul(e, w);                                             // (D, M, H)
+  const Tensor total = reshape(sum(per_hop, 0), {B, n, n, H});                     // (B, n, n, H)
+  return div(total, Tensor::from_vector(divisor, {B, n, n, H}).to(device_));
+}
+
+Tensor Graphormer::attention_bias(const data::GraphBatch& batch) const {
+  check_batch(batch);
+  const int64_t B = batch.x.size(0), n = batch.x.size(1), n1 = n + 1, H = config_.heads;
+
+  // Spatial + virtual distance in one lookup: rows [0, num_spatial) of the joint table are
+  // Spatial, row num_spatial is t. Node pairs read Spatial[min(spatial_pos, num_spatial − 1)],
+  // the graph token's row and column read t (so (0, 0) gets t once, as in GV1).
+  const int32_t virtual_row = static_cast<int32_t>(config_.num_spatial);
+  const std::vector<int32_t> spatial = batch.spatial_pos.to_vector_i32();  // (B, n, n)
+  std::vector<int32_t> ids(B * n1 * n1, virtual_row);                      // (B, n+1, n+1)
+  for (int64_t g = 0; g < B; ++g)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        ids[(g * n1 + i + 1) * n1 + j + 1] =
+            std::min<int32_t>(spatial[(g * n + i) * n + j], virtual_row - 1);
+  const Tensor joint = concat({spatial_, virtual_distance_}, 0);  // (num_spatial + 1, H)
+  Tensor bias = embedding(joint, Tensor::from_vector(ids, {B, n1, n1}).to(device_));  // (B, n+1, n+1, H)
+
+  // Multi-hop edge term on the node block: pad a zero row and column for the graph token.
+  Tensor edges = multi_hop_edge_bias(batch);  // (B, n, n, H)
+  edges = concat({Tensor::zeros({B, n, 1, H}, DType::f32, device_), edges}, 2);   // (B, n, n+1, H)
+  edges = concat({Tensor::zeros({B, 1, n1, H}, DType::f32, device_), edges}, 1);  // (B, n+1, n+1, H)
+  bias = permute(add(bias, edges), {0, 3, 1, 2});  // (B, H, n+1, n+1)
+
+  // The collated attn_bias (−∞ on padded keys and far pairs), repeated over heads.
+  const std::vector<float> base = batch.attn_bias.to_vector_f32();  // (B, n+1, n+1)
+  std::vector<float> repeated(B * H * n1 * n1);
+  for (int64_t g = 0; g < B; ++g)
+    for (int64_t h = 0; h < H; ++h)
+      std::copy(base.begin() + g * n1 * n1, base.begin() + (g + 1) * n1 * n1,
+                repeated.begin() + (g * H + h) * n1 * n1);
+  return add(bias, Tensor::from_vector(repeated, {B, H, n1, n1}).to(device_));
+}
+
+Tensor Graphormer::urpe_c_map(const data::GraphBatch& batch) const {
+  check_batch(batch);
+  const int64_t B = batch.x.size(0), n = batch.x.size(1), n1 = n + 1;
+  const int32_t max_spd = static_cast<int32_t>(config_.max_spd);
+  const std::vector<int32_t> spatial = batch.spatial_pos.to_vector_i32();  // (B, n, n)
+  std::vector<int32_t> map(B * n1 * n1, 0);                                // (B, n+1, n+1)
+  for (int64_t g = 0; g < B; ++g) {
+    int32_t* m = map.data() + g * n1 * n1;
+    m[0] = max_spd + 3;                                   // graph token itself
+    for (int64_t j = 1; j < n1; ++j) m[j] = max_spd + 1;  // graph token → node
+    for (int64_t i = 1; i < n1; ++i) {
+      m[i * n1] = max_spd + 2;                            // node → graph token
+      for (int64_t j = 1; j < n1; ++j) {
+        const int32_t sp = spatial[(g * n + i - 1) * n + j - 1];  // SPD + 1; 0 = padding
+        // Padding (sp = 0) maps to bucket 0: padded keys are masked (A = 0) and padded query
+        // rows never reach the graph token, so the value there is never used.
+        m[i * n1 + j] = sp == 0 ? 0 : std::min(sp - 1, max_spd);
+      }
+    }
+  }
+  return Tensor::from_vector(map, {B, n1, n1}).to(device_);
+}
+
+Tensor Graphormer::attention(const Layer& layer, const Tensor& x, const Tensor& bias,
+                             const UrpeAttentionParams& core, bool training, Rng* rng) const {
+  const int64_t B = x.size(0), N = x.size(1), d = config_.d_model, H = config_.heads, dh = d / H;
+  auto split_heads = [&](const Tensor& t) {  // (B, N, d) → (B, H, N, dh)
+    return permute(reshape(t, {B, N, H, dh}), {0, 2, 1, 3});
+  };
+  const Tensor q = split_heads(scale(layer.q.forward(x), 1.0f / std::sqrt(static_cast<float>(dh))));
+  const Tensor k = split_heads(layer.k.forward(x));
+  const Tensor v = split_heads(layer.v.forward(x));
+  const Tensor scores = add(matmul(q, k, false, true), bias);  // (B, H, N, N)
+  Tensor probs = urpe_attention(scores, core);                 // (B, H, N, N)
+  if (training && config_.attention_dropout > 0.0f)
+    probs = dropout(probs, config_.attention_dropout, rng->next_seed(), true);
+  const Tensor context = matmul(probs, v);  // (B, H, N, dh)
+  return layer.out.forward(reshape(permute(context, {0, 2, 1, 3}), {B, N, d}));
+}
+
+// ---- forward ----
+
+Tensor Graphormer::forward(const data::GraphBatch& batch, bool training, Rng* dropout_rng) const {
+  check_batch(batch);
+  const bool any_dropout =
+      config_.dropout > 0.0f || config_.attention_dropout > 0.0f || config_.input_dropout > 0.0f;
+  URPE_CHECK(!training || !any_dropout || dropout_rng != nullptr,
+             "graphormer: training with dropout needs a random stream");
+  auto drop = [&](const Tensor& t, float p) {
+    return (training && p > 0.0f) ? dropout(t, p, dropout_rng->next_seed(), true) : t;
+  };
+
+  const Tensor bias = attention_bias(batch);  // (B, H, n+1, n+1)
+  UrpeAttentionParams core;                   // scale 1: q is already scaled, b already added
+  core.key_padding = key_padding_mask(batch).to(device_);
+  if (config_.urpe) {
+    core.c_table = c_table_;
+    core.c_map = urpe_c_map(batch);
+  }
+
+  Tensor x = drop(node_features(batch), config_.input_dropout);  // (B, n+1, d)
+  for (const Layer& layer : layers_) {
+    const Tensor attended = attention(layer, layer.attention_norm.forward(x), bias, core, training, dropout_rng);
+    x = add(x, drop(attended, config_.dropout));
+    const Tensor transformed = layer.ffn.forward(layer.ffn_norm.forward(x), 0.0f, dropout_rng, training);
+    x = add(x, drop(transformed, config_.dropout));
+  }
+  const int64_t B = x.size(0);
+  const Tensor token = reshape(slice(final_norm_.forward(x), 1, 0, 1), {B, config_.d_model});  // (B, d)
+  return reshape(out_proj_.forward(token), {B});  // (B,)
+}
+
+Tensor Graphormer::loss(const Tensor& predictions, const data::GraphBatch& batch) const {
+  check_dtype(kModel, "batch.y", batch.y, DType::f32);
+  URPE_CHECK(batch.y.shape() == predictions.shape(),
+             kModel << ": batch.y " << batch.y.describe() << " must match the predictions "
+                    << predictions.describe());
+  return l1_loss(predictions, batch.y.to(device_));
+}
+
+}  // namespace urpe
