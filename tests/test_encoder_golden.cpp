@@ -7,6 +7,7 @@
 #include "models/encoder.h"
 #include "ops/loss.h"
 #include "ops/shape.h"
+#include "golden_util.h"
 #include "test_util.h"
 #include "train/safetensors.h"
 
@@ -14,25 +15,13 @@ using namespace urpe;
 
 namespace {
 
-// ‖a − b‖ / ‖b‖ over all elements, with an absolute floor: some gradients are exactly zero in
-// exact arithmetic (the key bias: softmax ignores a shift shared by a whole row), and float32
-// rounding leaves ~1e-9 there, which no relative bound can judge.
-double relative_error(const Tensor& a, const Tensor& b) {
-  const std::vector<float> x = a.to_vector_f32(), y = b.to_vector_f32();
-  REQUIRE(x.size() == y.size());
-  double diff = 0, norm = 0;
-  for (size_t k = 0; k < x.size(); ++k) {
-    diff += (static_cast<double>(x[k]) - y[k]) * (static_cast<double>(x[k]) - y[k]);
-    norm += static_cast<double>(y[k]) * y[k];
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-3);
-}
+using test::meta_int;
+using test::relative_error;
 
-int64_t meta_int(const TensorFile& f, const std::string& key) { return std::stoll(f.meta(key)); }
 
 void check_fixture(const std::string& name) {
   const TensorFile f =
-      load_safetensors(std::string(URPE_SOURCE_DIR) + "/tests/fixtures/encoder_" + name + ".safetensors");
+      load_safetensors(test::fixture_path("encoder_" + name + ".safetensors"));
   EncoderConfig c;
   c.vocab = meta_int(f, "vocab");
   c.seq_len = meta_int(f, "seq_len");

@@ -14,6 +14,7 @@
 #include "data/smiles.h"
 #include "models/graphormer.h"
 #include "ops/shape.h"
+#include "golden_util.h"
 #include "test_util.h"
 #include "train/safetensors.h"
 
@@ -21,24 +22,11 @@ using namespace urpe;
 
 namespace {
 
-// ‖a − b‖ / ‖b‖ with an absolute floor, as in test_encoder_golden.cpp: embedding rows that no
-// input uses have exactly zero gradient, which no relative bound can judge.
-double relative_error(const Tensor& a, const Tensor& b) {
-  const std::vector<float> x = a.to_vector_f32(), y = b.to_vector_f32();
-  REQUIRE(x.size() == y.size());
-  double diff = 0, norm = 0;
-  for (size_t k = 0; k < x.size(); ++k) {
-    diff += (static_cast<double>(x[k]) - y[k]) * (static_cast<double>(x[k]) - y[k]);
-    norm += static_cast<double>(y[k]) * y[k];
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-3);
-}
+using test::meta_int;
+using test::relative_error;
+std::string fixture_path(const std::string& name) { return test::fixture_path("graphormer_" + name + ".safetensors"); }
 
-std::string fixture_path(const std::string& name) {
-  return std::string(URPE_SOURCE_DIR) + "/tests/fixtures/graphormer_" + name + ".safetensors";
-}
 
-int64_t meta_int(const TensorFile& f, const std::string& key) { return std::stoll(f.meta(key)); }
 
 GraphormerConfig fixture_config(const TensorFile& f) {
   GraphormerConfig c;

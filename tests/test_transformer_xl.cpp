@@ -10,6 +10,7 @@
 #include "ops/elementwise.h"
 #include "ops/relative_shift.h"
 #include "ops/shape.h"
+#include "golden_util.h"
 #include "test_util.h"
 #include "train/safetensors.h"
 
@@ -34,16 +35,6 @@ TransformerXLConfig tiny_config(bool urpe_variant = false) {
   return c;
 }
 
-double relative_error(const Tensor& a, const Tensor& b) {
-  const std::vector<float> x = a.to_vector_f32(), y = b.to_vector_f32();
-  REQUIRE(x.size() == y.size());
-  double diff = 0, norm = 0;
-  for (size_t k = 0; k < x.size(); ++k) {
-    diff += (static_cast<double>(x[k]) - y[k]) * (static_cast<double>(x[k]) - y[k]);
-    norm += static_cast<double>(y[k]) * y[k];
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
-}
 
 // logits (qlen, B, V) of one (query position, batch item): (V,)
 std::vector<float> logits_at(const Tensor& logits, int64_t i, int64_t b) {
@@ -355,11 +346,12 @@ TEST_CASE("configuration errors name the problem") {
 
 namespace {
 
-int64_t meta_int(const TensorFile& f, const std::string& key) { return std::stoll(f.meta(key)); }
+using test::meta_int;
+using test::relative_error;
 
 void check_fixture(const std::string& name) {
   const TensorFile f =
-      load_safetensors(std::string(URPE_SOURCE_DIR) + "/tests/fixtures/txl_" + name + ".safetensors");
+      load_safetensors(test::fixture_path("txl_" + name + ".safetensors"));
   TransformerXLConfig c;
   c.vocab = meta_int(f, "vocab");
   c.layers = meta_int(f, "layers");
