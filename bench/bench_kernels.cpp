@@ -1,4 +1,5 @@
-// The kernel table of `urpe bench kernels`: machine header, reference rows (device copy, a large
+// `urpe bench` dispatch, the shared harness, and the CPU kernel table of `urpe bench kernels`
+// (the CUDA table is bench_kernels_cuda.cpp): machine header, reference rows (copy, a large
 // sgemm), the attention GEMMs, then the URPE attention core at a few sizes, with its plain-softmax
 // mode (no B, C ≡ 1) beside it. Kernels are called through URPE_DISPATCH on preallocated outputs,
 // so rows time the kernel, not allocation; one row per size also times the public op
@@ -62,6 +63,37 @@ Timing measure(const std::function<void()>& fn, const Device& device, int repeat
   return t;
 }
 
+// ---- text helpers (shared with the CUDA table) ----
+
+// Left-justifies UTF-8 text in `width` columns (printf's %-Ns counts bytes, not characters).
+std::string pad(const std::string& text, size_t width) {
+  size_t chars = 0;
+  for (unsigned char c : text) chars += (c & 0xC0) != 0x80;  // count lead bytes only
+  return text + std::string(chars < width ? width - chars : 1, ' ');
+}
+
+std::string dims(std::initializer_list<int64_t> sizes, const char* sep) {
+  std::string s;
+  for (int64_t v : sizes) s += (s.empty() ? "" : sep) + std::to_string(v);
+  return s;
+}
+
+// ---- device checks ----
+
+void require_cuda_device(const std::string& what, const std::string& device_text) {
+  const bool names_cuda = device_text == "cuda" || device_text.rfind("cuda:", 0) == 0;
+  if (!names_cuda) return;
+  URPE_CHECK(cuda::built_with_cuda(),
+             what << " --device " << device_text
+                  << ": this urpe build has no CUDA backend (built without CUDA); rebuild with "
+                     "'make build BUILD=build-cuda URPE_CUDA=ON' on a machine with nvcc, or use "
+                     "--device cpu");
+  URPE_CHECK(cuda::device_count() > 0,
+             what << " --device " << device_text
+                  << ": no CUDA device is visible (no GPU, or no NVIDIA driver); run it on a GPU "
+                     "machine, or use --device cpu");
+}
+
 namespace {
 
 // ---- machine description ----
@@ -112,13 +144,6 @@ struct Row {
   double percent = 0;   // of the reference for that unit
 };
 
-// Left-justifies UTF-8 text in `width` columns (printf's %-Ns counts bytes, not characters).
-std::string pad(const std::string& text, size_t width) {
-  size_t chars = 0;
-  for (unsigned char c : text) chars += (c & 0xC0) != 0x80;  // count lead bytes only
-  return text + std::string(chars < width ? width - chars : 1, ' ');
-}
-
 constexpr size_t kKernelWidth = 37, kShapeWidth = 28;
 
 void print_header() {
@@ -135,12 +160,6 @@ void print_row(const Row& r) {
               pad(r.shape, kShapeWidth).c_str(), r.t.median_ms, r.t.min_ms, r.t.runs, rate,
               r.percent, noisy ? " *" : "");
   std::fflush(stdout);
-}
-
-std::string dims(std::initializer_list<int64_t> sizes, const char* sep = "×") {
-  std::string s;
-  for (int64_t v : sizes) s += (s.empty() ? "" : sep) + std::to_string(v);
-  return s;
 }
 
 struct Bench {
@@ -244,9 +263,14 @@ struct Bench {
 };
 
 int bench_kernels(const cli::Args& args) {
-  const Device device = parse_device(args.get("device", "cpu"));
+  const std::string device_text = args.get("device", "cpu");
   const long repeats = args.get_int("repeats", 50);
   URPE_CHECK(repeats >= 1, "option --repeats: expected a count ≥ 1, got " << repeats);
+  require_cuda_device("bench kernels", device_text);
+  const Device device = parse_device(device_text);
+  if (device.is_cuda()) return bench_kernels_cuda(device, static_cast<int>(repeats), args.has("tf32"));
+  URPE_CHECK(!args.has("tf32"), "option --tf32: TF32 is a mode of the GPU's tensor cores; use it "
+                                "with --device cuda");
   Bench bench{device, static_cast<int>(repeats)};
   const auto start = std::chrono::steady_clock::now();
   print_machine(device, bench.repeats);
@@ -274,6 +298,10 @@ int run_bench_command(const cli::Args& args) {
   if (what == "step") {
     StepBenchOptions options;
     options.device = args.get("device", "cpu");
+    options.tf32 = args.has("tf32");
+    require_cuda_device("bench step", options.device);
+    URPE_CHECK(!options.tf32 || options.device != "cpu",
+               "option --tf32: TF32 is a mode of the GPU's tensor cores; use it with --device cuda");
     if (args.has("repeats")) options.steps = static_cast<int>(args.get_int("repeats", 20));
     URPE_CHECK(options.steps > 0, "bench step: --repeats must be positive");
     run_step_benchmark(options);

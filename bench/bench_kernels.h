@@ -1,13 +1,20 @@
-// Kernel micro-benchmarks (`urpe bench kernels [--device cpu|cuda] [--repeats N]`): one harness
-// that times any op on any device, and the table of the kernels that bound a URPE training step
-// (GEMMs, the URPE attention core forward and backward, and the same core as a plain softmax).
+// Kernel micro-benchmarks (`urpe bench kernels [--device cpu|cuda] [--repeats N] [--tf32]`): the
+// table of the kernels that bound a URPE training step (GEMMs, the URPE attention core forward and
+// backward, and the same core as a plain softmax), on either device.
 //
-// Each row: warm-up runs, then timed runs (up to --repeats, fewer when a row would exceed its time
-// budget), the median and the minimum, and a rate: GFLOP/s for GEMMs, GB/s of the minimal memory
-// traffic for the rest, both also as a % of a reference *measured in the same run* (a 1024³ sgemm
-// and a 64 MiB device copy), never a datasheet number.
+// CPU (this file's harness, measure()): warm-up runs, then timed runs (up to --repeats, fewer when
+// a row would exceed its time budget), the median and the minimum, and a rate: GFLOP/s for GEMMs,
+// GB/s of the minimal memory traffic for the rest, both also as a % of a reference *measured in
+// the same run* (a 1024³ sgemm and a 64 MiB copy), never a datasheet number.
+// CUDA (bench_kernels_cuda.cpp, timed by cuda_peaks.h): CUDA events, an L2 flush before every
+// run, median of --repeats (default 50) runs, at the sizes of the paper's Table 5, against the copy
+// bandwidth and cuBLAS sgemm rate measured at start on the same device.
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <initializer_list>
+#include <string>
 
 #include "tensor/device.h"
 #include "train/cli.h"
@@ -26,7 +33,20 @@ struct Timing {
 Timing measure(const std::function<void()>& fn, const Device& device, int repeats,
                int warmup = 2, double budget_s = 1.0);
 
-// The `urpe bench` handler: "kernels" prints the table; "step" is not built yet (exit code 3).
+// The `urpe bench` handler: "kernels" prints the kernel table, "step" times a training step.
 int run_bench_command(const cli::Args& args);
+
+// Checks that `device_text` ("cuda" or "cuda:N") can be used by `what` (e.g. "bench kernels")
+// before any work starts: one clear error when the build has no CUDA backend ("built without
+// CUDA") or when no GPU is visible ("no CUDA device"). Other spellings are left to parse_device.
+void require_cuda_device(const std::string& what, const std::string& device_text);
+
+// `urpe bench kernels --device cuda[:N]` (bench_kernels_cuda.cpp): measured peaks, then every
+// row; `runs` timed runs per row; tf32 turns on the context's TF32 tensor-core GEMMs.
+int bench_kernels_cuda(const Device& device, int runs, bool tf32);
+
+// Text helpers shared by the CPU and CUDA tables.
+std::string pad(const std::string& text, size_t width);  // UTF-8 aware left-justify
+std::string dims(std::initializer_list<int64_t> sizes, const char* sep = "×");
 
 }  // namespace urpe::bench

@@ -31,6 +31,7 @@ static std::string cpu_model() {
 
 double run_step_benchmark(const StepBenchOptions& options) {
   const Device device = parse_device(options.device);
+  if (device.is_cuda()) cuda::set_tf32(device.context(), options.tf32);
   EncoderConfig c;
   c.seq_len = 128;
   c.vocab = 100;
@@ -69,6 +70,9 @@ double run_step_benchmark(const StepBenchOptions& options) {
   threads = omp_get_max_threads();
 #endif
   std::printf("urpe %s, %s, %d threads\n", device.is_cpu() ? "cpu" : "cuda", cpu_model().c_str(), threads);
+  if (device.is_cuda())
+    std::printf("GPU: %s, TF32 tensor-core GEMMs %s\n", cuda::device_name(device.context()).c_str(),
+                options.tf32 ? "on (--tf32)" : "off (full FP32)");
   std::printf("bench config: n=%lld d=%lld heads=%lld layers=%lld d_ff=%lld batch=%lld pe=urpe; "
               "%d timed steps after %d warm-up\n",
               static_cast<long long>(c.seq_len), static_cast<long long>(c.d_model),

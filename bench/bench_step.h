@@ -11,6 +11,7 @@ struct StepBenchOptions {
   std::string device = "cpu";
   int warmup = 5;
   int steps = 20;
+  bool tf32 = false;  // TF32 tensor-core GEMMs (CUDA only)
 };
 
 // Prints the configuration, the machine and `median X ms per step`; returns the median in ms.

@@ -69,6 +69,23 @@ CudaTiming time_cuda(cuda::Context* context, const std::function<void()>& fn, in
   return t;
 }
 
+void fill_by_tiling(const Tensor& dst, const Tensor& tile, int64_t shift) {
+  URPE_CHECK(dst.device().is_cuda() && tile.device().is_cuda() && dst.dtype() == DType::f32 &&
+                 tile.dtype() == DType::f32 && tile.numel() > 0,
+             "fill_by_tiling: needs f32 CUDA tensors and a non-empty tile, got " << dst.describe()
+                                                                                 << " and " << tile.describe());
+  cuda::Context* context = dst.device().context();
+  const int64_t n = dst.numel(), period = tile.numel();
+  int64_t done = 0, from = ((shift % period) + period) % period;
+  while (done < n) {
+    const int64_t count = std::min(n - done, period - from);
+    cuda::copy_device_to_device(context, dst.f32() + done, tile.f32() + from,
+                                static_cast<size_t>(count) * sizeof(float));
+    done += count;
+    from = 0;
+  }
+}
+
 double measure_copy_bandwidth_gbs(cuda::Context* context, size_t bytes) {
   URPE_CHECK(context != nullptr && bytes >= 4, "measure_copy_bandwidth_gbs: bad arguments");
   context->activate();
@@ -91,8 +108,10 @@ double measure_sgemm_tflops(cuda::Context* context, int n, bool tf32) {
   std::shared_ptr<cuda::Context> keep(std::shared_ptr<cuda::Context>(), context);  // non-owning
   const Device device = Device::cuda(keep);
   Rng rng(20221128);
-  const Tensor a = Tensor::uniform({n, n}, -1.0f, 1.0f, rng, device);
-  const Tensor b = Tensor::uniform({n, n}, -1.0f, 1.0f, rng, device);
+  const Tensor tile = Tensor::uniform({kTimingTile}, -1.0f, 1.0f, rng, device);
+  const Tensor a = Tensor::empty({n, n}, DType::f32, device), b = Tensor::empty({n, n}, DType::f32, device);
+  fill_by_tiling(a, tile, 0);
+  fill_by_tiling(b, tile, kTimingTile / 2);
   Tensor c = Tensor::empty({n, n}, DType::f32, device);
   kernels::GemmArgs g;
   g.m = g.n = g.k = n;
@@ -134,6 +153,7 @@ CudaTiming time_cuda(cuda::Context*, const std::function<void()>&, int, int, boo
 double measure_copy_bandwidth_gbs(cuda::Context*, size_t) { no_cuda("measure_copy_bandwidth_gbs"); }
 double measure_sgemm_tflops(cuda::Context*, int, bool) { no_cuda("measure_sgemm_tflops"); }
 DevicePeaks measure_device_peaks(cuda::Context*) { no_cuda("measure_device_peaks"); }
+void fill_by_tiling(const Tensor&, const Tensor&, int64_t) { no_cuda("fill_by_tiling"); }
 
 #endif
 

@@ -5,15 +5,17 @@
 //   time_cuda:         CUDA events on the context's stream around each run, an L2 flush before
 //                      each run (outside the timed region), warm-up runs first, median of N.
 //   copy bandwidth:    a large device-to-device copy; bytes read + bytes written per second.
-//   sgemm TFLOP/s:     urpe's own cuBLAS GEMM path (kernels::gemm_cuda) on random n×n inputs,
-//                      full float32 and, separately, TF32 tensor cores.
+//   sgemm TFLOP/s:     urpe's own cuBLAS GEMM path (kernels::gemm_cuda) on random n×n inputs
+//                      (fill_by_tiling), full float32 and, separately, TF32 tensor cores.
 // Host-only C++ (no CUDA headers here), so CPU-only builds compile callers too; there every
 // function throws "this urpe build has no CUDA backend".
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <string>
 
 #include "tensor/cuda_backend.h"
+#include "tensor/tensor.h"
 
 namespace urpe::bench {
 
@@ -32,6 +34,14 @@ double measure_copy_bandwidth_gbs(cuda::Context* context, size_t bytes = size_t(
 
 // TFLOP/s (2·n³ per product) of an n×n×n float32 GEMM through urpe's cuBLAS path.
 double measure_sgemm_tflops(cuda::Context* context, int n = 8192, bool tf32 = false);
+
+// Random inputs for timing without drawing gigabytes on the host: fills the f32 CUDA tensor dst
+// with `tile` (an f32 CUDA tensor of uniforms drawn once) repeated end to end, starting at tile
+// element `shift` and wrapping, by device-to-device copies on dst's stream. With a tile of prime
+// length the repeats never line up with rows. Timing needs non-zero, irregular values (never
+// zeros, METHOD.md); checking results on fresh random inputs is the parity suite's job.
+void fill_by_tiling(const Tensor& dst, const Tensor& tile, int64_t shift);
+constexpr int64_t kTimingTile = 1048573;  // a prime just under 2^20: 4 MiB of f32
 
 struct DevicePeaks {
   std::string device;        // e.g. "NVIDIA H100 80GB HBM3 (cuda:0)"

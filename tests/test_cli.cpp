@@ -9,6 +9,7 @@
 #include <string>
 
 #include "doctest/doctest.h"
+#include "tensor/cuda_backend.h"
 
 namespace {
 
@@ -17,7 +18,7 @@ struct Result {
   std::string output;  // stdout and stderr together
 };
 
-Result urpe(const std::string& arguments) {
+Result run_urpe(const std::string& arguments) {
   const std::string command = std::string(URPE_BINARY) + " " + arguments + " 2>&1";
   Result r;
   FILE* pipe = popen(command.c_str(), "r");
@@ -56,10 +57,10 @@ void check_one_line_error(const Result& r, const std::string& expected) {
 }  // namespace
 
 TEST_CASE("help lists every subcommand and every train key") {
-  const Result r = urpe("--help");
+  const Result r = run_urpe("--help");
   CHECK(r.code == 0);
   for (const char* cmd : {"demo", "train", "eval", "repro", "plot", "bench"}) CHECK(r.output.find(cmd) != std::string::npos);
-  const Result t = urpe("train --help");
+  const Result t = run_urpe("train --help");
   CHECK(t.code == 0);
   for (const char* key : {"task", "pe", "rpe_kind", "urpe_kind", "seq_len", "vocab", "layers", "d_model", "heads",
                           "d_ff", "dropout", "init_std", "batch", "steps", "lr", "warmup", "weight_decay", "clip",
@@ -71,29 +72,47 @@ TEST_CASE("help lists every subcommand and every train key") {
 
 TEST_CASE("bad input: one line, non-zero exit, names what was wrong") {
   const std::string out = temp_dir("bad");
-  check_one_line_error(urpe("train --bogus"), "unknown option --bogus");
-  check_one_line_error(urpe("train --bogus"), "urpe train --help");
-  check_one_line_error(urpe("frobnicate"), "urpe --help");
-  check_one_line_error(urpe("train --out " + out + " --set lr_rate=0.1"), "did you mean 'lr'");
-  check_one_line_error(urpe("train --out " + out + " --set steps=abc"), "steps");
-  check_one_line_error(urpe("train --out " + out + " --set seq_len=1"), "seq_len must be > 1");
-  check_one_line_error(urpe("train --out " + out + " --set heads=5"), "must divide d_model");
-  check_one_line_error(urpe("train --out " + out + " --config /nonexistent.cfg"), "/nonexistent.cfg");
-  check_one_line_error(urpe("eval --run /nonexistent_run_dir"), "does not exist");
-  check_one_line_error(urpe("train --out " + out + " --set device=tpu"), "device");
-  check_one_line_error(urpe("train --set steps=3"), "--out");
+  check_one_line_error(run_urpe("train --bogus"), "unknown option --bogus");
+  check_one_line_error(run_urpe("train --bogus"), "urpe train --help");
+  check_one_line_error(run_urpe("frobnicate"), "urpe --help");
+  check_one_line_error(run_urpe("train --out " + out + " --set lr_rate=0.1"), "did you mean 'lr'");
+  check_one_line_error(run_urpe("train --out " + out + " --set steps=abc"), "steps");
+  check_one_line_error(run_urpe("train --out " + out + " --set seq_len=1"), "seq_len must be > 1");
+  check_one_line_error(run_urpe("train --out " + out + " --set heads=5"), "must divide d_model");
+  check_one_line_error(run_urpe("train --out " + out + " --config /nonexistent.cfg"), "/nonexistent.cfg");
+  check_one_line_error(run_urpe("eval --run /nonexistent_run_dir"), "does not exist");
+  check_one_line_error(run_urpe("train --out " + out + " --set device=tpu"), "device");
+  check_one_line_error(run_urpe("train --set steps=3"), "--out");
+}
+
+TEST_CASE("bench --device cuda without a usable GPU: one clear line, before any work") {
+  check_one_line_error(run_urpe("bench kernels --tf32"), "option --tf32");
+  check_one_line_error(run_urpe("bench step --device cpu --tf32"), "option --tf32");
+  check_one_line_error(run_urpe("bench kernels --device gpu"), "expected cpu, cuda or cuda:N");
+  if (urpe::cuda::built_with_cuda() && urpe::cuda::device_count() > 0) {
+    MESSAGE("a CUDA device is visible: the no-GPU errors cannot be exercised here");
+    return;
+  }
+  const char* expected = urpe::cuda::built_with_cuda() ? "no CUDA device" : "built without CUDA";
+  for (const char* command : {"bench kernels --device cuda", "bench kernels --device cuda:1 --tf32",
+                              "bench step --device cuda"}) {
+    INFO(command);
+    const Result r = run_urpe(command);
+    check_one_line_error(r, expected);
+    CHECK(r.output.find(std::string(command).substr(0, 12)) != std::string::npos);  // names the command
+  }
 }
 
 TEST_CASE("train → eval → plot on a tiny config, and a truncated checkpoint is refused") {
   const std::string dir = temp_dir("run");
-  const Result train = urpe("train --out " + dir + " " + kTiny);
+  const Result train = run_urpe("train --out " + dir + " " + kTiny);
   INFO(train.output);
   REQUIRE(train.code == 0);
   CHECK(train.output.find("valid accuracy") != std::string::npos);
-  const Result eval = urpe("eval --run " + dir);
+  const Result eval = run_urpe("eval --run " + dir);
   CHECK(eval.code == 0);
   CHECK(eval.output.find("valid accuracy") != std::string::npos);
-  const Result plot = urpe("plot --run " + dir);
+  const Result plot = run_urpe("plot --run " + dir);
   CHECK(plot.code == 0);
   CHECK(plot.output.find("curves.png") != std::string::npos);
 
@@ -104,7 +123,7 @@ TEST_CASE("train → eval → plot on a tiny config, and a truncated checkpoint 
   in.close();
   REQUIRE(bytes.size() > 100);
   std::ofstream(checkpoint, std::ios::binary | std::ios::trunc).write(bytes.data(), bytes.size() / 2);
-  check_one_line_error(urpe("eval --run " + dir), "model.safetensors");
+  check_one_line_error(run_urpe("eval --run " + dir), "model.safetensors");
 }
 
 TEST_CASE("Ctrl-C saves a checkpoint and --resume finishes the run") {
@@ -118,6 +137,6 @@ TEST_CASE("Ctrl-C saves a checkpoint and --resume finishes the run") {
   CHECK(WEXITSTATUS(status) == 130);
   std::ifstream checkpoint(dir + "/model.safetensors");
   CHECK(checkpoint.good());
-  const Result resume = urpe("train --resume " + dir + " --quiet --set steps=3");
+  const Result resume = run_urpe("train --resume " + dir + " --quiet --set steps=3");
   CHECK(resume.code != 0);  // a resumed run keeps its stored config
 }

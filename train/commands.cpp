@@ -49,12 +49,16 @@ std::vector<CommandSpec> command_table() {
                    {{"run", "DIR", "", "run directory"}},
                    run_plot, "", ""});
 
-  table.push_back({"bench", "bench kernels|step [--device cpu|cuda]",
+  table.push_back({"bench", "bench kernels|step [--device cpu|cuda] [--tf32]",
                    "time the kernels or a training step",
                    {{"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
-                    {"repeats", "N", "50", "timed runs per measurement (the median is reported)"}},
+                    {"repeats", "N", "50", "timed runs per measurement (the median is reported)"},
+                    {"tf32", "", "off", "TF32 tensor-core GEMMs (CUDA only)"}},
                    bench::run_bench_command, "",
                    "'bench kernels' times each kernel beside its references (copy bandwidth, sgemm);\n"
+                   "with --device cuda: CUDA events, L2 flushed before every run, median of --repeats\n"
+                   "runs, at the paper's Table 5 sizes (batch 32, 12 heads, head dim 64, N = 128/256/512),\n"
+                   "each row as a % of the copy bandwidth and sgemm rate measured at start on the device.\n"
                    "'bench step' times a full training step of the URPE encoder (n=128, d=128, 4 heads,\n"
                    "2 layers, d_ff 512, batch 32); --repeats sets its timed steps (default 20).\n"});
   return table;

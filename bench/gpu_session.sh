@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The first calls on a lent GPU machine (bench/cuda_notes.md), one step per call so each fits the
+# device tool's 10-minute limit:
+#   bench/gpu_session.sh build      configure + build the CUDA tree (cmake directly: the machine
+#                                   has no package registry, so `make deps` could not install)
+#   bench/gpu_session.sh parity     the CUDA-vs-CPU parity suite twice (bit-identical table
+#                                   gradients between runs), then every ctest suite
+#   bench/gpu_session.sh sanitize   compute-sanitizer memcheck, racecheck, initcheck, synccheck
+#   bench/gpu_session.sh bench      urpe bench kernels --device cuda, FP32 then --tf32
+#   bench/gpu_session.sh ncu        Nsight Compute on the URPE core kernels of the bench
+# Logs go to $OUT (the folder the device tool brings back) or ./gpu_logs; the last lines of each
+# step are printed so the tool's reply carries them.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build-cuda}
+mkdir -p "${OUT:-gpu_logs}"
+LOGS=$(cd "${OUT:-gpu_logs}" && pwd)
+
+step() {  # step NAME COMMAND...: runs COMMAND, log in $LOGS/NAME.log, prints its tail
+  local name=$1
+  shift
+  echo "== $name: $*"
+  "$@" >"$LOGS/$name.log" 2>&1
+  local rc=$?
+  tail -n 25 "$LOGS/$name.log"
+  echo "== $name: exit $rc"
+  return $rc
+}
+
+case "${1:-}" in
+  build)
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee "$LOGS/gpu.txt"
+    step configure cmake -S . -B "$BUILD" -DURPE_CUDA=ON -DCMAKE_BUILD_TYPE=Release &&
+      step build cmake --build "$BUILD" -j "$(nproc)"
+    ;;
+  parity)
+    step parity1 "./$BUILD/test_cuda_parity"
+    step parity2 "./$BUILD/test_cuda_parity"
+    (cd "$BUILD" && step ctest ctest --output-on-failure -j 4)
+    ;;
+  sanitize)
+    for tool in memcheck racecheck initcheck synccheck; do
+      step "sanitizer_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 "./$BUILD/test_cuda_parity"
+    done
+    ;;
+  bench)
+    step bench_fp32 "./$BUILD/urpe" bench kernels --device cuda
+    step bench_tf32 "./$BUILD/urpe" bench kernels --device cuda --tf32
+    ;;
+  ncu)
+    # Launches of urpe_attention_forward_kernel in the bench, --repeats 1 (5 warm-up + 1 timed
+    # run per row): per N, the softmax-mode row, the Toeplitz row and the public op row, 6 each,
+    # so launch 47 (counting from 0) is the timed Toeplitz forward at N = 512.
+    step ncu_fwd ncu --clock-control none --set full -k regex:urpe_attention_forward_kernel \
+      --launch-skip 47 --launch-count 1 -o "$LOGS/urpe_core_fwd" -f \
+      "./$BUILD/urpe" bench kernels --device cuda --repeats 1
+    step ncu_fwd_summary ncu --import "$LOGS/urpe_core_fwd.ncu-rep" --page details
+    ;;
+  *)
+    echo "usage: bench/gpu_session.sh build|parity|sanitize|bench|ncu" >&2
+    exit 2
+    ;;
+esac
