@@ -35,6 +35,8 @@ int run_train(const Args& args) {
   TrainOptions options;
   options.resume = resume;
   options.quiet = args.has("quiet");
+  options.profile_steps = args.get("profile-steps");
+  options.tf32 = args.has("tf32");
   const TrainOutcome outcome = train_encoder(config, out, options);
   std::printf("%s: %s %s, valid accuracy %.2f%% (loss %.4f) after %lld steps, %lld parameters, %.1f s\n",
               out.c_str(), outcome.result.task.c_str(), outcome.result.pe.c_str(),

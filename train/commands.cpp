@@ -25,6 +25,8 @@ std::vector<CommandSpec> command_table() {
                     {"set", "KEY=VALUE", "", "override one config key (repeatable)"},
                     {"out", "DIR", "", "run directory (config, metrics, checkpoint, plots)"},
                     {"resume", "DIR", "", "continue a run from its checkpoint"},
+                    {"profile-steps", "A:B", "", "wrap training steps A..B in cudaProfilerStart/Stop (for nsys/ncu --profile-from-start off)"},
+                    {"tf32", "", "", "allow TF32 tensor-core GEMMs on CUDA (off by default: full fp32)"},
                     {"quiet", "", "", "no progress output"}},
                    run_train, "", run_config_help()});
 

@@ -10,6 +10,8 @@
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "train/checkpoint.h"
+#include "tensor/cuda_backend.h"
+#include "train/profiling.h"
 #include "train/progress.h"
 #include "train/run_config.h"
 #include "train/run_plots.h"
@@ -122,6 +124,11 @@ TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, 
              "config: steps, batch, eval_every and valid_size must be positive");
   const SyntheticTask task = task_from_config(config);
   const Device device = parse_device(config.get_string("device"));
+  URPE_CHECK(!options.tf32 || device.is_cuda(), "--tf32 needs a CUDA device (config device is '"
+                                                    << config.get_string("device") << "')");
+  if (options.tf32) cuda::set_tf32(device.context(), true);
+  ProfileWindow profile = options.profile_steps.empty() ? ProfileWindow() : ProfileWindow::parse(options.profile_steps);
+  profile.check_within(steps);
   TransformerEncoder model(encoder_config_from(config), seed, device);
 
   AdamConfig adam_config;
@@ -158,6 +165,7 @@ TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, 
 
   for (int64_t step = progress.step + 1; step <= steps; ++step) {
     const auto step_start = std::chrono::steady_clock::now();
+    profile.before_step(step);
     const SyntheticBatch data = task.sample(batch, progress.data_rng, device);
     const Tensor logits = model.forward(data.tokens, true, &progress.dropout_rng);
     const Tensor loss = flat_loss(logits, data.targets);
@@ -165,6 +173,7 @@ TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, 
     loss.backward();
     const float lr = schedule.at(step);
     optimizer.step(lr);
+    profile.after_step(step);
     const double loss_value = loss.item();
     URPE_CHECK(std::isfinite(loss_value), "training diverged at step " << step << " (loss " << loss_value
                                               << "); try a smaller lr or clip > 0");
