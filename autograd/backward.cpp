@@ -35,14 +35,26 @@ Tensor record(Tensor output, const char* op, std::vector<Tensor> inputs, Backwar
 }
 
 // total += g (both f32, same shape and device); `total` may be undefined (first contribution).
-static void accumulate(std::shared_ptr<TensorImpl>& total, const Tensor& g, const Tensor& like,
+// g is taken by value: when the caller hands over the only reference to g and to its storage
+// (no view, no saved tensor, no other gradient shares it), the first contribution adopts g's
+// buffer instead of copying it. Otherwise it is copied, since later contributions are added
+// in place and must not write into memory something else still reads.
+static void accumulate(std::shared_ptr<TensorImpl>& total, Tensor g, const Tensor& like,
                        const std::string& op) {
   URPE_CHECK(g.shape() == like.shape(), "backward of '" << op << "' returned a gradient "
                                             << shape_str(g.shape()) << " for an input "
                                             << like.describe());
   if (!total) {
-    // Copy rather than alias: later contributions are added in place.
-    total = g.clone().impl_ptr();
+    const bool exclusive = g.impl_ptr().use_count() == 1 && g.impl().storage.use_count() == 1;
+    if (exclusive) {  // a fresh impl: g's own autograd state (if any) is not carried over
+      auto owned = std::make_shared<TensorImpl>();
+      owned->storage = std::move(g.impl().storage);
+      owned->shape = g.shape();
+      owned->dtype = g.dtype();
+      total = std::move(owned);
+    } else {
+      total = g.clone().impl_ptr();
+    }
     return;
   }
   Tensor t(total);
@@ -97,18 +109,23 @@ void Tensor::backward(const Tensor& gradient) const {
     Node* node = *it;
     auto found = grads.find(node);
     if (found == grads.end()) continue;  // no gradient reached this node
-    const Tensor grad_out(found->second);
-    std::vector<Tensor> input_grads = node->backward(grad_out);
-    grads.erase(found);  // free as we go
+    std::vector<Tensor> input_grads;
+    {
+      // Free as we go; grad_out's scope ends before accumulation, so a gradient that is a view
+      // of it (reshape's backward) is then its only owner and can be adopted without a copy.
+      const Tensor grad_out(std::move(found->second));
+      grads.erase(found);
+      input_grads = node->backward(grad_out);
+    }
     URPE_CHECK(input_grads.size() == node->inputs.size(),
                "backward of '" << node->op << "' returned " << input_grads.size()
                                << " gradients for " << node->inputs.size() << " inputs");
     for (size_t k = 0; k < input_grads.size(); ++k) {
       const Tensor& in = node->inputs[k];
-      const Tensor& g = input_grads[k];
+      Tensor& g = input_grads[k];
       if (!in.defined() || !in.requires_grad() || !g.defined()) continue;
-      if (in.grad_fn()) autograd::accumulate(grads[in.grad_fn().get()], g, in, node->op);
-      else autograd::accumulate(in.impl().grad, g, in, node->op);
+      if (in.grad_fn()) autograd::accumulate(grads[in.grad_fn().get()], std::move(g), in, node->op);
+      else autograd::accumulate(in.impl().grad, std::move(g), in, node->op);
     }
   }
 }

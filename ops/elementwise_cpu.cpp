@@ -1,4 +1,5 @@
 // CPU reference kernels for elementwise arithmetic (see elementwise.h for the maths).
+#include <algorithm>
 #include <vector>
 
 #include "ops/elementwise.h"
@@ -7,14 +8,43 @@ namespace urpe::kernels {
 
 // ---- forward ----
 
+// Broadcasting (elementwise.h): one operand has the output's n elements, the other either n too
+// or a trailing-dims suffix of `inner` elements that repeats n / inner times. Element k of the
+// output is f(a[k % na], b[k % nb]); writing k = o·inner + i turns both indices into either k or
+// i, so the loops below need no per-element modulo.
+struct Repeats {
+  int64_t outer, inner;    // n = outer·inner; the smaller operand has `inner` elements
+  int64_t a_step, b_step;  // how far an operand advances per outer step: inner, or 0 if it repeats
+};
+
+static Repeats repeats_of(int64_t n, int64_t na, int64_t nb) {
+  const int64_t inner = std::min(na, nb);
+  if (inner == 0) return {0, 0, 0, 0};
+  return {n / inner, inner, na == n ? inner : 0, nb == n ? inner : 0};
+}
+
+constexpr int64_t kParallelElements = 32768;  // below this, OpenMP start-up costs more than it saves
+
 template <typename F>
 static void binary_loop(const Tensor& a, const Tensor& b, Tensor& out, F f) {
   const float* pa = a.f32();
   const float* pb = b.f32();
   float* po = out.f32();
-  const int64_t n = out.numel(), na = a.numel(), nb = b.numel();
-#pragma omp parallel for if (n > 32768)
-  for (int64_t k = 0; k < n; ++k) po[k] = f(pa[k % na], pb[k % nb]);
+  const int64_t n = out.numel();
+  const Repeats r = repeats_of(n, a.numel(), b.numel());
+  // Reference: for (k = 0; k < n; ++k) po[k] = f(pa[k % na], pb[k % nb]);
+  if (r.outer == 1) {  // same shapes: one long row, split across threads
+#pragma omp parallel for if (n > kParallelElements)
+    for (int64_t k = 0; k < n; ++k) po[k] = f(pa[k], pb[k]);
+    return;
+  }
+#pragma omp parallel for if (n > kParallelElements)
+  for (int64_t o = 0; o < r.outer; ++o) {
+    const float* ra = pa + o * r.a_step;
+    const float* rb = pb + o * r.b_step;
+    float* ro = po + o * r.inner;
+    for (int64_t i = 0; i < r.inner; ++i) ro[i] = f(ra[i], rb[i]);
+  }
 }
 
 void binary_forward_cpu(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
@@ -29,44 +59,72 @@ void binary_forward_cpu(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& o
 // ---- backward ----
 
 // ∂operand, where the operand repeats every `size` output elements: the per-element local
-// gradient is summed over repeats in index order (deterministic).
+// gradient local(k, i) (output element k = o·inner + i of Repeats r) is summed over repeats in
+// increasing o, in double (deterministic: the order never depends on the threads).
 template <typename F>
-static void reduce_repeats(int64_t n, int64_t size, float* grad, F local) {
-  if (size == n) {
-#pragma omp parallel for if (n > 32768)
-    for (int64_t k = 0; k < n; ++k) grad[k] = local(k);
+static void reduce_repeats(int64_t n, int64_t size, const Repeats& r, float* grad, F local) {
+  if (size == n && r.outer == 1) {  // same shapes: k = i
+#pragma omp parallel for if (n > kParallelElements)
+    for (int64_t k = 0; k < n; ++k) grad[k] = local(k, k);
     return;
   }
-  std::vector<double> total(size, 0.0);
-  for (int64_t k = 0; k < n; ++k) total[k % size] += local(k);
-  for (int64_t k = 0; k < size; ++k) grad[k] = static_cast<float>(total[k]);
+  if (size == n) {  // this operand is full, the other repeats
+#pragma omp parallel for if (n > kParallelElements)
+    for (int64_t o = 0; o < r.outer; ++o)
+      for (int64_t i = 0; i < r.inner; ++i) grad[o * r.inner + i] = local(o * r.inner + i, i);
+    return;
+  }
+  // Reference: for (k = 0; k < n; ++k) total[k % size] += local(k); here size == r.inner.
+  // Threads take disjoint blocks of columns i; each column still adds its terms in increasing o.
+  constexpr int64_t kColumns = 64;
+  const int64_t blocks = (size + kColumns - 1) / kColumns;
+#pragma omp parallel for if (n > kParallelElements)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t i0 = blk * kColumns, i1 = std::min(size, i0 + kColumns);
+    double total[kColumns] = {0.0};
+    for (int64_t o = 0; o < r.outer; ++o)
+      for (int64_t i = i0; i < i1; ++i) total[i - i0] += local(o * r.inner + i, i);
+    for (int64_t i = i0; i < i1; ++i) grad[i] = static_cast<float>(total[i - i0]);
+  }
 }
 
 void binary_backward_cpu(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& grad_out,
                          Tensor* grad_a, Tensor* grad_b) {
-  const float* pa = a.f32();
-  const float* pb = b.f32();
   const float* g = grad_out.f32();
   const int64_t n = grad_out.numel(), na = a.numel(), nb = b.numel();
+  const Repeats r = repeats_of(n, na, nb);
+  // a[k % na] and b[k % nb] for output element k = o·inner + i: k when full, i when repeating.
+  const float* pa_full = na == n ? a.f32() : nullptr;
+  const float* pa_rep = na == n ? nullptr : a.f32();
+  const float* pb_full = nb == n ? b.f32() : nullptr;
+  const float* pb_rep = nb == n ? nullptr : b.f32();
+  auto at_a = [=](int64_t k, int64_t i) { return pa_full ? pa_full[k] : pa_rep[i]; };
+  auto at_b = [=](int64_t k, int64_t i) { return pb_full ? pb_full[k] : pb_rep[i]; };
   if (grad_a) {
     float* ga = grad_a->f32();
     switch (op) {
       case BinaryOp::add:
-      case BinaryOp::sub: reduce_repeats(n, na, ga, [&](int64_t k) { return g[k]; }); break;
-      case BinaryOp::mul: reduce_repeats(n, na, ga, [&](int64_t k) { return g[k] * pb[k % nb]; }); break;
-      case BinaryOp::div: reduce_repeats(n, na, ga, [&](int64_t k) { return g[k] / pb[k % nb]; }); break;
+      case BinaryOp::sub: reduce_repeats(n, na, r, ga, [&](int64_t k, int64_t) { return g[k]; }); break;
+      case BinaryOp::mul:
+        reduce_repeats(n, na, r, ga, [&](int64_t k, int64_t i) { return g[k] * at_b(k, i); });
+        break;
+      case BinaryOp::div:
+        reduce_repeats(n, na, r, ga, [&](int64_t k, int64_t i) { return g[k] / at_b(k, i); });
+        break;
     }
   }
   if (grad_b) {
     float* gb = grad_b->f32();
     switch (op) {
-      case BinaryOp::add: reduce_repeats(n, nb, gb, [&](int64_t k) { return g[k]; }); break;
-      case BinaryOp::sub: reduce_repeats(n, nb, gb, [&](int64_t k) { return -g[k]; }); break;
-      case BinaryOp::mul: reduce_repeats(n, nb, gb, [&](int64_t k) { return g[k] * pa[k % na]; }); break;
+      case BinaryOp::add: reduce_repeats(n, nb, r, gb, [&](int64_t k, int64_t) { return g[k]; }); break;
+      case BinaryOp::sub: reduce_repeats(n, nb, r, gb, [&](int64_t k, int64_t) { return -g[k]; }); break;
+      case BinaryOp::mul:
+        reduce_repeats(n, nb, r, gb, [&](int64_t k, int64_t i) { return g[k] * at_a(k, i); });
+        break;
       case BinaryOp::div:
-        reduce_repeats(n, nb, gb, [&](int64_t k) {
-          const float y = pb[k % nb];
-          return -g[k] * pa[k % na] / (y * y);
+        reduce_repeats(n, nb, r, gb, [&](int64_t k, int64_t i) {
+          const float y = at_b(k, i);
+          return -g[k] * at_a(k, i) / (y * y);
         });
         break;
     }
@@ -77,7 +135,7 @@ void affine_cpu(const Tensor& x, float alpha, float beta, Tensor& out) {
   const float* px = x.f32();
   float* po = out.f32();
   const int64_t n = x.numel();
-#pragma omp parallel for if (n > 32768)
+#pragma omp parallel for if (n > kParallelElements)
   for (int64_t k = 0; k < n; ++k) po[k] = alpha * px[k] + beta;
 }
 

@@ -24,8 +24,10 @@ void cross_entropy_forward_cpu(const Tensor& logits, const Tensor& targets, int3
     const float* xr = px + i * C;
     double m = xr[0];
     for (int64_t c = 1; c < C; ++c) m = xr[c] > m ? xr[c] : m;
+    // Each e^{x − m} ≤ 1 after the max subtraction: float exp is exact enough, the sum is double.
+    const float mf = static_cast<float>(m);
     double total = 0;
-    for (int64_t c = 0; c < C; ++c) total += std::exp(xr[c] - m);
+    for (int64_t c = 0; c < C; ++c) total += std::exp(xr[c] - mf);
     const double row_lse = m + std::log(total);
     plse[i] = static_cast<float>(row_lse);
     if (pt[i] != ignore_index) row_loss[i] = row_lse - xr[pt[i]];
@@ -61,10 +63,10 @@ void cross_entropy_backward_cpu(const Tensor& logits, const Tensor& targets, int
       for (int64_t c = 0; c < C; ++c) gr[c] = 0.0f;
       continue;
     }
-    for (int64_t c = 0; c < C; ++c) {
-      const double p = std::exp(static_cast<double>(xr[c]) - plse[i]);
-      gr[c] = static_cast<float>((p - (c == pt[i] ? 1.0 : 0.0)) * g_over_m);
-    }
+    // Softmax p = e^{x − lse} in float (p ≤ 1; the subtraction is done in float as well).
+    const float scale = static_cast<float>(g_over_m);
+    for (int64_t c = 0; c < C; ++c) gr[c] = std::exp(xr[c] - plse[i]) * scale;
+    gr[pt[i]] = (std::exp(xr[pt[i]] - plse[i]) - 1.0f) * scale;
   }
 }
 

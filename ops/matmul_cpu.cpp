@@ -42,26 +42,37 @@ static void gemm_blocked(const GemmArgs& g, const float* a, const float* b, floa
 }
 #endif
 
-void gemm_cpu(const GemmArgs& g) {
-  for (int64_t i = 0; i < g.batch; ++i) {
-    const float* a = g.a + i * g.stride_a;
-    const float* b = g.b + i * g.stride_b;
-    float* c = g.c + i * g.stride_c;
-    if (g.m == 0 || g.n == 0) continue;
-    if (g.k == 0) {  // empty contraction: C = beta·C
-      for (int64_t r = 0; r < g.m; ++r)
-        for (int64_t j = 0; j < g.n; ++j) c[r * g.ldc + j] *= g.beta;
-      continue;
-    }
-#if defined(URPE_WITH_OPENBLAS)
-    cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans,
-                g.trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(g.m),
-                static_cast<int>(g.n), static_cast<int>(g.k), g.alpha, a, static_cast<int>(g.lda),
-                b, static_cast<int>(g.ldb), g.beta, c, static_cast<int>(g.ldc));
-#else
-    gemm_blocked(g, a, b, c);
-#endif
+// One batch item: C = alpha·op(A)·op(B) + beta·C.
+static void gemm_one(const GemmArgs& g, const float* a, const float* b, float* c) {
+  if (g.k == 0) {  // empty contraction: C = beta·C
+    for (int64_t r = 0; r < g.m; ++r)
+      for (int64_t j = 0; j < g.n; ++j) c[r * g.ldc + j] *= g.beta;
+    return;
   }
+#if defined(URPE_WITH_OPENBLAS)
+  cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans,
+              g.trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(g.m),
+              static_cast<int>(g.n), static_cast<int>(g.k), g.alpha, a, static_cast<int>(g.lda),
+              b, static_cast<int>(g.ldb), g.beta, c, static_cast<int>(g.ldc));
+#else
+  gemm_blocked(g, a, b, c);
+#endif
+}
+
+// Batched products of small matrices (attention's (N × dh)·(dh × N) per batch and head) are
+// split across threads by batch item, each item one single-threaded GEMM (the OpenMP build of
+// OpenBLAS runs one thread inside a parallel region): threading inside a GEMM this small costs
+// more in start-up and synchronisation than it gains. Large items keep the GEMM's own threads.
+// Either way each item is computed by the same code on its own, so the result does not depend
+// on the thread count.
+constexpr int64_t kSmallGemmFlops = int64_t(1) << 22;  // m·n·k below this counts as small
+
+void gemm_cpu(const GemmArgs& g) {
+  if (g.m == 0 || g.n == 0) return;
+  const bool split_batch = g.batch > 1 && g.m * g.n * g.k < kSmallGemmFlops;
+#pragma omp parallel for schedule(static) if (split_batch)
+  for (int64_t i = 0; i < g.batch; ++i)
+    gemm_one(g, g.a + i * g.stride_a, g.b + i * g.stride_b, g.c + i * g.stride_c);
 }
 
 }  // namespace urpe::kernels

@@ -1,10 +1,22 @@
 // CPU copies for permute / concat / slice. Works on raw 32-bit words, so f32 and i32 share it.
+#include <algorithm>
 #include <cstring>
 
 #include "ops/shape.h"
 
 namespace urpe::kernels {
 
+// out[i_0, …, i_{d−1}] = x[…] with output axis k taken from input axis order[k]. Reference, one
+// element at a time (flat output index → output multi-index → input offset):
+//   for (flat = 0; flat < n; ++flat) {
+//     offset = 0, rest = flat;
+//     for (k = d − 1; k >= 0; --k) { offset += (rest % out_dims[k]) * step[k]; rest /= out_dims[k]; }
+//     dst[flat] = src[offset];
+//   }
+// The loop below is the same copy in runs: trailing axes that keep their place (order[k] == k,
+// e.g. the head dim of the (B, N, H, dh) → (B, H, N, dh) head split) are contiguous in both
+// tensors, so each run is one memcpy; the remaining outer index advances like an odometer
+// instead of being recomputed with divisions for every element.
 void permute_cpu(const Tensor& x, const std::vector<int>& order, Tensor& out) {
   const int d = x.dim();
   // Strides of x, and x's stride for each output axis.
@@ -15,14 +27,33 @@ void permute_cpu(const Tensor& x, const std::vector<int>& order, Tensor& out) {
   const uint32_t* src = static_cast<const uint32_t*>(x.impl().storage->data);
   uint32_t* dst = static_cast<uint32_t*>(out.impl().storage->data);
   const int64_t n = out.numel();
+  if (n == 0) return;
+
+  int outer_dims = d;  // axes [0, outer_dims) index runs; the rest are inside a run
+  int64_t run = 1;
+  while (outer_dims > 0 && order[outer_dims - 1] == outer_dims - 1) run *= out_dims[--outer_dims];
+  const int64_t runs = n / run;
+  constexpr int64_t kRunsPerTask = 256;
+  const int64_t tasks = (runs + kRunsPerTask - 1) / kRunsPerTask;
 #pragma omp parallel for if (n > 32768)
-  for (int64_t flat = 0; flat < n; ++flat) {
-    int64_t rest = flat, offset = 0;
-    for (int k = d - 1; k >= 0; --k) {
-      offset += (rest % out_dims[k]) * step[k];
+  for (int64_t task = 0; task < tasks; ++task) {
+    const int64_t first = task * kRunsPerTask, last = std::min(runs, first + kRunsPerTask);
+    int64_t index[kMaxDims] = {0}, offset = 0, rest = first;  // multi-index of run `first`
+    for (int k = outer_dims - 1; k >= 0; --k) {
+      index[k] = rest % out_dims[k];
       rest /= out_dims[k];
+      offset += index[k] * step[k];
     }
-    dst[flat] = src[offset];
+    for (int64_t r = first; r < last; ++r) {
+      if (run == 1) dst[r] = src[offset];
+      else std::memcpy(dst + r * run, src + offset, run * sizeof(uint32_t));
+      for (int k = outer_dims - 1; k >= 0; --k) {  // next multi-index, last axis fastest
+        offset += step[k];
+        if (++index[k] < out_dims[k]) break;
+        offset -= index[k] * step[k];
+        index[k] = 0;
+      }
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "tensor/cuda_backend.h"
+#include "tensor/host_allocator.h"
 
 namespace urpe {
 
@@ -62,9 +63,7 @@ Device parse_device(const std::string& text) {
 Storage::Storage(size_t n_bytes, Device dev) : bytes(n_bytes), device(std::move(dev)) {
   if (bytes == 0) return;
   if (device.is_cpu()) {
-    const size_t rounded = (bytes + 63) / 64 * 64;  // aligned_alloc needs a multiple of 64
-    data = std::aligned_alloc(64, rounded);
-    URPE_CHECK(data != nullptr, "out of host memory allocating " << bytes << " bytes");
+    data = host::allocate(bytes);
   } else {
     data = cuda::allocate(device.context(), bytes);
   }
@@ -72,7 +71,7 @@ Storage::Storage(size_t n_bytes, Device dev) : bytes(n_bytes), device(std::move(
 
 Storage::~Storage() {
   if (!data) return;
-  if (device.is_cpu()) std::free(data);
+  if (device.is_cpu()) host::release(data, bytes);
   else cuda::release(device.context(), data, bytes);
 }
 

@@ -1,0 +1,95 @@
+// Caching host allocator; see host_allocator.h for the policy.
+#include "tensor/host_allocator.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "tensor/error.h"
+
+namespace urpe::host {
+
+namespace {
+
+struct Cache {
+  std::mutex mutex;
+  std::unordered_map<size_t, std::vector<void*>> free_blocks;  // size class → free blocks
+  CacheStats stats;
+};
+
+Cache& cache() {
+  static Cache* instance = new Cache();  // never destroyed: tensors may be freed during exit
+  return *instance;
+}
+
+void* system_allocate(size_t capacity) {
+  void* data = std::aligned_alloc(64, capacity);
+  URPE_CHECK(data != nullptr, "out of host memory allocating " << capacity << " bytes");
+  return data;
+}
+
+}  // namespace
+
+size_t size_class(size_t bytes) {
+  const size_t rounded = (bytes + 63) / 64 * 64;  // aligned_alloc needs a multiple of 64
+  if (rounded < kMinCachedBytes) return rounded;
+  size_t power = kMinCachedBytes;  // largest power of two ≤ rounded
+  while (power <= rounded / 2) power *= 2;
+  const size_t quarter = power / 4;
+  return (rounded + quarter - 1) / quarter * quarter;
+}
+
+void* allocate(size_t bytes) {
+  const size_t capacity = size_class(bytes);
+  if (capacity < kMinCachedBytes) return system_allocate(capacity);
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    auto found = c.free_blocks.find(capacity);
+    if (found != c.free_blocks.end() && !found->second.empty()) {
+      void* data = found->second.back();
+      found->second.pop_back();
+      c.stats.cached_bytes -= capacity;
+      c.stats.cached_blocks -= 1;
+      c.stats.hits += 1;
+      return data;
+    }
+    c.stats.misses += 1;
+  }
+  return system_allocate(capacity);
+}
+
+void release(void* data, size_t bytes) {
+  if (data == nullptr) return;
+  const size_t capacity = size_class(bytes);
+  if (capacity >= kMinCachedBytes) {
+    Cache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.stats.cached_bytes + capacity <= kMaxCachedBytes) {
+      c.free_blocks[capacity].push_back(data);
+      c.stats.cached_bytes += capacity;
+      c.stats.cached_blocks += 1;
+      return;
+    }
+  }
+  std::free(data);
+}
+
+CacheStats cache_stats() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.stats;
+}
+
+void empty_cache() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  for (auto& [capacity, blocks] : c.free_blocks)
+    for (void* data : blocks) std::free(data);
+  c.free_blocks.clear();
+  c.stats.cached_bytes = 0;
+  c.stats.cached_blocks = 0;
+}
+
+}  // namespace urpe::host
