@@ -10,6 +10,7 @@
 
 #include "data/synthetic.h"
 #include "models/encoder.h"
+#include "ops/blas_runtime.h"
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "tensor/cuda_backend.h"
@@ -69,7 +70,9 @@ double run_step_benchmark(const StepBenchOptions& options) {
 #if defined(_OPENMP)
   threads = omp_get_max_threads();
 #endif
-  std::printf("urpe %s, %s, %d threads\n", device.is_cpu() ? "cpu" : "cuda", cpu_model().c_str(), threads);
+  const std::string blas = kernels::blas_core_name();
+  std::printf("urpe %s, %s, %d threads, BLAS: %s\n", device.is_cpu() ? "cpu" : "cuda", cpu_model().c_str(),
+              threads, blas.empty() ? "built-in blocked GEMM" : ("OpenBLAS " + blas).c_str());
   if (device.is_cuda())
     std::printf("GPU: %s, TF32 tensor-core GEMMs %s\n", cuda::device_name(device.context()).c_str(),
                 options.tf32 ? "on (--tf32)" : "off (full FP32)");

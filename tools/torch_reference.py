@@ -21,7 +21,29 @@ import struct
 import sys
 import time
 
-import torch
+
+def _runtime_environment():
+    """The runtime settings urpe itself applies (train/runtime_env.h), so both programs run the
+    same BLAS kernels and OpenMP spinning: OpenBLAS 0.3.21 falls back to SSE3 kernels on CPU
+    models it does not know (VMs), and long OpenMP spin-waits steal busy cores. Set before torch
+    (and its BLAS and OpenMP runtimes) is loaded; a value already in the environment is kept."""
+    if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = "10000"
+    if "OPENBLAS_CORETYPE" in os.environ:
+        return
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+    except OSError:
+        return
+    if "avx512f" in flags:
+        os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
+    elif "avx2" in flags:
+        os.environ["OPENBLAS_CORETYPE"] = "Haswell"
+
+
+_runtime_environment()
+import torch  # noqa: E402  (after the BLAS kernel choice above)
 
 FIXTURE_VERSION = "1"
 
@@ -239,7 +261,9 @@ def bench(warmup, steps, threads):
         if step >= warmup:
             times.append((time.perf_counter() - t0) * 1000)
     blas = blas_in_use()
-    print(f"PyTorch {torch.__version__}, {threads} threads, BLAS: {blas}")
+    print(f"PyTorch {torch.__version__}, {threads} threads, BLAS: {blas}, "
+          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}, "
+          f"GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT', 'unset')}")
     if "openblas" not in blas:
         print("warning: PyTorch is not using OpenBLAS (install libopenblas0-openmp); the reference "
               "BLAS is ~30x slower on large matmuls and the comparison would be unfair", file=sys.stderr)

@@ -1,24 +1,15 @@
 // The `urpe` binary: hands argv to the CLI and turns any urpe::Error into one readable line.
-// Before anything else it makes sure OpenBLAS runs the kernels this CPU supports (see
-// ops/blas_runtime.h): when OpenBLAS fell back to its SSE3 kernels on an AVX2/AVX-512 CPU, urpe
-// re-executes itself once with OPENBLAS_CORETYPE set. A user's own OPENBLAS_CORETYPE is respected.
-#include <unistd.h>
-
+// First it puts the runtime settings of train/runtime_env.h in place (BLAS kernels, OpenMP
+// spinning), re-executing itself once when one was missing.
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 
-#include "ops/blas_runtime.h"
 #include "tensor/error.h"
 #include "train/cli.h"
+#include "train/runtime_env.h"
 
 int main(int argc, char** argv) {
-  if (std::getenv("OPENBLAS_CORETYPE") == nullptr) {
-    const std::string core = urpe::kernels::blas_core_override();
-    if (!core.empty() && ::setenv("OPENBLAS_CORETYPE", core.c_str(), 1) == 0) {
-      ::execv("/proc/self/exe", argv);  // returns only on failure: then run as we are
-    }
-  }
+  urpe::apply_runtime_environment(argv);
   try {
     return urpe::cli::run(argc, argv);
   } catch (const urpe::Error& e) {
