@@ -66,11 +66,10 @@ std::vector<std::string> draw_graphormer_run_plots(const std::string& run_dir, i
   const std::vector<MetricsRow> rows = read_metrics(join_path(run_dir, "metrics.csv"));
   const TensorFile file = load_safetensors(join_path(run_dir, "model.safetensors"));
   const Config config = config_from_text(file.meta("config"), file.path + " (config)");
-  const std::string title = std::string(config.get_string("pe") == "urpe" ? "Graphormer + URPE" : "Graphormer") +
-                            ", " + config.get_string("target_column");
+  const std::string title = config.get_string("pe") == "urpe" ? "Graphormer + URPE" : "Graphormer";
   if (!rows.empty()) {
     plot::LineChartSpec curves;
-    curves.title = "Mean absolute error (" + title + ")";
+    curves.title = "MAE, " + config.get_string("target_column") + " (" + title + ")";
     curves.x_label = "step";
     curves.y_label = "MAE";
     curves.series = {metric_series(rows, "train", "training batches (mean since last point)"),
@@ -83,7 +82,7 @@ std::vector<std::string> draw_graphormer_run_plots(const std::string& run_dir, i
   const std::vector<plot::Series> bias = spatial_bias_series(file, max_distance);
   if (!bias.empty()) {
     plot::LineChartSpec chart;
-    chart.title = "Learned spatial bias per head (" + title + ")";
+    chart.title = "Spatial bias per head (" + title + ")";
     chart.x_label = "shortest-path distance";
     chart.y_label = "bias added to the logits";
     chart.series = bias;
@@ -93,7 +92,7 @@ std::vector<std::string> draw_graphormer_run_plots(const std::string& run_dir, i
   const std::vector<plot::Series> c = urpe_c_series(file, max_distance);
   if (!c.empty()) {
     plot::LineChartSpec chart;
-    chart.title = "Learned URPE C per head (" + title + ")";
+    chart.title = "URPE C per head (" + title + ")";
     chart.x_label = "shortest-path distance";
     chart.y_label = "C (multiplies the attention probabilities)";
     chart.series = c;

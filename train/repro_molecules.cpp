@@ -21,7 +21,7 @@ MoleculeRepro molecule_repro_for_scale(const std::string& scale) {
   MoleculeRepro r;
   r.scale = scale;
   if (scale == "tiny") {
-    // The graphormer-tiny preset's schedule; see its description in run_config.cpp for the budget.
+    // The graphormer-tiny preset as it is; its schedule is sized for the CPU budget (run_config.cpp).
     r.preset = "graphormer-tiny";
   } else if (scale == "small") {
     r.preset = "graphormer-slim";
@@ -200,7 +200,7 @@ std::vector<std::string> draw_repro_plots(const std::string& out_dir, const std:
     const TensorFile file = load_safetensors(join_path(first->dir, "model.safetensors"));
     const std::string who = std::string(model_label(pe)) + ", seed " + std::to_string(first->seed);
     plot::LineChartSpec bias;
-    bias.title = "Learned spatial bias per head (" + who + ")";
+    bias.title = "Spatial bias per head (" + who + ")";
     bias.x_label = "shortest-path distance";
     bias.y_label = "bias added to the logits";
     bias.series = spatial_bias_series(file, max_distance);
@@ -208,7 +208,7 @@ std::vector<std::string> draw_repro_plots(const std::string& out_dir, const std:
     plot::line_chart(written.back(), bias);
     if (pe == "urpe") {
       plot::LineChartSpec c;
-      c.title = "Learned URPE C per head (" + who + ")";
+      c.title = "URPE C per head (" + who + ")";
       c.x_label = "shortest-path distance";
       c.y_label = "C (multiplies the attention probabilities)";
       c.series = urpe_c_series(file, max_distance);

@@ -10,8 +10,8 @@
 //                  distance, first seed), urpe_c.png (learned C per head against distance)
 //
 // Scales (all on the embedded molecules, target = normalised penalized logP, split.csv):
-//   tiny   graphormer-tiny, a short schedule on a fixed training subset, sized for 2 models ×
-//          2 seeds in under 20 minutes on 2 CPU cores (see molecule_repro_for_scale)
+//   tiny   graphormer-tiny (3 layers, d = 32) for 1,500 steps of 32 molecules (6 epochs of the
+//          full training split), sized for 2 models × 2 seeds in under 20 minutes on 2 CPU cores
 //   small  graphormer-slim (paper sizes), 20k steps of batch 64 on the full training split
 //   paper  graphormer-slim with the paper's GV1 schedule (400k steps of batch 256, SPECS §2.9)
 #pragma once
