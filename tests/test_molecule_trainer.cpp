@@ -245,6 +245,20 @@ TEST_CASE("resume continues bit-identically, mid-epoch and at an epoch boundary 
   }
 }
 
+TEST_CASE("urpe train: Ctrl-C saves a checkpoint of a graphormer run and exits with 130") {
+  const ToySet toy = toy_set();
+  const std::string dir = temp_dir("sigint");
+  std::string sets;
+  for (const std::string& set : toy_sets(toy.csv))
+    if (set.rfind("steps=", 0) != 0 && set.rfind("eval_every=", 0) != 0) sets += " --set " + set;
+  const std::string cmd = std::string("timeout --preserve-status -s INT 3 ") + URPE_BINARY + " train --out " + dir +
+                          sets + " --set steps=1000000 --set eval_every=1000000 --quiet > /dev/null 2>&1";
+  const int status = std::system(cmd.c_str());
+  CHECK(WEXITSTATUS(status) == 130);
+  REQUIRE(path_exists(join_path(dir, "model.safetensors")));
+  CHECK(read_checkpoint_info(join_path(dir, "model.safetensors")).progress.step > 0);
+}
+
 TEST_CASE("repro molecules: both models on the same split, the table, the rows and the plots") {
   const ToySet toy = toy_set();
   const std::string out = temp_dir("repro");
