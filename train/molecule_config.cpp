@@ -1,9 +1,21 @@
 // Graphormer run keys. Model defaults are GraphormerConfig's (the paper's ZINC "slim" sizes, GV1).
 #include "train/molecule_config.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "tensor/error.h"
 
 namespace urpe {
+
+namespace {
+// A float default as the decimal it was written as (0.1f → 0.1, not 0.10000000149011612).
+double decimal(float value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.7g", static_cast<double>(value));
+  return std::strtod(text, nullptr);
+}
+}  // namespace
 
 void add_graphormer_keys(ConfigSchema& s) {
   const GraphormerConfig d;
@@ -13,12 +25,12 @@ void add_graphormer_keys(ConfigSchema& s) {
   s.add_int("d_model", d.d_model, "model width");
   s.add_int("d_ffn", d.d_ffn, "feed-forward hidden width");
   s.add_int("heads", d.heads, "attention heads (must divide d_model)");
-  s.add_float("dropout", d.dropout, "dropout on the attention and FFN outputs");
-  s.add_float("attention_dropout", d.attention_dropout, "dropout on the attention probabilities");
-  s.add_float("input_dropout", d.input_dropout, "dropout on the node features before the first layer");
+  s.add_float("dropout", decimal(d.dropout), "dropout on the attention and FFN outputs");
+  s.add_float("attention_dropout", decimal(d.attention_dropout), "dropout on the attention probabilities");
+  s.add_float("input_dropout", decimal(d.input_dropout), "dropout on the node features before the first layer");
   s.add_int("multi_hop_max_dist", d.multi_hop_max_dist, "hops of the multi-hop edge encoding (GV1 ZINC: 20)");
   s.add_int("max_spd", d.max_spd, "URPE: C buckets for SPD 0..max_spd (+3 graph-token buckets)");
-  s.add_float("init_std", d.init_std, "std of the embeddings; linears use init_std/sqrt(layers) (GV1)");
+  s.add_float("init_std", decimal(d.init_std), "std of the embeddings; linears use init_std/sqrt(layers) (GV1)");
   s.add_float("end_lr", 1e-9, "learning rate reached at `steps` after the linear decay (fairseq end_learning_rate)");
   s.add_string("dataset", "embedded", "embedded (data/assets/molecules) or a CSV path (plain or .gz)");
   s.add_string("smiles_column", "smiles", "CSV column holding the SMILES");
