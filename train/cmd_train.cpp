@@ -26,11 +26,16 @@ static int train_graphormer_command(const Config& config, const std::string& out
   options.resume = resume;
   options.quiet = quiet;
   const MoleculeTrainOutcome o = train_graphormer(config, out, options);
+  if (o.interrupted) {
+    std::printf("%s: graphormer %s stopped at step %lld, valid MAE %.4f\n", out.c_str(), o.result.pe.c_str(),
+                static_cast<long long>(o.result.steps), o.valid_mae);
+    return 130;
+  }
   std::printf("%s: graphormer %s, valid MAE %.4f, test MAE %.4f (predict-the-training-mean: %.4f, %.4f) "
               "after %lld steps, %lld parameters, %.1f s\n",
               out.c_str(), o.result.pe.c_str(), o.valid_mae, o.test_mae, o.baseline_valid_mae, o.baseline_test_mae,
               static_cast<long long>(o.result.steps), static_cast<long long>(o.result.params), o.result.seconds);
-  return o.interrupted ? 130 : 0;
+  return 0;
 }
 
 static int eval_graphormer_command(const std::string& dir, const Config& config, const std::string& split) {

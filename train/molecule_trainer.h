@@ -51,7 +51,7 @@ double graphormer_mae(const Graphormer& model, const std::vector<data::GraphBatc
 
 struct MoleculeTrainOutcome {
   ResultRow result;  // metric_name "valid_mae"
-  double valid_mae = 0, test_mae = 0;
+  double valid_mae = 0, test_mae = 0;  // test_mae: 0 when interrupted (scored only at the end)
   double baseline_valid_mae = 0, baseline_test_mae = 0;  // predict the training mean
   bool interrupted = false;  // stopped by Ctrl-C (a checkpoint was saved)
 };
