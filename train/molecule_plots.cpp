@@ -69,12 +69,11 @@ std::vector<std::string> draw_graphormer_run_plots(const std::string& run_dir, i
   const std::string title = config.get_string("pe") == "urpe" ? "Graphormer + URPE" : "Graphormer";
   if (!rows.empty()) {
     plot::LineChartSpec curves;
-    curves.title = "MAE, " + config.get_string("target_column") + " (" + title + ")";
+    curves.title = "Mean absolute error (" + title + ")";
     curves.x_label = "step";
-    curves.y_label = "MAE";
-    curves.series = {metric_series(rows, "train", "training batches (mean since last point)"),
-                     metric_series(rows, "valid", "validation")};
-    const plot::Series test = metric_series(rows, "test", "test (end of training)");
+    curves.y_label = "MAE, " + config.get_string("target_column");
+    curves.series = {metric_series(rows, "train", "training batches"), metric_series(rows, "valid", "validation")};
+    const plot::Series test = metric_series(rows, "test", "test (final)");
     if (!test.x.empty()) curves.series.push_back(test);
     written.push_back(join_path(plots, "curves.png"));
     plot::line_chart(written.back(), curves);
