@@ -107,7 +107,9 @@ MoleculeData load_molecule_data(const Config& config) {
   std::ostringstream text;
   text << (source == "embedded" ? "embedded molecules" : source) << " (" << thousands(d.dataset.size())
        << " molecules), target " << csv.target_column << "; split "
-       << (split_file.empty() ? "seeded (split_seed " + std::to_string(split_seed) + ")" : split_file)
+       << (split_file.empty()                        ? "seeded (split_seed " + std::to_string(split_seed) + ")"
+           : source == "embedded" && split_key == "auto" ? std::string("split.csv of the embedded set")
+                                                         : split_file)
        << ": train " << thousands(d.split.train.size());
   if (static_cast<int64_t>(d.split.train.size()) < full_train) text << " of " << thousands(full_train);
   text << " / valid " << thousands(d.split.valid.size()) << " / test " << thousands(d.split.test.size());

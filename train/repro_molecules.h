@@ -5,7 +5,7 @@
 //                  (model "mean-predictor", params 0)
 //   results.md     the Table-2-style table: parameters (and URPE's overhead), valid and test MAE
 //                  mean ± half-range over seeds, the baseline, the URPE − Graphormer difference
-//   plots/         curves.png (validation MAE against step, every run), mae.png (test MAE bars),
+//   plots/         curves.png (validation MAE against step, every run), mae.png (valid and test MAE bars),
 //                  spatial_bias.png and urpe_spatial_bias.png (learned spatial bias per head against
 //                  distance, first seed), urpe_c.png (learned C per head against distance)
 //

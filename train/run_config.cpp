@@ -75,8 +75,8 @@ const ConfigSchema& schema_for_model(const std::string& model) {
 
 // Graphormer: the model sizes are GraphormerConfig's presets (models/graphormer.h). The tiny
 // schedule (6 epochs of the 7,997 training molecules) is sized for `urpe repro molecules --scale
-// tiny`: 2 models x 2 seeds within 20 minutes on 2 CPU cores (measured ~0.125 s a step on 2 cores
-// shared with other jobs, i.e. ~13 minutes for the four runs with their evaluations).
+// tiny`: 2 models x 2 seeds within 20 minutes on 2 CPU cores (measured: 531 s for the four runs
+// with their evaluations, ~0.08 s a step, on 2 cores shared with other jobs).
 constexpr const char* kGraphormerTiny =
     "model = graphormer\nlayers = 3\nd_model = 32\nd_ffn = 32\nheads = 4\nmulti_hop_max_dist = 5\n"
     "dropout = 0\nattention_dropout = 0\ninput_dropout = 0\n"
