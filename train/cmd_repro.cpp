@@ -3,6 +3,7 @@
 
 #include "tensor/error.h"
 #include "train/cmd_handlers.h"
+#include "train/repro_molecules.h"
 #include "train/repro_synthetic.h"
 #include "train/run_dir.h"
 
@@ -21,6 +22,15 @@ int run_repro(const Args& args) {
     grid.seeds = seeds;
     grid.device = args.get("device", "cpu");
     run_synthetic_grid(grid, out, "synthetic");
+    std::printf("\n%s\nwrote %s/results.md, %s/results.json and %s/plots/\n",
+                read_text_file(join_path(out, "results.md")).c_str(), out.c_str(), out.c_str(), out.c_str());
+    return 0;
+  }
+  if (experiment == "molecules") {
+    MoleculeRepro repro = molecule_repro_for_scale(args.get("scale", "tiny"));
+    repro.seeds = seeds;
+    repro.device = args.get("device", "cpu");
+    run_molecule_repro(repro, out);
     std::printf("\n%s\nwrote %s/results.md, %s/results.json and %s/plots/\n",
                 read_text_file(join_path(out, "results.md")).c_str(), out.c_str(), out.c_str(), out.c_str());
     return 0;

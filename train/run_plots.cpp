@@ -8,6 +8,7 @@
 #include "models/positional.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/molecule_plots.h"
 #include "train/plots.h"
 #include "train/run_config.h"
 #include "train/safetensors.h"
@@ -81,6 +82,7 @@ std::vector<std::string> draw_run_plots(const std::string& run_dir) {
   const std::vector<MetricsRow> rows = read_metrics(join_path(run_dir, "metrics.csv"));
   const TensorFile file = load_safetensors(join_path(run_dir, "model.safetensors"));
   const Config config = config_of_checkpoint(file);
+  if (config.get_string("model") == "graphormer") return draw_graphormer_run_plots(run_dir);
   const std::string title = title_of(config);
   if (!rows.empty()) {
     plot::LineChartSpec accuracy;

@@ -1,0 +1,32 @@
+// The keys of the Graphormer family (`model = graphormer`: molecular property regression, the
+// paper's Table 2) and their translation into the model, data and collation settings.
+//
+// Data keys pick the molecules, the target and the split:
+//   dataset = embedded           data/assets/molecules (9,997 molecules, split.csv 80/10/10), or a
+//                                path to any CSV (plain or .gz) with a header
+//   smiles_column, target_column the columns by name (embedded: smiles, penalized_logp_normalized,
+//                                i.e. ZINC's normalised penalized logP: MAEs are on that scale)
+//   split = auto | seeded | PATH auto: the embedded set's split.csv, a seeded 80/10/10 split for
+//                                a CSV; seeded: that split (split_seed) for any dataset; PATH: a
+//                                row,split file
+//   train_subset = K             > 0: train on K molecules of the training split (a fixed draw
+//                                from split_seed, the same for every run seed), for CPU budgets
+// The learning rate warms up linearly over `warmup` steps to `lr`, then decays linearly to
+// `end_lr` at `steps` (fairseq polynomial_decay, SPECS §2.9).
+#pragma once
+#include <string>
+
+#include "data/molecule_dataset.h"
+#include "models/graphormer.h"
+#include "train/config.h"
+
+namespace urpe {
+
+// Adds the family's keys (called by run_config.cpp's build_schema for "graphormer").
+void add_graphormer_keys(ConfigSchema& schema);
+
+// The model a config describes; errors name the key.
+GraphormerConfig graphormer_config_from(const Config& config);
+data::CollateOptions collate_options_from(const Config& config);
+
+}  // namespace urpe
