@@ -28,7 +28,7 @@ def _runtime_environment():
     models it does not know (VMs), and long OpenMP spin-waits steal busy cores. Set before torch
     (and its BLAS and OpenMP runtimes) is loaded; a value already in the environment is kept."""
     if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
-        os.environ["GOMP_SPINCOUNT"] = "10000"
+        os.environ["GOMP_SPINCOUNT"] = "1000"
     if "OPENBLAS_CORETYPE" in os.environ:
         return
     try:

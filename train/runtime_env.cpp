@@ -10,7 +10,7 @@
 
 namespace urpe {
 
-static constexpr const char* kSpinCount = "10000";
+static constexpr const char* kSpinCount = "1000";
 
 void apply_runtime_environment(char** argv) {
   bool changed = false;

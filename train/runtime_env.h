@@ -6,7 +6,9 @@
 //   GOMP_SPINCOUNT     idle OpenMP threads spin 300,000 iterations by default before sleeping; when
 //                      the machine has more runnable threads than cores, the spinning steals the
 //                      core from the thread doing the work. Measured here on 2 busy cores: the
-//                      bench training step 960 → 270 ms with 10,000 (PyTorch: 1190 → 390 ms).
+//                      bench training step 960 → 270 ms with 10,000 (PyTorch: 1190 → 390 ms), and
+//                      150 demo-size steps 7.5 → 4.8 s going from 10,000 to 1,000 (bench step
+//                      unchanged at ~205 ms), hence 1,000.
 // tools/torch_reference.py --bench applies the same two settings, so comparisons stay fair.
 #pragma once
 
