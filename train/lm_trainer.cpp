@@ -10,6 +10,7 @@
 
 #include "autograd/node.h"
 #include "data/lm_batches.h"
+#include "data/text_file.h"
 #include "train/checkpoint.h"
 #include "train/progress.h"
 #include "train/run_config.h"
@@ -118,7 +119,12 @@ LmEvalResult evaluate_lm(TransformerXL& model, const std::vector<int32_t>& strea
 }
 
 data::Corpus corpus_from_config(const Config& config) {
-  return data::load_corpus(corpus_dir_from(config), data::parse_token_mode(config.get_string("token_mode")));
+  const std::string dir = corpus_dir_from(config);
+  URPE_CHECK(data::directory_exists(dir),
+             "corpus directory '" << dir << "' (config key `corpus`) does not exist; it should hold the "
+                                  << "train/valid/test splits in WikiText format (for txl-base: the wiki.*.tokens "
+                                  << "files of wikitext-103-v1), or use corpus = embedded");
+  return data::load_corpus(dir, data::parse_token_mode(config.get_string("token_mode")));
 }
 
 // ---- training ----
