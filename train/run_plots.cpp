@@ -74,7 +74,7 @@ std::string title_of(const Config& c) {
 
 // A language-model run: perplexity (log axis) against step, and the URPE C by distance per head.
 std::vector<std::string> draw_lm_run_plots(const std::string& plots, const std::vector<MetricsRow>& rows,
-                                           const TensorFile& file, const std::string& title) {
+                                           const TensorFile& file, const Config& config, const std::string& title) {
   std::vector<std::string> written;
   if (!rows.empty()) {
     plot::LineChartSpec ppl;
@@ -84,6 +84,9 @@ std::vector<std::string> draw_lm_run_plots(const std::string& plots, const std::
     ppl.log_y = true;
     ppl.series = {metric_series(rows, "train", false, "training (mean loss since last point)"),
                   metric_series(rows, "valid", false, "validation")};
+    const int64_t subset = config.get_int("max_eval_tokens");
+    if (subset > 0)
+      ppl.series[1].name = "validation (first " + std::to_string(subset) + " tokens; last point: whole split)";
     written.push_back(join_path(plots, "perplexity.png"));
     plot::line_chart(written.back(), ppl);
   }
@@ -123,7 +126,7 @@ std::vector<std::string> draw_run_plots(const std::string& run_dir) {
   const TensorFile file = load_safetensors(join_path(run_dir, "model.safetensors"));
   const Config config = config_of_checkpoint(file);
   const std::string title = title_of(config);
-  if (config.get_string("model") == "txl") return draw_lm_run_plots(plots, rows, file, title);
+  if (config.get_string("model") == "txl") return draw_lm_run_plots(plots, rows, file, config, title);
   if (!rows.empty()) {
     plot::LineChartSpec accuracy;
     accuracy.title = "Token accuracy (" + title + ")";
