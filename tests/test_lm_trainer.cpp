@@ -399,3 +399,29 @@ TEST_CASE("repro lm: both models over seeds, results.json rows, the table and th
   CHECK(table.find("10.0% to 10.0% higher") != std::string::npos);
   CHECK(table.find("valid 9.50, test 9.75") != std::string::npos);
 }
+
+TEST_CASE("repro lm at paper scale: txl-base at L = 4, 8, 16 (Table 4), here shrunk to a tiny corpus") {
+  const LmReproPlan paper = lm_plan_for_scale("paper");
+  CHECK(paper.preset == "txl-base");
+  CHECK(paper.layers == std::vector<int64_t>{4, 8, 16});
+  const std::string corpus = make_corpus("paper");
+  const std::string out = temp_dir("paper_out");
+  LmReproPlan plan = paper;
+  for (const std::string& s : tiny_sets(corpus))  // the plan sets the depth; 3 steps per run
+    if (s.rfind("layers=", 0) != 0 && s.rfind("steps=", 0) != 0) plan.overrides.push_back(s);
+  plan.overrides.push_back("steps=3");
+  const LmReproSummary summary = run_lm_repro(plan, out);
+  REQUIRE(summary.runs.size() == 6);
+  CHECK(summary.runs[0].layers == 4);
+  CHECK(summary.runs[5].layers == 16);
+  CHECK(summary.runs[5].pe == "urpe");
+  // The URPE table is shared by all layers: the same overhead at every depth.
+  CHECK(summary.runs[1].params - summary.runs[0].params == summary.runs[5].params - summary.runs[4].params);
+  const std::string md = read_text_file(join_path(out, "results.md"));
+  for (const char* row : {"| 4 | Transformer-XL |", "| 8 | Transformer-XL + URPE |", "| 16 | Transformer-XL |"})
+    CHECK(md.find(row) != std::string::npos);
+  for (const char* file : {"plots/curves_L4.png", "plots/curves_L8.png", "plots/curves_L16.png", "runs/L16-urpe-s1/results.json"}) {
+    INFO(file);
+    CHECK(fs::exists(join_path(out, file)));
+  }
+}
