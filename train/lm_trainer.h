@@ -5,7 +5,9 @@
 // of tgt_len rows), carrying the memory from one segment to the next and resetting it at the
 // start of every epoch (SPECS §1.6). A checkpoint stores, beside the parameters and Adam, the
 // position in that stream (epoch, next segment) and the memory itself, so a resumed run is
-// bit-identical to an uninterrupted one.
+// bit-identical to an uninterrupted one. Update t uses the learning rate lr(t) of
+// train/schedule.h (warm-up, then cosine or linear decay to 0 at `steps`); the official code sets
+// lr(t) after update t, so its update t uses lr(t − 1), a one-update shift.
 //
 // Evaluation (SPECS §1.11) walks a whole split the same way with the eval_* settings, memory
 // carried from segment to segment, starting empty, dropout off:

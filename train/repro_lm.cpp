@@ -3,6 +3,7 @@
 #include "train/repro_lm.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -149,6 +150,7 @@ void draw_lm_repro_plots(const std::string& out_dir, const LmReproSummary& summa
 }  // namespace
 
 LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir) {
+  const auto start = std::chrono::steady_clock::now();
   make_directories(out_dir);
   // Every run of the plan reads the same corpus: load it once.
   std::vector<std::string> base_sets = {"device=" + plan.device};
@@ -206,6 +208,7 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir)
         summary.runs.push_back(r);
       }
 
+  summary.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   json::Value list = json::Value::array();
   const std::string device = parse_device(plan.device).name();
   for (const char* split : {"valid", "test"}) {
@@ -298,7 +301,8 @@ std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan
   double seconds = 0;
   for (const LmRunRecord& r : summary.runs) seconds += r.seconds;
   md << "Training time in total: " << static_cast<int64_t>(seconds) << " s on " << parse_device(plan.device).name()
-     << ". Plots: plots/curves_L*.png (validation perplexity against step), plots/perplexity.png, "
+     << "; the whole repro (corpus, training, evaluations) took " << static_cast<int64_t>(summary.wall_seconds)
+     << " s. Plots: plots/curves_L*.png (validation perplexity against step), plots/perplexity.png, "
         "plots/urpe_c_L*.png (the learned C).\n";
   return md.str();
 }

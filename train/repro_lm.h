@@ -45,6 +45,7 @@ struct LmReproSummary {
   int64_t vocab = 0;
   double unigram_valid_ppl = 0, unigram_test_ppl = 0;
   std::vector<LmRunRecord> runs;
+  double wall_seconds = 0;  // the whole repro: corpus, training, every evaluation
 };
 
 // Trains every (L, pe, seed) into out_dir/runs/L<L>-<pe>-s<seed>, printing one line per run, then

@@ -95,9 +95,9 @@ const std::vector<Preset>& presets() {
        "init_std = 0.02\nbatch = 128\nsteps = 40000\nlr = 7e-5\nwarmup = 6000\neval_every = 2000\n"
        "valid_size = 6400\n"},
       {"txl-tiny", "Transformer-XL (+URPE with pe = urpe) on the embedded corpus, a few CPU minutes: 2 layers, "
-                   "d = 128, 800 steps of 16 × 32 tokens",
+                   "d = 128, 600 steps of 16 × 32 tokens",
        "model = txl\nlayers = 2\nd_model = 128\nheads = 4\nd_head = 32\nd_inner = 512\ndropout = 0.1\n"
-       "tgt_len = 32\nmem_len = 32\ncutoffs = 1000,4000\nbatch = 16\nsteps = 800\nlr = 2e-3\nwarmup = 50\n"
+       "tgt_len = 32\nmem_len = 32\ncutoffs = 1000,4000\nbatch = 16\nsteps = 600\nlr = 2e-3\nwarmup = 50\n"
        "clip = 0.25\neval_every = 100\nmax_eval_tokens = 10000\n"},
       {"txl-small", "Transformer-XL on the embedded corpus, hours on a CPU (minutes on a GPU): 4 layers, d = 256, "
                     "4000 steps of 16 × 64 tokens",
