@@ -29,10 +29,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Directories under /tmp named per process and test, removed when the suite exits.
+struct TempDirs {
+  std::vector<std::string> paths;
+  ~TempDirs() {
+    std::error_code ignored;
+    for (const std::string& p : paths) fs::remove_all(p, ignored);
+  }
+};
+TempDirs temp_dirs;
+
 std::string temp_dir(const std::string& name) {
   const std::string dir = "/tmp/urpe_test_lm_" + std::to_string(::getpid()) + "_" + name;
   std::error_code ignored;
   fs::remove_all(dir, ignored);
+  temp_dirs.paths.push_back(dir);
   return dir;
 }
 

@@ -43,7 +43,7 @@ std::vector<CommandSpec> command_table() {
                    run_repro, "",
                    "Experiments: synthetic (built: noPE/RPE/URPE on PI and ETP, Figure 1 and 2);\n"
                    "lm (built: Transformer-XL vs Transformer-XL + URPE, Table 4; tiny/small train on the\n"
-                   "embedded corpus on a CPU, tiny in about 4 minutes per run; paper = the WikiText-103 base\n"
+                   "embedded corpus on a CPU, tiny in about 3 minutes per run; paper = the WikiText-103 base\n"
                    "at L = 4, 8, 16, needs the wikitext-103 directory and a GPU);\n"
                    "molecules (Graphormer, not built yet); table5 (efficiency, not built yet).\n"});
 

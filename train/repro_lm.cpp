@@ -97,9 +97,9 @@ void draw_lm_repro_plots(const std::string& out_dir, const LmReproSummary& summa
   for (int64_t layers : depths_of(summary)) {
     const std::string depth = "L" + std::to_string(layers);
     plot::LineChartSpec chart;
-    chart.title = "Validation perplexity during training (" + depth + "; last point: whole split)";
+    chart.title = "Validation perplexity, " + depth;
     chart.x_label = "step";
-    chart.y_label = "validation perplexity";
+    chart.y_label = "valid PPL (last point: whole split)";
     chart.log_y = true;
     const LmRunRecord* urpe_run = nullptr;
     for (const std::string pe : {"rpe", "urpe"})
@@ -124,8 +124,8 @@ void draw_lm_repro_plots(const std::string& out_dir, const LmReproSummary& summa
   }
   // Final perplexities, mean over seeds: valid and test with memory, valid without.
   plot::BarChartSpec bars;
-  bars.title = "Perplexity, mean over seeds (lower is better)";
-  bars.y_label = "perplexity";
+  bars.title = "Mean perplexity";
+  bars.y_label = "perplexity (mean over seeds)";
   bars.decimals = 1;
   for (int64_t layers : depths_of(summary))
     for (const char* what : {"valid", "test", "valid, no memory"})

@@ -25,7 +25,7 @@ struct LmReproPlan {
                                             // nor layers when `layers` is set: the plan sets those)
 };
 
-// tiny: txl-tiny on the embedded corpus (CPU, ≈ 4 minutes per run); small: txl-small;
+// tiny: txl-tiny on the embedded corpus (≈ 3 minutes per run on 2 CPU cores); small: txl-small;
 // paper: txl-base (WikiText-103, SPECS §1.9) at L = 4, 8 and 16 — a GPU job.
 LmReproPlan lm_plan_for_scale(const std::string& scale);
 
