@@ -18,11 +18,13 @@ static std::string exact_text(double value) {
 }
 
 void save_checkpoint(const std::string& path, const ParameterSet& params, const Adam* optimizer,
-                     const TrainingProgress& progress, const std::string& config_text) {
+                     const TrainingProgress& progress, const std::string& config_text,
+                     const TrainerState& state) {
   std::vector<NamedTensor> tensors;
   for (const auto& [name, t] : params.items()) tensors.emplace_back("model." + name, t);
   if (optimizer)
     for (const auto& entry : optimizer->state()) tensors.push_back(entry);
+  for (const auto& [name, t] : state.tensors) tensors.emplace_back("state." + name, t);
   std::map<std::string, std::string> meta = {
       {"format", kFormat},
       {"step", std::to_string(progress.step)},
@@ -35,6 +37,7 @@ void save_checkpoint(const std::string& path, const ParameterSet& params, const 
       {"pending_loss_sum", exact_text(progress.pending_loss_sum)},
       {"pending_loss_count", std::to_string(progress.pending_loss_count)},
   };
+  for (const auto& [key, value] : state.meta) meta["state." + key] = value;
   save_safetensors(path, tensors, meta);
 }
 
@@ -61,6 +64,11 @@ static CheckpointInfo info_from(const TensorFile& file) {
   info.progress.seconds = std::stod(file.meta("seconds"));
   info.progress.pending_loss_sum = std::stod(file.meta("pending_loss_sum"));
   info.progress.pending_loss_count = static_cast<int64_t>(meta_u64(file, "pending_loss_count"));
+  const std::string prefix = "state.";
+  for (const auto& [key, value] : file.metadata)
+    if (key.rfind(prefix, 0) == 0) info.state.meta[key.substr(prefix.size())] = value;
+  for (const auto& [name, t] : file.tensors)
+    if (name.rfind(prefix, 0) == 0) info.state.tensors.emplace_back(name.substr(prefix.size()), t);
   return info;
 }
 

@@ -3,11 +3,14 @@
 // atomically; restoring one continues training bit-identically on the same device and build.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "models/parameters.h"
 #include "tensor/rng.h"
 #include "train/optimizer.h"
+#include "train/safetensors.h"
 
 namespace urpe {
 
@@ -22,14 +25,24 @@ struct TrainingProgress {
   int64_t pending_loss_count = 0;
 };
 
-// Tensors: "model.<param name>" and the optimizer's state() entries.
-// Metadata: format, step, config, rng seeds/offsets, seconds.
+// What a particular trainer must add to resume exactly (the language-model trainer: its position
+// in the ordered token stream and the carried memory). Stored as tensors "state.<name>" and
+// metadata "state.<key>".
+struct TrainerState {
+  std::vector<NamedTensor> tensors;
+  std::map<std::string, std::string> meta;
+};
+
+// Tensors: "model.<param name>", the optimizer's state() entries and the trainer state.
+// Metadata: format, step, config, rng seeds/offsets, seconds, the trainer state.
 void save_checkpoint(const std::string& path, const ParameterSet& params, const Adam* optimizer,
-                     const TrainingProgress& progress, const std::string& config_text);
+                     const TrainingProgress& progress, const std::string& config_text,
+                     const TrainerState& state = {});
 
 struct CheckpointInfo {
   TrainingProgress progress;
   std::string config_text;
+  TrainerState state;  // on the CPU; empty when the trainer stored none
 };
 // Copies the stored values into `params` (and `optimizer` when given). Every parameter must be
 // present with its shape; otherwise one error naming the file, the tensor and what was expected.

@@ -7,6 +7,7 @@
 #include "train/checkpoint.h"
 #include "train/encoder_trainer.h"
 #include "train/molecule_trainer.h"
+#include "train/lm_trainer.h"
 #include "train/run_config.h"
 
 namespace urpe::cli {
@@ -21,10 +22,7 @@ static Config stored_config(const std::string& dir) {
 }
 
 // model = graphormer: train, then print the validation and test MAE beside the mean baseline.
-static int train_graphormer_command(const Config& config, const std::string& out, bool resume, bool quiet) {
-  TrainOptions options;
-  options.resume = resume;
-  options.quiet = quiet;
+static int train_graphormer_command(const Config& config, const std::string& out, const TrainOptions& options) {
   const MoleculeTrainOutcome o = train_graphormer(config, out, options);
   if (o.interrupted) {
     std::printf("%s: graphormer %s stopped at step %lld, valid MAE %.4f\n", out.c_str(), o.result.pe.c_str(),
@@ -58,13 +56,19 @@ int run_train(const Args& args) {
                "urpe train: --resume DIR and --out DIR name different directories");
   }
   const std::string model = config.get_string("model");
-  if (model == "graphormer") return train_graphormer_command(config, out, resume, args.has("quiet"));
-  URPE_CHECK(model == "encoder", "urpe train: model '" << model << "' has no trainer in this build");
   TrainOptions options;
   options.resume = resume;
   options.quiet = args.has("quiet");
   options.profile_steps = args.get("profile-steps");
   options.tf32 = args.has("tf32");
+  if (model == "graphormer") return train_graphormer_command(config, out, options);
+  if (model == "txl") {
+    const LmTrainOutcome lm = train_lm(config, out, options);
+    std::printf("%s: Transformer-XL %s, valid perplexity %.2f (loss %.4f) after %lld steps, %lld parameters, %.1f s\n",
+                out.c_str(), lm.result.pe.c_str(), lm.result.metric, lm.final_valid_loss,
+                static_cast<long long>(lm.result.steps), static_cast<long long>(lm.result.params), lm.result.seconds);
+    return lm.interrupted ? 130 : 0;
+  }
   const TrainOutcome outcome = train_encoder(config, out, options);
   std::printf("%s: %s %s, valid accuracy %.2f%% (loss %.4f) after %lld steps, %lld parameters, %.1f s\n",
               out.c_str(), outcome.result.task.c_str(), outcome.result.pe.c_str(),
@@ -82,6 +86,16 @@ int run_eval(const Args& args) {
   const std::string checkpoint = join_path(dir, "model.safetensors");
   const Config config = stored_config(dir);
   if (config.get_string("model") == "graphormer") return eval_graphormer_command(dir, config, split);
+  if (config.get_string("model") == "txl") {
+    const LmRunEval e = evaluate_lm_run(dir, split);
+    std::printf("%s (step %lld): %s perplexity %.2f, loss %.4f over %lld tokens (eval_tgt_len %lld, "
+                "mem_len %lld, clamp_len %lld, same_length %s)\n",
+                dir.c_str(), static_cast<long long>(e.step), split.c_str(), e.result.perplexity, e.result.loss,
+                static_cast<long long>(e.result.predicted), static_cast<long long>(e.settings.tgt_len),
+                static_cast<long long>(e.settings.mem_len), static_cast<long long>(e.settings.clamp_len),
+                e.settings.same_length ? "true" : "false");
+    return 0;
+  }
   const SyntheticTask task = task_from_config(config);
   TransformerEncoder model(encoder_config_from(config), 0, parse_device(config.get_string("device")));
   const CheckpointInfo info = load_checkpoint(checkpoint, model.parameters(), nullptr);

@@ -44,7 +44,10 @@ std::vector<CommandSpec> command_table() {
                     {"device", "NAME", "cpu", "cpu, cuda or cuda:N"}},
                    run_repro, "",
                    "Experiments: synthetic (built: noPE/RPE/URPE on PI and ETP, Figure 1 and 2);\n"
-                   "lm (Transformer-XL, not built yet); molecules (built: Graphormer vs Graphormer + URPE, Table 2);\n"
+                   "lm (built: Transformer-XL vs Transformer-XL + URPE, Table 4; tiny/small train on the\n"
+                   "embedded corpus on a CPU; paper = the WikiText-103 base at L = 4, 8, 16, needs the\n"
+                   "wikitext-103 directory and a GPU);\n"
+                   "molecules (built: Graphormer vs Graphormer + URPE, Table 2);\n"
                    "table5 (efficiency, not built yet).\n"});
 
   table.push_back({"plot", "plot --run DIR", "redraw a run's plots from its files",

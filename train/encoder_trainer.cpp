@@ -10,7 +10,6 @@
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "train/checkpoint.h"
-#include "tensor/cuda_backend.h"
 #include "train/profiling.h"
 #include "train/progress.h"
 #include "train/run_config.h"
@@ -124,11 +123,7 @@ TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, 
              "config: steps, batch, eval_every and valid_size must be positive");
   const SyntheticTask task = task_from_config(config);
   const Device device = parse_device(config.get_string("device"));
-  URPE_CHECK(!options.tf32 || device.is_cuda(), "--tf32 needs a CUDA device (config device is '"
-                                                    << config.get_string("device") << "')");
-  if (options.tf32) cuda::set_tf32(device.context(), true);
-  ProfileWindow profile = options.profile_steps.empty() ? ProfileWindow() : ProfileWindow::parse(options.profile_steps);
-  profile.check_within(steps);
+  ProfileWindow profile = apply_device_options(options, device, steps);
   TransformerEncoder model(encoder_config_from(config), seed, device);
 
   AdamConfig adam_config;

@@ -7,19 +7,10 @@
 #include "models/encoder.h"
 #include "train/config.h"
 #include "train/run_dir.h"
+#include "train/train_options.h"
 
 namespace urpe {
 
-struct TrainOptions {
-  bool resume = false;  // continue from out_dir/model.safetensors
-  bool quiet = false;   // no progress output (tests, repro's inner runs print their own line)
-  std::string label;    // prefix of progress lines
-  std::string experiment = "train";
-  std::string profile_steps;    // "A:B": wrap steps A..B in cudaProfilerStart/Stop (--profile-steps)
-  bool tf32 = false;            // allow TF32 tensor-core GEMMs on CUDA (--tf32)
-  bool overwrite = false;       // replace an existing run in out_dir (repro, demo) instead of refusing
-  int64_t stop_after_step = 0;  // > 0: act as if Ctrl-C arrived during this step (tests)
-};
 
 struct TrainOutcome {
   ResultRow result;          // metric = final validation accuracy

@@ -194,6 +194,7 @@ MoleculeTrainOutcome train_graphormer(const Config& config_in, const std::string
              "config: steps, batch, eval_every and eval_batch must be positive");
   const data::CollateOptions collate = collate_options_from(config);
   const Device device = parse_device(config.get_string("device"));
+  ProfileWindow profile = apply_device_options(options, device, steps);
   Graphormer model(graphormer_config_from(config), seed, device);
 
   MoleculeData loaded;
@@ -249,6 +250,7 @@ MoleculeTrainOutcome train_graphormer(const Config& config_in, const std::string
 
   for (int64_t step = progress.step + 1; step <= steps; ++step) {
     const auto step_start = std::chrono::steady_clock::now();
+    profile.before_step(step);
     const int64_t in_epoch = (step - 1) % batches_per_epoch;
     if (in_epoch == 0 && step > 1) {  // a new epoch: the stream moves past the last one's shuffle
       progress.data_rng = epoch_rng;
@@ -262,6 +264,7 @@ MoleculeTrainOutcome train_graphormer(const Config& config_in, const std::string
     loss.backward();
     const float lr = schedule.at(step);
     optimizer.step(lr);
+    profile.after_step(step);
     const double loss_value = loss.item();
     URPE_CHECK(std::isfinite(loss_value), "training diverged at step " << step << " (loss " << loss_value
                                               << "); try a smaller lr or clip > 0");

@@ -4,6 +4,7 @@
 
 #include "tensor/error.h"
 #include "train/molecule_config.h"
+#include "train/lm_config.h"
 
 #include <fstream>
 #include <sstream>
@@ -15,12 +16,13 @@ namespace {
 // Keys every run has, whatever the model.
 void add_common_keys(ConfigSchema& s) {
   s.add_choice("model", model_families(), "encoder",
-               "model family (encoder: RoBERTa-style post-LN encoder on the synthetic tasks)");
+               "model family (encoder: RoBERTa-style post-LN encoder on the synthetic tasks; txl: "
+               "Transformer-XL language model)");
   s.add_int("seed", 1, "seed of initialisation, data and dropout");
   s.add_int("steps", 2000, "training steps");
   s.add_int("batch", 32, "sequences per training step");
   s.add_float("lr", 2e-3, "peak learning rate (Adam)");
-  s.add_int("warmup", 500, "linear warm-up steps, then linear decay to 0 at `steps`");
+  s.add_int("warmup", 500, "linear warm-up steps, then decay to 0 at `steps` (linear; txl: per `schedule`)");
   s.add_float("weight_decay", 0.0, "decoupled weight decay (AdamW); 0 = plain Adam");
   s.add_float("clip", 0.0, "clip the global gradient norm to this (0 = off)");
   s.add_int("eval_every", 250, "evaluate on the validation set every this many steps");
@@ -49,13 +51,14 @@ ConfigSchema build_schema(const std::string& model) {
   add_common_keys(s);
   if (model == "encoder") add_encoder_keys(s);
   if (model == "graphormer") add_graphormer_keys(s);
+  if (model == "txl") add_txl_keys(s);
   return s;
 }
 
 }  // namespace
 
 const std::vector<std::string>& model_families() {
-  static const std::vector<std::string> families = {"encoder", "graphormer"};
+  static const std::vector<std::string> families = {"encoder", "txl", "graphormer"};
   return families;
 }
 
@@ -105,6 +108,23 @@ const std::vector<Preset>& presets() {
        "task = etp\nseq_len = 128\nvocab = 1000\nlayers = 3\nd_model = 768\nheads = 12\nd_ff = 3072\n"
        "init_std = 0.02\nbatch = 128\nsteps = 40000\nlr = 7e-5\nwarmup = 6000\neval_every = 2000\n"
        "valid_size = 6400\n"},
+      {"txl-tiny", "Transformer-XL (+URPE with pe = urpe) on the embedded corpus, a few CPU minutes: 2 layers, "
+                   "d = 128, 600 steps of 16 × 32 tokens",
+       "model = txl\nlayers = 2\nd_model = 128\nheads = 4\nd_head = 32\nd_inner = 512\ndropout = 0.1\n"
+       "tgt_len = 32\nmem_len = 32\ncutoffs = 1000,4000\nbatch = 16\nsteps = 600\nlr = 2e-3\nwarmup = 50\n"
+       "clip = 0.25\neval_every = 100\nmax_eval_tokens = 10000\n"},
+      {"txl-small", "Transformer-XL on the embedded corpus, hours on a CPU (minutes on a GPU): 4 layers, d = 256, "
+                    "4000 steps of 16 × 64 tokens",
+       "model = txl\nlayers = 4\nd_model = 256\nheads = 8\nd_head = 32\nd_inner = 1024\ndropout = 0.1\n"
+       "tgt_len = 64\nmem_len = 64\ncutoffs = 1000,4000\nbatch = 16\nsteps = 4000\nlr = 1e-3\nwarmup = 200\n"
+       "clip = 0.25\neval_every = 250\nmax_eval_tokens = 20000\n"},
+      {"txl-base", "the paper's WikiText-103 base (SPECS §1.9; final evaluation per §1.11); corpus = the "
+                   "wikitext-103 directory (wiki.*.tokens)",
+       "model = txl\ncorpus = wikitext-103\nlayers = 16\nd_model = 410\nheads = 10\nd_head = 41\n"
+       "d_inner = 2100\ndropout = 0.1\ndropatt = 0.0\ntgt_len = 150\nmem_len = 150\nclamp_len = -1\n"
+       "cutoffs = 20000,40000,200000\ninit_std = 0.02\nbatch = 60\nlr = 2.5e-4\nschedule = cosine\n"
+       "warmup = 0\nsteps = 200000\nclip = 0.25\nweight_decay = 0\nseed = 1111\neval_every = 4000\n"
+       "eval_batch = 10\neval_tgt_len = 64\neval_mem_len = 640\neval_clamp_len = 400\nsame_length = true\n"},
       {"graphormer-tiny", "Graphormer, CPU size (3 layers, d = 32, 4 heads, multi-hop 5; 1,500 steps of 32 molecules)",
        kGraphormerTiny},
       {"graphormer-tiny-urpe", "graphormer-tiny + URPE", std::string(kGraphormerTiny) + "pe = urpe\n"},

@@ -3,6 +3,8 @@
 //   run:  plots/curves.png (token accuracy against step), plots/loss.png (cross-entropy),
 //         plots/rpe_bias.png and plots/urpe_c.png (the learned B and C matrices per head, gathered
 //         through their bucket maps: the paper's Figure 2)
+//   language-model run (model = txl): plots/perplexity.png (training and validation perplexity
+//         against step), plots/urpe_c.png (the learned C per head against the relative distance)
 //   grid: plots/accuracy.png (grouped bars per task × V × pe: Figure 1),
 //         plots/curves_<task>.png (validation accuracy of every variant, first seed),
 //         plots/urpe_c_<task>.png (the URPE model's C per head, first seed, largest V)
@@ -11,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "train/plots.h"
 #include "train/run_dir.h"
+#include "tensor/tensor.h"
 
 namespace urpe {
 
@@ -22,6 +26,9 @@ struct RunCurve {
   int64_t seed = 0;
   std::string dir;
 };
+
+// The Transformer-XL URPE table (H, max_klen) as one line per head against the distance.
+plot::LineChartSpec urpe_c_chart(const Tensor& c_table, const std::string& title);
 
 // Returns the paths written.
 std::vector<std::string> draw_run_plots(const std::string& run_dir);

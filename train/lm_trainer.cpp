@@ -1,0 +1,310 @@
+// The language-model loop: ordered segments with memory, Adam with clipping and a cosine (or
+// linear) schedule, periodic evaluation with memory, checkpoints that hold the stream position
+// and the memory, Ctrl-C saves and stops. The protocol is in lm_trainer.h.
+#include "train/lm_trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+
+#include "autograd/node.h"
+#include "data/lm_batches.h"
+#include "data/text_file.h"
+#include "train/checkpoint.h"
+#include "train/progress.h"
+#include "train/run_config.h"
+#include "train/run_plots.h"
+#include "train/schedule.h"
+
+namespace urpe {
+
+namespace {
+
+// Set by SIGINT; the loop checks it between steps and stops after saving a checkpoint.
+volatile std::sig_atomic_t g_stop_requested = 0;
+void request_stop(int) { g_stop_requested = 1; }
+
+uint64_t dropout_seed(uint64_t seed) { return seed * 2 + 2; }  // as the encoder trainer's stream
+
+// Where training stands in the ordered train stream: the epoch, the next segment to train on,
+// and the memory that segment continues from (empty at the start of an epoch).
+struct StreamPosition {
+  int64_t epoch = 0;
+  int64_t segment = 0;
+  TxlMemory mems;
+};
+
+TrainerState stream_state(const StreamPosition& p) {
+  TrainerState s;
+  s.meta["epoch"] = std::to_string(p.epoch);
+  s.meta["segment"] = std::to_string(p.segment);
+  s.meta["mems"] = std::to_string(p.mems.size());
+  for (size_t l = 0; l < p.mems.size(); ++l) s.tensors.emplace_back("mems." + std::to_string(l), p.mems[l]);
+  return s;
+}
+
+StreamPosition stream_position(const TrainerState& s, const std::string& path, const Device& device) {
+  auto number = [&](const std::string& key) -> int64_t {
+    auto it = s.meta.find(key);
+    URPE_CHECK(it != s.meta.end(), path << ": no 'state." << key
+                                        << "' metadata (not a language-model checkpoint?)");
+    return std::stoll(it->second);
+  };
+  StreamPosition p;
+  p.epoch = number("epoch");
+  p.segment = number("segment");
+  const int64_t count = number("mems");
+  for (int64_t l = 0; l < count; ++l) {
+    const std::string name = "mems." + std::to_string(l);
+    const Tensor* found = nullptr;
+    for (const auto& [n, t] : s.tensors)
+      if (n == name) found = &t;
+    URPE_CHECK(found != nullptr, path << ": the memory tensor 'state." << name << "' is missing");
+    p.mems.push_back(found->to(device));
+  }
+  return p;
+}
+
+// Restores a model's training memory options when an evaluation ends (also on an error).
+class MemoryOptionsGuard {
+ public:
+  explicit MemoryOptionsGuard(TransformerXL& model) : model_(model), saved_(model.config()) {}
+  ~MemoryOptionsGuard() { model_.set_memory_options(saved_.mem_len, saved_.clamp_len, saved_.same_length); }
+
+ private:
+  TransformerXL& model_;
+  TransformerXLConfig saved_;
+};
+
+}  // namespace
+
+// ---- perplexity ----
+
+void PerplexityMeter::add(int64_t segment_len, double mean_nll) {
+  URPE_CHECK(segment_len > 0, "perplexity: a segment must have at least one row, got " << segment_len);
+  total_loss_ += static_cast<double>(segment_len) * mean_nll;
+  total_len_ += segment_len;
+}
+
+double PerplexityMeter::loss() const {
+  URPE_CHECK(total_len_ > 0, "perplexity: no segment was scored");
+  return total_loss_ / static_cast<double>(total_len_);
+}
+
+double PerplexityMeter::perplexity() const { return std::exp(loss()); }
+
+// ---- evaluation ----
+
+LmEvalResult evaluate_lm(TransformerXL& model, const std::vector<int32_t>& stream, const LmEvalSettings& s) {
+  autograd::NoGrad no_grad;
+  const bool partial = s.max_tokens > 0 && s.max_tokens < static_cast<int64_t>(stream.size());
+  const data::LMOrderedBatches batches(
+      partial ? std::vector<int32_t>(stream.begin(), stream.begin() + s.max_tokens) : stream, s.batch, s.tgt_len);
+  MemoryOptionsGuard restore(model);
+  model.set_memory_options(s.mem_len, s.clamp_len, s.same_length);
+  PerplexityMeter meter;
+  TxlMemory mems;
+  for (int64_t k = 0; k < batches.num_segments(); ++k) {
+    const data::LMSegment segment = batches.segment(k, model.device());
+    TxlStep out = model.forward(segment.data, segment.target, mems, false, nullptr);
+    mems = std::move(out.mems);
+    meter.add(segment.length, out.loss.item());
+  }
+  LmEvalResult r;
+  r.loss = meter.loss();
+  r.perplexity = meter.perplexity();
+  r.predicted = meter.length() * batches.batch_size();
+  return r;
+}
+
+data::Corpus corpus_from_config(const Config& config) {
+  const std::string dir = corpus_dir_from(config);
+  URPE_CHECK(data::directory_exists(dir),
+             "corpus directory '" << dir << "' (config key `corpus`) does not exist; it should hold the "
+                                  << "train/valid/test splits in WikiText format (for txl-base: the wiki.*.tokens "
+                                  << "files of wikitext-103-v1), or use corpus = embedded");
+  return data::load_corpus(dir, data::parse_token_mode(config.get_string("token_mode")));
+}
+
+// ---- training ----
+
+LmTrainOutcome train_lm(const Config& config_in, const std::string& out_dir, const TrainOptions& options,
+                        const data::Corpus* corpus_in) {
+  make_directories(out_dir);
+  const std::string checkpoint_path = join_path(out_dir, "model.safetensors");
+  Config config = config_in;
+  URPE_CHECK(options.resume || options.overwrite || !path_exists(checkpoint_path),
+             "'" << out_dir << "' already holds a run (model.safetensors); continue it with --resume "
+                 << out_dir << " or choose another --out");
+  if (options.resume) {
+    URPE_CHECK(path_exists(checkpoint_path),
+               "cannot resume: no checkpoint at '" << checkpoint_path << "' (is this a run directory?)");
+    config = config_from_text(read_checkpoint_info(checkpoint_path).config_text, checkpoint_path + " (config)");
+  }
+  const int64_t steps = config.get_int("steps"), batch = config.get_int("batch");
+  const int64_t eval_every = config.get_int("eval_every");
+  const uint64_t seed = static_cast<uint64_t>(config.get_int("seed"));
+  URPE_CHECK(steps > 0 && batch > 0 && eval_every > 0, "config: steps, batch and eval_every must be positive");
+  const LmEvalSettings final_eval = eval_settings_from(config);
+  LmEvalSettings quick_eval = final_eval;
+  quick_eval.max_tokens = config.get_int("max_eval_tokens");
+
+  data::Corpus loaded;
+  if (!corpus_in) loaded = corpus_from_config(config);
+  const data::Corpus& corpus = corpus_in ? *corpus_in : loaded;
+  URPE_CHECK(corpus.mode == data::parse_token_mode(config.get_string("token_mode")),
+             "train_lm: the corpus given was read in " << data::token_mode_name(corpus.mode)
+                                                       << " mode, the config asks for " << config.get_string("token_mode"));
+  const Device device = parse_device(config.get_string("device"));
+  ProfileWindow profile = apply_device_options(options, device, steps);
+  TransformerXL model(txl_config_from(config, corpus.vocab.size()), seed, device);
+  const int64_t tgt_len = config.get_int("tgt_len");
+  URPE_CHECK(static_cast<int64_t>(corpus.train.ids.size()) >= 2 * batch,
+             "the train split of '" << corpus.directory << "' has " << corpus.train.ids.size()
+                                    << " tokens, too few for batch " << batch << " (needs 2 per column)");
+  const data::LMOrderedBatches train_batches(corpus.train.ids, batch, tgt_len);
+
+  AdamConfig adam_config;
+  adam_config.weight_decay = static_cast<float>(config.get_float("weight_decay"));
+  adam_config.clip_norm = static_cast<float>(config.get_float("clip"));
+  Adam optimizer(model.parameters().tensors(), adam_config);
+  LrSchedule schedule;
+  schedule.peak_lr = static_cast<float>(config.get_float("lr"));
+  schedule.warmup = config.get_int("warmup");
+  schedule.total = steps;
+  schedule.decay = parse_decay_kind(config.get_string("schedule"));
+  schedule.validate();
+
+  TrainingProgress progress;
+  progress.data_rng = Rng(seed);  // unused: the stream is ordered (kept for the checkpoint format)
+  progress.dropout_rng = Rng(dropout_seed(seed));
+  StreamPosition position;
+  if (options.resume) {
+    const CheckpointInfo info = load_checkpoint(checkpoint_path, model.parameters(), &optimizer);
+    progress = info.progress;
+    position = stream_position(info.state, checkpoint_path, device);
+  } else {
+    write_text_atomic(join_path(out_dir, "config.txt"), config.to_text());
+  }
+  MetricsLog metrics(join_path(out_dir, "metrics.csv"), options.resume, progress.step);
+  ProgressLine line(options.label.empty() ? "[txl/" + config.get_string("pe") + "]" : options.label, steps,
+                    progress.step, options.quiet);
+  const std::string config_text = config.to_text();
+  auto save = [&] {
+    save_checkpoint(checkpoint_path, model.parameters(), &optimizer, progress, config_text, stream_state(position));
+  };
+
+  g_stop_requested = 0;
+  auto previous_handler = std::signal(SIGINT, request_stop);
+  LmTrainOutcome outcome;
+  LmEvalResult last_eval;
+  bool scored = false, scored_whole_split = false;
+  auto window_start = std::chrono::steady_clock::now();
+  int64_t window_tokens = 0;
+
+  for (int64_t step = progress.step + 1; step <= steps; ++step) {
+    const auto step_start = std::chrono::steady_clock::now();
+    profile.before_step(step);
+    if (position.segment == train_batches.num_segments()) {  // a new epoch starts without memory
+      position.segment = 0;
+      ++position.epoch;
+      position.mems.clear();
+    }
+    const data::LMSegment segment = train_batches.segment(position.segment, device);
+    TxlStep out = model.forward(segment.data, segment.target, position.mems, true, &progress.dropout_rng);
+    position.mems = std::move(out.mems);
+    ++position.segment;
+    optimizer.zero_grad();
+    out.loss.backward();
+    const float lr = schedule.at(step);
+    optimizer.step(lr);
+    profile.after_step(step);
+    const double loss_value = out.loss.item();
+    URPE_CHECK(std::isfinite(loss_value), "training diverged at step " << step << " (loss " << loss_value
+                                              << "); try a smaller lr or clip > 0");
+    progress.pending_loss_sum += loss_value;
+    ++progress.pending_loss_count;
+    window_tokens += segment.length * batch;
+    progress.step = step;
+    progress.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+    const double window = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
+    const double tokens_per_s = window > 0 ? static_cast<double>(window_tokens) / window : 0.0;
+    line.update(step, loss_value, lr, tokens_per_s);
+
+    const bool stop = g_stop_requested != 0 || step == options.stop_after_step;
+    const bool evaluate_now = step % eval_every == 0 || step == steps;
+    if (stop && !evaluate_now) save();  // between evaluations: the state and the unlogged loss window
+    if (evaluate_now) {
+      const double train_loss = progress.pending_loss_sum / static_cast<double>(progress.pending_loss_count);
+      metrics.write(step, "train", train_loss, std::exp(train_loss), lr, tokens_per_s, progress.seconds);
+      progress.pending_loss_sum = 0;
+      progress.pending_loss_count = 0;
+      // The last evaluation scores the whole split: it is the run's result.
+      last_eval = evaluate_lm(model, corpus.valid.ids, step == steps ? final_eval : quick_eval);
+      scored = true;
+      scored_whole_split = step == steps || quick_eval.max_tokens == 0;
+      metrics.write(step, "valid", last_eval.loss, last_eval.perplexity, lr, tokens_per_s, progress.seconds);
+      char text[160];
+      std::snprintf(text, sizeof text, "step %lld: valid loss %.4f, perplexity %.2f (%lld tokens)",
+                    static_cast<long long>(step), last_eval.loss, last_eval.perplexity,
+                    static_cast<long long>(last_eval.predicted));
+      line.message(text);
+      save();
+      window_start = std::chrono::steady_clock::now();
+      window_tokens = 0;
+    }
+    if (stop) {
+      outcome.interrupted = true;
+      line.message("interrupted: checkpoint saved at step " + std::to_string(step) +
+                   "; continue with: urpe train --resume " + out_dir);
+      break;
+    }
+  }
+  std::signal(SIGINT, previous_handler);
+  line.finish();
+  // A finished run is scored on the whole split (also when resumed after it finished); an
+  // interrupted one keeps its last evaluation.
+  if (outcome.interrupted ? !scored : !scored_whole_split)
+    last_eval = evaluate_lm(model, corpus.valid.ids, outcome.interrupted ? quick_eval : final_eval);
+
+  ResultRow& r = outcome.result;
+  r.experiment = options.experiment;
+  r.task = "lm";
+  r.model = "transformer_xl";
+  r.pe = config.get_string("pe");
+  r.seed = static_cast<int64_t>(seed);
+  r.metric_name = "valid_ppl";
+  r.metric = last_eval.perplexity;
+  r.params = model.parameters().count();
+  r.steps = progress.step;
+  r.seconds = progress.seconds;
+  r.device = device.name();
+  outcome.final_valid_loss = last_eval.loss;
+  write_text_atomic(join_path(out_dir, "results.json"), result_to_json(r).dump(2) + "\n");
+  draw_run_plots(out_dir);
+  return outcome;
+}
+
+// ---- evaluating a run directory ----
+
+LmRunEval evaluate_lm_run(const std::string& run_dir, const std::string& split, const LmEvalSettings* settings,
+                          const data::Corpus* corpus_in) {
+  URPE_CHECK(split == "valid" || split == "test", "evaluation split must be valid or test, got '" << split << "'");
+  const std::string checkpoint = join_path(run_dir, "model.safetensors");
+  URPE_CHECK(path_exists(checkpoint), "'" << run_dir << "' has no model.safetensors (not a run directory?)");
+  LmRunEval out{config_from_text(read_checkpoint_info(checkpoint).config_text, checkpoint + " (config)"), 0, 0, {}, {}};
+  URPE_CHECK(out.config.get_string("model") == "txl",
+             checkpoint << ": a '" << out.config.get_string("model") << "' run, not a language model (model = txl)");
+  data::Corpus loaded;
+  if (!corpus_in) loaded = corpus_from_config(out.config);
+  const data::Corpus& corpus = corpus_in ? *corpus_in : loaded;
+  TransformerXL model(txl_config_from(out.config, corpus.vocab.size()), 0, parse_device(out.config.get_string("device")));
+  out.step = load_checkpoint(checkpoint, model.parameters(), nullptr).progress.step;
+  out.params = model.parameters().count();
+  out.settings = settings ? *settings : eval_settings_from(out.config);
+  out.result = evaluate_lm(model, corpus.split(split).ids, out.settings);
+  return out;
+}
+
+}  // namespace urpe

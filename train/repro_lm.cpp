@@ -1,0 +1,310 @@
+// Runner for the language-modelling comparison: one training run per (L, pe, seed), the extra
+// evaluations (test, valid without memory), then the summary files.
+#include "train/repro_lm.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "data/corpus.h"
+#include "train/lm_trainer.h"
+#include "train/plots.h"
+#include "train/run_config.h"
+#include "train/run_plots.h"
+#include "train/safetensors.h"
+
+namespace urpe {
+
+LmReproPlan lm_plan_for_scale(const std::string& scale) {
+  LmReproPlan p;
+  p.scale = scale;
+  if (scale == "tiny") p.preset = "txl-tiny";
+  else if (scale == "small") p.preset = "txl-small";
+  else if (scale == "paper") {
+    p.preset = "txl-base";
+    p.layers = {4, 8, 16};  // the paper's Table 4
+  } else URPE_FAIL("--scale '" << scale << "': expected tiny, small or paper");
+  return p;
+}
+
+namespace {
+
+std::string display_name(const std::string& pe) { return pe == "urpe" ? "Transformer-XL + URPE" : "Transformer-XL"; }
+std::string short_name(const std::string& pe) { return pe == "urpe" ? "URPE" : "RPE"; }
+
+std::string run_name(int64_t layers, const std::string& pe, int64_t seed) {
+  return "L" + std::to_string(layers) + "-" + pe + "-s" + std::to_string(seed);
+}
+
+struct Stats {
+  double mean = NAN, spread = NAN;  // spread: half the range over seeds
+};
+
+Stats stats_of(const std::vector<double>& v) {
+  Stats s;
+  if (v.empty()) return s;
+  s.mean = 0;
+  for (double x : v) s.mean += x;
+  s.mean /= static_cast<double>(v.size());
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  s.spread = 0.5 * (*hi - *lo);
+  return s;
+}
+
+std::string format_stats(const Stats& s, const char* format = "%.2f ± %.2f") {
+  if (std::isnan(s.mean)) return "–";
+  char text[64];
+  std::snprintf(text, sizeof text, format, s.mean, s.spread);
+  return text;
+}
+
+std::vector<const LmRunRecord*> runs_of(const LmReproSummary& summary, int64_t layers, const std::string& pe) {
+  std::vector<const LmRunRecord*> list;
+  for (const LmRunRecord& r : summary.runs)
+    if (r.layers == layers && r.pe == pe) list.push_back(&r);
+  return list;
+}
+
+std::vector<int64_t> depths_of(const LmReproSummary& summary) {
+  std::vector<int64_t> depths;
+  for (const LmRunRecord& r : summary.runs)
+    if (std::find(depths.begin(), depths.end(), r.layers) == depths.end()) depths.push_back(r.layers);
+  return depths;
+}
+
+ResultRow row_of(const LmRunRecord& r, const std::string& metric_name, double metric, const std::string& device) {
+  ResultRow row;
+  row.experiment = "lm";
+  row.task = "lm";
+  row.model = "transformer_xl-L" + std::to_string(r.layers);
+  row.pe = r.pe;
+  row.seed = r.seed;
+  row.metric_name = metric_name;
+  row.metric = metric;
+  row.params = r.params;
+  row.steps = r.steps;
+  row.seconds = r.seconds;
+  row.device = device;
+  return row;
+}
+
+void draw_lm_repro_plots(const std::string& out_dir, const LmReproSummary& summary) {
+  const std::string plots = join_path(out_dir, "plots");
+  make_directories(plots);
+  for (int64_t layers : depths_of(summary)) {
+    const std::string depth = "L" + std::to_string(layers);
+    plot::LineChartSpec chart;
+    chart.title = "Validation perplexity, " + depth;
+    chart.x_label = "step";
+    chart.y_label = "valid PPL (last point: whole split)";
+    chart.log_y = true;
+    const LmRunRecord* urpe_run = nullptr;
+    for (const std::string pe : {"rpe", "urpe"})
+      for (const LmRunRecord* r : runs_of(summary, layers, pe)) {
+        plot::Series s;
+        s.name = short_name(pe) + " seed " + std::to_string(r->seed);
+        for (const MetricsRow& m : read_metrics(join_path(r->dir, "metrics.csv")))
+          if (m.split == "valid") {
+            s.x.push_back(static_cast<double>(m.step));
+            s.y.push_back(m.metric);
+          }
+        chart.series.push_back(std::move(s));
+        if (pe == "urpe" && !urpe_run) urpe_run = r;
+      }
+    plot::line_chart(join_path(plots, "curves_" + depth + ".png"), chart);
+    if (urpe_run) {
+      const TensorFile file = load_safetensors(join_path(urpe_run->dir, "model.safetensors"));
+      plot::line_chart(join_path(plots, "urpe_c_" + depth + ".png"),
+                       urpe_c_chart(file.at("model.urpe_c"), "Learned URPE C by distance (" + depth + ", seed " +
+                                                                 std::to_string(urpe_run->seed) + ")"));
+    }
+  }
+  // Final perplexities, mean over seeds: valid and test with memory, valid without.
+  plot::BarChartSpec bars;
+  bars.title = "Mean perplexity";
+  bars.y_label = "perplexity (mean over seeds)";
+  bars.decimals = 1;
+  for (int64_t layers : depths_of(summary))
+    for (const char* what : {"valid", "test", "valid, no memory"})
+      bars.groups.push_back("L" + std::to_string(layers) + " " + what);
+  for (const std::string pe : {"rpe", "urpe"}) {
+    plot::BarSeries s;
+    s.name = display_name(pe);
+    for (int64_t layers : depths_of(summary)) {
+      std::vector<double> valid, test, none;
+      for (const LmRunRecord* r : runs_of(summary, layers, pe)) {
+        valid.push_back(r->valid_ppl);
+        test.push_back(r->test_ppl);
+        none.push_back(r->valid_ppl_no_memory);
+      }
+      for (const auto* v : {&valid, &test, &none}) s.values.push_back(stats_of(*v).mean);
+    }
+    bars.series.push_back(std::move(s));
+  }
+  plot::bar_chart(join_path(plots, "perplexity.png"), bars);
+}
+
+}  // namespace
+
+LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir) {
+  const auto start = std::chrono::steady_clock::now();
+  make_directories(out_dir);
+  // Every run of the plan reads the same corpus: load it once.
+  std::vector<std::string> base_sets = {"device=" + plan.device};
+  base_sets.insert(base_sets.end(), plan.overrides.begin(), plan.overrides.end());
+  const Config base = resolve_config(plan.preset, "", base_sets);
+  const data::Corpus corpus = corpus_from_config(base);
+  LmReproSummary summary;
+  summary.corpus = base.get_string("corpus");
+  summary.token_mode = base.get_string("token_mode");
+  summary.vocab = corpus.vocab.size();
+  summary.unigram_valid_ppl = data::unigram_perplexity(corpus.train.ids, corpus.valid.ids);
+  summary.unigram_test_ppl = data::unigram_perplexity(corpus.train.ids, corpus.test.ids);
+  std::printf("corpus %s (%s mode): vocabulary %lld, train %zu tokens; unigram perplexity valid %.2f, test %.2f\n",
+              corpus.directory.c_str(), summary.token_mode.c_str(), static_cast<long long>(summary.vocab),
+              corpus.train.ids.size(), summary.unigram_valid_ppl, summary.unigram_test_ppl);
+
+  const std::vector<int64_t> depths = plan.layers.empty() ? std::vector<int64_t>{base.get_int("layers")} : plan.layers;
+  const int64_t total = static_cast<int64_t>(depths.size() * plan.pes.size()) * plan.seeds;
+  int64_t index = 0;
+  for (int64_t layers : depths)
+    for (const std::string& pe : plan.pes)
+      for (int64_t seed = plan.first_seed; seed < plan.first_seed + plan.seeds; ++seed) {
+        std::vector<std::string> sets = base_sets;
+        sets.insert(sets.end(), {"pe=" + pe, "seed=" + std::to_string(seed)});
+        if (!plan.layers.empty()) sets.push_back("layers=" + std::to_string(layers));
+        const Config config = resolve_config(plan.preset, "", sets);
+        LmRunRecord r;
+        r.layers = layers;
+        r.pe = pe;
+        r.seed = seed;
+        r.dir = join_path(join_path(out_dir, "runs"), run_name(layers, pe, seed));
+        std::printf("[%lld/%lld] %-14s ", static_cast<long long>(++index), static_cast<long long>(total),
+                    run_name(layers, pe, seed).c_str());
+        std::fflush(stdout);
+        TrainOptions options;
+        options.quiet = true;
+        options.overwrite = true;
+        options.experiment = "lm";
+        const LmTrainOutcome outcome = train_lm(config, r.dir, options, &corpus);
+        r.params = outcome.result.params;
+        r.steps = outcome.result.steps;
+        r.seconds = outcome.result.seconds;
+        r.valid_ppl = outcome.result.metric;
+        const LmRunEval test = evaluate_lm_run(r.dir, "test", nullptr, &corpus);
+        r.test_ppl = test.result.perplexity;
+        r.eval_mem_len = test.settings.mem_len;
+        LmEvalSettings no_memory = test.settings;
+        no_memory.mem_len = 0;
+        no_memory.same_length = false;  // needs a memory
+        r.valid_ppl_no_memory = evaluate_lm_run(r.dir, "valid", &no_memory, &corpus).result.perplexity;
+        std::printf("valid ppl %8.2f (without memory %8.2f, %+.1f%%), test ppl %8.2f  (%lld steps, %.0f s)\n",
+                    r.valid_ppl, r.valid_ppl_no_memory, 100.0 * (r.valid_ppl_no_memory / r.valid_ppl - 1.0),
+                    r.test_ppl, static_cast<long long>(r.steps), r.seconds);
+        std::fflush(stdout);
+        summary.runs.push_back(r);
+      }
+
+  summary.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  json::Value list = json::Value::array();
+  const std::string device = parse_device(plan.device).name();
+  for (const char* split : {"valid", "test"}) {
+    ResultRow u;
+    u.experiment = "lm";
+    u.task = "lm";
+    u.model = "unigram";
+    u.pe = "none";
+    u.metric_name = std::string(split) + "_ppl";
+    u.metric = std::string(split) == "valid" ? summary.unigram_valid_ppl : summary.unigram_test_ppl;
+    u.params = summary.vocab;
+    u.device = "cpu";
+    list.push(result_to_json(u));
+  }
+  for (const LmRunRecord& r : summary.runs) {
+    list.push(result_to_json(row_of(r, "valid_ppl", r.valid_ppl, device)));
+    list.push(result_to_json(row_of(r, "test_ppl", r.test_ppl, device)));
+    list.push(result_to_json(row_of(r, "valid_ppl_mem0", r.valid_ppl_no_memory, device)));
+  }
+  write_text_atomic(join_path(out_dir, "results.json"), list.dump(2) + "\n");
+  write_text_atomic(join_path(out_dir, "results.md"), lm_results_markdown(summary, plan));
+  draw_lm_repro_plots(out_dir, summary);
+  return summary;
+}
+
+std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan& plan) {
+  std::ostringstream md;
+  const Config base = resolve_config(plan.preset, "", plan.overrides);
+  const LmEvalSettings eval = eval_settings_from(base);
+  md << "# Language modelling: Transformer-XL vs Transformer-XL + URPE\n\n"
+     << "Scale `" << plan.scale << "` (preset `" << plan.preset << "`), corpus `" << summary.corpus << "` ("
+     << summary.token_mode << " tokens, vocabulary " << summary.vocab << "), " << plan.seeds
+     << " seed(s) per model; mean ± half-range over seeds.\n"
+     << "Model: d_model " << base.get_int("d_model") << ", " << base.get_int("heads") << " heads × "
+     << base.get_int("d_head") << ", d_inner " << base.get_int("d_inner") << "; training tgt_len "
+     << base.get_int("tgt_len") << ", mem_len " << base.get_int("mem_len") << ", batch " << base.get_int("batch")
+     << ", " << base.get_int("steps") << " steps.\n"
+     << "Perplexity over the whole split (SPECS §1.11): eval_tgt_len " << eval.tgt_len << ", memory " << eval.mem_len
+     << ", clamp_len " << eval.clamp_len << ", same_length " << (eval.same_length ? "true" : "false") << ", "
+     << eval.batch << " columns.\n\n"
+     << "Unigram perplexity (train frequencies, no context): valid " << format_stats({summary.unigram_valid_ppl, 0}, "%.2f")
+     << ", test " << format_stats({summary.unigram_test_ppl, 0}, "%.2f") << ".\n\n"
+     << "| L | model | parameters | valid PPL | test PPL | valid PPL, no memory |\n"
+     << "|---|---|---|---|---|---|\n";
+  for (int64_t layers : depths_of(summary))
+    for (const std::string& pe : plan.pes) {
+      std::vector<double> valid, test, none;
+      int64_t params = 0;
+      for (const LmRunRecord* r : runs_of(summary, layers, pe)) {
+        valid.push_back(r->valid_ppl);
+        test.push_back(r->test_ppl);
+        none.push_back(r->valid_ppl_no_memory);
+        params = r->params;
+      }
+      md << "| " << layers << " | " << display_name(pe) << " | " << params << " | " << format_stats(stats_of(valid))
+         << " | " << format_stats(stats_of(test)) << " | " << format_stats(stats_of(none)) << " |\n";
+    }
+
+  md << "\nURPE − baseline (per seed, then mean ± half-range; negative = URPE better):\n\n"
+     << "| L | URPE parameters | valid PPL | test PPL |\n|---|---|---|---|\n";
+  for (int64_t layers : depths_of(summary)) {
+    const auto base_runs = runs_of(summary, layers, "rpe"), urpe_runs = runs_of(summary, layers, "urpe");
+    if (base_runs.empty() || urpe_runs.empty()) continue;
+    std::vector<double> dv, dt;
+    for (const LmRunRecord* u : urpe_runs)
+      for (const LmRunRecord* b : base_runs)
+        if (b->seed == u->seed) {
+          dv.push_back(u->valid_ppl - b->valid_ppl);
+          dt.push_back(u->test_ppl - b->test_ppl);
+        }
+    const int64_t extra = urpe_runs[0]->params - base_runs[0]->params;
+    char overhead[96];
+    std::snprintf(overhead, sizeof overhead, "+%lld (+%.3f%%)", static_cast<long long>(extra),
+                  100.0 * static_cast<double>(extra) / static_cast<double>(base_runs[0]->params));
+    md << "| " << layers << " | " << overhead << " | " << format_stats(stats_of(dv), "%+.2f ± %.2f") << " | "
+       << format_stats(stats_of(dt), "%+.2f ± %.2f") << " |\n";
+  }
+
+  std::vector<double> gain;
+  for (const LmRunRecord& r : summary.runs) gain.push_back(100.0 * (r.valid_ppl_no_memory / r.valid_ppl - 1.0));
+  if (!gain.empty()) {
+    const auto [lo, hi] = std::minmax_element(gain.begin(), gain.end());
+    char text[200];
+    std::snprintf(text, sizeof text,
+                  "\nMemory: the same checkpoints evaluated with eval_mem_len = 0 score a validation perplexity "
+                  "%.1f%% to %.1f%% higher than with memory %lld.\n",
+                  *lo, *hi, static_cast<long long>(summary.runs[0].eval_mem_len));
+    md << text;
+  }
+  double seconds = 0;
+  for (const LmRunRecord& r : summary.runs) seconds += r.seconds;
+  md << "Training time in total: " << static_cast<int64_t>(seconds) << " s on " << parse_device(plan.device).name()
+     << "; the whole repro (corpus, training, evaluations) took " << static_cast<int64_t>(summary.wall_seconds)
+     << " s. Plots: plots/curves_L*.png (validation perplexity against step), plots/perplexity.png, "
+        "plots/urpe_c_L*.png (the learned C).\n";
+  return md.str();
+}
+
+}  // namespace urpe

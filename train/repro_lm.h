@@ -1,0 +1,58 @@
+// The paper's language-modelling comparison (§4.2, Table 4): Transformer-XL against
+// Transformer-XL + URPE at matched settings, over seeds (and, at paper scale, depths
+// L ∈ {4, 8, 16}). Every run is scored on the whole valid and test splits with memory, and its
+// valid split again without memory (eval_mem_len = 0) to show what the memory buys. Writes
+// results.json (one row per run and metric, plus the unigram baseline), results.md (the table:
+// perplexities mean ± half-range over seeds, parameters, the URPE overhead and the URPE − baseline
+// difference) and plots/ (validation perplexity against step for both models, the learned C).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "train/run_dir.h"
+
+namespace urpe {
+
+struct LmReproPlan {
+  std::string scale;                        // tiny | small | paper
+  std::string preset;                       // the run preset the scale trains
+  std::vector<int64_t> layers;              // depths compared; empty = the preset's
+  std::vector<std::string> pes = {"rpe", "urpe"};
+  int64_t seeds = 1;
+  int64_t first_seed = 1;                   // seeds run first_seed … first_seed + seeds − 1
+  std::string device = "cpu";
+  std::vector<std::string> overrides;       // extra key=value applied to every run (not pe or seed,
+                                            // nor layers when `layers` is set: the plan sets those)
+};
+
+// tiny: txl-tiny on the embedded corpus (≈ 3 minutes per run on 2 CPU cores); small: txl-small;
+// paper: txl-base (WikiText-103, SPECS §1.9) at L = 4, 8 and 16 — a GPU job.
+LmReproPlan lm_plan_for_scale(const std::string& scale);
+
+// What one run achieved (all perplexities over the whole split, SPECS §1.11).
+struct LmRunRecord {
+  int64_t layers = 0;
+  std::string pe, dir;
+  int64_t seed = 0, params = 0, steps = 0;
+  double seconds = 0;
+  double valid_ppl = 0, test_ppl = 0;
+  double valid_ppl_no_memory = 0;  // the same checkpoint evaluated with eval_mem_len = 0
+  int64_t eval_mem_len = 0;        // the memory of the two evaluations above
+};
+
+struct LmReproSummary {
+  std::string corpus, token_mode;
+  int64_t vocab = 0;
+  double unigram_valid_ppl = 0, unigram_test_ppl = 0;
+  std::vector<LmRunRecord> runs;
+  double wall_seconds = 0;  // the whole repro: corpus, training, every evaluation
+};
+
+// Trains every (L, pe, seed) into out_dir/runs/L<L>-<pe>-s<seed>, printing one line per run, then
+// writes out_dir/results.json, results.md and plots/.
+LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir);
+
+// The results.md text.
+std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan& plan);
+
+}  // namespace urpe

@@ -1,0 +1,28 @@
+// The options of one training run that are not part of its config (they don't change what is
+// learned): resume, output, profiling and TF32. Shared by every trainer (encoder, Transformer-XL,
+// Graphormer), with the one function that applies the device-side ones.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "tensor/device.h"
+#include "train/profiling.h"
+
+namespace urpe {
+
+struct TrainOptions {
+  bool resume = false;  // continue from out_dir/model.safetensors
+  bool quiet = false;   // no progress output (tests, repro's inner runs print their own line)
+  std::string label;    // prefix of progress lines
+  std::string experiment = "train";
+  std::string profile_steps;    // "A:B": wrap steps A..B in cudaProfilerStart/Stop (--profile-steps)
+  bool tf32 = false;            // allow TF32 tensor-core GEMMs on CUDA (--tf32)
+  bool overwrite = false;       // replace an existing run in out_dir (repro, demo) instead of refusing
+  int64_t stop_after_step = 0;  // > 0: act as if Ctrl-C arrived during this step (tests)
+};
+
+// Validates --tf32 and --profile-steps against the run's device and length, switches TF32 on
+// when asked, and returns the profiling window (disabled when no --profile-steps was given).
+ProfileWindow apply_device_options(const TrainOptions& options, const Device& device, int64_t steps);
+
+}  // namespace urpe
