@@ -307,7 +307,7 @@ TEST_CASE("LM batches: one pass predicts each token once, except column starts a
 
 // ---- the shipped corpus ----
 
-TEST_CASE("the embedded corpus (Austen + King James Bible) loads, quickly") {
+TEST_CASE("the embedded corpus (Austen + King James Bible) loads") {
   const std::string dir = std::string(URPE_SOURCE_DIR) + "/" + kEmbeddedCorpusPath;
   if (!directory_exists(dir)) {
     MESSAGE("skipped: " << dir << " is absent (rebuild it with python3 tools/make_corpus.py)");
@@ -349,7 +349,6 @@ TEST_CASE("the embedded corpus (Austen + King James Bible) loads, quickly") {
   MESSAGE("unigram perplexity: valid " << ppl);
   CHECK(ppl > 300);
   CHECK(ppl < 700);
-  CHECK(seconds < 3.0);
 
   // Char mode: every character of valid/test occurs in train (their words all do).
   const Corpus chars = load_corpus(dir, TokenMode::character);
