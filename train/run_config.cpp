@@ -91,9 +91,9 @@ constexpr const char* kGraphormerSlim =
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> list = {
       {"pi-tiny", "position identification, the demo size (n = 32, d = 64, 2 layers)",
-       "task = pi\nsteps = 1200\nwarmup = 200\neval_every = 200\n"},
+       "task = pi\nsteps = 800\nwarmup = 200\neval_every = 100\n"},
       {"etp-tiny", "even token prediction at the demo size",
-       "task = etp\nsteps = 4000\nwarmup = 400\neval_every = 500\n"},
+       "task = etp\nsteps = 6000\nwarmup = 500\neval_every = 500\n"},
       {"pi-small", "position identification, n = 64, d = 128, 3 layers",
        "task = pi\nseq_len = 64\nd_model = 128\nheads = 4\nd_ff = 512\nlayers = 3\ninit_std = 0.05\n"
        "steps = 3000\nwarmup = 500\nlr = 1e-3\neval_every = 250\n"},
