@@ -3,7 +3,6 @@
 #include "train/encoder_trainer.h"
 
 #include <chrono>
-#include <csignal>
 #include <cmath>
 
 #include "autograd/node.h"
@@ -12,6 +11,7 @@
 #include "train/checkpoint.h"
 #include "train/profiling.h"
 #include "train/progress.h"
+#include "train/run_control.h"
 #include "train/run_config.h"
 #include "train/run_plots.h"
 #include "train/schedule.h"
@@ -20,10 +20,6 @@ namespace urpe {
 
 namespace {
 
-// Set by SIGINT; the loop checks it between steps and stops after saving a checkpoint. (A signal
-// handler can only talk to the program through such a flag.)
-volatile std::sig_atomic_t g_stop_requested = 0;
-void request_stop(int) { g_stop_requested = 1; }
 
 constexpr uint64_t kValidationSeed = 0x7a11d5e7ULL;  // the same held-out sets for every run
 constexpr uint64_t kTestSeed = 0x7e575e7ULL;
@@ -104,18 +100,9 @@ EvalResult evaluate_encoder(const TransformerEncoder& model, const SyntheticTask
 }
 
 TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, const TrainOptions& options) {
-  make_directories(out_dir);
-  const std::string checkpoint_path = join_path(out_dir, "model.safetensors");
   Config config = config_in;
+  const std::string checkpoint_path = open_run_directory(out_dir, options, config);
   TrainingProgress progress;
-  URPE_CHECK(options.resume || options.overwrite || !path_exists(checkpoint_path),
-             "'" << out_dir << "' already holds a run (model.safetensors); continue it with --resume "
-                 << out_dir << " or choose another --out");
-  if (options.resume) {
-    URPE_CHECK(path_exists(checkpoint_path),
-               "cannot resume: no checkpoint at '" << checkpoint_path << "' (is this a run directory?)");
-    config = config_from_text(read_checkpoint_info(checkpoint_path).config_text, checkpoint_path + " (config)");
-  }
   const int64_t steps = config.get_int("steps"), batch = config.get_int("batch");
   const int64_t eval_every = config.get_int("eval_every"), valid_size = config.get_int("valid_size");
   const uint64_t seed = static_cast<uint64_t>(config.get_int("seed"));
@@ -149,8 +136,7 @@ TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, 
                     steps, progress.step, options.quiet);
   const std::string config_text = config.to_text();
 
-  g_stop_requested = 0;
-  auto previous_handler = std::signal(SIGINT, request_stop);
+  const StopOnInterrupt interrupt;
   TrainOutcome outcome;
   EvalResult last_eval;
   bool evaluated = false;
@@ -181,7 +167,7 @@ TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, 
     const double tokens_per_s = window > 0 ? tokens_per_step * window_steps / window : 0.0;
     line.update(step, loss_value, lr, tokens_per_s);
 
-    const bool stop = g_stop_requested != 0 || step == options.stop_after_step;
+    const bool stop = interrupt.requested() || step == options.stop_after_step;
     if (stop && !(step % eval_every == 0 || step == steps)) {
       // Between evaluations: save the state (with the unlogged loss window) and nothing else.
       save_checkpoint(checkpoint_path, model.parameters(), &optimizer, progress, config_text);
@@ -209,7 +195,6 @@ TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, 
       break;
     }
   }
-  std::signal(SIGINT, previous_handler);
   line.finish();
   if (!evaluated)  // resumed a finished run: score the stored model
     last_eval = evaluate_encoder(model, task, valid_size, kEvalBatch);

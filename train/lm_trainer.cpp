@@ -5,7 +5,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 
 #include "autograd/node.h"
@@ -13,6 +12,7 @@
 #include "data/text_file.h"
 #include "train/checkpoint.h"
 #include "train/progress.h"
+#include "train/run_control.h"
 #include "train/run_config.h"
 #include "train/run_plots.h"
 #include "train/schedule.h"
@@ -21,9 +21,6 @@ namespace urpe {
 
 namespace {
 
-// Set by SIGINT; the loop checks it between steps and stops after saving a checkpoint.
-volatile std::sig_atomic_t g_stop_requested = 0;
-void request_stop(int) { g_stop_requested = 1; }
 
 uint64_t dropout_seed(uint64_t seed) { return seed * 2 + 2; }  // as the encoder trainer's stream
 
@@ -131,17 +128,8 @@ data::Corpus corpus_from_config(const Config& config) {
 
 LmTrainOutcome train_lm(const Config& config_in, const std::string& out_dir, const TrainOptions& options,
                         const data::Corpus* corpus_in) {
-  make_directories(out_dir);
-  const std::string checkpoint_path = join_path(out_dir, "model.safetensors");
   Config config = config_in;
-  URPE_CHECK(options.resume || options.overwrite || !path_exists(checkpoint_path),
-             "'" << out_dir << "' already holds a run (model.safetensors); continue it with --resume "
-                 << out_dir << " or choose another --out");
-  if (options.resume) {
-    URPE_CHECK(path_exists(checkpoint_path),
-               "cannot resume: no checkpoint at '" << checkpoint_path << "' (is this a run directory?)");
-    config = config_from_text(read_checkpoint_info(checkpoint_path).config_text, checkpoint_path + " (config)");
-  }
+  const std::string checkpoint_path = open_run_directory(out_dir, options, config);
   const int64_t steps = config.get_int("steps"), batch = config.get_int("batch");
   const int64_t eval_every = config.get_int("eval_every");
   const uint64_t seed = static_cast<uint64_t>(config.get_int("seed"));
@@ -195,8 +183,7 @@ LmTrainOutcome train_lm(const Config& config_in, const std::string& out_dir, con
     save_checkpoint(checkpoint_path, model.parameters(), &optimizer, progress, config_text, stream_state(position));
   };
 
-  g_stop_requested = 0;
-  auto previous_handler = std::signal(SIGINT, request_stop);
+  const StopOnInterrupt interrupt;
   LmTrainOutcome outcome;
   LmEvalResult last_eval;
   bool scored = false, scored_whole_split = false;
@@ -232,7 +219,7 @@ LmTrainOutcome train_lm(const Config& config_in, const std::string& out_dir, con
     const double tokens_per_s = window > 0 ? static_cast<double>(window_tokens) / window : 0.0;
     line.update(step, loss_value, lr, tokens_per_s);
 
-    const bool stop = g_stop_requested != 0 || step == options.stop_after_step;
+    const bool stop = interrupt.requested() || step == options.stop_after_step;
     const bool evaluate_now = step % eval_every == 0 || step == steps;
     if (stop && !evaluate_now) save();  // between evaluations: the state and the unlogged loss window
     if (evaluate_now) {
@@ -261,7 +248,6 @@ LmTrainOutcome train_lm(const Config& config_in, const std::string& out_dir, con
       break;
     }
   }
-  std::signal(SIGINT, previous_handler);
   line.finish();
   // A finished run is scored on the whole split (also when resumed after it finished); an
   // interrupted one keeps its last evaluation.

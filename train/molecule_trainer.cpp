@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <sstream>
 
@@ -14,6 +13,7 @@
 #include "train/checkpoint.h"
 #include "train/molecule_config.h"
 #include "train/progress.h"
+#include "train/run_control.h"
 #include "train/run_config.h"
 #include "train/run_plots.h"
 #include "train/schedule.h"
@@ -22,9 +22,6 @@ namespace urpe {
 
 namespace {
 
-// Set by SIGINT; the loop checks it between steps and stops after saving a checkpoint.
-volatile std::sig_atomic_t g_stop_requested = 0;
-void request_stop(int) { g_stop_requested = 1; }
 
 constexpr uint64_t kSubsetSalt = 0x5b5e7ULL;  // the train_subset draw: split_seed's own stream
 
@@ -176,17 +173,8 @@ MoleculeEval evaluate_graphormer_run(const std::string& run_dir, const Config& c
 
 MoleculeTrainOutcome train_graphormer(const Config& config_in, const std::string& out_dir,
                                       const TrainOptions& options, const MoleculeData* given_data) {
-  make_directories(out_dir);
-  const std::string checkpoint_path = join_path(out_dir, "model.safetensors");
   Config config = config_in;
-  URPE_CHECK(options.resume || options.overwrite || !path_exists(checkpoint_path),
-             "'" << out_dir << "' already holds a run (model.safetensors); continue it with --resume "
-                 << out_dir << " or choose another --out");
-  if (options.resume) {
-    URPE_CHECK(path_exists(checkpoint_path),
-               "cannot resume: no checkpoint at '" << checkpoint_path << "' (is this a run directory?)");
-    config = config_from_text(read_checkpoint_info(checkpoint_path).config_text, checkpoint_path + " (config)");
-  }
+  const std::string checkpoint_path = open_run_directory(out_dir, options, config);
   const int64_t steps = config.get_int("steps"), batch = config.get_int("batch");
   const int64_t eval_every = config.get_int("eval_every"), eval_batch = config.get_int("eval_batch");
   const uint64_t seed = static_cast<uint64_t>(config.get_int("seed"));
@@ -240,8 +228,7 @@ MoleculeTrainOutcome train_graphormer(const Config& config_in, const std::string
     return graphormer_mae(model, valid_batches);
   };
 
-  g_stop_requested = 0;
-  auto previous_handler = std::signal(SIGINT, request_stop);
+  const StopOnInterrupt interrupt;
   MoleculeTrainOutcome outcome;
   double valid_mae = 0;
   bool evaluated = false, reached_end = false;
@@ -277,7 +264,7 @@ MoleculeTrainOutcome train_graphormer(const Config& config_in, const std::string
     const double graphs_per_s = window > 0 ? static_cast<double>(batch * window_steps) / window : 0.0;
     line.update(step, loss_value, lr, graphs_per_s);
 
-    const bool stop = g_stop_requested != 0 || step == options.stop_after_step;
+    const bool stop = interrupt.requested() || step == options.stop_after_step;
     const bool eval_now = step % eval_every == 0 || step == steps;
     if (stop && !eval_now) save_checkpoint(checkpoint_path, model.parameters(), &optimizer, progress, config_text);
     if (eval_now) {
@@ -303,7 +290,6 @@ MoleculeTrainOutcome train_graphormer(const Config& config_in, const std::string
       break;
     }
   }
-  std::signal(SIGINT, previous_handler);
   line.finish();
   if (!evaluated) valid_mae = validate();  // resumed a finished run (or stopped before any evaluation)
 

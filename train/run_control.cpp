@@ -1,0 +1,40 @@
+// Run-directory opening and the Ctrl-C flag shared by the trainers.
+#include "train/run_control.h"
+
+#include <csignal>
+
+#include "train/checkpoint.h"
+#include "train/run_config.h"
+#include "train/run_dir.h"
+
+namespace urpe {
+
+namespace {
+volatile std::sig_atomic_t g_stop_requested = 0;
+void request_stop(int) { g_stop_requested = 1; }
+}  // namespace
+
+std::string open_run_directory(const std::string& out_dir, const TrainOptions& options, Config& config) {
+  make_directories(out_dir);
+  const std::string checkpoint_path = join_path(out_dir, "model.safetensors");
+  URPE_CHECK(options.resume || options.overwrite || !path_exists(checkpoint_path),
+             "'" << out_dir << "' already holds a run (model.safetensors); continue it with --resume "
+                 << out_dir << " or choose another --out");
+  if (options.resume) {
+    URPE_CHECK(path_exists(checkpoint_path),
+               "cannot resume: no checkpoint at '" << checkpoint_path << "' (is this a run directory?)");
+    config = config_from_text(read_checkpoint_info(checkpoint_path).config_text, checkpoint_path + " (config)");
+  }
+  return checkpoint_path;
+}
+
+StopOnInterrupt::StopOnInterrupt() {
+  g_stop_requested = 0;
+  previous_ = std::signal(SIGINT, request_stop);
+}
+
+StopOnInterrupt::~StopOnInterrupt() { std::signal(SIGINT, previous_); }
+
+bool StopOnInterrupt::requested() const { return g_stop_requested != 0; }
+
+}  // namespace urpe
