@@ -141,11 +141,10 @@ TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, 
   EvalResult last_eval;
   bool evaluated = false;
   const int64_t tokens_per_step = batch * config.get_int("seq_len");
-  auto window_start = std::chrono::steady_clock::now();
-  int64_t window_steps = 0;
+  StepMeter meter;
 
   for (int64_t step = progress.step + 1; step <= steps; ++step) {
-    const auto step_start = std::chrono::steady_clock::now();
+    meter.begin_step();
     profile.before_step(step);
     const SyntheticBatch data = task.sample(batch, progress.data_rng, device);
     const Tensor logits = model.forward(data.tokens, true, &progress.dropout_rng);
@@ -156,15 +155,7 @@ TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, 
     optimizer.step(lr);
     profile.after_step(step);
     const double loss_value = loss.item();
-    URPE_CHECK(std::isfinite(loss_value), "training diverged at step " << step << " (loss " << loss_value
-                                              << "); try a smaller lr or clip > 0");
-    progress.pending_loss_sum += loss_value;
-    ++progress.pending_loss_count;
-    ++window_steps;
-    progress.step = step;
-    progress.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
-    const double window = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
-    const double tokens_per_s = window > 0 ? tokens_per_step * window_steps / window : 0.0;
+    const double tokens_per_s = meter.end_step(step, loss_value, static_cast<double>(tokens_per_step), progress);
     line.update(step, loss_value, lr, tokens_per_s);
 
     const bool stop = interrupt.requested() || step == options.stop_after_step;
@@ -185,8 +176,7 @@ TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, 
                     static_cast<long long>(step), last_eval.loss, 100.0 * last_eval.accuracy);
       line.message(text);
       save_checkpoint(checkpoint_path, model.parameters(), &optimizer, progress, config_text);
-      window_start = std::chrono::steady_clock::now();
-      window_steps = 0;
+      meter.restart_window();
     }
     if (stop) {
       outcome.interrupted = true;
@@ -200,20 +190,13 @@ TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, 
     last_eval = evaluate_encoder(model, task, valid_size, kEvalBatch);
 
   ResultRow& r = outcome.result;
-  r.experiment = options.experiment;
+  r = run_result_row(options, config, progress, model.parameters().count(), device);
   r.task = config.get_string("task");
   r.model = "encoder";
-  r.pe = config.get_string("pe");
-  r.seed = static_cast<int64_t>(seed);
   r.metric_name = "valid_accuracy";
   r.metric = last_eval.accuracy;
-  r.params = model.parameters().count();
-  r.steps = progress.step;
-  r.seconds = progress.seconds;
-  r.device = device.name();
   outcome.final_valid_loss = last_eval.loss;
-  write_text_atomic(join_path(out_dir, "results.json"), result_to_json(r).dump(2) + "\n");
-  draw_run_plots(out_dir);
+  write_run_result(out_dir, r);
   return outcome;
 }
 

@@ -187,11 +187,10 @@ LmTrainOutcome train_lm(const Config& config_in, const std::string& out_dir, con
   LmTrainOutcome outcome;
   LmEvalResult last_eval;
   bool scored = false, scored_whole_split = false;
-  auto window_start = std::chrono::steady_clock::now();
-  int64_t window_tokens = 0;
+  StepMeter meter;
 
   for (int64_t step = progress.step + 1; step <= steps; ++step) {
-    const auto step_start = std::chrono::steady_clock::now();
+    meter.begin_step();
     profile.before_step(step);
     if (position.segment == train_batches.num_segments()) {  // a new epoch starts without memory
       position.segment = 0;
@@ -208,15 +207,7 @@ LmTrainOutcome train_lm(const Config& config_in, const std::string& out_dir, con
     optimizer.step(lr);
     profile.after_step(step);
     const double loss_value = out.loss.item();
-    URPE_CHECK(std::isfinite(loss_value), "training diverged at step " << step << " (loss " << loss_value
-                                              << "); try a smaller lr or clip > 0");
-    progress.pending_loss_sum += loss_value;
-    ++progress.pending_loss_count;
-    window_tokens += segment.length * batch;
-    progress.step = step;
-    progress.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
-    const double window = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
-    const double tokens_per_s = window > 0 ? static_cast<double>(window_tokens) / window : 0.0;
+    const double tokens_per_s = meter.end_step(step, loss_value, static_cast<double>(segment.length * batch), progress);
     line.update(step, loss_value, lr, tokens_per_s);
 
     const bool stop = interrupt.requested() || step == options.stop_after_step;
@@ -238,8 +229,7 @@ LmTrainOutcome train_lm(const Config& config_in, const std::string& out_dir, con
                     static_cast<long long>(last_eval.predicted));
       line.message(text);
       save();
-      window_start = std::chrono::steady_clock::now();
-      window_tokens = 0;
+      meter.restart_window();
     }
     if (stop) {
       outcome.interrupted = true;
@@ -255,20 +245,13 @@ LmTrainOutcome train_lm(const Config& config_in, const std::string& out_dir, con
     last_eval = evaluate_lm(model, corpus.valid.ids, outcome.interrupted ? quick_eval : final_eval);
 
   ResultRow& r = outcome.result;
-  r.experiment = options.experiment;
+  r = run_result_row(options, config, progress, model.parameters().count(), device);
   r.task = "lm";
   r.model = "transformer_xl";
-  r.pe = config.get_string("pe");
-  r.seed = static_cast<int64_t>(seed);
   r.metric_name = "valid_ppl";
   r.metric = last_eval.perplexity;
-  r.params = model.parameters().count();
-  r.steps = progress.step;
-  r.seconds = progress.seconds;
-  r.device = device.name();
   outcome.final_valid_loss = last_eval.loss;
-  write_text_atomic(join_path(out_dir, "results.json"), result_to_json(r).dump(2) + "\n");
-  draw_run_plots(out_dir);
+  write_run_result(out_dir, r);
   return outcome;
 }
 

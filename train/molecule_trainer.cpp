@@ -232,11 +232,10 @@ MoleculeTrainOutcome train_graphormer(const Config& config_in, const std::string
   MoleculeTrainOutcome outcome;
   double valid_mae = 0;
   bool evaluated = false, reached_end = false;
-  auto window_start = std::chrono::steady_clock::now();
-  int64_t window_steps = 0;
+  StepMeter meter;
 
   for (int64_t step = progress.step + 1; step <= steps; ++step) {
-    const auto step_start = std::chrono::steady_clock::now();
+    meter.begin_step();
     profile.before_step(step);
     const int64_t in_epoch = (step - 1) % batches_per_epoch;
     if (in_epoch == 0 && step > 1) {  // a new epoch: the stream moves past the last one's shuffle
@@ -253,15 +252,7 @@ MoleculeTrainOutcome train_graphormer(const Config& config_in, const std::string
     optimizer.step(lr);
     profile.after_step(step);
     const double loss_value = loss.item();
-    URPE_CHECK(std::isfinite(loss_value), "training diverged at step " << step << " (loss " << loss_value
-                                              << "); try a smaller lr or clip > 0");
-    progress.pending_loss_sum += loss_value;
-    ++progress.pending_loss_count;
-    ++window_steps;
-    progress.step = step;
-    progress.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
-    const double window = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
-    const double graphs_per_s = window > 0 ? static_cast<double>(batch * window_steps) / window : 0.0;
+    const double graphs_per_s = meter.end_step(step, loss_value, static_cast<double>(batch), progress);
     line.update(step, loss_value, lr, graphs_per_s);
 
     const bool stop = interrupt.requested() || step == options.stop_after_step;
@@ -279,8 +270,7 @@ MoleculeTrainOutcome train_graphormer(const Config& config_in, const std::string
       std::snprintf(text, sizeof text, "step %lld: valid MAE %.4f", static_cast<long long>(step), valid_mae);
       line.message(text);
       save_checkpoint(checkpoint_path, model.parameters(), &optimizer, progress, config_text);
-      window_start = std::chrono::steady_clock::now();
-      window_steps = 0;
+      meter.restart_window();
       reached_end = step == steps;
     }
     if (stop) {
@@ -304,19 +294,12 @@ MoleculeTrainOutcome train_graphormer(const Config& config_in, const std::string
   }
 
   ResultRow& r = outcome.result;
-  r.experiment = options.experiment;
+  r = run_result_row(options, config, progress, model.parameters().count(), device);
   r.task = config.get_string("target_column");
   r.model = "graphormer";
-  r.pe = config.get_string("pe");
-  r.seed = static_cast<int64_t>(seed);
   r.metric_name = "valid_mae";
   r.metric = valid_mae;
-  r.params = model.parameters().count();
-  r.steps = progress.step;
-  r.seconds = progress.seconds;
-  r.device = device.name();
-  write_text_atomic(join_path(out_dir, "results.json"), result_to_json(r).dump(2) + "\n");
-  draw_run_plots(out_dir);
+  write_run_result(out_dir, r);
   return outcome;
 }
 

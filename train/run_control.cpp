@@ -1,11 +1,13 @@
 // Run-directory opening and the Ctrl-C flag shared by the trainers.
 #include "train/run_control.h"
 
+#include <cmath>
 #include <csignal>
 
 #include "train/checkpoint.h"
 #include "train/run_config.h"
 #include "train/run_dir.h"
+#include "train/run_plots.h"
 
 namespace urpe {
 
@@ -36,5 +38,41 @@ StopOnInterrupt::StopOnInterrupt() {
 StopOnInterrupt::~StopOnInterrupt() { std::signal(SIGINT, previous_); }
 
 bool StopOnInterrupt::requested() const { return g_stop_requested != 0; }
+
+double StepMeter::end_step(int64_t step, double loss, double units, TrainingProgress& progress) {
+  URPE_CHECK(std::isfinite(loss), "training diverged at step " << step << " (loss " << loss
+                                      << "); try a smaller lr or clip > 0");
+  const auto now = std::chrono::steady_clock::now();
+  progress.pending_loss_sum += loss;
+  ++progress.pending_loss_count;
+  progress.step = step;
+  progress.seconds += std::chrono::duration<double>(now - step_start_).count();
+  window_units_ += units;
+  const double window = std::chrono::duration<double>(now - window_start_).count();
+  return window > 0 ? window_units_ / window : 0.0;
+}
+
+void StepMeter::restart_window() {
+  window_start_ = std::chrono::steady_clock::now();
+  window_units_ = 0;
+}
+
+ResultRow run_result_row(const TrainOptions& options, const Config& config, const TrainingProgress& progress,
+                         int64_t params, const Device& device) {
+  ResultRow r;
+  r.experiment = options.experiment;
+  r.pe = config.get_string("pe");
+  r.seed = config.get_int("seed");
+  r.params = params;
+  r.steps = progress.step;
+  r.seconds = progress.seconds;
+  r.device = device.name();
+  return r;
+}
+
+void write_run_result(const std::string& out_dir, const ResultRow& row) {
+  write_text_atomic(join_path(out_dir, "results.json"), result_to_json(row).dump(2) + "\n");
+  draw_run_plots(out_dir);
+}
 
 }  // namespace urpe

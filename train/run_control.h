@@ -2,9 +2,14 @@
 // stop cleanly on Ctrl-C. Kept in one place so the three trainers (encoder, Transformer-XL,
 // Graphormer) agree on when a run directory may be overwritten and how an interrupt is handled.
 #pragma once
+#include <chrono>
+#include <cstdint>
 #include <string>
 
+#include "tensor/device.h"
+#include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/run_dir.h"
 #include "train/train_options.h"
 
 namespace urpe {
@@ -28,5 +33,30 @@ class StopOnInterrupt {
  private:
   void (*previous_)(int);
 };
+
+// The bookkeeping after every optimizer step, the same in every trainer: the loss must be finite
+// (else one error suggesting a smaller lr or clipping), it joins the unlogged loss window
+// (progress.pending_loss_*), the step's time joins progress.seconds, and throughput is measured
+// over the window since the last restart (evaluations restart it, so they don't count).
+class StepMeter {
+ public:
+  StepMeter() : window_start_(std::chrono::steady_clock::now()) {}
+  void begin_step() { step_start_ = std::chrono::steady_clock::now(); }
+  // Records step `step`; `units` is what it processed (tokens, molecules). Returns units per second
+  // over the current window.
+  double end_step(int64_t step, double loss, double units, TrainingProgress& progress);
+  void restart_window();
+
+ private:
+  std::chrono::steady_clock::time_point window_start_, step_start_;
+  double window_units_ = 0;
+};
+
+// The fields of results.json every trainer fills the same way (experiment, pe, seed, params,
+// steps, seconds, device); the caller adds task, model and the metric.
+ResultRow run_result_row(const TrainOptions& options, const Config& config, const TrainingProgress& progress,
+                         int64_t params, const Device& device);
+// Writes results.json (one row) and redraws the run's plots.
+void write_run_result(const std::string& out_dir, const ResultRow& row);
 
 }  // namespace urpe
