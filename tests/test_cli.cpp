@@ -8,28 +8,14 @@
 #include <fstream>
 #include <string>
 
+#include "cli_util.h"
 #include "doctest/doctest.h"
 #include "tensor/cuda_backend.h"
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Result run_urpe(const std::string& arguments) {
-  const std::string command = std::string(URPE_BINARY) + " " + arguments + " 2>&1";
-  Result r;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) r.output.append(buffer, n);
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using Result = urpe::test::CliResult;
+using urpe::test::run_urpe;
 
 int lines(const std::string& text) {
   int count = 0;

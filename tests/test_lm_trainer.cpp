@@ -17,6 +17,7 @@
 
 #include "data/corpus.h"
 #include "data/lm_batches.h"
+#include "cli_util.h"
 #include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/lm_trainer.h"
@@ -266,16 +267,10 @@ TEST_CASE("urpe train and urpe eval on a txl run print the same valid perplexity
   std::string command = std::string(URPE_BINARY) + " train --preset txl-tiny --out " + dir + " --quiet";
   for (const std::string& s : tiny_sets(corpus)) command += " --set " + s;
   auto run = [](const std::string& cmd) {
-    std::string output;
-    FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    char buffer[4096];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-    const int status = pclose(pipe);
-    INFO(output);
-    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
-    return output;
+    const test::CliResult r = test::run_command(cmd);
+    INFO(r.output);
+    CHECK(r.code == 0);
+    return r.output;
   };
   auto number_after = [](const std::string& text, const std::string& key) {
     const size_t at = text.find(key);

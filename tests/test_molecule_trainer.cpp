@@ -1,7 +1,6 @@
 // The Graphormer trainer on a toy molecule CSV: run-directory files, `urpe eval` reproducing the
 // logged MAE, bit-identical resume across an epoch boundary, the mean-predictor baseline, the
 // repro's summary files, presets, and one clear error for each kind of bad input.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli_util.h"
 #include "doctest/doctest.h"
 #include "train/checkpoint.h"
 #include "train/molecule_config.h"
@@ -84,24 +84,6 @@ Config toy_config(const std::string& csv, const std::vector<std::string>& extra 
   }
   sets.insert(sets.end(), extra.begin(), extra.end());
   return resolve_config("", "", sets);
-}
-
-struct Result {
-  int code = -1;
-  std::string output;
-};
-
-Result urpe_cli(const std::string& arguments) {
-  const std::string command = std::string(URPE_BINARY) + " " + arguments + " 2>&1";
-  Result r;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) r.output.append(buffer, n);
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
 }
 
 double number_after(const std::string& text, const std::string& label) {
@@ -199,13 +181,13 @@ TEST_CASE("a graphormer run writes its directory, and eval reproduces the logged
   CHECK(valid.baseline_mae == doctest::Approx(outcome.baseline_valid_mae).epsilon(1e-12));
   CHECK(valid.step == 12);
   CHECK(evaluate_graphormer_run(dir, config, "test").mae == outcome.test_mae);
-  const Result eval = urpe_cli("eval --run " + dir + " --split test");
+  const urpe::test::CliResult eval = urpe::test::run_urpe("eval --run " + dir + " --split test");
   INFO(eval.output);
   REQUIRE(eval.code == 0);
   CHECK(number_after(eval.output, "test MAE ") == doctest::Approx(rows[6].metric).epsilon(1e-5));
   CHECK(number_after(eval.output, "predict-the-training-mean: ") ==
         doctest::Approx(outcome.baseline_test_mae).epsilon(1e-5));
-  const Result plot = urpe_cli("plot --run " + dir);
+  const urpe::test::CliResult plot = urpe::test::run_urpe("plot --run " + dir);
   CHECK(plot.code == 0);
   CHECK(plot.output.find("urpe_c.png") != std::string::npos);
 }
@@ -345,7 +327,7 @@ TEST_CASE("bad molecule inputs give one clear error naming the file, line or key
   CHECK_THROWS_WITH_AS(resolve_config("graphormer-tiny", "", {"pe=rpe"}), doctest::Contains("pe"), Error);
   CHECK_THROWS_WITH_AS(resolve_config("graphormer-tiny", "", {"d_ff=64"}), doctest::Contains("did you mean 'd_ffn'"),
                        Error);
-  const Result r = urpe_cli("train --preset graphormer-tiny --set dataset=/nonexistent/x.csv --out " +
+  const urpe::test::CliResult r = urpe::test::run_urpe("train --preset graphormer-tiny --set dataset=/nonexistent/x.csv --out " +
                             temp_dir("cli_bad") + " --quiet");
   CHECK(r.code != 0);
   CHECK(r.output.find("/nonexistent/x.csv") != std::string::npos);
