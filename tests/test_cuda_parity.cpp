@@ -7,7 +7,8 @@
 //
 // Without a CUDA device (or in a build without the CUDA backend) the suite exits with code 77
 // before any test runs (a static initialiser, before doctest's main), which CTest reports as
-// SKIPPED, never as passed.
+// SKIPPED, never as passed. The same file is also built against the CUDA simulator
+// (tests/cuda_sim) as test_cuda_sim_parity, which runs every check with the kernels on the CPU.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -44,6 +45,10 @@ namespace {
 
 struct SkipWithoutCuda {
   SkipWithoutCuda() {
+#if defined(URPE_CUDA_SIM)
+    std::printf("CUDA simulator build: the kernels run on the CPU (tests/cuda_sim); this checks "
+                "their logic, not a GPU\n");
+#endif
     if (cuda::device_count() == 0) {
       std::printf("no CUDA device: parity suite skipped\n");
       std::fflush(stdout);

@@ -1,0 +1,115 @@
+// CUDA simulator: the two cuBLAS GEMMs urpe calls, as column-major reference loops.
+//   C = α·op(A)·op(B) + β·C,  op(A): m×k, op(B): k×n, C: m×n, all column-major with leading
+//   dimensions lda, ldb, ldc; element (i, j) of a matrix X is X[i + j·ldx].
+// Arguments are checked as cuBLAS checks them (CUBLAS_STATUS_INVALID_VALUE), and every matrix
+// (every batch of it) must lie inside one block of device memory: a wrong leading dimension or
+// stride in urpe's wrappers shows up here instead of as a silent read of a neighbour's memory.
+// As in cuBLAS, C is not read when β = 0 (it may hold NaN), and the TF32 mode changes nothing here.
+#include <algorithm>
+#include <cstdio>
+
+#include "cublas_v2.h"
+#include "sim_state.h"
+
+struct cublasContext {
+  cudaStream_t stream = nullptr;
+  cublasMath_t math = CUBLAS_DEFAULT_MATH;
+};
+
+namespace {
+
+// Does the column-major rows×cols matrix at p with leading dimension ld lie in device memory?
+bool inside_device(const float* p, int rows, int cols, int ld) {
+  if (rows == 0 || cols == 0) return true;
+  const size_t elements = size_t(ld) * size_t(cols - 1) + size_t(rows);
+  return urpe_sim::is_device_range(p, elements * sizeof(float));
+}
+
+cublasStatus_t invalid(const char* call, const char* why) {
+  std::fprintf(stderr, "cuda_sim: %s: %s\n", call, why);
+  return CUBLAS_STATUS_INVALID_VALUE;
+}
+
+cublasStatus_t gemm_batched(const char* call, cublasHandle_t handle, cublasOperation_t op_a,
+                            cublasOperation_t op_b, int m, int n, int k, const float* alpha,
+                            const float* a, int lda, long long stride_a, const float* b, int ldb,
+                            long long stride_b, const float* beta, float* c, int ldc,
+                            long long stride_c, int batch) {
+  if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if ((op_a != CUBLAS_OP_N && op_a != CUBLAS_OP_T) || (op_b != CUBLAS_OP_N && op_b != CUBLAS_OP_T))
+    return invalid(call, "unsupported operation");
+  if (m < 0 || n < 0 || k < 0 || batch < 0) return invalid(call, "negative size");
+  const bool ta = op_a == CUBLAS_OP_T, tb = op_b == CUBLAS_OP_T;
+  const int a_rows = ta ? k : m, a_cols = ta ? m : k;
+  const int b_rows = tb ? n : k, b_cols = tb ? k : n;
+  if (lda < std::max(1, a_rows)) return invalid(call, "lda smaller than the rows of A");
+  if (ldb < std::max(1, b_rows)) return invalid(call, "ldb smaller than the rows of B");
+  if (ldc < std::max(1, m)) return invalid(call, "ldc smaller than the rows of C");
+  if (!alpha || !beta) return invalid(call, "alpha or beta is null");
+  if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
+  const bool read_ab = *alpha != 0.0f && k > 0;
+  for (int q = 0; q < batch; ++q) {
+    const float* aq = a + q * stride_a;
+    const float* bq = b + q * stride_b;
+    float* cq = c + q * stride_c;
+    if (read_ab && !inside_device(aq, a_rows, a_cols, lda))
+      return invalid(call, "A (with lda and stride) reaches outside device memory");
+    if (read_ab && !inside_device(bq, b_rows, b_cols, ldb))
+      return invalid(call, "B (with ldb and stride) reaches outside device memory");
+    if (!inside_device(cq, m, n, ldc))
+      return invalid(call, "C (with ldc and stride) reaches outside device memory");
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) {
+        double sum = 0.0;
+        if (read_ab)
+          for (int p = 0; p < k; ++p) {
+            const float av = ta ? aq[p + size_t(i) * lda] : aq[i + size_t(p) * lda];
+            const float bv = tb ? bq[j + size_t(p) * ldb] : bq[p + size_t(j) * ldb];
+            sum += double(av) * double(bv);
+          }
+        float& out = cq[i + size_t(j) * ldc];
+        const double scaled = double(*alpha) * sum;
+        out = static_cast<float>(*beta == 0.0f ? scaled : scaled + double(*beta) * out);
+      }
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+}  // namespace
+
+cublasStatus_t cublasCreate(cublasHandle_t* handle) {
+  *handle = new cublasContext{};
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasDestroy(cublasHandle_t handle) {
+  if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+  delete handle;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
+  if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+  handle->stream = stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
+  if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+  handle->math = mode;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t op_a, cublasOperation_t op_b,
+                           int m, int n, int k, const float* alpha, const float* a, int lda,
+                           const float* b, int ldb, const float* beta, float* c, int ldc) {
+  return gemm_batched("cublasSgemm", handle, op_a, op_b, m, n, k, alpha, a, lda, 0, b, ldb, 0,
+                      beta, c, ldc, 0, 1);
+}
+
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t op_a,
+                                         cublasOperation_t op_b, int m, int n, int k,
+                                         const float* alpha, const float* a, int lda,
+                                         long long stride_a, const float* b, int ldb,
+                                         long long stride_b, const float* beta, float* c, int ldc,
+                                         long long stride_c, int batch_count) {
+  return gemm_batched("cublasSgemmStridedBatched", handle, op_a, op_b, m, n, k, alpha, a, lda,
+                      stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch_count);
+}

@@ -1,0 +1,36 @@
+// CUDA simulator: stands in for <cublas_v2.h> (see cuda_runtime.h here). The GEMMs are plain
+// column-major reference loops accumulated in double (tests/cuda_sim/cublas.cpp) that check their
+// arguments the way cuBLAS does, and also that every matrix lies inside device memory.
+#pragma once
+#include "cuda_runtime.h"
+
+enum cublasStatus_t {
+  CUBLAS_STATUS_SUCCESS = 0,
+  CUBLAS_STATUS_NOT_INITIALIZED = 1,
+  CUBLAS_STATUS_ALLOC_FAILED = 3,
+  CUBLAS_STATUS_INVALID_VALUE = 7,
+  CUBLAS_STATUS_ARCH_MISMATCH = 8,
+  CUBLAS_STATUS_MAPPING_ERROR = 11,
+  CUBLAS_STATUS_EXECUTION_FAILED = 13,
+  CUBLAS_STATUS_INTERNAL_ERROR = 14,
+  CUBLAS_STATUS_NOT_SUPPORTED = 15,
+  CUBLAS_STATUS_LICENSE_ERROR = 16,
+};
+enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2 };
+enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3 };
+struct cublasContext;
+using cublasHandle_t = cublasContext*;
+
+cublasStatus_t cublasCreate(cublasHandle_t* handle);
+cublasStatus_t cublasDestroy(cublasHandle_t handle);
+cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream);
+cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode);
+cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t op_a, cublasOperation_t op_b,
+                           int m, int n, int k, const float* alpha, const float* a, int lda,
+                           const float* b, int ldb, const float* beta, float* c, int ldc);
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t op_a,
+                                         cublasOperation_t op_b, int m, int n, int k,
+                                         const float* alpha, const float* a, int lda,
+                                         long long stride_a, const float* b, int ldb,
+                                         long long stride_b, const float* beta, float* c, int ldc,
+                                         long long stride_c, int batch_count);

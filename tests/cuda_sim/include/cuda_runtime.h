@@ -1,0 +1,165 @@
+// CUDA simulator: this header stands in for <cuda_runtime.h> when the project's .cu files are
+// compiled by the host compiler for tests/cuda_sim (the `test_cuda_sim_parity` suite). It gives
+// device code its vocabulary (qualifiers, built-in indices, vector types, warp intrinsics, maths)
+// and declares the subset of the runtime API that urpe calls; tests/cuda_sim/*.cpp implement it on
+// the CPU. It exists so that a machine without a GPU (CI) still runs every kernel's logic:
+// indexing, grid-stride loops, barriers, warp shuffles, which elements are written, cuBLAS
+// argument conventions. It says nothing about speed, and it is not a backend of the `urpe` binary.
+#pragma once
+#include <math.h>  // maths functions in the global namespace, as device code calls them
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+// ---- device-code qualifiers ----
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__
+#define __launch_bounds__(...)
+// Blocks run one at a time and all threads of a block share one host thread, so a function-local
+// static is exactly "one copy per block".
+#define __shared__ static
+
+// ---- vector types and built-in indices ----
+struct uint3 {
+  unsigned int x, y, z;
+};
+struct dim3 {
+  unsigned int x, y, z;
+  constexpr dim3(unsigned int x_ = 1, unsigned int y_ = 1, unsigned int z_ = 1)
+      : x(x_), y(y_), z(z_) {}
+};
+struct alignas(8) float2 {
+  float x, y;
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+inline float2 make_float2(float x, float y) { return {x, y}; }
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+
+// Set by the scheduler before it resumes a simulated thread.
+extern uint3 threadIdx;
+extern uint3 blockIdx;
+extern dim3 blockDim;
+extern dim3 gridDim;
+constexpr int warpSize = 32;
+
+// ---- device maths that the host library lacks ----
+inline float normcdff(float x) { return 0.5f * erfcf(-x * 0.70710678118654752f); }
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline float __expf(float x) { return expf(x); }
+inline float __logf(float x) { return logf(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __saturatef(float x) { return fminf(fmaxf(x, 0.0f), 1.0f); }
+template <typename T>
+inline T __ldg(const T* p) { return *p; }
+// CUDA's global integer min/max overloads.
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
+inline long min(long a, long b) { return a < b ? a : b; }
+inline long max(long a, long b) { return a > b ? a : b; }
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+inline long long max(long long a, long long b) { return a > b ? a : b; }
+inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+inline unsigned long min(unsigned long a, unsigned long b) { return a < b ? a : b; }
+inline unsigned long max(unsigned long a, unsigned long b) { return a > b ? a : b; }
+
+// ---- runtime API types ----
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidDevicePointer = 17,
+  cudaErrorInvalidMemcpyDirection = 21,
+  cudaErrorNoDevice = 100,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorInvalidResourceHandle = 400,
+  cudaErrorLaunchFailure = 719,
+};
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4,
+};
+struct CUstream_st;
+struct CUevent_st;
+using cudaStream_t = CUstream_st*;
+using cudaEvent_t = CUevent_st*;
+constexpr unsigned int cudaStreamDefault = 0;
+constexpr unsigned int cudaStreamNonBlocking = 1;
+
+struct cudaDeviceProp {
+  char name[256];
+  size_t totalGlobalMem;
+  int multiProcessorCount;
+  int l2CacheSize;
+  int warpSize;
+  int maxThreadsPerBlock;
+  int major;
+  int minor;
+};
+
+// ---- runtime API (tests/cuda_sim/runtime.cpp) ----
+cudaError_t cudaGetDeviceCount(int* count);
+cudaError_t cudaGetDevice(int* device);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int device);
+cudaError_t cudaDeviceSynchronize();
+cudaError_t cudaMalloc(void** pointer, size_t bytes);
+cudaError_t cudaFree(void* pointer);
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes);
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream = nullptr);
+cudaError_t cudaMemset(void* dst, int value, size_t bytes);
+cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream = nullptr);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaEventCreate(cudaEvent_t* event);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop);
+cudaError_t cudaGetLastError();
+cudaError_t cudaPeekAtLastError();
+const char* cudaGetErrorName(cudaError_t error);
+const char* cudaGetErrorString(cudaError_t error);
+
+// ---- warp collectives and the block barrier (tests/cuda_sim/scheduler.cpp) ----
+namespace urpe_sim {
+// Each lane offers 8 bytes; returns the bytes offered by lane (own lane ^ lane_mask).
+uint64_t shuffle_xor(unsigned mask, uint64_t bits, int lane_mask, int width);
+int vote_all(unsigned mask, int predicate);
+int vote_any(unsigned mask, int predicate);
+}  // namespace urpe_sim
+
+void __syncthreads();
+
+template <typename T>
+T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = warpSize) {
+  static_assert(sizeof(T) <= sizeof(uint64_t) && std::is_trivially_copyable<T>::value,
+                "__shfl_xor_sync: the simulator exchanges at most 8 bytes");
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  bits = urpe_sim::shuffle_xor(mask, bits, lane_mask, width);
+  T result;
+  std::memcpy(&result, &bits, sizeof(T));
+  return result;
+}
+inline int __all_sync(unsigned mask, int predicate) { return urpe_sim::vote_all(mask, predicate); }
+inline int __any_sync(unsigned mask, int predicate) { return urpe_sim::vote_any(mask, predicate); }
+
+#include "urpe_sim_launch.h"

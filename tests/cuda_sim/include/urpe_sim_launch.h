@@ -1,0 +1,80 @@
+// CUDA simulator: what a kernel launch becomes. The build rewrites each launch of the project's .cu
+// files (tests/cuda_sim/rewrite_launches.cmake)
+//     name<<<grid, block, shared, stream>>>(args...)
+// into
+//     name | ::urpe_sim::Config("name", grid, block, shared, stream)(args...)
+// which converts the arguments to the kernel's parameter types (as a launch does), checks that
+// every pointer argument is device memory, and hands the grid to the scheduler (scheduler.cpp).
+#pragma once
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace urpe_sim {
+
+struct LaunchConfig {
+  const char* kernel_name;
+  dim3 grid, block;
+  size_t shared_bytes;
+  cudaStream_t stream;
+};
+
+// Runs thread_main(closure) once per simulated thread of every block of the grid. A bad
+// configuration or a failure inside the grid is reported through cudaGetLastError(), as on a GPU.
+void run_grid(const LaunchConfig& config, void (*thread_main)(void*), void* closure);
+
+// Kernels launched so far (valid launches), so that a test can tell that work really ran on the
+// simulated device.
+uint64_t launch_count();
+
+// A pointer kernel argument must be null or point into memory from cudaMalloc: a host pointer
+// would work here but fault on a GPU. Records a launch error naming the argument otherwise.
+bool check_kernel_pointer(const LaunchConfig& config, int argument, const void* pointer);
+
+template <typename... A>
+struct PendingLaunch {
+  LaunchConfig config;
+  std::tuple<A...> args;
+};
+
+struct Config {
+  LaunchConfig config;
+  Config(const char* kernel_name, dim3 grid, dim3 block, size_t shared_bytes = 0,
+         cudaStream_t stream = nullptr)
+      : config{kernel_name, grid, block, shared_bytes, stream} {}
+  template <typename... A>
+  PendingLaunch<std::decay_t<A>...> operator()(A&&... args) const {
+    return {config, std::tuple<std::decay_t<A>...>(std::forward<A>(args)...)};
+  }
+};
+
+template <typename T>
+bool check_argument(const LaunchConfig& config, int index, const T& value) {
+  if constexpr (std::is_pointer<T>::value) return check_kernel_pointer(config, index, value);
+  return true;
+}
+
+template <typename Tuple, size_t... I>
+bool check_arguments(const LaunchConfig& config, const Tuple& args, std::index_sequence<I...>) {
+  return (check_argument(config, int(I), std::get<I>(args)) && ...);
+}
+
+template <typename... P, typename... A>
+void operator|(void (*kernel)(P...), PendingLaunch<A...>&& launch) {
+  static_assert(sizeof...(P) == sizeof...(A), "kernel launched with the wrong number of arguments");
+  struct Closure {
+    void (*kernel)(P...);
+    std::tuple<P...> args;
+  };
+  Closure closure{kernel, std::make_from_tuple<std::tuple<P...>>(std::move(launch.args))};
+  if (!check_arguments(launch.config, closure.args, std::index_sequence_for<P...>{})) return;
+  run_grid(
+      launch.config,
+      [](void* p) {
+        auto* c = static_cast<Closure*>(p);
+        std::apply(c->kernel, c->args);  // each thread gets its own copies of the parameters
+      },
+      &closure);
+}
+
+}  // namespace urpe_sim
