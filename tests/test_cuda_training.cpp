@@ -1,0 +1,219 @@
+// End to end on CUDA: each model family (the URPE encoder on a synthetic task, Transformer-XL +
+// URPE and Graphormer + URPE on small data sets written by the test) trains a few steps
+// with device=cuda and must follow the CPU run of the same config and seed: the same logged losses
+// within a small tolerance (float sums run in a different order on the GPU; dropout masks are
+// bit-identical), and close final weights. A CUDA run stopped and resumed from its checkpoint
+// must continue bit-identically (the CUDA kernels are deterministic), and `urpe train --device
+// cuda` must work from the command line.
+//
+// Without a CUDA device the suite exits with 77 before any test (CTest: skipped). Built against
+// the CUDA simulator (tests/cuda_sim) as test_cuda_sim_training, it runs everywhere.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#if defined(URPE_CUDA_SIM)
+#include <cuda_runtime.h>  // the simulator's, for urpe_sim::launch_count()
+#endif
+
+#include "cli_util.h"
+#include "tensor/cuda_backend.h"
+#include "test_util.h"
+#include "train/encoder_trainer.h"
+#include "train/lm_trainer.h"
+#include "train/molecule_trainer.h"
+#include "train/run_config.h"
+#include "train/safetensors.h"
+
+using namespace urpe;
+
+namespace {
+
+struct SkipWithoutCuda {
+  SkipWithoutCuda() {
+    if (cuda::device_count() == 0) {
+      std::printf("no CUDA device: CUDA training suite skipped\n");
+      std::fflush(stdout);
+      std::exit(77);
+    }
+  }
+} skip_without_cuda;
+
+std::string temp_dir(const std::string& name) {
+  const std::string dir =
+      std::string("/tmp/urpe_test_cuda_training_") + std::to_string(::getpid()) + "_" + name;
+  std::system(("rm -rf '" + dir + "'").c_str());
+  return dir;
+}
+
+TrainOptions quiet() {
+  TrainOptions options;
+  options.quiet = true;
+  return options;
+}
+
+// 40 small molecules (chains C_k, C_kO, C_kN and benzene + C_k) with a target that depends on
+// their structure, written once per test process.
+std::string toy_molecules() {
+  static const std::string path = [] {
+    const std::string file = temp_dir("molecules.csv");
+    std::FILE* out = std::fopen(file.c_str(), "w");
+    REQUIRE(out != nullptr);
+    std::fprintf(out, "name,smiles,y\n");
+    for (int k = 1; k <= 10; ++k) {
+      const std::string chain(static_cast<size_t>(k), 'C');
+      std::fprintf(out, "a%d,%s,%g\nb%d,%sO,%g\nc%d,%sN,%g\nd%d,c1ccccc1%s,%g\n", k,
+                   chain.c_str(), 0.3 * k, k, chain.c_str(), 0.3 * k - 1.0, k, chain.c_str(),
+                   0.3 * k + 0.5, k, chain.c_str(), 0.2 * k + 1.0);
+    }
+    std::fclose(out);
+    return file;
+  }();
+  return path;
+}
+
+// A WikiText-format corpus of short sentences (train, valid, test), written once per process: the
+// final evaluation reads the whole valid and test splits, which must stay small here.
+std::string toy_corpus() {
+  static const std::string dir = [] {
+    const std::string root = temp_dir("corpus");
+    std::system(("mkdir -p '" + root + "'").c_str());
+    const char* words[] = {"the cat", "a dog", "sat on", "ran to", "the mat", "a tree", "."};
+    for (const auto& [name, lines] : {std::pair<const char*, int>{"train", 60}, {"valid", 6}, {"test", 6}}) {
+      std::FILE* out = std::fopen((root + "/" + name + ".txt").c_str(), "w");
+      REQUIRE(out != nullptr);
+      for (int k = 0; k < lines; ++k)
+        std::fprintf(out, " %s %s %s %s\n", words[k % 2], words[2 + k % 3 % 2], words[4 + k % 2],
+                     words[6]);
+      std::fclose(out);
+    }
+    return root;
+  }();
+  return dir;
+}
+
+// The settings of one family, on the given device.
+Config family_config(const std::string& family, const std::string& device) {
+  const std::string on = "device=" + device;
+  if (family == "encoder")
+    return resolve_config("", "", {"seq_len=12", "vocab=6", "layers=2", "d_model=16", "heads=2",
+                                   "d_ff=32", "batch=4", "steps=8", "warmup=2", "eval_every=4",
+                                   "valid_size=8", "dropout=0.1", "task=etp", "pe=urpe", "lr=0.01",
+                                   on});
+  if (family == "txl")
+    return resolve_config("txl-tiny", "",
+                          {"pe=urpe", "corpus=" + toy_corpus(), "cutoffs=", "layers=2", "d_model=16", "heads=2", "d_head=8",
+                           "d_inner=32", "tgt_len=6", "mem_len=6", "batch=3", "steps=8",
+                           "warmup=2", "eval_every=4", "eval_batch=2", "eval_tgt_len=5",
+                           "eval_mem_len=6", "max_eval_tokens=60", "dropout=0.1", on});
+  return resolve_config("graphormer-tiny", "",
+                        {"pe=urpe", "dataset=" + toy_molecules(), "target_column=y", "layers=2",
+                         "d_model=16", "d_ffn=16", "heads=2", "batch=6", "steps=8", "warmup=2",
+                         "eval_every=4", "eval_batch=8", on});
+}
+
+void train_family(const std::string& family, const Config& config, const std::string& dir,
+                  const TrainOptions& options) {
+  if (family == "encoder") train_encoder(config, dir, options);
+  else if (family == "txl") train_lm(config, dir, options);
+  else train_graphormer(config, dir, options);
+}
+
+std::vector<MetricsRow> metrics_of(const std::string& dir) {
+  return read_metrics(join_path(dir, "metrics.csv"));
+}
+
+}  // namespace
+
+TEST_CASE("training on CUDA follows the CPU run: encoder, Transformer-XL and Graphormer, all "
+          "with URPE") {
+  for (const std::string family : {"encoder", "txl", "graphormer"}) {
+    INFO("family: " << family);
+    const std::string cpu_dir = temp_dir(family + "_cpu"), cuda_dir = temp_dir(family + "_cuda");
+#if defined(URPE_CUDA_SIM)
+    const uint64_t launches_at_start = urpe_sim::launch_count();
+#endif
+    train_family(family, family_config(family, "cpu"), cpu_dir, quiet());
+#if defined(URPE_CUDA_SIM)
+    const uint64_t launches_before = urpe_sim::launch_count();
+    CHECK(launches_before == launches_at_start);  // the CPU run touches no device
+#endif
+    train_family(family, family_config(family, "cuda"), cuda_dir, quiet());
+#if defined(URPE_CUDA_SIM)
+    // The CUDA run really ran kernels (hundreds per step), and not, say, the CPU ops again.
+    CHECK(urpe_sim::launch_count() - launches_before > 100);
+#endif
+    const std::vector<MetricsRow> cpu = metrics_of(cpu_dir), gpu = metrics_of(cuda_dir);
+    REQUIRE(cpu.size() == gpu.size());
+    REQUIRE(cpu.size() >= 4);
+    for (size_t r = 0; r < cpu.size(); ++r) {
+      INFO("metrics row " << r << " (step " << cpu[r].step << ", " << cpu[r].split << ")");
+      CHECK(gpu[r].step == cpu[r].step);
+      CHECK(gpu[r].split == cpu[r].split);
+      CHECK(std::isfinite(gpu[r].loss));
+      CHECK(gpu[r].loss == doctest::Approx(cpu[r].loss).epsilon(2e-3));
+    }
+    // Final weights: every tensor close to the CPU's (Adam's first steps can amplify rounding in
+    // near-zero gradients to a fraction of the learning rate, hence the absolute bound).
+    const TensorFile a = load_safetensors(join_path(cpu_dir, "model.safetensors"));
+    const TensorFile b = load_safetensors(join_path(cuda_dir, "model.safetensors"));
+    REQUIRE(a.tensors.size() == b.tensors.size());
+    for (const auto& [name, x] : a.tensors) {
+      INFO("tensor " << name);
+      if (x.dtype() == DType::i32) {  // counters such as Adam's step
+        CHECK(x.to_vector_i32() == b.at(name).to_vector_i32());
+        continue;
+      }
+      const std::vector<float> u = x.to_vector_f32(), v = b.at(name).to_vector_f32();
+      REQUIRE(u.size() == v.size());
+      double worst = 0;
+      for (size_t k = 0; k < u.size(); ++k) worst = std::max(worst, double(std::fabs(u[k] - v[k])));
+      CHECK(worst < 5e-3);
+    }
+  }
+}
+
+TEST_CASE("a CUDA run resumed from its checkpoint continues bit-identically") {
+  for (const std::string family : {"encoder", "txl"}) {
+    INFO("family: " << family);
+    const std::string full = temp_dir(family + "_full"), split = temp_dir(family + "_split");
+    train_family(family, family_config(family, "cuda"), full, quiet());
+    TrainOptions first = quiet();
+    first.stop_after_step = 3;
+    train_family(family, family_config(family, "cuda"), split, first);
+    TrainOptions resume = quiet();
+    resume.resume = true;
+    train_family(family, Config(schema_for_model(family == "txl" ? "txl" : "encoder")), split,
+                 resume);
+    std::vector<double> la, lb;
+    for (const MetricsRow& r : metrics_of(full))
+      if (r.step > 3) la.push_back(r.loss);
+    for (const MetricsRow& r : metrics_of(split))
+      if (r.step > 3) lb.push_back(r.loss);
+    CHECK(la.size() >= 2);
+    CHECK(la == lb);
+    const TensorFile a = load_safetensors(join_path(full, "model.safetensors"));
+    const TensorFile b = load_safetensors(join_path(split, "model.safetensors"));
+    for (const auto& [name, x] : a.tensors) {
+      INFO("tensor " << name);
+      if (x.dtype() == DType::i32) CHECK(x.to_vector_i32() == b.at(name).to_vector_i32());
+      else CHECK(x.to_vector_f32() == b.at(name).to_vector_f32());
+    }
+  }
+}
+
+TEST_CASE("`urpe train --device cuda` from the command line") {
+  const std::string dir = temp_dir("cli");
+  const test::CliResult r = test::run_urpe(
+      "train --preset graphormer-tiny --set dataset=" + toy_molecules() +
+      " --set target_column=y --set steps=3 --set warmup=1 --set eval_every=3 --set layers=1 "
+      "--set d_model=8 "
+      "--set d_ffn=8 --set device=cuda --quiet --out " + dir);
+  INFO(r.output);
+  CHECK(r.code == 0);
+  CHECK(metrics_of(dir).size() >= 2);
+}
