@@ -135,13 +135,14 @@ TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, 
                                           : options.label,
                     steps, progress.step, options.quiet);
   const std::string config_text = config.to_text();
+  auto save = [&] { save_checkpoint(checkpoint_path, model.parameters(), &optimizer, progress, config_text); };
 
-  const StopOnInterrupt interrupt;
   TrainOutcome outcome;
   EvalResult last_eval;
   bool evaluated = false;
   const int64_t tokens_per_step = batch * config.get_int("seq_len");
   StepMeter meter;
+  EvalCadence cadence(steps, eval_every, options, out_dir, progress, metrics, line, meter, save);
 
   for (int64_t step = progress.step + 1; step <= steps; ++step) {
     meter.begin_step();
@@ -158,30 +159,17 @@ TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, 
     const double tokens_per_s = meter.end_step(step, loss_value, static_cast<double>(tokens_per_step), progress);
     line.update(step, loss_value, lr, tokens_per_s);
 
-    const bool stop = interrupt.requested() || step == options.stop_after_step;
-    if (stop && !(step % eval_every == 0 || step == steps)) {
-      // Between evaluations: save the state (with the unlogged loss window) and nothing else.
-      save_checkpoint(checkpoint_path, model.parameters(), &optimizer, progress, config_text);
-    }
-    if (step % eval_every == 0 || step == steps) {
-      metrics.write(step, "train", progress.pending_loss_sum / progress.pending_loss_count,
-                    accuracy_of(logits, data.targets), lr, tokens_per_s, progress.seconds);
-      progress.pending_loss_sum = 0;
-      progress.pending_loss_count = 0;
+    auto train_accuracy = [&](double) { return accuracy_of(logits, data.targets); };
+    auto validate = [&] {
       last_eval = evaluate_encoder(model, task, valid_size, kEvalBatch);
       evaluated = true;
-      metrics.write(step, "valid", last_eval.loss, last_eval.accuracy, lr, tokens_per_s, progress.seconds);
       char text[160];
       std::snprintf(text, sizeof text, "step %lld: valid loss %.4f, accuracy %.2f%%",
                     static_cast<long long>(step), last_eval.loss, 100.0 * last_eval.accuracy);
-      line.message(text);
-      save_checkpoint(checkpoint_path, model.parameters(), &optimizer, progress, config_text);
-      meter.restart_window();
-    }
-    if (stop) {
+      return ValidationReport{last_eval.loss, last_eval.accuracy, text};
+    };
+    if (cadence.after_step(step, lr, tokens_per_s, train_accuracy, validate)) {
       outcome.interrupted = true;
-      line.message("interrupted: checkpoint saved at step " + std::to_string(step) +
-                   "; continue with: urpe train --resume " + out_dir);
       break;
     }
   }

@@ -179,15 +179,15 @@ LmTrainOutcome train_lm(const Config& config_in, const std::string& out_dir, con
   ProgressLine line(options.label.empty() ? "[txl/" + config.get_string("pe") + "]" : options.label, steps,
                     progress.step, options.quiet);
   const std::string config_text = config.to_text();
-  auto save = [&] {
+  auto save = [&] {  // the checkpoint also holds where the stream stands (StreamPosition)
     save_checkpoint(checkpoint_path, model.parameters(), &optimizer, progress, config_text, stream_state(position));
   };
 
-  const StopOnInterrupt interrupt;
   LmTrainOutcome outcome;
   LmEvalResult last_eval;
   bool scored = false, scored_whole_split = false;
   StepMeter meter;
+  EvalCadence cadence(steps, eval_every, options, out_dir, progress, metrics, line, meter, save);
 
   for (int64_t step = progress.step + 1; step <= steps; ++step) {
     meter.begin_step();
@@ -210,31 +210,20 @@ LmTrainOutcome train_lm(const Config& config_in, const std::string& out_dir, con
     const double tokens_per_s = meter.end_step(step, loss_value, static_cast<double>(segment.length * batch), progress);
     line.update(step, loss_value, lr, tokens_per_s);
 
-    const bool stop = interrupt.requested() || step == options.stop_after_step;
-    const bool evaluate_now = step % eval_every == 0 || step == steps;
-    if (stop && !evaluate_now) save();  // between evaluations: the state and the unlogged loss window
-    if (evaluate_now) {
-      const double train_loss = progress.pending_loss_sum / static_cast<double>(progress.pending_loss_count);
-      metrics.write(step, "train", train_loss, std::exp(train_loss), lr, tokens_per_s, progress.seconds);
-      progress.pending_loss_sum = 0;
-      progress.pending_loss_count = 0;
+    auto train_perplexity = [](double train_loss) { return std::exp(train_loss); };
+    auto validate = [&] {
       // The last evaluation scores the whole split: it is the run's result.
       last_eval = evaluate_lm(model, corpus.valid.ids, step == steps ? final_eval : quick_eval);
       scored = true;
       scored_whole_split = step == steps || quick_eval.max_tokens == 0;
-      metrics.write(step, "valid", last_eval.loss, last_eval.perplexity, lr, tokens_per_s, progress.seconds);
       char text[160];
       std::snprintf(text, sizeof text, "step %lld: valid loss %.4f, perplexity %.2f (%lld tokens)",
                     static_cast<long long>(step), last_eval.loss, last_eval.perplexity,
                     static_cast<long long>(last_eval.predicted));
-      line.message(text);
-      save();
-      meter.restart_window();
-    }
-    if (stop) {
+      return ValidationReport{last_eval.loss, last_eval.perplexity, text};
+    };
+    if (cadence.after_step(step, lr, tokens_per_s, train_perplexity, validate)) {
       outcome.interrupted = true;
-      line.message("interrupted: checkpoint saved at step " + std::to_string(step) +
-                   "; continue with: urpe train --resume " + out_dir);
       break;
     }
   }

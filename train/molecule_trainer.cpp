@@ -216,6 +216,7 @@ MoleculeTrainOutcome train_graphormer(const Config& config_in, const std::string
   ProgressLine line(options.label.empty() ? "[graphormer/" + config.get_string("pe") + "]" : options.label,
                     steps, progress.step, options.quiet);
   const std::string config_text = config.to_text();
+  auto save = [&] { save_checkpoint(checkpoint_path, model.parameters(), &optimizer, progress, config_text); };
 
   // The current epoch's order: drawn from a copy of the stream at the epoch's start, which is
   // what the checkpoint stores (progress.data_rng).
@@ -223,16 +224,16 @@ MoleculeTrainOutcome train_graphormer(const Config& config_in, const std::string
   std::vector<int64_t> order = shuffled(train_rows, epoch_rng);
 
   std::vector<data::GraphBatch> valid_batches;
-  auto validate = [&]() {
+  auto valid_split_mae = [&]() {
     if (valid_batches.empty()) valid_batches = collate_in_order(data.dataset, data.split.valid, eval_batch, collate);
     return graphormer_mae(model, valid_batches);
   };
 
-  const StopOnInterrupt interrupt;
   MoleculeTrainOutcome outcome;
   double valid_mae = 0;
   bool evaluated = false, reached_end = false;
   StepMeter meter;
+  EvalCadence cadence(steps, eval_every, options, out_dir, progress, metrics, line, meter, save);
 
   for (int64_t step = progress.step + 1; step <= steps; ++step) {
     meter.begin_step();
@@ -255,33 +256,22 @@ MoleculeTrainOutcome train_graphormer(const Config& config_in, const std::string
     const double graphs_per_s = meter.end_step(step, loss_value, static_cast<double>(batch), progress);
     line.update(step, loss_value, lr, graphs_per_s);
 
-    const bool stop = interrupt.requested() || step == options.stop_after_step;
-    const bool eval_now = step % eval_every == 0 || step == steps;
-    if (stop && !eval_now) save_checkpoint(checkpoint_path, model.parameters(), &optimizer, progress, config_text);
-    if (eval_now) {
-      const double train_mae = progress.pending_loss_sum / static_cast<double>(progress.pending_loss_count);
-      metrics.write(step, "train", train_mae, train_mae, lr, graphs_per_s, progress.seconds);
-      progress.pending_loss_sum = 0;
-      progress.pending_loss_count = 0;
-      valid_mae = validate();
+    auto train_mae = [](double mean_loss) { return mean_loss; };  // the L1 loss is the MAE
+    auto validate = [&] {
+      valid_mae = valid_split_mae();
       evaluated = true;
-      metrics.write(step, "valid", valid_mae, valid_mae, lr, graphs_per_s, progress.seconds);
+      reached_end = step == steps;
       char text[120];
       std::snprintf(text, sizeof text, "step %lld: valid MAE %.4f", static_cast<long long>(step), valid_mae);
-      line.message(text);
-      save_checkpoint(checkpoint_path, model.parameters(), &optimizer, progress, config_text);
-      meter.restart_window();
-      reached_end = step == steps;
-    }
-    if (stop) {
+      return ValidationReport{valid_mae, valid_mae, text};
+    };
+    if (cadence.after_step(step, lr, graphs_per_s, train_mae, validate)) {
       outcome.interrupted = true;
-      line.message("interrupted: checkpoint saved at step " + std::to_string(step) +
-                   "; continue with: urpe train --resume " + out_dir);
       break;
     }
   }
   line.finish();
-  if (!evaluated) valid_mae = validate();  // resumed a finished run (or stopped before any evaluation)
+  if (!evaluated) valid_mae = valid_split_mae();  // resumed a finished run (or stopped before any evaluation)
 
   outcome.valid_mae = valid_mae;
   outcome.baseline_valid_mae = mean_predictor_mae(data.dataset.targets, train_rows, data.split.valid);

@@ -1,14 +1,18 @@
-// What every trainer does the same way around its loop: open (or reopen) the run directory, and
-// stop cleanly on Ctrl-C. Kept in one place so the three trainers (encoder, Transformer-XL,
-// Graphormer) agree on when a run directory may be overwritten and how an interrupt is handled.
+// What every trainer does the same way around its loop: open (or reopen) the run directory,
+// measure each step, evaluate and save on one cadence, stop cleanly on Ctrl-C, and write the
+// result. Kept in one place so the three trainers (encoder, Transformer-XL, Graphormer) agree on
+// when a run directory may be overwritten, when checkpoints are saved and how an interrupt is
+// handled (which is what makes --resume continue bit-identically).
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "tensor/device.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/progress.h"
 #include "train/run_dir.h"
 #include "train/train_options.h"
 
@@ -50,6 +54,47 @@ class StepMeter {
  private:
   std::chrono::steady_clock::time_point window_start_, step_start_;
   double window_units_ = 0;
+};
+
+// What one validation pass reports: its loss and metric (the "valid" row of metrics.csv) and the
+// line the progress display prints.
+struct ValidationReport {
+  double loss = 0, metric = 0;
+  std::string message;
+};
+
+// The eval-and-checkpoint cadence, run after every optimizer step, the same in every trainer:
+//  - every `eval_every` steps and at the last step: write the "train" row of metrics.csv (the
+//    mean loss of the window since the last evaluation, and a train metric), run the validation
+//    pass and write its row, print its line, save a checkpoint, and restart the throughput window
+//    (so evaluations don't count in tokens/s);
+//  - on Ctrl-C or at options.stop_after_step: save a checkpoint unless this step's evaluation
+//    just did (between evaluations it also holds the unlogged loss window, so a resumed run logs
+//    what an uninterrupted one would), print how to resume, and tell the loop to stop.
+// While it exists, Ctrl-C only sets a flag (it holds a StopOnInterrupt). The trainer hands in what
+// differs per model: how to save a checkpoint (the language model adds its stream position), the
+// train metric and the validation pass.
+class EvalCadence {
+ public:
+  EvalCadence(int64_t steps, int64_t eval_every, const TrainOptions& options, std::string out_dir,
+              TrainingProgress& progress, MetricsLog& metrics, ProgressLine& line, StepMeter& meter,
+              std::function<void()> save_checkpoint);
+
+  // Call once after step `step`, trained at `lr`, with `units_per_s` from StepMeter::end_step.
+  // `train_metric(mean train loss)` and `validate()` are called only on evaluation steps.
+  // Returns true when the run must stop here (its checkpoint is saved).
+  bool after_step(int64_t step, float lr, double units_per_s, const std::function<double(double)>& train_metric,
+                  const std::function<ValidationReport()>& validate);
+
+ private:
+  const StopOnInterrupt interrupt_;
+  int64_t steps_, eval_every_, stop_after_step_;
+  std::string out_dir_;
+  TrainingProgress& progress_;
+  MetricsLog& metrics_;
+  ProgressLine& line_;
+  StepMeter& meter_;
+  std::function<void()> save_checkpoint_;
 };
 
 // The fields of results.json every trainer fills the same way (experiment, pe, seed, params,
