@@ -2,7 +2,6 @@
 // Adam with warm-up + linear decay, periodic evaluation and checkpoints, Ctrl-C saves and stops.
 #include "train/encoder_trainer.h"
 
-#include <chrono>
 #include <cmath>
 
 #include "autograd/node.h"
@@ -13,7 +12,6 @@
 #include "train/progress.h"
 #include "train/run_control.h"
 #include "train/run_config.h"
-#include "train/run_plots.h"
 #include "train/schedule.h"
 
 namespace urpe {

@@ -3,7 +3,6 @@
 // and the memory, Ctrl-C saves and stops. The protocol is in lm_trainer.h.
 #include "train/lm_trainer.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -14,7 +13,6 @@
 #include "train/progress.h"
 #include "train/run_control.h"
 #include "train/run_config.h"
-#include "train/run_plots.h"
 #include "train/schedule.h"
 
 namespace urpe {

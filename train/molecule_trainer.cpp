@@ -4,7 +4,6 @@
 #include "train/molecule_trainer.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -15,7 +14,6 @@
 #include "train/progress.h"
 #include "train/run_control.h"
 #include "train/run_config.h"
-#include "train/run_plots.h"
 #include "train/schedule.h"
 
 namespace urpe {
