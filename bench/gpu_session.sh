@@ -4,7 +4,8 @@
 #   bench/gpu_session.sh build      configure + build the CUDA tree (cmake directly: the machine
 #                                   has no package registry, so `make deps` could not install)
 #   bench/gpu_session.sh parity     the CUDA-vs-CPU parity suite twice (bit-identical table
-#                                   gradients between runs), then every ctest suite
+#                                   gradients between runs), the CUDA training suite, then every
+#                                   ctest suite
 #   bench/gpu_session.sh sanitize   compute-sanitizer memcheck, racecheck, initcheck, synccheck
 #   bench/gpu_session.sh bench      urpe bench kernels --device cuda, FP32 then --tf32
 #   bench/gpu_session.sh ncu        Nsight Compute on the URPE core kernels of the bench
@@ -30,12 +31,14 @@ step() {  # step NAME COMMAND...: runs COMMAND, log in $LOGS/NAME.log, prints it
 case "${1:-}" in
   build)
     nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee "$LOGS/gpu.txt"
-    step configure cmake -S . -B "$BUILD" -DURPE_CUDA=ON -DCMAKE_BUILD_TYPE=Release &&
+    step configure cmake -S . -B "$BUILD" -DURPE_CUDA=ON -DURPE_CUDA_SIM=OFF \
+      -DCMAKE_BUILD_TYPE=Release &&
       step build cmake --build "$BUILD" -j "$(nproc)"
     ;;
   parity)
     step parity1 "./$BUILD/test_cuda_parity"
     step parity2 "./$BUILD/test_cuda_parity"
+    step training "./$BUILD/test_cuda_training"
     (cd "$BUILD" && step ctest ctest --output-on-failure -j 4)
     ;;
   sanitize)
