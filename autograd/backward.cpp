@@ -5,6 +5,7 @@
 
 #include "autograd/node.h"
 #include "tensor/cuda_backend.h"
+#include "tensor/nvtx_range.h"
 
 namespace urpe {
 
@@ -115,6 +116,7 @@ void Tensor::backward(const Tensor& gradient) const {
       // of it (reshape's backward) is then its only owner and can be adopted without a copy.
       const Tensor grad_out(std::move(found->second));
       grads.erase(found);
+      const NvtxRange range(grad_out.device(), node->op + " backward");
       input_grads = node->backward(grad_out);
     }
     URPE_CHECK(input_grads.size() == node->inputs.size(),

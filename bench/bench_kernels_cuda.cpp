@@ -125,7 +125,7 @@ class CudaKernelBench {
     return time_cuda(
         context_,
         [&] {
-          kernels::OpRange nvtx(range);
+          NvtxRange nvtx(range);
           fn();
         },
         runs_, kWarmup, true);

@@ -4,6 +4,7 @@
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/shape.h"
+#include "tensor/nvtx_range.h"
 
 namespace urpe {
 
@@ -94,10 +95,17 @@ Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dro
     positional.c_table = c_table_;
     positional.c_map = leading_square(c_map_full_, n);
   }
-  for (const Layer& layer : layers_) {
-    const Tensor attended =
-        layer.attention.forward(x, positional, config_.attention_dropout, dropout_rng, training);
-    x = layer.attention_norm.forward(add(x, drop(attended, config_.dropout)));
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& layer = layers_[l];
+    const std::string block = "encoder.layer" + std::to_string(l);  // NVTX names (Nsight)
+    const NvtxRange layer_range(x.device(), block);
+    {
+      const NvtxRange range(x.device(), block + ".attention");
+      const Tensor attended =
+          layer.attention.forward(x, positional, config_.attention_dropout, dropout_rng, training);
+      x = layer.attention_norm.forward(add(x, drop(attended, config_.dropout)));
+    }
+    const NvtxRange range(x.device(), block + ".ffn");
     const Tensor transformed = layer.ffn.forward(x, 0.0f, dropout_rng, training);
     x = layer.ffn_norm.forward(add(x, drop(transformed, config_.dropout)));
   }

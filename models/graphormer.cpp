@@ -4,6 +4,7 @@
 // the integer maps and constant masks are built on the host from the collated CPU batch.
 #include "models/graphormer.h"
 
+#include <string>
 #include <algorithm>
 #include <cmath>
 
@@ -14,6 +15,7 @@
 #include "ops/matmul.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
+#include "tensor/nvtx_range.h"
 
 namespace urpe {
 
@@ -299,9 +301,17 @@ Tensor Graphormer::forward(const data::GraphBatch& batch, bool training, Rng* dr
   }
 
   Tensor x = drop(node_features(batch), config_.input_dropout);  // (B, n+1, d)
-  for (const Layer& layer : layers_) {
-    const Tensor attended = attention(layer, layer.attention_norm.forward(x), bias, core, training, dropout_rng);
-    x = add(x, drop(attended, config_.dropout));
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& layer = layers_[l];
+    const std::string block = "graphormer.layer" + std::to_string(l);  // NVTX names (Nsight)
+    const NvtxRange layer_range(device_, block);
+    {
+      const NvtxRange range(device_, block + ".attention");
+      const Tensor attended =
+          attention(layer, layer.attention_norm.forward(x), bias, core, training, dropout_rng);
+      x = add(x, drop(attended, config_.dropout));
+    }
+    const NvtxRange range(device_, block + ".ffn");
     const Tensor transformed = layer.ffn.forward(layer.ffn_norm.forward(x), 0.0f, dropout_rng, training);
     x = add(x, drop(transformed, config_.dropout));
   }

@@ -3,6 +3,7 @@
 // is in transformer_xl.h.
 #include "models/transformer_xl.h"
 
+#include <string>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -15,6 +16,7 @@
 #include "ops/matmul.h"
 #include "ops/relative_shift.h"
 #include "ops/shape.h"
+#include "tensor/nvtx_range.h"
 
 namespace urpe {
 
@@ -204,7 +206,14 @@ TxlHidden TransformerXL::forward_hidden(const Tensor& tokens, const TxlMemory& m
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& layer = layers_[l];
     const Tensor memory = mlen > 0 ? mems[l] : Tensor();
-    const Tensor x = attention(layer, hids.back(), memory, pos, core, training, dropout_rng);
+    const std::string block = "txl.layer" + std::to_string(l);  // NVTX names (Nsight)
+    const NvtxRange layer_range(device_, block);
+    Tensor x;
+    {
+      const NvtxRange range(device_, block + ".attention");
+      x = attention(layer, hids.back(), memory, pos, core, training, dropout_rng);
+    }
+    const NvtxRange range(device_, block + ".ffn");
     const Tensor transformed = layer.ffn.forward(x, training ? config_.dropout : 0.0f, dropout_rng, training);
     hids.push_back(layer.ffn_norm.forward(add(x, drop(transformed))));
   }

@@ -13,11 +13,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
 #if defined(URPE_CUDA_SIM)
-#include <cuda_runtime.h>  // the simulator's, for urpe_sim::launch_count()
+#include <cuda_runtime.h>        // the simulator's, for urpe_sim::launch_count()
+#include <nvtx3/nvToolsExt.h>  // the simulator's, which records the range names
 #endif
 
 #include "cli_util.h"
@@ -175,6 +177,19 @@ TEST_CASE("training on CUDA follows the CPU run: encoder, Transformer-XL and Gra
       CHECK(worst < 5e-3);
     }
   }
+#if defined(URPE_CUDA_SIM)
+  // The simulator records NVTX range names: the runs above are instrumented the way Nsight shows
+  // them (op calls, model blocks, backward ops, training steps), and every range was closed.
+  const std::set<std::string>& names = urpe_sim_nvtx_names();
+  for (const char* name :
+       {"urpe_attention", "urpe_attention backward", "matmul", "layer_norm backward",
+        "encoder.layer0", "encoder.layer1.attention", "encoder.layer0.ffn", "txl.layer1.attention",
+        "txl.layer0.ffn", "graphormer.layer0.attention", "graphormer.layer1.ffn", "train_step"}) {
+    INFO("NVTX range " << name);
+    CHECK(names.count(name) == 1);
+  }
+  CHECK(urpe_sim_nvtx_depth() == 0);
+#endif
 }
 
 TEST_CASE("a CUDA run resumed from its checkpoint continues bit-identically") {

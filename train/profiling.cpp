@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <utility>
 
-#include "ops/dispatch.h"
 #include "tensor/cuda_backend.h"
 #include "tensor/error.h"
+#include "tensor/nvtx_range.h"
 
 namespace urpe {
 
@@ -78,7 +78,7 @@ void ProfileWindow::check_within(int64_t total_steps) const {
 }
 
 void ProfileWindow::before_step(int64_t step) {
-  step_range_ = std::make_unique<kernels::OpRange>("train_step");
+  step_range_ = std::make_unique<NvtxRange>("train_step");
   if (contains(step) && !open_) {
     open_ = true;
     if (cuda::device_count() > 0) {

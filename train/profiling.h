@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-namespace urpe::kernels { class OpRange; }
+namespace urpe { class NvtxRange; }
 
 namespace urpe {
 
@@ -50,7 +50,7 @@ class ProfileWindow {
 
   int64_t first_ = 0, last_ = 0;
   bool open_ = false, profiler_started_ = false;
-  std::unique_ptr<kernels::OpRange> step_range_;
+  std::unique_ptr<NvtxRange> step_range_;
 };
 
 }  // namespace urpe
