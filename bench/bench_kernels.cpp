@@ -268,7 +268,11 @@ int bench_kernels(const cli::Args& args) {
   URPE_CHECK(repeats >= 1, "option --repeats: expected a count ≥ 1, got " << repeats);
   require_cuda_device("bench kernels", device_text);
   const Device device = parse_device(device_text);
-  if (device.is_cuda()) return bench_kernels_cuda(device, static_cast<int>(repeats), args.has("tf32"));
+  if (device.is_cuda())
+    return bench_kernels_cuda(device, static_cast<int>(repeats), args.has("tf32"),
+                              args.get("sizes", "table5"));
+  URPE_CHECK(!args.has("sizes"), "option --sizes: the CUDA table's sizes; the CPU table has its "
+                                 "own (use it with --device cuda)");
   URPE_CHECK(!args.has("tf32"), "option --tf32: TF32 is a mode of the GPU's tensor cores; use it "
                                 "with --device cuda");
   Bench bench{device, static_cast<int>(repeats)};

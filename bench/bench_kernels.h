@@ -43,7 +43,9 @@ void require_cuda_device(const std::string& what, const std::string& device_text
 
 // `urpe bench kernels --device cuda[:N]` (bench_kernels_cuda.cpp): measured peaks, then every
 // row; `runs` timed runs per row; tf32 turns on the context's TF32 tensor-core GEMMs.
-int bench_kernels_cuda(const Device& device, int runs, bool tf32);
+// `sizes`: "table5" (the paper's Table 5 model) or "smoke" (a tiny model that checks the table
+// runs, e.g. on the CUDA simulator; its numbers mean nothing).
+int bench_kernels_cuda(const Device& device, int runs, bool tf32, const std::string& sizes);
 
 // Text helpers shared by the CPU and CUDA tables.
 std::string pad(const std::string& text, size_t width);  // UTF-8 aware left-justify

@@ -1,4 +1,4 @@
-// The CUDA table of `urpe bench kernels --device cuda[:N] [--repeats R] [--tf32]`.
+// The CUDA table of `urpe bench kernels --device cuda[:N] [--repeats R] [--tf32] [--sizes S]`.
 //
 // First the device and its ceilings, measured now on the same GPU (bench/cuda_peaks.h): the copy
 // bandwidth of a 1 GiB device-to-device copy (bytes read + written) and the cuBLAS sgemm rate of
@@ -7,7 +7,8 @@
 // kernel: the attention GEMMs and a projection (cuBLAS alone, then urpe's public op around it),
 // the URPE attention core forward and backward (plain softmax mode and Toeplitz B, C), the softmax
 // op, layer norm, GELU; then cross-entropy and one Adam step over the 12 encoder layers of that
-// model (85,054,464 parameters in 192 tensors).
+// model (85,054,464 parameters in 192 tensors). `--sizes smoke` runs the same table for a tiny
+// model (BenchSizes below), to check that it runs; tests/test_cuda_bench.cpp does so.
 //
 // Every row is timed by time_cuda: CUDA events on the context's stream, the L2 rewritten before
 // each run (outside the timed region), 5 warm-up runs, median of R runs (default 50). Kernels are
@@ -52,12 +53,26 @@ namespace urpe::bench {
 
 namespace {
 
-// The paper's Table 5 model: BERT-base shapes.
-constexpr int64_t kBatch = 32, kHeads = 12, kHeadDim = 64, kModel = 768, kFfn = 3072;
-constexpr int64_t kSeqLens[] = {128, 256, 512};
-constexpr int64_t kLayers = 12;
-// Cross-entropy: the tokens of one batch at N = 128 over a 32K vocabulary.
-constexpr int64_t kLossRows = kBatch * 128, kVocab = 32768;
+// The model whose kernels are timed (--sizes). "table5": the paper's Table 5 model (BERT-base
+// shapes), its 12 layers for the Adam row, and cross-entropy over the tokens of one batch at
+// N = 128 with a 32K vocabulary. "smoke": a tiny model (odd N, several warps per row) that runs
+// the whole table in seconds anywhere, the CUDA simulator included: it checks that the benchmark
+// runs, and its numbers mean nothing.
+struct BenchSizes {
+  int64_t batch, heads, head_dim, model, ffn, layers;
+  std::vector<int64_t> seq_lens;
+  int64_t loss_rows, vocab;
+  size_t copy_bytes;  // the copy-bandwidth reference
+  int sgemm_n;        // the sgemm reference: n×n×n
+};
+
+BenchSizes sizes_named(const std::string& name) {
+  if (name == "table5") return {32, 12, 64, 768, 3072, 12, {128, 256, 512}, 32 * 128, 32768,
+                                size_t(1) << 30, 8192};
+  if (name == "smoke") return {2, 2, 8, 24, 40, 2, {17, 40}, 2 * 17, 101, size_t(1) << 20, 64};
+  URPE_FAIL("option --sizes: expected table5 or smoke, got '" << name << "'");
+}
+
 constexpr int kWarmup = 5;
 constexpr double kBandwidthTarget = 70, kOpTarget = 90;  // percent
 constexpr size_t kKernelWidth = 42, kShapeWidth = 24;
@@ -77,19 +92,20 @@ std::string gemm_shape(int64_t batch, int64_t m, int64_t n, int64_t k) {
 
 class CudaKernelBench {
  public:
-  CudaKernelBench(const Device& device, int runs, bool tf32)
-      : device_(device), context_(device.context()), runs_(runs), tf32_(tf32) {}
+  CudaKernelBench(const Device& device, int runs, bool tf32, BenchSizes sizes)
+      : device_(device), context_(device.context()), runs_(runs), tf32_(tf32),
+        z_(std::move(sizes)) {}
 
   int run() {
     autograd::NoGrad no_grad;
-    peaks_ = measure_device_peaks(context_);  // restores the TF32 flag it toggles
+    peaks_ = measure_device_peaks(context_, z_.copy_bytes, z_.sgemm_n);  // restores TF32 flag
     cuda::set_tf32(context_, tf32_);
     print_header();
-    for (int64_t n : kSeqLens) {
+    for (int64_t n : z_.seq_lens) {
       std::printf("\n-- N = %lld: batch %lld, %lld heads, head dim %lld, d_model %lld --\n",
-                  static_cast<long long>(n), static_cast<long long>(kBatch),
-                  static_cast<long long>(kHeads), static_cast<long long>(kHeadDim),
-                  static_cast<long long>(kModel));
+                  static_cast<long long>(n), static_cast<long long>(z_.batch),
+                  static_cast<long long>(z_.heads), static_cast<long long>(z_.head_dim),
+                  static_cast<long long>(z_.model));
       gemms(n);
       attention_core(n);
       row_ops(n);
@@ -172,9 +188,10 @@ class CudaKernelBench {
     std::printf("TF32 tensor-core GEMMs: %s\n",
                 tf32_ ? "on (--tf32): GEMM rows are a % of the measured TF32 rate"
                       : "off (full FP32; --tf32 turns them on)");
-    std::printf("measured peaks: copy %.1f GB/s (1 GiB device to device, read + write); "
-                "cuBLAS sgemm 8192³ %.1f TFLOP/s FP32, %.1f TFLOP/s TF32\n",
-                peaks_.copy_gbs, peaks_.sgemm_tflops, peaks_.tf32_tflops);
+    std::printf("measured peaks: copy %.1f GB/s (%.0f MiB device to device, read + write); "
+                "cuBLAS sgemm %d³ %.1f TFLOP/s FP32, %.1f TFLOP/s TF32\n",
+                peaks_.copy_gbs, z_.copy_bytes / 1048576.0, z_.sgemm_n, peaks_.sgemm_tflops,
+                peaks_.tf32_tflops);
     std::printf("\n%s%s%9s %9s %13s %15s %13s  %s\n", pad("kernel", kKernelWidth).c_str(),
                 pad("shape", kShapeWidth).c_str(), "median ms", "min ms", "min traffic", "rate",
                 "% of", "target");
@@ -197,21 +214,21 @@ class CudaKernelBench {
   // ---- GEMMs: Q·Kᵀ, P·V (strided-batched) and a d_model projection ----
 
   void gemms(int64_t n) {
-    const int64_t bh = kBatch * kHeads;
-    const Shape head_shape{kBatch, kHeads, n, kHeadDim};
+    const int64_t bh = z_.batch * z_.heads;
+    const Shape head_shape{z_.batch, z_.heads, n, z_.head_dim};
     // q, k, v, o: (B, H, N, dh); s: (B, H, N, N), which then serves as P for P·V
     Tensor q = random(head_shape, -1, 1), k = random(head_shape, -1, 1), v = random(head_shape, -1, 1);
-    Tensor s = empty({kBatch, kHeads, n, n}), o = empty(head_shape);
+    Tensor s = empty({z_.batch, z_.heads, n, n}), o = empty(head_shape);
 
     kernels::GemmArgs qk;  // S[i] = Q[i]·K[i]ᵀ: (N, dh)·(dh, N)
     qk.trans_b = true;
-    qk.m = n; qk.n = n; qk.k = kHeadDim;
-    qk.a = q.f32(); qk.lda = kHeadDim; qk.stride_a = n * kHeadDim;
-    qk.b = k.f32(); qk.ldb = kHeadDim; qk.stride_b = n * kHeadDim;
+    qk.m = n; qk.n = n; qk.k = z_.head_dim;
+    qk.a = q.f32(); qk.lda = z_.head_dim; qk.stride_a = n * z_.head_dim;
+    qk.b = k.f32(); qk.ldb = z_.head_dim; qk.stride_b = n * z_.head_dim;
     qk.c = s.f32(); qk.ldc = n;        qk.stride_c = n * n;
     qk.batch = bh;
-    const double qk_flops = traffic::gemm_flops(bh, n, n, kHeadDim);
-    const std::string qk_shape = gemm_shape(bh, n, n, kHeadDim);
+    const double qk_flops = traffic::gemm_flops(bh, n, n, z_.head_dim);
+    const std::string qk_shape = gemm_shape(bh, n, n, z_.head_dim);
     const double qk_rate = row("Q·Kᵀ cuBLAS strided-batched", qk_shape,
                                time("gemm Q·Kᵀ", [&] { kernels::gemm_cuda(device_, qk); }),
                                Unit::flops, qk_flops, gemm_reference());
@@ -219,13 +236,13 @@ class CudaKernelBench {
         Unit::flops, qk_flops, {"cuBLAS", qk_rate}, kOpTarget);
 
     kernels::GemmArgs pv;  // O[i] = P[i]·V[i]: (N, N)·(N, dh)
-    pv.m = n; pv.n = kHeadDim; pv.k = n;
+    pv.m = n; pv.n = z_.head_dim; pv.k = n;
     pv.a = s.f32(); pv.lda = n;        pv.stride_a = n * n;
-    pv.b = v.f32(); pv.ldb = kHeadDim; pv.stride_b = n * kHeadDim;
-    pv.c = o.f32(); pv.ldc = kHeadDim; pv.stride_c = n * kHeadDim;
+    pv.b = v.f32(); pv.ldb = z_.head_dim; pv.stride_b = n * z_.head_dim;
+    pv.c = o.f32(); pv.ldc = z_.head_dim; pv.stride_c = n * z_.head_dim;
     pv.batch = bh;
-    const double pv_flops = traffic::gemm_flops(bh, n, kHeadDim, n);
-    const std::string pv_shape = gemm_shape(bh, n, kHeadDim, n);
+    const double pv_flops = traffic::gemm_flops(bh, n, z_.head_dim, n);
+    const std::string pv_shape = gemm_shape(bh, n, z_.head_dim, n);
     const double pv_rate = row("P·V cuBLAS strided-batched", pv_shape,
                                time("gemm P·V", [&] { kernels::gemm_cuda(device_, pv); }),
                                Unit::flops, pv_flops, gemm_reference());
@@ -233,17 +250,17 @@ class CudaKernelBench {
         pv_flops, {"cuBLAS", pv_rate}, kOpTarget);
 
     // x, y: (B·N, d_model); w: (d_model, d_model) stored (out, in); bias: (d_model,)
-    const int64_t rows = kBatch * n;
-    Tensor x = random({rows, kModel}, -1, 1), w = random({kModel, kModel}, -0.05f, 0.05f);
-    Tensor bias = random({kModel}, -0.1f, 0.1f), y = empty({rows, kModel});
+    const int64_t rows = z_.batch * n;
+    Tensor x = random({rows, z_.model}, -1, 1), w = random({z_.model, z_.model}, -0.05f, 0.05f);
+    Tensor bias = random({z_.model}, -0.1f, 0.1f), y = empty({rows, z_.model});
     kernels::GemmArgs proj;  // Y = X·Wᵀ
     proj.trans_b = true;
-    proj.m = rows; proj.n = kModel; proj.k = kModel;
-    proj.a = x.f32(); proj.lda = kModel;
-    proj.b = w.f32(); proj.ldb = kModel;
-    proj.c = y.f32(); proj.ldc = kModel;
-    const double proj_flops = traffic::gemm_flops(1, rows, kModel, kModel);
-    const std::string proj_shape = gemm_shape(1, rows, kModel, kModel);
+    proj.m = rows; proj.n = z_.model; proj.k = z_.model;
+    proj.a = x.f32(); proj.lda = z_.model;
+    proj.b = w.f32(); proj.ldb = z_.model;
+    proj.c = y.f32(); proj.ldc = z_.model;
+    const double proj_flops = traffic::gemm_flops(1, rows, z_.model, z_.model);
+    const std::string proj_shape = gemm_shape(1, rows, z_.model, z_.model);
     const double proj_rate = row("projection X·Wᵀ cuBLAS", proj_shape,
                                  time("gemm projection", [&] { kernels::gemm_cuda(device_, proj); }),
                                  Unit::flops, proj_flops, gemm_reference());
@@ -255,21 +272,21 @@ class CudaKernelBench {
   // ---- the URPE attention core, its plain-softmax mode, and the softmax op ----
 
   void attention_core(int64_t n) {
-    const Shape shape{kBatch, kHeads, n, n};
-    const std::string s = dims({kBatch, kHeads, n, n});
+    const Shape shape{z_.batch, z_.heads, n, n};
+    const std::string s = dims({z_.batch, z_.heads, n, n});
     const int64_t buckets = 2 * n - 1;
     // scores, grad: (B, H, N, N) random; probs, out, grad_scores: (B, H, N, N) outputs
     Tensor scores = random(shape, -2, 2), grad = random(shape, -1, 1);
     Tensor probs = empty(shape), out = empty(shape), grad_scores = empty(shape);
 
     UrpeAttentionParams plain;  // no B, C ≡ 1: the softmax the URPE core generalises
-    plain.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+    plain.scale = 1.0f / std::sqrt(static_cast<float>(z_.head_dim));
     UrpeAttentionParams urpe = plain;
     urpe.bias_map = toeplitz_map(n, n, device_);  // (N, N) i32, shared by B and C
     urpe.c_map = urpe.bias_map;
-    urpe.bias_table = random({kHeads, buckets}, -1, 1);  // (H, 2N − 1)
-    urpe.c_table = random({kHeads, buckets}, 0.5f, 1.5f);
-    Tensor grad_bias = empty({kHeads, buckets}), grad_c = empty({kHeads, buckets});
+    urpe.bias_table = random({z_.heads, buckets}, -1, 1);  // (H, 2N − 1)
+    urpe.c_table = random({z_.heads, buckets}, 0.5f, 1.5f);
+    Tensor grad_bias = empty({z_.heads, buckets}), grad_c = empty({z_.heads, buckets});
 
     auto forward = [&](const char* range, const UrpeAttentionParams& p) {
       return time(range, [&] { kernels::urpe_attention_forward_cuda(scores, p, probs, out); });
@@ -282,21 +299,21 @@ class CudaKernelBench {
     // Each backward reads the P its own forward mode left in `probs`.
     const Reference copy = copy_reference();
     row("URPE core fwd: softmax mode (no B, C ≡ 1)", s, forward("urpe core fwd plain", plain),
-        Unit::bytes, traffic::urpe_forward_bytes(kBatch, kHeads, n, false), copy, kBandwidthTarget);
+        Unit::bytes, traffic::urpe_forward_bytes(z_.batch, z_.heads, n, false), copy, kBandwidthTarget);
     row("URPE core bwd: softmax mode (∂S)", s,
         backward("urpe core bwd plain", plain, nullptr, nullptr), Unit::bytes,
-        traffic::urpe_backward_bytes(kBatch, kHeads, n, false), copy, kBandwidthTarget);
+        traffic::urpe_backward_bytes(z_.batch, z_.heads, n, false), copy, kBandwidthTarget);
     row("URPE core fwd: Toeplitz B, C", s, forward("urpe core fwd toeplitz", urpe), Unit::bytes,
-        traffic::urpe_forward_bytes(kBatch, kHeads, n, true), copy, kBandwidthTarget);
+        traffic::urpe_forward_bytes(z_.batch, z_.heads, n, true), copy, kBandwidthTarget);
     row("  urpe_attention() op (checks + alloc)", s,
         time("urpe_attention op", [&] { urpe_attention(scores, urpe); }), Unit::bytes,
-        traffic::urpe_forward_bytes(kBatch, kHeads, n, true), copy);
+        traffic::urpe_forward_bytes(z_.batch, z_.heads, n, true), copy);
     row("URPE core bwd: Toeplitz (∂S, ∂B, ∂C)", s,
         backward("urpe core bwd toeplitz", urpe, &grad_bias, &grad_c), Unit::bytes,
-        traffic::urpe_backward_bytes(kBatch, kHeads, n, true), copy, kBandwidthTarget);
+        traffic::urpe_backward_bytes(z_.batch, z_.heads, n, true), copy, kBandwidthTarget);
 
     // ops/softmax over the same rows: (B·H·N, N)
-    const int64_t rows = kBatch * kHeads * n;
+    const int64_t rows = z_.batch * z_.heads * n;
     row("softmax fwd (ops/softmax)", s,
         time("softmax fwd", [&] { kernels::softmax_forward_cuda(scores, probs); }), Unit::bytes,
         traffic::softmax_forward_bytes(rows, n), copy);
@@ -308,33 +325,33 @@ class CudaKernelBench {
   // ---- layer norm over (B·N, d_model), GELU over (B·N, d_ff) ----
 
   void row_ops(int64_t n) {
-    const int64_t rows = kBatch * n;
+    const int64_t rows = z_.batch * n;
     const Reference copy = copy_reference();
     {
       // x, y, grad_y, grad_x: (B·N, D); gamma, beta, grads: (D,); mean, rstd: (B·N,)
-      Tensor x = random({rows, kModel}, -2, 2), grad_y = random({rows, kModel}, -1, 1);
-      Tensor gamma = random({kModel}, 0.5f, 1.5f), beta = random({kModel}, -0.5f, 0.5f);
-      Tensor y = empty({rows, kModel}), mean = empty({rows}), rstd = empty({rows});
-      Tensor grad_x = empty({rows, kModel}), grad_gamma = empty({kModel}), grad_beta = empty({kModel});
-      const std::string s = dims({rows, kModel});
+      Tensor x = random({rows, z_.model}, -2, 2), grad_y = random({rows, z_.model}, -1, 1);
+      Tensor gamma = random({z_.model}, 0.5f, 1.5f), beta = random({z_.model}, -0.5f, 0.5f);
+      Tensor y = empty({rows, z_.model}), mean = empty({rows}), rstd = empty({rows});
+      Tensor grad_x = empty({rows, z_.model}), grad_gamma = empty({z_.model}), grad_beta = empty({z_.model});
+      const std::string s = dims({rows, z_.model});
       row("layer norm fwd", s,
           time("layer_norm fwd",
                [&] { kernels::layer_norm_forward_cuda(x, gamma, beta, 1e-5f, y, mean, rstd); }),
-          Unit::bytes, traffic::layer_norm_forward_bytes(rows, kModel), copy, kBandwidthTarget);
+          Unit::bytes, traffic::layer_norm_forward_bytes(rows, z_.model), copy, kBandwidthTarget);
       row("layer norm bwd (∂x, ∂γ, ∂β)", s,
           time("layer_norm bwd",
                [&] {
                  kernels::layer_norm_backward_cuda(x, gamma, mean, rstd, grad_y, grad_x,
                                                    grad_gamma, grad_beta);
                }),
-          Unit::bytes, traffic::layer_norm_backward_bytes(rows, kModel), copy, kBandwidthTarget);
+          Unit::bytes, traffic::layer_norm_backward_bytes(rows, z_.model), copy, kBandwidthTarget);
     }
     {
       // x, y, grad_y, grad_x: (B·N, d_ff)
-      Tensor x = random({rows, kFfn}, -3, 3), grad_y = random({rows, kFfn}, -1, 1);
-      Tensor y = empty({rows, kFfn}), grad_x = empty({rows, kFfn});
-      const std::string s = dims({rows, kFfn});
-      const int64_t elements = rows * kFfn;
+      Tensor x = random({rows, z_.ffn}, -3, 3), grad_y = random({rows, z_.ffn}, -1, 1);
+      Tensor y = empty({rows, z_.ffn}), grad_x = empty({rows, z_.ffn});
+      const std::string s = dims({rows, z_.ffn});
+      const int64_t elements = rows * z_.ffn;
       row("GELU fwd", s,
           time("gelu fwd",
                [&] { kernels::activation_forward_cuda(kernels::Activation::gelu, x, y); }),
@@ -348,46 +365,46 @@ class CudaKernelBench {
     }
   }
 
-  // ---- cross-entropy over (B·128, 32768) logits ----
+  // ---- cross-entropy over (loss_rows, vocab) logits: (B·128, 32768) for table5 ----
 
   void cross_entropy_rows() {
     // logits, grad_logits: (R, V); targets: (R,) i32; lse: (R,); loss, grad_loss: ()
-    Tensor logits = random({kLossRows, kVocab}, -4, 4), grad_logits = empty({kLossRows, kVocab});
-    std::vector<int32_t> ids(kLossRows);
+    Tensor logits = random({z_.loss_rows, z_.vocab}, -4, 4), grad_logits = empty({z_.loss_rows, z_.vocab});
+    std::vector<int32_t> ids(z_.loss_rows);
     Rng rng(seed_++);
-    for (int32_t& id : ids) id = static_cast<int32_t>(rng.below(kVocab));
-    const Tensor targets = Tensor::from_vector(ids, {kLossRows}, device_);
-    Tensor lse = empty({kLossRows}), loss = empty({});
+    for (int32_t& id : ids) id = static_cast<int32_t>(rng.below(z_.vocab));
+    const Tensor targets = Tensor::from_vector(ids, {z_.loss_rows}, device_);
+    Tensor lse = empty({z_.loss_rows}), loss = empty({});
     const Tensor grad_loss = Tensor::full({}, 1.0f, device_);
     int64_t count = 0;
-    const std::string s = dims({kLossRows, kVocab});
+    const std::string s = dims({z_.loss_rows, z_.vocab});
     const Reference copy = copy_reference();
     row("cross-entropy fwd (incl. its host sync)", s,
         time("cross_entropy fwd",
              [&] { kernels::cross_entropy_forward_cuda(logits, targets, -100, loss, lse, count); }),
-        Unit::bytes, traffic::cross_entropy_forward_bytes(kLossRows, kVocab), copy);
-    URPE_CHECK(count == kLossRows, "bench cross-entropy: counted " << count << " rows of " << kLossRows);
+        Unit::bytes, traffic::cross_entropy_forward_bytes(z_.loss_rows, z_.vocab), copy);
+    URPE_CHECK(count == z_.loss_rows, "bench cross-entropy: counted " << count << " rows of " << z_.loss_rows);
     row("cross-entropy bwd", s,
         time("cross_entropy bwd",
              [&] {
                kernels::cross_entropy_backward_cuda(logits, targets, -100, lse, count, grad_loss,
                                                     grad_logits);
              }),
-        Unit::bytes, traffic::cross_entropy_backward_bytes(kLossRows, kVocab), copy);
+        Unit::bytes, traffic::cross_entropy_backward_bytes(z_.loss_rows, z_.vocab), copy);
   }
 
-  // ---- one Adam step over the 12 encoder layers of the Table 5 model ----
+  // ---- one Adam step over the encoder layers of the model (12 for table5) ----
 
   void adam_row() {
     // Per layer: Wq, Wk, Wv, Wo (D, D) + biases (D,); W1 (F, D) + b1 (F,); W2 (D, F) + b2 (D,);
-    // two layer norms' γ, β (D,): 16 tensors, 7,087,872 parameters.
-    const std::vector<Shape> layer = {{kModel, kModel}, {kModel}, {kModel, kModel}, {kModel},
-                                      {kModel, kModel}, {kModel}, {kModel, kModel}, {kModel},
-                                      {kFfn, kModel},   {kFfn},   {kModel, kFfn},   {kModel},
-                                      {kModel},         {kModel}, {kModel},         {kModel}};
+    // two layer norms' γ, β (D,): 16 tensors, 7,087,872 parameters for table5.
+    const std::vector<Shape> layer = {{z_.model, z_.model}, {z_.model}, {z_.model, z_.model}, {z_.model},
+                                      {z_.model, z_.model}, {z_.model}, {z_.model, z_.model}, {z_.model},
+                                      {z_.ffn, z_.model},   {z_.ffn},   {z_.model, z_.ffn},   {z_.model},
+                                      {z_.model},         {z_.model}, {z_.model},         {z_.model}};
     std::vector<AdamSlot> slots;
     int64_t params = 0;
-    for (int64_t l = 0; l < kLayers; ++l) {
+    for (int64_t l = 0; l < z_.layers; ++l) {
       for (const Shape& shape : layer) {
         slots.push_back({random(shape, -0.05f, 0.05f), random(shape, -1, 1),
                          random(shape, -0.1f, 0.1f), random(shape, 1e-4f, 1e-2f)});
@@ -408,6 +425,7 @@ class CudaKernelBench {
   cuda::Context* context_;
   int runs_;
   bool tf32_;
+  BenchSizes z_;  // the sizes of every row
   DevicePeaks peaks_;
   uint64_t seed_ = 20221128;
   std::map<std::pair<float, float>, Tensor> tiles_;  // (low, high) → (kTimingTile,) uniforms
@@ -416,16 +434,16 @@ class CudaKernelBench {
 
 }  // namespace
 
-int bench_kernels_cuda(const Device& device, int runs, bool tf32) {
+int bench_kernels_cuda(const Device& device, int runs, bool tf32, const std::string& sizes) {
   URPE_CHECK(device.is_cuda() && device.context() != nullptr,
              "bench kernels: the CUDA table needs a CUDA device, got " << device.name());
   URPE_CHECK(runs >= 1, "option --repeats: expected a count ≥ 1, got " << runs);
-  return CudaKernelBench(device, runs, tf32).run();
+  return CudaKernelBench(device, runs, tf32, sizes_named(sizes)).run();
 }
 
 #else  // no CUDA backend in this build
 
-int bench_kernels_cuda(const Device&, int, bool) {
+int bench_kernels_cuda(const Device&, int, bool, const std::string&) {
   URPE_FAIL("bench kernels --device cuda: this urpe build has no CUDA backend (built without CUDA)");
 }
 

@@ -131,12 +131,12 @@ double measure_sgemm_tflops(cuda::Context* context, int n, bool tf32) {
   return 2.0 * double(n) * double(n) * double(n) / (t.median_ms * 1e-3) / 1e12;
 }
 
-DevicePeaks measure_device_peaks(cuda::Context* context) {
+DevicePeaks measure_device_peaks(cuda::Context* context, size_t copy_bytes, int sgemm_n) {
   DevicePeaks p;
   p.device = cuda::device_name(context);
-  p.copy_gbs = measure_copy_bandwidth_gbs(context);
-  p.sgemm_tflops = measure_sgemm_tflops(context, 8192, false);
-  p.tf32_tflops = measure_sgemm_tflops(context, 8192, true);
+  p.copy_gbs = measure_copy_bandwidth_gbs(context, copy_bytes);
+  p.sgemm_tflops = measure_sgemm_tflops(context, sgemm_n, false);
+  p.tf32_tflops = measure_sgemm_tflops(context, sgemm_n, true);
   return p;
 }
 
@@ -152,7 +152,7 @@ CudaTiming time_cuda(cuda::Context*, const std::function<void()>&, int, int, boo
 }
 double measure_copy_bandwidth_gbs(cuda::Context*, size_t) { no_cuda("measure_copy_bandwidth_gbs"); }
 double measure_sgemm_tflops(cuda::Context*, int, bool) { no_cuda("measure_sgemm_tflops"); }
-DevicePeaks measure_device_peaks(cuda::Context*) { no_cuda("measure_device_peaks"); }
+DevicePeaks measure_device_peaks(cuda::Context*, size_t, int) { no_cuda("measure_device_peaks"); }
 void fill_by_tiling(const Tensor&, const Tensor&, int64_t) { no_cuda("fill_by_tiling"); }
 
 #endif

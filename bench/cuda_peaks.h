@@ -49,6 +49,9 @@ struct DevicePeaks {
   double sgemm_tflops = 0;   // float32 GEMM
   double tf32_tflops = 0;    // TF32 tensor-core GEMM
 };
-DevicePeaks measure_device_peaks(cuda::Context* context);
+// The copy of `copy_bytes` and the sgemm of sgemm_n³ above (the defaults are the real ceilings;
+// smaller sizes only for checking that the benchmark runs).
+DevicePeaks measure_device_peaks(cuda::Context* context, size_t copy_bytes = size_t(1) << 30,
+                                 int sgemm_n = 8192);
 
 }  // namespace urpe::bench

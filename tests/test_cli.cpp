@@ -75,6 +75,7 @@ TEST_CASE("bench --device cuda without a usable GPU: one clear line, before any 
   check_one_line_error(run_urpe("bench kernels --tf32"), "option --tf32");
   check_one_line_error(run_urpe("bench step --device cpu --tf32"), "option --tf32");
   check_one_line_error(run_urpe("bench kernels --device gpu"), "expected cpu, cuda or cuda:N");
+  check_one_line_error(run_urpe("bench kernels --sizes smoke"), "option --sizes");
   if (urpe::cuda::built_with_cuda() && urpe::cuda::device_count() > 0) {
     MESSAGE("a CUDA device is visible: the no-GPU errors cannot be exercised here");
     return;

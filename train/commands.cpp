@@ -54,11 +54,13 @@ std::vector<CommandSpec> command_table() {
                    {{"run", "DIR", "", "run directory"}},
                    run_plot, "", ""});
 
-  table.push_back({"bench", "bench kernels|step [--device cpu|cuda] [--tf32]",
+  table.push_back({"bench", "bench kernels|step [--device cpu|cuda] [--tf32] [--sizes table5|smoke]",
                    "time the kernels or a training step",
                    {{"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
                     {"repeats", "N", "50", "timed runs per measurement (the median is reported)"},
-                    {"tf32", "", "off", "TF32 tensor-core GEMMs (CUDA only)"}},
+                    {"tf32", "", "off", "TF32 tensor-core GEMMs (CUDA only)"},
+                    {"sizes", "NAME", "table5",
+                     "CUDA table sizes: table5, or smoke (a tiny model that checks the table runs)"}},
                    bench::run_bench_command, "",
                    "'bench kernels' times each kernel beside its references (copy bandwidth, sgemm);\n"
                    "with --device cuda: CUDA events, L2 flushed before every run, median of --repeats\n"
