@@ -1,5 +1,5 @@
 // CUDA simulator: runs a grid on the CPU. Blocks run one after another; inside a block every
-// CUDA thread is a coroutine (ucontext) with its own stack, and the scheduler runs each one until
+// CUDA thread is a coroutine (coroutine.h) with its own stack, and the scheduler runs each one until
 // it finishes or waits at a barrier:
 //   __syncthreads()            waits until every thread of the block is there;
 //   warp shuffles and votes    wait until every lane of the warp is there (per warp).
@@ -12,7 +12,6 @@
 // barrier per collective is enough: a lane cannot overwrite slot k%2 before every lane has passed
 // collective k+1, and each lane reads slot k%2 before it arrives there.
 #include <sys/mman.h>
-#include <ucontext.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -20,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "coroutine.h"
 #include "cuda_runtime.h"
 #include "sim_state.h"
 
@@ -40,7 +40,7 @@ enum class Wait { None, Block, Warp, Done };
 enum class Collective { Shuffle, VoteAll, VoteAny };
 
 struct SimThread {
-  ucontext_t context;
+  Coroutine coroutine;
   uint3 index;
   Wait wait = Wait::None;
   // the warp collective this lane waits at
@@ -56,7 +56,6 @@ struct BlockRun {
   void* closure;
   std::vector<SimThread> threads;
   SimThread* current = nullptr;
-  ucontext_t scheduler;
   std::string failure;  // non-empty: stop the grid and report this
 };
 
@@ -91,14 +90,14 @@ void thread_entry() {
   BlockRun* run = g_run;
   run->thread_main(run->closure);
   run->current->wait = Wait::Done;
-  // returning resumes uc_link: the scheduler
+  run->current->coroutine.yield();  // for good: the scheduler never resumes a finished thread
 }
 
 // Suspends the calling simulated thread until the scheduler releases it.
 void suspend(Wait wait) {
   SimThread* self = g_run->current;
   self->wait = wait;
-  swapcontext(&self->context, &g_run->scheduler);
+  self->coroutine.yield();
 }
 
 void fail(const std::string& what) {
@@ -189,7 +188,7 @@ void run_ready_lanes(BlockRun& run, int base, bool reverse) {
     if (thread.wait != Wait::None) continue;
     run.current = &thread;
     threadIdx = thread.index;
-    swapcontext(&run.scheduler, &thread.context);
+    thread.coroutine.resume();
   }
 }
 
@@ -200,11 +199,7 @@ void start_thread(BlockRun& run, int t) {
   thread.index = {static_cast<unsigned>(t % blockDim.x),
                   static_cast<unsigned>(t / blockDim.x % blockDim.y),
                   static_cast<unsigned>(t / (blockDim.x * blockDim.y))};
-  getcontext(&thread.context);
-  thread.context.uc_stack.ss_sp = stack_of(t);
-  thread.context.uc_stack.ss_size = kStackBytes;
-  thread.context.uc_link = &run.scheduler;
-  makecontext(&thread.context, thread_entry, 0);
+  thread.coroutine.start(stack_of(t), kStackBytes, thread_entry);
 }
 
 // Warps run as far apart as the block barriers allow: each warp in turn runs until it waits at
