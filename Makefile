@@ -32,10 +32,13 @@ build: configure
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-demo: build
+# The demo and the bench need only the binary, not the test suites (nor their simulator copy).
+demo: configure
+	cmake --build $(BUILD) -j $(JOBS) --target urpe
 	./$(BUILD)/urpe demo
 
-bench: build
+bench: configure
+	cmake --build $(BUILD) -j $(JOBS) --target urpe
 	./$(BUILD)/urpe bench kernels
 
 clean:
