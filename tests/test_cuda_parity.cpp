@@ -904,4 +904,43 @@ TEST_CASE("parity: fused multi-tensor Adam / AdamW, sum of squares, scale in pla
   for (size_t k = 0; k + 1 < grads.size(); ++k) check_close(grads_d[k], grads[k], {1e-7, 1e-5}, "clip_grad_norm");
 }
 
+
+// ---- grid-stride loops ----
+
+// More elements, and more rows, than one grid of grid_for() covers on a device with few SMs (the
+// simulator reports one: 32 blocks), so every grid-stride loop takes several turns there. On a
+// real GPU the same checks simply run as one pass.
+TEST_CASE("parity: grid-stride loops over more elements and rows than one grid") {
+  const Tolerance tight{1e-6, 1e-5}, loose{1e-4, 1e-4};
+  Tensor big = values({43, 1031}, 120), vec = values({1031}, 121);  // 44,333 elements
+  check_op("add (broadcast)",
+           [](const std::vector<Tensor>& v, const Device&) { return add(v[0], v[1]); },
+           {big, vec}, tight, loose);
+  check_op("gelu", [](const std::vector<Tensor>& v, const Device&) { return gelu(v[0]); }, {big},
+           tight, tight);
+  check_op("dropout",
+           [](const std::vector<Tensor>& v, const Device&) { return dropout(v[0], 0.3f, 77, true); },
+           {values({43, 1031}, 122, 0.5f, 1.5f, true)}, tight, tight);
+  check_op("sum axis 0", [](const std::vector<Tensor>& v, const Device&) { return sum(v[0], 0); },
+           {big}, loose, tight);
+
+  Tensor rows = values({600, 37}, 123, -3, 3);  // 600 rows: warp-per-row kernels loop too
+  check_op("softmax", [](const std::vector<Tensor>& v, const Device&) { return softmax(v[0]); },
+           {rows}, tight, {1e-5, 1e-4});
+  check_op("log_softmax",
+           [](const std::vector<Tensor>& v, const Device&) { return log_softmax(v[0]); }, {rows},
+           {1e-5, 1e-5}, {1e-5, 1e-4});
+  check_op("layer_norm",
+           [](const std::vector<Tensor>& v, const Device&) { return layer_norm(v[0], v[1], v[2]); },
+           {rows, values({37}, 124, 0.5f, 1.5f), values({37}, 125)}, loose, {1e-4, 1e-3});
+  std::vector<int32_t> ids(600);
+  for (size_t k = 0; k < ids.size(); ++k) ids[k] = static_cast<int32_t>((k * 7) % 37);
+  const Tensor targets = Tensor::from_vector(ids, {600});
+  check_op("cross_entropy",
+           [targets](const std::vector<Tensor>& v, const Device& d) {
+             return cross_entropy(v[0], targets.to(d), -100);
+           },
+           {rows}, {1e-5, 1e-5}, {1e-6, 1e-4});
+}
+
 #endif  // URPE_WITH_CUDA
