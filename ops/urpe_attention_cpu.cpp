@@ -2,7 +2,8 @@
 // read next to the maths in urpe_attention.h. The CUDA kernel is checked against this file.
 //
 // Forward, per row: z_j = s_j·scale + B_h[bias_map(i,j)] over unmasked keys, m = max_j z_j,
-//   P_j = e^{z_j − m} / Σ_k e^{z_k − m} (each e ≤ 1 in float, their sum in double),
+//   P_j = e^{z_j − m} / Σ_k e^{z_k − m} (each e ≤ 1 in float, from ops/fast_math_cpu.h, their
+//   sum in double),
 //   A_j = P_j·C_h[c_map(i,j)].
 //   Masked keys get P = A = 0; a row with no unmasked key (or whose logits are all −∞) is all 0.
 // Backward, per row: dP_j = G_j·C_j, r = Σ_j P_j·dP_j (double), dZ_j = P_j·(dP_j − r),
@@ -13,10 +14,10 @@
 // Memory traffic: forward reads S and writes P and A (12 bytes per element, plus the maps and
 // key padding); backward reads G and P and writes ∂S (12 bytes per element, plus the maps).
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <vector>
 
+#include "ops/fast_math_cpu.h"
 #include "ops/urpe_attention.h"
 
 namespace urpe::kernels {
@@ -114,12 +115,11 @@ void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams&
         std::fill(a_row, a_row + nk, 0.0f);
         continue;
       }
-      // Max-subtracted softmax; exp(−∞) = 0 for masked keys.
+      // Max-subtracted softmax; exp(−∞) = 0 for masked keys. Each e ≤ 1 after the max
+      // subtraction, so float is exact enough; fast::exp_fast vectorises (libm's expf does not).
+      for (int64_t j = 0; j < nk; ++j) e[j] = fast::exp_fast(z[j] - m);
       double total = 0;
-      for (int64_t j = 0; j < nk; ++j) {
-        e[j] = std::exp(z[j] - m);  // ≤ 1 after the max subtraction: float is exact enough
-        total += e[j];
-      }
+      for (int64_t j = 0; j < nk; ++j) total += e[j];  // in order, in double
       const float inv_total = static_cast<float>(1.0 / total);
       for (int64_t j = 0; j < nk; ++j) {
         const float p = e[j] * inv_total;
