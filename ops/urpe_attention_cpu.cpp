@@ -2,7 +2,8 @@
 // read next to the maths in urpe_attention.h. The CUDA kernel is checked against this file.
 //
 // Forward, per row: z_j = s_j·scale + B_h[bias_map(i,j)] over unmasked keys, m = max_j z_j,
-//   P_j = e^{z_j − m} / Σ_k e^{z_k − m} (each e ≤ 1 in float, their sum in double),
+//   P_j = e^{z_j − m} / Σ_k e^{z_k − m} (each e ≤ 1 in float, from ops/fast_math_cpu.h, their
+//   sum in double),
 //   A_j = P_j·C_h[c_map(i,j)].
 //   Masked keys get P = A = 0; a row with no unmasked key (or whose logits are all −∞) is all 0.
 // Backward, per row: dP_j = G_j·C_j, r = Σ_j P_j·dP_j (double), dZ_j = P_j·(dP_j − r),
@@ -13,10 +14,10 @@
 // Memory traffic: forward reads S and writes P and A (12 bytes per element, plus the maps and
 // key padding); backward reads G and P and writes ∂S (12 bytes per element, plus the maps).
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <vector>
 
+#include "ops/fast_math_cpu.h"
 #include "ops/urpe_attention.h"
 
 namespace urpe::kernels {
@@ -103,28 +104,46 @@ void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams&
       const float* bias_h = ctx.bias_table ? ctx.bias_table + h * ctx.bias_buckets : nullptr;
       const float* c_h = ctx.c_table ? ctx.c_table + h * ctx.c_buckets : nullptr;
 
-      // Masked logits and their maximum.
-      float m = kNegInf;
-      for (int64_t j = 0; j < nk; ++j) {
-        z[j] = ctx.masked(b, i, j) ? kNegInf : s_row[j] * ctx.scale + (bias_h ? bias_h[bmap[j]] : 0.0f);
-        m = std::max(m, z[j]);
+      // Logits, then the masks as −∞ (a causal row ends at key i + offset; padded keys anywhere).
+      // Each loop is simple enough to vectorise.
+      float* zr = z.data();
+      float* er = e.data();
+      if (bias_h != nullptr) {
+        for (int64_t j = 0; j < nk; ++j) zr[j] = s_row[j] * ctx.scale + bias_h[bmap[j]];
+      } else {
+        for (int64_t j = 0; j < nk; ++j) zr[j] = s_row[j] * ctx.scale;
       }
+      if (ctx.causal) {
+        for (int64_t j = std::max<int64_t>(0, i + ctx.causal_offset + 1); j < nk; ++j) zr[j] = kNegInf;
+      }
+      if (ctx.key_padding != nullptr) {
+        const int32_t* padded = ctx.key_padding + b * nk;
+        for (int64_t j = 0; j < nk; ++j) zr[j] = padded[j] != 0 ? kNegInf : zr[j];
+      }
+      float m = kNegInf;
+#pragma omp simd reduction(max : m)
+      for (int64_t j = 0; j < nk; ++j) m = zr[j] > m ? zr[j] : m;  // (std::max does not vectorise)
       if (m == kNegInf) {  // nothing to attend to: P = A = 0 (not NaN)
         std::fill(p_row, p_row + nk, 0.0f);
         std::fill(a_row, a_row + nk, 0.0f);
         continue;
       }
-      // Max-subtracted softmax; exp(−∞) = 0 for masked keys.
+      // Max-subtracted softmax; exp(−∞) = 0 for masked keys. Each e ≤ 1 after the max
+      // subtraction, so float is exact enough; fast::exp_fast vectorises (libm's expf does not).
+      // The sum is double, in a fixed order for a given build (the SIMD lanes' partial sums).
+      for (int64_t j = 0; j < nk; ++j) er[j] = fast::exp_fast(zr[j] - m);
       double total = 0;
-      for (int64_t j = 0; j < nk; ++j) {
-        e[j] = std::exp(z[j] - m);  // ≤ 1 after the max subtraction: float is exact enough
-        total += e[j];
-      }
+#pragma omp simd reduction(+ : total)
+      for (int64_t j = 0; j < nk; ++j) total += er[j];
       const float inv_total = static_cast<float>(1.0 / total);
-      for (int64_t j = 0; j < nk; ++j) {
-        const float p = e[j] * inv_total;
-        p_row[j] = p;
-        a_row[j] = c_h ? p * c_h[cmap[j]] : p;  // p is 0 where masked, so A is too
+      if (c_h != nullptr) {
+        for (int64_t j = 0; j < nk; ++j) {
+          const float p = er[j] * inv_total;
+          p_row[j] = p;
+          a_row[j] = p * c_h[cmap[j]];  // p is 0 where masked, so A is too
+        }
+      } else {
+        for (int64_t j = 0; j < nk; ++j) p_row[j] = a_row[j] = er[j] * inv_total;
       }
     }
   }

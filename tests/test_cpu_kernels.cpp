@@ -1,10 +1,15 @@
 // CPU fast paths checked against their one-element-at-a-time references: the caching host
-// allocator, permute's run copies, broadcasting without modulo, and the autograd engine adopting
-// (not copying) a gradient it exclusively owns.
+// allocator, permute's run copies, broadcasting without modulo, the autograd engine adopting
+// (not copying) a gradient it exclusively owns, and the vectorisable float exp/erfc/GELU of
+// ops/fast_math_cpu.h against double libm over dense grids (the error bounds quoted there).
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <numeric>
 
+#include "ops/activation.h"
 #include "ops/elementwise.h"
+#include "ops/fast_math_cpu.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "tensor/host_allocator.h"
@@ -142,4 +147,128 @@ TEST_CASE("autograd: gradients adopted without a copy are still summed correctly
   sum_all(z).backward();
   const std::vector<float> g2 = x.grad().to_vector_f32();
   for (size_t k = 0; k < xv.size(); ++k) CHECK(g2[k] == doctest::Approx(4.0 * xv[k] + 2.0).epsilon(1e-6));
+}
+
+// ---- vectorisable float maths (ops/fast_math_cpu.h) against double libm ----
+
+namespace {
+
+// Every `stride`-th float from lo to hi (lo < 0 < hi), walking the bit patterns: as dense in
+// each binade as in any other, so both tails and the region around 0 are covered. The stride is
+// 997 (a few million points, well under a second); URPE_FAST_MATH_STRIDE=1 checks every float
+// (minutes), which is how the bounds quoted in ops/fast_math_cpu.h were measured.
+uint32_t float_grid_stride() {
+  const char* env = std::getenv("URPE_FAST_MATH_STRIDE");
+  const long stride = env != nullptr ? std::atol(env) : 0;
+  return stride > 0 ? static_cast<uint32_t>(stride) : 997u;
+}
+
+// Calls f(chunk) on the grid in chunks of at most 2^20 floats.
+template <typename F>
+void for_floats_between(float lo, float hi, F f) {
+  const int64_t stride = float_grid_stride();
+  std::vector<float> chunk;
+  auto push = [&](int64_t bits) {
+    chunk.push_back(kernels::fast::float_of(static_cast<uint32_t>(bits)));
+    if (chunk.size() == (size_t(1) << 20)) { f(chunk); chunk.clear(); }
+  };
+  for (int64_t b = kernels::fast::bits_of(lo); b >= int64_t(0x80000000u); b -= stride) push(b);
+  for (int64_t b = 0; b <= int64_t(kernels::fast::bits_of(hi)); b += stride) push(b);
+  if (!chunk.empty()) f(chunk);
+}
+
+constexpr double kFloatMin = 1.17549435e-38;      // smallest normal float
+constexpr double kFloatTrueMin = 1.40129846e-45;  // smallest subnormal float
+
+}  // namespace
+
+TEST_CASE("fast exp: relative error against double exp over [-104, 89], special values") {
+  double max_rel = 0, max_subnormal = 0;
+  int64_t points = 0;
+  bool overflow_is_inf = true;
+  for_floats_between(-104.0f, 89.0f, [&](const std::vector<float>& xs) {
+    std::vector<float> ys(xs.size());
+    for (size_t k = 0; k < xs.size(); ++k) ys[k] = kernels::fast::exp_fast(xs[k]);  // vectorised
+    for (size_t k = 0; k < xs.size(); ++k) {
+      const double ref = std::exp(static_cast<double>(xs[k]));
+      if (ref > 3.40282347e+38) overflow_is_inf = overflow_is_inf && std::isinf(ys[k]);
+      else if (ref >= kFloatMin) max_rel = std::max(max_rel, std::fabs(ys[k] - ref) / ref);
+      else max_subnormal = std::max(max_subnormal, std::fabs(ys[k] - ref));
+    }
+    points += static_cast<int64_t>(xs.size());
+  });
+  MESSAGE("exp_fast: ", points, " points, max relative error ", max_rel,
+          ", subnormal results max absolute error ", max_subnormal);
+  CHECK(max_rel <= 1.5e-7);               // ≈ 2 ulp
+  CHECK(max_subnormal <= kFloatTrueMin);  // 1 subnormal ulp
+  CHECK(overflow_is_inf);
+  CHECK(kernels::fast::exp_fast(0.0f) == 1.0f);
+  CHECK(kernels::fast::exp_fast(-INFINITY) == 0.0f);  // masked softmax keys
+  CHECK(kernels::fast::exp_fast(-200.0f) == 0.0f);
+  CHECK(std::isinf(kernels::fast::exp_fast(INFINITY)));
+  CHECK(std::isinf(kernels::fast::exp_fast(100.0f)));
+  CHECK(std::isnan(kernels::fast::exp_fast(NAN)));
+  CHECK(std::isnan(kernels::fast::exp_fast(-NAN)));
+}
+
+TEST_CASE("fast erfc: relative error against double erfc over [-10, 10], both tails") {
+  double max_rel = 0, max_tiny = 0;
+  int64_t points = 0;
+  for_floats_between(-10.0f, 10.0f, [&](const std::vector<float>& xs) {
+    std::vector<float> ys(xs.size());
+    for (size_t k = 0; k < xs.size(); ++k) ys[k] = kernels::fast::erfc_fast(xs[k]);
+    for (size_t k = 0; k < xs.size(); ++k) {
+      const double ref = std::erfc(static_cast<double>(xs[k]));
+      if (ref >= kFloatMin) max_rel = std::max(max_rel, std::fabs(ys[k] - ref) / ref);
+      else max_tiny = std::max(max_tiny, std::fabs(ys[k] - ref));  // x > 9.1: subnormal or 0
+    }
+    points += static_cast<int64_t>(xs.size());
+  });
+  MESSAGE("erfc_fast: ", points, " points, max relative error ", max_rel,
+          ", below FLT_MIN max absolute error ", max_tiny);
+  CHECK(max_rel <= 5e-7);
+  CHECK(max_tiny <= 2 * kFloatTrueMin);
+  CHECK(kernels::fast::erfc_fast(0.0f) == 1.0f);
+  CHECK(kernels::fast::erfc_fast(INFINITY) == 0.0f);
+  CHECK(kernels::fast::erfc_fast(-INFINITY) == 2.0f);
+  CHECK(std::isnan(kernels::fast::erfc_fast(NAN)));
+}
+
+TEST_CASE("gelu kernels: value and slope against the double formulas over [-13, 13]") {
+  // Through the real kernels (parallel, vectorised); the slope is the backward with g = 1.
+  double max_value_rel = 0, max_slope_err = 0;
+  int64_t points = 0;
+  for_floats_between(-13.0f, 13.0f, [&](const std::vector<float>& xv) {
+    const int64_t n = static_cast<int64_t>(xv.size());
+    Tensor x = Tensor::from_vector(xv, {n});
+    Tensor y = Tensor::empty({n}), slope = Tensor::empty({n});
+    kernels::activation_forward_cpu(kernels::Activation::gelu, x, y);
+    kernels::activation_backward_cpu(kernels::Activation::gelu, x, Tensor::full({n}, 1.0f), slope);
+    const std::vector<float> yv = y.to_vector_f32(), sv = slope.to_vector_f32();
+    for (int64_t k = 0; k < n; ++k) {
+      const double v = xv[k];
+      const double cdf = 0.5 * std::erfc(-v / std::sqrt(2.0));
+      const double pdf = std::exp(-0.5 * v * v) / std::sqrt(2.0 * 3.14159265358979323846);
+      const double value = v * cdf;
+      if (cdf >= kFloatMin && std::fabs(value) >= kFloatMin)  // Φ(x) and x·Φ(x) normal floats
+        max_value_rel = std::max(max_value_rel, std::fabs(yv[k] - value) / std::fabs(value));
+      // The slope Φ + x·φ crosses 0 at x ≈ −0.75: its error is measured against Φ + |x|·φ.
+      const double slope_scale = cdf + std::fabs(v) * pdf;
+      max_slope_err = std::max(max_slope_err, std::fabs(sv[k] - (cdf + v * pdf)) / slope_scale);
+    }
+    points += n;
+  });
+  MESSAGE("gelu: ", points, " points, value max relative error ", max_value_rel,
+          ", slope max error / (Φ + |x|φ) ", max_slope_err);
+  CHECK(max_value_rel <= 6e-7);
+  CHECK(max_slope_err <= 6e-7);
+
+  Tensor special = Tensor::from_vector(std::vector<float>{INFINITY, NAN, -30.0f, 30.0f}, {4});
+  Tensor ys = Tensor::empty({4});
+  kernels::activation_forward_cpu(kernels::Activation::gelu, special, ys);
+  const std::vector<float> s = ys.to_vector_f32();
+  CHECK(std::isinf(s[0]));
+  CHECK(std::isnan(s[1]));
+  CHECK(s[2] == 0.0f);  // −30·Φ(−30) underflows (to −0)
+  CHECK(s[3] == 30.0f);
 }
