@@ -40,7 +40,9 @@ void activation_forward_cpu(Activation kind, const Tensor& x, Tensor& y) {
     case Activation::gelu:
       pointwise(n, y.f32(), [px](int64_t k) {
         const float v = px[k];
-        return v * fast::normal_cdf_fast(v, fast::normal_density_unscaled(v));
+        float cdf, density;
+        fast::normal_cdf_and_density(v, cdf, density);
+        return v * cdf;
       });
       break;
   }
@@ -60,9 +62,9 @@ void activation_backward_cpu(Activation kind, const Tensor& x, const Tensor& gra
     case Activation::gelu:
       pointwise(n, grad_x.f32(), [px, g](int64_t k) {
         const float v = px[k];
-        const float density = fast::normal_density_unscaled(v);  // e^{−v²/2} = √(2π)·φ(v)
-        const float slope = fast::normal_cdf_fast(v, density) + v * kInvSqrt2Pi * density;
-        return g[k] * slope;
+        float cdf, density;  // Φ(v) and e^{−v²/2} = √(2π)·φ(v)
+        fast::normal_cdf_and_density(v, cdf, density);
+        return g[k] * (cdf + v * kInvSqrt2Pi * density);
       });
       break;
   }

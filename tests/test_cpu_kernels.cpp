@@ -1,17 +1,22 @@
 // CPU fast paths checked against their one-element-at-a-time references: the caching host
 // allocator, permute's run copies, broadcasting without modulo, the autograd engine adopting
-// (not copying) a gradient it exclusively owns, and the vectorisable float exp/erfc/GELU of
-// ops/fast_math_cpu.h against double libm over dense grids (the error bounds quoted there).
+// (not copying) a gradient it exclusively owns, the vectorisable float exp/erfc/GELU of
+// ops/fast_math_cpu.h against double libm over dense grids (the error bounds quoted there), and
+// the vectorised kernels giving the same bits for any thread count.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <numeric>
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #include "ops/activation.h"
 #include "ops/elementwise.h"
 #include "ops/fast_math_cpu.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
+#include "ops/urpe_attention.h"
 #include "tensor/host_allocator.h"
 #include "test_util.h"
 
@@ -272,3 +277,52 @@ TEST_CASE("gelu kernels: value and slope against the double formulas over [-13, 
   CHECK(s[2] == 0.0f);  // −30·Φ(−30) underflows (to −0)
   CHECK(s[3] == 30.0f);
 }
+
+#if defined(_OPENMP)
+// The vectorised loops must not make results depend on where a thread's chunk (and so its vector
+// loop and scalar remainder) starts: 1 and 3 threads give the same bits. Odd sizes, above the
+// kernels' OpenMP thresholds.
+TEST_CASE("gelu and the urpe attention core are bit-identical for any thread count") {
+  auto run_all = [](int threads) {
+    const int previous = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    std::vector<std::vector<float>> out;
+    const int64_t n = 100003;
+    Tensor x = random_values({n}, 301, -6.0f, 6.0f), g = random_values({n}, 302);
+    Tensor y = Tensor::empty({n}), gx = Tensor::empty({n});
+    kernels::activation_forward_cpu(kernels::Activation::gelu, x, y);
+    kernels::activation_backward_cpu(kernels::Activation::gelu, x, g, gx);
+    out.push_back(y.to_vector_f32());
+    out.push_back(gx.to_vector_f32());
+
+    const int64_t bsz = 3, heads = 2, len = 37;
+    UrpeAttentionParams p;
+    p.scale = 0.3f;
+    p.bias_table = random_values({heads, 2 * len - 1}, 303);
+    p.bias_map = toeplitz_map(len, len);
+    p.c_table = random_values({heads, 2 * len - 1}, 304, 0.5f, 1.5f);
+    p.c_map = p.bias_map;
+    std::vector<int32_t> padding(bsz * len, 0);
+    for (int64_t j = 30; j < len; ++j) padding[2 * len + j] = 1;  // batch item 2: 7 padded keys
+    p.key_padding = Tensor::from_vector(padding, {bsz, len});
+    for (bool causal : {false, true}) {
+      p.causal = causal;
+      Tensor scores = random_values({bsz, heads, len, len}, 305, -4.0f, 4.0f);
+      Tensor probs = Tensor::empty(scores.shape()), a = Tensor::empty(scores.shape());
+      kernels::urpe_attention_forward_cpu(scores, p, probs, a);
+      Tensor gs = Tensor::empty(scores.shape());
+      Tensor gb = Tensor::empty(p.bias_table.shape()), gc = Tensor::empty(p.c_table.shape());
+      kernels::urpe_attention_backward_cpu(random_values(scores.shape(), 306), probs, p, gs, &gb, &gc);
+      for (const Tensor& t : {probs, a, gs, gb, gc}) out.push_back(t.to_vector_f32());
+    }
+    omp_set_num_threads(previous);
+    return out;
+  };
+  const auto one = run_all(1), three = run_all(3);
+  REQUIRE(one.size() == three.size());
+  for (size_t k = 0; k < one.size(); ++k) {
+    CAPTURE(k);
+    CHECK(one[k] == three[k]);
+  }
+}
+#endif
