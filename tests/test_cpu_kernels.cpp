@@ -283,9 +283,7 @@ TEST_CASE("gelu kernels: value and slope against the double formulas over [-13, 
 // loop and scalar remainder) starts: 1 and 3 threads give the same bits. Odd sizes, above the
 // kernels' OpenMP thresholds.
 TEST_CASE("gelu and the urpe attention core are bit-identical for any thread count") {
-  auto run_all = [](int threads) {
-    const int previous = omp_get_max_threads();
-    omp_set_num_threads(threads);
+  test::check_same_bits_with_1_and_3_threads([] {
     std::vector<std::vector<float>> out;
     const int64_t n = 100003;
     Tensor x = random_values({n}, 301, -6.0f, 6.0f), g = random_values({n}, 302);
@@ -315,14 +313,7 @@ TEST_CASE("gelu and the urpe attention core are bit-identical for any thread cou
       kernels::urpe_attention_backward_cpu(random_values(scores.shape(), 306), probs, p, gs, &gb, &gc);
       for (const Tensor& t : {probs, a, gs, gb, gc}) out.push_back(t.to_vector_f32());
     }
-    omp_set_num_threads(previous);
     return out;
-  };
-  const auto one = run_all(1), three = run_all(3);
-  REQUIRE(one.size() == three.size());
-  for (size_t k = 0; k < one.size(); ++k) {
-    CAPTURE(k);
-    CHECK(one[k] == three[k]);
-  }
+  });
 }
 #endif

@@ -407,9 +407,7 @@ TEST_CASE("gather_table: per-head lookups through a bucket map, gradients summed
 // fixed-order sums, so 1 and 3 threads give bit-identical results. Sizes are above the kernels'
 // OpenMP thresholds, so the parallel paths really run.
 TEST_CASE("backward reductions are bit-identical for any thread count") {
-  auto run_all = [](int threads) {
-    const int previous = omp_get_max_threads();
-    omp_set_num_threads(threads);
+  test::check_same_bits_with_1_and_3_threads([] {
     std::vector<std::vector<float>> grads;
     Tensor x = random_param({301, 129}, 201), gamma = random_param({129}, 202), beta = random_param({129}, 203);
     layer_norm(x, gamma, beta).backward(random_values({301, 129}, 204));
@@ -425,14 +423,7 @@ TEST_CASE("backward reductions are bit-identical for any thread count") {
     loss.backward();
     grads.push_back(logits.grad().to_vector_f32());
     grads.push_back(loss.to_vector_f32());
-    omp_set_num_threads(previous);
     return grads;
-  };
-  const auto one = run_all(1), three = run_all(3);
-  REQUIRE(one.size() == three.size());
-  for (size_t k = 0; k < one.size(); ++k) {
-    CAPTURE(k);
-    CHECK(one[k] == three[k]);
-  }
+  });
 }
 #endif

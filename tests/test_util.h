@@ -2,7 +2,12 @@
 // assertion that prints the first mismatching element.
 #pragma once
 #include <cmath>
+#include <functional>
 #include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #include "autograd/gradcheck.h"
 #include "autograd/node.h"
@@ -45,5 +50,25 @@ inline double max_abs_diff(const Tensor& a, const Tensor& b) {
   for (size_t k = 0; k < x.size(); ++k) m = std::max(m, std::fabs(static_cast<double>(x[k]) - y[k]));
   return m;
 }
+
+#if defined(_OPENMP)
+// Runs `run` with 1 and then with 3 OpenMP threads (restoring the setting) and checks that every
+// result vector is the same, bit for bit: fixed-order reductions and vector loops must not make
+// results depend on how the work is split between threads.
+inline void check_same_bits_with_1_and_3_threads(
+    const std::function<std::vector<std::vector<float>>()>& run) {
+  const int previous = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const std::vector<std::vector<float>> one = run();
+  omp_set_num_threads(3);
+  const std::vector<std::vector<float>> three = run();
+  omp_set_num_threads(previous);
+  REQUIRE(one.size() == three.size());
+  for (size_t k = 0; k < one.size(); ++k) {
+    CAPTURE(k);
+    CHECK(one[k] == three[k]);
+  }
+}
+#endif
 
 }  // namespace urpe::test
