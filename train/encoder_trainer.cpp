@@ -111,14 +111,8 @@ TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, 
   ProfileWindow profile = apply_device_options(options, device, steps);
   TransformerEncoder model(encoder_config_from(config), seed, device);
 
-  AdamConfig adam_config;
-  adam_config.weight_decay = static_cast<float>(config.get_float("weight_decay"));
-  adam_config.clip_norm = static_cast<float>(config.get_float("clip"));
-  Adam optimizer(model.parameters().tensors(), adam_config);
-  LrSchedule schedule;
-  schedule.peak_lr = static_cast<float>(config.get_float("lr"));
-  schedule.warmup = config.get_int("warmup");
-  schedule.total = steps;
+  Adam optimizer(model.parameters().tensors(), adam_config_from(config));
+  LrSchedule schedule = lr_schedule_from(config, steps);
   schedule.validate();
 
   progress.data_rng = Rng(Streams::data_seed(seed));

@@ -151,14 +151,8 @@ LmTrainOutcome train_lm(const Config& config_in, const std::string& out_dir, con
                                     << " tokens, too few for batch " << batch << " (needs 2 per column)");
   const data::LMOrderedBatches train_batches(corpus.train.ids, batch, tgt_len);
 
-  AdamConfig adam_config;
-  adam_config.weight_decay = static_cast<float>(config.get_float("weight_decay"));
-  adam_config.clip_norm = static_cast<float>(config.get_float("clip"));
-  Adam optimizer(model.parameters().tensors(), adam_config);
-  LrSchedule schedule;
-  schedule.peak_lr = static_cast<float>(config.get_float("lr"));
-  schedule.warmup = config.get_int("warmup");
-  schedule.total = steps;
+  Adam optimizer(model.parameters().tensors(), adam_config_from(config));
+  LrSchedule schedule = lr_schedule_from(config, steps);
   schedule.decay = parse_decay_kind(config.get_string("schedule"));
   schedule.validate();
 

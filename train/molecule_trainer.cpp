@@ -191,14 +191,8 @@ MoleculeTrainOutcome train_graphormer(const Config& config_in, const std::string
   URPE_CHECK(batches_per_epoch > 0, "config: batch = " << batch << " is larger than the training split ("
                                                        << train_rows.size() << " molecules)");
 
-  AdamConfig adam_config;
-  adam_config.weight_decay = static_cast<float>(config.get_float("weight_decay"));
-  adam_config.clip_norm = static_cast<float>(config.get_float("clip"));
-  Adam optimizer(model.parameters().tensors(), adam_config);
-  LrSchedule schedule;
-  schedule.peak_lr = static_cast<float>(config.get_float("lr"));
-  schedule.warmup = config.get_int("warmup");
-  schedule.total = steps;
+  Adam optimizer(model.parameters().tensors(), adam_config_from(config));
+  LrSchedule schedule = lr_schedule_from(config, steps);
   schedule.end_lr = static_cast<float>(config.get_float("end_lr"));
   schedule.validate();
 

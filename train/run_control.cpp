@@ -113,4 +113,19 @@ void write_run_result(const std::string& out_dir, const ResultRow& row) {
   draw_run_plots(out_dir);
 }
 
+AdamConfig adam_config_from(const Config& config) {
+  AdamConfig adam;
+  adam.weight_decay = static_cast<float>(config.get_float("weight_decay"));
+  adam.clip_norm = static_cast<float>(config.get_float("clip"));
+  return adam;
+}
+
+LrSchedule lr_schedule_from(const Config& config, int64_t steps) {
+  LrSchedule schedule;
+  schedule.peak_lr = static_cast<float>(config.get_float("lr"));
+  schedule.warmup = config.get_int("warmup");
+  schedule.total = steps;
+  return schedule;
+}
+
 }  // namespace urpe

@@ -12,8 +12,10 @@
 #include "tensor/device.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/optimizer.h"
 #include "train/progress.h"
 #include "train/run_dir.h"
+#include "train/schedule.h"
 #include "train/train_options.h"
 
 namespace urpe {
@@ -96,6 +98,12 @@ class EvalCadence {
   StepMeter& meter_;
   std::function<void()> save_checkpoint_;
 };
+
+// Adam and the learning-rate schedule from the common keys (weight_decay, clip; lr, warmup) for a
+// run of `steps` steps. A trainer sets its family's own schedule keys (decay kind, end_lr) on the
+// schedule, then calls validate().
+AdamConfig adam_config_from(const Config& config);
+LrSchedule lr_schedule_from(const Config& config, int64_t steps);
 
 // The fields of results.json every trainer fills the same way (experiment, pe, seed, params,
 // steps, seconds, device); the caller adds task, model and the metric.
