@@ -1,5 +1,6 @@
-// The training loop: fresh batches from a seeded stream, cross-entropy over every position,
-// Adam with warm-up + linear decay, periodic evaluation and checkpoints, Ctrl-C saves and stops.
+// The synthetic-task encoder's part of training: fresh batches from a seeded stream,
+// cross-entropy over every position, token accuracy on fixed held-out draws. The loop itself
+// (Adam, schedule, evaluation cadence, checkpoints, Ctrl-C) is train/training_loop.h.
 #include "train/encoder_trainer.h"
 
 #include <cmath>
@@ -7,12 +8,8 @@
 #include "autograd/node.h"
 #include "ops/loss.h"
 #include "ops/shape.h"
-#include "train/checkpoint.h"
-#include "train/profiling.h"
-#include "train/progress.h"
-#include "train/run_control.h"
 #include "train/run_config.h"
-#include "train/schedule.h"
+#include "train/training_loop.h"
 
 namespace urpe {
 
@@ -22,11 +19,6 @@ namespace {
 constexpr uint64_t kValidationSeed = 0x7a11d5e7ULL;  // the same held-out sets for every run
 constexpr uint64_t kTestSeed = 0x7e575e7ULL;
 constexpr int64_t kEvalBatch = 64;  // fixed, so the held-out sets and their scores never depend on it
-
-struct Streams {
-  static uint64_t data_seed(uint64_t seed) { return seed * 2 + 1; }
-  static uint64_t dropout_seed(uint64_t seed) { return seed * 2 + 2; }
-};
 
 // Fraction of positions whose argmax equals the target.
 double accuracy_of(const Tensor& logits, const Tensor& targets) {
@@ -97,87 +89,70 @@ EvalResult evaluate_encoder(const TransformerEncoder& model, const SyntheticTask
   return result;
 }
 
-TrainOutcome train_encoder(const Config& config_in, const std::string& out_dir, const TrainOptions& options) {
-  Config config = config_in;
-  const std::string checkpoint_path = open_run_directory(out_dir, options, config);
-  TrainingProgress progress;
-  const int64_t steps = config.get_int("steps"), batch = config.get_int("batch");
-  const int64_t eval_every = config.get_int("eval_every"), valid_size = config.get_int("valid_size");
-  const uint64_t seed = static_cast<uint64_t>(config.get_int("seed"));
-  URPE_CHECK(steps > 0 && batch > 0 && eval_every > 0 && valid_size > 0,
-             "config: steps, batch, eval_every and valid_size must be positive");
-  const SyntheticTask task = task_from_config(config);
-  const Device device = parse_device(config.get_string("device"));
-  ProfileWindow profile = apply_device_options(options, device, steps);
-  TransformerEncoder model(encoder_config_from(config), seed, device);
+// ---- training: the encoder's adapter to the training loop ----
 
-  Adam optimizer(model.parameters().tensors(), adam_config_from(config));
-  LrSchedule schedule = lr_schedule_from(config, steps);
-  schedule.validate();
+namespace {
 
-  progress.data_rng = Rng(Streams::data_seed(seed));
-  progress.dropout_rng = Rng(Streams::dropout_seed(seed));
-  if (options.resume) {
-    progress = load_checkpoint(checkpoint_path, model.parameters(), &optimizer).progress;
-  } else {
-    write_text_atomic(join_path(out_dir, "config.txt"), config.to_text());
+class EncoderTask final : public TrainingTask {
+ public:
+  EncoderTask(const TrainingRun& run)
+      : task_(task_from_config(run.config)),
+        model_(encoder_config_from(run.config), run.seed, run.device),
+        batch_(run.config.get_int("batch")),
+        valid_size_(run.config.get_int("valid_size")),
+        tokens_per_step_(batch_ * run.config.get_int("seq_len")),
+        task_name_(run.config.get_string("task")),
+        label_("[" + run.config.get_string("task") + "/" + run.config.get_string("pe") + "]") {
+    URPE_CHECK(batch_ > 0, "config: batch must be positive, got " << batch_);
+    URPE_CHECK(valid_size_ > 0, "config: valid_size must be positive, got " << valid_size_);
   }
-  MetricsLog metrics(join_path(out_dir, "metrics.csv"), options.resume, progress.step);
-  ProgressLine line(options.label.empty() ? "[" + config.get_string("task") + "/" + config.get_string("pe") + "]"
-                                          : options.label,
-                    steps, progress.step, options.quiet);
-  const std::string config_text = config.to_text();
-  auto save = [&] { save_checkpoint(checkpoint_path, model.parameters(), &optimizer, progress, config_text); };
 
-  TrainOutcome outcome;
-  EvalResult last_eval;
-  bool evaluated = false;
-  const int64_t tokens_per_step = batch * config.get_int("seq_len");
-  StepMeter meter;
-  EvalCadence cadence(steps, eval_every, options, out_dir, progress, metrics, line, meter, save);
+  const ParameterSet& parameters() const override { return model_.parameters(); }
+  std::string progress_label() const override { return label_; }
 
-  for (int64_t step = progress.step + 1; step <= steps; ++step) {
-    meter.begin_step();
-    profile.before_step(step);
-    const SyntheticBatch data = task.sample(batch, progress.data_rng, device);
-    const Tensor logits = model.forward(data.tokens, true, &progress.dropout_rng);
-    const Tensor loss = flat_loss(logits, data.targets);
-    optimizer.zero_grad();
-    loss.backward();
-    const float lr = schedule.at(step);
-    optimizer.step(lr);
-    profile.after_step(step);
-    const double loss_value = loss.item();
-    const double tokens_per_s = meter.end_step(step, loss_value, static_cast<double>(tokens_per_step), progress);
-    line.update(step, loss_value, lr, tokens_per_s);
-
-    auto train_accuracy = [&](double) { return accuracy_of(logits, data.targets); };
-    auto validate = [&] {
-      last_eval = evaluate_encoder(model, task, valid_size, kEvalBatch);
-      evaluated = true;
-      char text[160];
-      std::snprintf(text, sizeof text, "step %lld: valid loss %.4f, accuracy %.2f%%",
-                    static_cast<long long>(step), last_eval.loss, 100.0 * last_eval.accuracy);
-      return ValidationReport{last_eval.loss, last_eval.accuracy, text};
-    };
-    if (cadence.after_step(step, lr, tokens_per_s, train_accuracy, validate)) {
-      outcome.interrupted = true;
-      break;
-    }
+  // Fresh sequences from the data stream every step; cross-entropy over every position.
+  StepOutput step(int64_t, TrainingProgress& progress) override {
+    logits_ = Tensor();  // the previous step's graph goes before this step builds its own
+    batch_data_ = task_.sample(batch_, progress.data_rng, model_.device());
+    logits_ = model_.forward(batch_data_.tokens, true, &progress.dropout_rng);
+    return {flat_loss(logits_, batch_data_.targets), static_cast<double>(tokens_per_step_)};
   }
-  line.finish();
-  if (!evaluated)  // resumed a finished run: score the stored model
-    last_eval = evaluate_encoder(model, task, valid_size, kEvalBatch);
+  double train_metric(double) override { return accuracy_of(logits_, batch_data_.targets); }
 
-  ResultRow& r = outcome.result;
-  r = run_result_row(options, config, progress, model.parameters().count(), device);
-  r.task = config.get_string("task");
-  r.model = "encoder";
-  r.metric_name = "valid_accuracy";
-  r.metric = last_eval.accuracy;
-  outcome.final_valid_loss = last_eval.loss;
-  write_run_result(out_dir, r);
-  return outcome;
+  ValidationReport validate(int64_t step, bool) override {
+    last_eval_ = evaluate_encoder(model_, task_, valid_size_, kEvalBatch);
+    evaluated_ = true;
+    char text[160];
+    std::snprintf(text, sizeof text, "step %lld: valid loss %.4f, accuracy %.2f%%", static_cast<long long>(step),
+                  last_eval_.loss, 100.0 * last_eval_.accuracy);
+    return {last_eval_.loss, last_eval_.accuracy, text};
+  }
+
+  Result finish(const Loop&) override {
+    if (!evaluated_)  // resumed a finished run: score the stored model
+      last_eval_ = evaluate_encoder(model_, task_, valid_size_, kEvalBatch);
+    return {task_name_, "encoder", "valid_accuracy", last_eval_.accuracy};
+  }
+  const EvalResult& last_eval() const { return last_eval_; }
+
+ private:
+  const SyntheticTask task_;
+  TransformerEncoder model_;
+  const int64_t batch_, valid_size_, tokens_per_step_;
+  const std::string task_name_, label_;
+  SyntheticBatch batch_data_;
+  Tensor logits_;
+  EvalResult last_eval_;
+  bool evaluated_ = false;
+};
+
+}  // namespace
+
+TrainOutcome train_encoder(const Config& config, const std::string& out_dir, const TrainOptions& options) {
+  TrainingRun run = begin_training_run(config, out_dir, options);
+  EncoderTask task(run);
+  const TrainingOutcome trained = run_training(run, task);
+  return {trained.result, task.last_eval().loss, trained.interrupted};
 }
 
 }  // namespace urpe

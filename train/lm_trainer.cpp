@@ -1,6 +1,6 @@
-// The language-model loop: ordered segments with memory, Adam with clipping and a cosine (or
-// linear) schedule, periodic evaluation with memory, checkpoints that hold the stream position
-// and the memory, Ctrl-C saves and stops. The protocol is in lm_trainer.h.
+// Transformer-XL's part of training: ordered segments with memory, a cosine (or linear)
+// schedule, evaluation with memory, checkpoints that hold the stream position and the memory.
+// The loop itself is train/training_loop.h; the protocol is in lm_trainer.h.
 #include "train/lm_trainer.h"
 
 #include <cmath>
@@ -10,17 +10,13 @@
 #include "data/lm_batches.h"
 #include "data/text_file.h"
 #include "train/checkpoint.h"
-#include "train/progress.h"
-#include "train/run_control.h"
 #include "train/run_config.h"
-#include "train/schedule.h"
+#include "train/training_loop.h"
 
 namespace urpe {
 
 namespace {
 
-
-uint64_t dropout_seed(uint64_t seed) { return seed * 2 + 2; }  // as the encoder trainer's stream
 
 // Where training stands in the ordered train stream: the epoch, the next segment to train on,
 // and the memory that segment continues from (empty at the start of an epoch).
@@ -124,115 +120,113 @@ data::Corpus corpus_from_config(const Config& config) {
 
 // ---- training ----
 
-LmTrainOutcome train_lm(const Config& config_in, const std::string& out_dir, const TrainOptions& options,
-                        const data::Corpus* corpus_in) {
-  Config config = config_in;
-  const std::string checkpoint_path = open_run_directory(out_dir, options, config);
-  const int64_t steps = config.get_int("steps"), batch = config.get_int("batch");
-  const int64_t eval_every = config.get_int("eval_every");
-  const uint64_t seed = static_cast<uint64_t>(config.get_int("seed"));
-  URPE_CHECK(steps > 0 && batch > 0 && eval_every > 0, "config: steps, batch and eval_every must be positive");
-  const LmEvalSettings final_eval = eval_settings_from(config);
-  LmEvalSettings quick_eval = final_eval;
-  quick_eval.max_tokens = config.get_int("max_eval_tokens");
+namespace {
 
-  data::Corpus loaded;
-  if (!corpus_in) loaded = corpus_from_config(config);
-  const data::Corpus& corpus = corpus_in ? *corpus_in : loaded;
-  URPE_CHECK(corpus.mode == data::parse_token_mode(config.get_string("token_mode")),
-             "train_lm: the corpus given was read in " << data::token_mode_name(corpus.mode)
-                                                       << " mode, the config asks for " << config.get_string("token_mode"));
-  const Device device = parse_device(config.get_string("device"));
-  ProfileWindow profile = apply_device_options(options, device, steps);
-  TransformerXL model(txl_config_from(config, corpus.vocab.size()), seed, device);
-  const int64_t tgt_len = config.get_int("tgt_len");
-  URPE_CHECK(static_cast<int64_t>(corpus.train.ids.size()) >= 2 * batch,
-             "the train split of '" << corpus.directory << "' has " << corpus.train.ids.size()
-                                    << " tokens, too few for batch " << batch << " (needs 2 per column)");
-  const data::LMOrderedBatches train_batches(corpus.train.ids, batch, tgt_len);
-
-  Adam optimizer(model.parameters().tensors(), adam_config_from(config));
-  LrSchedule schedule = lr_schedule_from(config, steps);
-  schedule.decay = parse_decay_kind(config.get_string("schedule"));
-  schedule.validate();
-
-  TrainingProgress progress;
-  progress.data_rng = Rng(seed);  // unused: the stream is ordered (kept for the checkpoint format)
-  progress.dropout_rng = Rng(dropout_seed(seed));
-  StreamPosition position;
-  if (options.resume) {
-    const CheckpointInfo info = load_checkpoint(checkpoint_path, model.parameters(), &optimizer);
-    progress = info.progress;
-    position = stream_position(info.state, checkpoint_path, device);
-  } else {
-    write_text_atomic(join_path(out_dir, "config.txt"), config.to_text());
+// Transformer-XL's adapter to the training loop: ordered segments with memory carried from one to
+// the next, reset at every epoch; evaluation with memory; the stream position in the checkpoint.
+class LanguageModelTask final : public TrainingTask {
+ public:
+  LanguageModelTask(const TrainingRun& run, const data::Corpus& corpus)
+      : corpus_(corpus),
+        model_(txl_config_from(run.config, corpus.vocab.size()), run.seed, run.device),
+        batch_(run.config.get_int("batch")),
+        train_batches_(checked_train_stream(corpus, batch_), batch_, run.config.get_int("tgt_len")),
+        final_eval_(eval_settings_from(run.config)),
+        quick_eval_(final_eval_),
+        checkpoint_path_(run.checkpoint_path),
+        label_("[txl/" + run.config.get_string("pe") + "]"),
+        decay_(parse_decay_kind(run.config.get_string("schedule"))) {
+    quick_eval_.max_tokens = run.config.get_int("max_eval_tokens");
   }
-  MetricsLog metrics(join_path(out_dir, "metrics.csv"), options.resume, progress.step);
-  ProgressLine line(options.label.empty() ? "[txl/" + config.get_string("pe") + "]" : options.label, steps,
-                    progress.step, options.quiet);
-  const std::string config_text = config.to_text();
-  auto save = [&] {  // the checkpoint also holds where the stream stands (StreamPosition)
-    save_checkpoint(checkpoint_path, model.parameters(), &optimizer, progress, config_text, stream_state(position));
-  };
 
-  LmTrainOutcome outcome;
-  LmEvalResult last_eval;
-  bool scored = false, scored_whole_split = false;
-  StepMeter meter;
-  EvalCadence cadence(steps, eval_every, options, out_dir, progress, metrics, line, meter, save);
-
-  for (int64_t step = progress.step + 1; step <= steps; ++step) {
-    meter.begin_step();
-    profile.before_step(step);
-    if (position.segment == train_batches.num_segments()) {  // a new epoch starts without memory
-      position.segment = 0;
-      ++position.epoch;
-      position.mems.clear();
-    }
-    const data::LMSegment segment = train_batches.segment(position.segment, device);
-    TxlStep out = model.forward(segment.data, segment.target, position.mems, true, &progress.dropout_rng);
-    position.mems = std::move(out.mems);
-    ++position.segment;
-    optimizer.zero_grad();
-    out.loss.backward();
-    const float lr = schedule.at(step);
-    optimizer.step(lr);
-    profile.after_step(step);
-    const double loss_value = out.loss.item();
-    const double tokens_per_s = meter.end_step(step, loss_value, static_cast<double>(segment.length * batch), progress);
-    line.update(step, loss_value, lr, tokens_per_s);
-
-    auto train_perplexity = [](double train_loss) { return std::exp(train_loss); };
-    auto validate = [&] {
-      // The last evaluation scores the whole split: it is the run's result.
-      last_eval = evaluate_lm(model, corpus.valid.ids, step == steps ? final_eval : quick_eval);
-      scored = true;
-      scored_whole_split = step == steps || quick_eval.max_tokens == 0;
-      char text[160];
-      std::snprintf(text, sizeof text, "step %lld: valid loss %.4f, perplexity %.2f (%lld tokens)",
-                    static_cast<long long>(step), last_eval.loss, last_eval.perplexity,
-                    static_cast<long long>(last_eval.predicted));
-      return ValidationReport{last_eval.loss, last_eval.perplexity, text};
-    };
-    if (cadence.after_step(step, lr, tokens_per_s, train_perplexity, validate)) {
-      outcome.interrupted = true;
-      break;
-    }
+  const ParameterSet& parameters() const override { return model_.parameters(); }
+  std::string progress_label() const override { return label_; }
+  // The stream is ordered: data_rng is unused (kept for the checkpoint format).
+  uint64_t data_seed(uint64_t seed) const override { return seed; }
+  void adjust_schedule(LrSchedule& schedule) const override {
+    schedule.decay = decay_;
   }
-  line.finish();
+  void start(const TrainingProgress&, const TrainerState* restored) override {
+    if (restored) position_ = stream_position(*restored, checkpoint_path_, model_.device());
+  }
+  // The checkpoint also holds where the stream stands (StreamPosition).
+  TrainerState state() const override { return stream_state(position_); }
+
+  StepOutput step(int64_t, TrainingProgress& progress) override {
+    if (position_.segment == train_batches_.num_segments()) {  // a new epoch starts without memory
+      position_.segment = 0;
+      ++position_.epoch;
+      position_.mems.clear();
+    }
+    const data::LMSegment segment = train_batches_.segment(position_.segment, model_.device());
+    TxlStep out = model_.forward(segment.data, segment.target, position_.mems, true, &progress.dropout_rng);
+    position_.mems = std::move(out.mems);
+    ++position_.segment;
+    return {out.loss, static_cast<double>(segment.length * batch_)};
+  }
+  double train_metric(double mean_train_loss) override { return std::exp(mean_train_loss); }
+
+  // The last evaluation scores the whole split: it is the run's result.
+  ValidationReport validate(int64_t step, bool last) override {
+    last_eval_ = evaluate_lm(model_, corpus_.valid.ids, last ? final_eval_ : quick_eval_);
+    scored_ = true;
+    scored_whole_split_ = last || quick_eval_.max_tokens == 0;
+    char text[160];
+    std::snprintf(text, sizeof text, "step %lld: valid loss %.4f, perplexity %.2f (%lld tokens)",
+                  static_cast<long long>(step), last_eval_.loss, last_eval_.perplexity,
+                  static_cast<long long>(last_eval_.predicted));
+    return {last_eval_.loss, last_eval_.perplexity, text};
+  }
+
   // A finished run is scored on the whole split (also when resumed after it finished); an
   // interrupted one keeps its last evaluation.
-  if (outcome.interrupted ? !scored : !scored_whole_split)
-    last_eval = evaluate_lm(model, corpus.valid.ids, outcome.interrupted ? quick_eval : final_eval);
+  Result finish(const Loop& loop) override {
+    if (loop.interrupted ? !scored_ : !scored_whole_split_)
+      last_eval_ = evaluate_lm(model_, corpus_.valid.ids, loop.interrupted ? quick_eval_ : final_eval_);
+    return {"lm", "transformer_xl", "valid_ppl", last_eval_.perplexity};
+  }
+  const LmEvalResult& last_eval() const { return last_eval_; }
 
-  ResultRow& r = outcome.result;
-  r = run_result_row(options, config, progress, model.parameters().count(), device);
-  r.task = "lm";
-  r.model = "transformer_xl";
-  r.metric_name = "valid_ppl";
-  r.metric = last_eval.perplexity;
-  outcome.final_valid_loss = last_eval.loss;
-  write_run_result(out_dir, r);
+ private:
+  static const std::vector<int32_t>& checked_train_stream(const data::Corpus& corpus, int64_t batch) {
+    URPE_CHECK(batch > 0, "config: batch must be positive, got " << batch);
+    URPE_CHECK(static_cast<int64_t>(corpus.train.ids.size()) >= 2 * batch,
+               "the train split of '" << corpus.directory << "' has " << corpus.train.ids.size()
+                                      << " tokens, too few for batch " << batch << " (needs 2 per column)");
+    return corpus.train.ids;
+  }
+
+  const data::Corpus& corpus_;
+  TransformerXL model_;
+  const int64_t batch_;
+  const data::LMOrderedBatches train_batches_;
+  const LmEvalSettings final_eval_;
+  LmEvalSettings quick_eval_;
+  const std::string checkpoint_path_, label_;
+  const DecayKind decay_;
+  StreamPosition position_;
+  LmEvalResult last_eval_;
+  bool scored_ = false, scored_whole_split_ = false;
+};
+
+}  // namespace
+
+LmTrainOutcome train_lm(const Config& config, const std::string& out_dir, const TrainOptions& options,
+                        const data::Corpus* corpus_in) {
+  TrainingRun run = begin_training_run(config, out_dir, options);
+  data::Corpus loaded;
+  if (!corpus_in) loaded = corpus_from_config(run.config);
+  const data::Corpus& corpus = corpus_in ? *corpus_in : loaded;
+  URPE_CHECK(corpus.mode == data::parse_token_mode(run.config.get_string("token_mode")),
+             "train_lm: the corpus given was read in " << data::token_mode_name(corpus.mode)
+                                                       << " mode, the config asks for "
+                                                       << run.config.get_string("token_mode"));
+  LanguageModelTask task(run, corpus);
+  const TrainingOutcome trained = run_training(run, task);
+  LmTrainOutcome outcome;
+  outcome.result = trained.result;
+  outcome.final_valid_loss = task.last_eval().loss;
+  outcome.interrupted = trained.interrupted;
   return outcome;
 }
 

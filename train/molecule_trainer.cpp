@@ -1,6 +1,6 @@
-// The Graphormer training loop: shuffled epochs of collated molecule batches, mean L1 loss,
-// AdamW with warm-up + linear decay to end_lr, periodic validation MAE, checkpoints, Ctrl-C saves
-// and stops, a final test MAE beside the predict-the-training-mean baseline.
+// Graphormer's part of training (shuffled epochs of collated molecule batches, mean L1 loss,
+// validation and test MAE beside the predict-the-training-mean baseline) and the molecule data it
+// reads. The loop itself is train/training_loop.h.
 #include "train/molecule_trainer.h"
 
 #include <algorithm>
@@ -11,10 +11,8 @@
 #include "autograd/node.h"
 #include "train/checkpoint.h"
 #include "train/molecule_config.h"
-#include "train/progress.h"
-#include "train/run_control.h"
 #include "train/run_config.h"
-#include "train/schedule.h"
+#include "train/training_loop.h"
 
 namespace urpe {
 
@@ -22,11 +20,6 @@ namespace {
 
 
 constexpr uint64_t kSubsetSalt = 0x5b5e7ULL;  // the train_subset draw: split_seed's own stream
-
-struct Streams {
-  static uint64_t data_seed(uint64_t seed) { return seed * 2 + 1; }
-  static uint64_t dropout_seed(uint64_t seed) { return seed * 2 + 2; }
-};
 
 // A Fisher–Yates permutation of `rows` drawn from `rng` (advances it).
 std::vector<int64_t> shuffled(std::vector<int64_t> rows, Rng& rng) {
@@ -169,119 +162,110 @@ MoleculeEval evaluate_graphormer_run(const std::string& run_dir, const Config& c
 
 // ---- training ----
 
-MoleculeTrainOutcome train_graphormer(const Config& config_in, const std::string& out_dir,
-                                      const TrainOptions& options, const MoleculeData* given_data) {
-  Config config = config_in;
-  const std::string checkpoint_path = open_run_directory(out_dir, options, config);
-  const int64_t steps = config.get_int("steps"), batch = config.get_int("batch");
-  const int64_t eval_every = config.get_int("eval_every"), eval_batch = config.get_int("eval_batch");
-  const uint64_t seed = static_cast<uint64_t>(config.get_int("seed"));
-  URPE_CHECK(steps > 0 && batch > 0 && eval_every > 0 && eval_batch > 0,
-             "config: steps, batch, eval_every and eval_batch must be positive");
-  const data::CollateOptions collate = collate_options_from(config);
-  const Device device = parse_device(config.get_string("device"));
-  ProfileWindow profile = apply_device_options(options, device, steps);
-  Graphormer model(graphormer_config_from(config), seed, device);
+namespace {
 
-  MoleculeData loaded;
-  if (!given_data) loaded = load_molecule_data(config);
-  const MoleculeData& data = given_data ? *given_data : loaded;
-  const std::vector<int64_t>& train_rows = data.split.train;
-  const int64_t batches_per_epoch = static_cast<int64_t>(train_rows.size()) / batch;
-  URPE_CHECK(batches_per_epoch > 0, "config: batch = " << batch << " is larger than the training split ("
-                                                       << train_rows.size() << " molecules)");
-
-  Adam optimizer(model.parameters().tensors(), adam_config_from(config));
-  LrSchedule schedule = lr_schedule_from(config, steps);
-  schedule.end_lr = static_cast<float>(config.get_float("end_lr"));
-  schedule.validate();
-
-  TrainingProgress progress;
-  progress.data_rng = Rng(Streams::data_seed(seed));
-  progress.dropout_rng = Rng(Streams::dropout_seed(seed));
-  if (options.resume) {
-    progress = load_checkpoint(checkpoint_path, model.parameters(), &optimizer).progress;
-  } else {
-    write_text_atomic(join_path(out_dir, "config.txt"), config.to_text());
+// Graphormer's adapter to the training loop: shuffled epochs of collated molecule batches, mean
+// L1 loss, validation MAE, and at the end a test MAE beside the predict-the-training-mean baseline.
+class MoleculeTask final : public TrainingTask {
+ public:
+  MoleculeTask(const TrainingRun& run, const MoleculeData& data)
+      : data_(data),
+        model_(graphormer_config_from(run.config), run.seed, run.device),
+        collate_(collate_options_from(run.config)),
+        batch_(run.config.get_int("batch")),
+        eval_batch_(run.config.get_int("eval_batch")),
+        end_lr_(static_cast<float>(run.config.get_float("end_lr"))),
+        target_column_(run.config.get_string("target_column")),
+        label_("[graphormer/" + run.config.get_string("pe") + "]") {
+    URPE_CHECK(batch_ > 0, "config: batch must be positive, got " << batch_);
+    URPE_CHECK(eval_batch_ > 0, "config: eval_batch must be positive, got " << eval_batch_);
+    batches_per_epoch_ = static_cast<int64_t>(data_.split.train.size()) / batch_;
+    URPE_CHECK(batches_per_epoch_ > 0, "config: batch = " << batch_ << " is larger than the training split ("
+                                                          << data_.split.train.size() << " molecules)");
   }
-  MetricsLog metrics(join_path(out_dir, "metrics.csv"), options.resume, progress.step);
-  ProgressLine line(options.label.empty() ? "[graphormer/" + config.get_string("pe") + "]" : options.label,
-                    steps, progress.step, options.quiet);
-  const std::string config_text = config.to_text();
-  auto save = [&] { save_checkpoint(checkpoint_path, model.parameters(), &optimizer, progress, config_text); };
+
+  const ParameterSet& parameters() const override { return model_.parameters(); }
+  std::string progress_label() const override { return label_; }
+  void adjust_schedule(LrSchedule& schedule) const override { schedule.end_lr = end_lr_; }
 
   // The current epoch's order: drawn from a copy of the stream at the epoch's start, which is
   // what the checkpoint stores (progress.data_rng).
-  Rng epoch_rng = progress.data_rng;
-  std::vector<int64_t> order = shuffled(train_rows, epoch_rng);
+  void start(const TrainingProgress& progress, const TrainerState*) override {
+    epoch_rng_ = progress.data_rng;
+    order_ = shuffled(data_.split.train, epoch_rng_);
+  }
 
-  std::vector<data::GraphBatch> valid_batches;
-  auto valid_split_mae = [&]() {
-    if (valid_batches.empty()) valid_batches = collate_in_order(data.dataset, data.split.valid, eval_batch, collate);
-    return graphormer_mae(model, valid_batches);
-  };
-
-  MoleculeTrainOutcome outcome;
-  double valid_mae = 0;
-  bool evaluated = false, reached_end = false;
-  StepMeter meter;
-  EvalCadence cadence(steps, eval_every, options, out_dir, progress, metrics, line, meter, save);
-
-  for (int64_t step = progress.step + 1; step <= steps; ++step) {
-    meter.begin_step();
-    profile.before_step(step);
-    const int64_t in_epoch = (step - 1) % batches_per_epoch;
+  StepOutput step(int64_t step, TrainingProgress& progress) override {
+    const int64_t in_epoch = (step - 1) % batches_per_epoch_;
     if (in_epoch == 0 && step > 1) {  // a new epoch: the stream moves past the last one's shuffle
-      progress.data_rng = epoch_rng;
-      order = shuffled(train_rows, epoch_rng);
+      progress.data_rng = epoch_rng_;
+      order_ = shuffled(data_.split.train, epoch_rng_);
     }
-    const std::vector<int64_t> rows(order.begin() + in_epoch * batch, order.begin() + (in_epoch + 1) * batch);
-    const data::GraphBatch graphs = data::collate_graphs(data.dataset, rows, collate);
-    const Tensor predictions = model.forward(graphs, true, &progress.dropout_rng);
-    const Tensor loss = model.loss(predictions, graphs);
-    optimizer.zero_grad();
-    loss.backward();
-    const float lr = schedule.at(step);
-    optimizer.step(lr);
-    profile.after_step(step);
-    const double loss_value = loss.item();
-    const double graphs_per_s = meter.end_step(step, loss_value, static_cast<double>(batch), progress);
-    line.update(step, loss_value, lr, graphs_per_s);
-
-    auto train_mae = [](double mean_loss) { return mean_loss; };  // the L1 loss is the MAE
-    auto validate = [&] {
-      valid_mae = valid_split_mae();
-      evaluated = true;
-      reached_end = step == steps;
-      char text[120];
-      std::snprintf(text, sizeof text, "step %lld: valid MAE %.4f", static_cast<long long>(step), valid_mae);
-      return ValidationReport{valid_mae, valid_mae, text};
-    };
-    if (cadence.after_step(step, lr, graphs_per_s, train_mae, validate)) {
-      outcome.interrupted = true;
-      break;
-    }
+    const std::vector<int64_t> rows(order_.begin() + in_epoch * batch_, order_.begin() + (in_epoch + 1) * batch_);
+    const data::GraphBatch graphs = data::collate_graphs(data_.dataset, rows, collate_);
+    const Tensor predictions = model_.forward(graphs, true, &progress.dropout_rng);
+    return {model_.loss(predictions, graphs), static_cast<double>(batch_)};
   }
-  line.finish();
-  if (!evaluated) valid_mae = valid_split_mae();  // resumed a finished run (or stopped before any evaluation)
+  double train_metric(double mean_train_loss) override { return mean_train_loss; }  // the L1 loss is the MAE
 
-  outcome.valid_mae = valid_mae;
-  outcome.baseline_valid_mae = mean_predictor_mae(data.dataset.targets, train_rows, data.split.valid);
-  outcome.baseline_test_mae = mean_predictor_mae(data.dataset.targets, train_rows, data.split.test);
-  if (!outcome.interrupted) {
-    outcome.test_mae = graphormer_mae(model, collate_in_order(data.dataset, data.split.test, eval_batch, collate));
-    if (reached_end)
-      metrics.write(progress.step, "test", outcome.test_mae, outcome.test_mae, schedule.at(progress.step), 0.0,
-                    progress.seconds);
+  ValidationReport validate(int64_t step, bool last) override {
+    valid_mae_ = valid_split_mae();
+    evaluated_ = true;
+    reached_end_ = last;
+    char text[120];
+    std::snprintf(text, sizeof text, "step %lld: valid MAE %.4f", static_cast<long long>(step), valid_mae_);
+    return {valid_mae_, valid_mae_, text};
   }
 
-  ResultRow& r = outcome.result;
-  r = run_result_row(options, config, progress, model.parameters().count(), device);
-  r.task = config.get_string("target_column");
-  r.model = "graphormer";
-  r.metric_name = "valid_mae";
-  r.metric = valid_mae;
-  write_run_result(out_dir, r);
+  Result finish(const Loop& loop) override {
+    if (!evaluated_) valid_mae_ = valid_split_mae();  // resumed a finished run (or stopped before any evaluation)
+    outcome_.valid_mae = valid_mae_;
+    outcome_.baseline_valid_mae = mean_predictor_mae(data_.dataset.targets, data_.split.train, data_.split.valid);
+    outcome_.baseline_test_mae = mean_predictor_mae(data_.dataset.targets, data_.split.train, data_.split.test);
+    if (!loop.interrupted) {
+      outcome_.test_mae =
+          graphormer_mae(model_, collate_in_order(data_.dataset, data_.split.test, eval_batch_, collate_));
+      if (reached_end_)
+        loop.metrics.write(loop.progress.step, "test", outcome_.test_mae, outcome_.test_mae, loop.lr, 0.0,
+                           loop.progress.seconds);
+    }
+    return {target_column_, "graphormer", "valid_mae", valid_mae_};
+  }
+  MoleculeTrainOutcome& outcome() { return outcome_; }
+
+ private:
+  double valid_split_mae() {
+    if (valid_batches_.empty()) valid_batches_ = collate_in_order(data_.dataset, data_.split.valid, eval_batch_, collate_);
+    return graphormer_mae(model_, valid_batches_);
+  }
+
+  const MoleculeData& data_;
+  Graphormer model_;
+  const data::CollateOptions collate_;
+  const int64_t batch_, eval_batch_;
+  const float end_lr_;
+  const std::string target_column_, label_;
+  int64_t batches_per_epoch_ = 0;
+  Rng epoch_rng_;
+  std::vector<int64_t> order_;
+  std::vector<data::GraphBatch> valid_batches_;
+  double valid_mae_ = 0;
+  bool evaluated_ = false, reached_end_ = false;
+  MoleculeTrainOutcome outcome_;
+};
+
+}  // namespace
+
+MoleculeTrainOutcome train_graphormer(const Config& config, const std::string& out_dir,
+                                      const TrainOptions& options, const MoleculeData* given_data) {
+  TrainingRun run = begin_training_run(config, out_dir, options);
+  MoleculeData loaded;
+  if (!given_data) loaded = load_molecule_data(run.config);
+  MoleculeTask task(run, given_data ? *given_data : loaded);
+  const TrainingOutcome trained = run_training(run, task);
+  MoleculeTrainOutcome outcome = task.outcome();
+  outcome.result = trained.result;
+  outcome.interrupted = trained.interrupted;
   return outcome;
 }
 

@@ -1,0 +1,160 @@
+// The one training loop and what it needs around it: the step meter (finite loss, throughput),
+// the eval-and-checkpoint cadence and the results row.
+#include "train/training_loop.h"
+
+#include <chrono>
+#include <cmath>
+#include <utility>
+
+#include "train/optimizer.h"
+#include "train/progress.h"
+#include "train/run_control.h"
+#include "train/run_plots.h"
+
+namespace urpe {
+
+namespace {
+
+// The bookkeeping after every optimizer step: the loss must be finite (else one error suggesting
+// a smaller lr or clipping), it joins the unlogged loss window (progress.pending_loss_*), the
+// step's time joins progress.seconds, and throughput is measured over the window since the last
+// restart (evaluations restart it, so they don't count).
+class StepMeter {
+ public:
+  StepMeter() : window_start_(std::chrono::steady_clock::now()) {}
+  void begin_step() { step_start_ = std::chrono::steady_clock::now(); }
+  // Records step `step`; `units` is what it processed. Returns units per second over the window.
+  double end_step(int64_t step, double loss, double units, TrainingProgress& progress) {
+    URPE_CHECK(std::isfinite(loss), "training diverged at step " << step << " (loss " << loss
+                                        << "); try a smaller lr or clip > 0");
+    const auto now = std::chrono::steady_clock::now();
+    progress.pending_loss_sum += loss;
+    ++progress.pending_loss_count;
+    progress.step = step;
+    progress.seconds += std::chrono::duration<double>(now - step_start_).count();
+    window_units_ += units;
+    const double window = std::chrono::duration<double>(now - window_start_).count();
+    return window > 0 ? window_units_ / window : 0.0;
+  }
+  void restart_window() {
+    window_start_ = std::chrono::steady_clock::now();
+    window_units_ = 0;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point window_start_, step_start_;
+  double window_units_ = 0;
+};
+
+}  // namespace
+
+TrainingRun begin_training_run(const Config& config_in, const std::string& out_dir, const TrainOptions& options) {
+  Config config = config_in;
+  std::string checkpoint_path = open_run_directory(out_dir, options, config);
+  const int64_t steps = config.get_int("steps"), eval_every = config.get_int("eval_every");
+  URPE_CHECK(steps > 0, "config: steps must be positive, got " << steps);
+  URPE_CHECK(eval_every > 0, "config: eval_every must be positive, got " << eval_every);
+  const uint64_t seed = static_cast<uint64_t>(config.get_int("seed"));
+  const Device device = parse_device(config.get_string("device"));
+  ProfileWindow profile = apply_device_options(options, device, steps);
+  return TrainingRun{std::move(config), out_dir, std::move(checkpoint_path), options, steps, eval_every,
+                     seed,              device,  std::move(profile)};
+}
+
+TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
+  const TrainOptions& options = run.options;
+  Adam optimizer(task.parameters().tensors(), adam_config_from(run.config));
+  LrSchedule schedule = lr_schedule_from(run.config, run.steps);
+  task.adjust_schedule(schedule);
+  schedule.validate();
+
+  TrainingProgress progress;
+  progress.data_rng = Rng(task.data_seed(run.seed));
+  progress.dropout_rng = Rng(task.dropout_seed(run.seed));
+  if (options.resume) {
+    const CheckpointInfo info = load_checkpoint(run.checkpoint_path, task.parameters(), &optimizer);
+    progress = info.progress;
+    task.start(progress, &info.state);
+  } else {
+    write_text_atomic(join_path(run.out_dir, "config.txt"), run.config.to_text());
+    task.start(progress, nullptr);
+  }
+  MetricsLog metrics(join_path(run.out_dir, "metrics.csv"), options.resume, progress.step);
+  ProgressLine line(options.label.empty() ? task.progress_label() : options.label, run.steps, progress.step,
+                    options.quiet);
+  const std::string config_text = run.config.to_text();
+  auto save_checkpoint_now = [&] {
+    save_checkpoint(run.checkpoint_path, task.parameters(), &optimizer, progress, config_text, task.state());
+  };
+
+  // While it exists, Ctrl-C only sets a flag, polled after every step.
+  const StopOnInterrupt interrupt;
+  StepMeter meter;
+  bool interrupted = false;
+  for (int64_t step = progress.step + 1; step <= run.steps; ++step) {
+    meter.begin_step();
+    run.profile.before_step(step);
+    const StepOutput out = task.step(step, progress);
+    optimizer.zero_grad();
+    out.loss.backward();
+    const float lr = schedule.at(step);
+    optimizer.step(lr);
+    run.profile.after_step(step);
+    const double loss_value = out.loss.item();
+    const double units_per_s = meter.end_step(step, loss_value, out.units, progress);
+    line.update(step, loss_value, lr, units_per_s);
+
+    // The eval-and-checkpoint cadence:
+    //  - every `eval_every` steps and at the last step: write the "train" row of metrics.csv (the
+    //    mean loss of the window since the last evaluation, and the train metric), run the
+    //    validation pass and write its row, print its line, save a checkpoint, and restart the
+    //    throughput window (so evaluations don't count in tokens/s);
+    //  - on Ctrl-C or at options.stop_after_step: save a checkpoint unless this step's evaluation
+    //    just did (between evaluations it also holds the unlogged loss window, so a resumed run
+    //    logs what an uninterrupted one would), print how to resume, and stop.
+    const bool stop = interrupt.requested() || step == options.stop_after_step;
+    const bool evaluate_now = step % run.eval_every == 0 || step == run.steps;
+    if (stop && !evaluate_now) save_checkpoint_now();
+    if (evaluate_now) {
+      const double train_loss = progress.pending_loss_sum / static_cast<double>(progress.pending_loss_count);
+      metrics.write(step, "train", train_loss, task.train_metric(train_loss), lr, units_per_s, progress.seconds);
+      progress.pending_loss_sum = 0;
+      progress.pending_loss_count = 0;
+      const ValidationReport valid = task.validate(step, step == run.steps);
+      metrics.write(step, "valid", valid.loss, valid.metric, lr, units_per_s, progress.seconds);
+      line.message(valid.message);
+      save_checkpoint_now();
+      meter.restart_window();
+    }
+    if (stop) {
+      line.message("interrupted: checkpoint saved at step " + std::to_string(step) +
+                   "; continue with: urpe train --resume " + run.out_dir);
+      interrupted = true;
+      break;
+    }
+  }
+  line.finish();
+
+  const TrainingTask::Result final =
+      task.finish(TrainingTask::Loop{progress, interrupted, schedule.at(progress.step), metrics});
+  TrainingOutcome outcome;
+  outcome.progress = progress;
+  outcome.interrupted = interrupted;
+  ResultRow& r = outcome.result;
+  r.experiment = options.experiment;
+  r.task = final.task;
+  r.model = final.model;
+  r.pe = run.config.get_string("pe");
+  r.seed = run.config.get_int("seed");
+  r.metric_name = final.metric_name;
+  r.metric = final.metric;
+  r.params = task.parameters().count();
+  r.steps = progress.step;
+  r.seconds = progress.seconds;
+  r.device = run.device.name();
+  write_text_atomic(join_path(run.out_dir, "results.json"), result_to_json(r).dump(2) + "\n");
+  draw_run_plots(run.out_dir);
+  return outcome;
+}
+
+}  // namespace urpe
