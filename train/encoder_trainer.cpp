@@ -125,7 +125,9 @@ class EncoderTask final : public TrainingTask {
     char text[160];
     std::snprintf(text, sizeof text, "step %lld: valid loss %.4f, accuracy %.2f%%", static_cast<long long>(step),
                   last_eval_.loss, 100.0 * last_eval_.accuracy);
-    return {last_eval_.loss, last_eval_.accuracy, text};
+    char metric[32];
+    std::snprintf(metric, sizeof metric, "acc %.2f%%", 100.0 * last_eval_.accuracy);
+    return {last_eval_.loss, last_eval_.accuracy, text, metric};
   }
 
   Result finish(const Loop&) override {

@@ -175,7 +175,9 @@ class LanguageModelTask final : public TrainingTask {
     std::snprintf(text, sizeof text, "step %lld: valid loss %.4f, perplexity %.2f (%lld tokens)",
                   static_cast<long long>(step), last_eval_.loss, last_eval_.perplexity,
                   static_cast<long long>(last_eval_.predicted));
-    return {last_eval_.loss, last_eval_.perplexity, text};
+    char metric[32];
+    std::snprintf(metric, sizeof metric, "ppl %.2f", last_eval_.perplexity);
+    return {last_eval_.loss, last_eval_.perplexity, text, metric};
   }
 
   // A finished run is scored on the whole split (also when resumed after it finished); an

@@ -214,7 +214,9 @@ class MoleculeTask final : public TrainingTask {
     reached_end_ = last;
     char text[120];
     std::snprintf(text, sizeof text, "step %lld: valid MAE %.4f", static_cast<long long>(step), valid_mae_);
-    return {valid_mae_, valid_mae_, text};
+    char metric[32];
+    std::snprintf(metric, sizeof metric, "MAE %.4f", valid_mae_);
+    return {valid_mae_, valid_mae_, text, metric};
   }
 
   Result finish(const Loop& loop) override {

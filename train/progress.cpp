@@ -8,10 +8,33 @@
 
 namespace urpe {
 
-ProgressLine::ProgressLine(std::string label, int64_t total, int64_t start, bool quiet)
+GridProgress::GridProgress(int64_t runs) : runs_(runs) {}
+
+void GridProgress::begin_run(const std::string& name) {
+  ++run_;
+  name_ = name;
+  run_start_ = std::chrono::steady_clock::now();
+}
+
+void GridProgress::end_run() {
+  finished_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start_).count();
+  ++finished_;
+}
+
+double GridProgress::eta(double run_elapsed, double run_remaining) const {
+  // Before any run has finished, the current run's projected length stands for every run.
+  const double per_run = finished_ > 0 ? finished_seconds_ / static_cast<double>(finished_)
+                                       : run_elapsed + run_remaining;
+  return run_remaining + per_run * static_cast<double>(std::max<int64_t>(0, runs_ - run_));
+}
+
+ProgressLine::ProgressLine(std::string label, int64_t total, int64_t start, bool quiet, const GridProgress* grid)
     : label_(std::move(label)), total_(total), start_(start), quiet_(quiet),
       tty_(::isatty(STDERR_FILENO) != 0), begin_(std::chrono::steady_clock::now()),
-      last_print_(begin_), plain_interval_(std::max<int64_t>(1, total / 10)) {}
+      last_print_(begin_), plain_interval_(std::max<int64_t>(1, total / 10)), grid_(grid) {
+  if (grid_)
+    label_ = "[" + std::to_string(grid_->run()) + "/" + std::to_string(grid_->runs()) + " " + grid_->name() + "]";
+}
 
 static std::string format_seconds(double s) {
   char buffer[32];
@@ -32,10 +55,13 @@ void ProgressLine::update(int64_t step, double loss, double lr, double tokens_pe
   const double elapsed = std::chrono::duration<double>(now - begin_).count();
   const double per_step = elapsed / std::max<int64_t>(1, step - start_);
   const double eta = per_step * static_cast<double>(total_ - step);
-  char line[256];
-  std::snprintf(line, sizeof line, "%s step %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  ETA %s",
-                label_.c_str(), static_cast<long long>(step), static_cast<long long>(total_), loss,
-                lr, tokens_per_s, format_seconds(eta).c_str());
+  char line[384];
+  int used = std::snprintf(line, sizeof line, "%s step %lld/%lld  loss %.4f%s%s  lr %.2e  %.0f tok/s  ETA %s",
+                           label_.c_str(), static_cast<long long>(step), static_cast<long long>(total_), loss,
+                           metric_.empty() ? "" : "  ", metric_.c_str(), lr, tokens_per_s,
+                           format_seconds(eta).c_str());
+  if (grid_ && used > 0 && used < static_cast<int>(sizeof line))
+    std::snprintf(line + used, sizeof line - used, " (grid %s)", format_seconds(grid_->eta(elapsed, eta)).c_str());
   if (tty_) {
     std::fprintf(stderr, "\r\033[K%s", line);
     line_open_ = true;
@@ -53,9 +79,16 @@ void ProgressLine::message(const std::string& text) {
   std::fflush(stderr);
 }
 
+void ProgressLine::validation(const std::string& text, const std::string& metric) {
+  metric_ = metric;
+  if (!grid_) message(text);
+}
+
+// Inside a grid the caller prints the run's result line next: the progress line makes way for it.
 void ProgressLine::finish() {
-  if (line_open_) std::fprintf(stderr, "\n");
+  if (line_open_) std::fprintf(stderr, grid_ ? "\r\033[K" : "\n");
   line_open_ = false;
+  std::fflush(stderr);
 }
 
 }  // namespace urpe

@@ -15,6 +15,7 @@
 #include "train/run_config.h"
 #include "train/run_plots.h"
 #include "train/safetensors.h"
+#include "train/seed_stats.h"
 
 namespace urpe {
 
@@ -37,28 +38,6 @@ std::string short_name(const std::string& pe) { return pe == "urpe" ? "URPE" : "
 
 std::string run_name(int64_t layers, const std::string& pe, int64_t seed) {
   return "L" + std::to_string(layers) + "-" + pe + "-s" + std::to_string(seed);
-}
-
-struct Stats {
-  double mean = NAN, spread = NAN;  // spread: half the range over seeds
-};
-
-Stats stats_of(const std::vector<double>& v) {
-  Stats s;
-  if (v.empty()) return s;
-  s.mean = 0;
-  for (double x : v) s.mean += x;
-  s.mean /= static_cast<double>(v.size());
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  s.spread = 0.5 * (*hi - *lo);
-  return s;
-}
-
-std::string format_stats(const Stats& s, const char* format = "%.2f ± %.2f") {
-  if (std::isnan(s.mean)) return "–";
-  char text[64];
-  std::snprintf(text, sizeof text, format, s.mean, s.spread);
-  return text;
 }
 
 std::vector<const LmRunRecord*> runs_of(const LmReproSummary& summary, int64_t layers, const std::string& pe) {
@@ -140,7 +119,7 @@ void draw_lm_repro_plots(const std::string& out_dir, const LmReproSummary& summa
         test.push_back(r->test_ppl);
         none.push_back(r->valid_ppl_no_memory);
       }
-      for (const auto* v : {&valid, &test, &none}) s.values.push_back(stats_of(*v).mean);
+      for (const auto* v : {&valid, &test, &none}) s.values.push_back(seed_stats(*v).mean);
     }
     bars.series.push_back(std::move(s));
   }
@@ -169,7 +148,7 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir)
 
   const std::vector<int64_t> depths = plan.layers.empty() ? std::vector<int64_t>{base.get_int("layers")} : plan.layers;
   const int64_t total = static_cast<int64_t>(depths.size() * plan.pes.size()) * plan.seeds;
-  int64_t index = 0;
+  GridProgress progress(total);
   for (int64_t layers : depths)
     for (const std::string& pe : plan.pes)
       for (int64_t seed = plan.first_seed; seed < plan.first_seed + plan.seeds; ++seed) {
@@ -182,13 +161,11 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir)
         r.pe = pe;
         r.seed = seed;
         r.dir = join_path(join_path(out_dir, "runs"), run_name(layers, pe, seed));
-        std::printf("[%lld/%lld] %-14s ", static_cast<long long>(++index), static_cast<long long>(total),
-                    run_name(layers, pe, seed).c_str());
-        std::fflush(stdout);
         TrainOptions options;
-        options.quiet = true;
         options.overwrite = true;
         options.experiment = "lm";
+        options.grid = &progress;
+        progress.begin_run(run_name(layers, pe, seed));
         const LmTrainOutcome outcome = train_lm(config, r.dir, options, &corpus);
         r.params = outcome.result.params;
         r.steps = outcome.result.steps;
@@ -201,8 +178,11 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir)
         no_memory.mem_len = 0;
         no_memory.same_length = false;  // needs a memory
         r.valid_ppl_no_memory = evaluate_lm_run(r.dir, "valid", &no_memory, &corpus).result.perplexity;
-        std::printf("valid ppl %8.2f (without memory %8.2f, %+.1f%%), test ppl %8.2f  (%lld steps, %.0f s)\n",
-                    r.valid_ppl, r.valid_ppl_no_memory, 100.0 * (r.valid_ppl_no_memory / r.valid_ppl - 1.0),
+        progress.end_run();
+        std::printf("[%lld/%lld] %-14s valid ppl %8.2f (without memory %8.2f, %+.1f%%), test ppl %8.2f  "
+                    "(%lld steps, %.0f s)\n",
+                    static_cast<long long>(progress.run()), static_cast<long long>(total),
+                    run_name(layers, pe, seed).c_str(), r.valid_ppl, r.valid_ppl_no_memory, 100.0 * (r.valid_ppl_no_memory / r.valid_ppl - 1.0),
                     r.test_ppl, static_cast<long long>(r.steps), r.seconds);
         std::fflush(stdout);
         summary.runs.push_back(r);
@@ -241,7 +221,7 @@ std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan
   md << "# Language modelling: Transformer-XL vs Transformer-XL + URPE\n\n"
      << "Scale `" << plan.scale << "` (preset `" << plan.preset << "`), corpus `" << summary.corpus << "` ("
      << summary.token_mode << " tokens, vocabulary " << summary.vocab << "), " << plan.seeds
-     << " seed(s) per model; mean ± half-range over seeds.\n"
+     << " seed(s) per model: " << seed_stats_legend(plan.seeds) << ".\n"
      << "Model: d_model " << base.get_int("d_model") << ", " << base.get_int("heads") << " heads × "
      << base.get_int("d_head") << ", d_inner " << base.get_int("d_inner") << "; training tgt_len "
      << base.get_int("tgt_len") << ", mem_len " << base.get_int("mem_len") << ", batch " << base.get_int("batch")
@@ -249,8 +229,8 @@ std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan
      << "Perplexity over the whole split (SPECS §1.11): eval_tgt_len " << eval.tgt_len << ", memory " << eval.mem_len
      << ", clamp_len " << eval.clamp_len << ", same_length " << (eval.same_length ? "true" : "false") << ", "
      << eval.batch << " columns.\n\n"
-     << "Unigram perplexity (train frequencies, no context): valid " << format_stats({summary.unigram_valid_ppl, 0}, "%.2f")
-     << ", test " << format_stats({summary.unigram_test_ppl, 0}, "%.2f") << ".\n\n"
+     << "Unigram perplexity (train frequencies, no context): valid " << format_seed_stats(seed_stats({summary.unigram_valid_ppl}), 2)
+     << ", test " << format_seed_stats(seed_stats({summary.unigram_test_ppl}), 2) << ".\n\n"
      << "| L | model | parameters | valid PPL | test PPL | valid PPL, no memory |\n"
      << "|---|---|---|---|---|---|\n";
   for (int64_t layers : depths_of(summary))
@@ -263,8 +243,8 @@ std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan
         none.push_back(r->valid_ppl_no_memory);
         params = r->params;
       }
-      md << "| " << layers << " | " << display_name(pe) << " | " << params << " | " << format_stats(stats_of(valid))
-         << " | " << format_stats(stats_of(test)) << " | " << format_stats(stats_of(none)) << " |\n";
+      md << "| " << layers << " | " << display_name(pe) << " | " << params << " | " << format_seed_stats(seed_stats(valid), 2)
+         << " | " << format_seed_stats(seed_stats(test), 2) << " | " << format_seed_stats(seed_stats(none), 2) << " |\n";
     }
 
   md << "\nURPE − baseline (per seed, then mean ± half-range; negative = URPE better):\n\n"
@@ -283,8 +263,8 @@ std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan
     char overhead[96];
     std::snprintf(overhead, sizeof overhead, "+%lld (+%.3f%%)", static_cast<long long>(extra),
                   100.0 * static_cast<double>(extra) / static_cast<double>(base_runs[0]->params));
-    md << "| " << layers << " | " << overhead << " | " << format_stats(stats_of(dv), "%+.2f ± %.2f") << " | "
-       << format_stats(stats_of(dt), "%+.2f ± %.2f") << " |\n";
+    md << "| " << layers << " | " << overhead << " | " << format_seed_stats(seed_stats(dv), 2, true) << " | "
+       << format_seed_stats(seed_stats(dt), 2, true) << " |\n";
   }
 
   std::vector<double> gain;

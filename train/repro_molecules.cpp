@@ -14,6 +14,7 @@
 #include "train/plots.h"
 #include "train/run_config.h"
 #include "train/safetensors.h"
+#include "train/seed_stats.h"
 
 namespace urpe {
 
@@ -45,19 +46,6 @@ struct RunSummary {
 };
 
 const char* model_label(const std::string& pe) { return pe == "urpe" ? "Graphormer + URPE" : "Graphormer"; }
-
-struct Spread {
-  double mean = 0, half_range = 0;
-};
-Spread spread_of(const std::vector<double>& v) {
-  Spread s;
-  if (v.empty()) return s;
-  for (double x : v) s.mean += x;
-  s.mean /= static_cast<double>(v.size());
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  s.half_range = 0.5 * (*hi - *lo);
-  return s;
-}
 
 std::string format(const char* pattern, double a, double b = 0) {
   char text[64];
@@ -104,20 +92,20 @@ std::string results_markdown(const MoleculeRepro& repro, const Config& base, con
      << "Data: " << data.description << ".\n"
      << "Both models share every setting but `pe`; " << repro.seeds << " seed(s) ("
      << repro.first_seed << "…" << repro.first_seed + repro.seeds - 1
-     << "), mean ± half-range over seeds. MAE of the final checkpoint on the target's scale ("
+     << "): " << seed_stats_legend(repro.seeds) << ". MAE of the final checkpoint on the target's scale ("
      << base.get_string("target_column") << "); lower is better.\n\n"
      << "| model | parameters | valid MAE | test MAE |\n|---|---|---|---|\n"
      << "| predict the training mean | 0 | " << format("%.4f", any.baseline_valid_mae) << " | "
      << format("%.4f", any.baseline_test_mae) << " |\n";
   for (int k = 0; k < 2; ++k) {
     if (valid[k].empty()) continue;
-    const Spread v = spread_of(valid[k]), t = spread_of(test[k]);
+    
     md << "| " << model_label(k ? "urpe" : "none") << " | " << with_commas(params[k]);
     if (k == 1 && params[0] > 0)
       md << " (+" << with_commas(params[1] - params[0]) << ", "
          << format("+%.2f%%", 100.0 * static_cast<double>(params[1] - params[0]) / static_cast<double>(params[0]))
          << ")";
-    md << " | " << format("%.4f ± %.4f", v.mean, v.half_range) << " | " << format("%.4f ± %.4f", t.mean, t.half_range)
+    md << " | " << format_seed_stats(seed_stats(valid[k]), 4) << " | " << format_seed_stats(seed_stats(test[k]), 4)
        << " |\n";
   }
   // Per seed, and URPE − Graphormer on the same seed.
@@ -139,8 +127,8 @@ std::string results_markdown(const MoleculeRepro& repro, const Config& base, con
     md << " |\n";
   }
   if (!differences.empty()) {
-    const Spread d = spread_of(differences);
-    md << "\nURPE − Graphormer test MAE: " << format("%+.4f ± %.4f", d.mean, d.half_range) << " ("
+    const SeedStats d = seed_stats(differences);
+    md << "\nURPE − Graphormer test MAE: " << format_seed_stats(d, 4, true) << " ("
        << (d.mean < 0 ? "URPE lower" : "URPE not lower") << " on average over " << differences.size()
        << " seed(s)).\n";
   }
@@ -191,7 +179,7 @@ std::vector<std::string> draw_repro_plots(const std::string& out_dir, const std:
         valid.push_back(r.outcome.valid_mae);
         test.push_back(r.outcome.test_mae);
       }
-    if (!valid.empty()) bars.series.push_back({model_label(pe), {spread_of(valid).mean, spread_of(test).mean}});
+    if (!valid.empty()) bars.series.push_back({model_label(pe), {seed_stats(valid).mean, seed_stats(test).mean}});
   }
   written.push_back(join_path(plots, "mae.png"));
   plot::bar_chart(written.back(), bars);
@@ -241,6 +229,7 @@ std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std:
 
   std::vector<RunSummary> runs;
   const int64_t total = 2 * repro.seeds;
+  GridProgress progress(total);
   for (int64_t seed = repro.first_seed; seed < repro.first_seed + repro.seeds; ++seed)
     for (const std::string pe : {"none", "urpe"}) {
       RunSummary run;
@@ -249,16 +238,17 @@ std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std:
       const std::string name = std::string(pe == "urpe" ? "graphormer-urpe" : "graphormer") + "-s" + std::to_string(seed);
       run.dir = join_path(join_path(out_dir, "runs"), name);
       TrainOptions options;
-      options.quiet = true;
       options.overwrite = true;
       options.experiment = "molecules";
-      std::printf("[%lld/%lld] %-20s ", static_cast<long long>(runs.size() + 1), static_cast<long long>(total),
-                  name.c_str());
-      std::fflush(stdout);
+      options.grid = &progress;
+      progress.begin_run(name);
       const auto run_start = std::chrono::steady_clock::now();
       run.outcome = train_graphormer(config_for(pe, seed), run.dir, options, &data);
       run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-      std::printf("valid MAE %.4f  test MAE %.4f  (%lld params, %lld steps, %.0f s)\n", run.outcome.valid_mae,
+      progress.end_run();
+      std::printf("[%lld/%lld] %-20s valid MAE %.4f  test MAE %.4f  (%lld params, %lld steps, %.0f s)\n",
+                  static_cast<long long>(progress.run()), static_cast<long long>(total), name.c_str(),
+                  run.outcome.valid_mae,
                   run.outcome.test_mae, static_cast<long long>(run.outcome.result.params),
                   static_cast<long long>(run.outcome.result.steps), run.wall_seconds);
       std::fflush(stdout);

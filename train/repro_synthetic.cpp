@@ -10,6 +10,7 @@
 #include "train/encoder_trainer.h"
 #include "train/run_config.h"
 #include "train/run_plots.h"
+#include "train/seed_stats.h"
 
 namespace urpe {
 
@@ -36,7 +37,7 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
   std::vector<ResultRow> rows;
   std::vector<RunCurve> curves;
   const int64_t total = static_cast<int64_t>(grid.tasks.size() * grid.vocabs.size() * grid.pes.size()) * grid.seeds;
-  int64_t index = 0;
+  GridProgress progress(total);
   for (const std::string& task : grid.tasks)
     for (int64_t vocab : grid.vocabs)
       for (const std::string& pe : grid.pes)
@@ -48,15 +49,16 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
           const std::string name = run_name(task, vocab, pe, seed);
           const std::string dir = join_path(join_path(out_dir, "runs"), name);
           TrainOptions options;
-          options.quiet = true;
           options.overwrite = true;
           options.experiment = experiment;
-          std::printf("[%lld/%lld] %-22s ", static_cast<long long>(++index), static_cast<long long>(total),
-                      name.c_str());
-          std::fflush(stdout);
+          options.grid = &progress;
+          progress.begin_run(name);
           const TrainOutcome outcome = train_encoder(config, dir, options);
-          std::printf("valid accuracy %6.2f%%  (%lld steps, %.1f s)\n", 100.0 * outcome.result.metric,
-                      static_cast<long long>(outcome.result.steps), outcome.result.seconds);
+          progress.end_run();
+          std::printf("[%lld/%lld] %-22s valid accuracy %6.2f%%  (%lld steps, %.1f s)\n",
+                      static_cast<long long>(progress.run()), static_cast<long long>(total), name.c_str(),
+                      100.0 * outcome.result.metric, static_cast<long long>(outcome.result.steps),
+                      outcome.result.seconds);
           std::fflush(stdout);
           rows.push_back(outcome.result);
           curves.push_back({name, task, vocab, pe, seed - grid.first_seed + 1, dir});
@@ -80,7 +82,7 @@ std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const
           cells[task + "|" + std::to_string(vocab) + "|" + pe].push_back(rows[k].metric);
   std::ostringstream md;
   md << "# Synthetic tasks: validation token accuracy (%)\n\n"
-     << "Scale `" << grid.scale << "`, " << grid.seeds << " seed(s) per cell; mean ± half-range over seeds.\n"
+     << "Scale `" << grid.scale << "`, " << seed_stats_legend(grid.seeds) << ".\n"
      << "PI = position identification, ETP = even token prediction (SPECS §0.3); chance on PI is 1/n.\n\n"
      << "| task | V |";
   for (const std::string& pe : grid.pes) md << " " << pe << " |";
@@ -91,15 +93,8 @@ std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const
     for (int64_t vocab : grid.vocabs) {
       md << "| " << task << " | " << vocab << " |";
       for (const std::string& pe : grid.pes) {
-        const std::vector<double>& v = cells[task + "|" + std::to_string(vocab) + "|" + pe];
-        if (v.empty()) { md << " – |"; continue; }
-        double mean = 0;
-        for (double x : v) mean += x;
-        mean /= static_cast<double>(v.size());
-        const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-        char cell[64];
-        std::snprintf(cell, sizeof cell, " %.2f ± %.2f |", 100.0 * mean, 50.0 * (*hi - *lo));
-        md << cell;
+        md << " " << format_seed_stats(seed_stats(cells[task + "|" + std::to_string(vocab) + "|" + pe]), 2, false, 100.0)
+           << " |";
       }
       md << "\n";
     }

@@ -7,12 +7,14 @@
 
 #include "tensor/device.h"
 #include "train/profiling.h"
+#include "train/progress.h"
 
 namespace urpe {
 
 struct TrainOptions {
   bool resume = false;  // continue from out_dir/model.safetensors
-  bool quiet = false;   // no progress output (tests, repro's inner runs print their own line)
+  bool quiet = false;   // no progress output (tests)
+  const GridProgress* grid = nullptr;  // the grid this run belongs to (repro, demo), for the progress line
   std::string label;    // prefix of progress lines
   std::string experiment = "train";
   std::string profile_steps;    // "A:B": wrap steps A..B in cudaProfilerStart/Stop (--profile-steps)

@@ -81,7 +81,7 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
   }
   MetricsLog metrics(join_path(run.out_dir, "metrics.csv"), options.resume, progress.step);
   ProgressLine line(options.label.empty() ? task.progress_label() : options.label, run.steps, progress.step,
-                    options.quiet);
+                    options.quiet, options.grid);
   const std::string config_text = run.config.to_text();
   auto save_checkpoint_now = [&] {
     save_checkpoint(run.checkpoint_path, task.parameters(), &optimizer, progress, config_text, task.state());
@@ -122,7 +122,7 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
       progress.pending_loss_count = 0;
       const ValidationReport valid = task.validate(step, step == run.steps);
       metrics.write(step, "valid", valid.loss, valid.metric, lr, units_per_s, progress.seconds);
-      line.message(valid.message);
+      line.validation(valid.message, valid.short_metric);
       save_checkpoint_now();
       meter.restart_window();
     }

@@ -48,11 +48,12 @@ struct StepOutput {
   double units = 0;
 };
 
-// What one validation pass reports: its loss and metric (the "valid" row of metrics.csv) and the
-// line the progress display prints.
+// What one validation pass reports: its loss and metric (the "valid" row of metrics.csv), the
+// line the progress display prints, and the metric in a few characters for the progress line.
 struct ValidationReport {
   double loss = 0, metric = 0;
   std::string message;
+  std::string short_metric;  // e.g. "acc 93.20%", "ppl 568.99", "MAE 1.3995"
 };
 
 // A model family's part of training.
