@@ -1,4 +1,5 @@
-// WikiText-format language-modelling corpora, as Transformer-XL reads them (SPECS §1.10;
+// WikiText-format language-modelling corpora, as Transformer-XL reads them
+// (docs/transformer_xl.md#data-and-batching;
 // TXL data_utils.py + utils/vocabulary.py):
 //   * a corpus directory holds three splits, train / valid / test, each one file named
 //     `<split>.txt`, `<split>.txt.gz`, `wiki.<split>.tokens` or `wiki.<split>.tokens.gz`

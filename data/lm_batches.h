@@ -1,4 +1,5 @@
-// Ordered language-model batching, Transformer-XL's LMOrderedIterator (SPECS §1.10–1.11).
+// Ordered language-model batching, Transformer-XL's LMOrderedIterator
+// (docs/transformer_xl.md#data-and-batching).
 //
 // A stream of N token ids is cut into B contiguous columns of n_step = N / B tokens (the N mod B
 // trailing tokens are dropped) and laid out time-major, rows[t][b] = stream[b·n_step + t]. Segment

@@ -1,5 +1,6 @@
 // Molecule datasets for Graphormer: CSV files of SMILES and a regression target, train/valid/test
-// splits, and batch collation into padded tensors (SPECS §2.2–2.3, GV2 collator.py).
+// splits, and batch collation into padded tensors (docs/graphormer.md#collation-and-padding,
+// GV2 collator.py).
 //
 // Files
 //   * any CSV with a header: a SMILES column and a target column chosen by name (plain or .gz);

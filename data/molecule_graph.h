@@ -1,6 +1,6 @@
 // Molecule → graph for Graphormer: ZINC-style atom types, degrees, all-pairs shortest-path
 // distances, shortest-path bond sequences (the multi-hop edge input) and the cycle basis that
-// the penalized-logP cycle penalty needs. SPECS §2.1–2.2.
+// the penalized-logP cycle penalty needs. See docs/graphormer.md#preprocessing.
 //
 // Atom typing (Benchmarking-GNNs ZINC): key = element, then " H<n>" when a bracket atom writes
 // n > 0 hydrogens, then one '+' or '-' per unit of charge: "C", "N H1 +", "O -", "C H2 -".

@@ -1,4 +1,4 @@
-// The paper's synthetic tasks (SPECS §0.3), which isolate position handling:
+// The paper's synthetic tasks (docs/synthetic_encoder.md#tasks), which isolate position handling:
 //   Position Identification (PI): the target at position i is i itself (n classes). A model that
 //     cannot tell positions apart (noPE, and RPE on inputs it cannot distinguish) is at chance.
 //   Even Token Prediction (ETP): for k < n/2 the target is input[2k + 1] (w2, w4, … 1-based);

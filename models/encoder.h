@@ -1,5 +1,6 @@
 // The RoBERTa-style post-LN bidirectional Transformer encoder of the paper's synthetic tasks
-// (SPECS §4, §0.3) with a per-position classification head, and its positional variants:
+// (docs/synthetic_encoder.md#encoder) with a per-position classification head, and its positional
+// variants:
 //   none: no position information at all
 //   ape:  learned absolute position embeddings added to the token embeddings
 //   rpe:  a per-head relative bias table B (unique or T5-bucketed), shared by all layers

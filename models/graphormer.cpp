@@ -1,4 +1,5 @@
-// Graphormer construction (GV1 parameter shapes and init), the attention bias of SPECS §2.5, the
+// Graphormer construction (GV1 parameter shapes and init), the attention bias
+// (docs/graphormer.md#attention-bias), the
 // URPE bucket map, and the pre-LN forward. Everything differentiable is composed from existing
 // ops (embedding, matmul, sum, div, concat, permute, the URPE core), so backward is autograd's;
 // the integer maps and constant masks are built on the host from the collated CPU batch.

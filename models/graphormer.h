@@ -1,6 +1,6 @@
 // Graphormer (Ying et al., NeurIPS 2021) for molecular property regression, as in the paper-era
-// code GV1 (SPECS §2: pre-LN layers, a final LayerNorm, the ZINC "slim" tables), plus its URPE
-// variant (SPECS §0.1): the paper's ZINC experiment (Table 2).
+// code GV1 (docs/graphormer.md: pre-LN layers, a final LayerNorm, the ZINC "slim" tables), plus its URPE
+// variant (docs/graphormer.md#urpe-variant): the paper's ZINC experiment (Table 2).
 //
 // Batch (data/molecule_dataset.h: B graphs, n nodes after padding, D hops, graph token at 0):
 //   node input   h_v = Atom[x_v] + InDeg[deg_v] + OutDeg[deg_v]        (B, n, d)

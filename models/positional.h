@@ -1,4 +1,5 @@
-// Relative-position bucket maps for RPE bias tables and URPE C tables (SPECS §0.1, §3).
+// Relative-position bucket maps for RPE bias tables and URPE C tables
+// (docs/urpe_attention.md#bucket-maps).
 //   unique:   bucket(i, j) = (j − i) + (n − 1): one scalar per relative distance, 2n − 1 buckets,
 //             so the gathered matrix is Toeplitz (the paper's synthetic-task setting).
 //   bucketed: the T5 bucket of rel = j − i (32 buckets, max distance 128): exact for small

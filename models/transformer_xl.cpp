@@ -1,4 +1,5 @@
-// Transformer-XL construction (parameter shapes and the SPECS §1.8 init), the segment forward
+// Transformer-XL construction (parameter shapes and the init of
+// docs/transformer_xl.md#initialisation), the segment forward
 // with memory, and the full and adaptive softmax losses. Backward comes from autograd. The maths
 // is in transformer_xl.h.
 #include "models/transformer_xl.h"
@@ -45,7 +46,7 @@ TransformerXL::TransformerXL(const TransformerXLConfig& c, uint64_t seed, const 
   Rng rng(seed);
   const InitSpec init{c.init_std, &rng, device};
   const int64_t d = c.d_model, hd = c.heads * c.d_head;
-  auto layer_norm = [&](const std::string& name) {  // gain N(1, std), bias 0 (SPECS §1.8)
+  auto layer_norm = [&](const std::string& name) {  // gain N(1, std), bias 0 (docs/transformer_xl.md#initialisation)
     LayerNorm norm(params_, name, d, device);
     norm.gamma.copy_from(Tensor::normal({d}, 1.0f, c.init_std, rng, device));
     return norm;
@@ -221,7 +222,7 @@ TxlHidden TransformerXL::forward_hidden(const Tensor& tokens, const TxlMemory& m
   TxlHidden result;
   result.hidden = permute(drop(hids.back()), {1, 0, 2});  // (qlen, B, d)
 
-  // Memory update (SPECS §1.6, ext_len = 0): rows [beg, end) of [m_l; h_l], end = mlen + qlen,
+  // Memory update (docs/transformer_xl.md#memory): rows [beg, end) of [m_l; h_l], end = mlen + qlen,
   // beg = max(0, end − mem_len); detached, so no gradient ever reaches an earlier segment.
   if (config_.mem_len > 0) {
     autograd::NoGrad no_grad;
@@ -259,7 +260,8 @@ Tensor TransformerXL::loss(const Tensor& hidden, const Tensor& targets) const {
   return cross_entropy(reshape(logits(hidden), {rows, config_.vocab}), reshape(targets, {rows}));
 }
 
-// Adaptive softmax (SPECS §1.7), div_val = 1, tied to the embedding. With cutoffs l_1 < … < l_n:
+// Adaptive softmax (docs/transformer_xl.md#adaptive-softmax), div_val = 1, tied to the embedding.
+// With cutoffs l_1 < … < l_n:
 //   head = log_softmax(h·[E[0:l_1]; Wc]ᵀ + [b[0:l_1]; bc])   (l_1 + n classes)
 //   t < l_1:                    −log p = −head[t]
 //   t ∈ [l_c, l_{c+1}) (c ≥ 1): −log p = −head[l_1 + n − c] − log_softmax(h·E[l_c:l_{c+1}]ᵀ + b[..])[t − l_c]

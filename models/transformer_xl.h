@@ -1,5 +1,6 @@
 // Transformer-XL (Dai et al. 2019) for word-level language modelling, as in the official PyTorch
-// code (SPECS §1), plus its URPE variant (SPECS §0.1): the paper's WikiText-103 experiment.
+// code (docs/transformer_xl.md), plus its URPE variant (docs/transformer_xl.md#urpe-variant): the
+// paper's WikiText-103 experiment.
 //
 // One segment, tokens w (qlen, B), memory m_l (mlen, B, d) per layer, klen = mlen + qlen:
 //   h_0 = Drop(E[w]·√d)
@@ -10,7 +11,8 @@
 //     AC[i,j] = (q_i + u)·k_j,   BD[i,j] = (q_i + v)·r[row of distance δ = mlen + i − j]
 //     A = softmax((AC + BD)/√dh, causal: key j visible iff j ≤ mlen + i) ⊙ C   (C ≡ 1 baseline)
 //     h' = LN(h_l + Drop(Drop_att(A)·v·W_oᵀ));  h_{l+1} = LN(h' + Drop(W2·Drop(ReLU(W1 h' + b1)) + b2))
-//   logits = Drop(h_L)·Eᵀ + b_out (tied embedding), or the adaptive softmax of SPECS §1.7
+//   logits = Drop(h_L)·Eᵀ + b_out (tied embedding), or the adaptive softmax
+//   (docs/transformer_xl.md#adaptive-softmax)
 //   new memory m_l ← last mem_len rows of [m_l; h_l] for l = 0..L (detached: no gradient crosses
 //   segments)
 // u, v are shared by all layers (official PyTorch code). URPE: C[h,i,j] = c_h[min(δ, clamp)] for
@@ -83,7 +85,8 @@ class TransformerXL {
   // hidden (qlen, B, d), targets i32 (qlen, B) → shape (): mean NLL (full or adaptive softmax).
   Tensor loss(const Tensor& hidden, const Tensor& targets) const;
 
-  // Evaluation may use other memory settings than training (SPECS §1.11: mem_len 640,
+  // Evaluation may use other memory settings than training (docs/transformer_xl.md#evaluation-protocol:
+  // mem_len 640,
   // clamp_len 400, same_length): these change no parameter.
   void set_memory_options(int64_t mem_len, int64_t clamp_len, bool same_length);
 

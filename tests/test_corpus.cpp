@@ -1,6 +1,6 @@
 // Language-modelling data: WikiText-format corpora (vocabulary order, <eos> per line, plain and
 // gzip files, error messages), char mode, the unigram baseline, the ordered LM batches of
-// SPECS §1.10–1.11, and the corpus shipped under data/assets/corpus.
+// docs/transformer_xl.md#data-and-batching, and the corpus shipped under data/assets/corpus.
 #include <unistd.h>
 
 #include <algorithm>
@@ -282,7 +282,7 @@ TEST_CASE("LM batches: columns, shapes, targets shifted by one, the short last s
 TEST_CASE("LM batches: one pass predicts each token once, except column starts and the tail") {
   std::vector<int32_t> stream(1003);
   for (int32_t k = 0; k < 1003; ++k) stream[k] = k;
-  const int64_t batch = 10, tgt_len = 64;  // the §1.11 evaluation setting
+  const int64_t batch = 10, tgt_len = 64;  // the final evaluation (docs/transformer_xl.md#evaluation-protocol)
   const LMOrderedBatches batches(stream, batch, tgt_len);
   std::vector<int> predicted(stream.size(), 0);
   int64_t total_len = 0;

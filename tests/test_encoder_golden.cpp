@@ -69,7 +69,8 @@ TEST_CASE("golden: encoder with unique URPE (Toeplitz C)") { check_fixture("urpe
 TEST_CASE("golden: encoder with T5-bucketed RPE and URPE") { check_fixture("urpe_bucketed"); }
 
 TEST_CASE("T5 buckets match the published boundaries") {
-  // SPECS §3, bidirectional: |rel| 0–7 exact; 8–11→8; 12–15→9; 16–22→10; 23–31→11; 32–45→12;
+  // docs/urpe_attention.md#t5-buckets, bidirectional: |rel| 0–7 exact; 8–11→8; 12–15→9; 16–22→10;
+  // 23–31→11; 32–45→12;
   // 46–63→13; 64–90→14; ≥91→15; +16 when rel > 0.
   const int expected[][2] = {{7, 7}, {8, 8}, {11, 8}, {12, 9}, {16, 10}, {22, 10}, {23, 11},
                              {32, 12}, {45, 12}, {46, 13}, {64, 14}, {90, 14}, {91, 15}, {500, 15}};

@@ -239,7 +239,8 @@ TEST_CASE("graphormer: padding nodes do not change another graph's prediction") 
 
 TEST_CASE("graphormer (GV1 quirk): a graph's prediction depends on the batch's hop count") {
   // Missing hops are edge id 0, and GV1 never zeroes the padding row of the edge table
-  // (SPECS §2.8), so every missing hop s < D adds EdgeEmb[0]·W_s to the multi-hop sum: acetic
+  // (docs/graphormer.md#initialisation), so every missing hop s < D adds EdgeEmb[0]·W_s to the
+  // multi-hop sum: acetic
   // acid (longest SPD 2) alone gets D = 2, beside butane D = 3. With row 0 zeroed, it does not.
   const data::MoleculeDataset d = dataset_of({"CC(=O)O", "CCCC"});
   Graphormer model(tiny_config(false), 14);

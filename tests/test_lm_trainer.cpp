@@ -1,4 +1,5 @@
-// The language-model trainer (Transformer-XL, model = txl): perplexity as SPECS §1.11 defines it
+// The language-model trainer (Transformer-XL, model = txl): perplexity as
+// docs/transformer_xl.md#evaluation-protocol defines it
 // (hand values), the run directory, `urpe eval` reproducing the logged perplexity, bit-identical
 // resume across an epoch boundary with the memory in the checkpoint, memory changing the score,
 // the presets, the repro summary, and one clear error per bad input. Everything runs on a tiny
@@ -121,7 +122,7 @@ void check_same_tensors(const std::string& path_a, const std::string& path_b) {
 
 // ---- perplexity ----
 
-TEST_CASE("perplexity: Σ L·mean NLL over Σ L, then exp (SPECS §1.11)") {
+TEST_CASE("perplexity: Σ L·mean NLL over Σ L, then exp (docs/transformer_xl.md#evaluation-protocol)") {
   PerplexityMeter meter;
   meter.add(3, 2.0);  // 3 rows of mean NLL 2
   meter.add(1, 6.0);  // a short last segment
@@ -286,7 +287,7 @@ TEST_CASE("urpe train and urpe eval on a txl run print the same valid perplexity
 
 // ---- configuration ----
 
-TEST_CASE("txl presets: txl-base is the paper's WikiText-103 base (SPECS §1.9, §1.11)") {
+TEST_CASE("txl presets: txl-base is the paper's WikiText-103 base (docs/transformer_xl.md#presets)") {
   const Config base = resolve_config("txl-base", "", {});
   CHECK(base.get_string("model") == "txl");
   CHECK(base.get_int("layers") == 16);

@@ -30,7 +30,7 @@ Config tiny_config() {
 
 }  // namespace
 
-TEST_CASE("synthetic tasks: targets follow SPECS §0.3") {
+TEST_CASE("synthetic tasks: targets follow docs/synthetic_encoder.md#tasks") {
   Rng rng(3);
   SyntheticTask pi(SyntheticKind::position_identification, 6, 10);
   const SyntheticBatch b = pi.sample(2, rng);

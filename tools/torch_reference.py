@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch reference for urpe's models: builds golden fixtures and times a training step.
 
-Why: the C++ engine must compute exactly the model of ../shared/SPECS.md. This script writes the
+Why: the C++ engine must compute exactly the model of docs/synthetic_encoder.md. This script writes the
 same model in PyTorch, independently of the C++ code, and stores weights, a batch, logits, the loss
 and every parameter gradient in small safetensors files under tests/fixtures/. The C++ tests load
 them (no PyTorch needed at test time) and compare.
@@ -73,7 +73,7 @@ def save_safetensors(path, tensors, metadata):
     os.replace(tmp, path)
 
 
-# ---- the model (SPECS §4 post-LN encoder, §0.1 URPE, §3 T5 buckets) ----
+# ---- the model (docs/synthetic_encoder.md#encoder, docs/urpe_attention.md: URPE, T5 buckets) ----
 
 def t5_bucket(rel, bidirectional=True, num_buckets=32, max_distance=128):
     base, nb = 0, num_buckets

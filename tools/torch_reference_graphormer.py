@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """PyTorch reference for urpe's Graphormer (+ URPE): golden fixtures for tests/test_graphormer.cpp.
 
-Why: models/graphormer.cpp must compute exactly the paper-era Graphormer of ../shared/SPECS.md §2
+Why: models/graphormer.cpp must compute exactly the paper-era Graphormer of docs/graphormer.md
 (GV1: pre-LN layers, a final LayerNorm, graph-token readout, multi-hop edge encoding, L1 loss) and
-its URPE variant (§0.1: C over the shortest-path distance, shared by all layers). This script
+its URPE variant (C over the shortest-path distance, shared by all layers). This script
 writes that model again in PyTorch, independently of the C++ code and in GV1's own style (a dense
 graph_attn_bias built with in-place slice updates, torch.bmm over hops, a -inf attention bias and
 no separate key-padding mask), on four small molecules whose collated tensors it builds itself
@@ -161,7 +161,7 @@ def random_parameters(cfg, g):
     return params
 
 
-# ---- the model (SPECS §2.4-2.7, GV1 graphormer/model.py) ----
+# ---- the model (docs/graphormer.md#node-features to #output-and-loss, GV1 graphormer/model.py) ----
 
 def urpe_c_matrix(cfg, P, inp):
     """C (B, H, n+1, n+1): c_h[min(SPD, max_spd)] on node pairs, three graph-token entries."""

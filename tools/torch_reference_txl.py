@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch reference for urpe's Transformer-XL (+ URPE): golden fixtures for tests/test_transformer_xl.cpp.
 
-Why: models/transformer_xl.cpp must compute exactly the model of ../shared/SPECS.md §1 (the official
-kimiyoung/transformer-xl PyTorch code) and its URPE variant (§0.1). This script writes that model
+Why: models/transformer_xl.cpp must compute exactly the model of docs/transformer_xl.md (the official
+kimiyoung/transformer-xl PyTorch code) and its URPE variant (#urpe-variant). This script writes that model
 again in PyTorch, independently of the C++ code and in the official code's own style (time-major
 tensors, einsum scores, `_rel_shift` by zero-padding and reinterpreting the buffer, a -inf mask),
 runs two (or three) segments with memory, and stores the weights, every segment's tokens and targets,
@@ -11,7 +11,7 @@ logits, losses and every parameter gradient of the summed loss in small safetens
   tests/fixtures/txl_base.safetensors       baseline, full softmax
   tests/fixtures/txl_urpe.safetensors       URPE (random C), clamp_len 7, a C table shorter than klen,
                                             H*dh != d
-  tests/fixtures/txl_adaptive.safetensors   baseline with the adaptive softmax of §1.7 (cutoffs 5, 9)
+  tests/fixtures/txl_adaptive.safetensors   baseline with the adaptive softmax (docs/transformer_xl.md#adaptive-softmax; cutoffs 5, 9)
   tests/fixtures/txl_urpe_eval.safetensors  URPE with evaluation-style memory: mem_len 7 > tgt_len 5,
                                             clamp_len 3, same_length, three segments
 
@@ -63,7 +63,7 @@ def parameter_shapes(cfg):
     return shapes
 
 
-# ---- the model (SPECS §1.2-1.7, official mem_transformer.py) ----
+# ---- the model (docs/transformer_xl.md#embedding to #adaptive-softmax, official mem_transformer.py) ----
 
 def rel_shift(x):
     """The official _rel_shift: x (qlen, klen, B, H); pad a zero column, view, drop a row, view."""
@@ -244,7 +244,8 @@ FIXTURES = {
     "base": dict(BASE),
     "urpe": dict(BASE, urpe=True, d_head=3, clamp_len=7, max_klen=7),
     "adaptive": dict(BASE, cutoffs=[5, 9]),
-    # evaluation-style settings (SPECS §1.11): a memory longer than a segment, clamped distances,
+    # evaluation-style settings (docs/transformer_xl.md#evaluation-protocol): a memory longer than
+    # a segment, clamped distances,
     # same_length; three segments so the memory fills up (mlen 0, 5, 7)
     "urpe_eval": dict(BASE, urpe=True, same_length=True, clamp_len=3, mem_len=7, max_klen=12, segments=3),
 }

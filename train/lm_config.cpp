@@ -1,6 +1,7 @@
 // txl keys and their translation into model and evaluation settings (see lm_config.h). The
 // defaults are the txl-tiny setting's model (a small model a CPU trains in minutes); the presets
-// in run_config.cpp set every key that differs, txl-base the paper's WikiText-103 base (SPECS §1.9).
+// in run_config.cpp set every key that differs, txl-base the paper's WikiText-103 base
+// (docs/transformer_xl.md#presets).
 #include "train/lm_config.h"
 
 #include <sstream>
@@ -13,7 +14,7 @@ namespace urpe {
 void add_txl_keys(ConfigSchema& s) {
   s.add_choice("pe", {"rpe", "urpe"}, "urpe",
                "positional encoding: rpe = plain Transformer-XL relative attention, urpe = plus the "
-               "shared Toeplitz C (SPECS §0.1)");
+               "shared Toeplitz C (docs/transformer_xl.md#urpe-variant)");
   s.add_string("corpus", "embedded",
                "WikiText-format corpus directory (train/valid/test .txt or wiki.*.tokens, plain or "
                "gzip); embedded = the Austen + King James Bible corpus shipped in data/assets/corpus");
@@ -89,7 +90,7 @@ TransformerXLConfig txl_config_from(const Config& config, int64_t vocab) {
   c.tgt_len = config.get_int("tgt_len");
   c.mem_len = config.get_int("mem_len");
   c.clamp_len = config.get_int("clamp_len");
-  c.same_length = false;  // training as in SPECS §1.9; evaluation sets its own (set_memory_options)
+  c.same_length = false;  // training as in docs/transformer_xl.md#presets; evaluation sets its own (set_memory_options)
   c.cutoffs = parse_cutoffs(config.get_string("cutoffs"));
   c.urpe = config.get_string("pe") == "urpe";
   c.init_std = static_cast<float>(config.get_float("init_std"));

@@ -1,11 +1,11 @@
-// The keys of the `txl` model family (Transformer-XL language modelling, SPECS §1, and its URPE
-// variant, SPECS §0.1) and how a resolved config becomes a model, a corpus and evaluation
+// The keys of the `txl` model family (Transformer-XL language modelling, docs/transformer_xl.md, and its URPE
+// variant, #urpe-variant there) and how a resolved config becomes a model, a corpus and evaluation
 // settings. The presets txl-tiny / txl-small / txl-base live with the others in run_config.cpp.
 //
 // Training and evaluation settings are separate keys, as in the official code: training runs
-// segments of tgt_len tokens with mem_len cached states (clamp_len, no same_length, SPECS §1.9);
+// segments of tgt_len tokens with mem_len cached states (clamp_len, no same_length, #presets there);
 // every evaluation (in-training, final, `urpe eval`) runs the eval_* settings over the whole
-// split with the memory carried from segment to segment (SPECS §1.11).
+// split with the memory carried from segment to segment (#evaluation-protocol there).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -30,7 +30,8 @@ std::string corpus_dir_from(const Config& config);
 // that name the config keys.
 TransformerXLConfig txl_config_from(const Config& config, int64_t vocab);
 
-// Evaluation settings (SPECS §1.11): segments of tgt_len tokens over batch columns, mem_len
+// Evaluation settings (docs/transformer_xl.md#evaluation-protocol): segments of tgt_len tokens over
+// batch columns, mem_len
 // cached states, clamp_len, same_length; max_tokens > 0 scores only the first max_tokens tokens
 // of the split (a quick in-training estimate), 0 the whole split.
 struct LmEvalSettings {

@@ -3,13 +3,14 @@
 //
 // Training walks the train split in order (data/lm_batches.h: batch contiguous columns, segments
 // of tgt_len rows), carrying the memory from one segment to the next and resetting it at the
-// start of every epoch (SPECS §1.6). A checkpoint stores, beside the parameters and Adam, the
+// start of every epoch (docs/transformer_xl.md#memory). A checkpoint stores, beside the parameters and Adam, the
 // position in that stream (epoch, next segment) and the memory itself, so a resumed run is
 // bit-identical to an uninterrupted one. Update t uses the learning rate lr(t) of
 // train/schedule.h (warm-up, then cosine or linear decay to 0 at `steps`); the official code sets
 // lr(t) after update t, so its update t uses lr(t − 1), a one-update shift.
 //
-// Evaluation (SPECS §1.11) walks a whole split the same way with the eval_* settings, memory
+// Evaluation (docs/transformer_xl.md#evaluation-protocol) walks a whole split the same way with the
+// eval_* settings, memory
 // carried from segment to segment, starting empty, dropout off:
 //   total_loss = Σ_seg L_seg · mean_NLL_seg,  total_len = Σ_seg L_seg,
 //   PPL = exp(total_loss / total_len)
@@ -27,7 +28,7 @@
 
 namespace urpe {
 
-// Σ L·mean NLL over segments, and the perplexity it gives (SPECS §1.11).
+// Σ L·mean NLL over segments, and the perplexity it gives (docs/transformer_xl.md#evaluation-protocol).
 class PerplexityMeter {
  public:
   void add(int64_t segment_len, double mean_nll);  // one segment of segment_len rows

@@ -12,7 +12,7 @@
 //   train_subset = K             > 0: train on K molecules of the training split (a fixed draw
 //                                from split_seed, the same for every run seed), for CPU budgets
 // The learning rate warms up linearly over `warmup` steps to `lr`, then decays linearly to
-// `end_lr` at `steps` (fairseq polynomial_decay, SPECS §2.9).
+// `end_lr` at `steps` (fairseq polynomial_decay, docs/graphormer.md#configurations).
 #pragma once
 #include <string>
 

@@ -226,7 +226,7 @@ std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan
      << base.get_int("d_head") << ", d_inner " << base.get_int("d_inner") << "; training tgt_len "
      << base.get_int("tgt_len") << ", mem_len " << base.get_int("mem_len") << ", batch " << base.get_int("batch")
      << ", " << base.get_int("steps") << " steps.\n"
-     << "Perplexity over the whole split (SPECS §1.11): eval_tgt_len " << eval.tgt_len << ", memory " << eval.mem_len
+     << "Perplexity over the whole split (docs/transformer_xl.md#evaluation-protocol): eval_tgt_len " << eval.tgt_len << ", memory " << eval.mem_len
      << ", clamp_len " << eval.clamp_len << ", same_length " << (eval.same_length ? "true" : "false") << ", "
      << eval.batch << " columns.\n\n"
      << "Unigram perplexity (train frequencies, no context): valid " << format_seed_stats(seed_stats({summary.unigram_valid_ppl}), 2)

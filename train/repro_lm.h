@@ -26,10 +26,10 @@ struct LmReproPlan {
 };
 
 // tiny: txl-tiny on the embedded corpus (≈ 3 minutes per run on 2 CPU cores); small: txl-small;
-// paper: txl-base (WikiText-103, SPECS §1.9) at L = 4, 8 and 16 — a GPU job.
+// paper: txl-base (WikiText-103, docs/transformer_xl.md#presets) at L = 4, 8 and 16 — a GPU job.
 LmReproPlan lm_plan_for_scale(const std::string& scale);
 
-// What one run achieved (all perplexities over the whole split, SPECS §1.11).
+// What one run achieved (all perplexities over the whole split, docs/transformer_xl.md#evaluation-protocol).
 struct LmRunRecord {
   int64_t layers = 0;
   std::string pe, dir;

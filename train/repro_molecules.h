@@ -13,7 +13,7 @@
 //   tiny   graphormer-tiny (3 layers, d = 32) for 1,500 steps of 32 molecules (6 epochs of the
 //          full training split), sized for 2 models × 2 seeds in under 20 minutes on 2 CPU cores
 //   small  graphormer-slim (paper sizes), 20k steps of batch 64 on the full training split
-//   paper  graphormer-slim with the paper's GV1 schedule (400k steps of batch 256, SPECS §2.9)
+//   paper  graphormer-slim with the paper's GV1 schedule (400k steps of batch 256, docs/graphormer.md#configurations)
 #pragma once
 #include <string>
 #include <vector>

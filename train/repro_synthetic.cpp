@@ -83,7 +83,7 @@ std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const
   std::ostringstream md;
   md << "# Synthetic tasks: validation token accuracy (%)\n\n"
      << "Scale `" << grid.scale << "`, " << seed_stats_legend(grid.seeds) << ".\n"
-     << "PI = position identification, ETP = even token prediction (SPECS §0.3); chance on PI is 1/n.\n\n"
+     << "PI = position identification, ETP = even token prediction (docs/synthetic_encoder.md#tasks); chance on PI is 1/n.\n\n"
      << "| task | V |";
   for (const std::string& pe : grid.pes) md << " " << pe << " |";
   md << "\n|---|---|";

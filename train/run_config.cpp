@@ -29,7 +29,7 @@ void add_common_keys(ConfigSchema& s) {
   s.add_string("device", "cpu", "cpu, cuda or cuda:N");
 }
 
-// The synthetic-task encoder (SPECS §0.3, §4).
+// The synthetic-task encoder (docs/synthetic_encoder.md).
 void add_encoder_keys(ConfigSchema& s) {
   s.add_choice("task", {"pi", "etp"}, "pi", "synthetic task: position identification or even token prediction");
   s.add_choice("pe", {"none", "ape", "rpe", "urpe"}, "urpe", "positional encoding");
@@ -100,7 +100,7 @@ const std::vector<Preset>& presets() {
       {"etp-small", "even token prediction, n = 64, d = 128, 3 layers",
        "task = etp\nseq_len = 64\nd_model = 128\nheads = 4\nd_ff = 512\nlayers = 3\ninit_std = 0.05\n"
        "steps = 10000\nwarmup = 1000\nlr = 1e-3\neval_every = 500\n"},
-      {"pi-paper", "the paper's synthetic setting (SPECS §0.3): n = 128, V = 1000, 3 layers, 12 heads, d = 768",
+      {"pi-paper", "the paper's synthetic setting (docs/synthetic_encoder.md): n = 128, V = 1000, 3 layers, 12 heads, d = 768",
        "task = pi\nseq_len = 128\nvocab = 1000\nlayers = 3\nd_model = 768\nheads = 12\nd_ff = 3072\n"
        "init_std = 0.02\nbatch = 128\nsteps = 40000\nlr = 7e-5\nwarmup = 6000\neval_every = 2000\n"
        "valid_size = 6400\n"},
@@ -118,7 +118,7 @@ const std::vector<Preset>& presets() {
        "model = txl\nlayers = 4\nd_model = 256\nheads = 8\nd_head = 32\nd_inner = 1024\ndropout = 0.1\n"
        "tgt_len = 64\nmem_len = 64\ncutoffs = 1000,4000\nbatch = 16\nsteps = 4000\nlr = 1e-3\nwarmup = 200\n"
        "clip = 0.25\neval_every = 250\nmax_eval_tokens = 20000\n"},
-      {"txl-base", "the paper's WikiText-103 base (SPECS §1.9; final evaluation per §1.11); corpus = the "
+      {"txl-base", "the paper's WikiText-103 base (docs/transformer_xl.md#presets, with the official final evaluation); corpus = the "
                    "wikitext-103 directory (wiki.*.tokens)",
        "model = txl\ncorpus = wikitext-103\nlayers = 16\nd_model = 410\nheads = 10\nd_head = 41\n"
        "d_inner = 2100\ndropout = 0.1\ndropatt = 0.0\ntgt_len = 150\nmem_len = 150\nclamp_len = -1\n"
@@ -128,7 +128,7 @@ const std::vector<Preset>& presets() {
       {"graphormer-tiny", "Graphormer, CPU size (3 layers, d = 32, 4 heads, multi-hop 5; 1,500 steps of 32 molecules)",
        kGraphormerTiny},
       {"graphormer-tiny-urpe", "graphormer-tiny + URPE", std::string(kGraphormerTiny) + "pe = urpe\n"},
-      {"graphormer-slim", "Graphormer, paper ZINC sizes and GV1 schedule (12 layers, d = ffn = 80, 8 heads; SPECS §2.9)",
+      {"graphormer-slim", "Graphormer, paper ZINC sizes and GV1 schedule (12 layers, d = ffn = 80, 8 heads; docs/graphormer.md#configurations)",
        kGraphormerSlim},
       {"graphormer-slim-urpe", "graphormer-slim + URPE (paper Table 2)", std::string(kGraphormerSlim) + "pe = urpe\n"},
   };

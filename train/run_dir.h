@@ -1,4 +1,5 @@
-// The files of a run directory (DESIGN.md): config.txt, metrics.csv, results.json, plots/.
+// The files of a run directory (README.md#run-directories-and-config-keys): config.txt, metrics.csv,
+// results.json, plots/.
 // Every file is written through a temp file + rename so a crash never leaves half a file.
 #pragma once
 #include <cstdint>
@@ -41,7 +42,8 @@ struct MetricsRow {
 };
 std::vector<MetricsRow> read_metrics(const std::string& path);
 
-// One row of results.json (DESIGN.md): what a run or a repro configuration achieved.
+// One row of results.json (README.md#run-directories-and-config-keys): what a run or a repro
+// configuration achieved.
 struct ResultRow {
   std::string experiment, task, model, pe;
   int64_t seed = 0;
