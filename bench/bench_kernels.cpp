@@ -262,19 +262,18 @@ struct Bench {
   }
 };
 
-int bench_kernels(const cli::Args& args) {
-  const std::string device_text = args.get("device", "cpu");
-  const long repeats = args.get_int("repeats", 50);
+}  // namespace
+
+int run_kernel_bench(const KernelBenchOptions& options) {
+  require_cuda_device("bench kernels", options.device);
+  const Device device = parse_device(options.device);
+  const int repeats = options.repeats;
   URPE_CHECK(repeats >= 1, "option --repeats: expected a count ≥ 1, got " << repeats);
-  require_cuda_device("bench kernels", device_text);
-  const Device device = parse_device(device_text);
-  if (device.is_cuda())
-    return bench_kernels_cuda(device, static_cast<int>(repeats), args.has("tf32"),
-                              args.get("sizes", "table5"));
-  URPE_CHECK(!args.has("sizes"), "option --sizes: the CUDA table's sizes; the CPU table has its "
-                                 "own (use it with --device cuda)");
-  URPE_CHECK(!args.has("tf32"), "option --tf32: TF32 is a mode of the GPU's tensor cores; use it "
-                                "with --device cuda");
+  if (device.is_cuda()) return bench_kernels_cuda(device, repeats, options.tf32, options.sizes);
+  URPE_CHECK(options.sizes == "table5", "option --sizes: the CUDA table's sizes; the CPU table has its "
+                                        "own (use it with --device cuda)");
+  URPE_CHECK(!options.tf32, "option --tf32: TF32 is a mode of the GPU's tensor cores; use it "
+                            "with --device cuda");
   Bench bench{device, static_cast<int>(repeats)};
   const auto start = std::chrono::steady_clock::now();
   print_machine(device, bench.repeats);
@@ -290,29 +289,6 @@ int bench_kernels(const cli::Args& args) {
               "Total %.1f s.\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return 0;
-}
-
-}  // namespace
-
-int run_bench_command(const cli::Args& args) {
-  const std::string what = args.positional.empty() ? "" : args.positional[0];
-  URPE_CHECK(args.positional.size() <= 1,
-             "bench: expected one of kernels|step, got '" << args.positional[1] << "' after '" << what << "'");
-  if (what == "kernels") return bench_kernels(args);
-  if (what == "step") {
-    StepBenchOptions options;
-    options.device = args.get("device", "cpu");
-    options.tf32 = args.has("tf32");
-    require_cuda_device("bench step", options.device);
-    URPE_CHECK(!options.tf32 || options.device != "cpu",
-               "option --tf32: TF32 is a mode of the GPU's tensor cores; use it with --device cuda");
-    if (args.has("repeats")) options.steps = static_cast<int>(args.get_int("repeats", 20));
-    URPE_CHECK(options.steps > 0, "bench step: --repeats must be positive");
-    run_step_benchmark(options);
-    return 0;
-  }
-  URPE_FAIL("bench: expected 'urpe bench kernels' or 'urpe bench step', got '"
-            << (what.empty() ? std::string("nothing") : what) << "'");
 }
 
 }  // namespace urpe::bench

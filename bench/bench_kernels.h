@@ -17,7 +17,6 @@
 #include <string>
 
 #include "tensor/device.h"
-#include "train/cli.h"
 
 namespace urpe::bench {
 
@@ -33,8 +32,15 @@ struct Timing {
 Timing measure(const std::function<void()>& fn, const Device& device, int repeats,
                int warmup = 2, double budget_s = 1.0);
 
-// The `urpe bench` handler: "kernels" prints the kernel table, "step" times a training step.
-int run_bench_command(const cli::Args& args);
+// `urpe bench kernels`: the options the command line hands over (train/cli/bench.cpp parses them).
+struct KernelBenchOptions {
+  std::string device = "cpu";
+  int repeats = 50;              // timed runs per row
+  bool tf32 = false;             // CUDA only
+  std::string sizes = "table5";  // CUDA only: "table5" or "smoke"
+};
+// Prints the kernel table; returns the process exit code.
+int run_kernel_bench(const KernelBenchOptions& options);
 
 // Checks that `device_text` ("cuda" or "cuda:N") can be used by `what` (e.g. "bench kernels")
 // before any work starts: one clear error when the build has no CUDA backend ("built without

@@ -7,7 +7,7 @@
 
 #include "doctest/doctest.h"
 #include "tensor/tensor.h"
-#include "train/safetensors.h"
+#include "train/io/safetensors.h"
 
 namespace urpe::test {
 

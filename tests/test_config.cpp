@@ -8,7 +8,7 @@
 
 #include "doctest/doctest.h"
 #include "tensor/error.h"
-#include "train/config.h"
+#include "train/io/config.h"
 
 using namespace urpe;
 

@@ -29,7 +29,7 @@
 #include "train/lm_trainer.h"
 #include "train/molecule_trainer.h"
 #include "train/run_config.h"
-#include "train/safetensors.h"
+#include "train/io/safetensors.h"
 
 using namespace urpe;
 

@@ -22,9 +22,9 @@
 #include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/lm_trainer.h"
-#include "train/repro_lm.h"
+#include "train/repro/lm.h"
 #include "train/run_config.h"
-#include "train/safetensors.h"
+#include "train/io/safetensors.h"
 
 using namespace urpe;
 namespace fs = std::filesystem;

@@ -16,9 +16,9 @@
 #include "train/checkpoint.h"
 #include "train/molecule_config.h"
 #include "train/molecule_trainer.h"
-#include "train/repro_molecules.h"
+#include "train/repro/molecules.h"
 #include "train/run_config.h"
-#include "train/safetensors.h"
+#include "train/io/safetensors.h"
 
 using namespace urpe;
 

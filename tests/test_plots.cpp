@@ -7,7 +7,7 @@
 
 #include "doctest/doctest.h"
 #include "tensor/error.h"
-#include "train/plots.h"
+#include "train/plot/charts.h"
 
 using namespace urpe;
 using namespace urpe::plot;

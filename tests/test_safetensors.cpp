@@ -10,8 +10,8 @@
 #include <string>
 
 #include "test_util.h"
-#include "train/json.h"
-#include "train/safetensors.h"
+#include "train/io/json.h"
+#include "train/io/safetensors.h"
 
 using namespace urpe;
 

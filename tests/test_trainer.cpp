@@ -10,7 +10,7 @@
 #include "train/checkpoint.h"
 #include "train/encoder_trainer.h"
 #include "train/run_config.h"
-#include "train/safetensors.h"
+#include "train/io/safetensors.h"
 
 using namespace urpe;
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <map>
 
-#include "train/safetensors.h"
+#include "train/io/safetensors.h"
 
 namespace urpe {
 

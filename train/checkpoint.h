@@ -10,7 +10,7 @@
 #include "models/parameters.h"
 #include "tensor/rng.h"
 #include "train/optimizer.h"
-#include "train/safetensors.h"
+#include "train/io/safetensors.h"
 
 namespace urpe {
 

@@ -5,8 +5,8 @@
 
 #include "data/synthetic.h"
 #include "models/encoder.h"
-#include "train/config.h"
-#include "train/run_dir.h"
+#include "train/io/config.h"
+#include "train/io/run_dir.h"
 #include "train/train_options.h"
 
 namespace urpe {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "models/transformer_xl.h"
-#include "train/config.h"
+#include "train/io/config.h"
 
 namespace urpe {
 

@@ -21,10 +21,10 @@
 
 #include "data/corpus.h"
 #include "models/transformer_xl.h"
-#include "train/config.h"
+#include "train/io/config.h"
 #include "train/encoder_trainer.h"
 #include "train/lm_config.h"
-#include "train/run_dir.h"
+#include "train/io/run_dir.h"
 
 namespace urpe {
 

@@ -18,7 +18,7 @@
 
 #include "data/molecule_dataset.h"
 #include "models/graphormer.h"
-#include "train/config.h"
+#include "train/io/config.h"
 
 namespace urpe {
 

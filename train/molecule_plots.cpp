@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
-#include "train/config.h"
+#include "train/io/config.h"
 #include "train/run_config.h"
-#include "train/run_dir.h"
+#include "train/io/run_dir.h"
 
 namespace urpe {
 

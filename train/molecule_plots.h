@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "train/plots.h"
-#include "train/safetensors.h"
+#include "train/plot/charts.h"
+#include "train/io/safetensors.h"
 
 namespace urpe {
 

@@ -21,9 +21,9 @@
 
 #include "data/molecule_dataset.h"
 #include "models/graphormer.h"
-#include "train/config.h"
+#include "train/io/config.h"
 #include "train/encoder_trainer.h"
-#include "train/run_dir.h"
+#include "train/io/run_dir.h"
 
 namespace urpe {
 

@@ -5,7 +5,7 @@
 
 #include "train/checkpoint.h"
 #include "train/run_config.h"
-#include "train/run_dir.h"
+#include "train/io/run_dir.h"
 
 namespace urpe {
 

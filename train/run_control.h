@@ -8,7 +8,7 @@
 
 #include "tensor/device.h"
 #include "train/checkpoint.h"
-#include "train/config.h"
+#include "train/io/config.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
 #include "train/train_options.h"

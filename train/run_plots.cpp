@@ -7,11 +7,11 @@
 
 #include "models/positional.h"
 #include "train/checkpoint.h"
-#include "train/config.h"
+#include "train/io/config.h"
 #include "train/molecule_plots.h"
-#include "train/plots.h"
+#include "train/plot/charts.h"
 #include "train/run_config.h"
-#include "train/safetensors.h"
+#include "train/io/safetensors.h"
 
 namespace urpe {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "train/plots.h"
-#include "train/run_dir.h"
+#include "train/plot/charts.h"
+#include "train/io/run_dir.h"
 #include "tensor/tensor.h"
 
 namespace urpe {

@@ -16,9 +16,9 @@
 #include "tensor/device.h"
 #include "tensor/tensor.h"
 #include "train/checkpoint.h"
-#include "train/config.h"
+#include "train/io/config.h"
 #include "train/profiling.h"
-#include "train/run_dir.h"
+#include "train/io/run_dir.h"
 #include "train/schedule.h"
 #include "train/train_options.h"
 

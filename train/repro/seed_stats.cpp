@@ -1,5 +1,5 @@
 // Mean and half-range over seeds, and how repro tables print them.
-#include "train/seed_stats.h"
+#include "train/repro/seed_stats.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -4,7 +4,7 @@
 // Layout of both charts, outside in: a title band on top; on the left the rotated y label and the
 // y tick labels; below the plot the x tick labels and x label; on the right a legend box outside
 // the plotting area, so it never hides data. Sizes follow from the measured text.
-#include "train/plots.h"
+#include "train/plot/charts.h"
 
 #include <algorithm>
 #include <cmath>

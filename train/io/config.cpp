@@ -1,7 +1,7 @@
 // Config files and --set overrides, checked against a schema (format and messages in config.h).
 // Values are stored as canonical text: ints and floats re-printed from their parsed value, bools
 // as true/false, strings as given. to_text() writes that text, so it parses back identically.
-#include "train/config.h"
+#include "train/io/config.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "tensor/error.h"
-#include "train/json.h"
+#include "train/io/json.h"
 
 namespace urpe {
 

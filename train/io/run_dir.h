@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "train/json.h"
+#include "train/io/json.h"
 
 namespace urpe {
 

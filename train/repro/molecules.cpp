@@ -1,5 +1,5 @@
 // Runner of the molecule experiment: one training run per (seed, model), then the summary files.
-#include "train/repro_molecules.h"
+#include "train/repro/molecules.h"
 
 #include <algorithm>
 #include <chrono>
@@ -11,10 +11,10 @@
 #include "tensor/error.h"
 #include "train/molecule_plots.h"
 #include "train/molecule_trainer.h"
-#include "train/plots.h"
+#include "train/plot/charts.h"
 #include "train/run_config.h"
-#include "train/safetensors.h"
-#include "train/seed_stats.h"
+#include "train/io/safetensors.h"
+#include "train/repro/seed_stats.h"
 
 namespace urpe {
 

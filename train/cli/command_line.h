@@ -37,7 +37,7 @@ struct CommandSpec {
   std::string details;                  // extra help text (e.g. the config keys)
 };
 
-// All subcommands, in help order. Defined in cli.cpp; handlers live in their own files.
+// All subcommands, in help order. Defined in command_table.cpp; handlers live in their own files.
 const std::vector<CommandSpec>& commands();
 // Register a handler (and extra help) for a command; called by the files that implement them.
 int run(int argc, char** argv);

@@ -1,7 +1,7 @@
 // safetensors reading and writing (format in safetensors.h). The reader trusts nothing: every
 // length, offset, shape and dtype in the header is checked against the file before any tensor is
 // filled, and each failure names the file, the tensor and what was expected.
-#include "train/safetensors.h"
+#include "train/io/safetensors.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "train/json.h"
+#include "train/io/json.h"
 
 namespace urpe {
 

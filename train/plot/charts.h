@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "train/plots_canvas.h"
+#include "train/plot/canvas.h"
 
 namespace urpe::plot {
 

@@ -1,6 +1,6 @@
 // Runner for the language-modelling comparison: one training run per (L, pe, seed), the extra
 // evaluations (test, valid without memory), then the summary files.
-#include "train/repro_lm.h"
+#include "train/repro/lm.h"
 
 #include <algorithm>
 #include <chrono>
@@ -11,11 +11,11 @@
 
 #include "data/corpus.h"
 #include "train/lm_trainer.h"
-#include "train/plots.h"
+#include "train/plot/charts.h"
 #include "train/run_config.h"
 #include "train/run_plots.h"
-#include "train/safetensors.h"
-#include "train/seed_stats.h"
+#include "train/io/safetensors.h"
+#include "train/repro/seed_stats.h"
 
 namespace urpe {
 

@@ -1,5 +1,5 @@
 // `urpe train` and `urpe eval`: run directories from presets/config files, resume, evaluation.
-#include "train/cmd_handlers.h"
+#include "train/cli/handlers.h"
 
 #include <cstdio>
 

@@ -5,8 +5,8 @@
 #include <exception>
 
 #include "tensor/error.h"
-#include "train/cli.h"
-#include "train/runtime_env.h"
+#include "train/cli/command_line.h"
+#include "train/cli/runtime_env.h"
 
 int main(int argc, char** argv) {
   urpe::apply_runtime_environment(argv);

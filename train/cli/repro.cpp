@@ -2,11 +2,11 @@
 #include <cstdio>
 
 #include "tensor/error.h"
-#include "train/cmd_handlers.h"
-#include "train/repro_molecules.h"
-#include "train/repro_lm.h"
-#include "train/repro_synthetic.h"
-#include "train/run_dir.h"
+#include "train/cli/handlers.h"
+#include "train/repro/molecules.h"
+#include "train/repro/lm.h"
+#include "train/repro/synthetic.h"
+#include "train/io/run_dir.h"
 
 namespace urpe::cli {
 

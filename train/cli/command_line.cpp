@@ -1,6 +1,6 @@
 // Argument parsing, help text and dispatch for `urpe`. Each subcommand's work lives elsewhere
-// (train/cmd_*.cpp, bench/); this file only knows their names, options and help.
-#include "train/cli.h"
+// (the other files of train/cli/); this file only knows their names, options and help.
+#include "train/cli/command_line.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "tensor/error.h"
-#include "train/commands.h"
+#include "train/cli/command_table.h"
 
 namespace urpe::cli {
 

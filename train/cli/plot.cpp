@@ -2,8 +2,8 @@
 #include <cstdio>
 
 #include "tensor/error.h"
-#include "train/cmd_handlers.h"
-#include "train/run_dir.h"
+#include "train/cli/handlers.h"
+#include "train/io/run_dir.h"
 #include "train/run_plots.h"
 
 namespace urpe::cli {

@@ -1,7 +1,7 @@
 // JSON reader (recursive descent, strict RFC 8259: no comments, no trailing commas, no NaN) and
 // writer. Duplicate object keys are rejected: in a safetensors header they would make a tensor
 // ambiguous, and nothing urpe writes ever has them.
-#include "train/json.h"
+#include "train/io/json.h"
 
 #include <cctype>
 #include <cerrno>

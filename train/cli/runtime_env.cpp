@@ -1,5 +1,5 @@
 // Environment defaults, then one execv of /proc/self/exe with them in place.
-#include "train/runtime_env.h"
+#include "train/cli/runtime_env.h"
 
 #include <unistd.h>
 

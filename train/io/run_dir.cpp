@@ -1,5 +1,5 @@
 // Run-directory files: plain text and CSV, written atomically.
-#include "train/run_dir.h"
+#include "train/io/run_dir.h"
 
 #include <sys/stat.h>
 

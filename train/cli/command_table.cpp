@@ -1,9 +1,8 @@
 // What each subcommand is called, takes and runs. Commands whose issue has not landed yet have no
 // handler and say which part of the project will bring them.
-#include "train/commands.h"
+#include "train/cli/command_table.h"
 
-#include "bench/bench_kernels.h"
-#include "train/cmd_handlers.h"
+#include "train/cli/handlers.h"
 #include "train/run_config.h"
 
 namespace urpe::cli {
@@ -61,7 +60,7 @@ std::vector<CommandSpec> command_table() {
                     {"tf32", "", "off", "TF32 tensor-core GEMMs (CUDA only)"},
                     {"sizes", "NAME", "table5",
                      "CUDA table sizes: table5, or smoke (a tiny model that checks the table runs)"}},
-                   bench::run_bench_command, "",
+                   run_bench, "",
                    "'bench kernels' times each kernel beside its references (copy bandwidth, sgemm);\n"
                    "with --device cuda: CUDA events, L2 flushed before every run, median of --repeats\n"
                    "runs, at the paper's Table 5 sizes (batch 32, 12 heads, head dim 64, N = 128/256/512),\n"

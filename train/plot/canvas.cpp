@@ -2,13 +2,13 @@
 // alpha is how far its centre lies inside the shape's edge (clamped to [0, 1]), which gives
 // smooth strokes of any width with one small loop. Text comes from stb_easy_font, which emits
 // axis-aligned quads in font units; each quad becomes a scaled rectangle of pixels.
-#include "train/plots_canvas.h"
+#include "train/plot/canvas.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "tensor/error.h"
-#include "train/json.h"
+#include "train/io/json.h"  // write_file_atomic
 
 #if defined(__GNUC__)
 #pragma GCC diagnostic push

@@ -1,5 +1,5 @@
 // Grid runner for the synthetic tasks: one training run per cell, then the summary files.
-#include "train/repro_synthetic.h"
+#include "train/repro/synthetic.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "train/encoder_trainer.h"
 #include "train/run_config.h"
 #include "train/run_plots.h"
-#include "train/seed_stats.h"
+#include "train/repro/seed_stats.h"
 
 namespace urpe {
 

@@ -2,7 +2,7 @@
 #pragma once
 #include <vector>
 
-#include "train/cli.h"
+#include "train/cli/command_line.h"
 
 namespace urpe::cli {
 

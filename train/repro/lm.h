@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "train/run_dir.h"
+#include "train/io/run_dir.h"
 
 namespace urpe {
 

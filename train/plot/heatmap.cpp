@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "tensor/error.h"
-#include "train/plots.h"
+#include "train/plot/charts.h"
 
 namespace urpe::plot {
 

@@ -1,0 +1,49 @@
+// `urpe bench kernels|step`: reads the options and hands them to bench/ (which knows nothing of
+// the command line).
+#include "bench/bench_kernels.h"
+#include "bench/bench_step.h"
+#include "tensor/error.h"
+#include "train/cli/handlers.h"
+
+namespace urpe::cli {
+
+namespace {
+
+// --repeats as a count of timed runs: a positive int, checked before it is narrowed.
+int repeats_option(const Args& args, long fallback) {
+  const long repeats = args.get_int("repeats", fallback);
+  URPE_CHECK(repeats >= 1 && repeats <= 1000000,
+             "option --repeats: expected a count between 1 and 1000000, got " << args.get("repeats"));
+  return static_cast<int>(repeats);
+}
+
+}  // namespace
+
+int run_bench(const Args& args) {
+  const std::string what = args.positional.empty() ? "" : args.positional[0];
+  URPE_CHECK(args.positional.size() <= 1,
+             "bench: expected one of kernels|step, got '" << args.positional[1] << "' after '" << what << "'");
+  if (what == "kernels") {
+    bench::KernelBenchOptions options;
+    options.device = args.get("device", "cpu");
+    options.repeats = repeats_option(args, 50);
+    options.tf32 = args.has("tf32");
+    options.sizes = args.get("sizes", "table5");
+    return bench::run_kernel_bench(options);
+  }
+  if (what == "step") {
+    bench::StepBenchOptions options;
+    options.device = args.get("device", "cpu");
+    options.tf32 = args.has("tf32");
+    bench::require_cuda_device("bench step", options.device);
+    URPE_CHECK(!options.tf32 || options.device != "cpu",
+               "option --tf32: TF32 is a mode of the GPU's tensor cores; use it with --device cuda");
+    options.steps = repeats_option(args, options.steps);
+    bench::run_step_benchmark(options);
+    return 0;
+  }
+  URPE_FAIL("bench: expected 'urpe bench kernels' or 'urpe bench step', got '"
+            << (what.empty() ? std::string("nothing") : what) << "'");
+}
+
+}  // namespace urpe::cli

@@ -1,0 +1,14 @@
+// Entry points of the subcommands (each in its own file), referenced from the command table.
+#pragma once
+#include "train/cli/command_line.h"
+
+namespace urpe::cli {
+
+int run_train(const Args& args);   // train.cpp
+int run_eval(const Args& args);    // train.cpp
+int run_demo(const Args& args);    // repro.cpp
+int run_repro(const Args& args);   // repro.cpp
+int run_plot(const Args& args);    // plot.cpp
+int run_bench(const Args& args);   // bench.cpp
+
+}  // namespace urpe::cli
