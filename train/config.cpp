@@ -41,6 +41,57 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+std::string trim_config_space(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+// Length of the UTF-8 sequence starting at text[i], or 0 when the bytes there are not one.
+static size_t utf8_sequence_length(const std::string& text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  size_t length = 0;
+  unsigned min_code = 0;
+  if (lead >= 0xC2 && lead <= 0xDF) length = 2, min_code = 0x80;
+  else if (lead >= 0xE0 && lead <= 0xEF) length = 3, min_code = 0x800;
+  else if (lead >= 0xF0 && lead <= 0xF4) length = 4, min_code = 0x10000;
+  else return 0;
+  if (i + length > text.size()) return 0;
+  unsigned code = lead & (0xFF >> (length + 1));
+  for (size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    code = (code << 6) | (byte(i + k) & 0x3F);
+  }
+  if (code < min_code || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
+  return length;
+}
+
+std::string printable(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7F) {
+      out += text[i++];
+    } else if (c == '\t' || c == '\n' || c == '\r') {
+      out += c == '\t' ? "\\t" : c == '\n' ? "\\n" : "\\r";
+      ++i;
+    } else if (const size_t n = c >= 0x80 ? utf8_sequence_length(text, i) : 0) {
+      out.append(text, i, n);
+      i += n;
+    } else {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+      ++i;
+    }
+  }
+  return out;
+}
+
 // ---- value checking: raw text → canonical text, or the reason it is not valid ----
 
 namespace {
@@ -48,13 +99,6 @@ namespace {
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-std::string trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
 }
 
 std::string join(const std::vector<std::string>& items, const char* sep) {
@@ -126,9 +170,9 @@ std::string format_value(const ConfigKey& key, const std::string& value) {
 // Splits the text after '=' into the raw value: a double-quoted string (with \" \\ \n escapes)
 // or everything up to a '#' comment, trimmed. Returns "" on success, else what is wrong.
 std::string parse_value_text(const std::string& text, std::string& value) {
-  const std::string t = trim(text);
+  const std::string t = trim_config_space(text);
   if (t.empty() || t[0] != '"') {
-    value = trim(t.substr(0, t.find('#')));
+    value = trim_config_space(t.substr(0, t.find('#')));
     return "";
   }
   value.clear();
@@ -142,7 +186,7 @@ std::string parse_value_text(const std::string& text, std::string& value) {
     }
   }
   if (i >= t.size()) return "unterminated quoted value";
-  const std::string rest = trim(t.substr(i + 1));
+  const std::string rest = trim_config_space(t.substr(i + 1));
   if (!rest.empty() && rest[0] != '#') return "unexpected text '" + rest + "' after the quoted value";
   return "";
 }
@@ -154,7 +198,36 @@ bool valid_key_name(const std::string& k) {
   return true;
 }
 
+// One line of config text: nothing (blank or a comment), a setting (key and raw value), or a
+// malformed line, with `problem` saying why (user text in it made printable).
+enum class LineKind { nothing, setting, malformed };
+LineKind parse_config_line(const std::string& line, std::string& key, std::string& value, std::string& problem) {
+  const std::string t = trim_config_space(line);
+  if (t.empty() || t[0] == '#') return LineKind::nothing;
+  const size_t eq = t.find('=');
+  if (eq == std::string::npos || eq > t.find('#')) {
+    problem = "expected 'key = value', got '" + printable(t) + "'";
+    return LineKind::malformed;
+  }
+  key = trim_config_space(t.substr(0, eq));
+  if (!valid_key_name(key)) {
+    problem = "expected 'key = value' with a key of letters, digits and _ before '=', got '" + printable(t) + "'";
+    return LineKind::malformed;
+  }
+  problem = parse_value_text(t.substr(eq + 1), value);
+  if (!problem.empty()) {
+    problem = printable(problem);
+    return LineKind::malformed;
+  }
+  return LineKind::setting;
+}
+
 }  // namespace
+
+bool read_config_line(const std::string& line, std::string& key, std::string& value) {
+  std::string problem;
+  return parse_config_line(line, key, value, problem) == LineKind::setting;
+}
 
 // ---- schema ----
 
@@ -259,7 +332,7 @@ void Config::assign(const std::string& key, const std::string& raw, const std::s
   }
   std::string canonical;
   const std::string problem = check_value(*spec, raw, canonical);
-  URPE_CHECK(problem.empty(), where << ": " << problem);
+  URPE_CHECK(problem.empty(), where << ": " << printable(problem));  // the problem quotes the raw value
   values_[key] = canonical;
   origin_[key] = origin;
 }
@@ -271,18 +344,11 @@ void Config::apply_text(const std::string& text, const std::string& source) {
   int number = 0;
   while (std::getline(lines, line)) {
     ++number;
-    const std::string where = source + ":" + std::to_string(number);
-    const std::string t = trim(line);
-    if (t.empty() || t[0] == '#') continue;
-    const size_t eq = t.find('=');
-    URPE_CHECK(eq != std::string::npos && eq < t.find('#'),
-               where << ": expected 'key = value', got '" << t << "'");
-    const std::string key = trim(t.substr(0, eq));
-    URPE_CHECK(valid_key_name(key), where << ": expected 'key = value' with a key of letters, digits "
-                                             "and _ before '=', got '" << t << "'");
-    std::string value;
-    const std::string problem = parse_value_text(t.substr(eq + 1), value);
-    URPE_CHECK(problem.empty(), where << ": " << problem);
+    const std::string where = printable(source) + ":" + std::to_string(number);
+    std::string key, value, problem;
+    const LineKind kind = parse_config_line(line, key, value, problem);
+    if (kind == LineKind::nothing) continue;
+    URPE_CHECK(kind == LineKind::setting, where << ": " << problem);
     auto seen = line_of.find(key);
     URPE_CHECK(seen == line_of.end(), where << ": duplicate key '" << key << "' (first set on line "
                                             << (seen == line_of.end() ? 0 : seen->second) << ")");
@@ -292,14 +358,14 @@ void Config::apply_text(const std::string& text, const std::string& source) {
 }
 
 void Config::apply_override(const std::string& assignment) {
-  const std::string where = "--set " + assignment;
+  const std::string where = "--set " + printable(assignment);
   const size_t eq = assignment.find('=');
   URPE_CHECK(eq != std::string::npos, where << ": expected key=value");
-  const std::string key = trim(assignment.substr(0, eq));
+  const std::string key = trim_config_space(assignment.substr(0, eq));
   URPE_CHECK(valid_key_name(key), where << ": expected key=value with a key before '='");
   std::string value;
   const std::string problem = parse_value_text(assignment.substr(eq + 1), value);
-  URPE_CHECK(problem.empty(), where << ": " << problem);
+  URPE_CHECK(problem.empty(), where << ": " << printable(problem));
   auto previous = origin_.find(key);
   URPE_CHECK(previous == origin_.end() || previous->second.rfind("--set ", 0) != 0,
              where << ": duplicate key '" << key << "' (already set by "

@@ -96,4 +96,20 @@ class Config {
 // Levenshtein distance (exposed for tests).
 size_t edit_distance(const std::string& a, const std::string& b);
 
+// The one whitespace rule of config text: every character std::isspace accepts (space, \t, \n,
+// \v, \f, \r) is trimmed around keys and values. Every reader of config text uses it, so a line
+// such as "\vmodel = txl" means the same thing to the schema choice (run_config.cpp) as to the
+// parser (a rule with fewer characters once picked the wrong family's keys).
+std::string trim_config_space(const std::string& text);
+// What one config line sets, read exactly as Config::apply_text reads it: true with the key and
+// its value (quotes and a trailing comment removed), false for a blank or comment line or one
+// apply_text would refuse (it reports those).
+bool read_config_line(const std::string& line, std::string& key, std::string& value);
+
+// User text made safe to echo inside a one-line error message: control bytes and bytes that are
+// not UTF-8 become \xNN (\t, \n, \r as such), so a stray vertical tab or a binary file can neither
+// split the line nor garble the terminal. Printable text, UTF-8 included, is unchanged, so
+// escaping twice is the same as once.
+std::string printable(const std::string& text);
+
 }  // namespace urpe
