@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -219,4 +220,48 @@ TEST_CASE("eval --device cpu scores a run trained with device = cuda, and gets i
     CHECK(after.output == before.output);  // the same step, metric and count, to the printed digit
     check_one_line_error(run_urpe("eval --run " + dir + " --device gpu"), "expected cpu, cuda or cuda:N");
   }
+}
+
+TEST_CASE("--overwrite replaces the run in --out: nothing of the old run stays, other files do") {
+  namespace fs = std::filesystem;
+  const std::string dir = temp_dir("overwrite");
+  REQUIRE(run_urpe("train --out " + dir + " " + kTiny).code == 0);
+  // What the old run (or an old repro) left that the new run will not write, and a file of the user's.
+  std::ofstream(dir + "/plots/old.png") << "stale";
+  std::ofstream(dir + "/results.md") << "# an old table\n";
+  std::ofstream(dir + "/notes.txt") << "mine\n";
+  check_one_line_error(run_urpe("train --out " + dir + " " + kTiny), "pass --overwrite");
+  CHECK(fs::exists(dir + "/plots/old.png"));
+
+  const Result again = run_urpe("train --out " + dir + " " + kTiny + " --set seed=7 --overwrite");
+  INFO(again.output);
+  REQUIRE(again.code == 0);
+  CHECK(!fs::exists(dir + "/plots/old.png"));
+  CHECK(!fs::exists(dir + "/results.md"));
+  CHECK(!fs::exists(dir + "/.urpe-replaced"));
+  CHECK(fs::exists(dir + "/notes.txt"));
+  CHECK(fs::exists(dir + "/plots/curves.png"));
+  std::ifstream config(dir + "/config.txt");
+  const std::string text((std::istreambuf_iterator<char>(config)), std::istreambuf_iterator<char>());
+  CHECK(text.find("seed         = 7") != std::string::npos);
+  CHECK(run_urpe("eval --run " + dir).code == 0);
+}
+
+TEST_CASE("--overwrite: a run that fails after its first checkpoint is kept (resumable), the old one goes") {
+  namespace fs = std::filesystem;
+  const std::string dir = temp_dir("overwrite_late");
+  REQUIRE(run_urpe("train --out " + dir + " " + kTiny).code == 0);
+  std::ofstream(dir + "/plots/old.png") << "stale";
+  // lr = 1e30 with an evaluation (and checkpoint) after step 1: step 2 diverges.
+  const Result r = run_urpe("train --out " + dir +
+                            " --set seq_len=8 --set vocab=6 --set layers=1 --set d_model=16 --set heads=2"
+                            " --set d_ff=32 --set batch=4 --set steps=6 --set warmup=0 --set eval_every=1"
+                            " --set valid_size=16 --set lr=1e30 --quiet --overwrite");
+  check_one_line_error(r, "diverged");
+  CHECK(fs::exists(dir + "/model.safetensors"));
+  CHECK(!fs::exists(dir + "/plots/old.png"));
+  CHECK(!fs::exists(dir + "/.urpe-replaced"));
+  std::ifstream config(dir + "/config.txt");
+  const std::string text((std::istreambuf_iterator<char>(config)), std::istreambuf_iterator<char>());
+  CHECK(text.find("lr           = 1e+30") != std::string::npos);
 }
