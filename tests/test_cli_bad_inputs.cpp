@@ -27,6 +27,7 @@
 
 #include "doctest/doctest.h"
 #include "train/config.h"
+#include "train/printable.h"
 #include "train/run_config.h"
 
 namespace {
@@ -617,7 +618,7 @@ TEST_CASE("files of the wrong kind, truncated or corrupted: checkpoints, metrics
        "train split", {f.victim, f.empty_dir}},
       {"txl: corpus without a valid split", train_over_victim(with_value("txl", "corpus", no_valid)), "valid",
        {f.victim, no_valid}},
-      {"txl: a PNG as the training text", train_over_victim(with_value("txl", "corpus", f.png)), "is a file",
+      {"txl: corpus names a PNG", train_over_victim(with_value("txl", "corpus", f.png)), "is a file",
        {f.victim}},
       {"graphormer: dataset names a directory", train_over_victim(with_value("graphormer", "dataset", f.empty_dir)),
        "is a directory", {f.victim, f.empty_dir}, "dataset"},
@@ -680,4 +681,34 @@ TEST_CASE("damaged data: fixed by robust-ckpt and robust-data branches") {
        train_over_victim(with_value("txl", "corpus", cut_gz)), "train.txt.gz", {f.victim, cut_gz}},
   };
   check_table(rows);
+}
+
+TEST_CASE("printable: control and non-UTF-8 bytes escaped, UTF-8 kept, idempotent; one trimming rule") {
+  using urpe::printable;
+  CHECK(printable("steps = 1\v2") == "steps = 1\\x0b2");
+  CHECK(printable("a\tb\nc\rd\x7f") == "a\\tb\\nc\\rd\\x7f");
+  CHECK(printable("\x1b[31m") == "\\x1b[31m");
+  CHECK(printable("lr ≥ 0, µ") == "lr ≥ 0, µ");                       // UTF-8 stays
+  CHECK(printable("\xff\xfe") == "\\xff\\xfe");                        // not UTF-8
+  CHECK(printable("\xe2\x89") == "\\xe2\\x89");                        // a cut sequence
+  CHECK(printable("\xc0\xaf") == "\\xc0\\xaf");                        // an overlong '/'
+  CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");               // a surrogate
+  CHECK(printable(printable("x\vy\xff")) == printable("x\vy\xff"));
+  // Every isspace character around keys and values, for the parser and for the schema choice.
+  for (const char* space : {" ", "\t", "\v", "\f", "\r"}) {
+    std::string key, value;
+    const std::string line = std::string(space) + "model" + space + "=" + space + "txl" + space;
+    INFO(urpe::printable(line));
+    CHECK(urpe::read_config_line(line, key, value));
+    CHECK(key == "model");
+    CHECK(value == "txl");
+    CHECK(urpe::model_named_in(line + "\n") == "txl");
+    CHECK(urpe::config_from_text(line + "\ncorpus = x\n", "t").get_string("model") == "txl");
+  }
+  std::string key, value;
+  CHECK(!urpe::read_config_line("  # model = txl", key, value));
+  CHECK(!urpe::read_config_line("model txl", key, value));
+  CHECK(urpe::read_config_line("model = \"txl\" # quoted", key, value));
+  CHECK(value == "txl");
+  CHECK(urpe::model_named_in("model = 'txl'\n") == "'txl'");  // the parser would refuse it too
 }

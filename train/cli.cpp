@@ -9,7 +9,7 @@
 
 #include "tensor/error.h"
 #include "train/commands.h"
-#include "train/config.h"
+#include "train/printable.h"
 
 namespace urpe::cli {
 

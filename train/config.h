@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "train/printable.h"  // error messages here echo user text through printable()
+
 namespace urpe {
 
 enum class ConfigType { integer, real, string, boolean, choice };
@@ -105,11 +107,5 @@ std::string trim_config_space(const std::string& text);
 // its value (quotes and a trailing comment removed), false for a blank or comment line or one
 // apply_text would refuse (it reports those).
 bool read_config_line(const std::string& line, std::string& key, std::string& value);
-
-// User text made safe to echo inside a one-line error message: control bytes and bytes that are
-// not UTF-8 become \xNN (\t, \n, \r as such), so a stray vertical tab or a binary file can neither
-// split the line nor garble the terminal. Printable text, UTF-8 included, is unchanged, so
-// escaping twice is the same as once.
-std::string printable(const std::string& text);
 
 }  // namespace urpe

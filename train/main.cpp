@@ -6,7 +6,7 @@
 
 #include "tensor/error.h"
 #include "train/cli.h"
-#include "train/config.h"
+#include "train/printable.h"
 #include "train/runtime_env.h"
 
 int main(int argc, char** argv) {
