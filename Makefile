@@ -35,7 +35,7 @@ test: build
 # The demo and the bench need only the binary, not the test suites (nor their simulator copy).
 demo: configure
 	cmake --build $(BUILD) -j $(JOBS) --target urpe
-	./$(BUILD)/urpe demo
+	./$(BUILD)/urpe demo --overwrite
 
 bench: configure
 	cmake --build $(BUILD) -j $(JOBS) --target urpe

@@ -5,12 +5,21 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "cli_util.h"
 #include "doctest/doctest.h"
 #include "tensor/cuda_backend.h"
+#include "train/checkpoint.h"
+#include "train/encoder_trainer.h"
+#include "train/lm_config.h"
+#include "train/lm_trainer.h"
+#include "train/molecule_config.h"
+#include "train/run_config.h"
+#include "train/run_control.h"
 
 namespace {
 
@@ -126,4 +135,133 @@ TEST_CASE("Ctrl-C saves a checkpoint and --resume finishes the run") {
   CHECK(checkpoint.good());
   const Result resume = run_urpe("train --resume " + dir + " --quiet --set steps=3");
   CHECK(resume.code != 0);  // a resumed run keeps its stored config
+}
+
+namespace {
+
+// Config text with its `device = cpu` line saying `device = cuda` (alignment and comment kept).
+std::string on_cuda(const std::string& text) {
+  std::istringstream lines(text);
+  std::string line, key, value, out;
+  int changed = 0;
+  while (std::getline(lines, line)) {
+    if (urpe::read_config_line(line, key, value) && key == "device") {
+      REQUIRE(value == "cpu");
+      const size_t at = line.find("cpu", line.find('='));
+      line.replace(at, 3, "cuda");
+      ++changed;
+    }
+    out += line + "\n";
+  }
+  REQUIRE(changed == 1);
+  return out;
+}
+
+// Rewrites a CPU run directory as a run trained with `device = cuda` records itself: config.txt
+// and the checkpoint's config say `device = cuda` (the only places the device is kept; the
+// tensors are host bytes either way). The checkpoint is written again by save_checkpoint, as
+// the CUDA run would have written it, from the model, Adam state and progress it holds.
+void record_as_cuda_run(const std::string& dir) {
+  using namespace urpe;
+  const std::string path = dir + "/model.safetensors";
+  const std::string config_text = read_checkpoint_info(path).config_text;
+  const std::string cuda_text = on_cuda(config_text);
+  const Config config = config_from_text(config_text, path);
+  const std::string model = config.get_string("model");
+  auto rewrite = [&](const ParameterSet& params) {
+    Adam adam(params.tensors(), adam_config_from(config));
+    const CheckpointInfo info = load_checkpoint(path, params, &adam);
+    save_checkpoint(path, params, &adam, info.progress, cuda_text, info.state);
+  };
+  if (model == "txl") {
+    rewrite(TransformerXL(txl_config_from(config, corpus_from_config(config).vocab.size()), 0).parameters());
+  } else if (model == "graphormer") {
+    rewrite(Graphormer(graphormer_config_from(config), 0).parameters());
+  } else {
+    rewrite(TransformerEncoder(encoder_config_from(config), 0).parameters());
+  }
+  std::ifstream in(dir + "/config.txt");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ofstream(dir + "/config.txt", std::ios::trunc) << on_cuda(text);
+  REQUIRE(config_from_text(read_checkpoint_info(path).config_text, path).get_string("device") == "cuda");
+}
+
+}  // namespace
+
+TEST_CASE("eval --device cpu scores a run trained with device = cuda, and gets its metric again") {
+  const std::string corpus = temp_dir("device_corpus");
+  std::system(("mkdir -p " + corpus).c_str());
+  std::string words;
+  for (int k = 0; k < 400; ++k) words += (k % 7 == 0 ? "the cat sat .\n" : k % 3 ? "a dog ran to the mat .\n" : "birds fly .\n");
+  for (const char* split : {"train", "valid", "test"}) std::ofstream(corpus + "/" + split + ".txt") << words;
+  const std::vector<std::string> families = {
+      kTiny,
+      "--set model=txl --set corpus=" + corpus + " --set layers=1 --set d_model=16 --set heads=2 --set d_head=8 "
+      "--set d_inner=16 --set tgt_len=8 --set mem_len=8 --set batch=4 --set steps=4 --set warmup=1 --set eval_every=2 "
+      "--set eval_batch=2 --set cutoffs= --quiet",
+      "--preset graphormer-tiny --set layers=1 --set d_model=8 --set d_ffn=8 --set heads=2 --set steps=4 "
+      "--set warmup=1 --set eval_every=2 --set eval_batch=512 --quiet"};
+  for (size_t k = 0; k < families.size(); ++k) {
+    const std::string dir = temp_dir("device_" + std::to_string(k));
+    INFO(families[k]);
+    const Result train = run_urpe("train --out " + dir + " " + families[k]);
+    INFO(train.output);
+    REQUIRE(train.code == 0);
+    const Result before = run_urpe("eval --run " + dir);
+    REQUIRE(before.code == 0);
+    record_as_cuda_run(dir);
+    if (!urpe::cuda::built_with_cuda() || urpe::cuda::device_count() == 0) {
+      // Without a GPU the run's own device cannot be opened; the error says what to do.
+      check_one_line_error(run_urpe("eval --run " + dir), "--device cpu");
+    }
+    const Result after = run_urpe("eval --run " + dir + " --device cpu");
+    INFO(after.output);
+    CHECK(after.code == 0);
+    CHECK(after.output == before.output);  // the same step, metric and count, to the printed digit
+    check_one_line_error(run_urpe("eval --run " + dir + " --device gpu"), "expected cpu, cuda or cuda:N");
+  }
+}
+
+TEST_CASE("--overwrite replaces the run in --out: nothing of the old run stays, other files do") {
+  namespace fs = std::filesystem;
+  const std::string dir = temp_dir("overwrite");
+  REQUIRE(run_urpe("train --out " + dir + " " + kTiny).code == 0);
+  // What the old run (or an old repro) left that the new run will not write, and a file of the user's.
+  std::ofstream(dir + "/plots/old.png") << "stale";
+  std::ofstream(dir + "/results.md") << "# an old table\n";
+  std::ofstream(dir + "/notes.txt") << "mine\n";
+  check_one_line_error(run_urpe("train --out " + dir + " " + kTiny), "pass --overwrite");
+  CHECK(fs::exists(dir + "/plots/old.png"));
+
+  const Result again = run_urpe("train --out " + dir + " " + kTiny + " --set seed=7 --overwrite");
+  INFO(again.output);
+  REQUIRE(again.code == 0);
+  CHECK(!fs::exists(dir + "/plots/old.png"));
+  CHECK(!fs::exists(dir + "/results.md"));
+  CHECK(!fs::exists(dir + "/.urpe-replaced"));
+  CHECK(fs::exists(dir + "/notes.txt"));
+  CHECK(fs::exists(dir + "/plots/curves.png"));
+  std::ifstream config(dir + "/config.txt");
+  const std::string text((std::istreambuf_iterator<char>(config)), std::istreambuf_iterator<char>());
+  CHECK(text.find("seed         = 7") != std::string::npos);
+  CHECK(run_urpe("eval --run " + dir).code == 0);
+}
+
+TEST_CASE("--overwrite: a run that fails after its first checkpoint is kept (resumable), the old one goes") {
+  namespace fs = std::filesystem;
+  const std::string dir = temp_dir("overwrite_late");
+  REQUIRE(run_urpe("train --out " + dir + " " + kTiny).code == 0);
+  std::ofstream(dir + "/plots/old.png") << "stale";
+  // lr = 1e30 with an evaluation (and checkpoint) after step 1: step 2 diverges.
+  const Result r = run_urpe("train --out " + dir +
+                            " --set seq_len=8 --set vocab=6 --set layers=1 --set d_model=16 --set heads=2"
+                            " --set d_ff=32 --set batch=4 --set steps=6 --set warmup=0 --set eval_every=1"
+                            " --set valid_size=16 --set lr=1e30 --quiet --overwrite");
+  check_one_line_error(r, "diverged");
+  CHECK(fs::exists(dir + "/model.safetensors"));
+  CHECK(!fs::exists(dir + "/plots/old.png"));
+  CHECK(!fs::exists(dir + "/.urpe-replaced"));
+  std::ifstream config(dir + "/config.txt");
+  const std::string text((std::istreambuf_iterator<char>(config)), std::istreambuf_iterator<char>());
+  CHECK(text.find("lr           = 1e+30") != std::string::npos);
 }

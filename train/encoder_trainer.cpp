@@ -67,6 +67,7 @@ EncoderConfig encoder_config_from(const Config& config) {
   URPE_CHECK(c.heads > 0 && c.d_model % c.heads == 0,
              "config: heads (" << c.heads << ") must divide d_model (" << c.d_model << ")");
   URPE_CHECK(c.dropout >= 0.0f && c.dropout < 1.0f, "config: dropout must be in [0, 1), got " << c.dropout);
+  URPE_CHECK(c.init_std > 0.0f, "config: init_std must be positive, got " << c.init_std);
   return c;
 }
 

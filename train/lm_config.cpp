@@ -8,6 +8,8 @@
 
 #include "data/corpus.h"
 #include "tensor/error.h"
+#include "train/config_checks.h"
+#include "train/io/run_dir.h"
 
 namespace urpe {
 
@@ -74,7 +76,36 @@ std::vector<int64_t> parse_cutoffs(const std::string& text) {
 
 std::string corpus_dir_from(const Config& config) {
   const std::string corpus = config.get_string("corpus");
-  return corpus == "embedded" ? data::embedded_corpus_dir() : corpus;
+  if (corpus == "embedded") return data::embedded_corpus_dir();
+  check_txl_paths(config);
+  return corpus;
+}
+
+void check_txl_paths(const Config& config) {
+  const std::string corpus = config.get_string("corpus");
+  if (corpus == "embedded") return;
+  URPE_CHECK(path_exists(corpus),
+             "corpus directory '" << corpus << "' (config key `corpus`) does not exist; it should hold the "
+                                  << "train/valid/test splits in WikiText format (for txl-base: the wiki.*.tokens "
+                                  << "files of wikitext-103-v1), or use corpus = embedded");
+  URPE_CHECK(is_directory(corpus),
+             "config: corpus '" << corpus << "' is a file; expected a directory holding the train/valid/test "
+                                << "splits (train.txt, valid.txt, test.txt, plain or .gz, or wiki.*.tokens)");
+}
+
+void check_txl_values(const Config& c) {
+  using namespace config_check;
+  for (const char* key : {"layers", "heads", "d_head", "d_inner", "tgt_len", "eval_batch"}) int_at_least(c, key, 1);
+  URPE_CHECK(c.get_int("d_model") > 0 && c.get_int("d_model") % 2 == 0,
+             "config: d_model must be positive and even (sinusoidal positions pair its dimensions), got "
+                 << c.get_int("d_model"));
+  int_at_least(c, "mem_len", 0);
+  probability(c, "dropout");
+  probability(c, "dropatt");
+  positive(c, "init_std");
+  int_at_least(c, "max_eval_tokens", 0);
+  parse_cutoffs(c.get_string("cutoffs"));
+  eval_settings_from(c);  // eval_tgt_len, eval_mem_len, same_length
 }
 
 TransformerXLConfig txl_config_from(const Config& config, int64_t vocab) {
@@ -112,6 +143,14 @@ TransformerXLConfig txl_config_from(const Config& config, int64_t vocab) {
 
 LmEvalSettings eval_settings_from(const Config& config) {
   LmEvalSettings e;
+  // The keys the eval_* ones fall back on are checked first, so their errors name the key the
+  // user set (tgt_len = 0, not the eval_tgt_len derived from it).
+  URPE_CHECK(config.get_int("tgt_len") > 0, "config: tgt_len must be positive, got " << config.get_int("tgt_len"));
+  URPE_CHECK(config.get_int("mem_len") >= 0, "config: mem_len must be >= 0, got " << config.get_int("mem_len"));
+  URPE_CHECK(config.get_int("eval_tgt_len") >= 0,
+             "config: eval_tgt_len must be positive (or 0 for tgt_len), got " << config.get_int("eval_tgt_len"));
+  URPE_CHECK(config.get_int("eval_mem_len") >= -1,
+             "config: eval_mem_len must be >= 0 (or -1 for mem_len), got " << config.get_int("eval_mem_len"));
   e.batch = config.get_int("eval_batch");
   e.tgt_len = config.get_int("eval_tgt_len");
   if (e.tgt_len == 0) e.tgt_len = config.get_int("tgt_len");

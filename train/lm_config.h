@@ -23,7 +23,15 @@ void add_txl_keys(ConfigSchema& schema);
 std::vector<int64_t> parse_cutoffs(const std::string& text);
 
 // The corpus directory a config names: `corpus = embedded` is the corpus shipped with urpe.
+// A path that is missing or is a file is an error naming the key.
 std::string corpus_dir_from(const Config& config);
+
+// What the txl keys mean, checked without reading the corpus (run by check_config_values):
+// positive sizes, even d_model, dropouts in [0, 1), tgt_len > 0, mem_len >= 0, the eval_* keys
+// and cutoffs; each error names the key the user sets.
+void check_txl_values(const Config& config);
+// `corpus` names a directory (run by check_config_paths).
+void check_txl_paths(const Config& config);
 
 // The model a config describes for a corpus of `vocab` tokens. Checks the values a model would
 // otherwise reject later (heads, cutoffs against the vocabulary, dropout range) with messages

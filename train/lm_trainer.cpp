@@ -235,7 +235,7 @@ LmTrainOutcome train_lm(const Config& config, const std::string& out_dir, const 
 // ---- evaluating a run directory ----
 
 LmRunEval evaluate_lm_run(const std::string& run_dir, const std::string& split, const LmEvalSettings* settings,
-                          const data::Corpus* corpus_in) {
+                          const data::Corpus* corpus_in, const std::string& device) {
   URPE_CHECK(split == "valid" || split == "test", "evaluation split must be valid or test, got '" << split << "'");
   const std::string checkpoint = join_path(run_dir, "model.safetensors");
   URPE_CHECK(path_exists(checkpoint), "'" << run_dir << "' has no model.safetensors (not a run directory?)");
@@ -245,7 +245,8 @@ LmRunEval evaluate_lm_run(const std::string& run_dir, const std::string& split, 
   data::Corpus loaded;
   if (!corpus_in) loaded = corpus_from_config(out.config);
   const data::Corpus& corpus = corpus_in ? *corpus_in : loaded;
-  TransformerXL model(txl_config_from(out.config, corpus.vocab.size()), 0, parse_device(out.config.get_string("device")));
+  TransformerXL model(txl_config_from(out.config, corpus.vocab.size()), 0,
+                      parse_device(device.empty() ? out.config.get_string("device") : device));
   out.step = load_checkpoint(checkpoint, model.parameters(), nullptr).progress.step;
   out.params = model.parameters().count();
   out.settings = settings ? *settings : eval_settings_from(out.config);

@@ -68,7 +68,8 @@ LmTrainOutcome train_lm(const Config& config, const std::string& out_dir, const 
                         const data::Corpus* corpus = nullptr);
 
 // A run directory's checkpoint evaluated on "valid" or "test" with the run's eval settings, or
-// with `settings` when given (e.g. eval_mem_len = 0 to measure what the memory buys).
+// with `settings` when given (e.g. eval_mem_len = 0 to measure what the memory buys), on
+// `device` ("cpu", "cuda:1"; empty: the run's own `device` key).
 struct LmRunEval {
   Config config;
   int64_t step = 0;
@@ -77,6 +78,7 @@ struct LmRunEval {
   LmEvalResult result;
 };
 LmRunEval evaluate_lm_run(const std::string& run_dir, const std::string& split,
-                          const LmEvalSettings* settings = nullptr, const data::Corpus* corpus = nullptr);
+                          const LmEvalSettings* settings = nullptr, const data::Corpus* corpus = nullptr,
+                          const std::string& device = "");
 
 }  // namespace urpe

@@ -1,10 +1,13 @@
 // Graphormer run keys. Model defaults are GraphormerConfig's (the paper's ZINC "slim" sizes, GV1).
 #include "train/molecule_config.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
 #include "tensor/error.h"
+#include "train/config_checks.h"
+#include "train/io/run_dir.h"
 
 namespace urpe {
 
@@ -71,6 +74,32 @@ data::CollateOptions collate_options_from(const Config& config) {
   URPE_CHECK(o.multi_hop_max_dist >= 1,
              "config: multi_hop_max_dist must be at least 1, got " << o.multi_hop_max_dist);
   return o;
+}
+
+void check_graphormer_values(const Config& c) {
+  using namespace config_check;
+  for (const char* key : {"layers", "d_model", "d_ffn", "heads", "eval_batch"}) int_at_least(c, key, 1);
+  heads_divide(c, "heads", "d_model");
+  for (const char* key : {"dropout", "attention_dropout", "input_dropout"}) probability(c, key);
+  int_between(c, "multi_hop_max_dist", 1, GraphormerConfig().num_edge_dis);
+  int_at_least(c, "max_spd", 1);
+  positive(c, "init_std");
+  non_negative(c, "end_lr");
+  int_at_least(c, "train_subset", 0);
+  int_between(c, "max_nodes", 1, INT32_MAX);  // the collation's node index is an int32
+}
+
+// A path key that must name a file: an error when it is missing or a directory.
+static void check_file_key(const Config& c, const std::string& key, const std::string& expected) {
+  const std::string path = c.get_string(key);
+  URPE_CHECK(path_exists(path), "config: " << key << " '" << path << "' does not exist (expected " << expected << ")");
+  URPE_CHECK(!is_directory(path), "config: " << key << " '" << path << "' is a directory (expected " << expected << ")");
+}
+
+void check_graphormer_paths(const Config& c) {
+  if (c.get_string("dataset") != "embedded") check_file_key(c, "dataset", "'embedded' or a CSV file, plain or .gz");
+  const std::string split = c.get_string("split");
+  if (split != "auto" && split != "seeded") check_file_key(c, "split", "auto, seeded or a row,split CSV file");
 }
 
 }  // namespace urpe

@@ -3,8 +3,10 @@
 #include "train/run_config.h"
 
 #include "tensor/error.h"
+#include "train/config_checks.h"
 #include "train/molecule_config.h"
 #include "train/lm_config.h"
+#include "train/io/run_dir.h"
 
 #include <fstream>
 #include <sstream>
@@ -46,6 +48,32 @@ void add_encoder_keys(ConfigSchema& s) {
   s.add_int("valid_size", 512, "validation sequences (a fixed set drawn from another seed)");
 }
 
+// What the common keys mean (config_checks.h): the optimizer and loop of every family.
+void check_common_values(const Config& c) {
+  using namespace config_check;
+  every_float_fits_float32(c);
+  int_at_least(c, "steps", 1);
+  int_at_least(c, "batch", 1);
+  positive(c, "lr");
+  int_at_least(c, "warmup", 0);
+  URPE_CHECK(c.get_int("warmup") <= c.get_int("steps"),
+             "config: warmup (" << c.get_int("warmup") << ") must not exceed steps (" << c.get_int("steps") << ")");
+  non_negative(c, "weight_decay");
+  non_negative(c, "clip");
+  int_at_least(c, "eval_every", 1);
+  device_name(c, "device");
+}
+
+void check_encoder_values(const Config& c) {
+  using namespace config_check;
+  URPE_CHECK(c.get_int("seq_len") > 1, "config: seq_len must be > 1, got " << c.get_int("seq_len"));
+  int_at_least(c, "vocab", 2);
+  for (const char* key : {"layers", "d_model", "heads", "d_ff", "valid_size"}) int_at_least(c, key, 1);
+  heads_divide(c, "heads", "d_model");
+  probability(c, "dropout");
+  positive(c, "init_std");
+}
+
 ConfigSchema build_schema(const std::string& model) {
   ConfigSchema s;
   add_common_keys(s);
@@ -73,7 +101,7 @@ const ConfigSchema& schema_for_model(const std::string& model) {
     if (families[k] == model) return schemas[k];
   std::string known;
   for (const std::string& f : families) known += (known.empty() ? "" : ", ") + f;
-  URPE_FAIL("model '" << model << "' is not a model family (expected one of: " << known << ")");
+  URPE_FAIL("model '" << printable(model) << "' is not a model family (expected one of: " << known << ")");
 }
 
 // Graphormer: the model sizes are GraphormerConfig's presets (models/graphormer.h). The tiny
@@ -145,19 +173,12 @@ const Preset& find_preset(const std::string& name) {
 }
 
 std::string model_named_in(const std::string& text) {
+  // Lines are read exactly as Config::apply_text reads them (same trimming, quotes, comments), so
+  // the family picked here is the one the parser then finds in the text.
   std::istringstream lines(text);
-  std::string line, model = "encoder";
-  while (std::getline(lines, line)) {
-    const size_t hash = line.find('#');
-    if (hash != std::string::npos) line = line.substr(0, hash);
-    const size_t eq = line.find('=');
-    if (eq == std::string::npos) continue;
-    auto trim = [](std::string t) {
-      const size_t a = t.find_first_not_of(" \t\r\"'"), b = t.find_last_not_of(" \t\r\"'");
-      return a == std::string::npos ? std::string() : t.substr(a, b - a + 1);
-    };
-    if (trim(line.substr(0, eq)) == "model") model = trim(line.substr(eq + 1));
-  }
+  std::string line, key, value, model = "encoder";
+  while (std::getline(lines, line))
+    if (read_config_line(line, key, value) && key == "model") model = value;
   return model;
 }
 
@@ -165,11 +186,17 @@ Config resolve_config(const std::string& preset, const std::string& config_file,
                       const std::vector<std::string>& overrides) {
   std::string file_text;
   if (!config_file.empty()) {
-    std::ifstream in(config_file);
+    // An ifstream reads a directory as an empty file, which would train on the defaults.
+    URPE_CHECK(!is_directory(config_file),
+               "config file '" << config_file << "' is a directory (expected a file of 'key = value' lines)");
+    std::ifstream in(config_file, std::ios::binary);
     URPE_CHECK(in.good(), "config file '" << config_file << "' cannot be read (missing or unreadable)");
     std::stringstream text;
     text << in.rdbuf();
     file_text = text.str();
+    const size_t nul = file_text.find('\0');
+    URPE_CHECK(nul == std::string::npos, "config file '" << config_file << "' is not a text file (a NUL byte at "
+                                                         << "offset " << nul << "); expected 'key = value' lines");
   }
   // The family decides the schema: the last word on `model` wins (preset < file < --set).
   std::string all = preset.empty() ? "" : find_preset(preset).text;
@@ -179,13 +206,29 @@ Config resolve_config(const std::string& preset, const std::string& config_file,
   if (!preset.empty()) config.apply_text(find_preset(preset).text, "preset " + preset);
   if (!config_file.empty()) config.apply_text(file_text, config_file);
   for (const std::string& assignment : overrides) config.apply_override(assignment);
+  check_config_values(config);
   return config;
 }
 
 Config config_from_text(const std::string& text, const std::string& source) {
   Config config(schema_for_model(model_named_in(text)));
   config.apply_text(text, source);
+  check_config_values(config);
   return config;
+}
+
+void check_config_values(const Config& config) {
+  check_common_values(config);
+  const std::string model = config.get_string("model");
+  if (model == "encoder") check_encoder_values(config);
+  if (model == "txl") check_txl_values(config);
+  if (model == "graphormer") check_graphormer_values(config);
+}
+
+void check_config_paths(const Config& config) {
+  const std::string model = config.get_string("model");
+  if (model == "txl") check_txl_paths(config);
+  if (model == "graphormer") check_graphormer_paths(config);
 }
 
 std::string run_config_help() {

@@ -36,6 +36,15 @@ Config resolve_config(const std::string& preset, const std::string& config_file,
 // A resolved config text (config.txt, a checkpoint's metadata) read back with its family's schema.
 Config config_from_text(const std::string& text, const std::string& source);
 
+// Every value checked against what its key means (lr > 0, dropout in [0, 1), warmup <= steps,
+// heads dividing d_model, ...) for the config's family: one error naming the key the user sets.
+// resolve_config and config_from_text run it, so a bad value stops a command before any data is
+// read or directory touched.
+void check_config_values(const Config& config);
+// The files and directories the config names exist and are of the right kind (txl: `corpus` a
+// directory; graphormer: `dataset` and a `split` path files); one error naming the key.
+void check_config_paths(const Config& config);
+
 // Help text for `urpe train --help`: the keys of every family with type, default and meaning,
 // then the presets.
 std::string run_config_help();

@@ -9,6 +9,7 @@
 
 #include "tensor/error.h"
 #include "train/cli/command_table.h"
+#include "train/io/printable.h"
 
 namespace urpe::cli {
 
@@ -102,6 +103,14 @@ static Args parse(const CommandSpec& spec, int argc, char** argv) {
     }
     args.options.emplace(name, value);
   }
+  // A stray word is refused rather than ignored: it is usually a mistyped option or a value whose
+  // option was forgotten, and silently running without it would not be what was asked for.
+  if (args.positional.size() > spec.positional) {
+    const std::string& extra = args.positional[spec.positional];
+    URPE_FAIL("unexpected argument '" << extra << "' for 'urpe " << spec.name << "'"
+                                      << (spec.positional ? " after '" + args.positional[0] + "'" : std::string())
+                                      << " (options start with --; see 'urpe " << spec.name << " --help')");
+  }
   return args;
 }
 
@@ -118,7 +127,7 @@ int run(int argc, char** argv) {
   }
   const CommandSpec* spec = find_command(name);
   if (!spec) {
-    std::cerr << "urpe: error: unknown command '" << name << "' (run 'urpe --help' to list the commands)\n";
+    std::cerr << "urpe: error: unknown command '" << printable(name) << "' (run 'urpe --help' to list the commands)\n";
     return 1;
   }
   for (int i = 2; i < argc; ++i) {
@@ -136,7 +145,7 @@ int run(int argc, char** argv) {
   try {
     args = parse(*spec, argc, argv);
   } catch (const Error& e) {
-    std::cerr << "urpe: error: " << e.what() << "\n";
+    std::cerr << "urpe: error: " << printable(e.what()) << "\n";
     return 1;
   }
   return spec->run(args);

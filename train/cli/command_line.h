@@ -35,6 +35,7 @@ struct CommandSpec {
   std::function<int(const Args&)> run;  // empty: the command arrives with a later issue
   std::string pending_note;             // what brings it, when run is empty
   std::string details;                  // extra help text (e.g. the config keys)
+  size_t positional = 0;                // words it takes besides options (repro, bench: which one)
 };
 
 // All subcommands, in help order. Defined in command_table.cpp; handlers live in their own files.

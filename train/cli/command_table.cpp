@@ -7,39 +7,50 @@
 
 namespace urpe::cli {
 
+// The same promise for every command that writes a directory (see run_dir.h, OutputClaim).
+static const char* const kOverwriteHelp =
+    "replace the run already in DIR (its config.txt, metrics.csv, model.safetensors, results.*, plots/, "
+    "runs/; other files stay). Without it such a DIR is refused";
+
 std::vector<CommandSpec> command_table() {
   std::vector<CommandSpec> table;
 
-  table.push_back({"demo", "demo [--out DIR] [--device cpu|cuda]",
+  table.push_back({"demo", "demo [--out DIR] [--overwrite] [--device cpu|cuda]",
                    "tiny URPE vs RPE vs noPE run on the synthetic tasks; prints a table, writes plots",
                    {{"out", "DIR", "runs/demo", "where the runs, table and plots go"},
+                    {"overwrite", "", "", kOverwriteHelp},
                     {"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
                     {"seed", "N", "1", "random seed"}},
-                   run_demo, "", ""});
+                   run_demo, "", "", 0});
 
-  table.push_back({"train", "train --preset NAME | --config FILE [--set key=value]... --out DIR",
+  table.push_back({"train", "train --preset NAME | --config FILE [--set key=value]... --out DIR [--overwrite]",
                    "train one model from a preset or a config file",
                    {{"preset", "NAME", "", "a built-in configuration"},
                     {"config", "FILE", "", "a config file of 'key = value' lines"},
                     {"set", "KEY=VALUE", "", "override one config key (repeatable)"},
                     {"out", "DIR", "", "run directory (config, metrics, checkpoint, plots)"},
+                    {"overwrite", "", "", kOverwriteHelp},
                     {"resume", "DIR", "", "continue a run from its checkpoint"},
                     {"profile-steps", "A:B", "", "wrap training steps A..B in cudaProfilerStart/Stop (for nsys/ncu --profile-from-start off)"},
                     {"tf32", "", "", "allow TF32 tensor-core GEMMs on CUDA (off by default: full fp32)"},
                     {"quiet", "", "", "no progress output"}},
-                   run_train, "", run_config_help()});
+                   run_train, "", run_config_help(), 0});
 
-  table.push_back({"eval", "eval --run DIR [--split valid|test]",
+  table.push_back({"eval", "eval --run DIR [--split valid|test] [--device cpu|cuda]",
                    "evaluate a trained run's checkpoint on a split",
                    {{"run", "DIR", "", "run directory written by 'urpe train'"},
-                    {"split", "NAME", "valid", "valid or test"}},
-                   run_eval, "", ""});
+                    {"split", "NAME", "valid", "valid or test"},
+                    {"device", "NAME", "the run's",
+                     "cpu, cuda or cuda:N: where to evaluate (a run trained on a GPU can be scored on a CPU)"}},
+                   run_eval, "", "", 0});
 
-  table.push_back({"repro", "repro synthetic|lm|molecules|table5 [--scale tiny|small|paper] [--seeds K] --out DIR",
+  table.push_back({"repro", "repro synthetic|lm|molecules|table5 [--scale tiny|small|paper] [--seeds K] --out DIR "
+                   "[--overwrite]",
                    "reproduce one of the paper's experiments and write results.md/json and plots",
                    {{"scale", "NAME", "tiny", "tiny, small or paper"},
                     {"seeds", "K", "1", "number of seeds per configuration"},
                     {"out", "DIR", "", "output directory"},
+                    {"overwrite", "", "", kOverwriteHelp},
                     {"device", "NAME", "cpu", "cpu, cuda or cuda:N"}},
                    run_repro, "",
                    "Experiments: synthetic (built: noPE/RPE/URPE on PI and ETP, Figure 1 and 2);\n"
@@ -47,11 +58,12 @@ std::vector<CommandSpec> command_table() {
                    "embedded corpus on a CPU; paper = the WikiText-103 base at L = 4, 8, 16, needs the\n"
                    "wikitext-103 directory and a GPU);\n"
                    "molecules (built: Graphormer vs Graphormer + URPE, Table 2);\n"
-                   "table5 (efficiency, not built yet).\n"});
+                   "table5 (efficiency, not built yet).\n",
+                   1});
 
   table.push_back({"plot", "plot --run DIR", "redraw a run's plots from its files",
                    {{"run", "DIR", "", "run directory"}},
-                   run_plot, "", ""});
+                   run_plot, "", "", 0});
 
   table.push_back({"bench", "bench kernels|step [--device cpu|cuda] [--tf32] [--sizes table5|smoke]",
                    "time the kernels or a training step",
@@ -66,7 +78,8 @@ std::vector<CommandSpec> command_table() {
                    "runs, at the paper's Table 5 sizes (batch 32, 12 heads, head dim 64, N = 128/256/512),\n"
                    "each row as a % of the copy bandwidth and sgemm rate measured at start on the device.\n"
                    "'bench step' times a full training step of the URPE encoder (n=128, d=128, 4 heads,\n"
-                   "2 layers, d_ff 512, batch 32); --repeats sets its timed steps (default 20).\n"});
+                   "2 layers, d_ff 512, batch 32); --repeats sets its timed steps (default 20).\n",
+                   1});
   return table;
 }
 

@@ -6,6 +6,7 @@
 
 #include "tensor/error.h"
 #include "train/cli/command_line.h"
+#include "train/io/printable.h"
 #include "train/cli/runtime_env.h"
 
 int main(int argc, char** argv) {
@@ -13,10 +14,11 @@ int main(int argc, char** argv) {
   try {
     return urpe::cli::run(argc, argv);
   } catch (const urpe::Error& e) {
-    std::fprintf(stderr, "urpe: error: %s\n", e.what());
+    // printable: one line whatever the message echoes (a file name with a newline, binary bytes).
+    std::fprintf(stderr, "urpe: error: %s\n", urpe::printable(e.what()).c_str());
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "urpe: internal error: %s\n", e.what());
+    std::fprintf(stderr, "urpe: internal error: %s\n", urpe::printable(e.what()).c_str());
     return 2;
   }
 }

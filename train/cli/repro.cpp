@@ -1,4 +1,5 @@
-// `urpe repro` and `urpe demo`: the paper's experiments as single commands.
+// `urpe repro` and `urpe demo`: the paper's experiments as single commands. Both take their --out
+// directory through an OutputClaim: another run there is refused unless --overwrite.
 #include <cstdio>
 
 #include "tensor/error.h"
@@ -10,6 +11,29 @@
 
 namespace urpe::cli {
 
+// One of the built experiments at `scale` into `out` (already claimed).
+static void run_experiment(const std::string& experiment, const std::string& scale, long seeds,
+                           const std::string& device, const std::string& out) {
+  if (experiment == "synthetic") {
+    SyntheticGrid grid = synthetic_grid_for_scale(scale);
+    grid.seeds = seeds;
+    grid.device = device;
+    run_synthetic_grid(grid, out, "synthetic");
+  } else if (experiment == "lm") {
+    LmReproPlan plan = lm_plan_for_scale(scale);
+    plan.seeds = seeds;
+    plan.device = device;
+    run_lm_repro(plan, out);
+  } else {
+    MoleculeRepro repro = molecule_repro_for_scale(scale);
+    repro.seeds = seeds;
+    repro.device = device;
+    run_molecule_repro(repro, out);
+  }
+  std::printf("\n%s\nwrote %s/results.md, %s/results.json and %s/plots/\n",
+              read_text_file(join_path(out, "results.md")).c_str(), out.c_str(), out.c_str(), out.c_str());
+}
+
 int run_repro(const Args& args) {
   URPE_CHECK(args.positional.size() == 1,
              "urpe repro: name one experiment: synthetic, lm, molecules or table5 (see 'urpe repro --help')");
@@ -18,38 +42,21 @@ int run_repro(const Args& args) {
   URPE_CHECK(!out.empty(), "urpe repro: --out DIR is required");
   const long seeds = args.get_int("seeds", 1);
   URPE_CHECK(seeds >= 1 && seeds <= 100, "urpe repro: --seeds must be between 1 and 100, got " << seeds);
-  if (experiment == "synthetic") {
-    SyntheticGrid grid = synthetic_grid_for_scale(args.get("scale", "tiny"));
-    grid.seeds = seeds;
-    grid.device = args.get("device", "cpu");
-    run_synthetic_grid(grid, out, "synthetic");
-    std::printf("\n%s\nwrote %s/results.md, %s/results.json and %s/plots/\n",
-                read_text_file(join_path(out, "results.md")).c_str(), out.c_str(), out.c_str(), out.c_str());
-    return 0;
-  }
-  if (experiment == "lm") {
-    LmReproPlan plan = lm_plan_for_scale(args.get("scale", "tiny"));
-    plan.seeds = seeds;
-    plan.device = args.get("device", "cpu");
-    run_lm_repro(plan, out);
-    std::printf("\n%s\nwrote %s/results.md, %s/results.json and %s/plots/\n",
-                read_text_file(join_path(out, "results.md")).c_str(), out.c_str(), out.c_str(), out.c_str());
-    return 0;
-  }
-  if (experiment == "molecules") {
-    MoleculeRepro repro = molecule_repro_for_scale(args.get("scale", "tiny"));
-    repro.seeds = seeds;
-    repro.device = args.get("device", "cpu");
-    run_molecule_repro(repro, out);
-    std::printf("\n%s\nwrote %s/results.md, %s/results.json and %s/plots/\n",
-                read_text_file(join_path(out, "results.md")).c_str(), out.c_str(), out.c_str(), out.c_str());
-    return 0;
-  }
-  URPE_CHECK(experiment == "table5",
+  const std::string scale = args.get("scale", "tiny");
+  URPE_CHECK(scale == "tiny" || scale == "small" || scale == "paper",
+             "urpe repro: --scale '" << scale << "': expected tiny, small or paper");
+  const bool built = experiment == "synthetic" || experiment == "lm" || experiment == "molecules";
+  URPE_CHECK(built || experiment == "table5",
              "urpe repro: unknown experiment '" << experiment << "' (expected synthetic, lm, molecules or table5)");
-  std::fprintf(stderr, "urpe: error: 'urpe repro table5' is not built yet: it arrives with the efficiency "
-                       "benchmark (the paper's Table 5)\n");
-  return 3;
+  if (!built) {
+    std::fprintf(stderr, "urpe: error: 'urpe repro table5' is not built yet: it arrives with the efficiency "
+                         "benchmark (the paper's Table 5)\n");
+    return 3;
+  }
+  OutputClaim claim(out, "--out", args.has("overwrite"));
+  run_experiment(experiment, scale, seeds, args.get("device", "cpu"), out);
+  claim.done();
+  return 0;
 }
 
 int run_demo(const Args& args) {
@@ -60,12 +67,14 @@ int run_demo(const Args& args) {
   grid.device = args.get("device", "cpu");
   grid.first_seed = args.get_int("seed", 1);
   grid.seeds = 1;
+  OutputClaim claim(out, "--out", args.has("overwrite"));
   std::printf("urpe demo: can a Transformer tell positions apart when every token looks alike?\n"
               "Position identification (target at position i is i), n = 32, V = 100: noPE has no\n"
               "position information, RPE's softmax rows sum to 1, URPE multiplies by a learned Toeplitz C.\n\n");
   run_synthetic_grid(grid, out, "demo");
   std::printf("\n%s\nPlots: %s/plots/accuracy.png, %s/plots/curves_pi.png, %s/plots/urpe_c_pi.png\n",
               read_text_file(join_path(out, "results.md")).c_str(), out.c_str(), out.c_str(), out.c_str());
+  claim.done();
   return 0;
 }
 

@@ -9,6 +9,7 @@
 #include "train/molecule_trainer.h"
 #include "train/lm_trainer.h"
 #include "train/run_config.h"
+#include "train/io/run_dir.h"
 
 namespace urpe::cli {
 
@@ -44,23 +45,9 @@ static int eval_graphormer_command(const std::string& dir, const Config& config,
   return 0;
 }
 
-int run_train(const Args& args) {
-  const bool resume = args.has("resume");
-  const std::string out = resume ? args.get("resume") : args.get("out");
-  URPE_CHECK(!out.empty(), "urpe train: --out DIR is required (or --resume DIR)");
-  Config config = resume ? stored_config(out) : resolve_config(args.get("preset"), args.get("config"), args.all("set"));
-  if (resume) {
-    URPE_CHECK(!args.has("preset") && !args.has("config") && !args.has("set"),
-               "urpe train --resume takes the config stored in the run; drop --preset/--config/--set");
-    URPE_CHECK(!args.has("out") || args.get("out") == out,
-               "urpe train: --resume DIR and --out DIR name different directories");
-  }
+// Trains `config` into `out` with the trainer of its family; returns the exit code.
+static int train_command(const Config& config, const std::string& out, const TrainOptions& options) {
   const std::string model = config.get_string("model");
-  TrainOptions options;
-  options.resume = resume;
-  options.quiet = args.has("quiet");
-  options.profile_steps = args.get("profile-steps");
-  options.tf32 = args.has("tf32");
   if (model == "graphormer") return train_graphormer_command(config, out, options);
   if (model == "txl") {
     const LmTrainOutcome lm = train_lm(config, out, options);
@@ -78,16 +65,55 @@ int run_train(const Args& args) {
   return outcome.interrupted ? 130 : 0;
 }
 
+int run_train(const Args& args) {
+  const bool resume = args.has("resume");
+  const std::string out = resume ? args.get("resume") : args.get("out");
+  URPE_CHECK(!out.empty(), "urpe train: --out DIR is required (or --resume DIR)");
+  if (resume) {
+    URPE_CHECK(!args.has("preset") && !args.has("config") && !args.has("set"),
+               "urpe train --resume takes the config stored in the run; drop --preset/--config/--set");
+    URPE_CHECK(!args.has("out") || args.get("out") == out,
+               "urpe train: --resume DIR and --out DIR name different directories");
+    URPE_CHECK(!args.has("overwrite"), "urpe train: --resume continues the run in " << out
+                                           << " and --overwrite would replace it; pass one of them");
+  }
+  Config config = resume ? stored_config(out) : resolve_config(args.get("preset"), args.get("config"), args.all("set"));
+  TrainOptions options;
+  options.resume = resume;
+  options.quiet = args.has("quiet");
+  options.profile_steps = args.get("profile-steps");
+  options.tf32 = args.has("tf32");
+  if (resume) return train_command(config, out, options);
+  check_config_paths(config);  // a missing corpus fails here, before DIR is touched
+  const bool has_checkpoint = path_exists(join_path(out, "model.safetensors"));
+  OutputClaim claim(out, "--out", args.has("overwrite"),
+                    has_checkpoint ? "continue it with 'urpe train --resume " + out + "', " : std::string());
+  options.overwrite = true;  // the claim has checked DIR and moved an old run aside
+  const int code = train_command(config, out, options);
+  claim.done();
+  return code;
+}
+
 int run_eval(const Args& args) {
   const std::string dir = args.get("run");
   URPE_CHECK(!dir.empty(), "urpe eval: --run DIR is required");
   const std::string split = args.get("split", "valid");
   URPE_CHECK(split == "valid" || split == "test", "urpe eval: --split must be valid or test, got '" << split << "'");
   const std::string checkpoint = join_path(dir, "model.safetensors");
-  const Config config = stored_config(dir);
+  Config config = stored_config(dir);
+  // --device: where to evaluate, whatever the run was trained on (the checkpoint's tensors are
+  // plain little-endian floats, the same on every device), so a GPU run can be scored on a CPU.
+  const std::string device = args.get("device");
+  if (!device.empty()) {
+    const bool numbered = device.rfind("cuda:", 0) == 0 && device.size() > 5 &&
+                          device.find_first_not_of("0123456789", 5) == std::string::npos;
+    URPE_CHECK(device == "cpu" || device == "cuda" || numbered,
+               "urpe eval: --device '" << device << "': expected cpu, cuda or cuda:N");
+    config.apply_override("device=" + device);
+  }
   if (config.get_string("model") == "graphormer") return eval_graphormer_command(dir, config, split);
   if (config.get_string("model") == "txl") {
-    const LmRunEval e = evaluate_lm_run(dir, split);
+    const LmRunEval e = evaluate_lm_run(dir, split, nullptr, nullptr, config.get_string("device"));
     std::printf("%s (step %lld): %s perplexity %.2f, loss %.4f over %lld tokens (eval_tgt_len %lld, "
                 "mem_len %lld, clamp_len %lld, same_length %s)\n",
                 dir.c_str(), static_cast<long long>(e.step), split.c_str(), e.result.perplexity, e.result.loss,

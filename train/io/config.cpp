@@ -12,6 +12,7 @@
 
 #include "tensor/error.h"
 #include "train/io/json.h"
+#include "train/io/printable.h"
 
 namespace urpe {
 
@@ -41,6 +42,13 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+std::string trim_config_space(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
 // ---- value checking: raw text → canonical text, or the reason it is not valid ----
 
 namespace {
@@ -48,13 +56,6 @@ namespace {
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-std::string trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
 }
 
 std::string join(const std::vector<std::string>& items, const char* sep) {
@@ -126,9 +127,9 @@ std::string format_value(const ConfigKey& key, const std::string& value) {
 // Splits the text after '=' into the raw value: a double-quoted string (with \" \\ \n escapes)
 // or everything up to a '#' comment, trimmed. Returns "" on success, else what is wrong.
 std::string parse_value_text(const std::string& text, std::string& value) {
-  const std::string t = trim(text);
+  const std::string t = trim_config_space(text);
   if (t.empty() || t[0] != '"') {
-    value = trim(t.substr(0, t.find('#')));
+    value = trim_config_space(t.substr(0, t.find('#')));
     return "";
   }
   value.clear();
@@ -142,7 +143,7 @@ std::string parse_value_text(const std::string& text, std::string& value) {
     }
   }
   if (i >= t.size()) return "unterminated quoted value";
-  const std::string rest = trim(t.substr(i + 1));
+  const std::string rest = trim_config_space(t.substr(i + 1));
   if (!rest.empty() && rest[0] != '#') return "unexpected text '" + rest + "' after the quoted value";
   return "";
 }
@@ -154,7 +155,36 @@ bool valid_key_name(const std::string& k) {
   return true;
 }
 
+// One line of config text: nothing (blank or a comment), a setting (key and raw value), or a
+// malformed line, with `problem` saying why (user text in it made printable).
+enum class LineKind { nothing, setting, malformed };
+LineKind parse_config_line(const std::string& line, std::string& key, std::string& value, std::string& problem) {
+  const std::string t = trim_config_space(line);
+  if (t.empty() || t[0] == '#') return LineKind::nothing;
+  const size_t eq = t.find('=');
+  if (eq == std::string::npos || eq > t.find('#')) {
+    problem = "expected 'key = value', got '" + printable(t) + "'";
+    return LineKind::malformed;
+  }
+  key = trim_config_space(t.substr(0, eq));
+  if (!valid_key_name(key)) {
+    problem = "expected 'key = value' with a key of letters, digits and _ before '=', got '" + printable(t) + "'";
+    return LineKind::malformed;
+  }
+  problem = parse_value_text(t.substr(eq + 1), value);
+  if (!problem.empty()) {
+    problem = printable(problem);
+    return LineKind::malformed;
+  }
+  return LineKind::setting;
+}
+
 }  // namespace
+
+bool read_config_line(const std::string& line, std::string& key, std::string& value) {
+  std::string problem;
+  return parse_config_line(line, key, value, problem) == LineKind::setting;
+}
 
 // ---- schema ----
 
@@ -259,7 +289,7 @@ void Config::assign(const std::string& key, const std::string& raw, const std::s
   }
   std::string canonical;
   const std::string problem = check_value(*spec, raw, canonical);
-  URPE_CHECK(problem.empty(), where << ": " << problem);
+  URPE_CHECK(problem.empty(), where << ": " << printable(problem));  // the problem quotes the raw value
   values_[key] = canonical;
   origin_[key] = origin;
 }
@@ -271,18 +301,11 @@ void Config::apply_text(const std::string& text, const std::string& source) {
   int number = 0;
   while (std::getline(lines, line)) {
     ++number;
-    const std::string where = source + ":" + std::to_string(number);
-    const std::string t = trim(line);
-    if (t.empty() || t[0] == '#') continue;
-    const size_t eq = t.find('=');
-    URPE_CHECK(eq != std::string::npos && eq < t.find('#'),
-               where << ": expected 'key = value', got '" << t << "'");
-    const std::string key = trim(t.substr(0, eq));
-    URPE_CHECK(valid_key_name(key), where << ": expected 'key = value' with a key of letters, digits "
-                                             "and _ before '=', got '" << t << "'");
-    std::string value;
-    const std::string problem = parse_value_text(t.substr(eq + 1), value);
-    URPE_CHECK(problem.empty(), where << ": " << problem);
+    const std::string where = printable(source) + ":" + std::to_string(number);
+    std::string key, value, problem;
+    const LineKind kind = parse_config_line(line, key, value, problem);
+    if (kind == LineKind::nothing) continue;
+    URPE_CHECK(kind == LineKind::setting, where << ": " << problem);
     auto seen = line_of.find(key);
     URPE_CHECK(seen == line_of.end(), where << ": duplicate key '" << key << "' (first set on line "
                                             << (seen == line_of.end() ? 0 : seen->second) << ")");
@@ -292,14 +315,14 @@ void Config::apply_text(const std::string& text, const std::string& source) {
 }
 
 void Config::apply_override(const std::string& assignment) {
-  const std::string where = "--set " + assignment;
+  const std::string where = "--set " + printable(assignment);
   const size_t eq = assignment.find('=');
   URPE_CHECK(eq != std::string::npos, where << ": expected key=value");
-  const std::string key = trim(assignment.substr(0, eq));
+  const std::string key = trim_config_space(assignment.substr(0, eq));
   URPE_CHECK(valid_key_name(key), where << ": expected key=value with a key before '='");
   std::string value;
   const std::string problem = parse_value_text(assignment.substr(eq + 1), value);
-  URPE_CHECK(problem.empty(), where << ": " << problem);
+  URPE_CHECK(problem.empty(), where << ": " << printable(problem));
   auto previous = origin_.find(key);
   URPE_CHECK(previous == origin_.end() || previous->second.rfind("--set ", 0) != 0,
              where << ": duplicate key '" << key << "' (already set by "

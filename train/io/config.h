@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "train/io/printable.h"  // error messages here echo user text through printable()
+
 namespace urpe {
 
 enum class ConfigType { integer, real, string, boolean, choice };
@@ -95,5 +97,15 @@ class Config {
 
 // Levenshtein distance (exposed for tests).
 size_t edit_distance(const std::string& a, const std::string& b);
+
+// The one whitespace rule of config text: every character std::isspace accepts (space, \t, \n,
+// \v, \f, \r) is trimmed around keys and values. Every reader of config text uses it, so a line
+// such as "\vmodel = txl" means the same thing to the schema choice (run_config.cpp) as to the
+// parser (a rule with fewer characters once picked the wrong family's keys).
+std::string trim_config_space(const std::string& text);
+// What one config line sets, read exactly as Config::apply_text reads it: true with the key and
+// its value (quotes and a trailing comment removed), false for a blank or comment line or one
+// apply_text would refuse (it reports those).
+bool read_config_line(const std::string& line, std::string& key, std::string& value);
 
 }  // namespace urpe

@@ -1,12 +1,14 @@
-// Run-directory files: plain text and CSV, written atomically.
+// Run-directory files: plain text and CSV, written atomically; the claim on an output directory.
 #include "train/io/run_dir.h"
 
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 
 #include "tensor/error.h"
 
@@ -33,6 +35,11 @@ void make_directories(const std::string& path) {
              "'" << path << "' exists but is not a directory");
 }
 
+bool is_directory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 std::string join_path(const std::string& dir, const std::string& name) {
   if (dir.empty()) return name;
   return dir.back() == '/' ? dir + name : dir + "/" + name;
@@ -52,11 +59,96 @@ void write_text_atomic(const std::string& path, const std::string& text) {
 }
 
 std::string read_text_file(const std::string& path) {
+  // An ifstream opens a directory without complaint and reads it as empty.
+  URPE_CHECK(!is_directory(path), "cannot read '" << path << "': it is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   URPE_CHECK(in.good(), "cannot read '" << path << "' (missing or unreadable)");
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// ---- the claim on an output directory ----
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& run_output_names() {
+  // Most telling first: the first one found is the one the error names.
+  static const std::vector<std::string> names = {"results.json", "model.safetensors", "results.md", "config.txt",
+                                                 "metrics.csv",  "runs",              "plots"};
+  return names;
+}
+
+static const char* kReplaced = ".urpe-replaced";
+
+// Whether a run under `dir` has saved a checkpoint (itself, or one of a repro's runs).
+static bool holds_checkpoint(const std::string& dir) {
+  if (path_exists(join_path(dir, "model.safetensors"))) return true;
+  std::error_code ec;
+  for (fs::directory_iterator it(join_path(dir, "runs"), ec), end; !ec && it != end; it.increment(ec))
+    if (path_exists(join_path(it->path().string(), "model.safetensors"))) return true;
+  return false;
+}
+
+OutputClaim::OutputClaim(const std::string& dir, const std::string& option, bool overwrite,
+                         const std::string& alternative)
+    : dir_(dir) {
+  URPE_CHECK(!dir.empty(), option << " needs a directory");
+  URPE_CHECK(!path_exists(dir) || is_directory(dir), option << " " << dir << " is a file, not a directory");
+  const std::string replaced = join_path(dir, kReplaced);
+  URPE_CHECK(!path_exists(replaced), option << " " << dir << ": " << replaced << " holds a run that an interrupted "
+                                            << "--overwrite replaced; move its files back into " << dir
+                                            << " or delete it");
+  for (fs::path p = fs::path(dir).lexically_normal(); !p.empty() && !path_exists(p.string()); p = p.parent_path()) {
+    created_.push_back(p.string());
+    if (p == p.parent_path()) break;
+  }
+  std::vector<std::string> found;
+  for (const std::string& name : run_output_names())
+    if (path_exists(join_path(dir, name))) found.push_back(name);
+  if (found.empty()) return;
+  URPE_CHECK(overwrite, option << " " << dir << " already holds a run (" << found[0] << "); " << alternative
+                               << "choose another directory or pass --overwrite");
+  std::error_code ec;
+  fs::create_directory(replaced, ec);
+  URPE_CHECK(!ec, "--overwrite: cannot create '" << replaced << "': " << ec.message());
+  for (const std::string& name : found) {
+    fs::rename(join_path(dir, name), join_path(replaced, name), ec);
+    if (ec) {
+      const std::string reason = ec.message();
+      done_ = true;  // nothing of the new run exists yet: put back what moved, then report
+      for (const std::string& back : moved_) fs::rename(join_path(replaced, back), join_path(dir, back), ec);
+      fs::remove(replaced, ec);
+      URPE_FAIL("--overwrite: cannot move '" << join_path(dir, name) << "' aside: " << reason);
+    }
+    moved_.push_back(name);
+  }
+}
+
+void OutputClaim::done() {
+  if (done_) return;
+  done_ = true;
+  std::error_code ec;
+  if (!moved_.empty()) fs::remove_all(join_path(dir_, kReplaced), ec);
+}
+
+// Runs while an error unwinds, so it must not throw: failures here leave files in place (the
+// next claim then names DIR/.urpe-replaced).
+OutputClaim::~OutputClaim() {
+  if (done_) return;
+  if (holds_checkpoint(dir_)) {  // the new run got far enough to be resumed: keep it
+    done();
+    return;
+  }
+  std::error_code ec;
+  for (const std::string& name : run_output_names()) fs::remove_all(join_path(dir_, name), ec);
+  bool restored = true;
+  for (const std::string& name : moved_) {
+    fs::rename(join_path(join_path(dir_, kReplaced), name), join_path(dir_, name), ec);
+    restored = restored && !ec;
+  }
+  if (!moved_.empty() && restored) fs::remove(join_path(dir_, kReplaced), ec);
+  for (const std::string& created : created_) fs::remove(created, ec);  // only when empty
 }
 
 // ---- metrics.csv ----

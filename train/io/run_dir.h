@@ -13,9 +13,44 @@ namespace urpe {
 
 void make_directories(const std::string& path);  // mkdir -p, with a clear error
 bool path_exists(const std::string& path);
+bool is_directory(const std::string& path);
 std::string join_path(const std::string& dir, const std::string& name);
 void write_text_atomic(const std::string& path, const std::string& text);
-std::string read_text_file(const std::string& path);  // error names the file
+std::string read_text_file(const std::string& path);  // error names the file (and a directory as one)
+
+// What a command writes into its output directory: config.txt, metrics.csv, model.safetensors,
+// results.json, results.md, plots/ and runs/ (a repro's runs). A directory holding any of them
+// holds a run.
+const std::vector<std::string>& run_output_names();
+
+// How a command takes its output directory (`--out DIR`), so that no command overwrites another
+// run by accident and a failed command leaves the directory as it found it.
+//  - DIR holds a run (run_output_names) and overwrite is false: one error naming the option, DIR
+//    and the file found, e.g. "--out runs/demo already holds a run (results.json); choose another
+//    directory or pass --overwrite" (`alternative` is put before that advice).
+//  - overwrite: those entries (only those: other files in DIR stay) are moved into
+//    DIR/.urpe-replaced. done() deletes them. Without done() (the command failed) the new files
+//    are removed and the old ones moved back, unless the new run wrote a checkpoint
+//    (DIR/model.safetensors, DIR/runs/*/model.safetensors): then it is resumable, so it is kept
+//    and the old run deleted as done() would.
+//  - Directories the command created are removed again after a failure that left them empty.
+// A DIR/.urpe-replaced left by a killed process is refused (its files are the old run: move them
+// back or delete it), and so is a DIR that is a file.
+class OutputClaim {
+ public:
+  OutputClaim(const std::string& dir, const std::string& option, bool overwrite,
+              const std::string& alternative = "");
+  ~OutputClaim();
+  OutputClaim(const OutputClaim&) = delete;
+  OutputClaim& operator=(const OutputClaim&) = delete;
+  void done();  // the command succeeded (or stopped on Ctrl-C with its checkpoint saved)
+
+ private:
+  std::string dir_;
+  std::vector<std::string> moved_;    // names moved into DIR/.urpe-replaced
+  std::vector<std::string> created_;  // DIR and the parents it lacked, deepest first
+  bool done_ = false;
+};
 
 // metrics.csv: one row per logged point.
 // Columns: step, split (train|valid), loss, metric, lr, tokens_per_s, seconds.

@@ -1,0 +1,13 @@
+// User text made safe to echo inside a one-line error message: control bytes and bytes that are
+// not UTF-8 become \xNN (\t, \n, \r as such), so a stray vertical tab or a binary file can neither
+// split the `urpe: error:` line nor garble the terminal. Printable text, UTF-8 included, is
+// unchanged, so escaping twice is the same as once (main() escapes every message it prints, the
+// config parser the lines it quotes).
+#pragma once
+#include <string>
+
+namespace urpe {
+
+std::string printable(const std::string& text);
+
+}  // namespace urpe
