@@ -38,6 +38,7 @@ namespace urpe::bench {
 Timing measure(const std::function<void()>& fn, const Device& device, int repeats, int warmup,
                double budget_s) {
   using Clock = std::chrono::steady_clock;
+  URPE_CHECK(repeats >= 1, "bench: at least one timed run is needed, got " << repeats);  // a median of none
   auto sync = [&] {
     if (device.is_cuda()) cuda::synchronize(device.context());
   };
@@ -264,18 +265,18 @@ struct Bench {
 
 int bench_kernels(const cli::Args& args) {
   const std::string device_text = args.get("device", "cpu");
-  const long repeats = args.get_int("repeats", 50);
-  URPE_CHECK(repeats >= 1, "option --repeats: expected a count ≥ 1, got " << repeats);
+  // The command table gives --repeats its range (1 to 1,000,000), checked when parsed.
+  const int repeats = static_cast<int>(args.get_int("repeats", 50));
   require_cuda_device("bench kernels", device_text);
   const Device device = parse_device(device_text);
   if (device.is_cuda())
-    return bench_kernels_cuda(device, static_cast<int>(repeats), args.has("tf32"),
+    return bench_kernels_cuda(device, repeats, args.has("tf32"),
                               args.get("sizes", "table5"));
   URPE_CHECK(!args.has("sizes"), "option --sizes: the CUDA table's sizes; the CPU table has its "
                                  "own (use it with --device cuda)");
   URPE_CHECK(!args.has("tf32"), "option --tf32: TF32 is a mode of the GPU's tensor cores; use it "
                                 "with --device cuda");
-  Bench bench{device, static_cast<int>(repeats)};
+  Bench bench{device, repeats};
   const auto start = std::chrono::steady_clock::now();
   print_machine(device, bench.repeats);
   print_header();
