@@ -3,8 +3,10 @@
 #include "train/run_config.h"
 
 #include "tensor/error.h"
+#include "train/config_limits.h"
 #include "train/molecule_config.h"
 #include "train/lm_config.h"
+#include "train/memory_estimate.h"
 
 #include <fstream>
 #include <sstream>
@@ -52,6 +54,7 @@ ConfigSchema build_schema(const std::string& model) {
   if (model == "encoder") add_encoder_keys(s);
   if (model == "graphormer") add_graphormer_keys(s);
   if (model == "txl") add_txl_keys(s);
+  limit_run_keys(s);
   return s;
 }
 
@@ -179,6 +182,7 @@ Config resolve_config(const std::string& preset, const std::string& config_file,
   if (!preset.empty()) config.apply_text(find_preset(preset).text, "preset " + preset);
   if (!config_file.empty()) config.apply_text(file_text, config_file);
   for (const std::string& assignment : overrides) config.apply_override(assignment);
+  check_config_memory(config);  // a size no machine can hold is refused before anything is built
   return config;
 }
 
