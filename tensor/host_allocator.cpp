@@ -27,7 +27,8 @@ Cache& cache() {
 void* system_allocate(size_t capacity) {
   void* data = std::aligned_alloc(64, capacity);
   URPE_CHECK(data != nullptr, "out of host memory: could not allocate " << human_bytes(static_cast<double>(capacity))
-                                                                        << " (" << capacity << " bytes)");
+                                                                        << " (" << capacity << " bytes); try a smaller "
+                                                                           "batch, sequence length or model");
   return data;
 }
 

@@ -326,8 +326,10 @@ TEST_CASE("config: a size no machine holds is refused from the estimate, naming 
   CHECK(resolve_error("txl-tiny", {"tgt_len=10000000"}).rfind("config: tgt_len = 10000000 needs attention scores", 0) == 0);
   CHECK(resolve_error("txl-tiny", {"mem_len=2000000000"}).rfind("config: mem_len = 2000000000 needs ", 0) == 0);
   CHECK(resolve_error("txl-tiny", {"eval_batch=2000000000"}).rfind("config: eval_batch = 2000000000 needs ", 0) == 0);
-  CHECK(resolve_error("graphormer-tiny", {"max_nodes=2000000"})
-            .rfind("config: max_nodes = 2000000 needs multi-hop edge features", 0) == 0);
+  CHECK(resolve_error("graphormer-tiny", {"batch=2000000000"})
+            .rfind("config: batch = 2000000000 needs multi-hop edge features", 0) == 0);
+  // max_nodes only bounds the molecules the data may hold: a large one ("no limit") is not refused.
+  CHECK(resolve_error("graphormer-tiny", {"max_nodes=2000000"}).empty());
   CHECK(resolve_error("graphormer-tiny", {"heads=2000000", "d_model=2000000"}).rfind("config: heads = 2000000 needs ", 0) == 0);
 
   // Against a fixed bound: exact sizes and the wording.
@@ -364,7 +366,7 @@ TEST_CASE("config: every preset validates, the paper-scale ones within a 8 GiB b
     MemoryEstimate e = estimate_memory(config);
     if (config.get_string("model") == "txl") e = estimate_txl_memory(config, 267735);  // WikiText-103's vocabulary
     CHECK(estimate_error(config, e, 8.0 * kGiB).empty());
-    CHECK(e.largest_activation()->bytes() < 3.0 * kGiB);  // graphormer-slim's edge features: 2.5 GiB
+    CHECK(e.largest_activation()->bytes() < 1.0 * kGiB);  // txl-base's head logits: 0.67 GiB
     CHECK(e.training_state_bytes() < 3.0 * kGiB);         // txl-base: 2.2 GiB
   }
   // The estimate follows the model's shapes: pi-paper's attention scores are B·H·n² floats.

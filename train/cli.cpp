@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <new>
 #include <sstream>
+#include <stdexcept>
 
 #include "tensor/error.h"
 #include "train/commands.h"
@@ -160,6 +162,26 @@ int run(int argc, char** argv) {
     return 1;
   }
   return spec->run(args);
+}
+
+int report_errors(const std::function<int()>& body, std::FILE* err) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    std::fprintf(err, "urpe: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(err, "urpe: error: out of memory: this machine could not allocate a buffer the run needs "
+                      "(try a smaller batch, sequence length or model)\n");
+    return 1;
+  } catch (const std::length_error& e) {
+    std::fprintf(err, "urpe: error: a size too large to allocate (%s); try a smaller batch, sequence length "
+                      "or model\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(err, "urpe: internal error: %s\n", e.what());
+    return 2;
+  }
 }
 
 }  // namespace urpe::cli

@@ -2,6 +2,7 @@
 // help text, and dispatch to the code that runs them.
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <string>
@@ -55,5 +56,11 @@ struct CommandSpec {
 const std::vector<CommandSpec>& commands();
 // Register a handler (and extra help) for a command; called by the files that implement them.
 int run(int argc, char** argv);
+
+// Runs `body` and returns its exit code, or writes one `urpe: error: ...` line to `err` and returns
+// 1 for a urpe::Error, for running out of memory (std::bad_alloc: a buffer the config checks let
+// through that the machine could not give at the time) and for std::length_error (a container
+// size past its maximum); 2 for any other exception ("internal error", a bug).
+int report_errors(const std::function<int()>& body, std::FILE* err);
 
 }  // namespace urpe::cli

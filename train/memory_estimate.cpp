@@ -4,6 +4,7 @@
 // a config only when one tensor alone, or the parameters' training state, exceeds the bound.
 #include "train/memory_estimate.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -160,9 +161,18 @@ MemoryEstimate estimate_graphormer_memory(const Config& config) {
   const SizeFactor rows = rows_factor(config, "eval_batch", value_of(config, "eval_batch"), "");
   const SizeFactor heads = key_factor(config, "heads"), d = key_factor(config, "d_model");
   const SizeFactor layers = key_factor(config, "layers"), d_ffn = key_factor(config, "d_ffn");
-  const SizeFactor nodes = key_factor(config, "max_nodes", 2);
-  const SizeFactor n1{"(max_nodes + 1)", value_of(config, "max_nodes") + 1, 2, {"max_nodes"}};
-  const SizeFactor n1_once{"(max_nodes + 1)", n1.value, 1, {"max_nodes"}};
+  // A batch is padded to its largest molecule, which only the data knows. The estimate assumes
+  // ZINC's largest (38 atoms; the embedded set's is 30), or max_nodes when that is smaller: what it
+  // refuses then fails for any molecules of that size, and max_nodes = 100000 meant as "no limit"
+  // is not refused. Larger molecules that do not fit are reported by the allocator when they come.
+  constexpr double kZincLargestMolecule = 38;
+  const bool capped = value_of(config, "max_nodes") < kZincLargestMolecule;
+  const SizeFactor nodes = capped ? key_factor(config, "max_nodes", 2)
+                                  : SizeFactor{"atoms (ZINC's largest molecule)", kZincLargestMolecule, 2, {}};
+  const SizeFactor n1 = capped ? SizeFactor{"(max_nodes + 1)", nodes.value + 1, 2, {"max_nodes"}}
+                               : SizeFactor{"(atoms + graph token)", kZincLargestMolecule + 1, 2, {}};
+  SizeFactor n1_once = n1;
+  n1_once.power = 1;
   e.activations = {{"attention scores", {rows, heads, n1}},
                    {"multi-hop edge features", {key_factor(config, "multi_hop_max_dist"), rows, nodes, heads}},
                    {"the feed-forward hidden layer", {rows, n1_once, d_ffn}},
@@ -199,6 +209,13 @@ double cgroup_limit() {
   return 0;
 }
 
+// The process's address-space limit (ulimit -v / RLIMIT_AS); 0 when unlimited.
+double process_limit() {
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 0;
+  return static_cast<double>(limit.rlim_cur);
+}
+
 }  // namespace
 
 MemoryBound memory_bound_for_device(const std::string& device) {
@@ -210,7 +227,12 @@ MemoryBound memory_bound_for_device(const std::string& device) {
     const double limit = cgroup_limit();
     if (limit > 0 && (bound.bytes == 0 || limit < bound.bytes)) {
       bound.bytes = limit;
-      bound.name = "this machine's memory limit (cgroup)";
+      bound.name = "the cgroup's memory limit";
+    }
+    const double address_space = process_limit();
+    if (address_space > 0 && (bound.bytes == 0 || address_space < bound.bytes)) {
+      bound.bytes = address_space;
+      bound.name = "what ulimit -v allows this process";
     }
     return bound;
   }

@@ -53,14 +53,15 @@ MemoryEstimate estimate_encoder_memory(const Config& config);
 // `vocab`: the corpus's vocabulary, or 0 before the corpus is read (then the embedding and the
 // full-softmax logits, which need it, are left out).
 MemoryEstimate estimate_txl_memory(const Config& config, int64_t vocab);
-// Sized for a batch whose largest molecule has max_nodes atoms (the most collation allows).
+// Sized for batches of ZINC-sized molecules (38 atoms at most, or max_nodes when smaller): the data
+// decides the padded size, and the config is not refused for molecules it may never hold.
 MemoryEstimate estimate_graphormer_memory(const Config& config);
 // By the config's `model` (txl without its vocabulary).
 MemoryEstimate estimate_memory(const Config& config);
 
-// The memory a device offers: for cpu the physical memory (or the cgroup's limit when lower), for
-// cuda / cuda:N the GPU's total memory; bytes = 0 when it cannot be told (no CUDA in this build,
-// no such device, an unparsable name: the device's own checks report those later).
+// The memory a device offers: for cpu the physical memory (or a cgroup's or ulimit -v's limit when
+// lower), for cuda / cuda:N the GPU's total memory; bytes = 0 when it cannot be told (no CUDA in
+// this build, no such device, an unparsable name: the device's own checks report those later).
 struct MemoryBound {
   double bytes = 0;
   std::string name;  // "this machine's memory", "the memory of cuda:0"
