@@ -38,6 +38,7 @@ namespace urpe::bench {
 Timing measure(const std::function<void()>& fn, const Device& device, int repeats, int warmup,
                double budget_s) {
   using Clock = std::chrono::steady_clock;
+  URPE_CHECK(repeats >= 1, "bench: at least one timed run is needed, got " << repeats);  // a median of none
   auto sync = [&] {
     if (device.is_cuda()) cuda::synchronize(device.context());
   };

@@ -49,6 +49,8 @@ double run_step_benchmark(const StepBenchOptions& options) {
   SyntheticTask task(SyntheticKind::position_identification, c.seq_len, c.vocab);
   Rng data_rng(1);
 
+  URPE_CHECK(options.steps >= 1 && options.warmup >= 0,
+             "bench step: needs at least one timed step, got " << options.steps);  // a median of none
   std::vector<double> times;
   for (int step = 0; step < options.warmup + options.steps; ++step) {
     const SyntheticBatch data = task.sample(batch, data_rng, device);

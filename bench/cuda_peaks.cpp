@@ -47,6 +47,7 @@ CudaTiming time_cuda(cuda::Context* context, const std::function<void()>& fn, in
   cuda::DeviceBuffer flush(*context, flush_bytes);
   for (int i = 0; i < warmup; ++i) fn();
   CUDA_CHECK(cudaStreamSynchronize(stream));
+  URPE_CHECK(runs >= 1, "bench: at least one timed run is needed, got " << runs);  // a median of none
   std::vector<double> times;
   times.reserve(runs);
   EventPair events;

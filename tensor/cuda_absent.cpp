@@ -12,6 +12,7 @@ namespace urpe::cuda {
 
 bool built_with_cuda() { return false; }
 int device_count() { return 0; }
+size_t device_memory_bytes(int) { return 0; }
 std::shared_ptr<Context> create_context(int) { no_cuda("cuda::create_context"); }
 void* allocate(Context*, size_t) { no_cuda("cuda::allocate"); }
 void release(Context*, void*, size_t) {}

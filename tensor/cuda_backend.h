@@ -13,6 +13,9 @@ class Context;
 
 bool built_with_cuda();
 int device_count();  // 0 when built without CUDA or when no GPU is visible
+// Total memory of a device, from its properties (no context is created); 0 when built without
+// CUDA, when no such device is visible, or when the driver cannot tell. Never throws.
+size_t device_memory_bytes(int device_index);
 std::shared_ptr<Context> create_context(int device_index);
 
 void* allocate(Context* context, size_t bytes);

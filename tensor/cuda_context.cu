@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "tensor/bytes.h"
 #include "tensor/cuda_backend.h"
 
 namespace urpe::cuda {
@@ -49,6 +50,10 @@ void fail_cublas(cublasStatus_t status, const char* what, const char* file, int 
 
 size_t CachingAllocator::size_class(size_t bytes) {
   if (bytes == 0) return 0;
+  // Past 2^62 the doubling below would wrap to 0 and never end; no device has that much anyway.
+  URPE_CHECK(bytes <= kMaxAllocationBytes, "cannot allocate " << bytes << " bytes of device memory ("
+                                               << human_bytes(static_cast<double>(bytes))
+                                               << "): more than any device has");
   constexpr size_t kSmallStep = 512, kLarge = size_t(1) << 20;
   if (bytes <= kLarge) return (bytes + kSmallStep - 1) / kSmallStep * kSmallStep;
   size_t power = kLarge;
@@ -211,6 +216,16 @@ int device_count() {
     return 0;
   }
   return count;
+}
+
+size_t device_memory_bytes(int device_index) {
+  if (device_index < 0 || device_index >= device_count()) return 0;
+  cudaDeviceProp properties{};
+  if (cudaGetDeviceProperties(&properties, device_index) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return properties.totalGlobalMem;
 }
 
 std::shared_ptr<Context> create_context(int device_index) {

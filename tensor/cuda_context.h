@@ -61,6 +61,8 @@ class CachingAllocator {
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
+  // Larger requests are refused (urpe::Error) before any rounding could wrap around.
+  static constexpr size_t kMaxAllocationBytes = size_t(1) << 62;
   static size_t size_class(size_t bytes);
   void* allocate(size_t bytes);
   void release(void* pointer, size_t bytes);

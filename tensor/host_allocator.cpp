@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tensor/bytes.h"
 #include "tensor/error.h"
 
 namespace urpe::host {
@@ -25,13 +26,18 @@ Cache& cache() {
 
 void* system_allocate(size_t capacity) {
   void* data = std::aligned_alloc(64, capacity);
-  URPE_CHECK(data != nullptr, "out of host memory allocating " << capacity << " bytes");
+  URPE_CHECK(data != nullptr, "out of host memory: could not allocate " << human_bytes(static_cast<double>(capacity))
+                                                                        << " (" << capacity << " bytes); try a smaller "
+                                                                           "batch, sequence length or model");
   return data;
 }
 
 }  // namespace
 
 size_t size_class(size_t bytes) {
+  URPE_CHECK(bytes <= kMaxAllocationBytes, "cannot allocate " << bytes << " bytes of host memory ("
+                                               << human_bytes(static_cast<double>(bytes))
+                                               << "): more than any machine has");
   const size_t rounded = (bytes + 63) / 64 * 64;  // aligned_alloc needs a multiple of 64
   if (rounded < kMinCachedBytes) return rounded;
   size_t power = kMinCachedBytes;  // largest power of two ≤ rounded

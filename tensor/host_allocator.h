@@ -18,11 +18,15 @@ namespace urpe::host {
 
 constexpr size_t kMinCachedBytes = size_t(1) << 12;    // 4 KiB
 constexpr size_t kMaxCachedBytes = size_t(1) << 30;    // 1 GiB of free blocks at most
+// Larger requests are refused before any rounding (which would otherwise wrap around): no machine
+// has 4 EiB, and a count that large is a size computation gone wrong.
+constexpr size_t kMaxAllocationBytes = size_t(1) << 62;
 
 // The capacity a request of `bytes` really gets (a multiple of 64).
 size_t size_class(size_t bytes);
 
 void* allocate(size_t bytes);             // 64-byte aligned; throws urpe::Error when out of memory
+                                          // or above kMaxAllocationBytes
 void release(void* data, size_t bytes);   // `bytes` as passed to allocate
 
 struct CacheStats {

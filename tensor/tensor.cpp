@@ -23,10 +23,24 @@ std::string shape_str(const Shape& shape) {
   return out.str();
 }
 
+// The product is checked: a shape whose element count does not fit in int64 (a config asking
+// for a 2^58 × 64 table) is an error here, not a count that wraps to a small number and a
+// buffer too small for what the ops then write into it.
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t s : shape) n *= s;
+  for (int64_t s : shape)
+    URPE_CHECK(!__builtin_mul_overflow(n, s, &n),
+               "tensor shape " << shape_str(shape) << " has more elements than a 64-bit count holds");
   return n;
+}
+
+size_t tensor_bytes(const Shape& shape, DType dtype) {
+  const int64_t n = shape_numel(shape);
+  const size_t element = dtype_size(dtype);
+  URPE_CHECK(n >= 0 && static_cast<uint64_t>(n) <= kMaxTensorBytes / element,
+             "tensor shape " << shape_str(shape) << " of " << dtype_name(dtype) << " needs " << n << " × "
+                             << element << " bytes, more than any machine's memory");
+  return static_cast<size_t>(n) * element;
 }
 
 static void check_shape(const Shape& shape) {
@@ -80,7 +94,7 @@ Storage::~Storage() {
 Tensor Tensor::empty(const Shape& shape, DType dtype, const Device& device) {
   check_shape(shape);
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(shape_numel(shape) * dtype_size(dtype), device);
+  impl->storage = std::make_shared<Storage>(tensor_bytes(shape, dtype), device);
   impl->shape = shape;
   impl->dtype = dtype;
   return Tensor(std::move(impl));

@@ -22,7 +22,14 @@ using Shape = std::vector<int64_t>;
 constexpr int kMaxDims = 4;
 
 std::string shape_str(const Shape& shape);  // "(2, 3, 4)"
+// Element count; throws urpe::Error when the product overflows int64.
 int64_t shape_numel(const Shape& shape);
+// The largest tensor urpe will try to allocate (4 EiB): far beyond any machine, and small enough
+// that the allocators' size-class rounding cannot wrap around.
+constexpr uint64_t kMaxTensorBytes = uint64_t(1) << 62;
+// Bytes of a tensor of `shape` (element count × element size); throws urpe::Error naming the
+// shape when that exceeds kMaxTensorBytes, so no caller ever sees a wrapped byte count.
+size_t tensor_bytes(const Shape& shape, DType dtype);
 
 // Raw memory on one device; freed through that device's allocator.
 struct Storage {

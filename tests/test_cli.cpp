@@ -72,7 +72,7 @@ TEST_CASE("bad input: one line, non-zero exit, names what was wrong") {
   check_one_line_error(run_urpe("frobnicate"), "urpe --help");
   check_one_line_error(run_urpe("train --out " + out + " --set lr_rate=0.1"), "did you mean 'lr'");
   check_one_line_error(run_urpe("train --out " + out + " --set steps=abc"), "steps");
-  check_one_line_error(run_urpe("train --out " + out + " --set seq_len=1"), "seq_len must be > 1");
+  check_one_line_error(run_urpe("train --out " + out + " --set seq_len=1"), "key 'seq_len' expects an integer from 2");
   check_one_line_error(run_urpe("train --out " + out + " --set heads=5"), "must divide d_model");
   check_one_line_error(run_urpe("train --out " + out + " --config /nonexistent.cfg"), "/nonexistent.cfg");
   check_one_line_error(run_urpe("eval --run /nonexistent_run_dir"), "does not exist");

@@ -439,10 +439,10 @@ TEST_CASE("the config keys the issue named: lr, init_std, tgt_len and mem_len er
                       "", {f.victim}, "init_std"});
     }
   rows.push_back({"txl: tgt_len = 0 (its error must not name the derived eval_tgt_len)",
-                  train_over_victim(with_value("txl", "tgt_len", "0")), "tgt_len must be positive", {f.victim},
+                  train_over_victim(with_value("txl", "tgt_len", "0")), "key 'tgt_len' expects an integer from 1", {f.victim},
                   "tgt_len"});
   rows.push_back({"txl: mem_len = -1 (its error must not name the derived eval_mem_len)",
-                  train_over_victim(with_value("txl", "mem_len", "-1")), "mem_len must be >= 0", {f.victim},
+                  train_over_victim(with_value("txl", "mem_len", "-1")), "key 'mem_len' expects an integer from 0", {f.victim},
                   "mem_len"});
   rows.push_back({"txl: eval_mem_len = -2 (-1 means mem_len)", train_over_victim(with_value("txl", "eval_mem_len", "-2")),
                   "", {f.victim}, "eval_mem_len"});
@@ -486,9 +486,9 @@ TEST_CASE("config files: one whitespace rule, escaped echoes, wrong kinds and tr
   const std::vector<Case> rows = {
       // Before the one rule, "\v" before `model` picked the encoder's keys and tgt_len was "unknown".
       {"vertical tab before 'model = txl'", with_config(f.file("vt.cfg", "\vmodel = txl\ntgt_len = 0\n")),
-       "tgt_len must be positive", {fresh}, "tgt_len"},
+       "key 'tgt_len' expects an integer from 1", {fresh}, "tgt_len"},
       {"form feed before 'model = txl'", with_config(f.file("ff.cfg", "\fmodel = txl\nmem_len = -1\n")),
-       "mem_len must be >= 0", {fresh}, "mem_len"},
+       "key 'mem_len' expects an integer from 0", {fresh}, "mem_len"},
       {"a control byte inside a value is echoed escaped", with_config(f.file("ctl.cfg", "steps = 1\v2\n")),
        "'1\\x0b2'", {fresh}, "steps"},
       {"an escape sequence in a --set value is echoed escaped",

@@ -9,6 +9,9 @@
 #include "doctest/doctest.h"
 #include "tensor/error.h"
 #include "train/io/config.h"
+#include "train/lm_config.h"
+#include "train/memory_estimate.h"
+#include "train/run_config.h"
 
 using namespace urpe;
 
@@ -222,4 +225,153 @@ TEST_CASE("config: edit distance") {
   CHECK(edit_distance("kitten", "sitting") == 3);
   CHECK(edit_distance("steps", "step") == 1);
   CHECK(edit_distance("abc", "abc") == 0);
+}
+
+// ---- ranges of the run keys and the memory estimate (train/config_limits.h, memory_estimate.h) ----
+
+namespace {
+
+// The message of resolve_config(preset, "", sets), or "" when it resolves.
+std::string resolve_error(const std::string& preset, const std::vector<std::string>& sets) {
+  try {
+    resolve_config(preset, "", sets);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string estimate_error(const Config& config, const MemoryEstimate& estimate, double bound_bytes) {
+  try {
+    check_memory_estimate(config, estimate, {bound_bytes, "the test bound"});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A preset with --set overrides, without resolve_config's check against this machine's memory
+// (the tests below check against bounds of their own).
+Config unchecked(const std::string& preset, const std::vector<std::string>& sets) {
+  Config config(schema_for_model(model_named_in(find_preset(preset).text)));
+  config.apply_text(find_preset(preset).text, "preset " + preset);
+  for (const std::string& s : sets) config.apply_override(s);
+  return config;
+}
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+}  // namespace
+
+TEST_CASE("config: numeric run keys are range-checked where they are set, naming the key and the range") {
+  // Token ids are int32: a vocabulary of 2^31 or more is refused at once (it became a 2^31 × 64
+  // table and an out-of-memory error, and 2^58 wrapped the table's size to 0 bytes).
+  std::string m = resolve_error("", {"vocab=2147483648"});
+  CHECK(m == "--set vocab=2147483648: key 'vocab' expects an integer from 2 to 2147483647 (token ids are int32), "
+             "got '2147483648'");
+  CHECK(resolve_error("", {"vocab=288230376151711744"}).find("key 'vocab'") != std::string::npos);
+  CHECK(resolve_error("", {"batch=0"}) == "--set batch=0: key 'batch' expects an integer from 1 to 2147483647, got '0'");
+  CHECK(resolve_error("", {"batch=100000000000"}).find("key 'batch' expects an integer from 1 to 2147483647") !=
+        std::string::npos);
+  CHECK(resolve_error("", {"batch=1e11"}).find("key 'batch' expects an integer") != std::string::npos);
+  CHECK(resolve_error("", {"d_model=1099511627776"}).find("key 'd_model'") != std::string::npos);
+  CHECK(resolve_error("", {"seed=-1"}).find("key 'seed' expects an integer from 0 to 4294967295") != std::string::npos);
+  CHECK(resolve_error("", {"warmup=-5"}).find("key 'warmup'") != std::string::npos);
+  CHECK(resolve_error("", {"init_std=-1"}) == "--set init_std=-1: key 'init_std' expects a finite number > 0, got '-1'");
+  CHECK(resolve_error("", {"dropout=1"}) == "--set dropout=1: key 'dropout' expects a number in [0, 1), got '1'");
+  CHECK(resolve_error("", {"lr=-1"}).find("key 'lr' expects a finite number ≥ 0") != std::string::npos);
+  for (const char* bad : {"lr=nan", "lr=inf", "lr=-inf", "lr=1e999", "clip=NaN"}) {
+    INFO(bad);
+    CHECK(resolve_error("", {bad}).find("expects a finite number") != std::string::npos);
+  }
+  CHECK(resolve_error("", {"weight_decay=1e-999"}).empty());  // underflow to 0 is a fine 0
+  CHECK(resolve_error("txl-tiny", {"mem_len=-1"}).find("key 'mem_len'") != std::string::npos);
+  CHECK(resolve_error("txl-tiny", {"eval_mem_len=-2"}).find("key 'eval_mem_len'") != std::string::npos);
+  CHECK(resolve_error("txl-tiny", {"eval_mem_len=-1"}).empty());
+  CHECK(resolve_error("graphormer-tiny", {"multi_hop_max_dist=41"})
+            .find("key 'multi_hop_max_dist' expects an integer from 1 to 40") != std::string::npos);
+  CHECK(resolve_error("graphormer-tiny", {"max_nodes=4294967297"}).find("key 'max_nodes'") != std::string::npos);
+  // A config file gets the same check, with its line.
+  const std::string path = write_temp("batch = -3\n");
+  try {
+    resolve_config("", path, {});
+    FAIL("a negative batch in a file resolved");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == path + ":1: key 'batch' expects an integer from 1 to 2147483647, got '-3'");
+  }
+  std::remove(path.c_str());
+
+  // The schema API: limits on a default outside them, or on a non-numeric key, are programming errors.
+  ConfigSchema s;
+  s.add_int("n", 0, "x").add_string("name", "a", "y").add_float("p", 0.5, "z");
+  CHECK_THROWS_AS(s.limit_int("n", 1, 10), Error);
+  CHECK_THROWS_AS(s.limit_int("name", 1, 10), Error);
+  CHECK_THROWS_AS(s.limit_float("p", 0.6, false, 1, false), Error);
+  s.limit_float("p", 0, false, 1, true);
+  CHECK(describe_limits(*s.find("p")) == "a number in [0, 1)");
+}
+
+TEST_CASE("config: a size no machine holds is refused from the estimate, naming the key responsible") {
+  // Before the estimate these allocated until the host ran out ("out of host memory allocating ...",
+  // "internal error: std::bad_alloc"), or ran for minutes first.
+  std::string m = resolve_error("", {"seq_len=100000000"});
+  CHECK(m.rfind("config: seq_len = 100000000 needs attention scores of ", 0) == 0);
+  CHECK(m.find("(evaluation batch 64 × heads 4 × seq_len 100000000² × 4 bytes); more than ") != std::string::npos);
+  m = resolve_error("", {"batch=2147483647"});
+  CHECK(m.rfind("config: batch = 2147483647 needs ", 0) == 0);
+  m = resolve_error("", {"d_model=1073741824"});
+  CHECK(m.rfind("config: d_model = 1073741824 needs ", 0) == 0);
+  CHECK(m.find("parameters with their gradients and Adam moments") != std::string::npos);
+  CHECK(resolve_error("", {"vocab=2147483647"}).rfind("config: vocab = 2147483647 needs ", 0) == 0);
+  CHECK(resolve_error("txl-tiny", {"tgt_len=10000000"}).rfind("config: tgt_len = 10000000 needs attention scores", 0) == 0);
+  CHECK(resolve_error("txl-tiny", {"mem_len=2000000000"}).rfind("config: mem_len = 2000000000 needs ", 0) == 0);
+  CHECK(resolve_error("txl-tiny", {"eval_batch=2000000000"}).rfind("config: eval_batch = 2000000000 needs ", 0) == 0);
+  CHECK(resolve_error("graphormer-tiny", {"batch=2000000000"})
+            .rfind("config: batch = 2000000000 needs multi-hop edge features", 0) == 0);
+  // max_nodes only bounds the molecules the data may hold: a large one ("no limit") is not refused.
+  CHECK(resolve_error("graphormer-tiny", {"max_nodes=2000000"}).empty());
+  CHECK(resolve_error("graphormer-tiny", {"heads=2000000", "d_model=2000000"}).rfind("config: heads = 2000000 needs ", 0) == 0);
+
+  // Against a fixed bound: exact sizes and the wording.
+  const Config pi = unchecked("pi-tiny", {"seq_len=16384"});
+  m = estimate_error(pi, estimate_encoder_memory(pi), 1.0 * kGiB);
+  CHECK(m == "config: seq_len = 16384 needs attention scores of 256.0 GiB (evaluation batch 64 × heads 4 × "
+             "seq_len 16384² × 4 bytes); more than the test bound (1.0 GiB)");
+  CHECK(estimate_error(pi, estimate_encoder_memory(pi), 512.0 * kGiB).empty());
+  // A bound that cannot be told (a GPU of a CPU-only build) still refuses past 2^62 bytes.
+  CHECK(estimate_error(pi, estimate_encoder_memory(pi), 0).empty());
+  const Config huge = unchecked("pi-tiny", {"seq_len=2000000000"});
+  CHECK(estimate_error(huge, estimate_encoder_memory(huge), 0).find("more than any machine's memory") != std::string::npos);
+
+  // Transformer-XL: once the corpus is read, its vocabulary joins the estimate.
+  const Config txl = unchecked("txl-tiny", {"cutoffs="});
+  CHECK(estimate_txl_memory(txl, 0).parameter_count() < estimate_txl_memory(txl, 100000).parameter_count());
+  m = estimate_error(txl, estimate_txl_memory(txl, 2000000000), 1.0 * kGiB);
+  INFO(m);
+  CHECK(m.rfind("config: corpus vocabulary 2000000000 needs 3.7 TiB for about 2.56e+11 parameters", 0) == 0);
+  CHECK(m.find("the token embedding, is corpus vocabulary 2000000000 × d_model 128") != std::string::npos);
+  const Config longer = unchecked("txl-tiny", {"cutoffs=", "tgt_len=64"});  // now the logits are larger
+  m = estimate_error(longer, estimate_txl_memory(longer, 200000000), 1.0 * kGiB);
+  CHECK(m.rfind("config: corpus vocabulary 200000000 needs logits of 762.9 GiB (batch 16 × tgt_len 64 × "
+                "corpus vocabulary 200000000 × 4 bytes)", 0) == 0);
+  CHECK_NOTHROW(txl_config_from(txl, 12000));
+}
+
+TEST_CASE("config: every preset validates, the paper-scale ones within a 8 GiB bound") {
+  // The paper presets are meant for a GPU; what is refused is only one tensor, or the parameters'
+  // training state, beyond the bound, and none of them comes near 8 GiB (largest below).
+  for (const Preset& preset : presets()) {
+    INFO(preset.name);
+    const Config config = resolve_config(preset.name, "", {});
+    MemoryEstimate e = estimate_memory(config);
+    if (config.get_string("model") == "txl") e = estimate_txl_memory(config, 267735);  // WikiText-103's vocabulary
+    CHECK(estimate_error(config, e, 8.0 * kGiB).empty());
+    CHECK(e.largest_activation()->bytes() < 1.0 * kGiB);  // txl-base's head logits: 0.67 GiB
+    CHECK(e.training_state_bytes() < 3.0 * kGiB);         // txl-base: 2.2 GiB
+  }
+  // The estimate follows the model's shapes: pi-paper's attention scores are B·H·n² floats.
+  const Config paper = resolve_config("pi-paper", "", {});
+  const MemoryEstimate e = estimate_encoder_memory(paper);
+  CHECK(e.activations.front().what == "attention scores");
+  CHECK(e.activations.front().bytes() == 128.0 * 12 * 128 * 128 * 4);
 }

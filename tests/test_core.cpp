@@ -5,6 +5,7 @@
 #include "ops/matmul.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
+#include "tensor/host_allocator.h"
 #include "test_util.h"
 
 using namespace urpe;
@@ -24,6 +25,42 @@ TEST_CASE("tensor creation, item and printing") {
   CHECK_THROWS_AS(Tensor::zeros({1, 1, 1, 1, 1}), Error);
   CHECK_THROWS_AS(Tensor::from_vector(std::vector<float>{1, 2, 3}, {2, 2}), Error);
   CHECK_THROWS_AS(z.item(), Error);
+}
+
+// Before these checks a 2^58 × 64 table (`--set vocab=2^58`) had a wrapped element count of 0,
+// got a 0-byte buffer, and the first lookup into it crashed.
+TEST_CASE("tensor sizes that overflow 64 bits are errors naming the shape, never a wrapped count") {
+  const int64_t big = int64_t(1) << 58;
+  const auto message_of = [](auto&& make) {
+    try {
+      make();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // Element count past int64: 2^58 · 64 = 2^64 (wrapped to 0 before).
+  std::string m = message_of([&] { Tensor::empty({big, 64}); });
+  CHECK(m.find("(288230376151711744, 64)") != std::string::npos);
+  CHECK(m.find("more elements than a 64-bit count holds") != std::string::npos);
+  CHECK_THROWS_AS(shape_numel({big, 64}), Error);
+  CHECK_THROWS_AS(shape_numel({int64_t(1) << 32, int64_t(1) << 31}), Error);
+  CHECK(shape_numel({int64_t(1) << 31, int64_t(1) << 31}) == int64_t(1) << 62);
+  // The count fits, the bytes do not: 2^62 elements × 4 bytes = 2^64 (a 0-byte buffer before).
+  m = message_of([&] { Tensor::empty({int64_t(1) << 31, int64_t(1) << 31}, DType::i32); });
+  CHECK(m.find("(2147483648, 2147483648) of i32") != std::string::npos);
+  CHECK(m.find("more than any machine's memory") != std::string::npos);
+  CHECK_THROWS_AS(tensor_bytes({int64_t(1) << 61}, DType::f32), Error);
+  CHECK(tensor_bytes({int64_t(1) << 60}, DType::f32) == uint64_t(1) << 62);
+  // Within 64 bits but beyond the machine: the host allocator's own message, with the size.
+  m = message_of([&] { Tensor::empty({int64_t(1) << 25, int64_t(1) << 25}); });  // 4 PiB
+  CHECK(m.find("out of host memory") != std::string::npos);
+  CHECK(m.find("4.0 PiB") != std::string::npos);
+  // The allocator itself refuses byte counts its size-class rounding would wrap (a pointer to a
+  // 0-byte block came back for SIZE_MAX − 8 before).
+  CHECK_THROWS_AS(host::allocate(SIZE_MAX - 8), Error);
+  CHECK_THROWS_AS(host::size_class(host::kMaxAllocationBytes + 1), Error);
+  CHECK(host::size_class(host::kMaxAllocationBytes) == host::kMaxAllocationBytes);
 }
 
 TEST_CASE("seeded RNG: same seed, same bits; different seed, different bits") {

@@ -114,7 +114,7 @@ TEST_CASE("bad configs give one clear error") {
   TrainOptions options;
   options.quiet = true;
   CHECK_THROWS_WITH_AS(train_encoder(resolve_config("", "", {"seq_len=1"}), dir, options),
-                       doctest::Contains("seq_len must be > 1"), Error);
+                       doctest::Contains("key 'seq_len' expects an integer from 2"), Error);
   CHECK_THROWS_WITH_AS(train_encoder(resolve_config("", "", {"heads=5"}), dir, options),
                        doctest::Contains("must divide d_model"), Error);
   CHECK_THROWS_WITH_AS(resolve_config("", "", {"lr_rate=1"}), doctest::Contains("did you mean 'lr'"), Error);

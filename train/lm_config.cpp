@@ -10,6 +10,7 @@
 #include "tensor/error.h"
 #include "train/config_checks.h"
 #include "train/io/run_dir.h"
+#include "train/memory_estimate.h"
 
 namespace urpe {
 
@@ -138,6 +139,8 @@ TransformerXLConfig txl_config_from(const Config& config, int64_t vocab) {
                "config: cutoffs " << config.get_string("cutoffs") << " need a vocabulary larger than "
                                   << c.cutoffs.back() << ", but the corpus has " << vocab
                                   << " tokens (set smaller cutoffs, or cutoffs= for a full softmax)");
+  // Now that the vocabulary is known: the embedding and full-softmax logits join the estimate.
+  check_memory_estimate(config, estimate_txl_memory(config, vocab), memory_bound_for_device(config.get_string("device")));
   return c;
 }
 

@@ -7,6 +7,8 @@
 #include "train/molecule_config.h"
 #include "train/lm_config.h"
 #include "train/io/run_dir.h"
+#include "train/config_limits.h"
+#include "train/memory_estimate.h"
 
 #include <fstream>
 #include <sstream>
@@ -80,6 +82,7 @@ ConfigSchema build_schema(const std::string& model) {
   if (model == "encoder") add_encoder_keys(s);
   if (model == "graphormer") add_graphormer_keys(s);
   if (model == "txl") add_txl_keys(s);
+  limit_run_keys(s);
   return s;
 }
 
@@ -207,6 +210,7 @@ Config resolve_config(const std::string& preset, const std::string& config_file,
   if (!config_file.empty()) config.apply_text(file_text, config_file);
   for (const std::string& assignment : overrides) config.apply_override(assignment);
   check_config_values(config);
+  check_config_memory(config);  // a size no machine can hold is refused before anything is built
   return config;
 }
 

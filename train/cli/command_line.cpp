@@ -2,10 +2,13 @@
 // (the other files of train/cli/); this file only knows their names, options and help.
 #include "train/cli/command_line.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <new>
 #include <sstream>
+#include <stdexcept>
 
 #include "tensor/error.h"
 #include "train/cli/command_table.h"
@@ -25,14 +28,27 @@ std::vector<std::string> Args::all(const std::string& name) const {
   return values;
 }
 
-long Args::get_int(const std::string& name, long fallback) const {
-  if (!has(name)) return fallback;
-  const std::string text = get(name);
-  char* end = nullptr;
-  const long value = std::strtol(text.c_str(), &end, 10);
-  URPE_CHECK(!text.empty() && end && *end == 0,
-             "option --" << name << ": expected an integer, got '" << text << "'");
+int64_t parse_int_option(const std::string& name, const std::string& text, IntRange range) {
+  // strtoll alone would take " 5", and clamp "99999999999999999999" to LLONG_MAX without a word.
+  const size_t first = (!text.empty() && (text[0] == '-' || text[0] == '+')) ? 1 : 0;
+  bool valid = first < text.size() && text.find_first_not_of("0123456789", first) == std::string::npos;
+  long long value = 0;
+  if (valid) {
+    errno = 0;
+    value = std::strtoll(text.c_str(), nullptr, 10);
+    valid = errno != ERANGE;
+  }
+  const bool limited = range.defined();
+  URPE_CHECK(valid && (!limited || (value >= range.min && value <= range.max)),
+             "option --" << name << ": expected an integer"
+                         << (limited ? " from " + std::to_string(range.min) + " to " + std::to_string(range.max) : "")
+                         << ", got '" << text << "'");
   return value;
+}
+
+int64_t Args::get_int(const std::string& name, int64_t fallback) const {
+  if (!has(name)) return fallback;
+  return parse_int_option(name, get(name), IntRange{});
 }
 
 const std::vector<CommandSpec>& commands() {
@@ -65,7 +81,12 @@ static void print_command_help(const CommandSpec& c, std::ostream& out) {
     for (const OptionSpec& o : c.options) {
       std::string left = "--" + o.name + (o.value.empty() ? "" : " " + o.value);
       out << "  " << left << std::string(left.size() < 24 ? 24 - left.size() : 1, ' ') << o.meaning;
-      if (!o.default_value.empty()) out << " (default: " << o.default_value << ")";
+      if (!o.default_value.empty() || o.range.defined()) {
+        out << " (";
+        if (!o.default_value.empty()) out << "default: " << o.default_value << (o.range.defined() ? "; " : "");
+        if (o.range.defined()) out << o.range.min << " to " << o.range.max;
+        out << ")";
+      }
       out << "\n";
     }
   }
@@ -101,6 +122,7 @@ static Args parse(const CommandSpec& spec, int argc, char** argv) {
                                            << " (see 'urpe " << spec.name << " --help')");
       value = argv[++i];
     }
+    if (option->range.defined()) parse_int_option(name, value, option->range);
     args.options.emplace(name, value);
   }
   // A stray word is refused rather than ignored: it is usually a mistyped option or a value whose
@@ -149,6 +171,27 @@ int run(int argc, char** argv) {
     return 1;
   }
   return spec->run(args);
+}
+
+int report_errors(const std::function<int()>& body, std::FILE* err) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    // printable: one line whatever the message echoes (a file name with a newline, binary bytes).
+    std::fprintf(err, "urpe: error: %s\n", printable(e.what()).c_str());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(err, "urpe: error: out of memory: this machine could not allocate a buffer the run needs "
+                      "(try a smaller batch, sequence length or model)\n");
+    return 1;
+  } catch (const std::length_error& e) {
+    std::fprintf(err, "urpe: error: a size too large to allocate (%s); try a smaller batch, sequence length "
+                      "or model\n", printable(e.what()).c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(err, "urpe: internal error: %s\n", printable(e.what()).c_str());
+    return 2;
+  }
 }
 
 }  // namespace urpe::cli

@@ -1,6 +1,8 @@
 // The command-line interface of `urpe` (pinned in README.md#command-line): subcommands, their options and
 // help text, and dispatch to the code that runs them.
 #pragma once
+#include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <string>
@@ -17,7 +19,15 @@ struct Args {
   bool has(const std::string& name) const { return options.count(name) > 0; }
   std::string get(const std::string& name, const std::string& fallback = "") const;
   std::vector<std::string> all(const std::string& name) const;
-  long get_int(const std::string& name, long fallback) const;  // errors name the option
+  // An integer option's value (its range was checked when parsed); errors name the option.
+  int64_t get_int(const std::string& name, int64_t fallback) const;
+};
+
+// The values an integer option accepts, both ends included. Parsing checks every option that has
+// one, so a handler never sees 0 from a count that did not fit in an int, or a negative count.
+struct IntRange {
+  int64_t min = 1, max = 0;  // min > max: not an integer option
+  bool defined() const { return min <= max; }
 };
 
 struct OptionSpec {
@@ -25,7 +35,12 @@ struct OptionSpec {
   std::string value;          // placeholder ("DIR"), empty for a flag
   std::string default_value;  // shown in help; empty = none
   std::string meaning;
+  IntRange range = {};        // integer options: the accepted values (shown in help)
 };
+
+// `text` as a decimal integer in `range` (an optional sign, digits only: no spaces, exponents or
+// hex), else urpe::Error "option --NAME: expected an integer from MIN to MAX, got 'TEXT'".
+int64_t parse_int_option(const std::string& name, const std::string& text, IntRange range);
 
 struct CommandSpec {
   std::string name;
@@ -42,5 +57,11 @@ struct CommandSpec {
 const std::vector<CommandSpec>& commands();
 // Register a handler (and extra help) for a command; called by the files that implement them.
 int run(int argc, char** argv);
+
+// Runs `body` and returns its exit code, or writes one `urpe: error: ...` line to `err` and returns
+// 1 for a urpe::Error, for running out of memory (std::bad_alloc: a buffer the config checks let
+// through that the machine could not give at the time) and for std::length_error (a container
+// size past its maximum); 2 for any other exception ("internal error", a bug).
+int report_errors(const std::function<int()>& body, std::FILE* err);
 
 }  // namespace urpe::cli

@@ -20,7 +20,7 @@ std::vector<CommandSpec> command_table() {
                    {{"out", "DIR", "runs/demo", "where the runs, table and plots go"},
                     {"overwrite", "", "", kOverwriteHelp},
                     {"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
-                    {"seed", "N", "1", "random seed"}},
+                    {"seed", "N", "1", "random seed", {0, 4294967295}}},
                    run_demo, "", "", 0});
 
   table.push_back({"train", "train --preset NAME | --config FILE [--set key=value]... --out DIR [--overwrite]",
@@ -48,7 +48,7 @@ std::vector<CommandSpec> command_table() {
                    "[--overwrite]",
                    "reproduce one of the paper's experiments and write results.md/json and plots",
                    {{"scale", "NAME", "tiny", "tiny, small or paper"},
-                    {"seeds", "K", "1", "number of seeds per configuration"},
+                    {"seeds", "K", "1", "number of seeds per configuration", {1, 100}},
                     {"out", "DIR", "", "output directory"},
                     {"overwrite", "", "", kOverwriteHelp},
                     {"device", "NAME", "cpu", "cpu, cuda or cuda:N"}},
@@ -68,7 +68,7 @@ std::vector<CommandSpec> command_table() {
   table.push_back({"bench", "bench kernels|step [--device cpu|cuda] [--tf32] [--sizes table5|smoke]",
                    "time the kernels or a training step",
                    {{"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
-                    {"repeats", "N", "50", "timed runs per measurement (the median is reported)"},
+                    {"repeats", "N", "50", "timed runs per measurement (the median is reported)", {1, 1000000}},
                     {"tf32", "", "off", "TF32 tensor-core GEMMs (CUDA only)"},
                     {"sizes", "NAME", "table5",
                      "CUDA table sizes: table5, or smoke (a tiny model that checks the table runs)"}},

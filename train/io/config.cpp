@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <sstream>
 
@@ -64,18 +65,25 @@ std::string join(const std::vector<std::string>& items, const char* sep) {
   return out;
 }
 
+bool within(const ConfigLimits& l, double v) {
+  return (l.min_open ? v > l.min : v >= l.min) && (l.max_open ? v < l.max : v <= l.max);
+}
+
 // Returns "" and sets `canonical` when `raw` is a valid value of `key`, else the reason.
 std::string check_value(const ConfigKey& key, const std::string& raw, std::string& canonical) {
   const std::string expects = "key '" + key.name + "' expects ";
+  const ConfigLimits& limits = key.limits;
   switch (key.type) {
     case ConfigType::integer: {
       size_t i = (!raw.empty() && (raw[0] == '-' || raw[0] == '+')) ? 1 : 0;
       bool digits = i < raw.size();
       for (; i < raw.size(); ++i) digits = digits && std::isdigit(static_cast<unsigned char>(raw[i]));
-      if (!digits) return expects + "an integer, got '" + raw + "'";
+      if (!digits) return expects + describe_limits(key) + ", got '" + raw + "'";
       errno = 0;
       const long long v = std::strtoll(raw.c_str(), nullptr, 10);
-      if (errno == ERANGE) return expects + "an integer, got '" + raw + "' (out of range)";
+      const bool inside = !limits.set || (v >= limits.int_min && v <= limits.int_max);
+      if (errno == ERANGE || !inside)
+        return expects + describe_limits(key) + ", got '" + raw + "'" + (limits.set ? "" : " (out of range)");
       canonical = std::to_string(v);
       return "";
     }
@@ -84,8 +92,11 @@ std::string check_value(const ConfigKey& key, const std::string& raw, std::strin
       errno = 0;
       const double v = raw.empty() ? 0 : std::strtod(raw.c_str(), &end);
       if (raw.empty() || *end != 0 || std::isspace(static_cast<unsigned char>(raw[0])))
-        return expects + "a number, got '" + raw + "'";
-      if (!std::isfinite(v) || errno == ERANGE) return expects + "a finite number, got '" + raw + "'";
+        return expects + describe_limits(key) + ", got '" + raw + "'";
+      // "1e999" overflows to inf (ERANGE), "1e-999" underflows to 0 (ERANGE too, but a fine 0).
+      if (!std::isfinite(v) || (errno == ERANGE && std::fabs(v) > 1.0))
+        return expects + (limits.set ? describe_limits(key) : "a finite number") + ", got '" + raw + "'";
+      if (limits.set && !within(limits, v)) return expects + describe_limits(key) + ", got '" + raw + "'";
       canonical = json::format_number(v);
       return "";
     }
@@ -216,6 +227,47 @@ ConfigSchema& ConfigSchema::add_choice(const std::string& name, const std::vecto
                                        const std::string& d, const std::string& help) {
   URPE_CHECK(!choices.empty(), "config schema: key '" << name << "' has no choices");
   return add({name, ConfigType::choice, d, help, choices});
+}
+
+ConfigSchema& ConfigSchema::limit_int(const std::string& name, int64_t min, int64_t max, const std::string& why) {
+  ConfigKey* key = nullptr;
+  for (ConfigKey& k : keys_)
+    if (k.name == name) key = &k;
+  URPE_CHECK(key && key->type == ConfigType::integer && min <= max,
+             "config schema: limit_int on '" << name << "', which is not an int key (or min > max)");
+  key->limits = ConfigLimits{true, min, max, 0, 0, false, false, why};
+  std::string canonical;
+  const std::string problem = check_value(*key, key->default_value, canonical);
+  URPE_CHECK(problem.empty(), "config schema: the default is outside the limits: " << problem);
+  return *this;
+}
+
+ConfigSchema& ConfigSchema::limit_float(const std::string& name, double min, bool min_open, double max,
+                                        bool max_open, const std::string& why) {
+  ConfigKey* key = nullptr;
+  for (ConfigKey& k : keys_)
+    if (k.name == name) key = &k;
+  URPE_CHECK(key && key->type == ConfigType::real && min <= max,
+             "config schema: limit_float on '" << name << "', which is not a float key (or min > max)");
+  key->limits = ConfigLimits{true, 0, 0, min, max, min_open, max_open, why};
+  std::string canonical;
+  const std::string problem = check_value(*key, key->default_value, canonical);
+  URPE_CHECK(problem.empty(), "config schema: the default is outside the limits: " << problem);
+  return *this;
+}
+
+std::string describe_limits(const ConfigKey& key) {
+  const ConfigLimits& l = key.limits;
+  const std::string why = l.why.empty() ? "" : " (" + l.why + ")";
+  if (key.type == ConfigType::integer) {
+    if (!l.set) return "an integer";
+    if (l.int_max == INT64_MAX) return "an integer ≥ " + std::to_string(l.int_min) + why;
+    return "an integer from " + std::to_string(l.int_min) + " to " + std::to_string(l.int_max) + why;
+  }
+  if (!l.set) return "a number";
+  const std::string lo = json::format_number(l.min), hi = json::format_number(l.max);
+  if (std::isinf(l.max)) return std::string("a finite number ") + (l.min_open ? "> " : "≥ ") + lo + why;
+  return std::string("a number in ") + (l.min_open ? "(" : "[") + lo + ", " + hi + (l.max_open ? ")" : "]") + why;
 }
 
 const ConfigKey* ConfigSchema::find(const std::string& name) const {

@@ -27,12 +27,24 @@ namespace urpe {
 enum class ConfigType { integer, real, string, boolean, choice };
 const char* config_type_name(ConfigType type);  // "int", "float", "string", "bool", "choice"
 
+// The values an int or float key accepts, checked on every assignment (a file line, a --set, a
+// preset) so that a size that cannot be meant (a negative batch, a vocabulary past int32) is
+// refused where it was written, naming the key and the range.
+struct ConfigLimits {
+  bool set = false;
+  int64_t int_min = 0, int_max = 0;   // int keys, both ends included
+  double min = 0, max = 0;            // float keys
+  bool min_open = false, max_open = false;
+  std::string why;                    // optional reason shown with the range ("token ids are int32")
+};
+
 struct ConfigKey {
   std::string name;
   ConfigType type = ConfigType::string;
   std::string default_value;         // canonical text (as to_text writes it)
   std::string help;
   std::vector<std::string> choices;  // for ConfigType::choice
+  ConfigLimits limits = {};          // int and float keys; unset: any value of the type
 };
 
 class ConfigSchema {
@@ -46,6 +58,12 @@ class ConfigSchema {
   ConfigSchema& add_bool(const std::string& name, bool default_value, const std::string& help);
   ConfigSchema& add_choice(const std::string& name, const std::vector<std::string>& choices,
                            const std::string& default_value, const std::string& help);
+
+  // Limits an existing int key to [min, max] / a float key to min..max (open or closed ends).
+  // The key's default must lie inside (else urpe::Error: a programming error).
+  ConfigSchema& limit_int(const std::string& name, int64_t min, int64_t max, const std::string& why = "");
+  ConfigSchema& limit_float(const std::string& name, double min, bool min_open, double max, bool max_open,
+                            const std::string& why = "");
 
   const std::vector<ConfigKey>& keys() const { return keys_; }
   const ConfigKey* find(const std::string& name) const;  // nullptr when unknown
@@ -94,6 +112,9 @@ class Config {
   std::map<std::string, std::string> values_;  // canonical text of every key
   std::map<std::string, std::string> origin_;  // where an explicitly set key was set
 };
+
+// "an integer from 1 to 2147483647", "a number in [0, 1)", "a number > 0": what a key accepts.
+std::string describe_limits(const ConfigKey& key);
 
 // Levenshtein distance (exposed for tests).
 size_t edit_distance(const std::string& a, const std::string& b);
