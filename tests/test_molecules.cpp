@@ -362,6 +362,28 @@ TEST_CASE("shortest paths: chain, ring and disconnected graphs against hand valu
   CHECK(shortest_paths(single).distance == std::vector<int32_t>{0});
 }
 
+TEST_CASE("shortest paths longer than the unreachable marker 510 stay exact") {
+  // A distance of 510 used to double as "not visited yet": in a chain of more than 510 atoms the
+  // BFS queued that atom twice (past the end of its queue) and reported 512 for it.
+  const MoleculeGraph chain = graph_of(std::string(600, 'C') + ".C");
+  const ShortestPaths p = shortest_paths(chain);
+  const int32_t n = chain.num_nodes;
+  CHECK(n == 601);
+  CHECK(p.distance[509] == 509);
+  CHECK(p.distance[510] == 510);
+  CHECK(p.distance[511] == 511);
+  CHECK(p.distance[599] == 599);
+  CHECK(p.distance[static_cast<size_t>(599) * n] == 599);
+  CHECK(p.max_distance == 599);
+  CHECK(p.parent[510] == 509);
+  CHECK(shortest_path_edge_types(chain, p, 0, 510).size() == 510);
+  CHECK(shortest_path_edge_types(chain, p, 0, 599) == std::vector<int32_t>(599, 1));
+  // The separate atom is unreachable: the marker distance, no parent, no path.
+  CHECK(p.distance[600] == kUnreachableDistance);
+  CHECK(p.parent[600] == -1);
+  CHECK(shortest_path_edge_types(chain, p, 0, 600).empty());
+}
+
 TEST_CASE("shortest-path bond sequences follow a valid, deterministic shortest path") {
   const MoleculeGraph g = graph_of("C=CC#N");
   const ShortestPaths p = shortest_paths(g);
