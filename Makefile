@@ -9,7 +9,7 @@ DEB_PACKAGES := cmake g++ make libopenblas-dev libopenblas-openmp-dev zlib1g-dev
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 CMAKE_FLAGS := -DURPE_CUDA=$(URPE_CUDA) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
 
-.PHONY: deps configure build test demo bench clean
+.PHONY: deps configure build test demo bench clean fuzz
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -43,3 +43,31 @@ bench: configure
 
 clean:
 	rm -rf $(BUILD)
+
+# Fuzzing (README "Fuzzing", tests/fuzz): libFuzzer with AddressSanitizer and UBSan needs clang,
+# so the fuzzers get their own build directory. Each target runs SECONDS seconds on its seeds;
+# new inputs go to $(FUZZ_BUILD)/corpus/<target>, crashes to tests/fuzz/crashes/<target>/.
+#   make fuzz SECONDS=300 FUZZ_TARGETS="smiles json" FUZZ_FLAGS="-jobs=2"
+FUZZ_BUILD   ?= build-fuzz
+SECONDS      ?= 60
+FUZZ_TARGETS ?= smiles csv text_file safetensors config json
+FUZZ_CXX     ?= $(shell command -v clang++ 2>/dev/null || command -v clang++-14 2>/dev/null)
+FUZZ_FLAGS   ?=
+CCACHE       := $(shell command -v ccache 2>/dev/null)
+
+fuzz:
+	@test -n "$(FUZZ_CXX)" || { echo "make fuzz: needs clang++ with libFuzzer (apt-get install clang)"; exit 1; }
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_CXX_COMPILER=$(FUZZ_CXX) -DURPE_FUZZ=ON -DURPE_CUDA=OFF \
+	  -DURPE_CUDA_SIM=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  $(if $(CCACHE),-DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE)) >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
+	@status=0; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t tests/fuzz/crashes/$$t; \
+	  dict=""; if [ -f tests/fuzz/$$t.dict ]; then dict="-dict=tests/fuzz/$$t.dict"; fi; \
+	  echo "== fuzz_$$t: $(SECONDS) s"; \
+	  ./$(FUZZ_BUILD)/fuzz_$$t $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t tests/fuzz/crashes/$$t \
+	    -max_total_time=$(SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=tests/fuzz/crashes/$$t/ $$dict $(FUZZ_FLAGS) || status=1; \
+	done; \
+	if [ $$status -ne 0 ]; then echo "make fuzz: a fuzzer failed; its input is under tests/fuzz/crashes/"; fi; \
+	exit $$status

@@ -12,6 +12,7 @@
 #include <zlib.h>
 #endif
 
+#include "data/text_file.h"
 #include "tensor/error.h"
 
 namespace urpe::data {
@@ -29,6 +30,12 @@ std::string read_maybe_gzipped(const std::string& path) {
 #if URPE_WITH_ZLIB
     gzFile file = gzopen(path.c_str(), "rb");
     URPE_CHECK(file != nullptr, path << ": cannot open the file");
+    // gzread passes bytes without the gzip signature through unchanged, so a .gz file cut off in
+    // its first two bytes or damaged there would read as plain text: check the signature first.
+    if (!has_gzip_magic(path)) {
+      gzclose(file);
+      check_gzip_name_matches_content(path);  // throws
+    }
     std::string text;
     char buffer[1 << 16];
     int got = 0;

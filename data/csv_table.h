@@ -1,7 +1,8 @@
 // A small CSV reader (RFC 4180): a header row, comma-separated fields, double-quoted fields that
 // may hold commas, doubled quotes and newlines (ZINC-250k's SMILES field ends with a newline
 // inside its quotes). Files ending in .gz are inflated with zlib when the build has it
-// (URPE_WITH_ZLIB). Errors name the file, the line and the column (or the field's name).
+// (URPE_WITH_ZLIB); one that is not gzip, is cut off or fails zlib's checks is an error naming it.
+// Errors name the file, the line and the column (or the field's name).
 #pragma once
 #include <cstdint>
 #include <string>

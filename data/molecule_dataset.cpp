@@ -5,6 +5,7 @@
 #include "data/asset_path.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <unistd.h>
 
@@ -39,6 +40,15 @@ MoleculeGraph row_graph(const CsvTable& table, size_t r, int column, AtomVocabul
   }
 }
 
+// Targets are stored as float: a value past float's range would become infinity (and the
+// conversion is undefined behaviour), so it is an error naming the field.
+float float_target(double value, const CsvTable& table, size_t r, int column, const char* what) {
+  URPE_CHECK(std::fabs(value) <= std::numeric_limits<float>::max(),
+             table.where(r, column) << ": expected " << what << " within the float range (|x| <= 3.4e38), got "
+                                    << value);
+  return static_cast<float>(value);
+}
+
 }  // namespace
 
 MoleculeDataset load_molecule_csv(const std::string& path, const MoleculeCsvOptions& options,
@@ -52,7 +62,7 @@ MoleculeDataset load_molecule_csv(const std::string& path, const MoleculeCsvOpti
   ds.smiles.resize(table.rows.size());
   for (size_t r = 0; r < table.rows.size(); ++r) {
     ds.graphs.push_back(row_graph(table, r, smiles_col, ds.vocabulary, options.grow_vocabulary, &ds.smiles[r]));
-    ds.targets.push_back(static_cast<float>(table.number(r, target_col)));
+    ds.targets.push_back(float_target(table.number(r, target_col), table, r, target_col, "a target"));
   }
   return ds;
 }
@@ -79,7 +89,7 @@ MoleculeDataset load_zinc250k_csv(const std::string& path, bool normalized, bool
     ds.graphs.push_back(row_graph(table, r, smiles_col, ds.vocabulary, grow_vocabulary, &ds.smiles[r]));
     const double target = penalized_logp(table.number(r, logp_col), table.number(r, sas_col),
                                          cycle_penalty(ds.graphs.back()), normalized);
-    ds.targets.push_back(static_cast<float>(target));
+    ds.targets.push_back(float_target(target, table, r, logp_col, "a penalized logP"));
   }
   return ds;
 }
@@ -93,8 +103,10 @@ MoleculeSplit load_split_file(const std::string& path, size_t num_rows) {
   std::vector<int64_t> seen_at(num_rows, 0);
   for (size_t r = 0; r < table.rows.size(); ++r) {
     const double value = table.number(r, row_col);
-    const int64_t row = static_cast<int64_t>(value);
-    URPE_CHECK(value == static_cast<double>(row) && row >= 0 && static_cast<size_t>(row) < num_rows,
+    // Range first: casting a double outside int64's range (1e300) is undefined behaviour.
+    const bool in_range = value >= 0 && value < static_cast<double>(num_rows);
+    const int64_t row = in_range ? static_cast<int64_t>(value) : -1;
+    URPE_CHECK(in_range && value == static_cast<double>(row),
                table.where(r, row_col) << ": expected a row index in [0, " << num_rows << "), got \""
                                        << table.rows[r][row_col] << "\"");
     URPE_CHECK(seen_at[row] == 0, table.where(r, row_col) << ": expected each row once, row " << row

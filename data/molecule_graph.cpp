@@ -121,7 +121,10 @@ ShortestPaths shortest_paths(const MoleculeGraph& graph) {
   const int32_t n = graph.num_nodes;
   ShortestPaths p;
   p.num_nodes = n;
-  p.distance.assign(static_cast<size_t>(n) * n, kUnreachableDistance);
+  // -1 marks "not reached yet": the unreachable value 510 cannot, since in a chain of more than
+  // 510 atoms it is also a real distance (a node found at 510 looked unvisited, was queued
+  // again and ran the queue past its end).
+  p.distance.assign(static_cast<size_t>(n) * n, -1);
   p.parent.assign(static_cast<size_t>(n) * n, -1);
   std::vector<int32_t> queue(n);
   for (int32_t source = 0; source < n; ++source) {
@@ -133,13 +136,15 @@ ShortestPaths shortest_paths(const MoleculeGraph& graph) {
     while (head < tail) {
       const int32_t u = queue[head++];
       for (int32_t v : graph.neighbours[u]) {
-        if (dist[v] != kUnreachableDistance) continue;
+        if (dist[v] >= 0) continue;
         dist[v] = dist[u] + 1;
         parent[v] = u;
         p.max_distance = std::max(p.max_distance, dist[v]);
         queue[tail++] = v;
       }
     }
+    for (int32_t v = 0; v < n; ++v)
+      if (dist[v] < 0) dist[v] = kUnreachableDistance;
   }
   return p;
 }
@@ -152,7 +157,8 @@ std::vector<int32_t> shortest_path_edge_types(const MoleculeGraph& graph, const 
                                               int32_t i, int32_t j) {
   const int32_t n = graph.num_nodes;
   const int32_t d = paths.distance[static_cast<size_t>(i) * n + j];
-  if (i == j || d == kUnreachableDistance) return {};
+  // Unreachable is "no parent", not "distance 510", which is also a real distance in a long chain.
+  if (i == j || paths.parent[static_cast<size_t>(i) * n + j] < 0) return {};
   std::vector<int32_t> types(d);
   int32_t node = j;
   for (int32_t hop = d - 1; hop >= 0; --hop) {

@@ -66,6 +66,8 @@ std::vector<int32_t> node_degrees(const MoleculeGraph& graph);  // (N,)
 struct ShortestPaths {
   int32_t num_nodes = 0;
   std::vector<int32_t> distance;  // (N, N) hops; 0 on the diagonal; kUnreachableDistance apart
+                                  // (exact also past 510 in chains that long: the model clamps
+                                  // both to its tables, and `parent` tells them apart)
   std::vector<int32_t> parent;    // (N, N) parent[i*N + j] = node before j on the kept i→j path
                                   // (-1 on the diagonal and for unreachable pairs)
   int32_t max_distance = 0;       // largest finite distance

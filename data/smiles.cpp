@@ -277,14 +277,28 @@ class Parser {
       if (at_digit()) atom.explicit_h = s_[pos_++] - '0';
     }
     if (peek(0) == '+' || peek(0) == '-') {
+      // The magnitude stops growing past kMaxCharge, so no run of digits or signs can overflow it
+      // (an int that wrapped would turn "+4294967297" into +1).
+      constexpr int kMaxCharge = 15;
+      const size_t sign_at = pos_;
       const char sign = s_[pos_++];
       int magnitude = 1;
       if (at_digit()) {
         magnitude = 0;
-        while (at_digit()) magnitude = magnitude * 10 + (s_[pos_++] - '0');
-        if (magnitude > 15) fail(pos_ - 1, "a charge between -15 and +15");
+        while (at_digit()) {
+          if (magnitude <= kMaxCharge) magnitude = magnitude * 10 + (s_[pos_] - '0');
+          ++pos_;
+        }
       } else {
-        while (peek(0) == sign) ++magnitude, ++pos_;  // ++ or --
+        while (peek(0) == sign) {  // ++ or --
+          if (magnitude <= kMaxCharge) ++magnitude;
+          ++pos_;
+        }
+      }
+      if (magnitude > kMaxCharge) {
+        const std::string written = s_.substr(sign_at, pos_ - sign_at);
+        fail(sign_at, "a charge between -15 and +15, got '" +
+                          (written.size() > 20 ? written.substr(0, 17) + "..." : written) + "'");
       }
       atom.charge = sign == '+' ? magnitude : -magnitude;
     }

@@ -19,6 +19,11 @@ namespace urpe::data {
 namespace {
 constexpr size_t kChunkBytes = 1 << 20;
 
+bool ends_with_gz(const std::string& path) {
+  return path.size() >= 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+}
+}  // namespace
+
 bool has_gzip_magic(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return false;
@@ -27,7 +32,12 @@ bool has_gzip_magic(const std::string& path) {
   std::fclose(f);
   return n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
 }
-}  // namespace
+
+void check_gzip_name_matches_content(const std::string& path) {
+  URPE_CHECK(!ends_with_gz(path) || has_gzip_magic(path),
+             path << ": expected a gzip file (the name ends in .gz), but it does not start with the "
+                     "gzip signature 1f 8b: the file is truncated, corrupt or not gzip");
+}
 
 struct TextFileReader::Source {
   FILE* plain = nullptr;
@@ -46,6 +56,7 @@ TextFileReader::TextFileReader(const std::string& path)
     : path_(path), source_(std::make_unique<Source>()), buffer_(kChunkBytes) {
   URPE_CHECK(!directory_exists(path), "cannot read " << path << ": it is a directory");
   URPE_CHECK(file_exists(path), "cannot read " << path << ": no such file");
+  check_gzip_name_matches_content(path);
   compressed_ = has_gzip_magic(path);
   if (compressed_) {
 #if URPE_WITH_ZLIB
@@ -77,11 +88,15 @@ bool TextFileReader::refill() {
   if (compressed_) {
 #if URPE_WITH_ZLIB
     const int n = gzread(source_->gz, buffer_.data() + end_, static_cast<unsigned>(kChunkBytes));
-    if (n < 0) {
-      int code = 0;
-      const char* message = gzerror(source_->gz, &code);
+    // gzread reports a stream that stops before its end ("unexpected end of file", Z_BUF_ERROR)
+    // as a short read, not as n < 0: without asking gzerror, a truncated file would read as a
+    // complete, shorter one.
+    int code = 0;
+    const char* message = gzerror(source_->gz, &code);
+    if (n < 0 || (code != Z_OK && code != Z_STREAM_END)) {
       URPE_FAIL("cannot read " << path_ << " (gzip) after line " << line_number_ << ": "
-                               << (code == Z_ERRNO ? std::strerror(errno) : message));
+                               << (code == Z_ERRNO ? std::strerror(errno) : message)
+                               << "; the file is truncated or corrupt");
     }
     got = static_cast<size_t>(n);
 #endif

@@ -1,6 +1,8 @@
 // Line-by-line reading of a text file, plain or gzip-compressed. Compression is recognised by the
 // gzip magic bytes (1f 8b), not by the file name, and needs zlib (URPE_WITH_ZLIB); without it a
-// gzip file is refused with a message saying how to proceed. Lines end at '\n'; a trailing '\r'
+// gzip file is refused with a message saying how to proceed. A name ending in .gz must hold gzip,
+// and a gzip stream that is cut off or fails zlib's checks (CRC-32, length) is an error naming the
+// file: never a shorter text read as if complete. Lines end at '\n'; a trailing '\r'
 // is removed (CRLF files); a last line without '\n' still counts, and a final '\n' does not start
 // an extra empty line (the same lines Python's `for line in open(path)` sees).
 #pragma once
@@ -39,6 +41,12 @@ class TextFileReader {
 
 // Every line of a file (plain or gzip).
 std::vector<std::string> read_lines(const std::string& path);
+
+// Whether the file starts with the gzip signature 1f 8b (false when it cannot be opened).
+bool has_gzip_magic(const std::string& path);
+// A name ending in .gz promises gzip content: a file so named that lacks the signature (cut off
+// within its first two bytes, or damaged there) is an error naming it, not plain text.
+void check_gzip_name_matches_content(const std::string& path);
 
 bool file_exists(const std::string& path);      // a regular file (or a link to one)
 bool directory_exists(const std::string& path);

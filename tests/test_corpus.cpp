@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -192,6 +193,70 @@ TEST_CASE("corpus errors name the file and the line") {
   CHECK_THROWS_AS(parse_token_mode("bytes"), Error);
   CHECK(parse_token_mode("char") == TokenMode::character);
 }
+
+#if URPE_WITH_ZLIB
+namespace {
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A few thousand lines of varied words, so that the gzip stream has several deflate blocks' worth
+// of data and a cut anywhere in it lands inside real compressed data.
+std::string varied_text() {
+  std::string text;
+  for (int line = 0; line < 3000; ++line) {
+    for (int w = 0; w < 6; ++w) text += "w" + std::to_string((line * 7919 + w * 104729) % 997) + " ";
+    text += "\n";
+  }
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("a truncated or corrupt gzip file is one error naming it, never a shorter text") {
+  TempDir dir;
+  const std::string text = varied_text();
+  write_gzip(dir.file("whole.txt.gz"), text);
+  const std::string gz = read_bytes(dir.file("whole.txt.gz"));
+  REQUIRE(gz.size() > 2000);
+  REQUIRE(read_lines(dir.file("whole.txt.gz")).size() == 3000);
+
+  // Cut inside the signature, the header, the deflate data, before the CRC-32 and inside the
+  // length of the 8-byte trailer.
+  const std::string path = dir.file("train.txt.gz");
+  for (size_t keep : {size_t{0}, size_t{1}, size_t{2}, size_t{5}, size_t{10}, gz.size() / 4,
+                      gz.size() / 2, gz.size() - 9, gz.size() - 8, gz.size() - 4, gz.size() - 1}) {
+    CAPTURE(keep);
+    write_text(path, gz.substr(0, keep));
+    const std::string error = error_of([&] { read_lines(path); });
+    CHECK(error.find(path) != std::string::npos);
+    CHECK((error.find("truncated") != std::string::npos));
+  }
+  // One byte flipped inside the compressed data: inflate fails or the CRC-32 differs.
+  for (size_t at : {gz.size() / 4, gz.size() / 2, gz.size() * 3 / 4, gz.size() - 6}) {
+    CAPTURE(at);
+    std::string damaged = gz;
+    damaged[at] = static_cast<char>(damaged[at] ^ 0x5a);
+    write_text(path, damaged);
+    const std::string error = error_of([&] { read_lines(path); });
+    CHECK(error.find(path) != std::string::npos);
+    CHECK((error.find("corrupt") != std::string::npos));
+  }
+
+  // In a corpus, the truncated train split is the error, not a valid/test word that the shorter
+  // train text happens to lack.
+  write_text(path, gz.substr(0, gz.size() / 2));
+  write_text(dir.file("valid.txt"), text.substr(text.size() - 200));
+  write_text(dir.file("test.txt"), "w1\n");
+  const std::string error = error_of([&] { load_corpus(dir.str()); });
+  CHECK(error.find("cannot read " + path + " (gzip)") == 0);
+  CHECK(error.find("vocabulary") == std::string::npos);
+}
+#endif
+
+// ---- char mode ----
 
 // ---- char mode ----
 

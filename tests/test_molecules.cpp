@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include "data/csv_table.h"
@@ -193,6 +194,36 @@ TEST_CASE("SMILES: malformed input names line, column and what was expected") {
   CHECK_THROWS_AS(parse_smiles("C1CC"), Error);
 }
 
+TEST_CASE("SMILES: charges past +-15 are one error, however many digits or signs are written") {
+  // The digits used to be summed into an int before the range check: "+4294967297" wrapped to a
+  // charge of +1 and "-9999999990" overflowed (undefined behaviour).
+  CHECK(error_of("[N+4294967297]", 4) == "SMILES line 4, column 3: expected a charge between -15 and "
+                                          "+15, got '+4294967297': [N+4294967297]");
+  CHECK(error_of("C[O-9999999990").find("column 4: expected a charge between -15 and +15, got "
+                                        "'-9999999990'") != std::string::npos);
+  CHECK(error_of("[Fe+16]").find("column 4: expected a charge between -15 and +15, got '+16'") !=
+        std::string::npos);
+  CHECK(error_of("[Fe+" + std::string(40, '9') + "]")
+            .find("got '+9999999999999999...'") != std::string::npos);
+  CHECK(error_of("[N" + std::string(16, '+') + "]").find("column 3: expected a charge between -15 and +15") !=
+        std::string::npos);
+  CHECK(error_of("[N" + std::string(100000, '-') + "]").find("expected a charge between") != std::string::npos);
+  CHECK(parse_smiles("[Fe+15]").atoms[0].charge == 15);
+  CHECK(parse_smiles("[Fe-015]").atoms[0].charge == -15);
+  CHECK(parse_smiles("[Fe+0]").atoms[0].charge == 0);
+  CHECK(parse_smiles("[N" + std::string(15, '-') + "]").atoms[0].charge == -15);
+
+  // The same through a molecule CSV: the file, its line and the column in the SMILES.
+  const std::string path = temp_file("huge_charge.csv", "smiles,y\nCCO,1\nC[N+4294967297]C,2\n");
+  MoleculeCsvOptions options;
+  options.target_column = "y";
+  options.grow_vocabulary = true;
+  CHECK_THROWS_WITH_AS(load_molecule_csv(path, options),
+                       doctest::Contains("huge_charge.csv: SMILES line 3, column 4: expected a charge "
+                                         "between -15 and +15, got '+4294967297'"),
+                       Error);
+}
+
 // ---- parser against RDKit ----
 
 TEST_CASE("SMILES: atom, bond, aromatic-bond, ring, charge and H counts match RDKit on zim.100") {
@@ -329,6 +360,28 @@ TEST_CASE("shortest paths: chain, ring and disconnected graphs against hand valu
 
   const MoleculeGraph single = graph_of("[Na+]");
   CHECK(shortest_paths(single).distance == std::vector<int32_t>{0});
+}
+
+TEST_CASE("shortest paths longer than the unreachable marker 510 stay exact") {
+  // A distance of 510 used to double as "not visited yet": in a chain of more than 510 atoms the
+  // BFS queued that atom twice (past the end of its queue) and reported 512 for it.
+  const MoleculeGraph chain = graph_of(std::string(600, 'C') + ".C");
+  const ShortestPaths p = shortest_paths(chain);
+  const int32_t n = chain.num_nodes;
+  CHECK(n == 601);
+  CHECK(p.distance[509] == 509);
+  CHECK(p.distance[510] == 510);
+  CHECK(p.distance[511] == 511);
+  CHECK(p.distance[599] == 599);
+  CHECK(p.distance[static_cast<size_t>(599) * n] == 599);
+  CHECK(p.max_distance == 599);
+  CHECK(p.parent[510] == 509);
+  CHECK(shortest_path_edge_types(chain, p, 0, 510).size() == 510);
+  CHECK(shortest_path_edge_types(chain, p, 0, 599) == std::vector<int32_t>(599, 1));
+  // The separate atom is unreachable: the marker distance, no parent, no path.
+  CHECK(p.distance[600] == kUnreachableDistance);
+  CHECK(p.parent[600] == -1);
+  CHECK(shortest_path_edge_types(chain, p, 0, 600).empty());
 }
 
 TEST_CASE("shortest-path bond sequences follow a valid, deterministic shortest path") {
@@ -510,8 +563,10 @@ TEST_CASE("CSV: quoted fields, CRLF, blank lines and errors naming file, line an
   CHECK_THROWS_WITH_AS(t.number(0, 1), "t.csv line 2, column \"b\": expected a number, got \"say \"hi\"\"", Error);
   CHECK_THROWS_WITH_AS(read_csv("/nonexistent/x.csv"), "/nonexistent/x.csv: cannot open the file", Error);
 #if URPE_WITH_ZLIB
+  // zlib would pass plain bytes through; a .gz name promises gzip, so they are an error.
   const std::string not_gz = temp_file("plain.csv.gz", "not gzip");
-  CHECK(read_maybe_gzipped(not_gz) == "not gzip");  // zlib passes plain bytes through
+  CHECK_THROWS_WITH_AS(read_maybe_gzipped(not_gz),
+                       doctest::Contains((not_gz + ": expected a gzip file (the name ends in .gz)").c_str()), Error);
   CHECK_THROWS_WITH_AS(read_csv("/nonexistent/x.csv.gz"), "/nonexistent/x.csv.gz: cannot open the file", Error);
 #endif
 }
@@ -556,6 +611,43 @@ TEST_CASE("molecule CSV: column by name, errors with file and line, vocabulary g
                        doctest::Contains("line 3: expected a new key, 'C' is already line 1"), Error);
   CHECK_THROWS_WITH_AS(AtomVocabulary::load(temp_file("blank.txt", "C\n\nO\n")),
                        doctest::Contains("line 2: expected an atom type key, got an empty line"), Error);
+}
+
+TEST_CASE("molecule CSV: a truncated .gz is an error naming the file" * doctest::skip(kNoZlib)) {
+  const std::string gz = [] {
+    std::ifstream in(kAssets + "/molecules.csv.gz", std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }();
+  REQUIRE(gz.size() > 1000);
+  for (size_t keep : {size_t{1}, size_t{30}, gz.size() / 2, gz.size() - 4}) {
+    CAPTURE(keep);
+    const std::string path = temp_file("cut.csv.gz", gz.substr(0, keep));
+    CHECK_THROWS_WITH_AS(load_molecule_csv(path, MoleculeCsvOptions{}), doctest::Contains((path + ": expected a ").c_str()),
+                         Error);
+  }
+}
+
+TEST_CASE("molecule CSV: targets beyond float and split rows beyond int64 are errors, not UB") {
+  MoleculeCsvOptions options;
+  options.target_column = "y";
+  const std::string big = temp_file("big_target.csv", "smiles,y\nCC,1\nCO,1e300\n");
+  CHECK_THROWS_WITH_AS(load_molecule_csv(big, options),
+                       doctest::Contains("big_target.csv line 3, column \"y\": expected a target within the "
+                                         "float range"),
+                       Error);
+  CHECK(load_molecule_csv(temp_file("max_target.csv", "smiles,y\nCC,-3.4e38\n"), options).targets[0] ==
+        -3.4e38f);
+  const std::string zinc = temp_file("big_logp.csv", "smiles,logP,qed,SAS\nCC,1e308,0.5,2\n");
+  CHECK_THROWS_WITH_AS(load_zinc250k_csv(zinc, false, false),
+                       doctest::Contains("big_logp.csv line 2, column \"logP\": expected a penalized logP"),
+                       Error);
+  for (const char* row : {"1e300", "-1e300", "9.3e18", "-0.5", "2"}) {
+    CAPTURE(row);
+    const std::string split = temp_file("big_row.csv", std::string("row,split\n0,train\n") + row + ",test\n");
+    CHECK_THROWS_WITH_AS(load_split_file(split, 2),
+                         doctest::Contains("big_row.csv line 3, column \"row\": expected a row index in [0, 2)"),
+                         Error);
+  }
 }
 
 TEST_CASE("splits: the split file and the seeded split") {

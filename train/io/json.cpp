@@ -122,6 +122,8 @@ std::string quote(const std::string& text) {
 
 std::string format_number(double x) {
   if (!std::isfinite(x)) return "null";
+  // "-0" would read back as the integer 0 and lose its sign; "-0.0" stays the double -0.0.
+  if (x == 0 && std::signbit(x)) return "-0.0";
   char buf[32];
   for (int precision = 1; precision <= 17; ++precision) {
     std::snprintf(buf, sizeof buf, "%.*g", precision, x);
@@ -380,7 +382,14 @@ class Parser {
       const long long n = std::strtoll(digits.c_str(), nullptr, 10);
       if (errno == 0) return Value(static_cast<int64_t>(n));
     }
-    return Value(std::strtod(digits.c_str(), nullptr));  // too big for int64: a double
+    const double x = std::strtod(digits.c_str(), nullptr);  // too big for int64: a double
+    // Past ±1.8e308 strtod gives infinity, which dump() can only write as null: refuse it here
+    // so that a parsed document always writes back as itself.
+    if (!std::isfinite(x)) {
+      pos_ = start;
+      fail("a number within the range of a double (|x| < 1.8e308)");
+    }
+    return Value(x);
   }
 
   const std::string& text_;
