@@ -4,7 +4,7 @@
 // `urpe eval`). The first line is also tried as a `--set key=value` override.
 #include "tensor/error.h"
 #include "tests/fuzz/fuzz_common.h"
-#include "train/config.h"
+#include "train/io/config.h"
 
 using namespace urpe;
 

@@ -5,7 +5,7 @@
 
 #include "tensor/error.h"
 #include "tests/fuzz/fuzz_common.h"
-#include "train/json.h"
+#include "train/io/json.h"
 
 using namespace urpe;
 

@@ -6,7 +6,7 @@
 
 #include "tensor/error.h"
 #include "tests/fuzz/fuzz_common.h"
-#include "train/safetensors.h"
+#include "train/io/safetensors.h"
 
 using namespace urpe;
 
