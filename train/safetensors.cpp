@@ -52,8 +52,8 @@ uint32_t parse_crc32(const std::string& path, const std::string& text) {
     ok = ok && digit >= 0;
     value = (value << 4) | static_cast<uint32_t>(digit & 0xF);
   }
-  URPE_CHECK(ok, path << ": metadata '" << kDataChecksumKey
-                      << "' should be 8 hex digits (the CRC-32 of the tensor data), got '" << text << "'");
+  URPE_CHECK(ok, path << ": metadata '" << kDataChecksumKey << "' should be 8 hex digits (the CRC-32 of the tensor data), got '"
+                      << (text.size() > 40 ? text.substr(0, 40) + "..." : text) << "'");
   return value;
 }
 
