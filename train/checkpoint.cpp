@@ -77,9 +77,11 @@ static uint64_t integer_in(const std::string& path, const std::string& key, cons
   return value;
 }
 
-static const uint64_t kMaxInt64 = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+// The largest step a checkpoint may hold, 2^53: far beyond any run, exact as a double (the step
+// reaches metrics.csv and results.json), and the training loop's step + 1 cannot overflow.
+static const uint64_t kMaxStep = uint64_t{1} << 53;
 
-static int64_t meta_count(const TensorFile& file, const std::string& key, uint64_t max = kMaxInt64,
+static int64_t meta_count(const TensorFile& file, const std::string& key, uint64_t max,
                           const std::string& what = "") {
   return static_cast<int64_t>(integer_in(file.path, key, file.meta(key), 0, max, what));
 }
@@ -117,7 +119,7 @@ static CheckpointInfo info_from(const TensorFile& file) {
   CheckpointInfo info;
   info.config_text = file.meta("config");
   TrainingProgress& p = info.progress;
-  p.step = meta_count(file, "step");
+  p.step = meta_count(file, "step", kMaxStep);
   p.data_rng = meta_rng(file, "data_rng");
   p.dropout_rng = meta_rng(file, "dropout_rng");
   p.seconds = meta_non_negative(file, "seconds");
