@@ -9,7 +9,7 @@ DEB_PACKAGES := cmake g++ make libopenblas-dev libopenblas-openmp-dev zlib1g-dev
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 CMAKE_FLAGS := -DURPE_CUDA=$(URPE_CUDA) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
 
-.PHONY: deps configure build test demo bench clean fuzz
+.PHONY: deps configure build test sanitize demo bench clean fuzz
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -31,6 +31,19 @@ build: configure
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, Debug, every report fatal,
+# in a build directory of its own. CUDA is off (the driver and ASan's shadow memory do not mix, and
+# nvcc's device code is not instrumented); the CUDA simulator's suites still run every kernel's
+# source, compiled by the host compiler and so instrumented.
+# SANITIZE_FLAGS passes more CMake options (CI: -DURPE_CUDA_SIM=OFF, see .ci/run).
+SANITIZE_BUILD ?= build-sanitize
+SANITIZE_FLAGS ?=
+sanitize: deps
+	@cmake -S . -B $(SANITIZE_BUILD) -DURPE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DURPE_CUDA=OFF $(SANITIZE_FLAGS) >/dev/null
+	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	cd $(SANITIZE_BUILD) && ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 
 # The demo and the bench need only the binary, not the test suites (nor their simulator copy).
 demo: configure

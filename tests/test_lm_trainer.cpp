@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -260,6 +261,84 @@ TEST_CASE("resume continues bit-identically across an epoch boundary (dropout on
     CHECK(a[k].metric == b[k].metric);
   }
   check_same_tensors(join_path(full, "model.safetensors"), join_path(split, "model.safetensors"));
+}
+
+TEST_CASE("resume: a stream position that does not fit the run is one error naming the checkpoint and the key") {
+  const std::string corpus = make_corpus("badpos", 40);
+  const Config config = tiny_config(corpus, {"steps=40", "eval_every=10"});
+  const data::Corpus c = data::load_corpus(corpus);
+  const int64_t segments = data::LMOrderedBatches(c.train.ids, 4, 6).num_segments();
+  const std::string dir = temp_dir("badpos_run");
+  TrainOptions stop = quiet();
+  stop.stop_after_step = 13;
+  train_lm(config, dir, stop);
+  const std::string path = join_path(dir, "model.safetensors");
+  const TensorFile original = load_safetensors(path);
+  TrainOptions resume = quiet();
+  resume.resume = true;
+  auto resume_fails_with = [&](const std::string& expected) {
+    CHECK_THROWS_WITH_AS(train_lm(Config(schema_for_model("txl")), dir, resume),
+                         doctest::Contains((path + ": " + expected).c_str()), Error);
+  };
+
+  const std::string n = std::to_string(segments), too_far = std::to_string(segments + 1);
+  struct Bad { std::string key, value, expected; };
+  const Bad bad_meta[] = {
+      {"state.epoch", "x", "metadata 'state.epoch' should be an integer from 0 to 13, got 'x'"},
+      {"state.epoch", "-1", "metadata 'state.epoch' should be an integer from 0 to 13, got '-1'"},
+      {"state.epoch", "14", "metadata 'state.epoch' should be an integer from 0 to 13, got '14'"},
+      {"state.segment", "nan", "metadata 'state.segment' should be an integer from 0 to " + n + ", got 'nan'"},
+      {"state.segment", "-3", "metadata 'state.segment' should be an integer from 0 to " + n + ", got '-3'"},
+      {"state.segment", too_far, "metadata 'state.segment' should be an integer from 0 to " + n + ", got '" + too_far},
+      {"state.mems", "many", "metadata 'state.mems' should be an integer from 0 to 2, got 'many'"},
+      {"state.mems", "3", "metadata 'state.mems' should be an integer from 0 to 2, got '3'"},
+      {"state.mems", "1", "metadata 'state.mems' should be 0 or 2 (one memory tensor per layer input"},
+  };
+  for (const Bad& bad : bad_meta) {
+    INFO(bad.key << " = " << bad.value);
+    std::map<std::string, std::string> meta = original.metadata;
+    meta[bad.key] = bad.value;
+    save_safetensors(path, original.tensors, meta);
+    resume_fails_with(bad.expected);
+  }
+  {
+    std::map<std::string, std::string> meta = original.metadata;
+    meta.erase("state.segment");
+    save_safetensors(path, original.tensors, meta);
+    resume_fails_with("no metadata key 'state.segment'");
+  }
+
+  // The memory tensors: present, f32 (batch 4, L, d_model 16) with one L in [1, mem_len 6] for all.
+  const std::vector<std::pair<Tensor, std::string>> bad_memory = {
+      {Tensor::zeros({4, 5, 16}), "the memory tensor 'state.mems.1' is f32 (4, 5, 16), expected f32 (batch 4, L, d_model 16) with the same L from 1 to mem_len 6 in every layer"},
+      {Tensor::zeros({4, 6, 8}), "the memory tensor 'state.mems.1' is f32 (4, 6, 8)"},
+      {Tensor::zeros({3, 6, 16}), "the memory tensor 'state.mems.1' is f32 (3, 6, 16)"},
+      {Tensor::zeros({4, 6}), "the memory tensor 'state.mems.1' is f32 (4, 6)"},
+      {Tensor::from_vector(std::vector<int32_t>(4 * 6 * 16, 0), {4, 6, 16}), "the memory tensor 'state.mems.1' is i32"},
+      {Tensor(), "the memory tensor 'state.mems.1' is missing"},
+  };
+  for (const auto& [replacement, expected] : bad_memory) {
+    INFO(expected);
+    std::vector<NamedTensor> tensors;
+    for (const auto& [name, t] : original.tensors) {
+      if (name != "state.mems.1") tensors.emplace_back(name, t);
+      else if (replacement.defined()) tensors.emplace_back(name, replacement);
+    }
+    save_safetensors(path, tensors, original.metadata);
+    resume_fails_with(expected);
+  }
+  // Memory longer than mem_len, in every layer.
+  {
+    std::vector<NamedTensor> tensors;
+    for (const auto& [name, t] : original.tensors)
+      tensors.emplace_back(name, name.rfind("state.mems.", 0) == 0 ? Tensor::zeros({4, 7, 16}) : t);
+    save_safetensors(path, tensors, original.metadata);
+    resume_fails_with("the memory tensor 'state.mems.0' is f32 (4, 7, 16)");
+  }
+
+  // The checkpoint as written resumes (nothing above changed the run directory).
+  save_safetensors(path, original.tensors, original.metadata);
+  CHECK(train_lm(Config(schema_for_model("txl")), dir, resume).result.steps == 40);
 }
 
 TEST_CASE("urpe train and urpe eval on a txl run print the same valid perplexity") {

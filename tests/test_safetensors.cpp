@@ -1,5 +1,6 @@
 // safetensors reading/writing (round trips, the exact byte layout, a hand-written file as the
-// spec describes it, every corruption the reader must reject) and the JSON reader/writer under it.
+// spec describes it, every corruption the reader must reject, the data checksum), the JSON
+// reader/writer under it, and the checkpoint layer on top (every metadata value checked).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,11 +8,18 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
 #include <string>
 
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
 #include "test_util.h"
 #include "train/io/json.h"
 #include "train/io/safetensors.h"
+#include "train/checkpoint.h"
+#include "train/io/crc32.h"
 
 using namespace urpe;
 
@@ -199,7 +207,8 @@ TEST_CASE("safetensors: round trip of f32 and i32 tensors with metadata") {
   save_safetensors(path, {{"only", ids}});
   const TensorFile g = load_safetensors(path);
   CHECK(g.tensors.size() == 1);
-  CHECK(g.metadata.empty());
+  REQUIRE(g.metadata.size() == 1);  // only the data checksum urpe adds
+  CHECK(g.metadata.count("data_crc32") == 1);
   CHECK_FALSE(file_exists(path + ".tmp"));
 }
 
@@ -210,10 +219,11 @@ TEST_CASE("safetensors: byte layout of the header and data") {
   save_safetensors(path, {{"a", a}, {"b", b}}, {{"k", "v"}});
   const std::string bytes = read_raw(path);
 
+  // The metadata gains the CRC-32 of the 12 data bytes (the value Python's zlib.crc32 gives).
   const std::string header =
-      R"({"__metadata__":{"k":"v"},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+      R"({"__metadata__":{"data_crc32":"2e868a0a","k":"v"},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
       R"("b":{"dtype":"I32","shape":[1,1],"data_offsets":[8,12]}})";
-  CHECK(safetensors_header({{"a", a}, {"b", b}}, {{"k", "v"}}) == header);
+  CHECK(safetensors_header({{"a", a}, {"b", b}}, {{"data_crc32", "2e868a0a"}, {"k", "v"}}) == header);
   const size_t padded = (header.size() + 7) / 8 * 8;
   REQUIRE(bytes.size() == 8 + padded + 12);
   CHECK(bytes.substr(0, 8) == u64_le(padded));
@@ -308,4 +318,323 @@ TEST_CASE("safetensors: bad save arguments and unwritable paths") {
   CHECK_THROWS_WITH_AS(save_safetensors("/nonexistent_dir_urpe/x.safetensors", {{"a", a}}),
                        doctest::Contains("/nonexistent_dir_urpe/x.safetensors: cannot write"), Error);
   CHECK_FALSE(file_exists(temp_path("dup.safetensors")));
+}
+
+// ---- the data checksum ----
+
+TEST_CASE("crc32: the standard check value; zlib and the table agree; pieces chain") {
+  const std::string check = "123456789";
+  CHECK(crc32_update(0, check.data(), check.size()) == 0xCBF43926u);
+  CHECK(crc32_update_portable(0, check.data(), check.size()) == 0xCBF43926u);
+  CHECK(crc32_update(0, nullptr, 0) == 0);
+  const std::string bytes = f32_bytes(test::random_values({1000}, 3).to_vector_f32());
+  const uint32_t whole = crc32_update(0, bytes.data(), bytes.size());
+  CHECK(crc32_update_portable(0, bytes.data(), bytes.size()) == whole);
+  CHECK(crc32_update(crc32_update(0, bytes.data(), 123), bytes.data() + 123, bytes.size() - 123) == whole);
+  CHECK(crc32_update_portable(crc32_update_portable(0, bytes.data(), 7), bytes.data() + 7, bytes.size() - 7) ==
+        whole);
+}
+
+namespace {
+
+// The byte offset of the data buffer in a safetensors file.
+size_t data_start(const std::string& bytes) {
+  uint64_t n = 0;
+  for (int k = 7; k >= 0; --k) n = (n << 8) | static_cast<unsigned char>(bytes[k]);
+  return static_cast<size_t>(8 + n);
+}
+
+std::string flip_bit(std::string bytes, size_t at, int bit) {
+  bytes[at] = static_cast<char>(bytes[at] ^ (1 << bit));
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("safetensors: a flipped bit in the tensor data is reported, not loaded") {
+  const Tensor w = test::random_values({4, 5}, 11);
+  const Tensor ids = Tensor::from_vector(std::vector<int32_t>{1, 2, 3}, {3});
+  const std::string path = temp_path("crc_good.safetensors");
+  save_safetensors(path, {{"w", w}, {"ids", ids}}, {{"k", "v"}});
+  const std::string good = read_raw(path);
+  const TensorFile f = load_safetensors(path);
+  const std::string stored = f.meta("data_crc32");
+  CHECK(stored.size() == 8);
+  CHECK(stored.find_first_not_of("0123456789abcdef") == std::string::npos);
+  const std::string data = good.substr(data_start(good));
+  char expected[9];
+  std::snprintf(expected, sizeof expected, "%08x", crc32_update(0, data.data(), data.size()));
+  CHECK(stored == expected);
+
+  // One bit in the first tensor, in the middle, in the very last byte: each one is caught.
+  const size_t begin = data_start(good);
+  const std::pair<size_t, int> flips[] = {{begin, 0}, {begin + 41, 6}, {good.size() - 1, 7}};
+  for (const auto& [at, bit] : flips) {
+    INFO("byte " << at << " bit " << bit);
+    const std::string corrupt = flip_bit(good, at, bit);
+    std::string body = corrupt.substr(begin);
+    char computed[9];
+    std::snprintf(computed, sizeof computed, "%08x", crc32_update(0, body.data(), body.size()));
+    const std::string bad = temp_path("crc_flipped.safetensors");
+    write_raw(bad, corrupt);
+    CHECK_THROWS_WITH_AS(load_safetensors(bad),
+                         (bad + ": tensor data checksum mismatch (crc32 stored " + stored + ", computed " +
+                          computed + "): the file is corrupt")
+                             .c_str(),
+                         Error);
+  }
+
+  // The stored value itself must be a CRC-32: 8 hex digits.
+  for (const char* value : {"xyz", "2e868a0", "2e868a0a0", "-1", "2E868A0G", ""}) {
+    INFO("value '" << std::string(value) << "'");
+    const std::string header = R"({"__metadata__":{"data_crc32":")" + std::string(value) +
+                               R"("},"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+    expect_rejected("crc_malformed", make_file(header, f32_bytes({1, 2})),
+                    "metadata 'data_crc32' should be 8 hex digits (the CRC-32 of the tensor data), got '" +
+                        std::string(value) + "'");
+  }
+  // Upper-case hex digits are the same checksum.
+  const std::string upper = R"({"__metadata__":{"data_crc32":"2E868A0A"},"a":{"dtype":"F32","shape":[2],)"
+                            R"("data_offsets":[0,8]},"b":{"dtype":"I32","shape":[1,1],"data_offsets":[8,12]}})";
+  const std::string layout_data = f32_bytes({1.0f, -2.0f}) + std::string("\x02\x01\x00\x00", 4);
+  write_raw(temp_path("crc_upper.safetensors"), make_file(upper, layout_data));
+  CHECK(load_safetensors(temp_path("crc_upper.safetensors")).tensors.size() == 2);
+}
+
+TEST_CASE("safetensors: a file without the checksum (older urpe, other writers) loads; saving it adds one") {
+  // As urpe wrote it before the checksum: the same header without "data_crc32".
+  const Tensor w = test::random_values({3, 2}, 4);
+  const std::string header = safetensors_header({{"w", w}}, {{"step", "7"}});
+  const std::string data = f32_bytes(w.to_vector_f32());
+  const std::string path = temp_path("old.safetensors");
+  write_raw(path, make_file(header, data));
+  const TensorFile old = load_safetensors(path);
+  CHECK(old.metadata.count("data_crc32") == 0);
+  CHECK(old.at("w").to_vector_f32() == w.to_vector_f32());
+  // Without a checksum a flipped bit cannot be noticed: the file loads with the changed value.
+  write_raw(path, flip_bit(make_file(header, data), 8 + header.size(), 0));
+  CHECK(load_safetensors(path).at("w").to_vector_f32() != w.to_vector_f32());
+
+  // Saving again (as resuming an old run does) writes the checksum, and a checksum passed in (here
+  // a stale one copied from elsewhere) is replaced by the one of the data written.
+  std::map<std::string, std::string> meta = old.metadata;
+  meta["data_crc32"] = "00000000";
+  save_safetensors(path, old.tensors, meta);
+  const TensorFile again = load_safetensors(path);
+  char expected[9];
+  std::snprintf(expected, sizeof expected, "%08x", crc32_update(0, data.data(), data.size()));
+  CHECK(again.meta("data_crc32") == expected);
+  CHECK(again.meta("step") == "7");
+}
+
+// ---- checkpoints ----
+
+namespace {
+
+struct TinyModel {
+  ParameterSet params;
+  TinyModel(uint64_t seed) {
+    params.add("w", test::random_values({3, 4}, seed));
+    params.add("b", test::random_values({4}, seed + 1));
+  }
+};
+
+TrainingProgress sample_progress() {
+  TrainingProgress p;
+  p.step = 12;
+  p.data_rng = Rng(0xFFFFFFFFFFFFFFFFull, 40);
+  p.dropout_rng = Rng(6, 1u << 20);
+  p.seconds = 3.25;
+  p.pending_loss_sum = 0.1 + 0.2;  // not exact in decimal: needs all 17 digits to read back
+  p.pending_loss_count = 2;
+  return p;
+}
+
+// A checkpoint of TinyModel with sample_progress(), its metadata then rewritten by `edit`
+// (the data checksum is recomputed on saving, so only the edited value is wrong).
+std::string edited_checkpoint(const std::string& name,
+                              const std::function<void(std::map<std::string, std::string>&)>& edit) {
+  const std::string path = temp_path(name);
+  TinyModel model(1);
+  Adam adam(model.params.tensors());
+  TrainerState state;
+  state.meta["epoch"] = "3";
+  save_checkpoint(path, model.params, &adam, sample_progress(), "steps = 20\n", state);
+  TensorFile file = load_safetensors(path);
+  edit(file.metadata);
+  save_safetensors(path, file.tensors, file.metadata);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint: every metadata field round-trips; the file carries the data checksum") {
+  TinyModel saved(1);
+  Adam adam(saved.params.tensors());
+  // One update, so that the Adam moments are not zeros.
+  add(sum_all(mul(saved.params.find("w"), saved.params.find("w"))), sum_all(saved.params.find("b"))).backward();
+  adam.step(0.1f);
+  TrainerState state;
+  state.meta["epoch"] = "3";
+  state.meta["segment"] = "17";
+  state.tensors.emplace_back("mems.0", test::random_values({2, 3, 4}, 9));
+  const std::string path = temp_path("ckpt_round.safetensors");
+  save_checkpoint(path, saved.params, &adam, sample_progress(), "steps = 20\nlr = 0.1\n", state);
+
+  TinyModel loaded(50);
+  Adam loaded_adam(loaded.params.tensors());
+  const CheckpointInfo info = load_checkpoint(path, loaded.params, &loaded_adam);
+  const TrainingProgress want = sample_progress();
+  CHECK(info.progress.step == want.step);
+  CHECK(info.progress.data_rng.seed() == want.data_rng.seed());
+  CHECK(info.progress.data_rng.offset() == want.data_rng.offset());
+  CHECK(info.progress.dropout_rng.seed() == want.dropout_rng.seed());
+  CHECK(info.progress.dropout_rng.offset() == want.dropout_rng.offset());
+  CHECK(info.progress.seconds == want.seconds);
+  CHECK(info.progress.pending_loss_sum == want.pending_loss_sum);  // bit for bit
+  CHECK(info.progress.pending_loss_count == want.pending_loss_count);
+  CHECK(info.config_text == "steps = 20\nlr = 0.1\n");
+  CHECK(info.state.meta.size() == 2);
+  CHECK(info.state.meta.at("segment") == "17");
+  REQUIRE(info.state.tensors.size() == 1);
+  CHECK(info.state.tensors[0].second.to_vector_f32() == state.tensors[0].second.to_vector_f32());
+  CHECK(loaded.params.find("w").to_vector_f32() == saved.params.find("w").to_vector_f32());
+  CHECK(loaded_adam.steps() == 1);
+  const auto want_state = adam.state(), got_state = loaded_adam.state();
+  REQUIRE(want_state.size() == got_state.size());
+  for (size_t k = 0; k < want_state.size(); ++k) {
+    INFO(want_state[k].first);
+    const Tensor& a = want_state[k].second;
+    const Tensor& b = got_state[k].second;
+    REQUIRE(a.numel() == b.numel());
+    CHECK(std::memcmp(a.impl().storage->data, b.impl().storage->data, a.numel() * 4) == 0);
+  }
+  CHECK(state_integer(info.state, path, "segment", 0, 17) == 17);
+  CHECK(load_safetensors(path).meta("data_crc32").size() == 8);
+
+  // A flipped bit in a parameter's data: the checkpoint is refused, the model left as it was.
+  std::string bytes = read_raw(path);
+  bytes = flip_bit(bytes, data_start(bytes) + 5, 3);
+  write_raw(path, bytes);
+  TinyModel untouched(50);
+  CHECK_THROWS_WITH_AS(load_checkpoint(path, untouched.params, nullptr),
+                       doctest::Contains((path + ": tensor data checksum mismatch").c_str()), Error);
+  CHECK(untouched.params.find("w").to_vector_f32() == TinyModel(50).params.find("w").to_vector_f32());
+}
+
+TEST_CASE("checkpoint: a bad metadata value is one error naming the file, the key and what was expected") {
+  const std::string step_range = "an integer from 0 to 9007199254740992, got ";  // steps up to 2^53
+  const std::string u64 = "an integer from 0 to 18446744073709551615, got ";
+  const std::string number = "a finite number >= 0, got ";
+  struct Bad { const char* key; const char* value; std::string expected; };
+  const std::vector<Bad> cases = {
+      {"format", "urpe-checkpoint-9", "not a urpe checkpoint (format 'urpe-checkpoint-9', expected "},
+      {"step", "abc", step_range + "'abc'"},
+      {"step", "-5", step_range + "'-5'"},
+      {"step", "9007199254740993", step_range + "'9007199254740993'"},
+      {"step", "9223372036854775808", step_range + "'9223372036854775808'"},
+      {"step", "99999999999999999999999", step_range + "'99999999999999999999999'"},
+      {"step", "nan", step_range + "'nan'"},
+      {"step", "", step_range + "''"},
+      {"step", " 12", step_range + "' 12'"},
+      {"step", "+12", step_range + "'+12'"},
+      {"step", "12.0", step_range + "'12.0'"},
+      {"step", "1e3", step_range + "'1e3'"},
+      {"data_rng_seed", "x", u64 + "'x'"},
+      {"data_rng_seed", "-1", u64 + "'-1'"},
+      {"data_rng_seed", "18446744073709551616", u64 + "'18446744073709551616'"},
+      {"data_rng_seed", "nan", u64 + "'nan'"},
+      {"data_rng_offset", "0x10", u64 + "'0x10'"},
+      {"data_rng_offset", "-4", u64 + "'-4'"},
+      {"data_rng_offset", "18446744073709551620", u64 + "'18446744073709551620'"},
+      {"data_rng_offset", "42", "should be a multiple of 4 (the stream advances in whole Philox blocks), got '42'"},
+      {"dropout_rng_seed", "seed", u64 + "'seed'"},
+      {"dropout_rng_seed", "-7", u64 + "'-7'"},
+      {"dropout_rng_seed", "1e30", u64 + "'1e30'"},
+      {"dropout_rng_offset", "nan", u64 + "'nan'"},
+      {"dropout_rng_offset", "-8", u64 + "'-8'"},
+      {"dropout_rng_offset", "5", "should be a multiple of 4"},
+      {"seconds", "abc", number + "'abc'"},
+      {"seconds", "-1.5", number + "'-1.5'"},
+      {"seconds", "1e999", number + "'1e999'"},
+      {"seconds", "nan", number + "'nan'"},
+      {"seconds", "inf", number + "'inf'"},
+      {"seconds", "3.5s", number + "'3.5s'"},
+      {"seconds", " 3.5", number + "' 3.5'"},
+      {"seconds", "", number + "''"},
+      {"pending_loss_sum", "loss", number + "'loss'"},
+      {"pending_loss_sum", "-0.25", number + "'-0.25'"},
+      {"pending_loss_sum", "1e400", number + "'1e400'"},
+      {"pending_loss_sum", "NaN", number + "'NaN'"},
+      {"pending_loss_sum", "-inf", number + "'-inf'"},
+      {"pending_loss_count", "two", "an integer from 0 to 12 (the step, 12), got 'two'"},
+      {"pending_loss_count", "-1", "an integer from 0 to 12 (the step, 12), got '-1'"},
+      {"pending_loss_count", "13", "an integer from 0 to 12 (the step, 12), got '13'"},
+      {"pending_loss_count", "18446744073709551616", "an integer from 0 to 12 (the step, 12), got '1844674407370955"},
+      {"pending_loss_count", "nan", "an integer from 0 to 12 (the step, 12), got 'nan'"},
+      {"pending_loss_count", "0", "metadata 'pending_loss_sum' should be 0 when 'pending_loss_count' is 0, got"},
+  };
+  for (const Bad& c : cases) {
+    INFO("metadata " << std::string(c.key) << " = '" << std::string(c.value) << "'");
+    const std::string path = edited_checkpoint("ckpt_bad.safetensors", [&](auto& meta) { meta[c.key] = c.value; });
+    // The key is named, except for the format and the sum/count pair (whose message names both).
+    const std::string named = std::string(c.key) == "format" || std::string(c.key) == "pending_loss_count"
+                                  ? path + ": "
+                                  : path + ": metadata '" + c.key + "' should be ";
+    CHECK_THROWS_WITH_AS(read_checkpoint_info(path), doctest::Contains(named.c_str()), Error);
+    CHECK_THROWS_WITH_AS(read_checkpoint_info(path), doctest::Contains(c.expected.c_str()), Error);
+    TinyModel model(2);
+    CHECK_THROWS_WITH_AS(load_checkpoint(path, model.params, nullptr), doctest::Contains(c.expected.c_str()), Error);
+  }
+
+  // A long bad value is shown shortened.
+  const std::string long_path =
+      edited_checkpoint("ckpt_long.safetensors", [](auto& meta) { meta["seconds"] = std::string(5000, '7') + "x"; });
+  CHECK_THROWS_WITH_AS(read_checkpoint_info(long_path),
+                       (long_path + ": metadata 'seconds' should be a finite number >= 0, got '" +
+                        std::string(40, '7') + "...'")
+                           .c_str(),
+                       Error);
+  // Each field is required.
+  for (const char* key : {"format", "step", "config", "data_rng_seed", "data_rng_offset", "dropout_rng_seed",
+                          "dropout_rng_offset", "seconds", "pending_loss_sum", "pending_loss_count"}) {
+    INFO("without " << std::string(key));
+    const std::string path = edited_checkpoint("ckpt_missing.safetensors", [&](auto& meta) { meta.erase(key); });
+    CHECK_THROWS_WITH_AS(read_checkpoint_info(path),
+                         (path + ": no metadata key '" + std::string(key) + "'").c_str(), Error);
+  }
+  // The extremes of each range are accepted.
+  const std::string edge = edited_checkpoint("ckpt_edge.safetensors", [](auto& meta) {
+    meta["step"] = "9007199254740992";
+    meta["data_rng_seed"] = "18446744073709551615";
+    meta["data_rng_offset"] = "18446744073709551612";
+    meta["seconds"] = "0";
+    meta["pending_loss_sum"] = "0";
+    meta["pending_loss_count"] = "0";
+  });
+  const CheckpointInfo info = read_checkpoint_info(edge);
+  CHECK(info.progress.step == int64_t{1} << 53);
+  CHECK(info.progress.data_rng.seed() == std::numeric_limits<uint64_t>::max());
+  CHECK(info.progress.data_rng.offset() == std::numeric_limits<uint64_t>::max() - 3);
+}
+
+TEST_CASE("checkpoint: a trainer-state integer is checked against its range") {
+  TrainerState state;
+  state.meta = {{"epoch", "4"}, {"neg", "-1"}, {"word", "four"}, {"big", "99999999999999999999"}, {"space", "4 "}};
+  CHECK(state_integer(state, "ck.safetensors", "epoch", 0, 4) == 4);
+  CHECK(state_integer(state, "ck.safetensors", "epoch", 4, 100) == 4);
+  CHECK_THROWS_WITH_AS(state_integer(state, "ck.safetensors", "epoch", 0, 3),
+                       "ck.safetensors: metadata 'state.epoch' should be an integer from 0 to 3, got '4'", Error);
+  CHECK_THROWS_WITH_AS(state_integer(state, "ck.safetensors", "epoch", 5, 9),
+                       "ck.safetensors: metadata 'state.epoch' should be an integer from 5 to 9, got '4'", Error);
+  for (const char* key : {"neg", "word", "big", "space"}) {
+    INFO(key);
+    CHECK_THROWS_WITH_AS(state_integer(state, "ck.safetensors", key, 0, 1000),
+                         doctest::Contains(("ck.safetensors: metadata 'state." + std::string(key) +
+                                            "' should be an integer from 0 to 1000, got '")
+                                               .c_str()),
+                         Error);
+  }
+  CHECK_THROWS_WITH_AS(state_integer(state, "ck.safetensors", "segment", 0, 10),
+                       doctest::Contains("ck.safetensors: no metadata key 'state.segment'"), Error);
 }

@@ -1,7 +1,11 @@
 // Checkpoint layout on top of safetensors (train/safetensors.h).
 #include "train/checkpoint.h"
 
+#include <cctype>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
 #include <map>
 
 #include "train/io/safetensors.h"
@@ -41,35 +45,107 @@ void save_checkpoint(const std::string& path, const ParameterSet& params, const 
   save_safetensors(path, tensors, meta);
 }
 
-static uint64_t meta_u64(const TensorFile& file, const std::string& key) {
-  const std::string& text = file.meta(key);
-  try {
-    size_t used = 0;
-    const unsigned long long v = std::stoull(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
+// ---- reading: every metadata value is checked, and a bad one is one error naming the file, the
+// key and what was expected (never an "internal error" from a number parser) ----
+
+// A value as quoted in an error: at most 40 characters of it.
+static std::string shown(const std::string& text) {
+  return "'" + (text.size() > 40 ? text.substr(0, 40) + "..." : text) + "'";
+}
+
+// Plain decimal digits (no sign, space or exponent) with a value in [0, max].
+static bool parse_decimal(const std::string& text, uint64_t max, uint64_t& value) {
+  if (text.empty() || text.size() > 20) return false;
+  value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    const uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (value > max / 10) return false;
+    value *= 10;
+    if (digit > max - value) return false;
+    value += digit;
   }
-  URPE_FAIL(file.path << ": metadata '" << key << "' should be an unsigned integer, got '" << text << "'");
+  return true;
+}
+
+static uint64_t integer_in(const std::string& path, const std::string& key, const std::string& text,
+                           uint64_t min, uint64_t max, const std::string& what = "") {
+  uint64_t value = 0;
+  URPE_CHECK(parse_decimal(text, max, value) && value >= min,
+             path << ": metadata '" << key << "' should be an integer from " << min << " to " << max << what
+                  << ", got " << shown(text));
+  return value;
+}
+
+// The largest step a checkpoint may hold, 2^53: far beyond any run, exact as a double (the step
+// reaches metrics.csv and results.json), and the training loop's step + 1 cannot overflow.
+static const uint64_t kMaxStep = uint64_t{1} << 53;
+
+static int64_t meta_count(const TensorFile& file, const std::string& key, uint64_t max,
+                          const std::string& what = "") {
+  return static_cast<int64_t>(integer_in(file.path, key, file.meta(key), 0, max, what));
+}
+
+// A random stream's seed (any 64-bit value) and offset (whole Philox blocks of 4: Rng::reserve).
+static Rng meta_rng(const TensorFile& file, const std::string& name) {
+  const uint64_t seed =
+      integer_in(file.path, name + "_seed", file.meta(name + "_seed"), 0, std::numeric_limits<uint64_t>::max());
+  const std::string key = name + "_offset";
+  const uint64_t offset = integer_in(file.path, key, file.meta(key), 0, std::numeric_limits<uint64_t>::max());
+  URPE_CHECK(offset % 4 == 0, file.path << ": metadata '" << key
+                                        << "' should be a multiple of 4 (the stream advances in whole Philox "
+                                           "blocks), got "
+                                        << shown(file.meta(key)));
+  return Rng(seed, offset);
+}
+
+// A finite number >= 0 in the form strtod reads (what exact_text and std::to_string write).
+static double meta_non_negative(const TensorFile& file, const std::string& key) {
+  const std::string& text = file.meta(key);
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  const bool starts_well = !text.empty() && (std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.' ||
+                                             text[0] == '-' || text[0] == '+');
+  const double value = starts_well ? std::strtod(begin, &end) : 0.0;
+  URPE_CHECK(starts_well && end == begin + text.size() && std::isfinite(value) && value >= 0,
+             file.path << ": metadata '" << key << "' should be a finite number >= 0, got " << shown(text));
+  return value;
 }
 
 static CheckpointInfo info_from(const TensorFile& file) {
   URPE_CHECK(file.meta("format") == kFormat,
-             file.path << ": not a urpe checkpoint (format '" << file.meta("format") << "', expected '"
+             file.path << ": not a urpe checkpoint (format " << shown(file.meta("format")) << ", expected '"
                        << kFormat << "')");
   CheckpointInfo info;
   info.config_text = file.meta("config");
-  info.progress.step = static_cast<int64_t>(meta_u64(file, "step"));
-  info.progress.data_rng = Rng(meta_u64(file, "data_rng_seed"), meta_u64(file, "data_rng_offset"));
-  info.progress.dropout_rng = Rng(meta_u64(file, "dropout_rng_seed"), meta_u64(file, "dropout_rng_offset"));
-  info.progress.seconds = std::stod(file.meta("seconds"));
-  info.progress.pending_loss_sum = std::stod(file.meta("pending_loss_sum"));
-  info.progress.pending_loss_count = static_cast<int64_t>(meta_u64(file, "pending_loss_count"));
+  TrainingProgress& p = info.progress;
+  p.step = meta_count(file, "step", kMaxStep);
+  p.data_rng = meta_rng(file, "data_rng");
+  p.dropout_rng = meta_rng(file, "dropout_rng");
+  p.seconds = meta_non_negative(file, "seconds");
+  // The unlogged window: at most one loss per step taken; the losses (cross-entropy, L1) are >= 0.
+  p.pending_loss_count = meta_count(file, "pending_loss_count", static_cast<uint64_t>(p.step),
+                                    " (the step, " + std::to_string(p.step) + ")");
+  p.pending_loss_sum = meta_non_negative(file, "pending_loss_sum");
+  URPE_CHECK(p.pending_loss_count > 0 || p.pending_loss_sum == 0,
+             file.path << ": metadata 'pending_loss_sum' should be 0 when 'pending_loss_count' is 0, got "
+                       << shown(file.meta("pending_loss_sum")));
   const std::string prefix = "state.";
   for (const auto& [key, value] : file.metadata)
     if (key.rfind(prefix, 0) == 0) info.state.meta[key.substr(prefix.size())] = value;
   for (const auto& [name, t] : file.tensors)
     if (name.rfind(prefix, 0) == 0) info.state.tensors.emplace_back(name.substr(prefix.size()), t);
   return info;
+}
+
+int64_t state_integer(const TrainerState& state, const std::string& path, const std::string& key, int64_t min,
+                      int64_t max) {
+  URPE_CHECK(min >= 0 && min <= max, "state_integer: bad range [" << min << ", " << max << "]");
+  auto it = state.meta.find(key);
+  URPE_CHECK(it != state.meta.end(), path << ": no metadata key 'state." << key
+                                          << "' (was the checkpoint written by another model family?)");
+  return static_cast<int64_t>(integer_in(path, "state." + key, it->second, static_cast<uint64_t>(min),
+                                         static_cast<uint64_t>(max)));
 }
 
 CheckpointInfo read_checkpoint_info(const std::string& path) { return info_from(load_safetensors(path)); }

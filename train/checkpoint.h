@@ -48,6 +48,14 @@ struct CheckpointInfo {
 // present with its shape; otherwise one error naming the file, the tensor and what was expected.
 CheckpointInfo load_checkpoint(const std::string& path, const ParameterSet& params, Adam* optimizer);
 // Only the metadata (config text, progress) — to rebuild the model before loading the values.
+// Both check every metadata value (format, step <= 2^53, random-stream seeds and offsets,
+// seconds and the loss window finite and >= 0, ...) and reject a bad one with one error naming
+// the file, the key and what was expected.
 CheckpointInfo read_checkpoint_info(const std::string& path);
+
+// The trainer-state integer "state.<key>" of the checkpoint at `path`, in [min, max] (min >= 0);
+// a missing or bad value is one error naming the file, the key and the range.
+int64_t state_integer(const TrainerState& state, const std::string& path, const std::string& key, int64_t min,
+                      int64_t max);
 
 }  // namespace urpe

@@ -35,23 +35,33 @@ TrainerState stream_state(const StreamPosition& p) {
   return s;
 }
 
-StreamPosition stream_position(const TrainerState& s, const std::string& path, const Device& device) {
-  auto number = [&](const std::string& key) -> int64_t {
-    auto it = s.meta.find(key);
-    URPE_CHECK(it != s.meta.end(), path << ": no 'state." << key
-                                        << "' metadata (not a language-model checkpoint?)");
-    return std::stoll(it->second);
-  };
+// The stored position, checked against this run (the model, the batch, the train stream and the
+// step): a bad value is one error naming the checkpoint and the key, not a crash mid-training.
+StreamPosition stream_position(const CheckpointInfo& info, const std::string& path, const TransformerXL& model,
+                               int64_t batch, int64_t num_segments, const Device& device) {
+  const TrainerState& s = info.state;
   StreamPosition p;
-  p.epoch = number("epoch");
-  p.segment = number("segment");
-  const int64_t count = number("mems");
+  p.epoch = state_integer(s, path, "epoch", 0, info.progress.step);
+  p.segment = state_integer(s, path, "segment", 0, num_segments);
+  const TransformerXLConfig& c = model.config();
+  const int64_t layers_plus_one = c.layers + 1;
+  const int64_t count = state_integer(s, path, "mems", 0, layers_plus_one);
+  URPE_CHECK(count == 0 || count == layers_plus_one,
+             path << ": metadata 'state.mems' should be 0 or " << layers_plus_one
+                  << " (one memory tensor per layer input plus the last output), got " << count);
+  int64_t mlen = -1;
   for (int64_t l = 0; l < count; ++l) {
     const std::string name = "mems." + std::to_string(l);
     const Tensor* found = nullptr;
     for (const auto& [n, t] : s.tensors)
       if (n == name) found = &t;
     URPE_CHECK(found != nullptr, path << ": the memory tensor 'state." << name << "' is missing");
+    if (mlen < 0 && found->dim() == 3) mlen = found->size(1);
+    URPE_CHECK(found->dtype() == DType::f32 && found->shape() == (Shape{batch, mlen, c.d_model}) && mlen >= 1 &&
+                   mlen <= c.mem_len,
+               path << ": the memory tensor 'state." << name << "' is " << dtype_name(found->dtype()) << " "
+                    << shape_str(found->shape()) << ", expected f32 (batch " << batch << ", L, d_model " << c.d_model
+                    << ") with the same L from 1 to mem_len " << c.mem_len << " in every layer");
     p.mems.push_back(found->to(device));
   }
   return p;
@@ -146,8 +156,10 @@ class LanguageModelTask final : public TrainingTask {
   void adjust_schedule(LrSchedule& schedule) const override {
     schedule.decay = decay_;
   }
-  void start(const TrainingProgress&, const TrainerState* restored) override {
-    if (restored) position_ = stream_position(*restored, checkpoint_path_, model_.device());
+  void start(const TrainingProgress&, const CheckpointInfo* restored) override {
+    if (restored)
+      position_ = stream_position(*restored, checkpoint_path_, model_, batch_, train_batches_.num_segments(),
+                                  model_.device());
   }
   // The checkpoint also holds where the stream stands (StreamPosition).
   TrainerState state() const override { return stream_state(position_); }

@@ -190,7 +190,7 @@ class MoleculeTask final : public TrainingTask {
 
   // The current epoch's order: drawn from a copy of the stream at the epoch's start, which is
   // what the checkpoint stores (progress.data_rng).
-  void start(const TrainingProgress& progress, const TrainerState*) override {
+  void start(const TrainingProgress& progress, const CheckpointInfo*) override {
     epoch_rng_ = progress.data_rng;
     order_ = shuffled(data_.split.train, epoch_rng_);
   }

@@ -74,7 +74,7 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
   if (options.resume) {
     const CheckpointInfo info = load_checkpoint(run.checkpoint_path, task.parameters(), &optimizer);
     progress = info.progress;
-    task.start(progress, &info.state);
+    task.start(progress, &info);
   } else {
     write_text_atomic(join_path(run.out_dir, "config.txt"), run.config.to_text());
     task.start(progress, nullptr);

@@ -69,8 +69,8 @@ class TrainingTask {
   // The family's own schedule keys (decay kind, end_lr) on top of the shared ones.
   virtual void adjust_schedule(LrSchedule& schedule) const {}
   // Called once before the first step, with the progress the run starts from (fresh or
-  // resumed) and, on resume, the state the task saved.
-  virtual void start(const TrainingProgress& progress, const TrainerState* restored) {}
+  // resumed) and, on resume, the checkpoint it was read from (with the state the task saved).
+  virtual void start(const TrainingProgress& progress, const CheckpointInfo* restored) {}
   // What the task must add to a checkpoint to resume exactly (beyond parameters and progress).
   virtual TrainerState state() const { return {}; }
   // Draws step `step`'s batch (from progress's streams) and computes its loss, in training mode.

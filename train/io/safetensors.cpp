@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "train/io/json.h"
+#include "train/io/crc32.h"
 
 namespace urpe {
 
@@ -33,6 +34,41 @@ std::string shape_json(const Shape& shape) {
   return s + "]";
 }
 
+std::string crc32_hex(uint32_t crc) {
+  char text[9];
+  std::snprintf(text, sizeof text, "%08x", crc);
+  return text;
+}
+
+// The stored checksum: exactly 8 hex digits (either case), else an error naming the file.
+uint32_t parse_crc32(const std::string& path, const std::string& text) {
+  bool ok = text.size() == 8;
+  uint32_t value = 0;
+  for (char c : text) {
+    int digit = -1;
+    if (c >= '0' && c <= '9') digit = c - '0';
+    else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
+    ok = ok && digit >= 0;
+    value = (value << 4) | static_cast<uint32_t>(digit & 0xF);
+  }
+  URPE_CHECK(ok, path << ": metadata '" << kDataChecksumKey << "' should be 8 hex digits (the CRC-32 of the tensor data), got '"
+                      << (text.size() > 40 ? text.substr(0, 40) + "..." : text) << "'");
+  return value;
+}
+
+// The checks safetensors_header makes of the tensors (also made before save_safetensors reads
+// any tensor's data).
+void check_tensors(const std::vector<NamedTensor>& tensors) {
+  std::set<std::string> seen;
+  for (const auto& [name, tensor] : tensors) {
+    URPE_CHECK(!name.empty(), "safetensors: a tensor has an empty name");
+    URPE_CHECK(name != "__metadata__", "safetensors: '__metadata__' cannot name a tensor");
+    URPE_CHECK(seen.insert(name).second, "safetensors: tensor name '" << name << "' appears twice");
+    URPE_CHECK(tensor.defined(), "safetensors: tensor '" << name << "' is undefined");
+  }
+}
+
 // One tensor's header entry after validation.
 struct Entry {
   std::string name;
@@ -42,6 +78,8 @@ struct Entry {
 };
 
 }  // namespace
+
+const char* const kDataChecksumKey = "data_crc32";
 
 // ---- TensorFile ----
 
@@ -76,13 +114,9 @@ std::string safetensors_header(const std::vector<NamedTensor>& tensors,
     for (const auto& kv : metadata) meta.set(kv.first, kv.second);
     header.set("__metadata__", meta);
   }
+  check_tensors(tensors);
   uint64_t offset = 0;
-  std::set<std::string> seen;
   for (const auto& [name, tensor] : tensors) {
-    URPE_CHECK(!name.empty(), "safetensors: a tensor has an empty name");
-    URPE_CHECK(name != "__metadata__", "safetensors: '__metadata__' cannot name a tensor");
-    URPE_CHECK(seen.insert(name).second, "safetensors: tensor name '" << name << "' appears twice");
-    URPE_CHECK(tensor.defined(), "safetensors: tensor '" << name << "' is undefined");
     json::Value shape = json::Value::array();
     for (int64_t s : tensor.shape()) shape.push(s);
     const uint64_t bytes = static_cast<uint64_t>(tensor.numel()) * dtype_size(tensor.dtype());
@@ -98,9 +132,25 @@ std::string safetensors_header(const std::vector<NamedTensor>& tensors,
 
 void save_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                       const std::map<std::string, std::string>& metadata) {
+  try {
+    check_tensors(tensors);
+  } catch (const Error& e) {
+    URPE_FAIL(path << ": " << e.what());
+  }
+  // The data first: its checksum goes into the header.
+  std::vector<Tensor> hosts;
+  uint32_t crc = 0;
+  for (const auto& named : tensors) {
+    hosts.push_back(named.second.cpu());  // a no-op for CPU tensors
+    const Tensor& host = hosts.back();
+    const size_t size = static_cast<size_t>(host.numel()) * dtype_size(host.dtype());
+    if (size) crc = crc32_update(crc, host.impl().storage->data, size);
+  }
+  std::map<std::string, std::string> meta = metadata;
+  meta[kDataChecksumKey] = crc32_hex(crc);
   std::string header;
   try {
-    header = safetensors_header(tensors, metadata);
+    header = safetensors_header(tensors, meta);
   } catch (const Error& e) {
     URPE_FAIL(path << ": " << e.what());
   }
@@ -109,8 +159,7 @@ void save_safetensors(const std::string& path, const std::vector<NamedTensor>& t
   uint64_t n = header.size();
   for (int k = 0; k < 8; ++k) bytes += static_cast<char>((n >> (8 * k)) & 0xFF);
   bytes += header;
-  for (const auto& named : tensors) {
-    const Tensor host = named.second.cpu();  // a no-op for CPU tensors
+  for (const Tensor& host : hosts) {
     const size_t size = static_cast<size_t>(host.numel()) * dtype_size(host.dtype());
     if (size) bytes.append(static_cast<const char*>(host.impl().storage->data), size);
   }
@@ -224,6 +273,9 @@ TensorFile load_safetensors(const std::string& path) {
     }
     entries.push_back(parse_entry(path, key, value));
   }
+  auto stored_crc = file.metadata.find(kDataChecksumKey);
+  const bool has_crc = stored_crc != file.metadata.end();
+  const uint32_t expected_crc = has_crc ? parse_crc32(path, stored_crc->second) : 0;
 
   // ---- offsets: the tensors tile the data buffer exactly ----
   const uint64_t data_start = 8 + header_len;
@@ -252,7 +304,8 @@ TensorFile load_safetensors(const std::string& path) {
   URPE_CHECK(covered == data_size, path << ": " << (data_size - covered)
                                         << " bytes after the last tensor belong to no tensor");
 
-  // ---- data ----
+  // ---- data (in offset order, which tiles the buffer: the running CRC is the buffer's) ----
+  uint32_t crc = 0;
   for (const Entry& e : entries) {
     Tensor t = Tensor::empty(e.shape, e.dtype);
     const size_t bytes = e.end - e.begin;
@@ -260,9 +313,13 @@ TensorFile load_safetensors(const std::string& path) {
       URPE_CHECK(std::fseek(f, static_cast<long>(data_start + e.begin), SEEK_SET) == 0 &&
                      std::fread(t.impl().storage->data, 1, bytes, f) == bytes,
                  path << ": read failed for tensor '" << e.name << "'");
+      if (has_crc) crc = crc32_update(crc, t.impl().storage->data, bytes);
     }
     file.tensors.emplace_back(e.name, t);
   }
+  URPE_CHECK(!has_crc || crc == expected_crc,
+             path << ": tensor data checksum mismatch (crc32 stored " << crc32_hex(expected_crc) << ", computed "
+                  << crc32_hex(crc) << "): the file is corrupt");
   return file;
 }
 

@@ -14,6 +14,12 @@
 // urpe tensors are f32 or i32, so the dtypes read and written are "F32" and "I32"; any other
 // dtype is a clear error. Saving copies device tensors to the host first. Every validation
 // failure on load throws urpe::Error naming the file and what is wrong with it.
+//
+// Integrity: urpe adds the metadata key "data_crc32", the CRC-32 (zlib's) of the whole data
+// buffer as 8 lowercase hex digits. The reader checks it when present, so a flipped bit in the
+// tensor data is an error rather than a silently different model; files without it (older urpe
+// checkpoints, files written by other tools) load as before. Being a string → string entry, it
+// leaves the file a plain safetensors file for other readers.
 #pragma once
 #include <map>
 #include <string>
@@ -39,13 +45,17 @@ struct TensorFile {
   const std::string& meta(const std::string& key) const;
 };
 
+// The metadata key holding the CRC-32 of the data buffer.
+extern const char* const kDataChecksumKey;  // "data_crc32"
+
 // Writes `tensors` (names unique, non-empty) and `metadata` to `path` atomically: the bytes go
 // to `path.tmp`, are fsynced, then renamed over `path`. The header lists tensors in the given
-// order and their data follows in that order.
+// order and their data follows in that order. The metadata gains "data_crc32" (a value passed in
+// under that key, e.g. copied from a loaded file, is replaced by the checksum of what is written).
 void save_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
-// Reads and validates a whole file into CPU tensors.
+// Reads and validates a whole file into CPU tensors, and checks "data_crc32" when present.
 TensorFile load_safetensors(const std::string& path);
 
 // The header JSON text `save_safetensors` would write (before padding): for tests and tools.
