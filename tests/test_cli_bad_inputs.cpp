@@ -279,7 +279,7 @@ std::vector<std::string> train_over_victim(const std::vector<std::string>& sets)
 enum class Huge {
   accepted,  // a valid value (the row is not run: it would train)
   refused,   // refused, naming the key
-  sizes,     // refused once the robust-sizes branch (size overflow checks) is merged
+  sizes,     // refused by the size checks (key ranges, checked products, the memory estimate)
 };
 
 struct KeyRule {
@@ -301,27 +301,27 @@ const std::map<std::string, std::map<std::string, KeyRule>> kKeyRules = {
       {"clip", {true, false, Huge::refused}},
       {"eval_every", {true, true, Huge::accepted}}}},
     {"encoder",
-     {{"batch", {true, true, Huge::sizes}},  // fixed by robust-sizes branch (a vector past max_size)
-      {"seq_len", {true, true, Huge::sizes}},  // fixed by robust-sizes branch
-      {"vocab", {true, true, Huge::sizes}},    // fixed by robust-sizes branch (SIGSEGV here)
-      {"layers", {true, true, Huge::sizes}},   // fixed by robust-sizes branch (builds layers until killed)
-      {"d_model", {true, true, Huge::sizes}},  // fixed by robust-sizes branch
+     {{"batch", {true, true, Huge::sizes}},  // a vector past max_size before the size checks
+      {"seq_len", {true, true, Huge::sizes}},  // refused by the size checks
+      {"vocab", {true, true, Huge::sizes}},    // SIGSEGV before the size checks
+      {"layers", {true, true, Huge::sizes}},   // builds layers until killed before the size checks
+      {"d_model", {true, true, Huge::sizes}},  // refused by the size checks
       {"heads", {true, true, Huge::refused}},  // must divide d_model
-      {"d_ff", {true, true, Huge::sizes}},     // fixed by robust-sizes branch (SIGSEGV here)
+      {"d_ff", {true, true, Huge::sizes}},     // SIGSEGV before the size checks
       {"dropout", {true, false, Huge::refused}},
       {"init_std", {true, true, Huge::refused}},
       {"valid_size", {true, true, Huge::accepted}}}},  // a long evaluation, as asked
     {"txl",
      {{"batch", {true, true, Huge::sizes}},  // refused after reading the corpus; the message's token count overflows
-      {"layers", {true, true, Huge::sizes}},   // fixed by robust-sizes branch (builds layers until killed)
-      {"d_model", {true, true, Huge::sizes}},  // fixed by robust-sizes branch (SIGSEGV here)
-      {"heads", {true, true, Huge::sizes}},    // fixed by robust-sizes branch (SIGFPE here)
-      {"d_head", {true, true, Huge::sizes}},   // fixed by robust-sizes branch
-      {"d_inner", {true, true, Huge::sizes}},  // fixed by robust-sizes branch (SIGSEGV here)
+      {"layers", {true, true, Huge::sizes}},   // builds layers until killed before the size checks
+      {"d_model", {true, true, Huge::sizes}},  // SIGSEGV before the size checks
+      {"heads", {true, true, Huge::sizes}},    // SIGFPE before the size checks
+      {"d_head", {true, true, Huge::sizes}},   // refused by the size checks
+      {"d_inner", {true, true, Huge::sizes}},  // SIGSEGV before the size checks
       {"dropout", {true, false, Huge::refused}},
       {"dropatt", {true, false, Huge::refused}},
-      {"tgt_len", {true, true, Huge::sizes}},  // fixed by robust-sizes branch (malloc abort here)
-      {"mem_len", {true, false, Huge::sizes}},  // fixed by robust-sizes branch (SIGSEGV here)
+      {"tgt_len", {true, true, Huge::sizes}},  // malloc abort before the size checks
+      {"mem_len", {true, false, Huge::sizes}},  // SIGSEGV before the size checks
       {"clamp_len", {false, false, Huge::accepted}},      // <= 0: no clamp
       {"eval_tgt_len", {true, false, Huge::accepted}},    // 0: tgt_len; longer than the split: one segment
       {"eval_mem_len", {false, false, Huge::accepted}},   // -1: mem_len (-2 has its own row)
@@ -330,15 +330,15 @@ const std::map<std::string, std::map<std::string, KeyRule>> kKeyRules = {
       {"max_eval_tokens", {true, false, Huge::accepted}},  // more than the split: all of it
       {"init_std", {true, true, Huge::refused}}}},
     {"graphormer",
-     {{"layers", {true, true, Huge::sizes}},  // fixed by robust-sizes branch (builds layers until killed)
-      {"d_model", {true, true, Huge::sizes}},  // fixed by robust-sizes branch (SIGSEGV here)
-      {"d_ffn", {true, true, Huge::sizes}},    // fixed by robust-sizes branch (SIGSEGV here)
+     {{"layers", {true, true, Huge::sizes}},  // builds layers until killed before the size checks
+      {"d_model", {true, true, Huge::sizes}},  // SIGSEGV before the size checks
+      {"d_ffn", {true, true, Huge::sizes}},    // SIGSEGV before the size checks
       {"heads", {true, true, Huge::refused}},  // must divide d_model
       {"dropout", {true, false, Huge::refused}},
       {"attention_dropout", {true, false, Huge::refused}},
       {"input_dropout", {true, false, Huge::refused}},
       {"multi_hop_max_dist", {true, true, Huge::refused}},  // at most the edge-distance table (40)
-      {"max_spd", {true, true, Huge::sizes}},  // fixed by robust-sizes branch (SIGSEGV here)
+      {"max_spd", {true, true, Huge::sizes}},  // SIGSEGV before the size checks
       {"init_std", {true, true, Huge::refused}},
       {"end_lr", {true, false, Huge::refused}},
       {"split_seed", {false, false, Huge::accepted}},
@@ -377,7 +377,7 @@ std::vector<std::string> with_value(const std::string& family, const std::string
 }
 
 // The rows for every numeric key of `family`: the values refused now, or (sizes_rows) the huge
-// values refused once the robust-sizes branch is merged.
+// values the size checks refuse.
 std::vector<Case> numeric_key_rows(const std::string& family, bool sizes_rows) {
   std::vector<Case> rows;
   for (const urpe::ConfigKey& k : urpe::schema_for_model(family).keys()) {
@@ -386,7 +386,7 @@ std::vector<Case> numeric_key_rows(const std::string& family, bool sizes_rows) {
     const KeyRule* rule = rule_for(family, k.name);
     if (!rule) continue;  // reported by the coverage test case
     auto add = [&](const std::string& value, const std::string& why) {
-      // Rows refused only after robust-sizes is merged need not name the key: its message may name
+      // Rows the size checks refuse need not name the key: their message may name
       // the product that overflows.
       rows.push_back({family + ": " + k.name + " = " + value + " (" + why + ")",
                       train_over_victim(with_value(family, k.name, value)), "", {fixture().victim},
@@ -634,24 +634,24 @@ TEST_CASE("files of the wrong kind, truncated or corrupted: checkpoints, metrics
   check_table(rows);
 }
 
-// Rows that the robust-sizes branch (size overflow checks) makes pass: huge model sizes crash,
-// abort or allocate until killed here. Each is cut off after 10 s.
-TEST_CASE("huge sizes: fixed by robust-sizes branch") {
+// Huge model sizes: without the size checks (key ranges, checked products) they crashed, aborted
+// or allocated until killed. Each row is cut off after 10 s.
+TEST_CASE("huge sizes and counts: refused before anything is allocated") {
   std::vector<Case> rows;
   for (const std::string& family : urpe::model_families()) {
     const std::vector<Case> family_rows = numeric_key_rows(family, true);
     rows.insert(rows.end(), family_rows.begin(), family_rows.end());
   }
-  rows.push_back({"bench: --repeats -1 (fixed by robust-sizes branch)", {"bench", "step", "--repeats", "-1"},
+  rows.push_back({"bench: --repeats -1", {"bench", "step", "--repeats", "-1"},
                   "--repeats", {}});
-  rows.push_back({"bench: --repeats 99999999999999999999 (fixed by robust-sizes branch)",
+  rows.push_back({"bench: --repeats 99999999999999999999",
                   {"bench", "step", "--repeats", "99999999999999999999"}, "--repeats", {}});
   check_table(rows, 10);
 }
 
-// Rows that the robust-ckpt branch (checkpoint CRC-32) and the robust-data branch (corpus and
-// CSV reading) make pass: here a damaged file is read without complaint.
-TEST_CASE("damaged data: fixed by robust-ckpt and robust-data branches") {
+// Damaged files that used to be read without complaint: a checkpoint with a flipped data bit
+// (caught by the CRC-32) and a cut gzip corpus (caught by the gzip checks).
+TEST_CASE("damaged data: a flipped checkpoint bit, a cut corpus") {
   const Fixture& f = fixture();
   std::string flipped = read_file(f.pristine + "/model.safetensors");
   flipped[flipped.size() - 3] ^= 0x40;  // a bit of the last tensor's data
@@ -675,9 +675,9 @@ TEST_CASE("damaged data: fixed by robust-ckpt and robust-data branches") {
   const std::string gz = read_file(cut_gz + "/train.txt.gz");
   write_file(cut_gz + "/train.txt.gz", gz.substr(0, gz.size() / 2));
   const std::vector<Case> rows = {
-      {"eval: a bit flipped in the tensor data (fixed by robust-ckpt branch)", {"eval", "--run", dir},
+      {"eval: a bit flipped in the tensor data", {"eval", "--run", dir},
        "model.safetensors", {dir}},
-      {"txl: a train.txt.gz cut in the middle (fixed by robust-data branch)",
+      {"txl: a train.txt.gz cut in the middle",
        train_over_victim(with_value("txl", "corpus", cut_gz)), "train.txt.gz", {f.victim, cut_gz}},
   };
   check_table(rows);
