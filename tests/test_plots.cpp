@@ -1,6 +1,7 @@
 // PNG charts: axis ticks and labels, then each chart written to a temp directory (PNG signature,
 // IHDR size) and rendered in memory to check that data, legend and colour scales were drawn;
 // bad input and unwritable paths give errors naming the file.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -184,6 +185,28 @@ TEST_CASE("plots: line chart file, size, series colours and legend") {
   line_chart(path, spec);
   CHECK(png_info(path).width == 700);
   CHECK(png_info(path).height == 400);
+}
+
+TEST_CASE("plots: a title longer than the space left of the legend stays on the canvas") {
+  // Centred over the plot, a long title beside a wide legend used to start left of x = 0 and lose
+  // its first letters. Now it is shifted right: nothing is drawn in the 16-pixel margins, and the
+  // whole title is there (its pixels span about its width).
+  LineChartSpec spec = three_series();
+  spec.series[0].name = "a series name that makes the legend wide";
+  spec.title = std::string(40, 'W');
+  const Canvas c = render_line_chart(spec);
+  const int title_width = Canvas::text_width(spec.title, 3);
+  REQUIRE(title_width < c.width() - 32);
+  CHECK(count_color(c, colors::text, 0, 0, 16, 45) == 0);
+  CHECK(count_color(c, colors::text, c.width() - 16, 0, c.width(), 45) == 0);
+  int first = c.width(), last = 0;
+  for (int y = 0; y < 45; ++y)
+    for (int x = 0; x < c.width(); ++x)
+      if (c.pixel(x, y) == colors::text) {
+        first = std::min(first, x);
+        last = std::max(last, x);
+      }
+  CHECK(last - first + 1 >= title_width - 6);
 }
 
 TEST_CASE("plots: line chart errors name the file") {

@@ -136,8 +136,13 @@ void draw_legend(Canvas& c, int x, int y, const std::vector<LegendEntry>& entrie
   }
 }
 
+// Centred over the plot, but shifted to stay on the canvas when it is wider than the space to
+// either side (a long title beside a legend would otherwise lose its first words).
 void draw_title(Canvas& c, const std::string& title, int center_x) {
-  if (!title.empty()) c.text(center_x, kMargin, title, colors::text, kTitleScale, HAlign::center);
+  if (title.empty()) return;
+  const int width = Canvas::text_width(title, kTitleScale);
+  const int left = std::max(kMargin, std::min(center_x - width / 2, c.width() - kMargin - width));
+  c.text(left, kMargin, title, colors::text, kTitleScale, HAlign::left);
 }
 
 int title_band(const std::string& title) {
