@@ -35,6 +35,9 @@ struct CommandSpec {
   std::function<int(const Args&)> run;  // empty: the command arrives with a later issue
   std::string pending_note;             // what brings it, when run is empty
   std::string details;                  // extra help text (e.g. the config keys)
+  // Subcommands (`urpe theory probe ...`): each a full spec named "theory probe", with its own
+  // options and --help. A command with subcommands runs none itself.
+  std::vector<CommandSpec> subcommands = {};
 };
 
 // All subcommands, in help order. Defined in command_table.cpp; handlers live in their own files.
