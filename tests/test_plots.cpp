@@ -209,6 +209,26 @@ TEST_CASE("plots: a title longer than the space left of the legend stays on the 
   CHECK(last - first + 1 >= title_width - 6);
 }
 
+TEST_CASE("plots: integer_x puts x ticks on whole numbers only") {
+  // Three layers (x = 0, 1, 2): nice ticks would be 0, 0.2, …, 2; integer_x draws 0, 1 and 2, so the
+  // tick marks below the frame are exactly three.
+  LineChartSpec spec;
+  spec.series = {{"spread", {0, 1, 2}, {1e-9, 1e-7, 1e-6}}};
+  spec.log_y = true;
+  auto tick_marks = [](const Canvas& c) {
+    int bottom = c.height() - 1;  // the frame's bottom edge: the lowest axis-coloured pixel in column 300
+    while (bottom > 0 && c.pixel(300, bottom) != colors::axis) --bottom;
+    int marks = 0;
+    for (int x = 1; x < c.width(); ++x)
+      marks += c.pixel(x, bottom + 4) == colors::axis && c.pixel(x - 1, bottom + 4) != colors::axis;
+    return marks;
+  };
+  const int plain = tick_marks(render_line_chart(spec));
+  spec.integer_x = true;
+  CHECK(tick_marks(render_line_chart(spec)) == 3);
+  CHECK(plain > 3);
+}
+
 TEST_CASE("plots: line chart errors name the file") {
   const std::string path = temp_path("bad.png");
   LineChartSpec empty;

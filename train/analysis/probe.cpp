@@ -216,11 +216,12 @@ std::string probe_report(const std::vector<ProbeRun>& runs) {
 
 void draw_probe_plot(const std::string& path, const std::vector<ProbeRun>& runs) {
   plot::LineChartSpec spec;
-  spec.title = "Theorem 2 probe: identical tokens, spread of the hidden states per layer (0 drawn at 1e-9)";
+  spec.title = "Theorem 2 probe: spread per layer (0 drawn at 1e-9)";
   spec.x_label = "layer (0 = input to block 1)";
   spec.y_label = "max |h_i - h_j| / mean |h_i|";
   spec.log_y = true;
   spec.markers = 1;
+  spec.integer_x = true;
   for (const ProbeRun& r : runs) {
     plot::Series s;
     s.name = r.run;

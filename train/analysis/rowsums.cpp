@@ -187,7 +187,7 @@ std::vector<std::string> draw_rowsums_plots(const std::string& plot_dir, const R
   std::vector<std::string> paths;
   for (const RowSumsHead& h : r.heads) {
     plot::LineChartSpec spec;
-    spec.title = r.run + ", head " + std::to_string(h.head) + ": row sums of A against position";
+    spec.title = "head " + std::to_string(h.head) + ": row sums of A, " + r.run;
     spec.x_label = "query position i";
     spec.y_label = "(A 1)_i";
     std::vector<double> x;
