@@ -38,11 +38,13 @@ void build(AnalysisModel& m, const Config& config) {
   }
 }
 
-void check_family(const std::string& family, const std::string& what, const std::string& command,
-                  const std::vector<std::string>& families) {
+// `what` names the source ("'runs/x'", "preset graphormer-tiny"), `kind` what it holds ("run",
+// "model").
+void check_family(const std::string& family, const std::string& what, const std::string& kind,
+                  const std::string& command, const std::vector<std::string>& families) {
   URPE_CHECK(std::find(families.begin(), families.end(), family) != families.end(),
-             command << ": " << what << " is a " << family << " run (model = " << family << "); "
-                     << command << " reads " << family_list(families) << " runs");
+             command << ": " << what << " is a " << family << " " << kind << " (model = " << family << "); "
+                     << command << " reads " << family_list(families) << " " << kind << "s");
 }
 
 }  // namespace
@@ -63,7 +65,7 @@ AnalysisModel load_run_model(const std::string& dir, const std::string& command,
   URPE_CHECK(path_exists(checkpoint), command << ": '" << dir << "' has no model.safetensors (not a run "
                                               << "directory, or the run never reached its first checkpoint)");
   const Config config = config_from_text(read_checkpoint_info(checkpoint).config_text, checkpoint + " (config)");
-  check_family(config.get_string("model"), "'" + dir + "'", command, families);
+  check_family(config.get_string("model"), "'" + dir + "'", "run", command, families);
   AnalysisModel m;
   m.source = dir;
   m.name = std::filesystem::path(dir).lexically_normal().filename().string();
@@ -77,7 +79,7 @@ AnalysisModel load_run_model(const std::string& dir, const std::string& command,
 AnalysisModel fresh_model(const std::string& preset, const std::vector<std::string>& overrides,
                           const std::string& command, const std::vector<std::string>& families) {
   const Config config = resolve_config(preset, "", overrides);
-  check_family(config.get_string("model"), "preset " + preset, command, families);
+  check_family(config.get_string("model"), "preset " + preset, "model", command, families);
   AnalysisModel m;
   m.source = "preset " + preset;
   build(m, config);
