@@ -197,6 +197,17 @@ TEST_CASE("Theorem 2 on an untrained URPE model: C ≡ 1 makes it an RPE model")
   CHECK(r.tokens_probed == 64);  // vocab 100: a sample of 64 values
 }
 
+TEST_CASE("Theorem 2 does not bind attention without the denominator, even with C ≡ 1 or no position at all") {
+  // An untrained noPE model with attention_norm = exp: identical tokens stay identical (nothing
+  // distinguishes the positions), but the report must not credit the theorem for it.
+  const ProbeRun r = probe_identical_tokens(
+      fresh_model("pi-tiny", {"pe=rpe", "attention_norm=exp", "layers=1"}, "test", {"encoder"}), ProbeOptions{});
+  CHECK(r.attention_norm == "exp");
+  CHECK_FALSE(theorem2_applies(r));
+  CHECK(probe_report({r}).find("without the softmax denominator") != std::string::npos);
+  CHECK(probe_to_json({r}).at("runs")[0].at("attention_norm").as_string() == "exp");
+}
+
 TEST_CASE("Theorem 2 in Transformer-XL: the baseline keeps identical tokens identical, a moved C does not") {
   Config config = resolve_config("txl-tiny", "", {"tgt_len=6", "mem_len=0", "cutoffs="});
   TransformerXLConfig c = txl_config_from(config, 40);

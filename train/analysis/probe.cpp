@@ -53,6 +53,7 @@ bool table_is_ones(const Tensor& table) {
 }
 
 std::string reason(const ProbeRun& r) {
+  if (r.attention_norm == "exp") return "attention without the softmax denominator: rows of A sum to anything";
   if (r.pe == "none") return "no positional encoding";
   if (r.pe == "rpe") return r.family == "txl" ? "Transformer-XL's relative attention: softmax rows sum to 1"
                                               : "RPE: softmax rows sum to 1";
@@ -108,6 +109,7 @@ ProbeRun probe_identical_tokens(const AnalysisModel& model, const ProbeOptions& 
   r.source = model.source;
   r.family = model.family;
   r.pe = model.pe;
+  if (model.family == "encoder") r.attention_norm = model.config->get_string("attention_norm");
   r.step = model.step;
   r.n = model.seq_len();
   const bool encoder = model.family == "encoder";
@@ -143,6 +145,7 @@ ProbeRun probe_identical_tokens(const AnalysisModel& model, const ProbeOptions& 
 }
 
 bool theorem2_applies(const ProbeRun& r) {
+  if (r.attention_norm != "softmax") return false;
   return r.pe == "none" || r.pe == "rpe" || (r.pe == "urpe" && r.c_is_ones);
 }
 
@@ -156,7 +159,8 @@ json::Value probe_to_json(const std::vector<ProbeRun>& runs) {
       layers.push(row);
     }
     json::Value row = json::Value::object();
-    row.set("run", r.run).set("source", r.source).set("family", r.family).set("pe", r.pe).set("step", r.step)
+    row.set("run", r.run).set("source", r.source).set("family", r.family).set("pe", r.pe)
+        .set("attention_norm", r.attention_norm).set("step", r.step)
         .set("n", r.n).set("tokens_probed", r.tokens_probed).set("c_is_ones", r.c_is_ones)
         .set("theorem2_applies", theorem2_applies(r)).set("layers", layers)
         .set("identical_token_accuracy", std::isnan(r.identical_token_accuracy) ? json::Value()

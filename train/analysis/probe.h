@@ -32,6 +32,7 @@ struct ProbeLayer {
 
 struct ProbeRun {
   std::string run, source, family, pe;
+  std::string attention_norm = "softmax";  // or "exp" (no denominator: the theorem does not apply)
   int64_t step = 0;           // training steps of the checkpoint (0: untrained)
   int64_t n = 0;              // sequence length probed
   int64_t tokens_probed = 0;  // identical-token sequences (one per token value)
@@ -53,10 +54,11 @@ std::vector<int32_t> probe_token_values(int64_t vocab, int64_t count, uint64_t s
 // Runs the probe on one model (encoder or Transformer-XL, evaluation mode, no memory).
 ProbeRun probe_identical_tokens(const AnalysisModel& model, const ProbeOptions& options);
 
-// Whether Theorem 2 binds this model: no position information, RPE, or URPE with C still ≡ 1.
+// Whether Theorem 2 binds this model: softmax attention with no position information, RPE, or
+// URPE with C still ≡ 1.
 bool theorem2_applies(const ProbeRun& run);
 
-// {"runs": [{"run", "source", "family", "pe", "step", "n", "tokens_probed", "c_is_ones",
+// {"runs": [{"run", "source", "family", "pe", "attention_norm", "step", "n", "tokens_probed", "c_is_ones",
 //            "theorem2_applies", "layers": [{"layer", "spread"}], "identical_token_accuracy"}]}
 json::Value probe_to_json(const std::vector<ProbeRun>& runs);
 // The table the command prints: one row per run and layer, then one verdict line per run.
