@@ -23,7 +23,8 @@ SelfAttention::SelfAttention(ParameterSet& params, const std::string& name, int6
 }
 
 Tensor SelfAttention::forward(const Tensor& x, UrpeAttentionParams positional,
-                              float attention_dropout, Rng* dropout_rng, bool training) const {
+                              float attention_dropout, Rng* dropout_rng, bool training,
+                              Tensor* weights) const {
   const int64_t batch = x.size(0), n = x.size(1), d_model = x.size(2);
   auto split_heads = [&](const Tensor& t) {  // (B, N, d) → (B, H, N, dh)
     return permute(reshape(t, {batch, n, heads, head_dim}), {0, 2, 1, 3});
@@ -33,6 +34,7 @@ Tensor SelfAttention::forward(const Tensor& x, UrpeAttentionParams positional,
   const Tensor v = split_heads(v_proj.forward(x));
   positional.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   Tensor attention = urpe_attention(matmul(q, k, false, true), positional);  // (B, H, N, N)
+  if (weights) *weights = attention;
   if (training && attention_dropout > 0.0f)
     attention = dropout(attention, attention_dropout, dropout_rng->next_seed(), true);
   const Tensor context = matmul(attention, v);  // (B, H, N, dh)

@@ -17,9 +17,10 @@ struct SelfAttention {
                 const InitSpec& init);
 
   // x: (B, N, d_model). `positional` carries the shared tables, maps and masks (its scale is set
-  // here to 1/√dh). Returns (B, N, d_model).
+  // here to 1/√dh). Returns (B, N, d_model). `weights`, when given, receives A (B, H, N, N) before
+  // attention dropout (for analyses: models/hidden_states.h).
   Tensor forward(const Tensor& x, UrpeAttentionParams positional, float attention_dropout,
-                 Rng* dropout_rng, bool training) const;
+                 Rng* dropout_rng, bool training, Tensor* weights = nullptr) const;
 };
 
 }  // namespace urpe

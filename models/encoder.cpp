@@ -66,7 +66,8 @@ TransformerEncoder::TransformerEncoder(const EncoderConfig& c, uint64_t seed, co
   head_ = Linear(params_, "head", c.d_model, c.num_classes, init);
 }
 
-Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dropout_rng) const {
+Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dropout_rng,
+                                   HiddenStates* states) const {
   check_dtype("encoder", "tokens", tokens, DType::i32);
   check_dim("encoder", "tokens", tokens, 2, 2);
   const int64_t n = tokens.size(1);
@@ -85,8 +86,13 @@ Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dro
   }
   if (config_.embedding_layer_norm) x = embedding_norm_.forward(x);
   x = drop(x, config_.dropout);
+  if (states) {
+    states->clear();
+    states->blocks.push_back(x);
+  }
 
   UrpeAttentionParams positional;
+  positional.norm = config_.attention_norm;
   if (bias_table_.defined()) {
     positional.bias_table = bias_table_;
     positional.bias_map = leading_square(bias_map_full_, n);
@@ -101,13 +107,18 @@ Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dro
     const NvtxRange layer_range(x.device(), block);
     {
       const NvtxRange range(x.device(), block + ".attention");
-      const Tensor attended =
-          layer.attention.forward(x, positional, config_.attention_dropout, dropout_rng, training);
+      Tensor weights;
+      const bool keep = states && states->keep_attention;
+      const Tensor attended = layer.attention.forward(x, positional, config_.attention_dropout, dropout_rng,
+                                                      training, keep ? &weights : nullptr);
+      if (keep) states->attention.push_back(weights);
       x = layer.attention_norm.forward(add(x, drop(attended, config_.dropout)));
     }
+    if (states && states->keep_after_attention) states->after_attention.push_back(x);
     const NvtxRange range(x.device(), block + ".ffn");
     const Tensor transformed = layer.ffn.forward(x, 0.0f, dropout_rng, training);
     x = layer.ffn_norm.forward(add(x, drop(transformed, config_.dropout)));
+    if (states) states->blocks.push_back(x);
   }
   return head_.forward(x);
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "models/attention.h"
+#include "models/hidden_states.h"
 #include "models/positional.h"
 
 namespace urpe {
@@ -35,6 +36,9 @@ struct EncoderConfig {
   RelativeKind rpe_kind = RelativeKind::unique;
   RelativeKind urpe_kind = RelativeKind::unique;
   bool embedding_layer_norm = true;
+  // softmax (the paper), or exp: A = exp(S·scale + B) ⊙ C without the denominator, the variant
+  // `urpe theory denominator` trains (ops/urpe_attention.h).
+  AttentionNorm attention_norm = AttentionNorm::softmax;
 };
 
 class TransformerEncoder {
@@ -42,8 +46,10 @@ class TransformerEncoder {
   TransformerEncoder(const EncoderConfig& config, uint64_t seed, const Device& device = {});
 
   // tokens: i32 (B, N) with N ≤ seq_len → logits (B, N, num_classes). Dropout draws its seeds from
-  // `dropout_rng` when training (may be null when not training).
-  Tensor forward(const Tensor& tokens, bool training, Rng* dropout_rng) const;
+  // `dropout_rng` when training (may be null when not training). `states`, when given, is cleared
+  // and receives every block's input and output (models/hidden_states.h).
+  Tensor forward(const Tensor& tokens, bool training, Rng* dropout_rng,
+                 HiddenStates* states = nullptr) const;
 
   const EncoderConfig& config() const { return config_; }
   const ParameterSet& parameters() const { return params_; }

@@ -143,7 +143,7 @@ UrpeAttentionParams TransformerXL::attention_core(int64_t qlen, int64_t mlen) co
 // h: (B, qlen, d), memory: (B, mlen, d) or undefined, pos: (klen, d) → LN(h + Drop(o)) (B, qlen, d)
 Tensor TransformerXL::attention(const Layer& layer, const Tensor& h, const Tensor& memory,
                                 const Tensor& pos, const UrpeAttentionParams& core, bool training,
-                                Rng* rng) const {
+                                Rng* rng, Tensor* weights) const {
   const int64_t batch = h.size(0), qlen = h.size(1), klen = pos.size(0), mlen = klen - qlen;
   const int64_t heads = config_.heads, dh = config_.d_head, hd = heads * dh;
   auto drop = [&](const Tensor& t, float p) {
@@ -168,6 +168,7 @@ Tensor TransformerXL::attention(const Layer& layer, const Tensor& h, const Tenso
   const Tensor bd = permute(relative_shift(bd_raw), {1, 0, 2, 3});
 
   Tensor attn = urpe_attention(add(ac, bd), core);  // (B, H, qlen, klen), scale 1/√dh inside
+  if (weights) *weights = attn;
   attn = drop(attn, config_.dropatt);
   const Tensor context = matmul(attn, v);  // (B, H, qlen, dh)
   const Tensor merged = reshape(permute(context, {0, 2, 1, 3}), {batch, qlen, hd});
@@ -178,7 +179,7 @@ Tensor TransformerXL::attention(const Layer& layer, const Tensor& h, const Tenso
 // ---- segment forward ----
 
 TxlHidden TransformerXL::forward_hidden(const Tensor& tokens, const TxlMemory& mems, bool training,
-                                        Rng* dropout_rng) const {
+                                        Rng* dropout_rng, HiddenStates* states) const {
   check_dtype(kModel, "tokens", tokens, DType::i32);
   check_dim(kModel, "tokens", tokens, 2, 2);
   const int64_t qlen = tokens.size(0), batch = tokens.size(1), d = config_.d_model;
@@ -203,6 +204,7 @@ TxlHidden TransformerXL::forward_hidden(const Tensor& tokens, const TxlMemory& m
   std::vector<Tensor> hids{drop(permute(embedded, {1, 0, 2}))};
   const Tensor pos = drop(positional_table(klen));  // (klen, d), one mask for batch and layers
   const UrpeAttentionParams core = attention_core(qlen, mlen);
+  if (states) states->clear();
 
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& layer = layers_[l];
@@ -212,12 +214,18 @@ TxlHidden TransformerXL::forward_hidden(const Tensor& tokens, const TxlMemory& m
     Tensor x;
     {
       const NvtxRange range(device_, block + ".attention");
-      x = attention(layer, hids.back(), memory, pos, core, training, dropout_rng);
+      Tensor weights;
+      const bool keep = states && states->keep_attention;
+      x = attention(layer, hids.back(), memory, pos, core, training, dropout_rng, keep ? &weights : nullptr);
+      if (keep) states->attention.push_back(weights);
     }
+    if (states && states->keep_after_attention) states->after_attention.push_back(x);
     const NvtxRange range(device_, block + ".ffn");
     const Tensor transformed = layer.ffn.forward(x, training ? config_.dropout : 0.0f, dropout_rng, training);
     hids.push_back(layer.ffn_norm.forward(add(x, drop(transformed))));
   }
+
+  if (states) states->blocks = hids;
 
   TxlHidden result;
   result.hidden = permute(drop(hids.back()), {1, 0, 2});  // (qlen, B, d)

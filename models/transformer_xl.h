@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "models/hidden_states.h"
 #include "models/layers.h"
 #include "ops/urpe_attention.h"
 
@@ -78,8 +79,10 @@ class TransformerXL {
   // null when not training or when every dropout probability is 0).
   TxlStep forward(const Tensor& tokens, const Tensor& targets, const TxlMemory& mems,
                   bool training, Rng* dropout_rng) const;
+  // `states`, when given, is cleared and receives every block's input and output for this segment,
+  // batch-major (models/hidden_states.h).
   TxlHidden forward_hidden(const Tensor& tokens, const TxlMemory& mems, bool training,
-                           Rng* dropout_rng) const;
+                           Rng* dropout_rng, HiddenStates* states = nullptr) const;
   // hidden (qlen, B, d) → logits (qlen, B, vocab); full softmax models only.
   Tensor logits(const Tensor& hidden) const;
   // hidden (qlen, B, d), targets i32 (qlen, B) → shape (): mean NLL (full or adaptive softmax).
@@ -104,8 +107,10 @@ class TransformerXL {
   };
 
   // c = [memory; h] (B, klen, d), h (B, qlen, d), R (klen, d) → attention block output (B, qlen, d).
+  // `weights`, when given, receives A (B, H, qlen, klen) before dropatt.
   Tensor attention(const Layer& layer, const Tensor& h, const Tensor& memory, const Tensor& pos,
-                   const UrpeAttentionParams& core, bool training, Rng* rng) const;
+                   const UrpeAttentionParams& core, bool training, Rng* rng,
+                   Tensor* weights = nullptr) const;
   Tensor positional_table(int64_t klen) const;  // (klen, d), before dropout
   UrpeAttentionParams attention_core(int64_t qlen, int64_t mlen) const;
   Tensor adaptive_loss(const Tensor& hidden, const Tensor& targets) const;

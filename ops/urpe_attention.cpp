@@ -110,6 +110,18 @@ Tensor urpe_attention(const Tensor& scores, const UrpeAttentionParams& params) {
       });
 }
 
+// ---- the normalisation ----
+
+AttentionNorm parse_attention_norm(const std::string& text) {
+  if (text == "softmax") return AttentionNorm::softmax;
+  if (text == "exp") return AttentionNorm::exp;
+  URPE_FAIL("attention_norm '" << text << "': expected softmax or exp");
+}
+
+const char* attention_norm_name(AttentionNorm norm) {
+  return norm == AttentionNorm::exp ? "exp" : "softmax";
+}
+
 // ---- the "unique" Toeplitz map ----
 
 Tensor toeplitz_map(int64_t nq, int64_t nk, const Device& device) {

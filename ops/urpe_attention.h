@@ -16,12 +16,26 @@
 //   ∂B_h[k] = Σ_{b,i,j: bias_map=k} dZ
 // The table reductions run in a fixed order (no float atomics), so runs are bit-reproducible.
 // Forward saves P; memory traffic per call: read S (+ maps, tables), write A and P.
+//
+// norm = AttentionNorm::exp drops the softmax's denominator (an experiment, `urpe theory
+// denominator`; docs/urpe_attention.md#the-denominator-variant):
+//   E = exp(Z) (0 where masked, no max subtraction, so it overflows to +inf for Z > 88.7),
+//   A = E ⊙ C,   and backward   ∂C_h[k] = Σ G·E,   dZ = E·(G·C),   ∂S = scale·dZ,   ∂B_h[k] = Σ dZ.
+// E takes P's place as the saved tensor. Rows of A then sum to anything even with C ≡ 1, which is
+// another way out of Theorem 2, paid for with unbounded activations.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "tensor/tensor.h"
 
 namespace urpe {
+
+// What turns the logits Z into weights: softmax (the paper, the default) or exp without the
+// denominator.
+enum class AttentionNorm { softmax, exp };
+AttentionNorm parse_attention_norm(const std::string& text);  // softmax|exp; the error names both
+const char* attention_norm_name(AttentionNorm norm);
 
 struct UrpeAttentionParams {
   float scale = 1.0f;
@@ -32,6 +46,7 @@ struct UrpeAttentionParams {
   Tensor key_padding;  // i32 (Bsz, Nk), nonzero = padded key; or undefined
   bool causal = false;
   int64_t causal_offset = 0;
+  AttentionNorm norm = AttentionNorm::softmax;
 };
 
 // scores: (Bsz, H, Nq, Nk) → A: (Bsz, H, Nq, Nk). Gradients flow to scores, bias_table, c_table.
@@ -42,7 +57,7 @@ Tensor urpe_attention(const Tensor& scores, const UrpeAttentionParams& params);
 Tensor toeplitz_map(int64_t nq, int64_t nk, const Device& device = {});
 
 namespace kernels {
-// probs (saved for backward) and out: (Bsz, H, Nq, Nk).
+// probs (saved for backward: P, or E for AttentionNorm::exp) and out: (Bsz, H, Nq, Nk).
 void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams& params,
                                 Tensor& probs, Tensor& out);
 void urpe_attention_forward_cuda(const Tensor& scores, const UrpeAttentionParams& params,

@@ -8,6 +8,8 @@
 //   Masked keys get P = A = 0; a row with no unmasked key (or whose logits are all −∞) is all 0.
 // Backward, per row: dP_j = G_j·C_j, r = Σ_j P_j·dP_j (double), dZ_j = P_j·(dP_j − r),
 //   ∂S_j = scale·dZ_j, ∂C_h[c_map] += G_j·P_j, ∂B_h[bias_map] += dZ_j; masked keys give 0.
+// AttentionNorm::exp (no denominator): E_j = e^{z_j} (no max subtraction: it overflows to +inf
+//   by design), A_j = E_j·C_j, saved E in P's place; backward as above with r = 0.
 // Table gradients: each (b, h) slice accumulates a private double table, then the slices are
 // summed per head in increasing b. The order never depends on the thread count, so two runs
 // give bit-identical gradients.
@@ -39,6 +41,7 @@ struct RowContext {
   const int32_t* key_padding = nullptr;  // (Bsz, Nk) or nullptr
   bool causal = false;
   int64_t causal_offset = 0;
+  bool normalize = true;  // false: AttentionNorm::exp
 
   // Row (b, i) of a map: (Nk,).
   const int32_t* map_row(const int32_t* map, bool per_batch, int64_t b, int64_t i) const {
@@ -72,6 +75,7 @@ RowContext make_context(const Tensor& scores, const UrpeAttentionParams& p) {
   if (p.key_padding.defined()) c.key_padding = p.key_padding.i32();
   c.causal = p.causal;
   c.causal_offset = p.causal_offset;
+  c.normalize = p.norm == AttentionNorm::softmax;
   return c;
 }
 
@@ -119,6 +123,11 @@ void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams&
       if (ctx.key_padding != nullptr) {
         const int32_t* padded = ctx.key_padding + b * nk;
         for (int64_t j = 0; j < nk; ++j) zr[j] = padded[j] != 0 ? kNegInf : zr[j];
+      }
+      if (!ctx.normalize) {  // E = e^Z, A = E·C: no maximum, no denominator (e^−∞ = 0 where masked)
+        for (int64_t j = 0; j < nk; ++j) p_row[j] = fast::exp_fast(zr[j]);
+        for (int64_t j = 0; j < nk; ++j) a_row[j] = c_h != nullptr ? p_row[j] * c_h[cmap[j]] : p_row[j];
+        continue;
       }
       float m = kNegInf;
 #pragma omp simd reduction(max : m)
@@ -184,7 +193,7 @@ void urpe_attention_backward_cpu(const Tensor& grad_out, const Tensor& probs,
         const int32_t* bmap = ctx.bias_table ? ctx.map_row(ctx.bias_map, ctx.bias_map_per_batch, b, i) : nullptr;
         const int32_t* cmap = ctx.c_table ? ctx.map_row(ctx.c_map, ctx.c_map_per_batch, b, i) : nullptr;
 
-        // dP = G·C and r = Σ_j P·dP over unmasked keys.
+        // dP = G·C and r = Σ_j P·dP over unmasked keys (r = 0 without the denominator).
         double r = 0;
         for (int64_t j = 0; j < nk; ++j) {
           if (ctx.masked(b, i, j)) {
@@ -192,7 +201,7 @@ void urpe_attention_backward_cpu(const Tensor& grad_out, const Tensor& probs,
             continue;
           }
           dp[j] = c_h ? g[j] * c_h[cmap[j]] : g[j];
-          r += static_cast<double>(p[j]) * dp[j];
+          if (ctx.normalize) r += static_cast<double>(p[j]) * dp[j];
           if (dc) dc[cmap[j]] += static_cast<double>(g[j]) * p[j];
         }
         // dZ = P·(dP − r); ∂S = scale·dZ; ∂B gathers dZ by bucket.

@@ -19,6 +19,9 @@
 //     shared), G·P for ∂C_h[k] or P·(G·C − t) = dZ for ∂B_h[k], with a strided loop and a fixed
 //     shuffle tree in double.
 //     Bytes: 8·B·H·Nq·Nk read again per table (gathered along the bucket's cells), 4·H·K written.
+// AttentionNorm::exp (no denominator): the forward kernel writes E = e^Z (no max, no sum) in P's
+//   place and A = E·C; the rows kernel uses t = 0, so ∂S = scale·E·G·C and the bias kernel's
+//   P·(G·C − t) is dZ as well.
 #include "ops/bucket_index_cuda.cuh"
 #include "ops/cuda_common.cuh"
 #include "ops/urpe_attention.h"
@@ -44,6 +47,7 @@ struct AttentionGeometry {
   const int32_t* key_padding;  // (B, Nk) or null
   bool causal;
   int64_t causal_offset;
+  bool normalize;  // false: AttentionNorm::exp
 
   __device__ __forceinline__ bool masked(int64_t b, int64_t i, int64_t j) const {
     if (causal && j > i + causal_offset) return true;
@@ -72,6 +76,14 @@ __global__ void urpe_attention_forward_kernel(AttentionGeometry geo,
     auto logit = [&](int64_t j) {
       return geo.masked(b, i, j) ? -INFINITY : s_row[j] * geo.scale + geo.bias(b, h, i * nk + j);
     };
+    if (!geo.normalize) {  // E = e^Z, A = E·C (e^−∞ = 0 where masked)
+      for (int64_t j = lane; j < nk; j += kWarp) {
+        const float e = expf(logit(j));
+        p_row[j] = e;
+        a_row[j] = e * geo.c_value(b, h, i * nk + j);
+      }
+      continue;
+    }
     float m = -INFINITY;
     for (int64_t j = lane; j < nk; j += kWarp) m = fmaxf(m, logit(j));
     m = warp_max(m);
@@ -108,8 +120,8 @@ __global__ void urpe_attention_backward_rows_kernel(AttentionGeometry geo,
     const float* g_row = grad_out + r * nk;
     const float* p_row = probs + r * nk;
     float* ds_row = grad_scores + r * nk;
-    double dot = 0.0;
-    for (int64_t j = lane; j < nk; j += kWarp) {
+    double dot = 0.0;  // stays 0 without the denominator
+    for (int64_t j = lane; j < nk && geo.normalize; j += kWarp) {
       if (geo.masked(b, i, j)) continue;
       const float dp = g_row[j] * geo.c_value(b, h, i * nk + j);
       dot += static_cast<double>(p_row[j]) * dp;
@@ -224,6 +236,7 @@ AttentionGeometry geometry_of(const Tensor& scores, const UrpeAttentionParams& p
   geo.key_padding = params.key_padding.defined() ? params.key_padding.i32() : nullptr;
   geo.causal = params.causal;
   geo.causal_offset = params.causal_offset;
+  geo.normalize = params.norm == AttentionNorm::softmax;
   return geo;
 }
 

@@ -702,6 +702,7 @@ struct AttentionCase {
   int64_t batch, heads, nq, nk;
   bool bias, c, per_batch_maps, padding, causal;
   int64_t causal_offset, buckets;  // buckets = 0: Toeplitz maps
+  bool exp_norm = false;           // AttentionNorm::exp: no softmax denominator
 };
 
 // Builds the params on the CPU (tables random, maps Toeplitz or random buckets, padding with one
@@ -741,6 +742,7 @@ UrpeAttentionParams make_params(const AttentionCase& c, uint64_t seed) {
   }
   p.causal = c.causal;
   p.causal_offset = c.causal_offset;
+  p.norm = c.exp_norm ? AttentionNorm::exp : AttentionNorm::softmax;
   return p;
 }
 
@@ -768,6 +770,8 @@ TEST_CASE("parity: URPE attention core, forward and backward (dS, dB, dC)") {
       {"shared bucket maps, padding, causal", 3, 2, 33, 33, true, true, false, true, true, 0, 5},
       {"C only (no bias)", 2, 3, 37, 37, false, true, false, false, true, 0, 0},
       {"plain softmax (no tables)", 2, 3, 37, 67, false, false, false, true, false, 0, 0},
+      {"exp norm (no denominator), causal", 2, 3, 37, 37, true, true, false, false, true, 0, 0, true},
+      {"exp norm, bucketed maps with padding", 3, 2, 33, 33, true, true, true, true, false, 0, 7, true},
   };
   for (const AttentionCase& c : cases) {
     CAPTURE(c.name);

@@ -28,8 +28,10 @@ const std::map<std::string, std::set<std::string>>& allowed_includes() {
       {"train", {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot"}},
       {"bench", {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot", "train"}},
       {"train/repro", {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot", "train"}},
+      {"train/analysis", {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot", "train"}},
       {"train/cli",
-       {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot", "train", "bench", "train/repro"}},
+       {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot", "train", "bench", "train/repro",
+        "train/analysis"}},
   };
   return rules;
 }
@@ -76,5 +78,7 @@ TEST_CASE("the rule is checked: an upward include is reported") {
   CHECK(rules.at("models").count("train") == 0);
   CHECK(rules.at("train/io").count("train") == 0);
   CHECK(rules.at("bench").count("train/cli") == 0);
+  CHECK(rules.at("train/analysis").count("train/cli") == 0);
+  CHECK(rules.at("train/analysis").count("train/repro") == 0);
   CHECK(folder_of("train/cli/command_line.h") == "train/cli");
 }

@@ -1,6 +1,7 @@
 // PNG charts: axis ticks and labels, then each chart written to a temp directory (PNG signature,
 // IHDR size) and rendered in memory to check that data, legend and colour scales were drawn;
 // bad input and unwritable paths give errors naming the file.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -184,6 +185,48 @@ TEST_CASE("plots: line chart file, size, series colours and legend") {
   line_chart(path, spec);
   CHECK(png_info(path).width == 700);
   CHECK(png_info(path).height == 400);
+}
+
+TEST_CASE("plots: a title longer than the space left of the legend stays on the canvas") {
+  // Centred over the plot, a long title beside a wide legend used to start left of x = 0 and lose
+  // its first letters. Now it is shifted right: nothing is drawn in the 16-pixel margins, and the
+  // whole title is there (its pixels span about its width).
+  LineChartSpec spec = three_series();
+  spec.series[0].name = "a series name that makes the legend wide";
+  spec.title = std::string(40, 'W');
+  const Canvas c = render_line_chart(spec);
+  const int title_width = Canvas::text_width(spec.title, 3);
+  REQUIRE(title_width < c.width() - 32);
+  CHECK(count_color(c, colors::text, 0, 0, 16, 45) == 0);
+  CHECK(count_color(c, colors::text, c.width() - 16, 0, c.width(), 45) == 0);
+  int first = c.width(), last = 0;
+  for (int y = 0; y < 45; ++y)
+    for (int x = 0; x < c.width(); ++x)
+      if (c.pixel(x, y) == colors::text) {
+        first = std::min(first, x);
+        last = std::max(last, x);
+      }
+  CHECK(last - first + 1 >= title_width - 6);
+}
+
+TEST_CASE("plots: integer_x puts x ticks on whole numbers only") {
+  // Three layers (x = 0, 1, 2): nice ticks would be 0, 0.2, …, 2; integer_x draws 0, 1 and 2, so the
+  // tick marks below the frame are exactly three.
+  LineChartSpec spec;
+  spec.series = {{"spread", {0, 1, 2}, {1e-9, 1e-7, 1e-6}}};
+  spec.log_y = true;
+  auto tick_marks = [](const Canvas& c) {
+    int bottom = c.height() - 1;  // the frame's bottom edge: the lowest axis-coloured pixel in column 300
+    while (bottom > 0 && c.pixel(300, bottom) != colors::axis) --bottom;
+    int marks = 0;
+    for (int x = 1; x < c.width(); ++x)
+      marks += c.pixel(x, bottom + 4) == colors::axis && c.pixel(x - 1, bottom + 4) != colors::axis;
+    return marks;
+  };
+  const int plain = tick_marks(render_line_chart(spec));
+  spec.integer_x = true;
+  CHECK(tick_marks(render_line_chart(spec)) == 3);
+  CHECK(plain > 3);
 }
 
 TEST_CASE("plots: line chart errors name the file") {

@@ -393,3 +393,71 @@ TEST_CASE("bad arguments give one readable error naming the tensor") {
   p.key_padding = random_values({2, 4}, 4);
   fails_with(p, "argument 'key_padding' must be i32", c.scores);
 }
+
+// ---- AttentionNorm::exp: the softmax without its denominator ----
+
+// Double reference of the unnormalised variant: E = e^Z over unmasked keys (0 elsewhere), A = E·C.
+Reference exp_reference(const Tensor& scores, const UrpeAttentionParams& prm) {
+  const int64_t bsz = scores.size(0), heads = scores.size(1), nq = scores.size(2), nk = scores.size(3);
+  const std::vector<float> s = scores.to_vector_f32();
+  const std::vector<float> bt = prm.bias_table.to_vector_f32(), ct = prm.c_table.to_vector_f32();
+  const std::vector<int32_t> bm = prm.bias_map.to_vector_i32(), cm = prm.c_map.to_vector_i32();
+  Reference r{std::vector<double>(s.size(), 0.0), std::vector<double>(s.size(), 0.0)};
+  for (int64_t b = 0; b < bsz; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < nq; ++i)
+        for (int64_t j = 0; j < nk; ++j) {
+          if (prm.causal && j > i + prm.causal_offset) continue;
+          const int64_t e = ((b * heads + h) * nq + i) * nk + j;
+          const double z = static_cast<double>(s[e]) * prm.scale + bt[h * prm.bias_table.size(1) + bm[i * nk + j]];
+          r.p[e] = std::exp(z);
+          r.a[e] = r.p[e] * ct[h * prm.c_table.size(1) + cm[i * nk + j]];
+        }
+  return r;
+}
+
+TEST_CASE("attention_norm exp: A = e^Z ⊙ C against a double reference, with its gradients") {
+  Case c = make_case(2, 3, 5, 7, 1500);
+  c.params.norm = AttentionNorm::exp;
+  const Tensor a = urpe_attention(c.scores, c.params);
+  const Reference r = exp_reference(c.scores, c.params);
+  double worst = 0;
+  const std::vector<float> got = a.to_vector_f32();
+  for (size_t k = 0; k < got.size(); ++k) worst = std::max(worst, std::fabs(got[k] - r.a[k]) / (1.0 + r.a[k]));
+  CHECK(worst < 1e-6);
+  gradcheck_case(c);
+  SUBCASE("causal with a memory offset: masked keys are exactly 0, their gradient too") {
+    Case m = make_case(1, 2, 4, 6, 1510);
+    m.params.norm = AttentionNorm::exp;
+    m.params.causal = true;
+    m.params.causal_offset = 2;
+    const std::vector<float> am = urpe_attention(m.scores, m.params).to_vector_f32();
+    const Reference rm = exp_reference(m.scores, m.params);
+    for (size_t k = 0; k < am.size(); ++k) CHECK(am[k] == doctest::Approx(rm.a[k]).epsilon(1e-6));
+    gradcheck_case(m);
+  }
+}
+
+TEST_CASE("attention_norm exp: with C ≡ 1 rows no longer sum to 1, and large logits overflow to inf") {
+  Case c = make_case(1, 2, 4, 4, 1600);
+  c.params.norm = AttentionNorm::exp;
+  c.params.c_table = Tensor::ones({2, 7});
+  const std::vector<float> a = urpe_attention(c.scores, c.params).to_vector_f32();
+  int far_from_one = 0;
+  for (int64_t row = 0; row < 8; ++row) {
+    double s = 0;
+    for (int64_t j = 0; j < 4; ++j) s += a[row * 4 + j];
+    far_from_one += std::fabs(s - 1.0) > 1e-2;
+  }
+  CHECK(far_from_one == 8);
+  // Without the max subtraction nothing bounds e^Z: a logit of 100 is +inf (the softmax is fine).
+  UrpeAttentionParams p;
+  p.norm = AttentionNorm::exp;
+  const Tensor big = Tensor::full({1, 1, 1, 2}, 100.0f);
+  const std::vector<float> e = urpe_attention(big, p).to_vector_f32();
+  CHECK(std::isinf(e[0]));
+  p.norm = AttentionNorm::softmax;
+  CHECK(urpe_attention(big, p).to_vector_f32()[0] == doctest::Approx(0.5));
+  CHECK(parse_attention_norm("exp") == AttentionNorm::exp);
+  CHECK_THROWS_WITH_AS(parse_attention_norm("sparsemax"), doctest::Contains("expected softmax or exp"), Error);
+}

@@ -39,6 +39,9 @@ void add_encoder_keys(ConfigSchema& s) {
   s.add_choice("pe", {"none", "ape", "rpe", "urpe"}, "urpe", "positional encoding");
   s.add_choice("rpe_kind", {"unique", "bucketed"}, "unique", "RPE bias table: one scalar per distance, or T5 buckets");
   s.add_choice("urpe_kind", {"unique", "bucketed"}, "unique", "URPE C table: Toeplitz (per distance) or T5 buckets");
+  s.add_choice("attention_norm", {"softmax", "exp"}, "softmax",
+               "attention weights: softmax (the paper) or exp without the denominator, A = exp(S/√dh + B) ⊙ C "
+               "(an experiment: urpe theory denominator)");
   s.add_int("seq_len", 32, "sequence length n");
   s.add_int("vocab", 100, "number of distinct input tokens V");
   s.add_int("layers", 2, "encoder layers");

@@ -3,6 +3,7 @@
 // Graphormer), with the one function that applies the device-side ones.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "tensor/device.h"
@@ -21,6 +22,9 @@ struct TrainOptions {
   bool tf32 = false;            // allow TF32 tensor-core GEMMs on CUDA (--tf32)
   bool overwrite = false;       // replace an existing run in out_dir (repro, demo) instead of refusing
   int64_t stop_after_step = 0;  // > 0: act as if Ctrl-C arrived during this step (tests)
+  // Called after every step with its training loss, before the loop checks that it is finite (so
+  // an experiment can record the first non-finite step before the run stops with its error).
+  std::function<void(int64_t step, double loss)> on_step;
 };
 
 // Validates --tf32 and --profile-steps against the run's device and length, switches TF32 on

@@ -101,6 +101,7 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
     optimizer.step(lr);
     run.profile.after_step(step);
     const double loss_value = out.loss.item();
+    if (options.on_step) options.on_step(step, loss_value);
     const double units_per_s = meter.end_step(step, loss_value, out.units, progress);
     line.update(step, loss_value, lr, units_per_s);
 

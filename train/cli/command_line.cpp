@@ -68,14 +68,14 @@ static void print_overview(std::ostream& out) {
          "Usage: urpe COMMAND [OPTIONS]\n\nCommands:\n";
   for (const CommandSpec& c : commands()) {
     out << "  " << c.name << std::string(c.name.size() < 8 ? 8 - c.name.size() : 1, ' ')
-        << c.summary << (c.run ? "" : " [not built yet]") << "\n";
+        << c.summary << (c.run || !c.subcommands.empty() ? "" : " [not built yet]") << "\n";
   }
   out << "\nRun 'urpe COMMAND --help' for every option of a command, its default and meaning.\n";
 }
 
 static void print_command_help(const CommandSpec& c, std::ostream& out) {
   out << "Usage: urpe " << c.usage << "\n\n" << c.summary << "\n";
-  if (!c.run) out << "\nNot built yet: " << c.pending_note << "\n";
+  if (!c.run && c.subcommands.empty()) out << "\nNot built yet: " << c.pending_note << "\n";
   if (!c.options.empty()) {
     out << "\nOptions:\n";
     for (const OptionSpec& o : c.options) {
@@ -91,15 +91,38 @@ static void print_command_help(const CommandSpec& c, std::ostream& out) {
     }
   }
   out << "  --help" << std::string(18, ' ') << "show this help\n";
+  if (!c.subcommands.empty()) {
+    out << "\nSubcommands (each has --help):\n";
+    for (const CommandSpec& sub : c.subcommands) out << "  urpe " << sub.usage << "\n      " << sub.summary << "\n";
+  }
   if (!c.details.empty()) out << "\n" << c.details;
+}
+
+// `urpe theory probe ...`: the subcommand's spec, or null (after printing the reason) when argv[2]
+// names none.
+static const CommandSpec* find_subcommand(const CommandSpec& parent, int argc, char** argv) {
+  std::string names;
+  for (size_t k = 0; k < parent.subcommands.size(); ++k)
+    names += (k == 0 ? "" : k + 1 == parent.subcommands.size() ? " or " : ", ") +
+             parent.subcommands[k].name.substr(parent.name.size() + 1);
+  if (argc < 3 || std::string(argv[2]).rfind("-", 0) == 0) {
+    std::cerr << "urpe: error: 'urpe " << parent.name << "' needs a subcommand: " << names << " (see 'urpe "
+              << parent.name << " --help')\n";
+    return nullptr;
+  }
+  for (const CommandSpec& sub : parent.subcommands)
+    if (sub.name == parent.name + " " + argv[2]) return &sub;
+  std::cerr << "urpe: error: unknown subcommand '" << argv[2] << "' for 'urpe " << parent.name << "' (expected "
+            << names << ")\n";
+  return nullptr;
 }
 
 // Splits argv after the command into options and positional words, checking every option
 // against the command's spec.
-static Args parse(const CommandSpec& spec, int argc, char** argv) {
+static Args parse(const CommandSpec& spec, int argc, char** argv, int first) {
   Args args;
   args.command = spec.name;
-  for (int i = 2; i < argc; ++i) {
+  for (int i = first; i < argc; ++i) {
     std::string word = argv[i];
     if (word.rfind("--", 0) != 0) {
       args.positional.push_back(word);
@@ -152,7 +175,18 @@ int run(int argc, char** argv) {
     std::cerr << "urpe: error: unknown command '" << printable(name) << "' (run 'urpe --help' to list the commands)\n";
     return 1;
   }
-  for (int i = 2; i < argc; ++i) {
+  int first = 2;
+  if (!spec->subcommands.empty()) {
+    const bool help_first = argc >= 3 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h");
+    if (help_first) {
+      print_command_help(*spec, std::cout);
+      return 0;
+    }
+    spec = find_subcommand(*spec, argc, argv);
+    if (!spec) return 1;
+    first = 3;
+  }
+  for (int i = first; i < argc; ++i) {
     const std::string word = argv[i];
     if (word == "--help" || word == "-h") {
       print_command_help(*spec, std::cout);
@@ -165,7 +199,7 @@ int run(int argc, char** argv) {
   }
   Args args;
   try {
-    args = parse(*spec, argc, argv);
+    args = parse(*spec, argc, argv, first);
   } catch (const Error& e) {
     std::cerr << "urpe: error: " << printable(e.what()) << "\n";
     return 1;

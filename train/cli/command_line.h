@@ -51,6 +51,9 @@ struct CommandSpec {
   std::string pending_note;             // what brings it, when run is empty
   std::string details;                  // extra help text (e.g. the config keys)
   size_t positional = 0;                // words it takes besides options (repro, bench: which one)
+  // Subcommands (`urpe theory probe ...`): each a full spec named "theory probe", with its own
+  // options and --help. A command with subcommands runs none itself.
+  std::vector<CommandSpec> subcommands = {};
 };
 
 // All subcommands, in help order. Defined in command_table.cpp; handlers live in their own files.

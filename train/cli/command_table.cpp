@@ -80,6 +80,57 @@ std::vector<CommandSpec> command_table() {
                    "'bench step' times a full training step of the URPE encoder (n=128, d=128, 4 heads,\n"
                    "2 layers, d_ff 512, batch 32); --repeats sets its timed steps (default 20).\n",
                    1});
+  CommandSpec theory{"theory", "theory probe|construction|rowsums|denominator [OPTIONS]",
+                     "the paper's statements as measurements: Theorem 2, Proposition 4, row sums of C, the denominator",
+                     {}, nullptr, "", ""};
+  theory.subcommands.push_back(
+      {"theory probe",
+       "theory probe --run DIR | --repro DIR | --preset NAME [--pe LIST] [--set KEY=VALUE]... [--out DIR]",
+       "Theorem 2: identical tokens through every layer; spread of the hidden states and PI accuracy",
+       {{"run", "DIR", "", "a run directory (encoder or txl; repeatable)"},
+        {"repro", "DIR", "", "every run under DIR/runs/ (a 'urpe repro' or 'urpe demo' directory)"},
+        {"preset", "NAME", "", "a freshly initialised (untrained) model of this preset"},
+        {"pe", "LIST", "", "with --preset: one model per positional encoding, e.g. none,ape,rpe,urpe"},
+        {"set", "KEY=VALUE", "", "with --preset: override one config key (repeatable)"},
+        {"tokens", "N", "64", "token values probed: all of them when vocab <= N, else a seeded sample of N"},
+        {"seed", "N", "1", "seed of that sample"},
+        {"out", "DIR", "runs/theory", "writes DIR/probe.json and DIR/plots/probe_spread.png"}},
+       run_theory_probe, "",
+       "For each model and layer: spread = max_{i,j} |h_i - h_j| / mean_i |h_i| over sequences of n identical\n"
+       "tokens (layer 0 = the input to block 1), and the position-identification accuracy on them.\n"
+       "Theorem 2: for noPE and RPE the spread is 0 up to float rounding (<= 1e-5) at every layer and the\n"
+       "accuracy is at most 1/n; APE and a trained URPE are not bound by it.\n"});
+  theory.subcommands.push_back(
+      {"theory construction", "theory construction [--n N] [--out DIR]",
+       "Proposition 4: the explicit URPE layer whose row sums are (1, (n-1)/n, ..., 1/n)",
+       {{"n", "N", "8", "sequence length", {1, 4096}},
+        {"out", "DIR", "runs/theory", "writes DIR/construction.json and DIR/plots/construction.png"}},
+       run_theory_construction, "",
+       "Builds one attention layer with the engine's SelfAttention and URPE core: W_Q = W_K = 0, B = 0, C the\n"
+       "upper-triangular ones, W_V = W_O = I, and prints A·1 beside the closed form (n - i)/n, the layer's\n"
+       "output for identical tokens, and A·1 with C = 1 (all ones: RPE).\n"});
+  theory.subcommands.push_back(
+      {"theory rowsums", "theory rowsums --run DIR [--tokens N] [--sequences N] [--out DIR]",
+       "row sums A·1 of a trained URPE encoder per layer and head, and C's prediction (1/n) sum_j C[i,j]",
+       {{"run", "DIR", "", "a run directory of an encoder with pe = urpe"},
+        {"tokens", "N", "64", "identical-token sequences: every token value when vocab <= N, else a sample of N"},
+        {"sequences", "N", "256", "sequences of the run's task (fresh draws)"},
+        {"seed", "N", "1", "seed of the token sample and the task sequences"},
+        {"out", "DIR", "runs/theory", "writes DIR/rowsums.json and DIR/plots/rowsums_head<h>.png"}},
+       run_theory_rowsums, "", ""});
+  theory.subcommands.push_back(
+      {"theory denominator", "theory denominator [--preset NAME] [--seeds K] [--set KEY=VALUE]... [--out DIR]",
+       "train URPE next to attention without the softmax denominator (attention_norm = exp)",
+       {{"preset", "NAME", "pi-tiny", "an encoder preset"},
+        {"seeds", "K", "3", "seeds per variant", {1, 100}},
+        {"set", "KEY=VALUE", "", "override one config key in every run (repeatable; not pe, attention_norm, seed)"},
+        {"out", "DIR", "runs/theory/denominator", "runs/, denominator.md, denominator.json, plots/denominator_loss.png"},
+        {"quiet", "", "", "no progress output"}},
+       run_theory_denominator, "",
+       "Variants: urpe-softmax (the paper), urpe-exp (A = exp(S/sqrt(dh) + B) * C, no denominator) and rpe-exp\n"
+       "(no C either). Reports each run's validation accuracy, the first step with a non-finite training loss\n"
+       "(the run stops there) and the largest loss spike (rise over the lowest loss of the 20 steps before).\n"});
+  table.push_back(theory);
   return table;
 }
 

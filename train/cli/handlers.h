@@ -10,5 +10,9 @@ int run_demo(const Args& args);    // repro.cpp
 int run_repro(const Args& args);   // repro.cpp
 int run_plot(const Args& args);    // plot.cpp
 int run_bench(const Args& args);   // bench.cpp
+int run_theory_probe(const Args& args);         // theory.cpp
+int run_theory_construction(const Args& args);  // theory.cpp
+int run_theory_rowsums(const Args& args);       // theory.cpp
+int run_theory_denominator(const Args& args);   // theory.cpp
 
 }  // namespace urpe::cli

@@ -136,8 +136,13 @@ void draw_legend(Canvas& c, int x, int y, const std::vector<LegendEntry>& entrie
   }
 }
 
+// Centred over the plot, but shifted to stay on the canvas when it is wider than the space to
+// either side (a long title beside a legend would otherwise lose its first words).
 void draw_title(Canvas& c, const std::string& title, int center_x) {
-  if (!title.empty()) c.text(center_x, kMargin, title, colors::text, kTitleScale, HAlign::center);
+  if (title.empty()) return;
+  const int width = Canvas::text_width(title, kTitleScale);
+  const int left = std::max(kMargin, std::min(center_x - width / 2, c.width() - kMargin - width));
+  c.text(left, kMargin, title, colors::text, kTitleScale, HAlign::left);
 }
 
 int title_band(const std::string& title) {
@@ -249,6 +254,11 @@ static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path
   double x_step = 1;
   for (int target = 8; target >= 2; --target) {
     x_ticks = nice_ticks(x0, x1, target);
+    if (spec.integer_x && x_ticks[1] - x_ticks[0] < 1) {  // whole numbers only: every integer
+      x_ticks.clear();
+      const double a = std::floor(x0), b = std::max(std::ceil(x1), a + 1);
+      for (double t = a; t <= b + 0.5; ++t) x_ticks.push_back(t);
+    }
     x_step = x_ticks[1] - x_ticks[0];
     const double spacing = plot.w / static_cast<double>(x_ticks.size() - 1);
     if (spacing >= max_label_width(x_ticks, x_step, false) + 24) break;

@@ -33,6 +33,7 @@ struct LineChartSpec {
   std::vector<Series> series;
   bool log_y = false;    // points with y <= 0 are skipped on a log axis
   int markers = -1;      // draw a dot at each point: 1 yes, 0 no, -1 when a series has <= 40 points
+  bool integer_x = false;  // x ticks at whole numbers only (layers, positions), never 0.5
   int width = 960, height = 600;
 };
 

@@ -1,0 +1,207 @@
+// Row sums of the learned attention, from the attention weights the encoder's forward pass hands
+// out (HiddenStates::keep_attention), and C's own prediction from its table and bucket map.
+#include "train/analysis/rowsums.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "autograd/node.h"
+#include "data/synthetic.h"
+#include "models/positional.h"
+#include "ops/reduce.h"
+#include "tensor/rng.h"
+#include "train/analysis/probe.h"
+#include "train/encoder_trainer.h"
+#include "train/io/run_dir.h"
+#include "train/analysis/text_columns.h"
+#include "train/plot/charts.h"
+
+namespace urpe {
+
+namespace {
+
+constexpr int64_t kBatch = 64;
+
+// Adds the batch mean of (A·1) per (layer, head, i) of one forward pass into `into` [h][l][i].
+void accumulate(const HiddenStates& states, int64_t batch, std::vector<std::vector<std::vector<double>>>& into) {
+  for (size_t l = 0; l < states.attention.size(); ++l) {
+    const Tensor sums = sum(states.attention[l], 3);  // (B, H, N)
+    const std::vector<float> s = sums.to_vector_f32();
+    const int64_t heads = sums.size(1), n = sums.size(2);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < n; ++i) into[h][l][i] += s[(b * heads + h) * n + i];
+  }
+}
+
+std::string range_text(const std::vector<double>& v) {
+  char text[64];
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  std::snprintf(text, sizeof text, "%.4f … %.4f", *lo, *hi);
+  return text;
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> c_row_means(const std::vector<float>& c_table, int64_t heads,
+                                             const std::vector<int32_t>& c_map, int64_t n) {
+  const int64_t buckets = static_cast<int64_t>(c_table.size()) / heads;
+  std::vector<std::vector<double>> v(heads, std::vector<double>(n, 0.0));
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < n; ++i) {
+      double total = 0;
+      for (int64_t j = 0; j < n; ++j) total += c_table[h * buckets + c_map[i * n + j]];
+      v[h][i] = total / static_cast<double>(n);
+    }
+  return v;
+}
+
+RowSumsResult learned_row_sums(const AnalysisModel& model, const RowSumsOptions& options) {
+  URPE_CHECK(model.family == "encoder" && model.pe == "urpe",
+             "urpe theory rowsums: '" << model.source << "' is a " << model.family << " run with pe = " << model.pe
+                                      << "; rowsums reads encoder runs with pe = urpe (without C every row of A sums to 1)");
+  URPE_CHECK(options.real_sequences > 0, "urpe theory rowsums: --sequences must be positive");
+  autograd::NoGrad no_grad;
+  const TransformerEncoder& encoder = *model.encoder;
+  const EncoderConfig& c = encoder.config();
+  RowSumsResult r;
+  r.run = model.name;
+  r.step = model.step;
+  r.n = c.seq_len;
+  r.layers = c.layers;
+  const int64_t n = r.n, heads = c.heads;
+
+  // C's prediction, from the table and the map the encoder gathers it through.
+  const std::vector<std::vector<double>> v =
+      c_row_means(encoder.c_table().to_vector_f32(), heads,
+                  relative_bucket_map(n, c.urpe_kind, true).to_vector_i32(), n);
+
+  std::vector<std::vector<std::vector<double>>> identical(
+      heads, std::vector<std::vector<double>>(c.layers, std::vector<double>(n, 0.0)));
+  auto real = identical;
+
+  const std::vector<int32_t> values = probe_token_values(c.vocab, options.max_tokens, options.seed);
+  for (size_t start = 0; start < values.size(); start += kBatch) {
+    const int64_t batch = std::min<int64_t>(kBatch, static_cast<int64_t>(values.size() - start));
+    std::vector<int32_t> ids(static_cast<size_t>(batch * n));
+    for (int64_t b = 0; b < batch; ++b) std::fill(ids.begin() + b * n, ids.begin() + (b + 1) * n, values[start + b]);
+    HiddenStates states;
+    states.keep_attention = true;
+    encoder.forward(Tensor::from_vector(ids, {batch, n}), false, nullptr, &states);
+    accumulate(states, batch, identical);
+  }
+  r.identical_sequences = static_cast<int64_t>(values.size());
+
+  const SyntheticTask task = task_from_config(*model.config);
+  Rng rng(options.seed);
+  for (int64_t seen = 0; seen < options.real_sequences; seen += kBatch) {
+    const int64_t batch = std::min(kBatch, options.real_sequences - seen);
+    HiddenStates states;
+    states.keep_attention = true;
+    encoder.forward(task.sample(batch, rng).tokens, false, nullptr, &states);
+    accumulate(states, batch, real);
+  }
+  r.real_sequences = options.real_sequences;
+
+  for (int64_t h = 0; h < heads; ++h) {
+    RowSumsHead head;
+    head.head = h;
+    head.c_prediction = v[h];
+    head.min_gap = INFINITY;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = i + 1; j < n; ++j)
+        if (std::fabs(v[h][i] - v[h][j]) < head.min_gap) {
+          head.min_gap = std::fabs(v[h][i] - v[h][j]);
+          head.gap_i = i;
+          head.gap_j = j;
+        }
+    if (n < 2) head.min_gap = 0;
+    for (int64_t l = 0; l < c.layers; ++l) {
+      for (double& x : identical[h][l]) x /= static_cast<double>(r.identical_sequences);
+      for (double& x : real[h][l]) x /= static_cast<double>(r.real_sequences);
+    }
+    head.identical = identical[h];
+    head.real = real[h];
+    r.heads.push_back(head);
+  }
+  return r;
+}
+
+std::string rowsums_report(const RowSumsResult& r) {
+  std::ostringstream out;
+  out << r.run << " (step " << r.step << "), n = " << r.n << ": A·1 per layer and head, the mean over "
+      << r.identical_sequences << " identical-token sequences and over " << r.real_sequences
+      << " task sequences;\nv_i = (1/n) Σ_j C[i,j] is what A·1 would be under a uniform softmax.\n\n";
+  out << pad("head", 4) << "  " << pad("v_i range; smallest gap (i, j)", 36) << "  " << pad("layer", 5) << "  "
+      << pad("A·1 identical tokens", 20) << "  " << pad("A·1 task data", 20) << "\n";
+  for (const RowSumsHead& h : r.heads) {
+    for (int64_t l = 0; l < r.layers; ++l) {
+      std::string left;
+      if (l == 0) {
+        char text[96];
+        std::snprintf(text, sizeof text, "%s; %.3g (%lld, %lld)", range_text(h.c_prediction).c_str(), h.min_gap,
+                      static_cast<long long>(h.gap_i), static_cast<long long>(h.gap_j));
+        left = text;
+      }
+      out << pad(l == 0 ? std::to_string(h.head) : "", 4) << "  " << pad(left, 36) << "  "
+          << pad(std::to_string(l + 1), 5) << "  " << pad(range_text(h.identical[l]), 20) << "  "
+          << range_text(h.real[l]) << "\n";
+    }
+  }
+  int64_t distinct = 0;
+  for (const RowSumsHead& h : r.heads) distinct += h.min_gap > 0;
+  out << "\n" << distinct << " of " << r.heads.size()
+      << " heads have all v_i distinct (smallest gap > 0): their C alone separates every position.\n"
+         "With C ≡ 1 (RPE) every A·1 is exactly 1.\n";
+  return out.str();
+}
+
+json::Value rowsums_to_json(const RowSumsResult& r) {
+  auto array = [](const std::vector<double>& v) {
+    json::Value a = json::Value::array();
+    for (double x : v) a.push(x);
+    return a;
+  };
+  json::Value heads = json::Value::array();
+  for (const RowSumsHead& h : r.heads) {
+    json::Value layers = json::Value::array();
+    for (int64_t l = 0; l < r.layers; ++l) {
+      json::Value row = json::Value::object();
+      row.set("layer", l + 1).set("identical_tokens", array(h.identical[l])).set("task_data", array(h.real[l]));
+      layers.push(row);
+    }
+    json::Value row = json::Value::object();
+    row.set("head", h.head).set("c_prediction", array(h.c_prediction)).set("min_gap", h.min_gap)
+        .set("min_gap_positions", json::Value::array().push(h.gap_i).push(h.gap_j)).set("layers", layers);
+    heads.push(row);
+  }
+  json::Value doc = json::Value::object();
+  doc.set("run", r.run).set("step", r.step).set("n", r.n).set("identical_sequences", r.identical_sequences)
+      .set("real_sequences", r.real_sequences).set("heads", heads);
+  return doc;
+}
+
+std::vector<std::string> draw_rowsums_plots(const std::string& plot_dir, const RowSumsResult& r) {
+  std::vector<std::string> paths;
+  for (const RowSumsHead& h : r.heads) {
+    plot::LineChartSpec spec;
+    spec.title = "head " + std::to_string(h.head) + ": row sums of A, " + r.run;
+    spec.x_label = "query position i";
+    spec.y_label = "(A 1)_i";
+    std::vector<double> x;
+    for (int64_t i = 0; i < r.n; ++i) x.push_back(static_cast<double>(i));
+    spec.series.push_back({"C's prediction v_i = mean_j C[i,j]", x, h.c_prediction});
+    for (int64_t l = 0; l < r.layers; ++l) {
+      spec.series.push_back({"layer " + std::to_string(l + 1) + ", identical tokens", x, h.identical[l]});
+      spec.series.push_back({"layer " + std::to_string(l + 1) + ", task data", x, h.real[l]});
+    }
+    const std::string path = join_path(plot_dir, "rowsums_head" + std::to_string(h.head) + ".png");
+    plot::line_chart(path, spec);
+    paths.push_back(path);
+  }
+  return paths;
+}
+
+}  // namespace urpe

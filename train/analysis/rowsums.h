@@ -1,0 +1,51 @@
+// Where a trained URPE model puts position (`urpe theory rowsums`): per layer and head, the row
+// sums A·1 of its attention against the query position, on identical-token input (where they are
+// all a layer passes on about position: docs/urpe_attention.md#why-c-fixes-it) and on the task's
+// own random sequences; and the learned C's own prediction v_i = (1/n) Σ_j C[i,j] (A·1 when the
+// softmax is uniform) with its smallest gap min_{i≠j} |v_i − v_j|: when every v_i differs, C alone
+// can tell every position apart (the position-awareness condition). C is shared by all layers,
+// so v is per head. Reads encoder runs with pe = urpe.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "train/analysis/analysis_model.h"
+#include "train/io/json.h"
+
+namespace urpe {
+
+struct RowSumsHead {
+  int64_t head = 0;
+  std::vector<double> c_prediction;  // v_i, i = 0 … n − 1
+  double min_gap = 0;                // min_{i≠j} |v_i − v_j|
+  int64_t gap_i = 0, gap_j = 0;      // the pair that attains it
+  std::vector<std::vector<double>> identical;  // [layer − 1][i]: mean (A·1)_i over identical-token sequences
+  std::vector<std::vector<double>> real;       // [layer − 1][i]: mean (A·1)_i over task sequences
+};
+
+struct RowSumsResult {
+  std::string run;
+  int64_t step = 0, n = 0, layers = 0;
+  int64_t identical_sequences = 0, real_sequences = 0;
+  std::vector<RowSumsHead> heads;
+};
+
+struct RowSumsOptions {
+  int64_t max_tokens = 64;       // identical-token sequences: as the probe (every value, or a sample)
+  int64_t real_sequences = 256;  // task sequences, drawn with `seed`
+  uint64_t seed = 1;
+};
+
+RowSumsResult learned_row_sums(const AnalysisModel& model, const RowSumsOptions& options);
+
+// v_i = (1/n) Σ_j C[i,j] of each head, from the C table and its (n, n) bucket map; (H, n).
+std::vector<std::vector<double>> c_row_means(const std::vector<float>& c_table, int64_t heads,
+                                             const std::vector<int32_t>& c_map, int64_t n);
+
+std::string rowsums_report(const RowSumsResult& r);
+json::Value rowsums_to_json(const RowSumsResult& r);
+// plots/rowsums_head<h>.png, one per head; returns the paths.
+std::vector<std::string> draw_rowsums_plots(const std::string& plot_dir, const RowSumsResult& r);
+
+}  // namespace urpe
