@@ -28,6 +28,14 @@ std::string open_run_directory(const std::string& out_dir, const TrainOptions& o
   return checkpoint_path;
 }
 
+Config stored_run_config(const std::string& dir) {
+  URPE_CHECK(path_exists(dir), "run directory '" << dir << "' does not exist");
+  const std::string checkpoint = join_path(dir, "model.safetensors");
+  URPE_CHECK(path_exists(checkpoint), "'" << dir << "' has no model.safetensors (not a run directory, or the "
+                                          "run never reached its first checkpoint)");
+  return config_from_text(read_checkpoint_info(checkpoint).config_text, checkpoint + " (config)");
+}
+
 StopOnInterrupt::StopOnInterrupt() {
   g_stop_requested = 0;
   previous_ = std::signal(SIGINT, request_stop);

@@ -20,6 +20,10 @@ namespace urpe {
 // checkpoint (errors name the directory and what to do).
 std::string open_run_directory(const std::string& out_dir, const TrainOptions& options, Config& config);
 
+// The resolved config a run directory's checkpoint carries (errors name the directory: missing,
+// or no checkpoint yet).
+Config stored_run_config(const std::string& run_dir);
+
 // While alive, SIGINT sets a flag instead of killing the process; the trainer polls requested()
 // between steps, saves a checkpoint and stops. The previous handler is restored on destruction.
 // (A signal handler can only talk to the program through such a flag.)

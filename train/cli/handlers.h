@@ -5,8 +5,8 @@
 namespace urpe::cli {
 
 int run_train(const Args& args);   // train.cpp
-int run_eval(const Args& args);    // train.cpp
-int run_demo(const Args& args);    // repro.cpp
+int run_eval(const Args& args);    // eval.cpp
+int run_demo(const Args& args);    // demo.cpp
 int run_repro(const Args& args);   // repro.cpp
 int run_plot(const Args& args);    // plot.cpp
 int run_bench(const Args& args);   // bench.cpp

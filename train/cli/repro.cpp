@@ -1,5 +1,5 @@
-// `urpe repro` and `urpe demo`: the paper's experiments as single commands. Both take their --out
-// directory through an OutputClaim: another run there is refused unless --overwrite.
+// `urpe repro`: the paper's experiments as single commands. The --out directory is taken through
+// an OutputClaim: another run there is refused unless --overwrite.
 #include <cstdio>
 
 #include "tensor/error.h"
@@ -55,25 +55,6 @@ int run_repro(const Args& args) {
   }
   OutputClaim claim(out, "--out", args.has("overwrite"));
   run_experiment(experiment, scale, seeds, args.get("device", "cpu"), out);
-  claim.done();
-  return 0;
-}
-
-int run_demo(const Args& args) {
-  const std::string out = args.get("out", "runs/demo");
-  SyntheticGrid grid = synthetic_grid_for_scale("tiny");
-  grid.tasks = {"pi"};
-  grid.vocabs = {100};
-  grid.device = args.get("device", "cpu");
-  grid.first_seed = args.get_int("seed", 1);
-  grid.seeds = 1;
-  OutputClaim claim(out, "--out", args.has("overwrite"));
-  std::printf("urpe demo: can a Transformer tell positions apart when every token looks alike?\n"
-              "Position identification (target at position i is i), n = 32, V = 100: noPE has no\n"
-              "position information, RPE's softmax rows sum to 1, URPE multiplies by a learned Toeplitz C.\n\n");
-  run_synthetic_grid(grid, out, "demo");
-  std::printf("\n%s\nPlots: %s/plots/accuracy.png, %s/plots/curves_pi.png, %s/plots/urpe_c_pi.png\n",
-              read_text_file(join_path(out, "results.md")).c_str(), out.c_str(), out.c_str(), out.c_str());
   claim.done();
   return 0;
 }
