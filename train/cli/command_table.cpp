@@ -131,6 +131,27 @@ std::vector<CommandSpec> command_table() {
        "(no C either). Reports each run's validation accuracy, the first step with a non-finite training loss\n"
        "(the run stops there) and the largest loss spike (rise over the lowest loss of the 20 steps before).\n"});
   table.push_back(theory);
+
+  table.push_back(
+      {"analyze", "analyze --run DIR | --compare DIR [DIR]... --out OUT [--contexts C] [--split NAME] [--overwrite]",
+       "where position lives in the hidden states: the position/context decomposition per layer",
+       {{"run", "DIR", "", "a run directory (encoder or txl)"},
+        {"compare", "DIR", "", "runs side by side: each DIR an 'urpe analyze' output, a run or a repro directory"},
+        {"out", "DIR", "", "writes OUT/analysis.json, OUT/analysis.md and OUT/plots/"},
+        {"contexts", "C", "256", "contexts C (encoder: fresh task sequences; txl: corpus windows)", {2, 65536}},
+        {"split", "NAME", "valid", "txl: the corpus split the windows come from (train, valid or test)"},
+        {"seed", "N", "1", "seed of the sequences, the window offsets and the Gaussian baseline", {0, 2147483647}},
+        {"solver", "NAME", "lapack", "eigensolver: lapack (OpenBLAS's dsyev) or jacobi (the fallback without it)"},
+        {"overwrite", "", "", "replace an analysis already in OUT"}},
+       run_analyze, "",
+       "Per layer (0 = input to block 1), with mu = mean h, pos_t = mean_c h - mu, ctx_c = mean_t h - mu,\n"
+       "resid = h - mu - pos_t - ctx_c: the variance shares of |h - mu|^2 (and the ANOVA identity's error),\n"
+       "singular values of P = [pos_1 .. pos_T], stable rank, the rank holding 90% of the energy, the\n"
+       "relative norm sqrt(C) s1(P) / s1(h - mu), the smoothness E10 (DCT energy of the Gram matrix of\n"
+       "the unit pos_t), the incoherence |cos(pos_t, ctx_c)| beside Gaussian vectors, and for the embedded\n"
+       "corpus the mean cos of ctx within and between topics (Austen, Bible). Graphormer runs are not\n"
+       "supported (atoms have no sequence positions).\n",
+       32});
   return table;
 }
 

@@ -14,5 +14,6 @@ int run_theory_probe(const Args& args);         // theory.cpp
 int run_theory_construction(const Args& args);  // theory.cpp
 int run_theory_rowsums(const Args& args);       // theory.cpp
 int run_theory_denominator(const Args& args);   // theory.cpp
+int run_analyze(const Args& args);              // analyze.cpp
 
 }  // namespace urpe::cli

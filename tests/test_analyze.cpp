@@ -1,0 +1,392 @@
+// `urpe analyze` (train/analysis/position_context.h, analyze_run.h, corpus_topics.h): the exact
+// position/context split and its identities, statistics that recover what was planted in
+// synthetic hidden states, the eigensolvers against each other and against known spectra, the
+// corpus's topic boundary, and the command on tiny trained runs with its errors.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include "cli_util.h"
+#include "data/corpus.h"
+#include "data/text_file.h"
+#include "test_util.h"
+#include "train/analysis/analyze_run.h"
+#include "train/analysis/corpus_topics.h"
+#include "train/analysis/position_context.h"
+#include "train/checkpoint.h"
+#include "train/io/json.h"
+#include "train/io/run_dir.h"
+#include "train/run_config.h"
+
+using namespace urpe;
+using urpe::test::run_urpe;
+
+namespace {
+
+std::string temp_dir(const std::string& name) {
+  const std::string dir = std::string("/tmp/urpe_test_analyze_") + std::to_string(::getpid()) + "_" + name;
+  std::system(("rm -rf '" + dir + "'").c_str());
+  return dir;
+}
+
+std::vector<double> gaussian_values(size_t n, uint64_t seed, double scale = 1) {
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<double> normal(0.0, scale);
+  std::vector<double> v(n);
+  for (double& x : v) x = normal(gen);
+  return v;
+}
+
+// d orthonormal vectors in ℝ^d (Gram–Schmidt of Gaussian ones), row k = q_k.
+std::vector<double> orthonormal_basis(int64_t d, uint64_t seed) {
+  std::vector<double> q = gaussian_values(static_cast<size_t>(d * d), seed);
+  for (int64_t k = 0; k < d; ++k) {
+    for (int64_t j = 0; j < k; ++j) {
+      double p = 0;
+      for (int64_t i = 0; i < d; ++i) p += q[k * d + i] * q[j * d + i];
+      for (int64_t i = 0; i < d; ++i) q[k * d + i] -= p * q[j * d + i];
+    }
+    double n = 0;
+    for (int64_t i = 0; i < d; ++i) n += q[k * d + i] * q[k * d + i];
+    for (int64_t i = 0; i < d; ++i) q[k * d + i] /= std::sqrt(n);
+  }
+  return q;
+}
+
+struct Planted {
+  HiddenCube cube;
+  std::vector<int> topics;
+  double pos_energy = 0;  // C·Σ_t‖pos_t‖² as planted
+};
+
+// h_{c,t} = μ + pos_t + ctx_c + noise: pos_t = r·(cos θ_t q₀ + sin θ_t q₁) on a circle, θ_t = 2πt/T
+// (smooth, rank 2, Σ_t pos_t = 0) or, with smooth = false, a Gaussian vector per t (rough, full
+// rank); ctx_c = 2·q_{2+topic} + Gaussian spread in q₅ … q_{d−1} (orthogonal to the positional
+// plane); noise N(0, 0.05²) in every direction.
+Planted planted(int64_t C, int64_t T, int64_t d, bool smooth, uint64_t seed) {
+  const std::vector<double> q = orthonormal_basis(d, seed);
+  const std::vector<double> mu = gaussian_values(d, seed + 1);
+  const std::vector<double> rough = gaussian_values(static_cast<size_t>(T * d), seed + 2);
+  const std::vector<double> spread = gaussian_values(static_cast<size_t>(C * d), seed + 3, 0.3);
+  const std::vector<double> noise = gaussian_values(static_cast<size_t>(C * T * d), seed + 4, 0.05);
+  Planted p;
+  p.cube.contexts = C;
+  p.cube.positions = T;
+  p.cube.dim = d;
+  p.cube.h.assign(static_cast<size_t>(C * T * d), 0.0);
+  std::vector<double> pos(static_cast<size_t>(T * d), 0.0);
+  for (int64_t t = 0; t < T; ++t) {
+    const double theta = 6.283185307179586 * static_cast<double>(t) / static_cast<double>(T);
+    for (int64_t i = 0; i < d; ++i)
+      pos[t * d + i] = smooth ? 3 * (std::cos(theta) * q[0 * d + i] + std::sin(theta) * q[1 * d + i]) : rough[t * d + i];
+  }
+  if (!smooth)  // centre, so the planted energy is what the decomposition can find
+    for (int64_t i = 0; i < d; ++i) {
+      double m = 0;
+      for (int64_t t = 0; t < T; ++t) m += pos[t * d + i] / static_cast<double>(T);
+      for (int64_t t = 0; t < T; ++t) pos[t * d + i] -= m;
+    }
+  for (double x : pos) p.pos_energy += static_cast<double>(C) * x * x;
+  for (int64_t c = 0; c < C; ++c) {
+    const int topic = static_cast<int>(c % 3);
+    p.topics.push_back(topic);
+    std::vector<double> ctx(static_cast<size_t>(d), 0.0);
+    for (int64_t i = 0; i < d; ++i) {
+      ctx[i] = 2 * q[(2 + topic) * d + i];
+      for (int64_t k = 5; k < d; ++k) ctx[i] += spread[c * d + k] * q[k * d + i];
+    }
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t i = 0; i < d; ++i) {
+        const int64_t k = (c * T + t) * d + i;
+        p.cube.h[k] = mu[i] + pos[t * d + i] + ctx[i] + noise[k];
+      }
+  }
+  return p;
+}
+
+double row_sum_norm(const std::vector<double>& rows, int64_t n, int64_t d) {
+  double total = 0;
+  for (int64_t i = 0; i < d; ++i) {
+    double s = 0;
+    for (int64_t r = 0; r < n; ++r) s += rows[r * d + i];
+    total += s * s;
+  }
+  return std::sqrt(total);
+}
+
+std::vector<EigenSolver> solvers() {
+  std::vector<EigenSolver> s = {EigenSolver::jacobi};
+  if (have_lapack()) s.push_back(EigenSolver::lapack);
+  return s;
+}
+
+}  // namespace
+
+// ---- the decomposition ----
+
+TEST_CASE("decomposition on random states: Σ_t pos = 0, Σ_c ctx = 0, the parts add up, ANOVA holds") {
+  HiddenCube cube;
+  cube.contexts = 7;
+  cube.positions = 5;
+  cube.dim = 4;
+  cube.h = gaussian_values(7 * 5 * 4, 11, 2.0);
+  for (double& x : cube.h) x += 3;  // a mean far from 0
+  const Decomposition dec = decompose(cube);
+  CHECK(row_sum_norm(dec.pos, 5, 4) < 1e-12);
+  CHECK(row_sum_norm(dec.ctx, 7, 4) < 1e-12);
+  for (int64_t c = 0; c < 7; ++c)
+    for (int64_t t = 0; t < 5; ++t)
+      for (int64_t i = 0; i < 4; ++i) {
+        const int64_t k = (c * 5 + t) * 4 + i;
+        CHECK(dec.mu[i] + dec.pos[t * 4 + i] + dec.ctx[c * 4 + i] + dec.resid[k] == doctest::Approx(cube.h[k]).epsilon(1e-12));
+      }
+  // The residual is orthogonal to both factors: its sums over c and over t vanish.
+  for (int64_t i = 0; i < 4; ++i) {
+    double over_c = 0;
+    for (int64_t c = 0; c < 7; ++c) over_c += dec.resid[(c * 5 + 2) * 4 + i];
+    CHECK(std::fabs(over_c) < 1e-12);
+  }
+  for (EigenSolver solver : solvers()) {
+    const LayerAnalysis a = analyze_layer(cube, {}, 1, solver);
+    CHECK(a.anova_error < 1e-12);
+    CHECK(a.pos_sum_error < 1e-12);
+    CHECK(a.ctx_sum_error < 1e-12);
+    CHECK(a.pos_share + a.ctx_share + a.resid_share == doctest::Approx(1.0).epsilon(1e-12));
+    CHECK(a.pos_energy + a.ctx_energy + a.resid_energy == doctest::Approx(a.total).epsilon(1e-12));
+    CHECK(std::isnan(a.topic_within));
+    CHECK(a.singular.size() == 4);  // min(T, d)
+  }
+}
+
+TEST_CASE("decomposition needs C ≥ 2 and T ≥ 2 and a cube of the stated size") {
+  HiddenCube cube;
+  cube.contexts = 1;
+  cube.positions = 4;
+  cube.dim = 2;
+  cube.h.assign(8, 1.0);
+  CHECK_THROWS_WITH_AS(decompose(cube), doctest::Contains("at least 2 contexts, got 1"), Error);
+  cube.contexts = 4;
+  cube.positions = 1;
+  CHECK_THROWS_WITH_AS(decompose(cube), doctest::Contains("at least 2 positions, got 1"), Error);
+  cube.positions = 4;
+  CHECK_THROWS_WITH_AS(decompose(cube), doctest::Contains("expected 4 x 4 x 2 values, got 8"), Error);
+}
+
+TEST_CASE("planted smooth circle + topic clusters: rank 2, E10 ≈ 1, incoherent, topics found") {
+  const Planted p = planted(96, 32, 24, true, 5);
+  for (EigenSolver solver : solvers()) {
+    const LayerAnalysis a = analyze_layer(p.cube, p.topics, 3, solver);
+    CHECK(a.anova_error < 1e-12);
+    CHECK(a.pos_energy == doctest::Approx(p.pos_energy).epsilon(0.02));  // what was planted
+    CHECK(a.stable_rank == doctest::Approx(2.0).epsilon(0.03));          // two equal singular values
+    CHECK(a.rank90 == 2);
+    CHECK(a.singular[0] == doctest::Approx(3 * std::sqrt(32.0 / 2)).epsilon(0.02));  // r·√(T/2)
+    CHECK(a.singular[2] < 0.05 * a.singular[0]);
+    CHECK(a.e10 > 0.95);
+    CHECK(a.incoherence_max < 0.1);                 // planted orthogonal, up to noise
+    CHECK(a.random_max > 3 * a.incoherence_max);    // Gaussian vectors in ℝ^24 are far less so
+    CHECK(a.random_mean > 3 * a.incoherence_mean);
+    CHECK(a.topics == 3);
+    CHECK(a.topic_within > 0.5);
+    CHECK(a.topic_between < 0);
+    CHECK(a.relative_norm > 0.5);
+    CHECK(a.relative_norm <= 1.0 + 1e-9);
+  }
+}
+
+TEST_CASE("planted rough positions: E10 and the ranks say so") {
+  const Planted p = planted(64, 32, 24, false, 6);
+  const LayerAnalysis a = analyze_layer(p.cube, {}, 3, default_eigen_solver());
+  CHECK(a.pos_energy == doctest::Approx(p.pos_energy).epsilon(0.02));
+  CHECK(a.e10 < 0.3);           // white noise spreads over all 32² frequencies: ≈ 10²/32² + diagonal
+  CHECK(a.stable_rank > 5);
+  CHECK(a.rank90 > 10);
+}
+
+// ---- the linear algebra ----
+
+TEST_CASE("eigensolvers: LAPACK and Jacobi agree, and match a known spectrum") {
+  const int64_t n = 30;
+  std::vector<double> a = gaussian_values(n * n, 21);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < i; ++j) a[i * n + j] = a[j * n + i];
+  const std::vector<double> jacobi = symmetric_eigenvalues(a, n, EigenSolver::jacobi);
+  double trace = 0;
+  for (int64_t i = 0; i < n; ++i) trace += a[i * n + i];
+  double sum = 0;
+  for (double w : jacobi) sum += w;
+  CHECK(sum == doctest::Approx(trace).epsilon(1e-10));
+  CHECK(std::is_sorted(jacobi.rbegin(), jacobi.rend()));
+  if (have_lapack()) {
+    const std::vector<double> lapack = symmetric_eigenvalues(a, n, EigenSolver::lapack);
+    for (int64_t i = 0; i < n; ++i) CHECK(lapack[i] == doctest::Approx(jacobi[i]).epsilon(1e-10));
+  } else {
+    CHECK_THROWS_WITH_AS(symmetric_eigenvalues(a, n, EigenSolver::lapack), doctest::Contains("no LAPACK"), Error);
+  }
+}
+
+TEST_CASE("singular values against A = U diag(s) Vᵀ built with known s, both orientations") {
+  const int64_t rows = 12, cols = 7;
+  const std::vector<double> s = {9.0, 4.0, 2.5, 1.0, 0.5, 0.1, 0.0};
+  const std::vector<double> u = orthonormal_basis(rows, 31), v = orthonormal_basis(cols, 32);
+  std::vector<double> a(rows * cols, 0.0), at(cols * rows, 0.0);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t k = 0; k < cols; ++k) a[i * cols + j] += u[k * rows + i] * s[k] * v[k * cols + j];
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) at[j * rows + i] = a[i * cols + j];
+  for (EigenSolver solver : solvers()) {
+    const std::vector<double> tall = singular_values(a, rows, cols, solver);
+    const std::vector<double> wide = singular_values(at, cols, rows, solver);
+    REQUIRE(tall.size() == 7);
+    REQUIRE(wide.size() == 7);
+    for (size_t k = 0; k < s.size(); ++k) {
+      // Through the Gram matrix, σ below √ε·σ₁ is known only to about √ε·σ₁ (here ~1e-7).
+      const double tolerance = s[k] > 0 ? 1e-9 * s[k] : 1e-6 * s[0];
+      CHECK(std::fabs(tall[k] - s[k]) <= tolerance);
+      CHECK(std::fabs(wide[k] - s[k]) <= tolerance);
+    }
+  }
+}
+
+TEST_CASE("DCT-II is orthonormal; E10 of a constant and of the identity") {
+  const int64_t n = 16;
+  const std::vector<double> f = dct2_matrix(n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double p = 0;
+      for (int64_t k = 0; k < n; ++k) p += f[i * n + k] * f[j * n + k];
+      CHECK(p == doctest::Approx(i == j ? 1.0 : 0.0).scale(1.0).epsilon(1e-12));
+    }
+  CHECK(low_frequency_energy(std::vector<double>(n * n, 1.0), n, 10) == doctest::Approx(1.0));
+  std::vector<double> eye(n * n, 0.0);
+  for (int64_t i = 0; i < n; ++i) eye[i * n + i] = 1;
+  CHECK(low_frequency_energy(eye, n, 10) == doctest::Approx(10.0 / 16.0));
+  CHECK(low_frequency_energy(eye, n, 20) == doctest::Approx(1.0));  // k ≥ n keeps all
+  CHECK(std::isnan(low_frequency_energy(std::vector<double>(n * n, 0.0), n, 10)));
+}
+
+// ---- the corpus's topics ----
+
+TEST_CASE("the Bible's first line in each split of the embedded corpus") {
+  const std::string dir = data::embedded_corpus_dir();
+  // Checked by hand (data/assets/README: the six novels, then the Bible): train starts the Bible at
+  // "Genesis 1"; valid and test in the middle of a chapter of Acts and of Philippians.
+  CHECK(bible_start_line(data::read_lines(data::find_split_file(dir, "train"))) == 9362);
+  const std::vector<std::string> valid = data::read_lines(data::find_split_file(dir, "valid"));
+  CHECK(bible_start_line(valid) == 498);
+  CHECK(valid[498].rfind("And when he would not be persuaded", 0) == 0);
+  const std::vector<std::string> test = data::read_lines(data::find_split_file(dir, "test"));
+  CHECK(bible_start_line(test) == 434);
+  CHECK(test[434].rfind("Rejoice in the Lord alway", 0) == 0);
+  CHECK(bible_start_line({"CHAPTER 1", "\" Hello , \" said Emma .", "She left ."}) == -1);
+  CHECK(bible_start_line({"\" Yes . \"", "She left .", "And thou art come unto me .", "Acts 2"}) == 2);
+}
+
+// ---- the command ----
+
+namespace {
+
+const char* kTiny =
+    " --set task=pi --set seq_len=8 --set vocab=6 --set layers=2 --set d_model=16 --set heads=2 --set d_ff=32"
+    " --set batch=16 --set steps=40 --set warmup=5 --set lr=0.01 --set eval_every=40 --set valid_size=16";
+
+std::string trained(const std::string& pe) {
+  const std::string dir = temp_dir("run_" + pe);
+  const urpe::test::CliResult r = run_urpe(std::string("train") + kTiny + " --set pe=" + pe + " --out " + dir + " --quiet");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("urpe analyze --run and --compare on tiny trained runs") {
+  const std::string rpe = trained("rpe"), urpe_run = trained("urpe");
+  const std::string out = temp_dir("out_rpe");
+  const urpe::test::CliResult r = run_urpe("analyze --run " + rpe + " --contexts 40 --out " + out);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(r.output.find("| layer | pos % |") != std::string::npos);
+  CHECK(path_exists(join_path(out, "analysis.json")));
+  CHECK(path_exists(join_path(out, "analysis.md")));
+  const std::string stem = std::filesystem::path(rpe).filename().string();
+  for (const char* plot : {"singular_values_", "gram_", "shares_"}) {
+    const std::string path = join_path(join_path(out, "plots"), plot + stem + ".png");
+    INFO(path);
+    CHECK(path_exists(path));
+  }
+  const std::vector<RunAnalysis> back = analysis_from_json(json::read_file(join_path(out, "analysis.json")), "x");
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].pe == "rpe");
+  REQUIRE(back[0].layers.size() == 3);  // the input and two blocks
+  for (const LayerAnalysis& a : back[0].layers) {
+    CHECK(a.contexts == 40);
+    CHECK(a.positions == 8);
+    CHECK(a.anova_error < 1e-9);
+    CHECK(a.pos_sum_error < 1e-9);
+  }
+  // RPE has no absolute position: the input to block 1 is the token embedding alone, so pos_t is
+  // only the sampling noise of the token draws; no topics for a synthetic task.
+  CHECK(back[0].layers[0].pos_share < 0.5);
+  CHECK(std::isnan(back[0].layers[0].topic_within));
+
+  // Not over an existing analysis without --overwrite.
+  const urpe::test::CliResult again = run_urpe("analyze --run " + rpe + " --contexts 40 --out " + out);
+  CHECK(again.code == 1);
+  CHECK(again.output.find("already holds an analysis") != std::string::npos);
+  CHECK(run_urpe("analyze --run " + rpe + " --contexts 40 --out " + out + " --overwrite").code == 0);
+
+  // --compare: a saved analysis next to a run analysed on the fly.
+  const std::string cmp = temp_dir("compare");
+  const urpe::test::CliResult c = run_urpe("analyze --compare " + out + " " + urpe_run + " --contexts 40 --out " + cmp);
+  REQUIRE_MESSAGE(c.code == 0, c.output);
+  const json::Value doc = json::read_file(join_path(cmp, "analysis.json"));
+  REQUIRE(doc.at("runs").size() == 2);
+  CHECK(doc.at("runs")[0].at("pe").as_string() == "rpe");
+  CHECK(doc.at("runs")[1].at("pe").as_string() == "urpe");
+  for (const char* plot : {"compare_relative_norm.png", "compare_pos_share.png", "compare_e10.png", "compare_stable_rank.png"})
+    CHECK(path_exists(join_path(join_path(cmp, "plots"), plot)));
+  // Jacobi gives the same numbers as LAPACK.
+  const std::string jac = temp_dir("jacobi");
+  REQUIRE(run_urpe("analyze --run " + rpe + " --contexts 40 --solver jacobi --out " + jac).code == 0);
+  const std::vector<RunAnalysis> j = analysis_from_json(json::read_file(join_path(jac, "analysis.json")), "x");
+  for (size_t l = 0; l < 3; ++l) {
+    CHECK(j[0].layers[l].stable_rank == doctest::Approx(back[0].layers[l].stable_rank).epsilon(1e-6));
+    CHECK(j[0].layers[l].relative_norm == doctest::Approx(back[0].layers[l].relative_norm).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("urpe analyze: one clear error for each bad input") {
+  const std::string empty = temp_dir("empty");
+  make_directories(empty);
+  auto one_error = [](const urpe::test::CliResult& r, const std::string& expected) {
+    INFO(r.output);
+    CHECK(r.code == 1);
+    CHECK(r.output.rfind("urpe: error: ", 0) == 0);
+    CHECK(r.output.find(expected) != std::string::npos);
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  };
+  one_error(run_urpe("analyze --run " + empty + " --out " + empty + "/o"), "has no model.safetensors");
+  one_error(run_urpe("analyze --run /nonexistent/run --out " + empty + "/o"), "'/nonexistent/run' does not exist");
+  one_error(run_urpe("analyze --compare " + empty + " --out " + empty + "/o"),
+            "holds no analysis.json, model.safetensors or runs/ folder");
+  const std::string graph = temp_dir("graphormer");
+  make_directories(graph);
+  save_checkpoint(join_path(graph, "model.safetensors"), ParameterSet(), nullptr, TrainingProgress(),
+                  resolve_config("graphormer-tiny", "", {}).to_text());
+  one_error(run_urpe("analyze --run " + graph + " --out " + empty + "/o"),
+            "is a Graphormer run, which is not supported: a molecule's atoms have no sequence positions");
+  one_error(run_urpe("analyze --run " + graph + " --contexts 1 --out " + empty + "/o"),
+            "option --contexts: expected an integer from 2 to 65536, got '1'");
+  one_error(run_urpe("analyze --run " + graph), "--out DIR is required");
+  one_error(run_urpe("analyze --run " + graph + " --compare " + graph + " --out x"), "either --run DIR or --compare");
+  one_error(run_urpe("analyze --run " + graph + " extra --out x"), "unexpected argument 'extra'");
+  one_error(run_urpe("analyze --run " + graph + " --solver svd --out x"), "--solver must be lapack or jacobi");
+  // A sequence of one position has nothing to decompose.
+  const AnalysisModel one = fresh_model("txl-tiny", {"tgt_len=1"}, "urpe analyze", analyze_families());
+  CHECK_THROWS_WITH_AS(analyze_run(one, AnalyzeOptions{}), doctest::Contains("sequences of 1 position(s); the decomposition needs at least 2"), Error);
+  CHECK(!path_exists(join_path(empty, "o")));
+}

@@ -1,0 +1,364 @@
+// `urpe analyze` on one model: hidden states from the model's own forward pass on its own data,
+// the per-layer decomposition, and the report, JSON and plots.
+#include "train/analysis/analyze_run.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <sstream>
+
+#include "autograd/node.h"
+#include "data/synthetic.h"
+#include "tensor/error.h"
+#include "tensor/rng.h"
+#include "train/analysis/corpus_topics.h"
+#include "train/encoder_trainer.h"
+#include "train/io/run_dir.h"
+#include "train/lm_trainer.h"
+#include "train/plot/charts.h"
+
+namespace urpe {
+
+namespace {
+
+constexpr int64_t kBatch = 64;
+// Hidden states are held in double, one (C, T, d) cube per layer, plus the analysis's two copies.
+constexpr int64_t kMostValuesPerLayer = int64_t(1) << 26;  // 512 MiB of doubles
+
+// Appends the batch's states (B, T, d) of every layer to the cubes.
+void append(const HiddenStates& states, std::vector<HiddenCube>& cubes) {
+  if (cubes.empty()) cubes.resize(states.blocks.size());
+  for (size_t l = 0; l < states.blocks.size(); ++l) {
+    const Tensor& s = states.blocks[l];
+    const std::vector<float> v = s.to_vector_f32();
+    HiddenCube& cube = cubes[l];
+    cube.positions = s.size(1);
+    cube.dim = s.size(2);
+    cube.contexts += s.size(0);
+    cube.h.insert(cube.h.end(), v.begin(), v.end());
+  }
+}
+
+std::string fixed(double x, int digits) {
+  if (std::isnan(x)) return "–";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, x);
+  return text;
+}
+
+std::string file_stem(const std::string& name) {
+  std::string s;
+  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
+  return s.empty() ? "run" : s;
+}
+
+json::Value number_or_null(double x) { return std::isfinite(x) ? json::Value(x) : json::Value(); }
+double number_of(const json::Value& v) { return v.is_null() ? NAN : v.as_number(); }
+
+}  // namespace
+
+const std::vector<std::string>& analyze_families() {
+  static const std::vector<std::string> families = {"encoder", "txl"};
+  return families;
+}
+
+RunAnalysis analyze_run(const AnalysisModel& model, const AnalyzeOptions& options) {
+  URPE_CHECK(options.contexts >= 2, "urpe analyze: --contexts must be at least 2 (contexts are averaged over), got "
+                                        << options.contexts);
+  const int64_t T = model.seq_len();
+  URPE_CHECK(T >= 2, "urpe analyze: '" << model.source << "' has sequences of " << T
+                                       << " position(s); the decomposition needs at least 2");
+  const int64_t d = model.family == "encoder" ? model.encoder->config().d_model : model.txl->config().d_model;
+  URPE_CHECK(options.contexts * T * d <= kMostValuesPerLayer,
+             "urpe analyze: --contexts " << options.contexts << " × " << T << " positions × d = " << d
+                                         << " is too many hidden values per layer (at most " << kMostValuesPerLayer
+                                         << "); use fewer contexts");
+  autograd::NoGrad no_grad;
+  RunAnalysis r;
+  r.run = model.name;
+  r.source = model.source;
+  r.family = model.family;
+  r.pe = model.pe;
+  r.step = model.step;
+  r.solver = options.solver == EigenSolver::lapack ? "LAPACK dsyev" : "Jacobi";
+  std::vector<HiddenCube> cubes;
+  std::vector<int> topics;
+
+  if (model.family == "encoder") {
+    const SyntheticTask task = task_from_config(*model.config);
+    Rng rng(options.seed);
+    for (int64_t seen = 0; seen < options.contexts; seen += kBatch) {
+      const int64_t batch = std::min(kBatch, options.contexts - seen);
+      HiddenStates states;
+      model.encoder->forward(task.sample(batch, rng).tokens, false, nullptr, &states);
+      append(states, cubes);
+    }
+    r.data = std::to_string(options.contexts) + " fresh sequences of the run's task (" +
+             model.config->get_string("task") + ", n = " + std::to_string(T) + ", seed " +
+             std::to_string(options.seed) + ")";
+  } else {
+    const data::Corpus corpus = corpus_from_config(*model.config);
+    URPE_CHECK(options.split == "train" || options.split == "valid" || options.split == "test",
+               "urpe analyze: --split must be train, valid or test, got '" << options.split << "'");
+    const data::CorpusSplit& split = corpus.split(options.split);
+    const int64_t n = static_cast<int64_t>(split.ids.size());
+    URPE_CHECK(n >= T, "urpe analyze: the " << options.split << " split of '" << corpus.directory << "' has " << n
+                                            << " tokens, fewer than one window of tgt_len = " << T);
+    const int64_t bible = bible_start_token(split, corpus.mode);
+    if (bible > 0 && bible < n) r.topic_names = {"Austen", "Bible"};
+    std::mt19937_64 gen(options.seed);
+    std::uniform_int_distribution<int64_t> offset(0, n - T);
+    std::vector<int64_t> starts(static_cast<size_t>(options.contexts));
+    for (int64_t& s : starts) s = offset(gen);
+    for (int64_t seen = 0; seen < options.contexts; seen += kBatch) {
+      const int64_t batch = std::min(kBatch, options.contexts - seen);
+      std::vector<int32_t> ids(static_cast<size_t>(T * batch));  // time-major (T, B)
+      for (int64_t b = 0; b < batch; ++b) {
+        const int64_t start = starts[seen + b];
+        for (int64_t t = 0; t < T; ++t) ids[t * batch + b] = split.ids[start + t];
+        if (!r.topic_names.empty()) topics.push_back(start + T / 2 >= bible ? 1 : 0);  // the window's middle
+      }
+      HiddenStates states;
+      model.txl->forward_hidden(Tensor::from_vector(ids, {T, batch}), {}, false, nullptr, &states);
+      append(states, cubes);
+    }
+    r.data = std::to_string(options.contexts) + " windows of " + std::to_string(T) + " tokens at random offsets of " +
+             split.path + " (seed " + std::to_string(options.seed) + ", no memory)";
+    if (!r.topic_names.empty()) {
+      r.topic_counts = {static_cast<int64_t>(std::count(topics.begin(), topics.end(), 0)),
+                        static_cast<int64_t>(std::count(topics.begin(), topics.end(), 1))};
+      r.data += "; topic by the window's middle token: Austen before token " + std::to_string(bible) +
+                ", Bible from there";
+    }
+  }
+  for (size_t l = 0; l < cubes.size(); ++l) {
+    LayerAnalysis a = analyze_layer(cubes[l], topics, options.seed + 1000 * l, options.solver);
+    a.layer = static_cast<int64_t>(l);
+    cubes[l].h = {};  // done with it
+    r.layers.push_back(std::move(a));
+  }
+  return r;
+}
+
+json::Value analysis_to_json(const std::vector<RunAnalysis>& runs) {
+  json::Value list = json::Value::array();
+  for (const RunAnalysis& r : runs) {
+    json::Value layers = json::Value::array();
+    for (const LayerAnalysis& a : r.layers) {
+      json::Value sv = json::Value::array();
+      for (double s : a.singular) sv.push(s);
+      json::Value row = json::Value::object();
+      row.set("layer", a.layer).set("contexts", a.contexts).set("positions", a.positions).set("dim", a.dim)
+          .set("total", a.total).set("pos_energy", a.pos_energy).set("ctx_energy", a.ctx_energy)
+          .set("resid_energy", a.resid_energy).set("pos_share", a.pos_share).set("ctx_share", a.ctx_share)
+          .set("resid_share", a.resid_share).set("anova_error", a.anova_error)
+          .set("pos_sum_error", a.pos_sum_error).set("ctx_sum_error", a.ctx_sum_error)
+          .set("sigma_m", a.sigma_m).set("stable_rank", a.stable_rank).set("rank90", a.rank90)
+          .set("relative_norm", a.relative_norm).set("e10", number_or_null(a.e10))
+          .set("incoherence_max", a.incoherence_max).set("incoherence_mean", a.incoherence_mean)
+          .set("random_max", a.random_max).set("random_mean", a.random_mean)
+          .set("topic_within", number_or_null(a.topic_within)).set("topic_between", number_or_null(a.topic_between))
+          .set("singular_values", sv);
+      layers.push(row);
+    }
+    json::Value topics = json::Value::array();
+    for (size_t k = 0; k < r.topic_names.size(); ++k) {
+      json::Value t = json::Value::object();
+      t.set("name", r.topic_names[k]).set("contexts", k < r.topic_counts.size() ? r.topic_counts[k] : int64_t(0));
+      topics.push(t);
+    }
+    json::Value row = json::Value::object();
+    row.set("run", r.run).set("source", r.source).set("family", r.family).set("pe", r.pe).set("step", r.step)
+        .set("data", r.data).set("topics", topics).set("solver", r.solver).set("layers", layers);
+    list.push(row);
+  }
+  json::Value doc = json::Value::object();
+  doc.set("runs", list);
+  return doc;
+}
+
+std::vector<RunAnalysis> analysis_from_json(const json::Value& doc, const std::string& path) {
+  std::vector<RunAnalysis> runs;
+  try {
+    for (const json::Value& row : doc.at("runs").items()) {
+      RunAnalysis r;
+      r.run = row.at("run").as_string();
+      r.source = row.at("source").as_string();
+      r.family = row.at("family").as_string();
+      r.pe = row.at("pe").as_string();
+      r.step = row.at("step").as_integer();
+      r.data = row.at("data").as_string();
+      r.solver = row.at("solver").as_string();
+      for (const json::Value& t : row.at("topics").items()) {
+        r.topic_names.push_back(t.at("name").as_string());
+        r.topic_counts.push_back(t.at("contexts").as_integer());
+      }
+      for (const json::Value& l : row.at("layers").items()) {
+        LayerAnalysis a;
+        a.layer = l.at("layer").as_integer();
+        a.contexts = l.at("contexts").as_integer();
+        a.positions = l.at("positions").as_integer();
+        a.dim = l.at("dim").as_integer();
+        a.total = l.at("total").as_number();
+        a.pos_energy = l.at("pos_energy").as_number();
+        a.ctx_energy = l.at("ctx_energy").as_number();
+        a.resid_energy = l.at("resid_energy").as_number();
+        a.pos_share = l.at("pos_share").as_number();
+        a.ctx_share = l.at("ctx_share").as_number();
+        a.resid_share = l.at("resid_share").as_number();
+        a.anova_error = l.at("anova_error").as_number();
+        a.pos_sum_error = l.at("pos_sum_error").as_number();
+        a.ctx_sum_error = l.at("ctx_sum_error").as_number();
+        a.sigma_m = l.at("sigma_m").as_number();
+        a.stable_rank = l.at("stable_rank").as_number();
+        a.rank90 = l.at("rank90").as_integer();
+        a.relative_norm = l.at("relative_norm").as_number();
+        a.e10 = number_of(l.at("e10"));
+        a.incoherence_max = l.at("incoherence_max").as_number();
+        a.incoherence_mean = l.at("incoherence_mean").as_number();
+        a.random_max = l.at("random_max").as_number();
+        a.random_mean = l.at("random_mean").as_number();
+        a.topic_within = number_of(l.at("topic_within"));
+        a.topic_between = number_of(l.at("topic_between"));
+        for (const json::Value& s : l.at("singular_values").items()) a.singular.push_back(s.as_number());
+        r.layers.push_back(a);
+      }
+      URPE_CHECK(!r.layers.empty(), "run '" << r.run << "' has no layers");
+      runs.push_back(r);
+    }
+  } catch (const Error& e) {
+    URPE_CHECK(false, "urpe analyze: '" << path << "' is not an analysis.json written by 'urpe analyze': " << e.what());
+  }
+  URPE_CHECK(!runs.empty(), "urpe analyze: '" << path << "' holds no runs");
+  return runs;
+}
+
+std::string analysis_markdown(const std::vector<RunAnalysis>& runs) {
+  std::ostringstream out;
+  for (const RunAnalysis& r : runs) {
+    out << "### " << r.run << " (" << r.family << ", pe = " << r.pe << ", step " << r.step << ")\n\n"
+        << "Contexts: " << r.data << ".";
+    for (size_t k = 0; k < r.topic_names.size(); ++k)
+      out << (k ? ", " : " Topics: ") << r.topic_names[k] << " " << r.topic_counts[k];
+    out << "\n\n| layer | pos % | ctx % | resid % | ANOVA err | rel. norm | σ₁(P) | stable rank | rank 90% | E₁₀ | "
+           "incoh. max / mean | random max / mean | topic within / between |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const LayerAnalysis& a : r.layers) {
+      char err[32];
+      std::snprintf(err, sizeof err, "%.1e", a.anova_error);
+      out << "| " << a.layer << " | " << fixed(100 * a.pos_share, 2) << " | " << fixed(100 * a.ctx_share, 2) << " | "
+          << fixed(100 * a.resid_share, 2) << " | " << err << " | " << fixed(a.relative_norm, 3) << " | "
+          << fixed(a.singular.front(), 3) << " | " << fixed(a.stable_rank, 2) << " | " << a.rank90 << " | "
+          << fixed(a.e10, 3) << " | " << fixed(a.incoherence_max, 3) << " / " << fixed(a.incoherence_mean, 3) << " | "
+          << fixed(a.random_max, 3) << " / " << fixed(a.random_mean, 3) << " | " << fixed(a.topic_within, 3) << " / "
+          << fixed(a.topic_between, 3) << " |\n";
+    }
+    out << "\n";
+  }
+  out << "Layer 0 is the input to block 1, layer l the output of block l. pos/ctx/resid % are the shares of\n"
+         "‖h − μ‖² (C·Σ‖pos_t‖², T·Σ‖ctx_c‖², Σ‖resid‖²); ANOVA err = |total − their sum| / total. rel. norm =\n"
+         "√C·σ₁(P)/σ₁(h − μ); stable rank = Σσ²/σ₁² of P; rank 90% = singular values holding 90% of its energy;\n"
+         "E₁₀ = energy of the normalised Gram matrix of pos in its 10 lowest DCT frequencies (1 = smooth);\n"
+         "incoh. = |cos(pos_t, ctx_c)| over all (t, c), random = the same for Gaussian vectors; topic = mean\n"
+         "cos(ctx_c, ctx_c') (signed) within / between topics.\n";
+  return out.str();
+}
+
+std::vector<std::string> draw_analysis_plots(const std::string& plot_dir, const RunAnalysis& r) {
+  const std::string stem = file_stem(r.run);
+  std::vector<std::string> paths;
+  {
+    plot::LineChartSpec spec;
+    spec.title = r.run + ": singular values of P = [pos_1 … pos_T] per layer";
+    spec.x_label = "index";
+    spec.y_label = "singular value";
+    spec.log_y = true;
+    spec.integer_x = true;
+    for (const LayerAnalysis& a : r.layers) {
+      plot::Series s;
+      s.name = "layer " + std::to_string(a.layer);
+      for (size_t k = 0; k < a.singular.size() && k < 60; ++k) {
+        s.x.push_back(static_cast<double>(k + 1));
+        s.y.push_back(a.singular[k]);
+      }
+      spec.series.push_back(s);
+    }
+    paths.push_back(join_path(plot_dir, "singular_values_" + stem + ".png"));
+    plot::line_chart(paths.back(), spec);
+  }
+  if (!r.layers.front().gram.empty()) {
+    std::vector<plot::HeatmapSpec> panels;
+    for (const LayerAnalysis& a : r.layers) {
+      plot::HeatmapSpec p;
+      p.title = "layer " + std::to_string(a.layer);
+      p.x_label = "t";
+      p.y_label = "s";
+      p.rows = p.cols = static_cast<int>(a.positions);
+      p.values.assign(a.gram.begin(), a.gram.end());
+      p.vmin = -1;
+      p.vmax = 1;
+      panels.push_back(p);
+    }
+    paths.push_back(join_path(plot_dir, "gram_" + stem + ".png"));
+    plot::heatmap_grid(paths.back(), panels, std::min<int>(4, static_cast<int>(panels.size())),
+                       r.run + ": G = cos(pos_s, pos_t) per layer");
+  }
+  {
+    plot::BarChartSpec spec;
+    spec.title = r.run + ": variance shares per layer";
+    spec.x_label = "layer";
+    spec.y_label = "share of |h - mu|^2";
+    spec.series = {{"position", {}}, {"context", {}}, {"residual", {}}};
+    for (const LayerAnalysis& a : r.layers) {
+      spec.groups.push_back(std::to_string(a.layer));
+      spec.series[0].values.push_back(a.pos_share);
+      spec.series[1].values.push_back(a.ctx_share);
+      spec.series[2].values.push_back(a.resid_share);
+    }
+    spec.decimals = 2;
+    spec.y_min = 0;
+    spec.y_max = 1;
+    paths.push_back(join_path(plot_dir, "shares_" + stem + ".png"));
+    plot::bar_chart(paths.back(), spec);
+  }
+  return paths;
+}
+
+std::vector<std::string> draw_compare_plots(const std::string& plot_dir, const std::vector<RunAnalysis>& runs) {
+  struct Metric {
+    const char* file;
+    const char* label;
+    double (*get)(const LayerAnalysis&);
+    bool log;
+  };
+  const Metric metrics[] = {
+      {"relative_norm", "relative norm sqrt(C) s1(P) / s1(M)", [](const LayerAnalysis& a) { return a.relative_norm; }, false},
+      {"pos_share", "positional share of |h - mu|^2", [](const LayerAnalysis& a) { return a.pos_share; }, false},
+      {"e10", "E10 (low-frequency energy of G)", [](const LayerAnalysis& a) { return a.e10; }, false},
+      {"stable_rank", "stable rank of P", [](const LayerAnalysis& a) { return a.stable_rank; }, false}};
+  std::vector<std::string> paths;
+  for (const Metric& m : metrics) {
+    plot::LineChartSpec spec;
+    spec.title = std::string("per layer: ") + m.label;
+    spec.x_label = "layer (0 = input to block 1)";
+    spec.y_label = m.label;
+    spec.integer_x = true;
+    spec.markers = 1;
+    spec.log_y = m.log;
+    for (const RunAnalysis& r : runs) {
+      plot::Series s;
+      s.name = r.run;
+      for (const LayerAnalysis& a : r.layers) {
+        s.x.push_back(static_cast<double>(a.layer));
+        s.y.push_back(m.get(a));
+      }
+      spec.series.push_back(s);
+    }
+    paths.push_back(join_path(plot_dir, std::string("compare_") + m.file + ".png"));
+    plot::line_chart(paths.back(), spec);
+  }
+  return paths;
+}
+
+}  // namespace urpe
