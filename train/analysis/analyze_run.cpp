@@ -240,7 +240,13 @@ std::string analysis_markdown(const std::vector<RunAnalysis>& runs) {
     out << "### " << r.run << " (" << r.family << ", pe = " << r.pe << ", step " << r.step << ")\n\n"
         << "Contexts: " << r.data << ".";
     for (size_t k = 0; k < r.topic_names.size(); ++k)
-      out << (k ? ", " : " Topics: ") << r.topic_names[k] << " " << r.topic_counts[k];
+      out << (k ? ", " : " Topics: ") << r.topic_names[k] << " " << r.topic_counts[k]
+          << (k + 1 == r.topic_names.size() ? "." : "");
+    // What the shares would be for states with no structure at all (i.i.d. over c and t): the
+    // means over C (or T) draws still carry (T − 1)/(CT − 1) (or (C − 1)/(CT − 1)) of the energy.
+    const double C = static_cast<double>(r.layers.front().contexts), T = static_cast<double>(r.layers.front().positions);
+    out << " Shares for i.i.d. states (no structure): pos " << fixed(100 * (T - 1) / (C * T - 1), 2) << " %, ctx "
+        << fixed(100 * (C - 1) / (C * T - 1), 2) << " %.";
     out << "\n\n| layer | pos % | ctx % | resid % | ANOVA err | rel. norm | σ₁(P) | stable rank | rank 90% | E₁₀ | "
            "incoh. max / mean | random max / mean | topic within / between |\n"
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
@@ -278,7 +284,9 @@ std::vector<std::string> draw_analysis_plots(const std::string& plot_dir, const 
     for (const LayerAnalysis& a : r.layers) {
       plot::Series s;
       s.name = "layer " + std::to_string(a.layer);
-      for (size_t k = 0; k < a.singular.size() && k < 60; ++k) {
+      // Σ_t pos_t = 0 makes P's rank at most T − 1: its last singular value is rounding noise.
+      const size_t shown = std::min<size_t>({a.singular.size(), static_cast<size_t>(a.positions - 1), 60});
+      for (size_t k = 0; k < shown; ++k) {
         s.x.push_back(static_cast<double>(k + 1));
         s.y.push_back(a.singular[k]);
       }
