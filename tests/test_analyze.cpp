@@ -327,6 +327,7 @@ TEST_CASE("urpe analyze --run and --compare on tiny trained runs") {
     CHECK(a.positions == 8);
     CHECK(a.anova_error < 1e-9);
     CHECK(a.pos_sum_error < 1e-9);
+    CHECK(std::isnan(a.e10));  // T = 8 ≤ 10: every frequency is low, so E₁₀ is not reported
   }
   // RPE has no absolute position: the input to block 1 is the token embedding alone, so pos_t is
   // only the sampling noise of the token draws; no topics for a synthetic task.
@@ -347,8 +348,9 @@ TEST_CASE("urpe analyze --run and --compare on tiny trained runs") {
   REQUIRE(doc.at("runs").size() == 2);
   CHECK(doc.at("runs")[0].at("pe").as_string() == "rpe");
   CHECK(doc.at("runs")[1].at("pe").as_string() == "urpe");
-  for (const char* plot : {"compare_relative_norm.png", "compare_pos_share.png", "compare_e10.png", "compare_stable_rank.png"})
+  for (const char* plot : {"compare_relative_norm.png", "compare_pos_share.png", "compare_stable_rank.png"})
     CHECK(path_exists(join_path(join_path(cmp, "plots"), plot)));
+  CHECK(!path_exists(join_path(join_path(cmp, "plots"), "compare_e10.png")));  // T = 8: no E₁₀ to draw
   // Jacobi gives the same numbers as LAPACK.
   const std::string jac = temp_dir("jacobi");
   REQUIRE(run_urpe("analyze --run " + rpe + " --contexts 40 --solver jacobi --out " + jac).code == 0);
@@ -356,6 +358,34 @@ TEST_CASE("urpe analyze --run and --compare on tiny trained runs") {
   for (size_t l = 0; l < 3; ++l) {
     CHECK(j[0].layers[l].stable_rank == doctest::Approx(back[0].layers[l].stable_rank).epsilon(1e-6));
     CHECK(j[0].layers[l].relative_norm == doctest::Approx(back[0].layers[l].relative_norm).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("urpe analyze on a Transformer-XL run: corpus windows labelled Austen or Bible") {
+  const std::string run = temp_dir("txl");
+  const urpe::test::CliResult t = run_urpe(
+      "train --preset txl-tiny --set steps=2 --set warmup=0 --set layers=1 --set d_model=16 --set heads=2"
+      " --set d_head=8 --set d_inner=32 --set tgt_len=12 --set mem_len=8 --set batch=4 --set eval_every=2"
+      " --set max_eval_tokens=64 --out " + run + " --quiet");
+  REQUIRE_MESSAGE(t.code == 0, t.output);
+  const std::string out = temp_dir("txl_out");
+  const urpe::test::CliResult r = run_urpe("analyze --run " + run + " --contexts 64 --split test --out " + out);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const std::vector<RunAnalysis> back = analysis_from_json(json::read_file(join_path(out, "analysis.json")), "x");
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].family == "txl");
+  CHECK(back[0].data.find("test.txt.gz") != std::string::npos);
+  REQUIRE(back[0].topic_names == std::vector<std::string>{"Austen", "Bible"});
+  CHECK(back[0].topic_counts[0] + back[0].topic_counts[1] == 64);
+  CHECK(back[0].topic_counts[0] > 0);
+  CHECK(back[0].topic_counts[1] > 0);
+  REQUIRE(back[0].layers.size() == 2);
+  for (const LayerAnalysis& a : back[0].layers) {
+    CHECK(a.positions == 12);
+    CHECK(a.anova_error < 1e-9);
+    CHECK(std::isfinite(a.topic_within));
+    CHECK(std::isfinite(a.topic_between));
+    CHECK(std::isfinite(a.e10));  // T = 12 > 10
   }
 }
 

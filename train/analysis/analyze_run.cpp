@@ -24,7 +24,7 @@ namespace {
 
 constexpr int64_t kBatch = 64;
 // Hidden states are held in double, one (C, T, d) cube per layer, plus the analysis's two copies.
-constexpr int64_t kMostValuesPerLayer = int64_t(1) << 26;  // 512 MiB of doubles
+constexpr int64_t kMostValuesPerLayer = int64_t(1) << 24;  // 128 MiB of doubles
 
 // Appends the batch's states (B, T, d) of every layer to the cubes.
 void append(const HiddenStates& states, std::vector<HiddenCube>& cubes) {
@@ -354,15 +354,18 @@ std::vector<std::string> draw_compare_plots(const std::string& plot_dir, const s
     spec.integer_x = true;
     spec.markers = 1;
     spec.log_y = m.log;
+    bool any = false;
     for (const RunAnalysis& r : runs) {
       plot::Series s;
       s.name = r.run;
       for (const LayerAnalysis& a : r.layers) {
         s.x.push_back(static_cast<double>(a.layer));
         s.y.push_back(m.get(a));
+        any = any || std::isfinite(s.y.back());
       }
       spec.series.push_back(s);
     }
+    if (!any) continue;  // E₁₀ of runs with T ≤ 10: nothing to draw
     paths.push_back(join_path(plot_dir, std::string("compare_") + m.file + ".png"));
     plot::line_chart(paths.back(), spec);
   }

@@ -51,7 +51,8 @@ std::string analysis_markdown(const std::vector<RunAnalysis>& runs);
 // plots/singular_values_<run>.png (log axis, a line per layer), plots/gram_<run>.png (G per layer),
 // plots/shares_<run>.png (variance shares per layer). Returns the paths.
 std::vector<std::string> draw_analysis_plots(const std::string& plot_dir, const RunAnalysis& run);
-// plots/compare_{relative_norm,pos_share,e10,stable_rank}.png: a line per run against layer.
+// plots/compare_{relative_norm,pos_share,e10,stable_rank}.png: a line per run against layer (a
+// metric no run has, E₁₀ when every T ≤ 10, is left out).
 std::vector<std::string> draw_compare_plots(const std::string& plot_dir, const std::vector<RunAnalysis>& runs);
 
 }  // namespace urpe

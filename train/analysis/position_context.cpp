@@ -276,7 +276,7 @@ LayerAnalysis analyze_layer(const HiddenCube& cube, const std::vector<int>& topi
   a.gram.assign(T * T, 0.0);
   for (int64_t s = 0; s < T; ++s)
     for (int64_t t = 0; t < T; ++t) a.gram[s * T + t] = dot(&unit[s * d], &unit[t * d], d);
-  a.e10 = low_frequency_energy(a.gram, T, 10);
+  a.e10 = T > 10 ? low_frequency_energy(a.gram, T, 10) : NAN;  // T ≤ 10: all frequencies are "low", E₁₀ = 1 says nothing
 
   // Incoherence, and its Gaussian baseline with the same counts and dimension.
   std::tie(a.incoherence_max, a.incoherence_mean) = cross_incoherence(dec.pos, T, dec.ctx, C, d);

@@ -66,7 +66,7 @@ struct LayerAnalysis {
   double stable_rank = 0;        // Σσ²/σ₁²
   int64_t rank90 = 0;            // fewest σ holding 90% of Σσ²
   double relative_norm = 0;      // √C·σ₁(P)/σ₁(M)
-  double e10 = 0;                // low-frequency energy of G
+  double e10 = 0;                // low-frequency energy of G; NaN when T ≤ 10 (trivially 1)
   std::vector<double> gram;      // G = P̄ᵀP̄, T × T
   double incoherence_max = 0, incoherence_mean = 0;  // |cos(pos_t, ctx_c)| over (t, c)
   double random_max = 0, random_mean = 0;            // the same for T + C Gaussian vectors in ℝ^d

@@ -88,13 +88,13 @@ int run_analyze(const Args& args) {
   const std::string plots = join_path(out, "plots");
   make_directories(plots);
   const std::string markdown = analysis_markdown(runs);
-  std::printf("%s", markdown.c_str());
   std::vector<std::string> drawn;
   if (compare) drawn = draw_compare_plots(plots, runs);
   for (const RunAnalysis& r : runs)  // a run read back from analysis.json has no Gram matrix to draw
     for (const std::string& p : draw_analysis_plots(plots, r)) drawn.push_back(p);
   json::write_file(json_path, analysis_to_json(runs));
   write_text_atomic(md_path, "# urpe analyze\n\n" + markdown);
+  std::printf("%s", markdown.c_str());  // after the files: an error above stays the only output
   std::printf("\nwrote %s, %s and %zu plots in %s\n", json_path.c_str(), md_path.c_str(), drawn.size(), plots.c_str());
   return 0;
 }
