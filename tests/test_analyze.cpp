@@ -351,6 +351,12 @@ TEST_CASE("urpe analyze --run and --compare on tiny trained runs") {
   for (const char* plot : {"compare_relative_norm.png", "compare_pos_share.png", "compare_stable_rank.png"})
     CHECK(path_exists(join_path(join_path(cmp, "plots"), plot)));
   CHECK(!path_exists(join_path(join_path(cmp, "plots"), "compare_e10.png")));  // T = 8: no E₁₀ to draw
+  // The same run twice: the repeat is numbered, so plots and legends stay apart.
+  const std::string twice = temp_dir("twice");
+  REQUIRE(run_urpe("analyze --compare " + out + " " + out + " --out " + twice).code == 0);
+  const json::Value both = json::read_file(join_path(twice, "analysis.json"));
+  REQUIRE(both.at("runs").size() == 2);
+  CHECK(both.at("runs")[1].at("run").as_string() == both.at("runs")[0].at("run").as_string() + " (2)");
   // Jacobi gives the same numbers as LAPACK.
   const std::string jac = temp_dir("jacobi");
   REQUIRE(run_urpe("analyze --run " + rpe + " --contexts 40 --solver jacobi --out " + jac).code == 0);

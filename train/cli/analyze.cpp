@@ -84,6 +84,13 @@ int run_analyze(const Args& args) {
   } else {
     runs.push_back(analyze_dir(args.get("run"), options));
   }
+  // Runs of the same name (the same grid in two repro directories) would share plot files and
+  // chart legends: number the repeats.
+  for (size_t k = 0; k < runs.size(); ++k) {
+    int repeat = 1;
+    for (size_t j = 0; j < k; ++j) repeat += runs[j].run == runs[k].run || runs[j].run.rfind(runs[k].run + " (", 0) == 0;
+    if (repeat > 1) runs[k].run += " (" + std::to_string(repeat) + ")";
+  }
 
   const std::string plots = join_path(out, "plots");
   make_directories(plots);
