@@ -310,6 +310,8 @@ TEST_CASE("urpe analyze --run and --compare on tiny trained runs") {
   const urpe::test::CliResult r = run_urpe("analyze --run " + rpe + " --contexts 40 --out " + out);
   REQUIRE_MESSAGE(r.code == 0, r.output);
   CHECK(r.output.find("| layer | pos % |") != std::string::npos);
+  CHECK(r.output.find(have_lapack() ? "Eigensolver: LAPACK dsyev." : "Eigensolver: Jacobi (this build has no LAPACK).") !=
+        std::string::npos);
   CHECK(path_exists(join_path(out, "analysis.json")));
   CHECK(path_exists(join_path(out, "analysis.md")));
   const std::string stem = std::filesystem::path(rpe).filename().string();

@@ -81,7 +81,9 @@ RunAnalysis analyze_run(const AnalysisModel& model, const AnalyzeOptions& option
   r.family = model.family;
   r.pe = model.pe;
   r.step = model.step;
-  r.solver = options.solver == EigenSolver::lapack ? "LAPACK dsyev" : "Jacobi";
+  r.solver = options.solver == EigenSolver::lapack ? "LAPACK dsyev"
+             : have_lapack()                         ? "Jacobi"
+                                                     : "Jacobi (this build has no LAPACK)";
   std::vector<HiddenCube> cubes;
   std::vector<int> topics;
 
@@ -246,7 +248,7 @@ std::string analysis_markdown(const std::vector<RunAnalysis>& runs) {
     // means over C (or T) draws still carry (T − 1)/(CT − 1) (or (C − 1)/(CT − 1)) of the energy.
     const double C = static_cast<double>(r.layers.front().contexts), T = static_cast<double>(r.layers.front().positions);
     out << " Shares for i.i.d. states (no structure): pos " << fixed(100 * (T - 1) / (C * T - 1), 2) << " %, ctx "
-        << fixed(100 * (C - 1) / (C * T - 1), 2) << " %.";
+        << fixed(100 * (C - 1) / (C * T - 1), 2) << " %. Eigensolver: " << r.solver << ".";
     out << "\n\n| layer | pos % | ctx % | resid % | ANOVA err | rel. norm | σ₁(P) | stable rank | rank 90% | E₁₀ | "
            "incoh. max / mean | random max / mean | topic within / between |\n"
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
