@@ -195,6 +195,14 @@ TEST_CASE("planted smooth circle + topic clusters: rank 2, E10 ≈ 1, incoherent
     CHECK(a.topic_between < 0);
     CHECK(a.relative_norm > 0.5);
     CHECK(a.relative_norm <= 1.0 + 1e-9);
+    // The circle in the top two directions: with σ₁ = σ₂ and v_{1,2}[t] = √(2/T)·(cos, sin) up to a
+    // rotation, every t lies at radius √(2/T); directions 3 and 4 hold only noise.
+    REQUIRE(a.directions.size() == 4);
+    for (int64_t t = 0; t < 32; ++t) {
+      const double radius = std::hypot(a.directions[0][t], a.directions[1][t]);
+      CHECK(radius == doctest::Approx(std::sqrt(2.0 / 32)).epsilon(0.03));
+      CHECK(std::fabs(a.directions[2][t]) < 0.02);
+    }
   }
 }
 
@@ -226,6 +234,29 @@ TEST_CASE("eigensolvers: LAPACK and Jacobi agree, and match a known spectrum") {
     for (int64_t i = 0; i < n; ++i) CHECK(lapack[i] == doctest::Approx(jacobi[i]).epsilon(1e-10));
   } else {
     CHECK_THROWS_WITH_AS(symmetric_eigenvalues(a, n, EigenSolver::lapack), doctest::Contains("no LAPACK"), Error);
+  }
+}
+
+TEST_CASE("eigenvectors: A v_k = λ_k v_k with unit v_k, for both solvers") {
+  const int64_t n = 12;
+  std::vector<double> a = gaussian_values(n * n, 23);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < i; ++j) a[i * n + j] = a[j * n + i];
+  for (EigenSolver solver : solvers()) {
+    std::vector<double> v;
+    const std::vector<double> w = symmetric_eigen(a, n, solver, v);
+    REQUIRE(v.size() == static_cast<size_t>(n * n));
+    for (int64_t k = 0; k < n; ++k) {
+      double norm2 = 0, residual = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        double av = 0;
+        for (int64_t j = 0; j < n; ++j) av += a[i * n + j] * v[j * n + k];
+        residual = std::max(residual, std::fabs(av - w[k] * v[i * n + k]));
+        norm2 += v[i * n + k] * v[i * n + k];
+      }
+      CHECK(norm2 == doctest::Approx(1.0).epsilon(1e-10));
+      CHECK(residual < 1e-9);
+    }
   }
 }
 
@@ -315,7 +346,7 @@ TEST_CASE("urpe analyze --run and --compare on tiny trained runs") {
   CHECK(path_exists(join_path(out, "analysis.json")));
   CHECK(path_exists(join_path(out, "analysis.md")));
   const std::string stem = std::filesystem::path(rpe).filename().string();
-  for (const char* plot : {"singular_values_", "gram_", "shares_"}) {
+  for (const char* plot : {"singular_values_", "gram_", "shares_", "spiral12_", "spiral34_"}) {
     const std::string path = join_path(join_path(out, "plots"), plot + stem + ".png");
     INFO(path);
     CHECK(path_exists(path));

@@ -314,6 +314,25 @@ std::vector<std::string> draw_analysis_plots(const std::string& plot_dir, const 
     plot::heatmap_grid(paths.back(), panels, std::min<int>(4, static_cast<int>(panels.size())),
                        r.run + ": G = cos(pos_s, pos_t) per layer");
   }
+  for (int first : {0, 2}) {  // the spiral: pos_t in singular directions (1, 2), then (3, 4)
+    plot::LineChartSpec spec;
+    spec.title = r.run + ": pos_t, t = 1..T, in directions " + std::to_string(first + 1) + ", " +
+                 std::to_string(first + 2);
+    spec.x_label = "singular direction " + std::to_string(first + 1) + " (units of s1)";
+    spec.y_label = "singular direction " + std::to_string(first + 2);
+    spec.markers = 1;
+    for (const LayerAnalysis& a : r.layers) {
+      if (static_cast<int>(a.directions.size()) < first + 2) continue;
+      plot::Series s;
+      s.name = "layer " + std::to_string(a.layer);
+      s.x = a.directions[first];
+      s.y = a.directions[first + 1];
+      spec.series.push_back(s);
+    }
+    if (spec.series.empty()) continue;  // read back from analysis.json, or T too small
+    paths.push_back(join_path(plot_dir, (first == 0 ? "spiral12_" : "spiral34_") + stem + ".png"));
+    plot::line_chart(paths.back(), spec);
+  }
   {
     plot::BarChartSpec spec;
     spec.title = r.run + ": variance shares per layer";

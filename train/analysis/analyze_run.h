@@ -49,7 +49,9 @@ std::vector<RunAnalysis> analysis_from_json(const json::Value& doc, const std::s
 std::string analysis_markdown(const std::vector<RunAnalysis>& runs);
 
 // plots/singular_values_<run>.png (log axis, a line per layer), plots/gram_<run>.png (G per layer),
-// plots/shares_<run>.png (variance shares per layer). Returns the paths.
+// plots/spiral12_<run>.png and spiral34_<run>.png (pos_t on P's singular directions 1–2 and 3–4, a
+// path per layer), plots/shares_<run>.png (variance shares per layer). The Gram matrix and the
+// spirals only for a run analysed now (analysis.json keeps neither). Returns the paths.
 std::vector<std::string> draw_analysis_plots(const std::string& plot_dir, const RunAnalysis& run);
 // plots/compare_{relative_norm,pos_share,e10,stable_rank}.png: a line per run against layer (a
 // metric no run has, E₁₀ when every T ≤ 10, is left out).

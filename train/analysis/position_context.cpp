@@ -31,7 +31,12 @@ double abs_cos(const double* a, double na, const double* b, double nb, int64_t n
   return na > 0 && nb > 0 ? std::fabs(dot(a, b, n)) / (na * nb) : 0.0;
 }
 
-std::vector<double> jacobi_eigenvalues(std::vector<double> a, int64_t n) {
+// Cyclic Jacobi; `vectors`, when given, accumulates the rotations (columns = eigenvectors).
+std::vector<double> jacobi_eigenvalues(std::vector<double> a, int64_t n, std::vector<double>* vectors = nullptr) {
+  if (vectors) {
+    vectors->assign(static_cast<size_t>(n * n), 0.0);
+    for (int64_t i = 0; i < n; ++i) (*vectors)[i * n + i] = 1;
+  }
   for (int sweep = 0; sweep < 100; ++sweep) {
     double off = 0, diag = 0;
     for (int64_t i = 0; i < n; ++i)
@@ -54,6 +59,13 @@ std::vector<double> jacobi_eigenvalues(std::vector<double> a, int64_t n) {
           a[p * n + k] = c * apk - s * aqk;
           a[q * n + k] = s * apk + c * aqk;
         }
+        if (vectors)
+          for (int64_t k = 0; k < n; ++k) {
+            double* v = vectors->data();
+            const double vkp = v[k * n + p], vkq = v[k * n + q];
+            v[k * n + p] = c * vkp - s * vkq;
+            v[k * n + q] = s * vkp + c * vkq;
+          }
       }
   }
   std::vector<double> w(static_cast<size_t>(n));
@@ -105,29 +117,58 @@ bool have_lapack() {
 
 EigenSolver default_eigen_solver() { return have_lapack() ? EigenSolver::lapack : EigenSolver::jacobi; }
 
-std::vector<double> symmetric_eigenvalues(std::vector<double> a, int64_t n, EigenSolver solver) {
+namespace {
+
+// Eigenvalues in descending order; with `vectors`, the matching eigenvectors as columns.
+std::vector<double> symmetric_eigen_impl(std::vector<double> a, int64_t n, EigenSolver solver,
+                                         std::vector<double>* vectors) {
   URPE_CHECK(n >= 1 && static_cast<int64_t>(a.size()) == n * n,
              "symmetric_eigenvalues: expected " << n << " x " << n << " values, got " << a.size());
-  std::vector<double> w;
+  std::vector<double> w, v;
   if (solver == EigenSolver::jacobi) {
-    w = jacobi_eigenvalues(std::move(a), n);
+    w = jacobi_eigenvalues(std::move(a), n, vectors ? &v : nullptr);
   } else {
 #if defined(URPE_WITH_OPENBLAS)
     const int size = static_cast<int>(n);
+    const char* jobz = vectors ? "V" : "N";
     int info = 0, lwork = -1;
     double query = 0;
     w.assign(static_cast<size_t>(n), 0.0);
-    dsyev_("N", "U", &size, a.data(), &size, w.data(), &query, &lwork, &info);
+    dsyev_(jobz, "U", &size, a.data(), &size, w.data(), &query, &lwork, &info);
     lwork = std::max(1, static_cast<int>(query));
     std::vector<double> work(static_cast<size_t>(lwork));
-    dsyev_("N", "U", &size, a.data(), &size, w.data(), work.data(), &lwork, &info);
+    dsyev_(jobz, "U", &size, a.data(), &size, w.data(), work.data(), &lwork, &info);
     URPE_CHECK(info == 0, "LAPACK dsyev failed (info = " << info << ") on a " << n << " x " << n << " matrix");
+    if (vectors) {  // column-major: eigenvector k is a[k·n … k·n + n − 1]
+      v.assign(static_cast<size_t>(n * n), 0.0);
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t i = 0; i < n; ++i) v[i * n + k] = a[k * n + i];
+    }
 #else
     URPE_CHECK(false, "this build has no LAPACK (urpe was built without OpenBLAS); use the Jacobi solver");
 #endif
   }
-  std::sort(w.begin(), w.end(), std::greater<double>());
-  return w;
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&w](int64_t x, int64_t y) { return w[x] > w[y]; });
+  std::vector<double> sorted(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) sorted[k] = w[order[k]];
+  if (vectors) {
+    vectors->assign(static_cast<size_t>(n * n), 0.0);
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t i = 0; i < n; ++i) (*vectors)[i * n + k] = v[i * n + order[k]];
+  }
+  return sorted;
+}
+
+}  // namespace
+
+std::vector<double> symmetric_eigenvalues(std::vector<double> a, int64_t n, EigenSolver solver) {
+  return symmetric_eigen_impl(std::move(a), n, solver, nullptr);
+}
+
+std::vector<double> symmetric_eigen(std::vector<double> a, int64_t n, EigenSolver solver, std::vector<double>& vectors) {
+  return symmetric_eigen_impl(std::move(a), n, solver, &vectors);
 }
 
 std::vector<double> singular_values(const std::vector<double>& a, int64_t rows, int64_t cols, EigenSolver solver) {
@@ -276,6 +317,17 @@ LayerAnalysis analyze_layer(const HiddenCube& cube, const std::vector<int>& topi
   a.gram.assign(T * T, 0.0);
   for (int64_t s = 0; s < T; ++s)
     for (int64_t t = 0; t < T; ++t) a.gram[s * T + t] = dot(&unit[s * d], &unit[t * d], d);
+  // The path of pos_t in P's top singular directions: P Pᵀ = V Λ Vᵀ, coordinate k = √λ_k·V[t][k].
+  {
+    std::vector<double> k_gram(static_cast<size_t>(T * T)), v;
+    for (int64_t s = 0; s < T; ++s)
+      for (int64_t t = 0; t < T; ++t) k_gram[s * T + t] = dot(&dec.pos[s * d], &dec.pos[t * d], d);
+    const std::vector<double> lambda = symmetric_eigen(std::move(k_gram), T, solver, v);
+    const int64_t kept = std::min<int64_t>({4, T - 1, d});
+    a.directions.assign(static_cast<size_t>(kept), std::vector<double>(static_cast<size_t>(T), 0.0));
+    for (int64_t k = 0; k < kept && s1 > 0; ++k)
+      for (int64_t t = 0; t < T; ++t) a.directions[k][t] = std::sqrt(std::max(0.0, lambda[k])) * v[t * T + k] / s1;
+  }
   a.e10 = T > 10 ? low_frequency_energy(a.gram, T, 10) : NAN;  // T ≤ 10: all frequencies are "low", E₁₀ = 1 says nothing
 
   // Incoherence, and its Gaussian baseline with the same counts and dimension.

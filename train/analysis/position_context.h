@@ -28,6 +28,8 @@ EigenSolver default_eigen_solver();  // lapack when the build has it
 // Eigenvalues of the symmetric n × n matrix `a` (row-major), in descending order. Asking for
 // lapack in a build without it is an error.
 std::vector<double> symmetric_eigenvalues(std::vector<double> a, int64_t n, EigenSolver solver);
+// The same, and the eigenvectors in `vectors` (n × n row-major, column k belongs to eigenvalue k).
+std::vector<double> symmetric_eigen(std::vector<double> a, int64_t n, EigenSolver solver, std::vector<double>& vectors);
 // Singular values (descending, min(rows, cols) of them) of the rows × cols matrix `a`, from the
 // eigenvalues of its smaller Gram matrix.
 std::vector<double> singular_values(const std::vector<double>& a, int64_t rows, int64_t cols, EigenSolver solver);
@@ -68,6 +70,10 @@ struct LayerAnalysis {
   double relative_norm = 0;      // √C·σ₁(P)/σ₁(M)
   double e10 = 0;                // low-frequency energy of G; NaN when T ≤ 10 (trivially 1)
   std::vector<double> gram;      // G = P̄ᵀP̄, T × T
+  // pos_t in P's top four singular directions, divided by σ₁: row t = (σ_k/σ₁)·v_k[t], k = 1..4
+  // (v_k the eigenvectors of P Pᵀ; each sign arbitrary). Plotted as the path t ↦ (1, 2) and (3, 4):
+  // a spiral when position is smooth and low-rank. Fewer columns when T − 1 < 4.
+  std::vector<std::vector<double>> directions;
   double incoherence_max = 0, incoherence_mean = 0;  // |cos(pos_t, ctx_c)| over (t, c)
   double random_max = 0, random_mean = 0;            // the same for T + C Gaussian vectors in ℝ^d
   double topic_within = 0, topic_between = 0;        // mean cos(ctx_c, ctx_c'), c ≠ c' (signed); NaN without topics
