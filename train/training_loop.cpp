@@ -150,8 +150,8 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
     out.loss.backward();
     // With several ranks: the global batch's gradients and loss on every rank, and a stop on one
     // rank (Ctrl-C) is a stop on all, at the same step.
-    const dist::StepSync synced =
-        dist::average_gradients(comm, parameter_tensors, out.loss.item(), out.weight, interrupt.requested());
+    const dist::StepSync synced = dist::average_gradients(comm, parameter_tensors, out.loss.item(), out.weight,
+                                                          interrupt.requested() || step == options.stop_after_step);
     const float lr = schedule.at(step);
     optimizer.step(lr);
     run.profile.after_step(step);
@@ -168,7 +168,7 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
     //  - on Ctrl-C or at options.stop_after_step: save a checkpoint unless this step's evaluation
     //    just did (between evaluations it also holds the unlogged loss window, so a resumed run
     //    logs what an uninterrupted one would), print how to resume, and stop.
-    const bool stop = synced.stop || step == options.stop_after_step;
+    const bool stop = synced.stop;
     const bool evaluate_now = step % run.eval_every == 0 || step == run.steps;
     if (stop && !evaluate_now) save_checkpoint_now();
     if (evaluate_now) {
