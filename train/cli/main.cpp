@@ -4,7 +4,8 @@
 //
 // Under mpirun (README "Data-parallel training"), a failure that every rank detected together
 // (dist::check_collective) is reported by rank 0 alone and the ranks end normally; any other
-// failure on one rank aborts every rank (MPI_Abort) instead of leaving them waiting forever.
+// failure on one rank aborts every rank (MPI_Abort) instead of leaving them waiting forever. A run
+// stopped by Ctrl-C (exit code 130) stopped on every rank together, with its checkpoint saved.
 #include <cstdio>
 
 #include "train/cli/command_line.h"
@@ -17,8 +18,9 @@ int main(int argc, char** argv) {
   std::FILE* err = urpe::dist::launcher_rank() == 0 ? stderr : std::tmpfile();
   if (!err) err = stderr;
   const int rc = urpe::cli::report_errors([&] { return urpe::cli::run(argc, argv); }, err);
+  const bool failed = rc != 0 && rc != 130 && !urpe::dist::failure_was_collective();
   if (err != stderr) {
-    if (rc != 0 && !urpe::dist::failure_was_collective()) {
+    if (failed) {
       std::rewind(err);
       char buffer[4096];
       size_t n;
@@ -27,7 +29,7 @@ int main(int argc, char** argv) {
     }
     std::fclose(err);
   }
-  if (rc != 0 && urpe::dist::running_distributed() && !urpe::dist::failure_was_collective())
+  if (failed && urpe::dist::running_distributed())
     urpe::dist::world().abort(rc);
   urpe::dist::finalize();
   return rc;
