@@ -52,36 +52,43 @@ StepSync average_gradients(Communicator& comm, const std::vector<Tensor>& parame
   URPE_CHECK(weight > 0, "data parallel: a step's loss weight must be positive, got " << weight);
   int64_t total = 0;
   for (const Tensor& p : parameters) total += p.numel();
-  std::vector<float> flat(static_cast<size_t>(total) + 3, 0.0f);
+  // [weighted gradients | one "has a gradient" flag per parameter | weight * loss, weight, stop]
+  const int64_t flags = total, tail = total + static_cast<int64_t>(parameters.size());
+  std::vector<float> flat(static_cast<size_t>(tail) + 3, 0.0f);
   const float w = static_cast<float>(weight);
   int64_t at = 0;
-  for (const Tensor& p : parameters) {
-    const Tensor g = p.grad();
+  for (size_t k = 0; k < parameters.size(); ++k) {
+    const Tensor g = parameters[k].grad();
     if (g.defined()) {
       const Tensor host = g.cpu();
       const float* src = host.f32();
       float* dst = flat.data() + at;
-      for (int64_t i = 0; i < p.numel(); ++i) dst[i] = src[i] * w;
+      for (int64_t i = 0; i < g.numel(); ++i) dst[i] = src[i] * w;
+      flat[static_cast<size_t>(flags) + k] = 1.0f;
     }
-    at += p.numel();
+    at += parameters[k].numel();
   }
-  flat[static_cast<size_t>(total)] = static_cast<float>(local_loss * weight);
-  flat[static_cast<size_t>(total) + 1] = w;
-  flat[static_cast<size_t>(total) + 2] = stop_requested ? 1.0f : 0.0f;
+  flat[static_cast<size_t>(tail)] = static_cast<float>(local_loss * weight);
+  flat[static_cast<size_t>(tail) + 1] = w;
+  flat[static_cast<size_t>(tail) + 2] = stop_requested ? 1.0f : 0.0f;
   comm.all_reduce_sum(flat.data(), static_cast<int64_t>(flat.size()));
-  const float total_weight = flat[static_cast<size_t>(total) + 1];
+  const float total_weight = flat[static_cast<size_t>(tail) + 1];
   at = 0;
-  for (const Tensor& p : parameters) {
-    const Tensor g = p.grad();
-    if (g.defined()) {
+  for (size_t k = 0; k < parameters.size(); ++k) {
+    const Tensor& p = parameters[k];
+    // A parameter some rank's backward reached gets the average on every rank (a zero gradient
+    // where this rank's batch did not reach it), so that every rank's Adam updates the same ones.
+    if (flat[static_cast<size_t>(flags) + k] > 0.0f) {
       float* values = flat.data() + at;
       for (int64_t i = 0; i < p.numel(); ++i) values[i] /= total_weight;
-      g.copy_from(Tensor::from_vector(std::vector<float>(values, values + p.numel()), g.shape()));
+      const Tensor averaged = Tensor::from_vector(std::vector<float>(values, values + p.numel()), p.shape());
+      if (p.grad().defined()) p.grad().copy_from(averaged);
+      else p.impl().grad = averaged.to(p.device()).impl_ptr();
     }
     at += p.numel();
   }
-  return {static_cast<double>(flat[static_cast<size_t>(total)]) / static_cast<double>(total_weight),
-          flat[static_cast<size_t>(total) + 2] > 0.0f};
+  return {static_cast<double>(flat[static_cast<size_t>(tail)]) / static_cast<double>(total_weight),
+          flat[static_cast<size_t>(tail) + 2] > 0.0f};
 }
 
 void check_same_run(Communicator& comm, const std::string& config_text) {

@@ -29,8 +29,9 @@ struct StepSync {
 // rank's loss `local_loss` is a mean over `weight` targets (tokens, positions, molecules): the
 // global loss is sum_r weight_r * loss_r / sum_r weight_r, so each rank's gradient is scaled by
 // its weight, the sum taken over the ranks and divided by the total weight. One all-reduce of one
-// flat float buffer (the gradients, then weight * loss, the weight and the stop flag). With one
-// rank it changes nothing.
+// flat float buffer (the gradients, which parameters have one, then weight * loss, the weight and
+// the stop flag). A parameter that only some ranks' batches reached gets the average everywhere.
+// With one rank it changes nothing.
 StepSync average_gradients(Communicator& comm, const std::vector<Tensor>& parameters, double local_loss,
                            double weight, bool stop_requested);
 
