@@ -13,6 +13,9 @@
 #define URPE_WITH_MPI 0
 #endif
 #if URPE_WITH_MPI
+// The C API only: OpenMPI's and MPICH's deprecated C++ bindings warn under -Wextra.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 #endif
 
