@@ -2,12 +2,14 @@
 # installs what is missing (as root) or prints the exact apt-get line to run.
 BUILD     ?= build
 URPE_CUDA ?= AUTO
+URPE_MPI  ?= AUTO
 BUILD_TYPE ?= Release
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
-DEB_PACKAGES := cmake g++ make libopenblas-dev libopenblas-openmp-dev zlib1g-dev
+# OpenMPI: data-parallel training (`mpirun -np K urpe train`) and its test suite, test_dist.
+DEB_PACKAGES := cmake g++ make libopenblas-dev libopenblas-openmp-dev zlib1g-dev libopenmpi-dev openmpi-bin
 # nvcc is often installed outside PATH; hand CMake its usual location when present.
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
-CMAKE_FLAGS := -DURPE_CUDA=$(URPE_CUDA) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
+CMAKE_FLAGS := -DURPE_CUDA=$(URPE_CUDA) -DURPE_MPI=$(URPE_MPI) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
 
 .PHONY: deps configure build test sanitize demo bench clean fuzz
 
@@ -34,13 +36,14 @@ test: build
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, Debug, every report fatal,
 # in a build directory of its own. CUDA is off (the driver and ASan's shadow memory do not mix, and
-# nvcc's device code is not instrumented); the CUDA simulator's suites still run every kernel's
+# nvcc's device code is not instrumented), and so is MPI (LeakSanitizer reports OpenMPI's own
+# allocations at exit; test_dist reports itself skipped there); the CUDA simulator's suites still run every kernel's
 # source, compiled by the host compiler and so instrumented.
 # SANITIZE_FLAGS passes more CMake options (CI: -DURPE_CUDA_SIM=OFF, see .ci/run).
 SANITIZE_BUILD ?= build-sanitize
 SANITIZE_FLAGS ?=
 sanitize: deps
-	@cmake -S . -B $(SANITIZE_BUILD) -DURPE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DURPE_CUDA=OFF $(SANITIZE_FLAGS) >/dev/null
+	@cmake -S . -B $(SANITIZE_BUILD) -DURPE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DURPE_CUDA=OFF -DURPE_MPI=OFF $(SANITIZE_FLAGS) >/dev/null
 	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
 	cd $(SANITIZE_BUILD) && ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)

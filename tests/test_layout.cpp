@@ -25,13 +25,16 @@ const std::map<std::string, std::set<std::string>>& allowed_includes() {
       {"models", {"tensor", "autograd", "ops", "data"}},
       {"train/io", {"tensor"}},
       {"train/plot", {"tensor", "train/io", "stb"}},
-      {"train", {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot"}},
-      {"bench", {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot", "train"}},
-      {"train/repro", {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot", "train"}},
-      {"train/analysis", {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot", "train"}},
+      {"train/dist", {"tensor"}},
+      {"train", {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot", "train/dist"}},
+      {"bench", {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot", "train/dist", "train"}},
+      {"train/repro",
+       {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot", "train/dist", "train"}},
+      {"train/analysis",
+       {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot", "train/dist", "train"}},
       {"train/cli",
-       {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot", "train", "bench", "train/repro",
-        "train/analysis"}},
+       {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot", "train/dist", "train", "bench",
+        "train/repro", "train/analysis"}},
   };
   return rules;
 }
@@ -80,5 +83,6 @@ TEST_CASE("the rule is checked: an upward include is reported") {
   CHECK(rules.at("bench").count("train/cli") == 0);
   CHECK(rules.at("train/analysis").count("train/cli") == 0);
   CHECK(rules.at("train/analysis").count("train/repro") == 0);
+  CHECK(rules.at("train/dist").count("train") == 0);
   CHECK(folder_of("train/cli/command_line.h") == "train/cli");
 }

@@ -8,6 +8,7 @@
 #include "autograd/node.h"
 #include "ops/loss.h"
 #include "ops/shape.h"
+#include "train/dist/data_parallel.h"
 #include "train/run_config.h"
 #include "train/training_loop.h"
 
@@ -102,7 +103,9 @@ class EncoderTask final : public TrainingTask {
         model_(encoder_config_from(run.config), run.seed, run.device),
         batch_(run.config.get_int("batch")),
         valid_size_(run.config.get_int("valid_size")),
-        tokens_per_step_(batch_ * run.config.get_int("seq_len")),
+        comm_(*run.comm),
+        shard_(dist::batch_shard(comm_, batch_)),
+        tokens_per_step_(shard_.count * run.config.get_int("seq_len")),
         task_name_(run.config.get_string("task")),
         label_("[" + run.config.get_string("task") + "/" + run.config.get_string("pe") + "]") {
     URPE_CHECK(batch_ > 0, "config: batch must be positive, got " << batch_);
@@ -112,14 +115,24 @@ class EncoderTask final : public TrainingTask {
   const ParameterSet& parameters() const override { return model_.parameters(); }
   std::string progress_label() const override { return label_; }
 
-  // Fresh sequences from the data stream every step; cross-entropy over every position.
+  // Fresh sequences from the data stream every step; cross-entropy over every position. Every
+  // rank draws the whole global batch (the stream stays the same whatever the number of ranks)
+  // and trains on its rows.
   StepOutput step(int64_t, TrainingProgress& progress) override {
     logits_ = Tensor();  // the previous step's graph goes before this step builds its own
-    batch_data_ = task_.sample(batch_, progress.data_rng, model_.device());
+    const SyntheticBatch global = task_.sample(batch_, progress.data_rng, model_.device());
+    batch_data_.tokens = dist::shard_rows(global.tokens, shard_);
+    batch_data_.targets = dist::shard_rows(global.targets, shard_);
     logits_ = model_.forward(batch_data_.tokens, true, &progress.dropout_rng);
-    return {flat_loss(logits_, batch_data_.targets), static_cast<double>(tokens_per_step_)};
+    const double targets = static_cast<double>(batch_data_.targets.numel());
+    return {flat_loss(logits_, batch_data_.targets), static_cast<double>(tokens_per_step_), targets};
   }
-  double train_metric(double) override { return accuracy_of(logits_, batch_data_.targets); }
+  // The accuracy of the global batch: the shards are equal, so the mean of the ranks' accuracies.
+  double train_metric(double) override {
+    double accuracy = accuracy_of(logits_, batch_data_.targets);
+    comm_.all_reduce_sum(&accuracy, 1);
+    return accuracy / comm_.size();
+  }
 
   ValidationReport validate(int64_t step, bool) override {
     last_eval_ = evaluate_encoder(model_, task_, valid_size_, kEvalBatch);
@@ -142,7 +155,10 @@ class EncoderTask final : public TrainingTask {
  private:
   const SyntheticTask task_;
   TransformerEncoder model_;
-  const int64_t batch_, valid_size_, tokens_per_step_;
+  const int64_t batch_, valid_size_;
+  dist::Communicator& comm_;
+  const dist::Shard shard_;
+  const int64_t tokens_per_step_;
   const std::string task_name_, label_;
   SyntheticBatch batch_data_;
   Tensor logits_;

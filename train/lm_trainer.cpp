@@ -10,6 +10,7 @@
 #include "data/lm_batches.h"
 #include "data/text_file.h"
 #include "train/checkpoint.h"
+#include "train/dist/data_parallel.h"
 #include "train/run_config.h"
 #include "train/training_loop.h"
 
@@ -140,6 +141,8 @@ class LanguageModelTask final : public TrainingTask {
       : corpus_(corpus),
         model_(txl_config_from(run.config, corpus.vocab.size()), run.seed, run.device),
         batch_(run.config.get_int("batch")),
+        comm_(*run.comm),
+        shard_(dist::batch_shard(comm_, batch_)),
         train_batches_(checked_train_stream(corpus, batch_), batch_, run.config.get_int("tgt_len")),
         final_eval_(eval_settings_from(run.config)),
         quick_eval_(final_eval_),
@@ -157,12 +160,24 @@ class LanguageModelTask final : public TrainingTask {
     schedule.decay = decay_;
   }
   void start(const TrainingProgress&, const CheckpointInfo* restored) override {
-    if (restored)
+    if (restored) {
       position_ = stream_position(*restored, checkpoint_path_, model_, batch_, train_batches_.num_segments(),
                                   model_.device());
+      for (Tensor& m : position_.mems) m = dist::shard_rows(m, shard_);  // this rank's columns' memory
+    }
   }
-  // The checkpoint also holds where the stream stands (StreamPosition).
-  TrainerState state() const override { return stream_state(position_); }
+  // The checkpoint also holds where the stream stands (StreamPosition), with the memory of every
+  // column: the ranks' memories gathered, so a checkpoint is the same whatever the number of ranks.
+  TrainerState state() const override {
+    if (comm_.size() == 1) return stream_state(position_);
+    StreamPosition whole = position_;
+    for (Tensor& m : whole.mems) {
+      Shape shape = m.shape();
+      shape[0] = batch_;
+      m = Tensor::from_vector(comm_.all_gather(m.to_vector_f32()), shape);
+    }
+    return stream_state(whole);
+  }
 
   StepOutput step(int64_t, TrainingProgress& progress) override {
     if (position_.segment == train_batches_.num_segments()) {  // a new epoch starts without memory
@@ -170,11 +185,14 @@ class LanguageModelTask final : public TrainingTask {
       ++position_.epoch;
       position_.mems.clear();
     }
+    // This rank's columns (parallel streams) of the segment; its memory is of those columns.
     const data::LMSegment segment = train_batches_.segment(position_.segment, model_.device());
-    TxlStep out = model_.forward(segment.data, segment.target, position_.mems, true, &progress.dropout_rng);
+    const Tensor data = dist::shard_rows(segment.data, shard_, 1), target = dist::shard_rows(segment.target, shard_, 1);
+    TxlStep out = model_.forward(data, target, position_.mems, true, &progress.dropout_rng);
     position_.mems = std::move(out.mems);
     ++position_.segment;
-    return {out.loss, static_cast<double>(segment.length * batch_)};
+    const double tokens = static_cast<double>(segment.length * shard_.count);
+    return {out.loss, tokens, tokens};
   }
   double train_metric(double mean_train_loss) override { return std::exp(mean_train_loss); }
 
@@ -213,6 +231,8 @@ class LanguageModelTask final : public TrainingTask {
   const data::Corpus& corpus_;
   TransformerXL model_;
   const int64_t batch_;
+  dist::Communicator& comm_;
+  const dist::Shard shard_;
   const data::LMOrderedBatches train_batches_;
   const LmEvalSettings final_eval_;
   LmEvalSettings quick_eval_;

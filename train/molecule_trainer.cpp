@@ -12,6 +12,7 @@
 #include "train/checkpoint.h"
 #include "train/molecule_config.h"
 #include "train/run_config.h"
+#include "train/dist/data_parallel.h"
 #include "train/training_loop.h"
 
 namespace urpe {
@@ -173,6 +174,7 @@ class MoleculeTask final : public TrainingTask {
         model_(graphormer_config_from(run.config), run.seed, run.device),
         collate_(collate_options_from(run.config)),
         batch_(run.config.get_int("batch")),
+        shard_(dist::batch_shard(*run.comm, batch_)),
         eval_batch_(run.config.get_int("eval_batch")),
         end_lr_(static_cast<float>(run.config.get_float("end_lr"))),
         target_column_(run.config.get_string("target_column")),
@@ -201,10 +203,13 @@ class MoleculeTask final : public TrainingTask {
       progress.data_rng = epoch_rng_;
       order_ = shuffled(data_.split.train, epoch_rng_);
     }
-    const std::vector<int64_t> rows(order_.begin() + in_epoch * batch_, order_.begin() + (in_epoch + 1) * batch_);
+    // This rank's molecules of the global batch (all of them with one process).
+    const auto first = order_.begin() + in_epoch * batch_ + shard_.begin;
+    const std::vector<int64_t> rows(first, first + shard_.count);
     const data::GraphBatch graphs = data::collate_graphs(data_.dataset, rows, collate_);
     const Tensor predictions = model_.forward(graphs, true, &progress.dropout_rng);
-    return {model_.loss(predictions, graphs), static_cast<double>(batch_)};
+    const double molecules = static_cast<double>(shard_.count);
+    return {model_.loss(predictions, graphs), molecules, molecules};
   }
   double train_metric(double mean_train_loss) override { return mean_train_loss; }  // the L1 loss is the MAE
 
@@ -244,7 +249,9 @@ class MoleculeTask final : public TrainingTask {
   const MoleculeData& data_;
   Graphormer model_;
   const data::CollateOptions collate_;
-  const int64_t batch_, eval_batch_;
+  const int64_t batch_;
+  const dist::Shard shard_;
+  const int64_t eval_batch_;
   const float end_lr_;
   const std::string target_column_, label_;
   int64_t batches_per_epoch_ = 0;

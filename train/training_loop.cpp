@@ -6,6 +6,7 @@
 #include <cmath>
 #include <utility>
 
+#include "train/dist/data_parallel.h"
 #include "train/optimizer.h"
 #include "train/progress.h"
 #include "train/run_control.h"
@@ -46,11 +47,53 @@ class StepMeter {
   double window_units_ = 0;
 };
 
+// ---- data parallelism (train/dist): the loop's hooks ----
+
+// Rank 0 opens (or reopens) the run directory; the other ranks write nothing and, on resume, read
+// the stored config from the same checkpoint (a shared file system). A failure on any rank is one
+// error on rank 0, and every rank stops.
+std::string open_run_directory_on(dist::Communicator& comm, const std::string& out_dir, const TrainOptions& options,
+                                  Config& config) {
+  std::string checkpoint_path, error;
+  try {
+    if (comm.is_root()) {
+      checkpoint_path = open_run_directory(out_dir, options, config);
+    } else {
+      checkpoint_path = join_path(out_dir, "model.safetensors");
+      if (options.resume) config = stored_run_config(out_dir);
+    }
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  dist::check_collective(comm, error.empty(), error);
+  return checkpoint_path;
+}
+
+// Every rank trains the same config with the same build, on an equal shard of the global batch.
+void check_data_parallel_run(dist::Communicator& comm, const Config& config) {
+  if (comm.size() == 1) return;
+  dist::check_same_run(comm, config.to_text());
+  const int64_t batch = config.get_int("batch");
+  dist::check_collective(comm, batch % comm.size() == 0,
+                         "config: batch = " + std::to_string(batch) + " is the global batch and must divide evenly "
+                         "across the " + std::to_string(comm.size()) + " ranks (mpirun -np " +
+                         std::to_string(comm.size()) + "); use a multiple of " + std::to_string(comm.size()));
+}
+
+// Rank r > 0 draws its own dropout masks: rank 0's stream with another seed at the same offset
+// (every rank draws alike per step, so the offsets stay equal and a resume continues exactly).
+Rng rank_dropout_stream(const dist::Communicator& comm, const Rng& rank0) {
+  if (comm.rank() == 0) return rank0;
+  return Rng(rank0.seed() ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(comm.rank())), rank0.offset());
+}
+
 }  // namespace
 
 TrainingRun begin_training_run(const Config& config_in, const std::string& out_dir, const TrainOptions& options) {
   Config config = config_in;
-  std::string checkpoint_path = open_run_directory(out_dir, options, config);
+  dist::Communicator& comm = dist::world();
+  std::string checkpoint_path = open_run_directory_on(comm, out_dir, options, config);
+  check_data_parallel_run(comm, config);
   const int64_t steps = config.get_int("steps"), eval_every = config.get_int("eval_every");
   URPE_CHECK(steps > 0, "config: steps must be positive, got " << steps);
   URPE_CHECK(eval_every > 0, "config: eval_every must be positive, got " << eval_every);
@@ -58,11 +101,13 @@ TrainingRun begin_training_run(const Config& config_in, const std::string& out_d
   const Device device = parse_device(config.get_string("device"));
   ProfileWindow profile = apply_device_options(options, device, steps);
   return TrainingRun{std::move(config), out_dir, std::move(checkpoint_path), options, steps, eval_every,
-                     seed,              device,  std::move(profile)};
+                     seed,              device,  std::move(profile),         &comm};
 }
 
 TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
   const TrainOptions& options = run.options;
+  dist::Communicator& comm = run.comm ? *run.comm : dist::world();
+  const bool root = comm.is_root();
   Adam optimizer(task.parameters().tensors(), adam_config_from(run.config));
   LrSchedule schedule = lr_schedule_from(run.config, run.steps);
   task.adjust_schedule(schedule);
@@ -74,19 +119,25 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
   if (options.resume) {
     const CheckpointInfo info = load_checkpoint(run.checkpoint_path, task.parameters(), &optimizer);
     progress = info.progress;
+    progress.dropout_rng = rank_dropout_stream(comm, progress.dropout_rng);
     task.start(progress, &info);
   } else {
-    write_text_atomic(join_path(run.out_dir, "config.txt"), run.config.to_text());
+    if (root) write_text_atomic(join_path(run.out_dir, "config.txt"), run.config.to_text());
+    progress.dropout_rng = rank_dropout_stream(comm, progress.dropout_rng);
     task.start(progress, nullptr);
   }
-  MetricsLog metrics(join_path(run.out_dir, "metrics.csv"), options.resume, progress.step);
+  MetricsLog metrics(root ? join_path(run.out_dir, "metrics.csv") : "", options.resume, progress.step);
   ProgressLine line(options.label.empty() ? task.progress_label() : options.label, run.steps, progress.step,
-                    options.quiet, options.grid);
+                    options.quiet || !root, options.grid);
   const std::string config_text = run.config.to_text();
   auto save_checkpoint_now = [&] {
-    save_checkpoint(run.checkpoint_path, task.parameters(), &optimizer, progress, config_text, task.state());
+    const TrainerState state = task.state();  // on every rank: it may gather the ranks' parts
+    if (!root) return;
+    // The checkpoint holds rank 0's dropout stream (its offset is every rank's).
+    save_checkpoint(run.checkpoint_path, task.parameters(), &optimizer, progress, config_text, state);
   };
 
+  const std::vector<Tensor> parameter_tensors = task.parameters().tensors();
   // While it exists, Ctrl-C only sets a flag, polled after every step.
   const StopOnInterrupt interrupt;
   StepMeter meter;
@@ -97,12 +148,16 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
     const StepOutput out = task.step(step, progress);
     optimizer.zero_grad();
     out.loss.backward();
+    // With several ranks: the global batch's gradients and loss on every rank, and a stop on one
+    // rank (Ctrl-C) is a stop on all, at the same step.
+    const dist::StepSync synced = dist::average_gradients(comm, parameter_tensors, out.loss.item(), out.weight,
+                                                          interrupt.requested() || step == options.stop_after_step);
     const float lr = schedule.at(step);
     optimizer.step(lr);
     run.profile.after_step(step);
-    const double loss_value = out.loss.item();
+    const double loss_value = synced.loss;
     if (options.on_step) options.on_step(step, loss_value);
-    const double units_per_s = meter.end_step(step, loss_value, out.units, progress);
+    const double units_per_s = meter.end_step(step, loss_value, out.units * comm.size(), progress);
     line.update(step, loss_value, lr, units_per_s);
 
     // The eval-and-checkpoint cadence:
@@ -113,7 +168,7 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
     //  - on Ctrl-C or at options.stop_after_step: save a checkpoint unless this step's evaluation
     //    just did (between evaluations it also holds the unlogged loss window, so a resumed run
     //    logs what an uninterrupted one would), print how to resume, and stop.
-    const bool stop = interrupt.requested() || step == options.stop_after_step;
+    const bool stop = synced.stop;
     const bool evaluate_now = step % run.eval_every == 0 || step == run.steps;
     if (stop && !evaluate_now) save_checkpoint_now();
     if (evaluate_now) {
@@ -153,8 +208,10 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
   r.steps = progress.step;
   r.seconds = progress.seconds;
   r.device = run.device.name();
-  write_text_atomic(join_path(run.out_dir, "results.json"), result_to_json(r).dump(2) + "\n");
-  draw_run_plots(run.out_dir);
+  if (root) {
+    write_text_atomic(join_path(run.out_dir, "results.json"), result_to_json(r).dump(2) + "\n");
+    draw_run_plots(run.out_dir);
+  }
   return outcome;
 }
 

@@ -16,6 +16,7 @@
 #include "tensor/device.h"
 #include "tensor/tensor.h"
 #include "train/checkpoint.h"
+#include "train/dist/communicator.h"
 #include "train/io/config.h"
 #include "train/profiling.h"
 #include "train/io/run_dir.h"
@@ -25,7 +26,9 @@
 namespace urpe {
 
 // A run about to train: its resolved config (on resume, the one stored in the checkpoint), where
-// it writes, and the keys every family shares (steps, eval_every, seed, device).
+// it writes, and the keys every family shares (steps, eval_every, seed, device). `comm` is the
+// run's processes (README "Data-parallel training"): each trains on its shard of every global
+// batch (dist::batch_shard), and only its rank 0 writes files and prints progress.
 struct TrainingRun {
   Config config;
   std::string out_dir, checkpoint_path;
@@ -34,6 +37,7 @@ struct TrainingRun {
   uint64_t seed = 0;
   Device device;
   ProfileWindow profile;
+  dist::Communicator* comm = nullptr;
 };
 
 // Opens (or reopens, with options.resume) the run directory and reads the shared keys. Refuses
@@ -42,10 +46,13 @@ struct TrainingRun {
 TrainingRun begin_training_run(const Config& config, const std::string& out_dir, const TrainOptions& options);
 
 // What a step hands back to the loop: the loss to backpropagate and what the step processed
-// (tokens, molecules), for the throughput column.
+// (tokens, molecules), for the throughput column. `weight` is the number of targets the loss is a
+// mean over: data-parallel ranks weigh their gradients by it (the same on every rank when the
+// shards are alike, as in every family today).
 struct StepOutput {
   Tensor loss;
   double units = 0;
+  double weight = 1;
 };
 
 // What one validation pass reports: its loss and metric (the "valid" row of metrics.csv), the
@@ -72,6 +79,7 @@ class TrainingTask {
   // resumed) and, on resume, the checkpoint it was read from (with the state the task saved).
   virtual void start(const TrainingProgress& progress, const CheckpointInfo* restored) {}
   // What the task must add to a checkpoint to resume exactly (beyond parameters and progress).
+  // Called on every rank of a data-parallel run (it may gather the ranks' state); rank 0 saves.
   virtual TrainerState state() const { return {}; }
   // Draws step `step`'s batch (from progress's streams) and computes its loss, in training mode.
   virtual StepOutput step(int64_t step, TrainingProgress& progress) = 0;

@@ -1,12 +1,36 @@
 // The `urpe` binary: hands argv to the CLI, which turns every failure into one readable line
 // (cli::report_errors). First it puts the runtime settings of train/runtime_env.h in place (BLAS
 // kernels, OpenMP spinning), re-executing itself once when one was missing.
+//
+// Under mpirun (README "Data-parallel training"), a failure that every rank detected together
+// (dist::check_collective) is reported by rank 0 alone and the ranks end normally; any other
+// failure on one rank aborts every rank (MPI_Abort) instead of leaving them waiting forever. A run
+// stopped by Ctrl-C (exit code 130) stopped on every rank together, with its checkpoint saved.
 #include <cstdio>
 
 #include "train/cli/command_line.h"
 #include "train/cli/runtime_env.h"
+#include "train/dist/communicator.h"
 
 int main(int argc, char** argv) {
   urpe::apply_runtime_environment(argv);
-  return urpe::cli::report_errors([&] { return urpe::cli::run(argc, argv); }, stderr);
+  // Ranks other than 0 hold their error text until they know whether rank 0 reports it.
+  std::FILE* err = urpe::dist::launcher_rank() == 0 ? stderr : std::tmpfile();
+  if (!err) err = stderr;
+  const int rc = urpe::cli::report_errors([&] { return urpe::cli::run(argc, argv); }, err);
+  const bool failed = rc != 0 && rc != 130 && !urpe::dist::failure_was_collective();
+  if (err != stderr) {
+    if (failed) {
+      std::rewind(err);
+      char buffer[4096];
+      size_t n;
+      while ((n = std::fread(buffer, 1, sizeof buffer, err)) > 0) std::fwrite(buffer, 1, n, stderr);
+      std::fflush(stderr);
+    }
+    std::fclose(err);
+  }
+  if (failed && urpe::dist::running_distributed())
+    urpe::dist::world().abort(rc);
+  urpe::dist::finalize();
+  return rc;
 }

@@ -2,9 +2,11 @@
 #include "train/cli/handlers.h"
 
 #include <cstdio>
+#include <memory>
 
 #include "autograd/node.h"
 #include "train/checkpoint.h"
+#include "train/dist/communicator.h"
 #include "train/encoder_trainer.h"
 #include "train/molecule_trainer.h"
 #include "train/lm_trainer.h"
@@ -14,9 +16,13 @@
 
 namespace urpe::cli {
 
+// Under mpirun only rank 0 prints the run's summary (and writes its files).
+static bool prints_summary() { return dist::world().is_root(); }
+
 // model = graphormer: train, then print the validation and test MAE beside the mean baseline.
 static int train_graphormer_command(const Config& config, const std::string& out, const TrainOptions& options) {
   const MoleculeTrainOutcome o = train_graphormer(config, out, options);
+  if (!prints_summary()) return o.interrupted ? 130 : 0;
   if (o.interrupted) {
     std::printf("%s: graphormer %s stopped at step %lld, valid MAE %.4f\n", out.c_str(), o.result.pe.c_str(),
                 static_cast<long long>(o.result.steps), o.valid_mae);
@@ -35,17 +41,19 @@ static int train_command(const Config& config, const std::string& out, const Tra
   if (model == "graphormer") return train_graphormer_command(config, out, options);
   if (model == "txl") {
     const LmTrainOutcome lm = train_lm(config, out, options);
-    std::printf("%s: Transformer-XL %s, valid perplexity %.2f (loss %.4f) after %lld steps, %lld parameters, %.1f s\n",
-                out.c_str(), lm.result.pe.c_str(), lm.result.metric, lm.final_valid_loss,
-                static_cast<long long>(lm.result.steps), static_cast<long long>(lm.result.params), lm.result.seconds);
+    if (prints_summary())
+      std::printf("%s: Transformer-XL %s, valid perplexity %.2f (loss %.4f) after %lld steps, %lld parameters, %.1f s\n",
+                  out.c_str(), lm.result.pe.c_str(), lm.result.metric, lm.final_valid_loss,
+                  static_cast<long long>(lm.result.steps), static_cast<long long>(lm.result.params), lm.result.seconds);
     return lm.interrupted ? 130 : 0;
   }
   const TrainOutcome outcome = train_encoder(config, out, options);
-  std::printf("%s: %s %s, valid accuracy %.2f%% (loss %.4f) after %lld steps, %lld parameters, %.1f s\n",
-              out.c_str(), outcome.result.task.c_str(), outcome.result.pe.c_str(),
-              100.0 * outcome.result.metric, outcome.final_valid_loss,
-              static_cast<long long>(outcome.result.steps), static_cast<long long>(outcome.result.params),
-              outcome.result.seconds);
+  if (prints_summary())
+    std::printf("%s: %s %s, valid accuracy %.2f%% (loss %.4f) after %lld steps, %lld parameters, %.1f s\n",
+                out.c_str(), outcome.result.task.c_str(), outcome.result.pe.c_str(),
+                100.0 * outcome.result.metric, outcome.final_valid_loss,
+                static_cast<long long>(outcome.result.steps), static_cast<long long>(outcome.result.params),
+                outcome.result.seconds);
   return outcome.interrupted ? 130 : 0;
 }
 
@@ -69,12 +77,23 @@ int run_train(const Args& args) {
   options.tf32 = args.has("tf32");
   if (resume) return train_command(config, out, options);
   check_config_paths(config);  // a missing corpus fails here, before DIR is touched
-  const bool has_checkpoint = path_exists(join_path(out, "model.safetensors"));
-  OutputClaim claim(out, "--out", args.has("overwrite"),
-                    has_checkpoint ? "continue it with 'urpe train --resume " + out + "', " : std::string());
+  // Rank 0 alone claims DIR (the only rank that writes); its refusal is every rank's error.
+  dist::Communicator& ranks = dist::world();
+  std::unique_ptr<OutputClaim> claim;
+  std::string refused;
+  try {
+    const bool has_checkpoint = path_exists(join_path(out, "model.safetensors"));
+    if (ranks.is_root())
+      claim = std::make_unique<OutputClaim>(
+          out, "--out", args.has("overwrite"),
+          has_checkpoint ? "continue it with 'urpe train --resume " + out + "', " : std::string());
+  } catch (const Error& e) {
+    refused = e.what();
+  }
+  dist::check_collective(ranks, refused.empty(), refused);
   options.overwrite = true;  // the claim has checked DIR and moved an old run aside
   const int code = train_command(config, out, options);
-  claim.done();
+  if (claim) claim->done();
   return code;
 }
 

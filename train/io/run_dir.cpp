@@ -190,6 +190,7 @@ std::vector<MetricsRow> read_metrics(const std::string& path) {
 }
 
 MetricsLog::MetricsLog(const std::string& path, bool append, int64_t keep_until_step) : path_(path) {
+  if (path.empty()) return;
   std::string kept = std::string(kMetricsHeader) + "\n";
   if (append && path_exists(path)) {
     std::ostringstream text;
@@ -215,6 +216,7 @@ MetricsLog::~MetricsLog() {
 
 void MetricsLog::write(int64_t step, const std::string& split, double loss, double metric,
                        double lr, double tokens_per_s, double seconds) {
+  if (!file_) return;
   std::fprintf(file_, "%lld,%s,%.9g,%.9g,%.9g,%.6g,%.6g\n", static_cast<long long>(step),
                split.c_str(), loss, metric, lr, tokens_per_s, seconds);
   std::fflush(file_);

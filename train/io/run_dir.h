@@ -57,7 +57,8 @@ class OutputClaim {
 class MetricsLog {
  public:
   // append = true keeps existing rows (a resumed run) but drops rows after `keep_until_step`,
-  // so a resumed run's log matches an uninterrupted one.
+  // so a resumed run's log matches an uninterrupted one. An empty path: a log that keeps nothing
+  // (the ranks other than 0 of a data-parallel run, which write no files).
   MetricsLog(const std::string& path, bool append, int64_t keep_until_step = 0);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
