@@ -29,6 +29,7 @@
 #include "ops/optimizer_kernels.h"
 #include "ops/reduce.h"
 #include "ops/relative_shift.h"
+#include "ops/rotary.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
 #include "ops/urpe_attention.h"
@@ -432,6 +433,24 @@ TEST_CASE("parity: Transformer-XL relative_shift kernels and op (bit-exact gathe
     check_close(ggot, gwant, {0, 0}, "relative_shift backward");
     check_op("relative_shift", [](const std::vector<Tensor>& v, const Device&) { return relative_shift(v[0]); },
              {x}, {0, 0}, {0, 0});
+  }
+}
+
+TEST_CASE("parity: rotary kernels (forward and inverse) and op") {
+  const std::vector<Shape> shapes{{2, 3, 29, 16}, {37, 2}, {5, 1, 67, 8}};
+  for (const Shape& shape : shapes) {
+    CAPTURE(shape_str(shape));
+    const auto [c, s] = rotary_tables(shape[shape.size() - 2] + 3, shape.back());  // more rows than N
+    Tensor x = values(shape, 69);
+    for (int inverse = 0; inverse < 2; ++inverse) {
+      Tensor want = Tensor::empty(shape), got = poisoned(shape);
+      kernels::rotary_cpu(x, c, s, inverse, want);
+      kernels::rotary_cuda(x.to(gpu()), c.to(gpu()), s.to(gpu()), inverse, got);
+      check_close(got, want, {1e-6, 1e-6}, inverse ? "rotary inverse" : "rotary forward");
+    }
+    check_op("rotary", [c = c, s = s](const std::vector<Tensor>& v, const Device& device) {
+      return rotary(v[0], c.to(device), s.to(device));
+    }, {x}, {1e-6, 1e-6}, {1e-6, 1e-6});
   }
 }
 
