@@ -9,7 +9,7 @@
 //   alibi: a fixed bias −m_h·|i − j| (Press et al.'s geometric slopes) through the bias table/map
 //   rope:  rotary embedding of q and k in every layer (ops/rotary.h)
 //   shaw:  Shaw et al.'s learned relative embeddings a^K, a^V clipped at distance k, per layer
-//   BASE+urpe: any base but rpe with URPE's C table on top (docs/encodings.md)
+//   BASE+urpe: any base but rpe with URPE's C table on top (README: Which encodings can tell positions apart?)
 // Forward: x = LN_emb(E[t] (+ P[pos])) → Drop; per layer x = LN1(x + Drop(MHA(x))),
 // x = LN2(x + Drop(FFN(x))); logits = x·W_headᵀ + b.
 #pragma once

@@ -1,16 +1,24 @@
 // The positional encodings of issue 13 (models/encoder.h, ops/rotary.h): the rotary op's maths and
-// gradient, ALiBi's slopes, the `pe` spellings, and Theorem 2's prediction on each encoding: with
-// identical tokens, encodings that only change the logits give every position the same output.
+// gradient, ALiBi's slopes, the `pe` spellings, Theorem 2's prediction on each encoding (with
+// identical tokens, encodings that only change the logits give every position the same output),
+// and `urpe repro synthetic --pes --lengths --tasks` with its probe line.
+#include <unistd.h>
+
 #include <cmath>
 #include <string>
 #include <vector>
 #include <algorithm>
 
+#include "cli_util.h"
 #include "models/encoder.h"
 #include "ops/matmul.h"
 #include "ops/rotary.h"
 #include "ops/shape.h"
 #include "test_util.h"
+#include "train/analysis/analysis_model.h"
+#include "train/analysis/probe.h"
+#include "train/io/run_dir.h"
+#include "train/repro/synthetic.h"
 
 using namespace urpe;
 
@@ -113,5 +121,80 @@ TEST_CASE("Theorem 2: logit-only encodings cannot tell identical tokens apart; t
   for (const std::string pe : {"ape", "sinusoidal", "shaw", "urpe", "alibi+urpe", "rope+urpe", "none+urpe"}) {
     CAPTURE(pe);
     CHECK(identical_token_spread(pe) > 1e-3);
+  }
+}
+
+TEST_CASE("theorem2_line sorts by spread and splits at the float-rounding threshold") {
+  const std::string line = theorem2_line({{"urpe", 0.4}, {"none", 0.0}, {"ape", 0.9}, {"rope", 3e-7}});
+  CHECK(line.find("bound by the theorem: none 0, rope 3e-07;") != std::string::npos);
+  CHECK(line.find("can tell positions apart: urpe 0.4, ape 0.9.") != std::string::npos);
+  CHECK(theorem2_line({{"ape", 0.5}}).find("bound by the theorem: (none);") != std::string::npos);
+}
+
+TEST_CASE("repro synthetic: a column per encoding, a row per length, the probe line, the run names") {
+  const std::string out = "/tmp/urpe_test_encodings_" + std::to_string(::getpid()) + "_repro";
+  std::system(("rm -rf '" + out + "'").c_str());
+  SyntheticGrid grid = synthetic_grid_for_scale("tiny");
+  grid.tasks = {"pi"};
+  grid.pes = {"none", "sinusoidal", "alibi+urpe", "rope"};
+  grid.lengths = {6, 9};
+  grid.overrides = {"steps=2", "warmup=1", "eval_every=2", "valid_size=8", "batch=4"};
+  grid.probe_spread = [](const std::string& dir) {
+    const ProbeRun run = probe_identical_tokens(load_run_model(dir, "test", {"encoder"}), ProbeOptions{});
+    double spread = 0;
+    for (const ProbeLayer& layer : run.layers) spread = std::max(spread, layer.spread);
+    return spread;
+  };
+  const std::vector<ResultRow> rows = run_synthetic_grid(grid, out, "synthetic");
+  REQUIRE(rows.size() == 8);
+  CHECK(rows[0].pe == "none");
+  CHECK(rows[6].pe == "alibi+urpe");
+  CHECK(path_exists(join_path(out, "runs/pi-V100-n9-alibi+urpe-s1/model.safetensors")));
+  const AnalysisModel rope = load_run_model(join_path(out, "runs/pi-V100-n6-rope-s1"), "test", {"encoder"});
+  CHECK(rope.seq_len() == 6);
+  CHECK(rope.pe == "rope");
+  const std::string md = read_text_file(join_path(out, "results.md"));
+  CAPTURE(md);
+  CHECK(md.find("| task | V | n | none | sinusoidal | alibi+urpe | rope |") != std::string::npos);
+  CHECK(md.find("| pi | 100 | 6 |") != std::string::npos);
+  CHECK(md.find("| pi | 100 | 9 |") != std::string::npos);
+  // After two steps C has moved off ones; none and rope only change the logits (their spread is
+  // float rounding, ~1e-7).
+  const size_t bound = md.find("bound by the theorem: "), apart = md.find("can tell positions apart: ");
+  REQUIRE(bound != std::string::npos);
+  REQUIRE(apart != std::string::npos);
+  const std::string bound_list = md.substr(bound, apart - bound), apart_list = md.substr(apart);
+  CHECK(bound_list.find("none") != std::string::npos);
+  CHECK(bound_list.find("rope") != std::string::npos);
+  CHECK(apart_list.find("sinusoidal") != std::string::npos);
+  CHECK(apart_list.find("alibi+urpe") != std::string::npos);
+  std::system(("rm -rf '" + out + "'").c_str());
+}
+
+TEST_CASE("cli: bad --pes/--lengths/--tasks and pe values get one line naming the option and the accepted values") {
+  const std::string out = "/tmp/urpe_test_encodings_" + std::to_string(::getpid()) + "_bad";
+  struct Case {
+    std::string arguments, expected;
+  };
+  const std::vector<Case> cases = {
+      {"repro synthetic --pes rope+rope --out " + out, "--pes 'rope+rope': expected some of none, ape, sinusoidal"},
+      {"repro synthetic --pes rope,rope --out " + out, "--pes names 'rope' twice"},
+      {"repro synthetic --lengths 256,x --out " + out, "--lengths 'x': expected whole numbers"},
+      {"repro synthetic --lengths 1 --out " + out, "--lengths '1'"},
+      {"repro synthetic --tasks pi,lm --out " + out, "--tasks 'lm'"},
+      {"repro lm --pes rope --out " + out, "apply to 'urpe repro synthetic' only"},
+      {"train --preset pi-tiny --set pe=rope+rope --out " + out, "key 'pe' expects one of none, ape, sinusoidal"},
+      {"train --preset pi-tiny --set pe=rpe+urpe --out " + out, "rope+urpe"},
+      {"train --preset pi-tiny --set pe=rope --set d_model=12 --set heads=4 --out " + out, "even head dimension"},
+      {"train --preset txl-tiny --set pe=rope --out " + out, "key 'pe' expects one of rpe, urpe"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.arguments);
+    const test::CliResult r = test::run_urpe(c.arguments);
+    CHECK(r.code != 0);
+    CHECK(r.output.find("urpe: error: ") == 0);
+    CHECK(r.output.find(c.expected) != std::string::npos);
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+    CHECK(!path_exists(out));
   }
 }
