@@ -198,3 +198,20 @@ TEST_CASE("cli: bad --pes/--lengths/--tasks and pe values get one line naming th
     CHECK(!path_exists(out));
   }
 }
+
+TEST_CASE("theory probe: which of the new encodings Theorem 2 binds") {
+  auto applies = [](const std::string& pe, bool c_is_ones) {
+    ProbeRun r;
+    r.pe = pe;
+    r.c_is_ones = c_is_ones;
+    return theorem2_applies(r);
+  };
+  CHECK(applies("alibi", false));
+  CHECK(applies("rope", false));
+  CHECK(!applies("shaw", false));
+  CHECK(!applies("sinusoidal", false));
+  CHECK(applies("rope+urpe", true));
+  CHECK(!applies("rope+urpe", false));
+  CHECK(!applies("sinusoidal+urpe", true));
+  CHECK(!applies("shaw+urpe", true));
+}

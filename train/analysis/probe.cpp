@@ -62,6 +62,10 @@ std::string reason(const ProbeRun& r) {
   if (r.pe == "alibi") return "ALiBi: a fixed bias before the softmax, rows sum to 1";
   if (r.pe == "rope") return "RoPE: rotations change only q·k, rows sum to 1";
   if (r.pe == "shaw") return "Shaw: relative embeddings added to the values, Σ_j A_ij·a^V_ij depends on i";
+  const size_t plus = r.pe.find("+urpe");
+  if (plus != std::string::npos)
+    return r.c_is_ones ? "URPE with C still all ones: a " + r.pe.substr(0, plus) + " model"
+                       : "URPE (a learned C) on top of " + r.pe.substr(0, plus);
   return r.c_is_ones ? "URPE with C still all ones: an RPE model" : "URPE with a learned C";
 }
 
