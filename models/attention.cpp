@@ -5,10 +5,25 @@
 #include <cmath>
 
 #include "ops/dropout.h"
+#include "ops/elementwise.h"
 #include "ops/matmul.h"
+#include "ops/rotary.h"
 #include "ops/shape.h"
 
 namespace urpe {
+
+namespace {
+
+// Shaw's terms as one batched GEMM per query position i (batch axis i, as in Shaw et al. §3.3):
+// (N, B·H, ·) against the (N, N, dh) gathered embeddings of that query's row.
+Tensor by_query(const Tensor& t) {  // (B, H, N, X) → (N, B·H, X)
+  return reshape(permute(t, {2, 0, 1, 3}), {t.size(2), t.size(0) * t.size(1), t.size(3)});
+}
+Tensor from_query(const Tensor& t, int64_t batch, int64_t heads) {  // (N, B·H, X) → (B, H, N, X)
+  return permute(reshape(t, {t.size(0), batch, heads, t.size(2)}), {1, 2, 0, 3});
+}
+
+}  // namespace
 
 SelfAttention::SelfAttention(ParameterSet& params, const std::string& name, int64_t d_model,
                              int64_t num_heads, const InitSpec& init)
@@ -24,20 +39,31 @@ SelfAttention::SelfAttention(ParameterSet& params, const std::string& name, int6
 
 Tensor SelfAttention::forward(const Tensor& x, UrpeAttentionParams positional,
                               float attention_dropout, Rng* dropout_rng, bool training,
-                              Tensor* weights) const {
+                              Tensor* weights, const PositionExtras* extras) const {
   const int64_t batch = x.size(0), n = x.size(1), d_model = x.size(2);
   auto split_heads = [&](const Tensor& t) {  // (B, N, d) → (B, H, N, dh)
     return permute(reshape(t, {batch, n, heads, head_dim}), {0, 2, 1, 3});
   };
-  const Tensor q = split_heads(q_proj.forward(x));
-  const Tensor k = split_heads(k_proj.forward(x));
+  Tensor q = split_heads(q_proj.forward(x));
+  Tensor k = split_heads(k_proj.forward(x));
   const Tensor v = split_heads(v_proj.forward(x));
+  const PositionExtras none;
+  const PositionExtras& pos = extras ? *extras : none;
+  if (pos.rope_cos.defined()) {
+    q = rotary(q, pos.rope_cos, pos.rope_sin);
+    k = rotary(k, pos.rope_cos, pos.rope_sin);
+  }
   positional.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  Tensor attention = urpe_attention(matmul(q, k, false, true), positional);  // (B, H, N, N)
+  Tensor scores = matmul(q, k, false, true);  // (B, H, N, N)
+  if (pos.shaw_keys.defined())
+    scores = add(scores, from_query(matmul(by_query(q), pos.shaw_keys, false, true), batch, heads));
+  Tensor attention = urpe_attention(scores, positional);  // (B, H, N, N)
   if (weights) *weights = attention;
   if (training && attention_dropout > 0.0f)
     attention = dropout(attention, attention_dropout, dropout_rng->next_seed(), true);
-  const Tensor context = matmul(attention, v);  // (B, H, N, dh)
+  Tensor context = matmul(attention, v);  // (B, H, N, dh)
+  if (pos.shaw_values.defined())
+    context = add(context, from_query(matmul(by_query(attention), pos.shaw_values), batch, heads));
   const Tensor merged = reshape(permute(context, {0, 2, 1, 3}), {batch, n, d_model});
   return out_proj.forward(merged);
 }

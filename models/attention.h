@@ -8,6 +8,16 @@
 
 namespace urpe {
 
+// Encodings that act on q, k or the values instead of through B and C (models/encoder.h); every
+// tensor may be undefined (not used).
+//   rope:  q, k ← rotary(q), rotary(k) before q·kᵀ (ops/rotary.h), tables (N, dh/2)
+//   shaw:  S += q_i·a^K_ij (before the scale, like q·kᵀ) and out_i += Σ_j A_ij·a^V_ij, with
+//          a^K, a^V (N, N, dh) shared by the heads (Shaw et al. 2018, eqs. 3–4)
+struct PositionExtras {
+  Tensor rope_cos, rope_sin;
+  Tensor shaw_keys, shaw_values;
+};
+
 struct SelfAttention {
   Linear q_proj, k_proj, v_proj, out_proj;
   int64_t heads = 1, head_dim = 1;
@@ -20,7 +30,8 @@ struct SelfAttention {
   // here to 1/√dh). Returns (B, N, d_model). `weights`, when given, receives A (B, H, N, N) before
   // attention dropout (for analyses: models/hidden_states.h).
   Tensor forward(const Tensor& x, UrpeAttentionParams positional, float attention_dropout,
-                 Rng* dropout_rng, bool training, Tensor* weights = nullptr) const;
+                 Rng* dropout_rng, bool training, Tensor* weights = nullptr,
+                 const PositionExtras* extras = nullptr) const;
 };
 
 }  // namespace urpe

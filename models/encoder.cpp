@@ -1,7 +1,13 @@
 // Encoder construction (parameter shapes and init) and forward pass.
 #include "models/encoder.h"
 
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
 #include "ops/dropout.h"
+#include "ops/embedding.h"
+#include "ops/rotary.h"
 #include "ops/elementwise.h"
 #include "ops/shape.h"
 #include "tensor/nvtx_range.h"
@@ -13,7 +19,12 @@ PositionalKind parse_positional_kind(const std::string& text) {
   if (text == "ape") return PositionalKind::ape;
   if (text == "rpe") return PositionalKind::rpe;
   if (text == "urpe") return PositionalKind::urpe;
-  URPE_FAIL("positional encoding '" << text << "': expected none, ape, rpe or urpe");
+  if (text == "sinusoidal") return PositionalKind::sinusoidal;
+  if (text == "alibi") return PositionalKind::alibi;
+  if (text == "rope") return PositionalKind::rope;
+  if (text == "shaw") return PositionalKind::shaw;
+  URPE_FAIL("positional encoding '" << text
+                                    << "': expected none, ape, sinusoidal, rpe, alibi, rope, shaw or urpe");
 }
 
 const char* positional_kind_name(PositionalKind kind) {
@@ -21,8 +32,65 @@ const char* positional_kind_name(PositionalKind kind) {
     case PositionalKind::none: return "none";
     case PositionalKind::ape: return "ape";
     case PositionalKind::rpe: return "rpe";
+    case PositionalKind::sinusoidal: return "sinusoidal";
+    case PositionalKind::alibi: return "alibi";
+    case PositionalKind::rope: return "rope";
+    case PositionalKind::shaw: return "shaw";
     default: return "urpe";
   }
+}
+
+const std::vector<std::string>& positional_spec_names() {
+  static const std::vector<std::string> names = {
+      "none", "ape", "sinusoidal", "rpe", "alibi", "rope", "shaw", "urpe",
+      "none+urpe", "ape+urpe", "sinusoidal+urpe", "alibi+urpe", "rope+urpe", "shaw+urpe"};
+  return names;
+}
+
+PositionalSpec parse_positional_spec(const std::string& text) {
+  if (std::find(positional_spec_names().begin(), positional_spec_names().end(), text) ==
+      positional_spec_names().end()) {
+    std::string accepted;
+    for (const std::string& name : positional_spec_names()) accepted += (accepted.empty() ? "" : ", ") + name;
+    URPE_FAIL("positional encoding '" << text << "': expected one of " << accepted
+                                      << " (urpe alone is RPE + URPE)");
+  }
+  PositionalSpec spec;
+  const size_t plus = text.find('+');
+  spec.base = parse_positional_kind(text.substr(0, plus));
+  spec.urpe_on_top = plus != std::string::npos;
+  return spec;
+}
+
+std::string positional_spec_name(const PositionalSpec& spec) {
+  return std::string(positional_kind_name(spec.base)) + (spec.urpe_on_top ? "+urpe" : "");
+}
+
+std::vector<double> alibi_slopes(int64_t heads) {
+  URPE_CHECK(heads > 0, "alibi_slopes: heads must be positive, got " << heads);
+  auto power_of_two = [](int64_t n) {
+    const double start = std::pow(2.0, -8.0 / static_cast<double>(n));
+    std::vector<double> slopes;
+    for (int64_t h = 0; h < n; ++h) slopes.push_back(std::pow(start, static_cast<double>(h + 1)));
+    return slopes;
+  };
+  int64_t closest = 1;
+  while (closest * 2 <= heads) closest *= 2;
+  std::vector<double> slopes = power_of_two(closest);
+  if (closest == heads) return slopes;
+  const std::vector<double> finer = alibi_slopes(2 * closest);
+  for (int64_t h = 0; static_cast<int64_t>(slopes.size()) < heads; h += 2) slopes.push_back(finer[h]);
+  return slopes;
+}
+
+Tensor sinusoidal_table(int64_t n, int64_t d, const Device& device) {
+  std::vector<float> table(n * d);
+  for (int64_t p = 0; p < n; ++p)
+    for (int64_t c = 0; c < d; ++c) {
+      const double angle = static_cast<double>(p) / std::pow(10000.0, static_cast<double>(c - c % 2) / d);
+      table[p * d + c] = static_cast<float>(c % 2 == 0 ? std::sin(angle) : std::cos(angle));
+    }
+  return Tensor::from_vector(table, {n, d}, device);
 }
 
 // Keeps rows/cols [0, n) of a square (N, N) map (maps are built once for the maximum length).
@@ -38,18 +106,44 @@ TransformerEncoder::TransformerEncoder(const EncoderConfig& c, uint64_t seed, co
              "encoder: vocab, layers, d_model, d_ff and num_classes must be positive");
   URPE_CHECK(c.heads > 0 && c.d_model % c.heads == 0,
              "encoder: heads (" << c.heads << ") must divide d_model (" << c.d_model << ")");
+  URPE_CHECK(!c.urpe_on_top || (c.pe != PositionalKind::rpe && c.pe != PositionalKind::urpe),
+             "encoder: pe " << positional_kind_name(c.pe) << "+urpe: use pe = urpe (RPE + URPE)");
+  const int64_t head_dim = c.d_model / c.heads;
+  URPE_CHECK(c.pe != PositionalKind::rope || head_dim % 2 == 0,
+             "encoder: pe = rope needs an even head dimension d_model/heads, got " << head_dim);
+  URPE_CHECK(c.pe != PositionalKind::shaw || c.shaw_clip >= 1,
+             "encoder: shaw_clip must be at least 1, got " << c.shaw_clip);
   Rng rng(seed);
   const InitSpec init{c.init_std, &rng, device};
   tokens_ = EmbeddingTable(params_, "embed_tokens", c.vocab, c.d_model, init);
   if (c.pe == PositionalKind::ape)
     positions_ = EmbeddingTable(params_, "embed_positions", c.seq_len, c.d_model, init);
+  if (c.pe == PositionalKind::sinusoidal) sinusoid_ = sinusoidal_table(c.seq_len, c.d_model, device);
   if (c.embedding_layer_norm) embedding_norm_ = LayerNorm(params_, "embed_norm", c.d_model, device);
   if (c.pe == PositionalKind::rpe || c.pe == PositionalKind::urpe) {
     const int64_t buckets = relative_bucket_count(c.seq_len, c.rpe_kind);
     bias_table_ = params_.add("rel_pos_bias", Tensor::normal({c.heads, buckets}, 0.0f, c.init_std, rng, device));
     bias_map_full_ = relative_bucket_map(c.seq_len, c.rpe_kind, true, device);
   }
-  if (c.pe == PositionalKind::urpe) {
+  if (c.pe == PositionalKind::alibi) {  // fixed: B_h[(j − i) + n − 1] = −m_h·|j − i|
+    const std::vector<double> slopes = alibi_slopes(c.heads);
+    const int64_t buckets = 2 * c.seq_len - 1;
+    std::vector<float> table(c.heads * buckets);
+    for (int64_t h = 0; h < c.heads; ++h)
+      for (int64_t k = 0; k < buckets; ++k)
+        table[h * buckets + k] = static_cast<float>(-slopes[h] * std::fabs(static_cast<double>(k - (c.seq_len - 1))));
+    bias_table_ = Tensor::from_vector(table, {c.heads, buckets}, device);
+    bias_map_full_ = toeplitz_map(c.seq_len, c.seq_len, device);
+  }
+  if (c.pe == PositionalKind::rope) std::tie(rope_cos_, rope_sin_) = rotary_tables(c.seq_len, head_dim, 10000.0, device);
+  if (c.pe == PositionalKind::shaw) {
+    std::vector<int32_t> map(c.seq_len * c.seq_len);
+    for (int64_t i = 0; i < c.seq_len; ++i)
+      for (int64_t j = 0; j < c.seq_len; ++j)
+        map[i * c.seq_len + j] = static_cast<int32_t>(std::clamp<int64_t>(j - i, -c.shaw_clip, c.shaw_clip) + c.shaw_clip);
+    shaw_map_full_ = Tensor::from_vector(map, {c.seq_len, c.seq_len}, device);
+  }
+  if (has_c()) {
     const int64_t buckets = relative_bucket_count(c.seq_len, c.urpe_kind);
     c_table_ = params_.add("urpe_c", Tensor::ones({c.heads, buckets}, device));
     c_map_full_ = relative_bucket_map(c.seq_len, c.urpe_kind, true, device);
@@ -61,6 +155,11 @@ TransformerEncoder::TransformerEncoder(const EncoderConfig& c, uint64_t seed, co
     layer.attention_norm = LayerNorm(params_, p + ".self_attn_norm", c.d_model, device);
     layer.ffn = FeedForward(params_, p + ".ffn", c.d_model, c.d_ff, init, true);
     layer.ffn_norm = LayerNorm(params_, p + ".ffn_norm", c.d_model, device);
+    if (c.pe == PositionalKind::shaw) {
+      const Shape shape{2 * c.shaw_clip + 1, head_dim};
+      layer.shaw_keys = params_.add(p + ".self_attn.shaw_keys", Tensor::normal(shape, 0.0f, c.init_std, rng, device));
+      layer.shaw_values = params_.add(p + ".self_attn.shaw_values", Tensor::normal(shape, 0.0f, c.init_std, rng, device));
+    }
     layers_.push_back(std::move(layer));
   }
   head_ = Linear(params_, "head", c.d_model, c.num_classes, init);
@@ -84,6 +183,7 @@ Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dro
     const Tensor positions = Tensor::arange(n, DType::i32, device_);
     x = add(x, positions_.forward(positions));  // (N, d) broadcast over the batch
   }
+  if (sinusoid_.defined()) x = add(x, slice(sinusoid_, 0, 0, n));
   if (config_.embedding_layer_norm) x = embedding_norm_.forward(x);
   x = drop(x, config_.dropout);
   if (states) {
@@ -101,8 +201,18 @@ Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dro
     positional.c_table = c_table_;
     positional.c_map = leading_square(c_map_full_, n);
   }
+  PositionExtras extras;
+  if (rope_cos_.defined()) {
+    extras.rope_cos = slice(rope_cos_, 0, 0, n);
+    extras.rope_sin = slice(rope_sin_, 0, 0, n);
+  }
+  const Tensor shaw_map = shaw_map_full_.defined() ? leading_square(shaw_map_full_, n) : Tensor();
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& layer = layers_[l];
+    if (layer.shaw_keys.defined()) {  // (N, N, dh): a^K and a^V of every (i, j)
+      extras.shaw_keys = embedding(layer.shaw_keys, shaw_map);
+      extras.shaw_values = embedding(layer.shaw_values, shaw_map);
+    }
     const std::string block = "encoder.layer" + std::to_string(l);  // NVTX names (Nsight)
     const NvtxRange layer_range(x.device(), block);
     {
@@ -110,7 +220,7 @@ Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dro
       Tensor weights;
       const bool keep = states && states->keep_attention;
       const Tensor attended = layer.attention.forward(x, positional, config_.attention_dropout, dropout_rng,
-                                                      training, keep ? &weights : nullptr);
+                                                      training, keep ? &weights : nullptr, &extras);
       if (keep) states->attention.push_back(weights);
       x = layer.attention_norm.forward(add(x, drop(attended, config_.dropout)));
     }

@@ -5,6 +5,11 @@
 //   ape:  learned absolute position embeddings added to the token embeddings
 //   rpe:  a per-head relative bias table B (unique or T5-bucketed), shared by all layers
 //   urpe: rpe plus the per-head C table (unique Toeplitz or bucketed), shared, initialised to 1
+//   sinusoidal: the fixed sine/cosine table of Vaswani et al. added to the token embeddings
+//   alibi: a fixed bias −m_h·|i − j| (Press et al.'s geometric slopes) through the bias table/map
+//   rope:  rotary embedding of q and k in every layer (ops/rotary.h)
+//   shaw:  Shaw et al.'s learned relative embeddings a^K, a^V clipped at distance k, per layer
+//   BASE+urpe: any base but rpe with URPE's C table on top (README: Which encodings can tell positions apart?)
 // Forward: x = LN_emb(E[t] (+ P[pos])) → Drop; per layer x = LN1(x + Drop(MHA(x))),
 // x = LN2(x + Drop(FFN(x))); logits = x·W_headᵀ + b.
 #pragma once
@@ -17,9 +22,27 @@
 
 namespace urpe {
 
-enum class PositionalKind { none, ape, rpe, urpe };
-PositionalKind parse_positional_kind(const std::string& text);  // none|ape|rpe|urpe
+enum class PositionalKind { none, ape, rpe, urpe, sinusoidal, alibi, rope, shaw };
+PositionalKind parse_positional_kind(const std::string& text);  // one base name, e.g. rope
 const char* positional_kind_name(PositionalKind kind);
+
+// The `pe` value of a run: a base, and with "+urpe" URPE's C table on top of it. "urpe" alone is
+// T5-RPE + URPE (the paper's model), so "rpe+urpe" and "urpe+urpe" are rejected.
+struct PositionalSpec {
+  PositionalKind base = PositionalKind::urpe;
+  bool urpe_on_top = false;
+};
+PositionalSpec parse_positional_spec(const std::string& text);
+std::string positional_spec_name(const PositionalSpec& spec);
+// Every accepted `pe` value for the encoder, in the README's order.
+const std::vector<std::string>& positional_spec_names();
+
+// ALiBi's per-head slopes (Press et al. 2022, `get_slopes`): 2^(−8h/H) for h = 1..H when H is a
+// power of two; otherwise those of the nearest lower power of two, then every other slope of the
+// next power of two.
+std::vector<double> alibi_slopes(int64_t heads);
+// The fixed sinusoidal table (n, d): [p, 2i] = sin(p/10000^(2i/d)), [p, 2i+1] = cos(same).
+Tensor sinusoidal_table(int64_t n, int64_t d, const Device& device = {});
 
 struct EncoderConfig {
   int64_t vocab = 100;        // token ids in [0, vocab)
@@ -33,6 +56,8 @@ struct EncoderConfig {
   float attention_dropout = 0.0f;
   float init_std = 0.02f;
   PositionalKind pe = PositionalKind::urpe;
+  bool urpe_on_top = false;   // C on top of `pe` (any base but rpe/urpe): pe = BASE+urpe
+  int64_t shaw_clip = 16;     // Shaw: relative distances clipped to [−k, k]
   RelativeKind rpe_kind = RelativeKind::unique;
   RelativeKind urpe_kind = RelativeKind::unique;
   bool embedding_layer_norm = true;
@@ -54,6 +79,7 @@ class TransformerEncoder {
   const EncoderConfig& config() const { return config_; }
   const ParameterSet& parameters() const { return params_; }
   // The shared per-head tables (undefined when the variant has none), for plots.
+  // (ALiBi's bias table is fixed, not a parameter.)
   Tensor bias_table() const { return bias_table_; }
   Tensor c_table() const { return c_table_; }
   const Device& device() const { return device_; }
@@ -64,7 +90,9 @@ class TransformerEncoder {
     LayerNorm attention_norm;
     FeedForward ffn;
     LayerNorm ffn_norm;
+    Tensor shaw_keys, shaw_values;  // (2k + 1, dh) each, pe = shaw
   };
+  bool has_c() const { return config_.pe == PositionalKind::urpe || config_.urpe_on_top; }
 
   EncoderConfig config_;
   Device device_;
@@ -75,6 +103,9 @@ class TransformerEncoder {
   Linear head_;
   Tensor bias_table_, c_table_;  // (H, K) each, shared by all layers
   Tensor bias_map_full_, c_map_full_;  // i32 (seq_len, seq_len)
+  Tensor sinusoid_;                    // (seq_len, d_model), pe = sinusoidal
+  Tensor rope_cos_, rope_sin_;         // (seq_len, dh/2), pe = rope
+  Tensor shaw_map_full_;               // i32 (seq_len, seq_len): clip(j − i, −k, k) + k
 };
 
 }  // namespace urpe

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "bench/cuda_peaks.h"
+#include "models/encoder.h"
 #include "ops/activation.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
@@ -29,6 +30,7 @@
 #include "ops/optimizer_kernels.h"
 #include "ops/reduce.h"
 #include "ops/relative_shift.h"
+#include "ops/rotary.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
 #include "ops/urpe_attention.h"
@@ -432,6 +434,49 @@ TEST_CASE("parity: Transformer-XL relative_shift kernels and op (bit-exact gathe
     check_close(ggot, gwant, {0, 0}, "relative_shift backward");
     check_op("relative_shift", [](const std::vector<Tensor>& v, const Device&) { return relative_shift(v[0]); },
              {x}, {0, 0}, {0, 0});
+  }
+}
+
+TEST_CASE("parity: rotary kernels (forward and inverse) and op") {
+  const std::vector<Shape> shapes{{2, 3, 29, 16}, {37, 2}, {5, 1, 67, 8}};
+  for (const Shape& shape : shapes) {
+    CAPTURE(shape_str(shape));
+    const auto [c, s] = rotary_tables(shape[shape.size() - 2] + 3, shape.back());  // more rows than N
+    Tensor x = values(shape, 69);
+    for (int inverse = 0; inverse < 2; ++inverse) {
+      Tensor want = Tensor::empty(shape), got = poisoned(shape);
+      kernels::rotary_cpu(x, c, s, inverse, want);
+      kernels::rotary_cuda(x.to(gpu()), c.to(gpu()), s.to(gpu()), inverse, got);
+      check_close(got, want, {1e-6, 1e-6}, inverse ? "rotary inverse" : "rotary forward");
+    }
+    check_op("rotary", [c = c, s = s](const std::vector<Tensor>& v, const Device& device) {
+      return rotary(v[0], c.to(device), s.to(device));
+    }, {x}, {1e-6, 1e-6}, {1e-6, 1e-6});
+  }
+}
+
+TEST_CASE("parity: the encoder with each issue-13 encoding (logits and every gradient)") {
+  for (const std::string pe : {"sinusoidal", "alibi", "rope", "shaw", "rope+urpe"}) {
+    CAPTURE(pe);
+    EncoderConfig c;
+    c.vocab = 7; c.seq_len = 9; c.layers = 2; c.d_model = 16; c.heads = 2; c.d_ff = 24; c.num_classes = 9;
+    c.shaw_clip = 3;
+    c.init_std = 0.3f;
+    const PositionalSpec spec = parse_positional_spec(pe);
+    c.pe = spec.base;
+    c.urpe_on_top = spec.urpe_on_top;
+    const TransformerEncoder host(c, 5), device(c, 5, gpu());
+    for (size_t k = 0; k < host.parameters().items().size(); ++k)
+      device.parameters().items()[k].second.copy_from(host.parameters().items()[k].second);
+    const Tensor tokens = random_ids({3, 8}, 7, 81), targets = random_ids({24}, 9, 82);
+    const Tensor want = host.forward(tokens, false, nullptr), got = device.forward(tokens.to(gpu()), false, nullptr);
+    check_close(got, want, {1e-5, 1e-4}, pe + " logits");
+    cross_entropy(reshape(want, {24, 9}), targets, -100).backward();
+    cross_entropy(reshape(got, {24, 9}), targets.to(gpu()), -100).backward();
+    for (size_t k = 0; k < host.parameters().items().size(); ++k) {
+      const auto& [name, p] = host.parameters().items()[k];
+      check_close(device.parameters().items()[k].second.grad(), p.grad(), {1e-5, 1e-3}, pe + " gradient of " + name);
+    }
   }
 }
 

@@ -1,4 +1,4 @@
-// Golden-fixture tests: the encoder (every positional variant) against the independent PyTorch
+// Golden-fixture tests: the encoder (every positional encoding, and URPE on top of each) against the independent PyTorch
 // reference in tools/torch_reference.py — logits, loss and every parameter gradient. The fixtures
 // are float64 PyTorch results stored as f32; regenerate with `python3 tools/torch_reference.py`.
 #include <cmath>
@@ -30,7 +30,10 @@ void check_fixture(const std::string& name) {
   c.heads = meta_int(f, "heads");
   c.d_ff = meta_int(f, "d_ff");
   c.num_classes = meta_int(f, "num_classes");
-  c.pe = parse_positional_kind(f.meta("pe"));
+  const PositionalSpec pe = parse_positional_spec(f.meta("pe"));
+  c.pe = pe.base;
+  c.urpe_on_top = pe.urpe_on_top;
+  if (f.metadata.count("shaw_clip")) c.shaw_clip = meta_int(f, "shaw_clip");
   c.rpe_kind = parse_relative_kind(f.meta("rpe_kind"));
   c.urpe_kind = parse_relative_kind(f.meta("urpe_kind"));
   TransformerEncoder model(c, 0);
@@ -67,6 +70,14 @@ TEST_CASE("golden: encoder with learned absolute positions") { check_fixture("ap
 TEST_CASE("golden: encoder with unique RPE") { check_fixture("rpe"); }
 TEST_CASE("golden: encoder with unique URPE (Toeplitz C)") { check_fixture("urpe"); }
 TEST_CASE("golden: encoder with T5-bucketed RPE and URPE") { check_fixture("urpe_bucketed"); }
+TEST_CASE("golden: encoder with sinusoidal positions") { check_fixture("sinusoidal"); }
+TEST_CASE("golden: encoder with ALiBi (fixed bias)") { check_fixture("alibi"); }
+TEST_CASE("golden: encoder with RoPE") { check_fixture("rope"); }
+TEST_CASE("golden: encoder with Shaw's clipped relative embeddings (n > 2k + 1)") { check_fixture("shaw"); }
+TEST_CASE("golden: encoder with RoPE + URPE") { check_fixture("rope_urpe"); }
+TEST_CASE("golden: encoder with ALiBi + URPE") { check_fixture("alibi_urpe"); }
+TEST_CASE("golden: encoder with sinusoidal + URPE") { check_fixture("sinusoidal_urpe"); }
+TEST_CASE("golden: encoder with Shaw + bucketed URPE") { check_fixture("shaw_urpe_bucketed"); }
 
 TEST_CASE("T5 buckets match the published boundaries") {
   // docs/urpe_attention.md#t5-buckets, bidirectional: |rel| 0–7 exact; 8–11→8; 12–15→9; 16–22→10;

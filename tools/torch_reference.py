@@ -103,6 +103,46 @@ def bucket_count(n, kind):
     return 2 * n - 1 if kind == "unique" else 32
 
 
+def split_pe(pe):
+    """'rope+urpe' → ('rope', True); 'urpe' alone is T5-RPE + URPE (the paper's model)."""
+    if pe.endswith("+urpe"):
+        return pe[: -len("+urpe")], True
+    return pe, False
+
+
+def alibi_slopes(heads):
+    """Press et al.'s get_slopes (github.com/ofirpress/attention_with_linear_biases)."""
+    def power_of_2(n):
+        start = 2 ** (-2 ** -(math.log2(n) - 3))
+        return [start * start ** i for i in range(n)]
+    if math.log2(heads).is_integer():
+        return power_of_2(heads)
+    closest = 2 ** math.floor(math.log2(heads))
+    return power_of_2(closest) + alibi_slopes(2 * closest)[0::2][: heads - closest]
+
+
+def sinusoid(n, d):
+    """Vaswani et al.: [p, 2i] = sin(p / 10000^(2i/d)), [p, 2i+1] = cos(same)."""
+    pos = torch.arange(n, dtype=torch.float64)[:, None]
+    i2 = torch.arange(0, d, 2, dtype=torch.float64)
+    angle = pos / 10000.0 ** (i2 / d)
+    t = torch.zeros(n, d, dtype=torch.float64)
+    t[:, 0::2] = torch.sin(angle)
+    t[:, 1::2] = torch.cos(angle[:, : d // 2])
+    return t
+
+
+def rotate(x, base=10000.0):
+    """RoPE in the half-split layout (GPT-NeoX / Llama rotate_half); x (..., N, D)."""
+    N, D = x.shape[-2], x.shape[-1]
+    inv = base ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)
+    angle = torch.arange(N, dtype=torch.float64)[:, None] * inv  # (N, D/2)
+    cos, sin = torch.cos(angle).repeat(1, 2), torch.sin(angle).repeat(1, 2)
+    half = D // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin
+
+
 def layer_norm(x, w, b, eps=1e-5):
     mu = x.mean(-1, keepdim=True)
     var = ((x - mu) ** 2).mean(-1, keepdim=True)
@@ -111,12 +151,13 @@ def layer_norm(x, w, b, eps=1e-5):
 
 def encoder_parameter_shapes(cfg):
     d, h, f = cfg["d_model"], cfg["heads"], cfg["d_ff"]
+    base, on_top = split_pe(cfg["pe"])
     shapes = {"embed_tokens.weight": (cfg["vocab"], d), "embed_norm.weight": (d,), "embed_norm.bias": (d,)}
-    if cfg["pe"] == "ape":
+    if base == "ape":
         shapes["embed_positions.weight"] = (cfg["seq_len"], d)
-    if cfg["pe"] in ("rpe", "urpe"):
+    if base in ("rpe", "urpe"):
         shapes["rel_pos_bias"] = (h, bucket_count(cfg["seq_len"], cfg["rpe_kind"]))
-    if cfg["pe"] == "urpe":
+    if base == "urpe" or on_top:
         shapes["urpe_c"] = (h, bucket_count(cfg["seq_len"], cfg["urpe_kind"]))
     for l in range(cfg["layers"]):
         p = f"layers.{l}."
@@ -131,6 +172,9 @@ def encoder_parameter_shapes(cfg):
         shapes[p + "ffn.fc2.bias"] = (d,)
         shapes[p + "ffn_norm.weight"] = (d,)
         shapes[p + "ffn_norm.bias"] = (d,)
+        if base == "shaw":
+            shapes[p + "self_attn.shaw_keys"] = (2 * cfg["shaw_clip"] + 1, d // h)
+            shapes[p + "self_attn.shaw_values"] = (2 * cfg["shaw_clip"] + 1, d // h)
     shapes["head.weight"] = (cfg["num_classes"], d)
     shapes["head.bias"] = (cfg["num_classes"],)
     return shapes
@@ -141,15 +185,24 @@ def encoder_forward(cfg, P, tokens):
     B, N = tokens.shape
     d, H = cfg["d_model"], cfg["heads"]
     dh = d // H
+    base, on_top = split_pe(cfg["pe"])
     x = P["embed_tokens.weight"][tokens]
-    if cfg["pe"] == "ape":
+    if base == "ape":
         x = x + P["embed_positions.weight"][:N]
+    if base == "sinusoidal":
+        x = x + sinusoid(N, d)
     x = layer_norm(x, P["embed_norm.weight"], P["embed_norm.bias"])
     bias = C = None
-    if cfg["pe"] in ("rpe", "urpe"):
+    if base in ("rpe", "urpe"):
         m = bucket_map(cfg["seq_len"], cfg["rpe_kind"])[:N, :N]
         bias = P["rel_pos_bias"][:, m]  # (H, N, N)
-    if cfg["pe"] == "urpe":
+    if base == "alibi":  # fixed: −m_h·|i − j|
+        dist = (torch.arange(N)[None, :] - torch.arange(N)[:, None]).abs().to(torch.float64)
+        bias = -torch.tensor(alibi_slopes(H), dtype=torch.float64)[:, None, None] * dist
+    if base == "shaw":  # clip(j − i, −k, k) + k
+        k_clip = cfg["shaw_clip"]
+        rel = (torch.arange(N)[None, :] - torch.arange(N)[:, None]).clamp(-k_clip, k_clip) + k_clip
+    if base == "urpe" or on_top:
         m = bucket_map(cfg["seq_len"], cfg["urpe_kind"])[:N, :N]
         C = P["urpe_c"][:, m]
 
@@ -161,13 +214,20 @@ def encoder_forward(cfg, P, tokens):
         q = lin(x, p + "self_attn.q_proj").view(B, N, H, dh).transpose(1, 2) * dh ** -0.5
         k = lin(x, p + "self_attn.k_proj").view(B, N, H, dh).transpose(1, 2)
         v = lin(x, p + "self_attn.v_proj").view(B, N, H, dh).transpose(1, 2)
+        if base == "rope":
+            q, k = rotate(q), rotate(k)
         s = q @ k.transpose(-1, -2)
+        if base == "shaw":  # Shaw et al. eq. 4: q_i·a^K_ij, same scale as q·k
+            s = s + torch.einsum("bhid,ijd->bhij", q, P[p + "self_attn.shaw_keys"][rel])
         if bias is not None:
             s = s + bias
         a = torch.softmax(s, dim=-1)
         if C is not None:
             a = a * C  # URPE: after the softmax
-        o = (a @ v).transpose(1, 2).reshape(B, N, d)
+        o = a @ v
+        if base == "shaw":  # eq. 3: Σ_j a_ij·a^V_ij
+            o = o + torch.einsum("bhij,ijd->bhid", a, P[p + "self_attn.shaw_values"][rel])
+        o = o.transpose(1, 2).reshape(B, N, d)
         x = layer_norm(x + lin(o, p + "self_attn.out_proj"), P[p + "self_attn_norm.weight"], P[p + "self_attn_norm.bias"])
         hdn = torch.nn.functional.gelu(lin(x, p + "ffn.fc1"))  # exact erf GELU
         x = layer_norm(x + lin(hdn, p + "ffn.fc2"), P[p + "ffn_norm.weight"], P[p + "ffn_norm.bias"])
@@ -204,21 +264,35 @@ def make_encoder_fixture(name, cfg, seed, out_dir):
 
 
 ENCODER_FIXTURES = {
-    # name: (pe, rpe_kind, urpe_kind, seq_len)
-    "none": ("none", "unique", "unique", 7),
-    "ape": ("ape", "unique", "unique", 7),
-    "rpe": ("rpe", "unique", "unique", 7),
-    "urpe": ("urpe", "unique", "unique", 7),
-    "urpe_bucketed": ("urpe", "bucketed", "bucketed", 21),
+    # name: (pe, rpe_kind, urpe_kind, seq_len, seed); the seeds of the first five are those they
+    # were first written with (100 + their place in sorted order then), so rewriting keeps them.
+    "none": ("none", "unique", "unique", 7, 101),
+    "ape": ("ape", "unique", "unique", 7, 100),
+    "rpe": ("rpe", "unique", "unique", 7, 102),
+    "urpe": ("urpe", "unique", "unique", 7, 103),
+    "urpe_bucketed": ("urpe", "bucketed", "bucketed", 21, 104),
+    # issue 13: the other encodings, and URPE on top of them (README: Which encodings can tell positions apart?)
+    "sinusoidal": ("sinusoidal", "unique", "unique", 7, 105),
+    "alibi": ("alibi", "unique", "unique", 7, 106),
+    "rope": ("rope", "unique", "unique", 7, 107),
+    "shaw": ("shaw", "unique", "unique", 9, 108),  # n = 9 > 2k + 1 = 7: the clipping matters
+    "rope_urpe": ("rope+urpe", "unique", "unique", 7, 109),
+    "alibi_urpe": ("alibi+urpe", "unique", "unique", 7, 110),
+    "sinusoidal_urpe": ("sinusoidal+urpe", "unique", "unique", 7, 111),
+    "shaw_urpe_bucketed": ("shaw+urpe", "unique", "bucketed", 21, 112),
 }
 
 
-def write_fixtures(out_dir):
+def write_fixtures(out_dir, only=None):
     os.makedirs(out_dir, exist_ok=True)
-    for i, (name, (pe, rk, uk, n)) in enumerate(sorted(ENCODER_FIXTURES.items())):
+    for name, (pe, rk, uk, n, seed) in sorted(ENCODER_FIXTURES.items()):
+        if only and name not in only:
+            continue
         cfg = {"vocab": 11, "seq_len": n, "layers": 2, "d_model": 8, "heads": 2, "d_ff": 12,
                "num_classes": n, "pe": pe, "rpe_kind": rk, "urpe_kind": uk, "batch": 3}
-        make_encoder_fixture(name, cfg, 100 + i, out_dir)
+        if split_pe(pe)[0] == "shaw":
+            cfg["shaw_clip"] = 3
+        make_encoder_fixture(name, cfg, seed, out_dir)
 
 
 # ---- benchmark: the same training step as `urpe bench step --device cpu` ----
@@ -277,6 +351,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("command", nargs="?", default="fixtures", choices=["fixtures"])
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures"))
+    ap.add_argument("--only", default="", help="comma-separated fixture names to write (default: all)")
     ap.add_argument("--bench", action="store_true", help="time the bench training step instead")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20)
@@ -286,7 +361,11 @@ def main():
         bench(args.warmup, args.steps, args.threads)
     else:
         torch.set_default_dtype(torch.float64)
-        write_fixtures(os.path.normpath(args.out))
+        only = [n for n in args.only.split(",") if n]
+        unknown = [n for n in only if n not in ENCODER_FIXTURES]
+        if unknown:
+            ap.error(f"--only: unknown fixture {unknown[0]}; expected some of {', '.join(sorted(ENCODER_FIXTURES))}")
+        write_fixtures(os.path.normpath(args.out), only)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ void limit_run_keys(ConfigSchema& s) {
   ints({"eval_mem_len"}, -1, kMax32, "-1 = mem_len");
   ints({"clamp_len", "eval_clamp_len"}, -kMax32, kMax32, "≤ 0: no clamp");
   ints({"max_eval_tokens"}, 0, std::numeric_limits<int64_t>::max());
+  ints({"shaw_clip"}, 1, 1 << 20, "Shaw's tables have 2·shaw_clip + 1 rows");
   const int64_t hops = GraphormerConfig{}.num_edge_dis;
   const std::string hops_why = "the edge-distance table has " + std::to_string(hops) + " hops";
   ints({"multi_hop_max_dist"}, 1, hops, hops_why.c_str());

@@ -61,7 +61,10 @@ EncoderConfig encoder_config_from(const Config& config) {
   c.num_classes = task.num_classes();
   c.dropout = static_cast<float>(config.get_float("dropout"));
   c.init_std = static_cast<float>(config.get_float("init_std"));
-  c.pe = parse_positional_kind(config.get_string("pe"));
+  const PositionalSpec pe = parse_positional_spec(config.get_string("pe"));
+  c.pe = pe.base;
+  c.urpe_on_top = pe.urpe_on_top;
+  c.shaw_clip = config.get_int("shaw_clip");
   c.rpe_kind = parse_relative_kind(config.get_string("rpe_kind"));
   c.urpe_kind = parse_relative_kind(config.get_string("urpe_kind"));
   c.attention_norm = parse_attention_norm(config.get_string("attention_norm"));

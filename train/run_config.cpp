@@ -2,6 +2,7 @@
 // URPE from RPE on a CPU (issue notes: n = 32, V = 100, 2 layers, d = 64, 4 heads, init 0.07).
 #include "train/run_config.h"
 
+#include "models/encoder.h"
 #include "tensor/error.h"
 #include "train/config_checks.h"
 #include "train/molecule_config.h"
@@ -36,7 +37,10 @@ void add_common_keys(ConfigSchema& s) {
 // The synthetic-task encoder (docs/synthetic_encoder.md).
 void add_encoder_keys(ConfigSchema& s) {
   s.add_choice("task", {"pi", "etp"}, "pi", "synthetic task: position identification or even token prediction");
-  s.add_choice("pe", {"none", "ape", "rpe", "urpe"}, "urpe", "positional encoding");
+  s.add_choice("pe", positional_spec_names(), "urpe",
+               "positional encoding: none, ape, sinusoidal, rpe, alibi, rope, shaw, urpe (= rpe + URPE's C), "
+               "or BASE+urpe for C on top of another base (README: Which encodings can tell positions apart?)");
+  s.add_int("shaw_clip", 16, "pe = shaw: relative distances are clipped to [-shaw_clip, shaw_clip]");
   s.add_choice("rpe_kind", {"unique", "bucketed"}, "unique", "RPE bias table: one scalar per distance, or T5 buckets");
   s.add_choice("urpe_kind", {"unique", "bucketed"}, "unique", "URPE C table: Toeplitz (per distance) or T5 buckets");
   s.add_choice("attention_norm", {"softmax", "exp"}, "softmax",
@@ -77,6 +81,11 @@ void check_encoder_values(const Config& c) {
   heads_divide(c, "heads", "d_model");
   probability(c, "dropout");
   positive(c, "init_std");
+  int_at_least(c, "shaw_clip", 1);
+  const bool rope = c.get_string("pe") == "rope" || c.get_string("pe") == "rope+urpe";
+  URPE_CHECK(!rope || (c.get_int("d_model") / c.get_int("heads")) % 2 == 0,
+             "config: pe = " << c.get_string("pe") << " needs an even head dimension d_model/heads, got "
+                             << c.get_int("d_model") / c.get_int("heads"));
 }
 
 ConfigSchema build_schema(const std::string& model) {

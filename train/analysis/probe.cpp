@@ -58,6 +58,14 @@ std::string reason(const ProbeRun& r) {
   if (r.pe == "rpe") return r.family == "txl" ? "Transformer-XL's relative attention: softmax rows sum to 1"
                                               : "RPE: softmax rows sum to 1";
   if (r.pe == "ape") return "APE: positions are added to the input";
+  if (r.pe == "sinusoidal") return "sinusoidal: positions are added to the input";
+  if (r.pe == "alibi") return "ALiBi: a fixed bias before the softmax, rows sum to 1";
+  if (r.pe == "rope") return "RoPE: rotations change only q·k, rows sum to 1";
+  if (r.pe == "shaw") return "Shaw: relative embeddings added to the values, Σ_j A_ij·a^V_ij depends on i";
+  const size_t plus = r.pe.find("+urpe");
+  if (plus != std::string::npos)
+    return r.c_is_ones ? "URPE with C still all ones: a " + r.pe.substr(0, plus) + " model"
+                       : "URPE (a learned C) on top of " + r.pe.substr(0, plus);
   return r.c_is_ones ? "URPE with C still all ones: an RPE model" : "URPE with a learned C";
 }
 
@@ -146,7 +154,12 @@ ProbeRun probe_identical_tokens(const AnalysisModel& model, const ProbeOptions& 
 
 bool theorem2_applies(const ProbeRun& r) {
   if (r.attention_norm != "softmax") return false;
-  return r.pe == "none" || r.pe == "rpe" || (r.pe == "urpe" && r.c_is_ones);
+  // Encodings that only change the logits before the softmax (issue 13: alibi, rope), and URPE on
+  // top of one of them while C is still all ones.
+  auto logits_only = [](const std::string& pe) { return pe == "none" || pe == "rpe" || pe == "alibi" || pe == "rope"; };
+  const size_t plus = r.pe.find("+urpe");
+  if (plus != std::string::npos) return r.c_is_ones && logits_only(r.pe.substr(0, plus));
+  return logits_only(r.pe) || (r.pe == "urpe" && r.c_is_ones);
 }
 
 json::Value probe_to_json(const std::vector<ProbeRun>& runs) {

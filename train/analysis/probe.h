@@ -54,8 +54,8 @@ std::vector<int32_t> probe_token_values(int64_t vocab, int64_t count, uint64_t s
 // Runs the probe on one model (encoder or Transformer-XL, evaluation mode, no memory).
 ProbeRun probe_identical_tokens(const AnalysisModel& model, const ProbeOptions& options);
 
-// Whether Theorem 2 binds this model: softmax attention with no position information, RPE, or
-// URPE with C still ≡ 1.
+// Whether Theorem 2 binds this model: softmax attention with no position information, or one that
+// only changes the logits (RPE, ALiBi, RoPE), or URPE over one of those with C still ≡ 1.
 bool theorem2_applies(const ProbeRun& run);
 
 // {"runs": [{"run", "source", "family", "pe", "attention_norm", "step", "n", "tokens_probed", "c_is_ones",

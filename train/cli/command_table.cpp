@@ -45,15 +45,23 @@ std::vector<CommandSpec> command_table() {
                    run_eval, "", "", 0});
 
   table.push_back({"repro", "repro synthetic|lm|molecules|table5 [--scale tiny|small|paper] [--seeds K] --out DIR "
-                   "[--overwrite]",
+                   "[--overwrite] [--pes LIST] [--lengths LIST] [--tasks LIST]",
                    "reproduce one of the paper's experiments and write results.md/json and plots",
                    {{"scale", "NAME", "tiny", "tiny, small or paper"},
                     {"seeds", "K", "1", "number of seeds per configuration", {1, 100}},
                     {"out", "DIR", "", "output directory"},
                     {"overwrite", "", "", kOverwriteHelp},
-                    {"device", "NAME", "cpu", "cpu, cuda or cuda:N"}},
+                    {"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
+                    {"pes", "LIST", "none,rpe,urpe",
+                     "synthetic: the positional encodings, one table column each, e.g. "
+                     "none,ape,sinusoidal,rpe,alibi,rope,shaw,urpe,rope+urpe,alibi+urpe"},
+                    {"lengths", "LIST", "the preset's",
+                     "synthetic: sequence lengths n, one table row each (Figure 3: 256,512)"},
+                    {"tasks", "LIST", "pi,etp", "synthetic: the tasks, pi and/or etp"}},
                    run_repro, "",
-                   "Experiments: synthetic (built: noPE/RPE/URPE on PI and ETP, Figure 1 and 2);\n"
+                   "Experiments: synthetic (built: noPE/RPE/URPE on PI and ETP, Figure 1 and 2; --pes picks\n"
+                   "the encodings, --lengths the sequence lengths, --tasks the tasks; a line under the table sorts the\n"
+                   "encodings by Theorem 2's identical-token probe);\n"
                    "lm (built: Transformer-XL vs Transformer-XL + URPE, Table 4; tiny/small train on the\n"
                    "embedded corpus on a CPU; paper = the WikiText-103 base at L = 4, 8, 16, needs the\n"
                    "wikitext-103 directory and a GPU);\n"

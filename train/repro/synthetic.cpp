@@ -27,8 +27,32 @@ SyntheticGrid synthetic_grid_for_scale(const std::string& scale) {
   return g;
 }
 
-static std::string run_name(const std::string& task, int64_t vocab, const std::string& pe, int64_t seed) {
-  return task + "-V" + std::to_string(vocab) + "-" + pe + "-s" + std::to_string(seed);
+static std::string run_name(const std::string& task, int64_t vocab, int64_t length, const std::string& pe,
+                            int64_t seed) {
+  const std::string n = length > 0 ? "-n" + std::to_string(length) : "";
+  return task + "-V" + std::to_string(vocab) + n + "-" + pe + "-s" + std::to_string(seed);
+}
+
+// The lengths the grid runs: 0 stands for the preset's own seq_len.
+static std::vector<int64_t> grid_lengths(const SyntheticGrid& grid) {
+  return grid.lengths.empty() ? std::vector<int64_t>{0} : grid.lengths;
+}
+
+std::string theorem2_line(const std::vector<std::pair<std::string, double>>& spreads) {
+  std::vector<std::pair<std::string, double>> sorted = spreads;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::ostringstream bound, free;
+  for (const auto& [pe, spread] : sorted) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%.2g", spread);
+    std::ostringstream& out = spread <= kSpreadZero ? bound : free;
+    out << (out.tellp() > 0 ? ", " : "") << pe << " " << value;
+  }
+  const std::string b = bound.str(), f = free.str();
+  return "Theorem 2 probe (largest hidden-state spread on identical tokens, `urpe theory probe`; zero means "
+         "every position gets the same output): spread 0, bound by the theorem: " +
+         (b.empty() ? std::string("(none)") : b) + "; spread > 0, can tell positions apart: " +
+         (f.empty() ? std::string("(none)") : f) + ".";
 }
 
 std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::string& out_dir,
@@ -36,68 +60,90 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
   make_directories(out_dir);
   std::vector<ResultRow> rows;
   std::vector<RunCurve> curves;
-  const int64_t total = static_cast<int64_t>(grid.tasks.size() * grid.vocabs.size() * grid.pes.size()) * grid.seeds;
+  const std::vector<int64_t> lengths = grid_lengths(grid);
+  const int64_t total =
+      static_cast<int64_t>(grid.tasks.size() * grid.vocabs.size() * lengths.size() * grid.pes.size()) * grid.seeds;
+  std::map<std::string, double> spreads;  // pe → largest probe spread over its runs
   GridProgress progress(total);
   for (const std::string& task : grid.tasks)
     for (int64_t vocab : grid.vocabs)
-      for (const std::string& pe : grid.pes)
-        for (int64_t seed = grid.first_seed; seed < grid.first_seed + grid.seeds; ++seed) {
-          std::vector<std::string> sets = {"pe=" + pe, "vocab=" + std::to_string(vocab),
-                                           "seed=" + std::to_string(seed), "device=" + grid.device};
-          sets.insert(sets.end(), grid.overrides.begin(), grid.overrides.end());
-          const Config config = resolve_config(task + "-" + grid.scale, "", sets);
-          const std::string name = run_name(task, vocab, pe, seed);
-          const std::string dir = join_path(join_path(out_dir, "runs"), name);
-          TrainOptions options;
-          options.overwrite = true;
-          options.experiment = experiment;
-          options.grid = &progress;
-          progress.begin_run(name);
-          const TrainOutcome outcome = train_encoder(config, dir, options);
-          progress.end_run();
-          std::printf("[%lld/%lld] %-22s valid accuracy %6.2f%%  (%lld steps, %.1f s)\n",
-                      static_cast<long long>(progress.run()), static_cast<long long>(total), name.c_str(),
-                      100.0 * outcome.result.metric, static_cast<long long>(outcome.result.steps),
-                      outcome.result.seconds);
-          std::fflush(stdout);
-          rows.push_back(outcome.result);
-          curves.push_back({name, task, vocab, pe, seed - grid.first_seed + 1, dir});
-        }
+      for (int64_t length : lengths)
+        for (const std::string& pe : grid.pes)
+          for (int64_t seed = grid.first_seed; seed < grid.first_seed + grid.seeds; ++seed) {
+            std::vector<std::string> sets = {"pe=" + pe, "vocab=" + std::to_string(vocab),
+                                             "seed=" + std::to_string(seed), "device=" + grid.device};
+            if (length > 0) sets.push_back("seq_len=" + std::to_string(length));
+            sets.insert(sets.end(), grid.overrides.begin(), grid.overrides.end());
+            const Config config = resolve_config(task + "-" + grid.scale, "", sets);
+            const std::string name = run_name(task, vocab, length, pe, seed);
+            const std::string dir = join_path(join_path(out_dir, "runs"), name);
+            TrainOptions options;
+            options.overwrite = true;
+            options.experiment = experiment;
+            options.grid = &progress;
+            progress.begin_run(name);
+            const TrainOutcome outcome = train_encoder(config, dir, options);
+            progress.end_run();
+            std::printf("[%lld/%lld] %-22s valid accuracy %6.2f%%  (%lld steps, %.1f s)\n",
+                        static_cast<long long>(progress.run()), static_cast<long long>(total), name.c_str(),
+                        100.0 * outcome.result.metric, static_cast<long long>(outcome.result.steps),
+                        outcome.result.seconds);
+            std::fflush(stdout);
+            rows.push_back(outcome.result);
+            // With several lengths each (task, n) gets its own plot group and curves file.
+            const std::string group = length > 0 ? task + "-n" + std::to_string(length) : task;
+            curves.push_back({name, group, vocab, pe, seed - grid.first_seed + 1, dir});
+            if (grid.probe_spread) spreads[pe] = std::max(spreads[pe], grid.probe_spread(dir));
+          }
+  std::string probe_line;
+  if (grid.probe_spread) {
+    std::vector<std::pair<std::string, double>> ordered;
+    for (const std::string& pe : grid.pes) ordered.push_back({pe, spreads[pe]});
+    probe_line = theorem2_line(ordered);
+  }
   json::Value list = json::Value::array();
   for (const ResultRow& r : rows) list.push(result_to_json(r));
   write_text_atomic(join_path(out_dir, "results.json"), list.dump(2) + "\n");
-  write_text_atomic(join_path(out_dir, "results.md"), synthetic_results_markdown(rows, grid));
+  write_text_atomic(join_path(out_dir, "results.md"), synthetic_results_markdown(rows, grid, probe_line));
   draw_grid_plots(out_dir, rows, curves);
   return rows;
 }
 
-std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const SyntheticGrid& grid) {
-  // (task, V, pe) → accuracies over seeds; V is recovered from the run order.
+std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const SyntheticGrid& grid,
+                                       const std::string& probe_line) {
+  // (task, V, n, pe) → accuracies over seeds; V and n are recovered from the run order.
+  const std::vector<int64_t> lengths = grid_lengths(grid);
+  const bool show_n = !grid.lengths.empty();
+  auto key = [](const std::string& task, int64_t vocab, int64_t n, const std::string& pe) {
+    return task + "|" + std::to_string(vocab) + "|" + std::to_string(n) + "|" + pe;
+  };
   std::map<std::string, std::vector<double>> cells;
   size_t k = 0;
   for (const std::string& task : grid.tasks)
     for (int64_t vocab : grid.vocabs)
-      for (const std::string& pe : grid.pes)
-        for (int64_t s = 0; s < grid.seeds && k < rows.size(); ++s, ++k)
-          cells[task + "|" + std::to_string(vocab) + "|" + pe].push_back(rows[k].metric);
+      for (int64_t n : lengths)
+        for (const std::string& pe : grid.pes)
+          for (int64_t s = 0; s < grid.seeds && k < rows.size(); ++s, ++k)
+            cells[key(task, vocab, n, pe)].push_back(rows[k].metric);
   std::ostringstream md;
   md << "# Synthetic tasks: validation token accuracy (%)\n\n"
      << "Scale `" << grid.scale << "`, " << seed_stats_legend(grid.seeds) << ".\n"
      << "PI = position identification, ETP = even token prediction (docs/synthetic_encoder.md#tasks); chance on PI is 1/n.\n\n"
-     << "| task | V |";
+     << "| task | V |" << (show_n ? " n |" : "");
   for (const std::string& pe : grid.pes) md << " " << pe << " |";
-  md << "\n|---|---|";
+  md << "\n|---|---|" << (show_n ? "---|" : "");
   for (size_t i = 0; i < grid.pes.size(); ++i) md << "---|";
   md << "\n";
   for (const std::string& task : grid.tasks)
-    for (int64_t vocab : grid.vocabs) {
-      md << "| " << task << " | " << vocab << " |";
-      for (const std::string& pe : grid.pes) {
-        md << " " << format_seed_stats(seed_stats(cells[task + "|" + std::to_string(vocab) + "|" + pe]), 2, false, 100.0)
-           << " |";
+    for (int64_t vocab : grid.vocabs)
+      for (int64_t n : lengths) {
+        md << "| " << task << " | " << vocab << " |";
+        if (show_n) md << " " << n << " |";
+        for (const std::string& pe : grid.pes)
+          md << " " << format_seed_stats(seed_stats(cells[key(task, vocab, n, pe)]), 2, false, 100.0) << " |";
+        md << "\n";
       }
-      md << "\n";
-    }
+  if (!probe_line.empty()) md << "\n" << probe_line << "\n";
   if (!rows.empty()) {
     double seconds = 0;
     for (const ResultRow& r : rows) seconds += r.seconds;

@@ -2,6 +2,7 @@
 // of vocabulary sizes and seeds; writes results.json, results.md (the table) and the plots.
 // Shared by `urpe repro synthetic` and `urpe demo` (a one-task slice of the same grid).
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,21 +14,36 @@ struct SyntheticGrid {
   std::string scale;                // tiny | small | paper: picks the presets
   std::vector<std::string> tasks;   // pi, etp
   std::vector<int64_t> vocabs;      // V values
-  std::vector<std::string> pes;     // none, rpe, urpe (ape too, if asked)
+  std::vector<std::string> pes;     // none, rpe, urpe by default; any `pe` value (--pes)
+  std::vector<int64_t> lengths;     // seq_len values (--lengths); empty: the preset's own
   int64_t seeds = 1;
   int64_t first_seed = 1;            // seeds run first_seed … first_seed + seeds − 1
   std::string device = "cpu";
   std::vector<std::string> overrides;  // extra key=value applied to every run
+  // Theorem 2's probe of a finished run directory: the largest identical-token hidden-state spread
+  // over its layers (`urpe theory probe`). The CLI supplies it (train/analysis sits beside
+  // train/repro); when set, results.md gets a line sorting the encodings by it.
+  std::function<double(const std::string& run_dir)> probe_spread;
 };
+
+// A spread at most this is "zero up to float rounding" (the threshold of `urpe theory probe`).
+constexpr double kSpreadZero = 1e-5;
+
+// The line under the table: encodings sorted by their largest spread over the runs, split into
+// those the theorem binds (spread ≤ kSpreadZero) and those that tell identical tokens apart.
+// spreads: pe → largest spread over its runs, in the grid's pe order.
+std::string theorem2_line(const std::vector<std::pair<std::string, double>>& spreads);
 
 SyntheticGrid synthetic_grid_for_scale(const std::string& scale);
 
-// Trains every (task, V, pe, seed) into out_dir/runs/<task>-V<V>-<pe>-s<seed>, printing one line
-// per run, then writes out_dir/results.json, results.md and plots/. Returns the rows.
+// Trains every (task, V, n, pe, seed) into out_dir/runs/<task>-V<V>[-n<n>]-<pe>-s<seed> (-n<n> when
+// lengths are given), printing one line per run, then writes out_dir/results.json, results.md and plots/. Returns the rows.
 std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::string& out_dir,
                                           const std::string& experiment);
 
-// The Figure-1-style table: one row per (task, V), one column per pe, mean ± spread over seeds.
-std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const SyntheticGrid& grid);
+// The Figure-1-style table: one row per (task, V[, n]), one column per pe, mean ± spread over
+// seeds; then `probe_line` (theorem2_line, or empty) under it.
+std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const SyntheticGrid& grid,
+                                       const std::string& probe_line = "");
 
 }  // namespace urpe
