@@ -555,6 +555,8 @@ TEST_CASE("commands: stray words, options, and the output directory of another r
       {"demo: --seed abc", {"demo", "--out", fresh, "--seed", "abc"}, "--seed", {fresh}},
       {"eval: --split train", {"eval", "--run", f.victim, "--split", "train"}, "--split", {f.victim}},
       {"eval: --device gpu", {"eval", "--run", f.victim, "--device", "gpu"}, "expected cpu, cuda or cuda:N", {f.victim}},
+      {"eval: --checkpoint worst", {"eval", "--run", f.victim, "--checkpoint", "worst"},
+       "--checkpoint must be last or best", {f.victim}},
       {"eval: no --run", {"eval"}, "--run", {}},
       {"eval: a missing run", {"eval", "--run", fresh}, "does not exist", {fresh}},
       {"plot: a directory without metrics.csv", {"plot", "--run", f.empty_dir}, "metrics.csv", {f.empty_dir}},

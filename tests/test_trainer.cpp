@@ -2,6 +2,7 @@
 // the logged metric, and the synthetic task generators.
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -22,10 +23,10 @@ std::string temp_dir(const std::string& name) {
   return dir;
 }
 
-Config tiny_config() {
+Config tiny_config(const std::string& eval_every = "4", const std::string& lr = "0.01") {
   return resolve_config("", "", {"seq_len=8", "vocab=6", "layers=1", "d_model=16", "heads=2", "d_ff=32",
-                                 "batch=4", "steps=12", "warmup=3", "eval_every=4", "valid_size=16",
-                                 "dropout=0.1", "task=etp", "lr=0.01"});
+                                 "batch=4", "steps=12", "warmup=3", "eval_every=" + eval_every, "valid_size=16",
+                                 "dropout=0.1", "task=etp", "lr=" + lr});
 }
 
 }  // namespace
@@ -107,6 +108,58 @@ TEST_CASE("resume continues bit-identically (dropout on)") {
     REQUIRE(x.numel() == y.numel());
     CHECK(std::memcmp(x.impl().storage->data, y.impl().storage->data, x.numel() * 4) == 0);
   }
+}
+
+// model.best.safetensors: the parameters at the evaluation with the highest valid accuracy (the
+// first of equals), its metric stored; a resumed run keeps the same best as an uninterrupted one.
+TEST_CASE("the best checkpoint: highest valid accuracy, kept across a resume") {
+  // Six evaluations; whatever the curve, the best is the first evaluation reaching the maximum
+  // (on a plateau: the first of equals, not the last).
+  const Config config = tiny_config("2", "0.05");
+  const std::string full = temp_dir("best_full"), split = temp_dir("best_split");
+  TrainOptions options;
+  options.quiet = true;
+  train_encoder(config, full, options);
+  int64_t best_step = 0;
+  double best = -1;
+  for (const MetricsRow& r : read_metrics(join_path(full, "metrics.csv")))
+    if (r.split == "valid" && r.metric > best) {
+      best = r.metric;
+      best_step = r.step;
+    }
+  REQUIRE(best_step > 0);
+  const std::string best_path = join_path(full, kBestCheckpointName);
+  REQUIRE(path_exists(best_path));
+  CHECK(run_checkpoint_path(full, "best") == best_path);
+  CHECK(read_checkpoint_info(best_path).progress.step == best_step);
+  CHECK(best_checkpoint_metric(best_path) == doctest::Approx(best).epsilon(1e-9));
+  // Its parameters score that accuracy again; it carries no optimizer state.
+  TransformerEncoder model(encoder_config_from(config), 99);
+  load_checkpoint(best_path, model.parameters(), nullptr);
+  CHECK(evaluate_encoder(model, task_from_config(config), 16, 64).accuracy == doctest::Approx(best).epsilon(1e-12));
+  for (const auto& [name, t] : load_safetensors(best_path).tensors) CHECK(name.rfind("model.", 0) == 0);
+
+  options.stop_after_step = 7;
+  train_encoder(config, split, options);
+  TrainOptions resume;
+  resume.quiet = true;
+  resume.resume = true;
+  train_encoder(Config(schema_for_model("encoder")), split, resume);
+  const std::string split_best = join_path(split, kBestCheckpointName);
+  CHECK(read_checkpoint_info(split_best).progress.step == best_step);
+  CHECK(best_checkpoint_metric(split_best) == best_checkpoint_metric(best_path));
+  const TensorFile fa = load_safetensors(best_path), fb = load_safetensors(split_best);
+  REQUIRE(fa.tensors.size() == fb.tensors.size());
+  for (const auto& [name, x] : fa.tensors) {
+    INFO(name);
+    const Tensor& y = fb.at(name);
+    REQUIRE(x.numel() == y.numel());
+    CHECK(std::memcmp(x.impl().storage->data, y.impl().storage->data, x.numel() * 4) == 0);
+  }
+
+  CHECK_THROWS_WITH_AS(run_checkpoint_path(full, "worst"), doctest::Contains("checkpoint must be best or last"), Error);
+  std::remove(best_path.c_str());
+  CHECK_THROWS_WITH_AS(run_checkpoint_path(full, "best"), doctest::Contains("has no model.best.safetensors"), Error);
 }
 
 TEST_CASE("bad configs give one clear error") {

@@ -4,8 +4,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <utility>
 
+#include "train/io/run_dir.h"
 #include "train/optimizer.h"
 #include "train/progress.h"
 #include "train/run_control.h"
@@ -44,6 +46,42 @@ class StepMeter {
  private:
   std::chrono::steady_clock::time_point window_start_, step_start_;
   double window_units_ = 0;
+};
+
+// model.best.safetensors: the parameters of the evaluation with the best validation metric so far
+// (strictly better replaces it, as the official Transformer-XL's `val_loss < best_val_loss`). It
+// is written before the last checkpoint of the same step, so a crash between the two leaves a
+// best no older than the last; a resumed run re-reads the best metric from the file.
+class BestCheckpoint {
+ public:
+  BestCheckpoint(std::string path, bool higher_is_better, bool resume)
+      : path_(std::move(path)), higher_is_better_(higher_is_better) {
+    if (resume && path_exists(path_)) {
+      best_ = best_checkpoint_metric(path_);
+      have_ = true;
+    }
+  }
+  void offer(double metric, const ParameterSet& params, const TrainingProgress& progress,
+             const std::string& config_text) {
+    if (!std::isfinite(metric)) return;
+    if (have_ && !(higher_is_better_ ? metric > best_ : metric < best_)) return;
+    TrainerState state;
+    state.meta[kBestMetricKey] = exact_number(metric);
+    save_checkpoint(path_, params, nullptr, progress, config_text, state);
+    best_ = metric;
+    have_ = true;
+  }
+
+ private:
+  static std::string exact_number(double value) {
+    char text[40];
+    std::snprintf(text, sizeof text, "%.17g", value);
+    return text;
+  }
+  const std::string path_;
+  const bool higher_is_better_;
+  double best_ = 0;
+  bool have_ = false;
 };
 
 }  // namespace
@@ -86,6 +124,7 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
   auto save_checkpoint_now = [&] {
     save_checkpoint(run.checkpoint_path, task.parameters(), &optimizer, progress, config_text, task.state());
   };
+  BestCheckpoint best(join_path(run.out_dir, kBestCheckpointName), task.metric_higher_is_better(), options.resume);
 
   // While it exists, Ctrl-C only sets a flag, polled after every step.
   const StopOnInterrupt interrupt;
@@ -124,6 +163,7 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
       const ValidationReport valid = task.validate(step, step == run.steps);
       metrics.write(step, "valid", valid.loss, valid.metric, lr, units_per_s, progress.seconds);
       line.validation(valid.message, valid.short_metric);
+      best.offer(valid.metric, task.parameters(), progress, config_text);  // before the last: see BestCheckpoint
       save_checkpoint_now();
       meter.restart_window();
     }

@@ -36,10 +36,12 @@ std::vector<CommandSpec> command_table() {
                     {"quiet", "", "", "no progress output"}},
                    run_train, "", run_config_help(), 0});
 
-  table.push_back({"eval", "eval --run DIR [--split valid|test] [--device cpu|cuda]",
+  table.push_back({"eval", "eval --run DIR [--split valid|test] [--checkpoint last|best] [--device cpu|cuda]",
                    "evaluate a trained run's checkpoint on a split",
                    {{"run", "DIR", "", "run directory written by 'urpe train'"},
                     {"split", "NAME", "valid", "valid or test"},
+                    {"checkpoint", "WHICH", "last",
+                     "last (model.safetensors) or best (model.best.safetensors: the best validation metric)"},
                     {"device", "NAME", "the run's",
                      "cpu, cuda or cuda:N: where to evaluate (a run trained on a GPU can be scored on a CPU)"}},
                    run_eval, "", "", 0});

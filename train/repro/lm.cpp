@@ -170,19 +170,21 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir)
         r.params = outcome.result.params;
         r.steps = outcome.result.steps;
         r.seconds = outcome.result.seconds;
-        r.valid_ppl = outcome.result.metric;
-        const LmRunEval test = evaluate_lm_run(r.dir, "test", nullptr, &corpus);
+        // The official protocol: valid and test of the checkpoint with the best validation.
+        r.valid_ppl = evaluate_lm_run(r.dir, "valid", nullptr, &corpus, "", "best").result.perplexity;
+        const LmRunEval test = evaluate_lm_run(r.dir, "test", nullptr, &corpus, "", "best");
         r.test_ppl = test.result.perplexity;
+        r.best_step = test.step;
         r.eval_mem_len = test.settings.mem_len;
         LmEvalSettings no_memory = test.settings;
         no_memory.mem_len = 0;
         no_memory.same_length = false;  // needs a memory
-        r.valid_ppl_no_memory = evaluate_lm_run(r.dir, "valid", &no_memory, &corpus).result.perplexity;
+        r.valid_ppl_no_memory = evaluate_lm_run(r.dir, "valid", &no_memory, &corpus, "", "best").result.perplexity;
         progress.end_run();
-        std::printf("[%lld/%lld] %-14s valid ppl %8.2f (without memory %8.2f, %+.1f%%), test ppl %8.2f  "
-                    "(%lld steps, %.0f s)\n",
+        std::printf("[%lld/%lld] %-14s best (step %lld) valid ppl %8.2f (without memory %8.2f, %+.1f%%), "
+                    "test ppl %8.2f  (%lld steps, %.0f s)\n",
                     static_cast<long long>(progress.run()), static_cast<long long>(total),
-                    run_name(layers, pe, seed).c_str(), r.valid_ppl, r.valid_ppl_no_memory, 100.0 * (r.valid_ppl_no_memory / r.valid_ppl - 1.0),
+                    run_name(layers, pe, seed).c_str(), static_cast<long long>(r.best_step), r.valid_ppl, r.valid_ppl_no_memory, 100.0 * (r.valid_ppl_no_memory / r.valid_ppl - 1.0),
                     r.test_ppl, static_cast<long long>(r.steps), r.seconds);
         std::fflush(stdout);
         summary.runs.push_back(r);
@@ -226,6 +228,9 @@ std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan
      << base.get_int("d_head") << ", d_inner " << base.get_int("d_inner") << "; training tgt_len "
      << base.get_int("tgt_len") << ", mem_len " << base.get_int("mem_len") << ", batch " << base.get_int("batch")
      << ", " << base.get_int("steps") << " steps.\n"
+     << "Every perplexity is of the run's best-validation checkpoint (model.best.safetensors: the lowest "
+     << "validation perplexity at an evaluation step, on the first max_eval_tokens tokens except at the last "
+     << "step), as the official Transformer-XL reports test.\n"
      << "Perplexity over the whole split (docs/transformer_xl.md#evaluation-protocol): eval_tgt_len " << eval.tgt_len << ", memory " << eval.mem_len
      << ", clamp_len " << eval.clamp_len << ", same_length " << (eval.same_length ? "true" : "false") << ", "
      << eval.batch << " columns.\n\n"

@@ -29,11 +29,13 @@ struct LmReproPlan {
 // paper: txl-base (WikiText-103, docs/transformer_xl.md#presets) at L = 4, 8 and 16 — a GPU job.
 LmReproPlan lm_plan_for_scale(const std::string& scale);
 
-// What one run achieved (all perplexities over the whole split, docs/transformer_xl.md#evaluation-protocol).
+// What one run achieved (all perplexities over the whole split, docs/transformer_xl.md#evaluation-protocol,
+// of the run's best-validation checkpoint, as the official Transformer-XL reports).
 struct LmRunRecord {
   int64_t layers = 0;
   std::string pe, dir;
   int64_t seed = 0, params = 0, steps = 0;
+  int64_t best_step = 0;  // the step of model.best.safetensors
   double seconds = 0;
   double valid_ppl = 0, test_ppl = 0;
   double valid_ppl_no_memory = 0;  // the same checkpoint evaluated with eval_mem_len = 0
