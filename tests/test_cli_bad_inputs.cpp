@@ -542,6 +542,12 @@ TEST_CASE("commands: stray words, options, and the output directory of another r
       {"repro into a run", {"repro", "synthetic", "--out", f.victim}, "pass --overwrite", {f.victim}},
       {"--out names a file", train_into(f.victim + "/notes.txt", {}), "is a file", {f.victim}},
       {"--resume and --overwrite together", {"train", "--resume", f.victim, "--overwrite"}, "--overwrite", {f.victim}},
+      {"--resume and --init-from together", {"train", "--resume", f.victim, "--init-from", f.victim}, "drop --init-from",
+       {f.victim}},
+      {"--init-from the --out directory itself", train_into(f.victim, {"--overwrite", "--init-from", f.victim}),
+       "name the same directory", {f.victim}},
+      {"--init-from a directory without a run", train_into(fresh, {"--init-from", f.empty_dir}),
+       "no model.safetensors", {fresh}},
       {"a replaced run left by a killed --overwrite", train_into(replaced, {"--overwrite"}), ".urpe-replaced",
        {replaced}},
       // With --overwrite, a command that fails leaves the old run as it was.

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "train/init_from.h"
 #include "train/io/run_dir.h"
 #include "train/optimizer.h"
 #include "train/progress.h"
@@ -84,6 +85,12 @@ class BestCheckpoint {
   bool have_ = false;
 };
 
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 }  // namespace
 
 TrainingRun begin_training_run(const Config& config_in, const std::string& out_dir, const TrainOptions& options) {
@@ -114,12 +121,25 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
     progress = info.progress;
     task.start(progress, &info);
   } else {
+    if (!options.init_from.empty()) {
+      const InitFromReport init = init_parameters_from_run(options.init_from, run.config, task.parameters());
+      if (!options.quiet)
+        std::printf("initialised %zu parameter tensors from %s (step %lld)%s%s\n", init.copied.size(),
+                    init.checkpoint.c_str(), static_cast<long long>(init.source_step),
+                    init.kept.empty() ? "" : "; at their initial value: ", join_names(init.kept).c_str());
+    }
     write_text_atomic(join_path(run.out_dir, "config.txt"), run.config.to_text());
     task.start(progress, nullptr);
   }
   MetricsLog metrics(join_path(run.out_dir, "metrics.csv"), options.resume, progress.step);
   ProgressLine line(options.label.empty() ? task.progress_label() : options.label, run.steps, progress.step,
                     options.quiet, options.grid);
+  if (!options.resume && !options.init_from.empty()) {
+    // Where a fine-tuned run starts: URPE initialised from RPE (C = 1) scores what its source did.
+    const ValidationReport start = task.validate(0, false);
+    metrics.write(0, "valid", start.loss, start.metric, 0.0, 0.0, 0.0);
+    line.validation(start.message, start.short_metric);
+  }
   const std::string config_text = run.config.to_text();
   auto save_checkpoint_now = [&] {
     save_checkpoint(run.checkpoint_path, task.parameters(), &optimizer, progress, config_text, task.state());

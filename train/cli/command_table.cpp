@@ -31,6 +31,10 @@ std::vector<CommandSpec> command_table() {
                     {"out", "DIR", "", "run directory (config, metrics, checkpoint, plots)"},
                     {"overwrite", "", "", kOverwriteHelp},
                     {"resume", "DIR", "", "continue a run from its checkpoint"},
+                    {"init-from", "RUN", "",
+                     "start the parameters from run directory RUN's last checkpoint, matched by name; only urpe_c "
+                     "may be missing there and stays ones (fine-tune an RPE run into URPE, paper 4.2); logs a "
+                     "step-0 validation"},
                     {"profile-steps", "A:B", "", "wrap training steps A..B in cudaProfilerStart/Stop (for nsys/ncu --profile-from-start off)"},
                     {"tf32", "", "", "allow TF32 tensor-core GEMMs on CUDA (off by default: full fp32)"},
                     {"quiet", "", "", "no progress output"}},
