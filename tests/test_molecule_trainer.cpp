@@ -278,7 +278,9 @@ TEST_CASE("repro molecules: both models on the same split, the table, the rows a
   CHECK(rows[2].params - rows[0].params == 20);
   const std::string md = read_text_file(join_path(out, "results.md"));
   for (const char* text : {"| predict the training mean | 0 |", "| Graphormer |", "| Graphormer + URPE |",
-                           "(+20, ", "URPE − Graphormer test MAE"}) {
+                           "(+20, ", "URPE − Graphormer test MAE", "## The paper beside ours",
+                           "| test MAE (paper Table 2: ZINC subset) | 0.122 → 0.086 (± 0.006 → ± 0.007 over seeds) | -29.5% |",
+                           "| parameters | 489321 → 491737 | +0.5% |"}) {
     INFO(text);
     CHECK(md.find(text) != std::string::npos);
   }

@@ -15,6 +15,7 @@
 #include "train/run_config.h"
 #include "train/run_plots.h"
 #include "train/io/safetensors.h"
+#include "train/repro/paper_values.h"
 #include "train/repro/seed_stats.h"
 
 namespace urpe {
@@ -289,6 +290,45 @@ std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan
      << "; the whole repro (corpus, training, evaluations) took " << static_cast<int64_t>(summary.wall_seconds)
      << " s. Plots: plots/curves_L*.png (validation perplexity against step), plots/perplexity.png, "
         "plots/urpe_c_L*.png (the learned C).\n";
+
+  // The paper's WikiText-103 numbers are those of Transformer-XL base (16 layers); its depth table
+  // (L = 4, 8) we could not find, so those rows say so rather than borrow the base values.
+  std::vector<PaperComparison> rows;
+  for (int64_t layers : depths_of(summary)) {
+    std::vector<double> base_valid, urpe_valid, base_test, urpe_test;
+    for (const LmRunRecord* r : runs_of(summary, layers, "rpe")) {
+      base_valid.push_back(r->valid_ppl);
+      base_test.push_back(r->test_ppl);
+    }
+    for (const LmRunRecord* r : runs_of(summary, layers, "urpe")) {
+      urpe_valid.push_back(r->valid_ppl);
+      urpe_test.push_back(r->test_ppl);
+    }
+    const bool paper_has = !(plan.scale == "paper" && layers != 16);
+    for (int split = 0; split < 2; ++split) {
+      PaperComparison c;
+      c.quantity = std::string(split == 0 ? "valid" : "test") + " perplexity, ours L = " + std::to_string(layers) +
+                   (paper_has ? " (paper: Transformer-XL base, L = 16, WikiText-103)" : "");
+      if (paper_has) {
+        c.paper_base = split == 0 ? PaperValues::txl_base_valid_ppl : PaperValues::txl_base_test_ppl;
+        c.paper_urpe = split == 0 ? PaperValues::txl_urpe_valid_ppl : PaperValues::txl_urpe_test_ppl;
+      } else {
+        c.paper_note = "not found: the paper's L = " + std::to_string(layers) + " values were not available to us";
+      }
+      const std::vector<double>& b = split == 0 ? base_valid : base_test;
+      const std::vector<double>& u = split == 0 ? urpe_valid : urpe_test;
+      if (!b.empty()) c.ours_base = seed_stats(b).mean;
+      if (!u.empty()) c.ours_urpe = seed_stats(u).mean;
+      c.paper_decimals = 1;
+      rows.push_back(c);
+    }
+  }
+  md << paper_comparison_markdown(
+      rows, "Transformer-XL",
+      "scale `" + plan.scale + "` (preset `" + plan.preset + "`, " + std::to_string(base.get_int("steps")) +
+          " steps) on corpus `" + summary.corpus + "` (" + summary.token_mode + " tokens, vocabulary " +
+          std::to_string(summary.vocab) + "), mean over " + std::to_string(plan.seeds) +
+          " seed(s), the best-validation checkpoint; the paper: WikiText-103 at the full base schedule.");
   return md.str();
 }
 
