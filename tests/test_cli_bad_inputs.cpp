@@ -557,6 +557,8 @@ TEST_CASE("commands: stray words, options, and the output directory of another r
        "tiny, small or paper", {f.victim}},
       {"repro: an unknown experiment", {"repro", "everything", "--out", fresh}, "unknown experiment", {fresh}},
       {"repro: --seeds 0", {"repro", "synthetic", "--out", fresh, "--seeds", "0"}, "--seeds", {fresh}},
+      {"repro: --finetune outside lm", {"repro", "molecules", "--out", fresh, "--finetune"},
+       "--finetune applies to 'repro lm' only", {fresh}},
       {"repro: --seeds abc", {"repro", "synthetic", "--out", fresh, "--seeds", "abc"}, "--seeds", {fresh}},
       {"demo: --seed abc", {"demo", "--out", fresh, "--seed", "abc"}, "--seed", {fresh}},
       {"eval: --split train", {"eval", "--run", f.victim, "--split", "train"}, "--split", {f.victim}},

@@ -57,7 +57,10 @@ std::vector<CommandSpec> command_table() {
                     {"seeds", "K", "1", "number of seeds per configuration", {1, 100}},
                     {"out", "DIR", "", "output directory"},
                     {"overwrite", "", "", kOverwriteHelp},
-                    {"device", "NAME", "cpu", "cpu, cuda or cuda:N"}},
+                    {"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
+                    {"finetune", "", "",
+                     "lm only: then continue every RPE run for half its steps as RPE and as URPE with C = 1 "
+                     "(urpe train --init-from; paper 4.2) and compare"}},
                    run_repro, "",
                    "Experiments: synthetic (built: noPE/RPE/URPE on PI and ETP, Figure 1 and 2);\n"
                    "lm (built: Transformer-XL vs Transformer-XL + URPE, Table 4; tiny/small train on the\n"

@@ -191,6 +191,47 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir)
         summary.runs.push_back(r);
       }
 
+  if (plan.finetune_steps > 0) {
+    // Paper §4.2: the same trained RPE weights, continued as RPE and as URPE (C = 1), equal steps.
+    std::vector<std::string> sets;
+    for (const std::string& s : base_sets)
+      if (s.rfind("steps=", 0) != 0 && s.rfind("warmup=", 0) != 0) sets.push_back(s);
+    sets.insert(sets.end(), {"steps=" + std::to_string(plan.finetune_steps), "warmup=0"});
+    for (const LmRunRecord& source : std::vector<LmRunRecord>(summary.runs)) {
+      if (source.pe != "rpe") continue;
+      LmFinetuneRecord f;
+      f.layers = source.layers;
+      f.seed = source.seed;
+      f.steps = plan.finetune_steps;
+      f.source_dir = source.dir;
+      f.source_valid_ppl = source.valid_ppl;
+      f.source_test_ppl = source.test_ppl;
+      for (const std::string pe : {"rpe", "urpe"}) {
+        std::vector<std::string> run_sets = sets;
+        run_sets.insert(run_sets.end(), {"pe=" + pe, "seed=" + std::to_string(source.seed)});
+        if (!plan.layers.empty()) run_sets.push_back("layers=" + std::to_string(source.layers));
+        const std::string name = run_name(source.layers, pe, source.seed) + (pe == "urpe" ? "-finetuned" : "-continued");
+        const std::string dir = join_path(join_path(out_dir, "runs"), name);
+        TrainOptions options;
+        options.overwrite = true;
+        options.experiment = "lm-finetune";
+        options.init_from = source.dir;
+        options.quiet = true;
+        train_lm(resolve_config(plan.preset, "", run_sets), dir, options, &corpus);
+        const double valid = evaluate_lm_run(dir, "valid", nullptr, &corpus, "", "best").result.perplexity;
+        const double test = evaluate_lm_run(dir, "test", nullptr, &corpus, "", "best").result.perplexity;
+        (pe == "urpe" ? f.urpe_dir : f.rpe_dir) = dir;
+        (pe == "urpe" ? f.urpe_valid_ppl : f.rpe_valid_ppl) = valid;
+        (pe == "urpe" ? f.urpe_test_ppl : f.rpe_test_ppl) = test;
+      }
+      std::printf("finetune %s: RPE continued valid %.2f test %.2f; URPE fine-tuned valid %.2f test %.2f (%lld steps)\n",
+                  source.dir.c_str(), f.rpe_valid_ppl, f.rpe_test_ppl, f.urpe_valid_ppl, f.urpe_test_ppl,
+                  static_cast<long long>(f.steps));
+      std::fflush(stdout);
+      summary.finetune.push_back(f);
+    }
+  }
+
   summary.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   json::Value list = json::Value::array();
   const std::string device = parse_device(plan.device).name();
@@ -321,6 +362,23 @@ std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan
       if (!u.empty()) c.ours_urpe = seed_stats(u).mean;
       c.paper_decimals = 1;
       rows.push_back(c);
+    }
+  }
+  if (!summary.finetune.empty()) {
+    md << "\n## Fine-tuning RPE into URPE (paper §4.2)\n\n"
+       << "Each trained RPE run continued for " << summary.finetune[0].steps
+       << " more steps from its last checkpoint (`urpe train --init-from`, fresh Adam, warm-up 0), once as "
+          "RPE and once as URPE with C = 1 (the same function at the start); perplexities of each "
+          "continuation's best-validation checkpoint.\n\n"
+       << "| L | seed | RPE run valid / test | RPE continued valid / test | URPE fine-tuned valid / test | "
+          "URPE − RPE continued (test) |\n|---|---|---|---|---|---|\n";
+    for (const LmFinetuneRecord& f : summary.finetune) {
+      char line[256];
+      std::snprintf(line, sizeof line, "| %lld | %lld | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %+.2f |\n",
+                    static_cast<long long>(f.layers), static_cast<long long>(f.seed), f.source_valid_ppl,
+                    f.source_test_ppl, f.rpe_valid_ppl, f.rpe_test_ppl, f.urpe_valid_ppl, f.urpe_test_ppl,
+                    f.urpe_test_ppl - f.rpe_test_ppl);
+      md << line;
     }
   }
   md << paper_comparison_markdown(

@@ -23,6 +23,18 @@ struct LmReproPlan {
   std::string device = "cpu";
   std::vector<std::string> overrides;       // extra key=value applied to every run (not pe or seed,
                                             // nor layers when `layers` is set: the plan sets those)
+  // > 0 (--finetune): after the grid, each RPE run is continued for this many steps twice, from
+  // its last checkpoint (urpe train --init-from): as RPE, and as URPE with C = 1 (paper §4.2).
+  int64_t finetune_steps = 0;
+};
+
+// One RPE run continued both ways (both: best-validation checkpoint, whole splits).
+struct LmFinetuneRecord {
+  int64_t layers = 0, seed = 0, steps = 0;
+  std::string source_dir, rpe_dir, urpe_dir;
+  double source_valid_ppl = 0, source_test_ppl = 0;  // the RPE run they start from
+  double rpe_valid_ppl = 0, rpe_test_ppl = 0;        // RPE continued
+  double urpe_valid_ppl = 0, urpe_test_ppl = 0;      // URPE fine-tuned from it
 };
 
 // tiny: txl-tiny on the embedded corpus (≈ 3 minutes per run on 2 CPU cores); small: txl-small;
@@ -47,6 +59,7 @@ struct LmReproSummary {
   int64_t vocab = 0;
   double unigram_valid_ppl = 0, unigram_test_ppl = 0;
   std::vector<LmRunRecord> runs;
+  std::vector<LmFinetuneRecord> finetune;  // with plan.finetune_steps > 0
   double wall_seconds = 0;  // the whole repro: corpus, training, every evaluation
 };
 
