@@ -122,6 +122,8 @@ Graphormer::Graphormer(const GraphormerConfig& c, uint64_t seed, const Device& d
 namespace {
 
 constexpr const char* kModel = "graphormer";
+// GV1 builds the atom, edge, spatial and degree tables with nn.Embedding(padding_idx=0).
+constexpr int64_t kPaddingRow = 0;
 
 // Shapes and dtypes of the collated batch (the layout of data/molecule_dataset.h).
 void check_batch(const data::GraphBatch& b) {
@@ -170,9 +172,10 @@ Tensor Graphormer::node_features(const data::GraphBatch& batch) const {
   check_ids("batch.in_degree", batch.in_degree, config_.num_degree, "num_degree");
   const int64_t B = batch.x.size(0);
   const Tensor x = batch.x.to(device_), degree = batch.in_degree.to(device_);  // (B, n)
-  Tensor h = embedding(atom_, x);                                              // (B, n, d)
-  h = add(h, embedding(in_degree_, degree));
-  h = add(h, embedding(out_degree_, degree));  // out-degree = in-degree (undirected graphs)
+  // Row 0 of these tables is GV1's padding_idx = 0: read (padded atoms) but never given a gradient.
+  Tensor h = embedding(atom_, x, kPaddingRow);                                 // (B, n, d)
+  h = add(h, embedding(in_degree_, degree, kPaddingRow));
+  h = add(h, embedding(out_degree_, degree, kPaddingRow));  // out-degree = in-degree (undirected graphs)
   const Tensor token = embedding(graph_token_, Tensor::zeros({B, 1}, DType::i32, device_));  // (B, 1, d)
   return concat({token, h}, 1);  // (B, n+1, d)
 }
@@ -200,7 +203,9 @@ Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch) const {
     std::fill(divisor.begin() + m * H, divisor.begin() + (m + 1) * H, static_cast<float>(sp));
   }
 
-  const Tensor e = embedding(edge_, Tensor::from_vector(hop_ids, {D, M}).to(device_));  // (D, M, H)
+  // Missing hops read EdgeEmb[0], GV1's padding row: it adds to the sum but is never trained.
+  const Tensor hops = Tensor::from_vector(hop_ids, {D, M}).to(device_);
+  const Tensor e = embedding(edge_, hops, kPaddingRow);                             // (D, M, H)
   const Tensor w = slice(reshape(edge_dis_, {config_.num_edge_dis, H, H}), 0, 0, D);  // (D, H, H)
   const Tensor per_hop = matmul(e, w);                                             // (D, M, H)
   const Tensor total = reshape(sum(per_hop, 0), {B, n, n, H});                     // (B, n, n, H)
@@ -223,7 +228,9 @@ Tensor Graphormer::attention_bias(const data::GraphBatch& batch) const {
         ids[(g * n1 + i + 1) * n1 + j + 1] =
             std::min<int32_t>(spatial[(g * n + i) * n + j], virtual_row - 1);
   const Tensor joint = concat({spatial_, virtual_distance_}, 0);  // (num_spatial + 1, H)
-  Tensor bias = embedding(joint, Tensor::from_vector(ids, {B, n1, n1}).to(device_));  // (B, n+1, n+1, H)
+  // Spatial row 0 (padding pairs) is GV1's padding_idx; the virtual-distance row is trained.
+  const Tensor joint_ids = Tensor::from_vector(ids, {B, n1, n1}).to(device_);
+  Tensor bias = embedding(joint, joint_ids, kPaddingRow);  // (B, n+1, n+1, H)
 
   // Multi-hop edge term on the node block: pad a zero row and column for the graph token.
   Tensor edges = multi_hop_edge_bias(batch);  // (B, n, n, H)

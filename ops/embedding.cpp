@@ -24,7 +24,7 @@ static void check_indices(const char* op, const char* arg, const Tensor& indices
 // ---- embedding ----
 // out[..., :] = table[ids[...], :];   ∂table[v, :] = Σ_{p: ids[p] = v} g[p, :]
 
-Tensor embedding(const Tensor& table, const Tensor& ids) {
+Tensor embedding(const Tensor& table, const Tensor& ids, int64_t padding_idx) {
   const char* op = "embedding";
   check_dtype(op, "table", table, DType::f32);
   check_dtype(op, "ids", ids, DType::i32);
@@ -33,6 +33,9 @@ Tensor embedding(const Tensor& table, const Tensor& ids) {
   check_same_device(op, table, ids);
   const int64_t V = table.size(0), D = table.size(1);
   check_indices(op, "id", ids, V, table);
+  URPE_CHECK(padding_idx == kNoPadding || (padding_idx >= 0 && padding_idx < V),
+             op << ": padding_idx " << padding_idx << " must be -1 (none) or a row in [0, " << V
+                << ") of table " << table.describe());
 
   // ---- forward ----
   Shape out_shape = ids.shape();
@@ -41,12 +44,12 @@ Tensor embedding(const Tensor& table, const Tensor& ids) {
   URPE_DISPATCH(op, table.device(), kernels::embedding_forward_cpu(table, ids, out),
                 kernels::embedding_forward_cuda(table, ids, out));
 
-  // ---- backward: rows summed in index order by their owner (deterministic) ----
+  // ---- backward: rows summed in index order by their owner (deterministic); the padding row 0 ----
   const Shape table_shape = table.shape();
-  return autograd::record(out, op, {table, ids}, [op, ids, table_shape](const Tensor& g) {
+  return autograd::record(out, op, {table, ids}, [op, ids, table_shape, padding_idx](const Tensor& g) {
     Tensor gtable = Tensor::empty(table_shape, DType::f32, g.device());
-    URPE_DISPATCH(op, g.device(), kernels::embedding_backward_cpu(ids, g, gtable),
-                  kernels::embedding_backward_cuda(ids, g, gtable));
+    URPE_DISPATCH(op, g.device(), kernels::embedding_backward_cpu(ids, g, gtable, padding_idx),
+                  kernels::embedding_backward_cuda(ids, g, gtable, padding_idx));
     return std::vector<Tensor>{gtable, Tensor()};  // ids are indices: no gradient
   });
 }

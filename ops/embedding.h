@@ -3,6 +3,9 @@
 // embedding: out[..., :] = table[ids[...], :]           table: (V, D), ids: i32 (...), out: (..., D)
 //   backward: ∂table[v, :] = Σ_{p: ids[p] = v} g[p, :]  (deterministic: each row summed in index
 //   order by its owner, never with float atomics)
+//   With padding_idx = p ≥ 0 (PyTorch's nn.Embedding(padding_idx=p)): the forward still reads row
+//   p as it is, but ∂table[p, :] = 0, so the optimiser never moves that row by its gradient (the
+//   official Graphormer's "missing" rows). kNoPadding (the default) keeps every row trained.
 // gather_table: out[h, i, j] = table[h, map[i, j]]      table: (H, K), map: i32 (Nq, Nk)
 //   backward: ∂table[h, k] = Σ_{i,j: map[i,j] = k} g[h, i, j]
 // Ids out of range are an error naming the op, the bad id and the table size.
@@ -11,15 +14,20 @@
 
 namespace urpe {
 
-Tensor embedding(const Tensor& table, const Tensor& ids);
+inline constexpr int64_t kNoPadding = -1;
+
+// padding_idx: kNoPadding or a row in [0, V); any other value is an error naming it.
+Tensor embedding(const Tensor& table, const Tensor& ids, int64_t padding_idx = kNoPadding);
 Tensor gather_table(const Tensor& table, const Tensor& map);
 
 namespace kernels {
 void embedding_forward_cpu(const Tensor& table, const Tensor& ids, Tensor& out);
 void embedding_forward_cuda(const Tensor& table, const Tensor& ids, Tensor& out);
-// grad_table is overwritten (not accumulated).
-void embedding_backward_cpu(const Tensor& ids, const Tensor& grad_out, Tensor& grad_table);
-void embedding_backward_cuda(const Tensor& ids, const Tensor& grad_out, Tensor& grad_table);
+// grad_table is overwritten (not accumulated); its row padding_idx (unless kNoPadding) is zeros.
+void embedding_backward_cpu(const Tensor& ids, const Tensor& grad_out, Tensor& grad_table,
+                            int64_t padding_idx = kNoPadding);
+void embedding_backward_cuda(const Tensor& ids, const Tensor& grad_out, Tensor& grad_table,
+                             int64_t padding_idx = kNoPadding);
 void gather_table_forward_cpu(const Tensor& table, const Tensor& map, Tensor& out);
 void gather_table_forward_cuda(const Tensor& table, const Tensor& map, Tensor& out);
 void gather_table_backward_cpu(const Tensor& map, const Tensor& grad_out, Tensor& grad_table);

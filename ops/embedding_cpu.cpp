@@ -25,9 +25,10 @@ void embedding_forward_cpu(const Tensor& table, const Tensor& ids, Tensor& out) 
 // ---- embedding backward ----
 // ∂table[v, :] = Σ_{p: ids[p] = v} g[p, :]       ids: (P) flat; grad_out: (P, D); grad_table: (V, D)
 // A stable counting sort lists each row's positions in increasing order (CSR); then each row v
-// adds its positions' gradients in that order.
+// adds its positions' gradients in that order. The padding row (if any) is written as zeros.
 
-void embedding_backward_cpu(const Tensor& ids, const Tensor& grad_out, Tensor& grad_table) {
+void embedding_backward_cpu(const Tensor& ids, const Tensor& grad_out, Tensor& grad_table,
+                            int64_t padding_idx) {
   const int64_t P = ids.numel(), V = grad_table.size(0), D = grad_table.size(1);
   const int32_t* pid = ids.i32();
   const float* g = grad_out.f32();
@@ -45,7 +46,7 @@ void embedding_backward_cpu(const Tensor& ids, const Tensor& grad_out, Tensor& g
 #pragma omp for
     for (int64_t v = 0; v < V; ++v) {
       std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t q = start[v]; q < start[v + 1]; ++q) {
+      for (int64_t q = v == padding_idx ? start[v + 1] : start[v]; q < start[v + 1]; ++q) {
         const float* gr = g + order[q] * D;
         for (int64_t d = 0; d < D; ++d) acc[d] += gr[d];
       }

@@ -5,7 +5,8 @@
 // embedding backward: ∂table[v, :] = Σ_{p: ids[p]=v} g[p, :]. No float atomics: the positions are
 //   grouped by id with a stable sort (BucketIndex), then one block owns each vocabulary row and
 //   its threads (one per d) add the rows g[p, :] of that id in ascending p. Rows nobody used get
-//   zeros. Bytes: 4·N·D of g read once, 4·V·D written, plus the sort of N ids.
+//   zeros, and so does the padding row (padding_idx, −1 for none). Bytes: 4·N·D of g read once,
+//   4·V·D written, plus the sort of N ids.
 // gather_table forward: out[h, i, j] = table[h, map[i, j]], one thread per output element.
 //   Bytes: 4·H·Nq·Nk written, the map read H times (cached), the table (small, cached).
 // gather_table backward: ∂table[h, k] = Σ_{(i,j): map=k} g[h, i, j]: positions grouped by bucket
@@ -36,9 +37,9 @@ __global__ void embedding_forward_kernel(const float* __restrict__ table, int64_
 __global__ void embedding_backward_rows_kernel(const float* __restrict__ grad_out, int64_t dim,
                                                const int32_t* __restrict__ positions,
                                                const int32_t* __restrict__ offsets, int64_t vocab,
-                                               float* __restrict__ grad_table) {
+                                               int64_t padding_idx, float* __restrict__ grad_table) {
   for (int64_t v = blockIdx.x; v < vocab; v += gridDim.x) {
-    const int32_t begin = offsets[v], end = offsets[v + 1];
+    const int32_t end = offsets[v + 1], begin = v == padding_idx ? end : offsets[v];
     for (int64_t d = threadIdx.x; d < dim; d += blockDim.x) {
       double total = 0;
       for (int32_t t = begin; t < end; ++t)
@@ -88,7 +89,8 @@ void embedding_forward_cuda(const Tensor& table, const Tensor& ids, Tensor& out)
   CUDA_CHECK_LAUNCH("embedding_forward_kernel");
 }
 
-void embedding_backward_cuda(const Tensor& ids, const Tensor& grad_out, Tensor& grad_table) {
+void embedding_backward_cuda(const Tensor& ids, const Tensor& grad_out, Tensor& grad_table,
+                             int64_t padding_idx) {
   cuda::Context& ctx = context_of(grad_table);
   const int64_t vocab = grad_table.size(0), dim = grad_table.size(1);
   if (vocab * dim == 0) return;
@@ -96,7 +98,8 @@ void embedding_backward_cuda(const Tensor& ids, const Tensor& grad_out, Tensor& 
   const int threads = 128;
   embedding_backward_rows_kernel<<<grid_for(ctx, vocab * threads, threads), threads, 0,
                                    ctx.stream()>>>(grad_out.f32(), dim, index.positions(),
-                                                   index.offsets(), vocab, grad_table.f32());
+                                                   index.offsets(), vocab, padding_idx,
+                                                   grad_table.f32());
   CUDA_CHECK_LAUNCH("embedding_backward_rows_kernel");
 }
 

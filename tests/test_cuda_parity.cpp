@@ -503,6 +503,18 @@ TEST_CASE("parity: embedding kernels and op, deterministic backward, bad ids on 
            [ids](const std::vector<Tensor>& v, const Device& d) { return embedding(v[0], ids.to(d)); },
            {table}, {0, 0}, {1e-6, 1e-5});
 
+  // padding_idx: the CUDA kernel zeroes the same row as the CPU one (the first id's row, so used).
+  const int32_t pad = ids.to_vector_i32()[0];
+  Tensor pwant = Tensor::empty({V, D}), pgot = poisoned({V, D});
+  kernels::embedding_backward_cpu(ids, g, pwant, pad);
+  kernels::embedding_backward_cuda(ids.to(gpu()), g.to(gpu()), pgot, pad);
+  check_close(pgot, pwant, {1e-6, 1e-5}, "embedding backward, padding_idx");
+  const std::vector<float> prow = pgot.to(Device::cpu()).to_vector_f32();
+  for (int64_t d = 0; d < D; ++d) CHECK(prow[pad * D + d] == 0.0f);
+  check_op("embedding padding_idx",
+           [ids, pad](const std::vector<Tensor>& v, const Device& d) { return embedding(v[0], ids.to(d), pad); },
+           {table}, {0, 0}, {1e-6, 1e-5});
+
   // The public op range-checks CUDA ids too, before any kernel runs.
   Tensor bad = Tensor::from_vector(std::vector<int32_t>{1, 2, static_cast<int32_t>(V), 3}, {4}, gpu());
   CHECK_THROWS_WITH_AS(embedding(table.to(gpu()), bad), doctest::Contains("50"), Error);

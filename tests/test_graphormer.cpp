@@ -192,9 +192,10 @@ TEST_CASE("graphormer: finite differences of the loss through the whole model") 
       for (size_t k = 0; k < p.size(); ++k) y[k] = p[k] + (k % 2 ? 2.0f : -2.0f);
       batch.y = Tensor::from_vector(y, {static_cast<int64_t>(y.size())});
     }
+    // edge_encoder.weight is checked below: its padding row 0 moves the loss (missing hops read
+    // it) but, as in GV1, gets no gradient, so finite differences cover rows 1 … only.
     std::vector<std::string> names = {"spatial_pos_encoder.weight", "edge_dis_encoder.weight",
-                                      "edge_encoder.weight", "graph_token_virtual_distance.weight",
-                                      "graph_token.weight"};
+                                      "graph_token_virtual_distance.weight", "graph_token.weight"};
     if (urpe) names.push_back("urpe_c");
     std::vector<Tensor> inputs;
     for (const std::string& n : names) inputs.push_back(model.parameters().find(n));
@@ -214,6 +215,32 @@ TEST_CASE("graphormer: finite differences of the loss through the whole model") 
       for (float v : g) largest = std::max(largest, static_cast<double>(std::fabs(v)));
       CHECK(largest > 1e-3);
     }
+
+    // The edge table by hand: central differences per element, the padding row's gradient 0.
+    const Tensor edge = model.parameters().find("edge_encoder.weight");  // (num_edges, H)
+    edge.zero_grad();
+    model.loss(model.forward(batch, false, nullptr), batch).backward();
+    const std::vector<float> analytic = edge.grad().to_vector_f32(), start = edge.to_vector_f32();
+    const int64_t width = edge.size(1);
+    auto loss_with = [&](size_t k, float delta) {
+      std::vector<float> moved = start;
+      moved[k] += delta;
+      edge.copy_from(Tensor::from_vector(moved, edge.shape()));
+      return static_cast<double>(model.loss(model.forward(batch, false, nullptr), batch).item());
+    };
+    double largest_row0 = 0;
+    for (size_t k = 0; k < start.size(); ++k) {
+      const double numeric = (loss_with(k, options.eps) - loss_with(k, -options.eps)) / (2.0 * options.eps);
+      INFO("edge_encoder.weight element " << k << ": analytic " << analytic[k] << ", numeric " << numeric);
+      if (static_cast<int64_t>(k) < width) {
+        CHECK(analytic[k] == 0.0f);
+        largest_row0 = std::max(largest_row0, std::fabs(numeric));
+      } else {
+        CHECK(std::fabs(analytic[k] - numeric) <= options.atol + options.rtol * std::fabs(numeric));
+      }
+    }
+    edge.copy_from(Tensor::from_vector(start, edge.shape()));
+    CHECK(largest_row0 > 1e-3);  // the row is used: only padding_idx keeps it untrained
   }
 }
 
@@ -238,8 +265,9 @@ TEST_CASE("graphormer: padding nodes do not change another graph's prediction") 
 }
 
 TEST_CASE("graphormer (GV1 quirk): a graph's prediction depends on the batch's hop count") {
-  // Missing hops are edge id 0, and GV1 never zeroes the padding row of the edge table
-  // (docs/graphormer.md#initialisation), so every missing hop s < D adds EdgeEmb[0]·W_s to the
+  // Missing hops are edge id 0, and GV1 never zeroes the padding row of the edge table (it is
+  // padding_idx, so untrained, but keeps its random init; docs/graphormer.md#initialisation), so
+  // every missing hop s < D adds EdgeEmb[0]·W_s to the
   // multi-hop sum: acetic
   // acid (longest SPD 2) alone gets D = 2, beside butane D = 3. With row 0 zeroed, it does not.
   const data::MoleculeDataset d = dataset_of({"CC(=O)O", "CCCC"});

@@ -438,8 +438,25 @@ TEST_CASE("repro lm: both models over seeds, results.json rows, the table and th
   LmReproPlan plan = lm_plan_for_scale("tiny");
   plan.seeds = 2;
   plan.overrides = tiny_sets(corpus);
+  plan.finetune_steps = 4;  // --finetune
   const LmReproSummary summary = run_lm_repro(plan, out);
   REQUIRE(summary.runs.size() == 4);
+  // --finetune: each RPE run continued as RPE and as URPE (C = 1); the URPE continuation starts
+  // exactly where its RPE source ended (its step-0 validation is the source's last one).
+  REQUIRE(summary.finetune.size() == 2);
+  for (const LmFinetuneRecord& f : summary.finetune) {
+    CAPTURE(f.urpe_dir);
+    const std::vector<MetricsRow> source = read_metrics(join_path(f.source_dir, "metrics.csv"));
+    const std::vector<MetricsRow> urpe_rows = read_metrics(join_path(f.urpe_dir, "metrics.csv"));
+    const std::vector<MetricsRow> rpe_rows = read_metrics(join_path(f.rpe_dir, "metrics.csv"));
+    REQUIRE(!urpe_rows.empty());
+    CHECK(urpe_rows[0].step == 0);
+    CHECK(urpe_rows[0].loss == doctest::Approx(source.back().loss).epsilon(1e-5));
+    CHECK(rpe_rows[0].loss == doctest::Approx(source.back().loss).epsilon(1e-5));
+    CHECK(read_checkpoint_info(join_path(f.urpe_dir, "model.safetensors")).progress.step == 4);
+    CHECK(f.urpe_valid_ppl > 0);
+    CHECK(f.rpe_test_ppl > 0);
+  }
   for (const LmRunRecord& r : summary.runs) {
     CHECK(r.valid_ppl < summary.unigram_valid_ppl);
     CHECK(r.valid_ppl_no_memory != r.valid_ppl);
@@ -449,7 +466,8 @@ TEST_CASE("repro lm: both models over seeds, results.json rows, the table and th
   const json::Value rows = json::Value::parse(read_text_file(join_path(out, "results.json")));
   CHECK(rows.size() == 2 + 4 * 3);  // unigram valid/test + (valid, test, valid without memory) per run
   const std::string md = read_text_file(join_path(out, "results.md"));
-  for (const char* text : {"Unigram perplexity", "Transformer-XL + URPE", "+24 (", "URPE − baseline", "eval_mem_len = 0"})
+  for (const char* text : {"Unigram perplexity", "Transformer-XL + URPE", "+24 (", "URPE − baseline", "eval_mem_len = 0",
+                           "## Fine-tuning RPE into URPE (paper §4.2)", "continued for 4 more steps"})
     CHECK(md.find(text) != std::string::npos);
   for (const char* file : {"plots/curves_L1.png", "plots/perplexity.png", "plots/urpe_c_L1.png",
                            "runs/L1-rpe-s1/model.safetensors", "runs/L1-urpe-s2/metrics.csv"}) {
@@ -484,6 +502,10 @@ TEST_CASE("repro lm: both models over seeds, results.json rows, the table and th
   CHECK(table.find("| 1 | +10 (+1.000%) | -1.25 ± 0.25 | -1.25 ± 0.25 |") != std::string::npos);
   CHECK(table.find("10.0% to 10.0% higher") != std::string::npos);
   CHECK(table.find("valid 9.50, test 9.75") != std::string::npos);
+  // Beside the paper's base numbers, with both relative changes.
+  CHECK(table.find("| valid perplexity, ours L = 1 (paper: Transformer-XL base, L = 16, WikiText-103) | 23.1 → 22.4 | "
+                   "-3.0% | 5.50 → 4.25 | -22.7% |") != std::string::npos);
+  CHECK(table.find("| 24.0 → 23.2 | -3.3% | 6.50 → 5.25 | -19.2% |") != std::string::npos);
 }
 
 TEST_CASE("repro lm at paper scale: txl-base at L = 4, 8, 16 (Table 4), here shrunk to a tiny corpus") {
@@ -506,6 +528,10 @@ TEST_CASE("repro lm at paper scale: txl-base at L = 4, 8, 16 (Table 4), here shr
   const std::string md = read_text_file(join_path(out, "results.md"));
   for (const char* row : {"| 4 | Transformer-XL |", "| 8 | Transformer-XL + URPE |", "| 16 | Transformer-XL |"})
     CHECK(md.find(row) != std::string::npos);
+  // The paper's numbers exist for the base depth only; L = 4 and 8 say so.
+  CHECK(md.find("not found: the paper's L = 4 values were not available to us") != std::string::npos);
+  CHECK(md.find("ours L = 16 (paper: Transformer-XL base, L = 16, WikiText-103) | 23.1 → 22.4 | -3.0% |") !=
+        std::string::npos);
   for (const char* file : {"plots/curves_L4.png", "plots/curves_L8.png", "plots/curves_L16.png", "runs/L16-urpe-s1/results.json"}) {
     INFO(file);
     CHECK(fs::exists(join_path(out, file)));

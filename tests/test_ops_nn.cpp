@@ -13,6 +13,7 @@
 #include "ops/embedding.h"
 #include "ops/layer_norm.h"
 #include "ops/loss.h"
+#include "ops/shape.h"
 #include "ops/softmax.h"
 #include "test_util.h"
 
@@ -360,6 +361,42 @@ TEST_CASE("embedding: rows copied, gradients of repeated ids summed, bad ids nam
                        doctest::Contains("embedding: argument 'table' must have 2 dims"), Error);
   CHECK_THROWS_WITH_AS(embedding(table, Tensor::zeros({2, 2, 2, 2}, DType::i32)),
                        doctest::Contains("embedding: argument 'ids' must have 0 to 3 dims"), Error);
+}
+
+// nn.Embedding(padding_idx=p): the forward reads row p as it is, the backward gives it exactly zero
+// and leaves every other row's gradient bit-identical to the unpadded op's.
+TEST_CASE("embedding: padding_idx row read but never given a gradient") {
+  const int64_t V = 6, D = 4;
+  Tensor table = random_param({V, D}, 185);
+  Tensor ids = Tensor::from_vector(std::vector<int32_t>{0, 3, 0, 5, 2, 0, 3, 1}, {2, 4});
+  const std::vector<float> tv = table.to_vector_f32();
+  Tensor w = random_values({2, 4, D}, 186);
+  Tensor plain = embedding(table, ids), padded = embedding(table, ids, 0);
+  CHECK(padded.to_vector_f32() == plain.to_vector_f32());  // the forward still reads row 0
+  for (int64_t d = 0; d < D; ++d) CHECK(padded.to_vector_f32()[d] == tv[d]);
+  const std::vector<float> g_plain = grad_of(table, plain, w), g_pad = grad_of(table, padded, w);
+  for (int64_t d = 0; d < D; ++d) {
+    CHECK(g_plain[d] != 0.0f);  // id 0 is used three times: the unpadded op trains it
+    CHECK(g_pad[d] == 0.0f);
+  }
+  CHECK(std::vector<float>(g_pad.begin() + D, g_pad.end()) ==
+        std::vector<float>(g_plain.begin() + D, g_plain.end()));
+  // A padding row in the middle, and one that no id uses.
+  const std::vector<float> g_mid = grad_of(table, embedding(table, ids, 3), w);
+  for (int64_t k = 0; k < V * D; ++k) CHECK(g_mid[k] == (k / D == 3 ? 0.0f : g_plain[k]));
+  CHECK(grad_of(table, embedding(table, ids, 4), w) == g_plain);
+
+  // Gradient check of the other rows: the padded op on a table whose row 0 is a constant has the
+  // same derivatives as finite differences through the trainable rows.
+  Tensor rest = random_param({V - 1, D}, 187);
+  const Tensor row0 = random_values({1, D}, 188);
+  check_gradients([ids, row0](const std::vector<Tensor>& v) {
+    return embedding(concat({row0, v[0]}, 0), ids, 0);
+  }, {rest});
+
+  CHECK_THROWS_WITH_AS(embedding(table, ids, V),
+                       doctest::Contains("embedding: padding_idx 6 must be -1 (none) or a row in [0, 6)"), Error);
+  CHECK_THROWS_WITH_AS(embedding(table, ids, -2), doctest::Contains("padding_idx -2"), Error);
 }
 
 TEST_CASE("gather_table: per-head lookups through a bucket map, gradients summed per bucket") {

@@ -2,6 +2,8 @@
 // the logged metric, and the synthetic task generators.
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -9,6 +11,7 @@
 #include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/encoder_trainer.h"
+#include "train/init_from.h"
 #include "train/run_config.h"
 #include "train/io/safetensors.h"
 
@@ -22,10 +25,13 @@ std::string temp_dir(const std::string& name) {
   return dir;
 }
 
-Config tiny_config() {
-  return resolve_config("", "", {"seq_len=8", "vocab=6", "layers=1", "d_model=16", "heads=2", "d_ff=32",
-                                 "batch=4", "steps=12", "warmup=3", "eval_every=4", "valid_size=16",
-                                 "dropout=0.1", "task=etp", "lr=0.01"});
+Config tiny_config(const std::string& eval_every = "4", const std::string& lr = "0.01",
+                   const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> sets = {"seq_len=8", "vocab=6", "layers=1", "d_model=16", "heads=2", "d_ff=32",
+                                   "batch=4", "steps=12", "warmup=3", "eval_every=" + eval_every, "valid_size=16",
+                                   "dropout=0.1", "task=etp", "lr=" + lr};
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  return resolve_config("", "", sets);
 }
 
 }  // namespace
@@ -107,6 +113,110 @@ TEST_CASE("resume continues bit-identically (dropout on)") {
     REQUIRE(x.numel() == y.numel());
     CHECK(std::memcmp(x.impl().storage->data, y.impl().storage->data, x.numel() * 4) == 0);
   }
+}
+
+// model.best.safetensors: the parameters at the evaluation with the highest valid accuracy (the
+// first of equals), its metric stored; a resumed run keeps the same best as an uninterrupted one.
+TEST_CASE("the best checkpoint: highest valid accuracy, kept across a resume") {
+  // Six evaluations; whatever the curve, the best is the first evaluation reaching the maximum
+  // (on a plateau: the first of equals, not the last).
+  const Config config = tiny_config("2", "0.05");
+  const std::string full = temp_dir("best_full"), split = temp_dir("best_split");
+  TrainOptions options;
+  options.quiet = true;
+  train_encoder(config, full, options);
+  int64_t best_step = 0;
+  double best = -1;
+  for (const MetricsRow& r : read_metrics(join_path(full, "metrics.csv")))
+    if (r.split == "valid" && r.metric > best) {
+      best = r.metric;
+      best_step = r.step;
+    }
+  REQUIRE(best_step > 0);
+  const std::string best_path = join_path(full, kBestCheckpointName);
+  REQUIRE(path_exists(best_path));
+  CHECK(run_checkpoint_path(full, "best") == best_path);
+  CHECK(read_checkpoint_info(best_path).progress.step == best_step);
+  CHECK(best_checkpoint_metric(best_path) == doctest::Approx(best).epsilon(1e-9));
+  // Its parameters score that accuracy again; it carries no optimizer state.
+  TransformerEncoder model(encoder_config_from(config), 99);
+  load_checkpoint(best_path, model.parameters(), nullptr);
+  CHECK(evaluate_encoder(model, task_from_config(config), 16, 64).accuracy == doctest::Approx(best).epsilon(1e-12));
+  for (const auto& [name, t] : load_safetensors(best_path).tensors) CHECK(name.rfind("model.", 0) == 0);
+
+  options.stop_after_step = 7;
+  train_encoder(config, split, options);
+  TrainOptions resume;
+  resume.quiet = true;
+  resume.resume = true;
+  train_encoder(Config(schema_for_model("encoder")), split, resume);
+  const std::string split_best = join_path(split, kBestCheckpointName);
+  CHECK(read_checkpoint_info(split_best).progress.step == best_step);
+  CHECK(best_checkpoint_metric(split_best) == best_checkpoint_metric(best_path));
+  const TensorFile fa = load_safetensors(best_path), fb = load_safetensors(split_best);
+  REQUIRE(fa.tensors.size() == fb.tensors.size());
+  for (const auto& [name, x] : fa.tensors) {
+    INFO(name);
+    const Tensor& y = fb.at(name);
+    REQUIRE(x.numel() == y.numel());
+    CHECK(std::memcmp(x.impl().storage->data, y.impl().storage->data, x.numel() * 4) == 0);
+  }
+
+  CHECK_THROWS_WITH_AS(run_checkpoint_path(full, "worst"), doctest::Contains("checkpoint must be best or last"), Error);
+  std::remove(best_path.c_str());
+  CHECK_THROWS_WITH_AS(run_checkpoint_path(full, "best"), doctest::Contains("has no model.best.safetensors"), Error);
+}
+
+// Paper §4.2: URPE with C = 1 is the RPE model it extends, so a URPE run initialised from a
+// trained RPE run starts exactly where that run ended.
+TEST_CASE("--init-from: a URPE run starts from an RPE run (C = 1), its step-0 validation equals the source's") {
+  const std::string rpe = temp_dir("init_rpe"), urpe_dir = temp_dir("init_urpe");
+  TrainOptions options;
+  options.quiet = true;
+  const TrainOutcome source = train_encoder(tiny_config("4", "0.01", {"pe=rpe"}), rpe, options);
+
+  // The copy itself: every RPE tensor bit for bit, urpe_c left at ones.
+  const Config urpe_config = tiny_config("4", "0.01", {"pe=urpe"});
+  TransformerEncoder fresh(encoder_config_from(urpe_config), 77);
+  const InitFromReport report = init_parameters_from_run(rpe, urpe_config, fresh.parameters());
+  CHECK(report.source_step == 12);
+  CHECK(report.kept == std::vector<std::string>{"urpe_c"});
+  CHECK(report.copied.size() + 1 == fresh.parameters().items().size());
+  const TensorFile stored = load_safetensors(join_path(rpe, "model.safetensors"));
+  for (const std::string& name : report.copied) {
+    INFO(name);
+    CHECK(fresh.parameters().find(name).to_vector_f32() == stored.at("model." + name).to_vector_f32());
+  }
+  for (float c : fresh.parameters().find("urpe_c").to_vector_f32()) CHECK(c == 1.0f);
+
+  // The run: a step-0 validation row equal to the source's last one, then training continues.
+  options.init_from = rpe;
+  train_encoder(urpe_config, urpe_dir, options);
+  const std::vector<MetricsRow> src = read_metrics(join_path(rpe, "metrics.csv"));
+  const std::vector<MetricsRow> rows = read_metrics(join_path(urpe_dir, "metrics.csv"));
+  REQUIRE(rows.size() == 7);  // step 0 valid, then train + valid at 4, 8, 12
+  CHECK(rows[0].step == 0);
+  CHECK(rows[0].split == "valid");
+  CHECK(rows[0].loss == doctest::Approx(src.back().loss).epsilon(1e-6));
+  CHECK(rows[0].loss == doctest::Approx(source.final_valid_loss).epsilon(1e-6));
+  CHECK(rows[0].metric == src.back().metric);
+  // Without --init-from the URPE run starts from its own random init: a different step-0 loss.
+  TransformerEncoder scratch(encoder_config_from(urpe_config), urpe_config.get_int("seed"));
+  CHECK(std::fabs(evaluate_encoder(scratch, task_from_config(urpe_config), 16, 64).loss - source.final_valid_loss) > 1e-3);
+
+  // Errors name --init-from, the directory and the tensor.
+  TransformerEncoder rpe_model(encoder_config_from(tiny_config("4", "0.01", {"pe=rpe"})), 1);
+  CHECK_THROWS_WITH_AS(init_parameters_from_run(urpe_dir, tiny_config("4", "0.01", {"pe=rpe"}), rpe_model.parameters()),
+                       doctest::Contains("its parameter 'urpe_c'"), Error);
+  const Config bucketed = tiny_config("4", "0.01", {"pe=urpe", "rpe_kind=bucketed", "urpe_kind=bucketed"});
+  TransformerEncoder bucketed_model(encoder_config_from(bucketed), 1);
+  CHECK_THROWS_WITH_AS(init_parameters_from_run(rpe, bucketed, bucketed_model.parameters()),
+                       doctest::Contains("in this model (another configuration?)"), Error);
+  TransformerEncoder none_model(encoder_config_from(tiny_config("4", "0.01", {"pe=none"})), 1);
+  CHECK_THROWS_WITH_AS(init_parameters_from_run(rpe, tiny_config("4", "0.01", {"pe=none"}), none_model.parameters()),
+                       doctest::Contains(("--init-from " + rpe + ": its parameter").c_str()), Error);
+  CHECK_THROWS_WITH_AS(init_parameters_from_run(rpe + "_missing", urpe_config, fresh.parameters()),
+                       doctest::Contains("does not exist"), Error);
 }
 
 TEST_CASE("bad configs give one clear error") {

@@ -23,7 +23,10 @@ Regenerate (Debian's python3-torch):
 
   /usr/bin/python3 tools/torch_reference_graphormer.py [--out tests/fixtures]
 
-Fixture version 1. Everything is computed in float64 from float32-rounded weights, so the stored
+Row 0 of the atom, degree, edge and spatial tables is GV1's nn.Embedding(padding_idx=0): read by
+the forward, never given a gradient (F.embedding with padding_idx=0 below).
+
+Fixture version 2 (1 trained the padding rows). Everything is computed in float64 from float32-rounded weights, so the stored
 values are the exact maths.
 """
 import argparse
@@ -36,7 +39,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_reference import layer_norm, save_safetensors  # noqa: E402
 
-FIXTURE_VERSION = "1"
+FIXTURE_VERSION = "2"
 
 # (SMILES, atom-type ids in AtomVocabulary::zinc(), bonds (begin, end, type), target)
 MOLECULES = [
@@ -180,6 +183,11 @@ def urpe_c_matrix(cfg, P, inp):
     return C * key_real  # padded keys 0
 
 
+def padded(table, ids):
+    """GV1's nn.Embedding(..., padding_idx=0) lookup: row 0 is read but gets no gradient."""
+    return torch.nn.functional.embedding(ids, table, padding_idx=0)
+
+
 def forward(cfg, P, inp):
     H, d = cfg["heads"], cfg["d_model"]
     x, deg = inp["x"].long(), inp["in_degree"].long()
@@ -189,7 +197,7 @@ def forward(cfg, P, inp):
     graph_attn_bias = attn_bias.clone().unsqueeze(1).repeat(1, H, 1, 1)  # (B, H, n+1, n+1)
     # Spatial encoding (indices beyond the table: its last row; GV1 never sees them on ZINC).
     sp_index = spatial_pos.clamp(max=cfg["num_spatial"] - 1)
-    spatial_bias = P["spatial_pos_encoder.weight"][sp_index].permute(0, 3, 1, 2)
+    spatial_bias = padded(P["spatial_pos_encoder.weight"], sp_index).permute(0, 3, 1, 2)
     graph_attn_bias[:, :, 1:, 1:] = graph_attn_bias[:, :, 1:, 1:] + spatial_bias
     # Virtual distance of the graph token, both directions, (0, 0) once.
     t = P["graph_token_virtual_distance.weight"].view(1, H, 1)
@@ -201,7 +209,7 @@ def forward(cfg, P, inp):
     sp_ = torch.where(sp_ > 1, sp_ - 1, sp_)
     sp_ = sp_.clamp(0, cfg["multi_hop_max_dist"])
     edge_input = edge_input[:, :, :, : cfg["multi_hop_max_dist"]].unsqueeze(-1)  # (B, n, n, D, Fe=1)
-    e = P["edge_encoder.weight"][edge_input].mean(-2)                            # (B, n, n, D, H)
+    e = padded(P["edge_encoder.weight"], edge_input).mean(-2)                   # (B, n, n, D, H)
     D = e.size(-2)
     flat = e.permute(3, 0, 1, 2, 4).reshape(D, -1, H)
     flat = torch.bmm(flat, P["edge_dis_encoder.weight"].reshape(-1, H, H)[:D, :, :])
@@ -212,7 +220,8 @@ def forward(cfg, P, inp):
 
     C = urpe_c_matrix(cfg, P, inp) if cfg["urpe"] else None
 
-    h = P["atom_encoder.weight"][x] + P["in_degree_encoder.weight"][deg] + P["out_degree_encoder.weight"][deg]
+    h = (padded(P["atom_encoder.weight"], x) + padded(P["in_degree_encoder.weight"], deg)
+         + padded(P["out_degree_encoder.weight"], deg))
     token = P["graph_token.weight"].unsqueeze(0).repeat(B, 1, 1)
     out = torch.cat([token, h], dim=1)  # (B, n+1, d); input dropout off
     dh = d // H

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 
+#include "train/io/run_dir.h"
 #include "train/io/safetensors.h"
 
 namespace urpe {
@@ -149,6 +150,25 @@ int64_t state_integer(const TrainerState& state, const std::string& path, const 
 }
 
 CheckpointInfo read_checkpoint_info(const std::string& path) { return info_from(load_safetensors(path)); }
+
+std::string run_checkpoint_path(const std::string& dir, const std::string& which) {
+  URPE_CHECK(which == "last" || which == "best", "checkpoint must be best or last, got '" << which << "'");
+  const bool best = which == "best";
+  const std::string path = join_path(dir, best ? kBestCheckpointName : kLastCheckpointName);
+  URPE_CHECK(path_exists(path), "'" << dir << "' has no " << (best ? kBestCheckpointName : kLastCheckpointName)
+                    << (best ? " (the run never reached an evaluation, or was trained before best checkpoints "
+                               "were kept: use --checkpoint last)"
+                             : " (not a run directory, or the run never reached its first checkpoint)"));
+  return path;
+}
+
+double best_checkpoint_metric(const std::string& path) {
+  const TensorFile file = load_safetensors(path);
+  info_from(file);  // a urpe checkpoint at all
+  const std::string key = std::string("state.") + kBestMetricKey;
+  URPE_CHECK(file.metadata.count(key), path << ": no metadata key '" << key << "' (not a best checkpoint?)");
+  return meta_non_negative(file, key);
+}
 
 CheckpointInfo load_checkpoint(const std::string& path, const ParameterSet& params, Adam* optimizer) {
   const TensorFile file = load_safetensors(path);

@@ -53,6 +53,19 @@ CheckpointInfo load_checkpoint(const std::string& path, const ParameterSet& para
 // the file, the key and what was expected.
 CheckpointInfo read_checkpoint_info(const std::string& path);
 
+// A run directory holds two checkpoints: the last one (resumable: parameters, Adam, streams) and
+// the one with the best validation metric so far (parameters, progress and config, no Adam state;
+// its metric as metadata "state.best_metric"). The official Transformer-XL reports test on the
+// best; `urpe eval --checkpoint best|last` and the repro commands choose between them.
+inline constexpr const char* kLastCheckpointName = "model.safetensors";
+inline constexpr const char* kBestCheckpointName = "model.best.safetensors";
+inline constexpr const char* kBestMetricKey = "best_metric";
+// The path of run directory `dir`'s "last" or "best" checkpoint. Any other `which`, or a missing
+// file, is one error naming the directory and what to do.
+std::string run_checkpoint_path(const std::string& dir, const std::string& which);
+// The validation metric stored in the best checkpoint at `path` (a finite number >= 0).
+double best_checkpoint_metric(const std::string& path);
+
 // The trainer-state integer "state.<key>" of the checkpoint at `path`, in [min, max] (min >= 0);
 // a missing or bad value is one error naming the file, the key and the range.
 int64_t state_integer(const TrainerState& state, const std::string& path, const std::string& key, int64_t min,

@@ -148,6 +148,8 @@ class EncoderTask final : public TrainingTask {
     return {last_eval_.loss, last_eval_.accuracy, text, metric};
   }
 
+  bool metric_higher_is_better() const override { return true; }  // accuracy
+
   Result finish(const Loop&) override {
     if (!evaluated_)  // resumed a finished run: score the stored model
       last_eval_ = evaluate_encoder(model_, task_, valid_size_, kEvalBatch);

@@ -267,10 +267,9 @@ LmTrainOutcome train_lm(const Config& config, const std::string& out_dir, const 
 // ---- evaluating a run directory ----
 
 LmRunEval evaluate_lm_run(const std::string& run_dir, const std::string& split, const LmEvalSettings* settings,
-                          const data::Corpus* corpus_in, const std::string& device) {
+                          const data::Corpus* corpus_in, const std::string& device, const std::string& which) {
   URPE_CHECK(split == "valid" || split == "test", "evaluation split must be valid or test, got '" << split << "'");
-  const std::string checkpoint = join_path(run_dir, "model.safetensors");
-  URPE_CHECK(path_exists(checkpoint), "'" << run_dir << "' has no model.safetensors (not a run directory?)");
+  const std::string checkpoint = run_checkpoint_path(run_dir, which);
   LmRunEval out{config_from_text(read_checkpoint_info(checkpoint).config_text, checkpoint + " (config)"), 0, 0, {}, {}};
   URPE_CHECK(out.config.get_string("model") == "txl",
              checkpoint << ": a '" << out.config.get_string("model") << "' run, not a language model (model = txl)");

@@ -69,7 +69,8 @@ LmTrainOutcome train_lm(const Config& config, const std::string& out_dir, const 
 
 // A run directory's checkpoint evaluated on "valid" or "test" with the run's eval settings, or
 // with `settings` when given (e.g. eval_mem_len = 0 to measure what the memory buys), on
-// `device` ("cpu", "cuda:1"; empty: the run's own `device` key).
+// `device` ("cpu", "cuda:1"; empty: the run's own `device` key), from its "last" or "best"
+// `checkpoint` (train/checkpoint.h).
 struct LmRunEval {
   Config config;
   int64_t step = 0;
@@ -79,6 +80,6 @@ struct LmRunEval {
 };
 LmRunEval evaluate_lm_run(const std::string& run_dir, const std::string& split,
                           const LmEvalSettings* settings = nullptr, const data::Corpus* corpus = nullptr,
-                          const std::string& device = "");
+                          const std::string& device = "", const std::string& checkpoint = "last");
 
 }  // namespace urpe

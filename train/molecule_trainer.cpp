@@ -146,11 +146,14 @@ double graphormer_mae(const Graphormer& model, const std::vector<data::GraphBatc
   return total / static_cast<double>(count);
 }
 
-MoleculeEval evaluate_graphormer_run(const std::string& run_dir, const Config& config, const std::string& split) {
+MoleculeEval evaluate_graphormer_run(const std::string& run_dir, const Config& config, const std::string& split,
+                                     const std::string& which, const MoleculeData* given) {
   URPE_CHECK(split == "valid" || split == "test", "evaluate: split must be valid or test, got '" << split << "'");
   Graphormer model(graphormer_config_from(config), 0, parse_device(config.get_string("device")));
-  const CheckpointInfo info = load_checkpoint(join_path(run_dir, "model.safetensors"), model.parameters(), nullptr);
-  const MoleculeData data = load_molecule_data(config);
+  const CheckpointInfo info = load_checkpoint(run_checkpoint_path(run_dir, which), model.parameters(), nullptr);
+  MoleculeData loaded;
+  if (!given) loaded = load_molecule_data(config);
+  const MoleculeData& data = given ? *given : loaded;
   const std::vector<int64_t>& rows = split == "valid" ? data.split.valid : data.split.test;
   MoleculeEval e;
   e.mae = graphormer_mae(model, collate_in_order(data.dataset, rows, config.get_int("eval_batch"),

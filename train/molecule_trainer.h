@@ -68,6 +68,9 @@ struct MoleculeEval {
 };
 // Rebuilds a run's model from its checkpoint (config = its stored config) and scores `split`
 // ("valid" or "test") exactly as training did: the same rows, batches and order.
-MoleculeEval evaluate_graphormer_run(const std::string& run_dir, const Config& config, const std::string& split);
+// `checkpoint`: "last" or "best" (train/checkpoint.h).
+// `data`, when given, must be what load_molecule_data(config) reads (saves reading it again).
+MoleculeEval evaluate_graphormer_run(const std::string& run_dir, const Config& config, const std::string& split,
+                                     const std::string& checkpoint = "last", const MoleculeData* data = nullptr);
 
 }  // namespace urpe

@@ -22,6 +22,9 @@ struct TrainOptions {
   bool tf32 = false;            // allow TF32 tensor-core GEMMs on CUDA (--tf32)
   bool overwrite = false;       // replace an existing run in out_dir (repro, demo) instead of refusing
   int64_t stop_after_step = 0;  // > 0: act as if Ctrl-C arrived during this step (tests)
+  // A fresh run's parameters start from this run directory's last checkpoint (--init-from; see
+  // train/init_from.h), and the loop logs a step-0 validation. Ignored on resume.
+  std::string init_from;
   // Called after every step with its training loss, before the loop checks that it is finite (so
   // an experiment can record the first non-finite step before the run stops with its error).
   std::function<void(int64_t step, double loss)> on_step;

@@ -4,9 +4,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <utility>
 
 #include "train/dist/data_parallel.h"
+#include "train/init_from.h"
+#include "train/io/run_dir.h"
 #include "train/optimizer.h"
 #include "train/progress.h"
 #include "train/run_control.h"
@@ -87,6 +90,48 @@ Rng rank_dropout_stream(const dist::Communicator& comm, const Rng& rank0) {
   return Rng(rank0.seed() ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(comm.rank())), rank0.offset());
 }
 
+// model.best.safetensors: the parameters of the evaluation with the best validation metric so far
+// (strictly better replaces it, as the official Transformer-XL's `val_loss < best_val_loss`). It
+// is written before the last checkpoint of the same step, so a crash between the two leaves a
+// best no older than the last; a resumed run re-reads the best metric from the file.
+class BestCheckpoint {
+ public:
+  BestCheckpoint(std::string path, bool higher_is_better, bool resume)
+      : path_(std::move(path)), higher_is_better_(higher_is_better) {
+    if (resume && path_exists(path_)) {
+      best_ = best_checkpoint_metric(path_);
+      have_ = true;
+    }
+  }
+  void offer(double metric, const ParameterSet& params, const TrainingProgress& progress,
+             const std::string& config_text) {
+    if (!std::isfinite(metric)) return;
+    if (have_ && !(higher_is_better_ ? metric > best_ : metric < best_)) return;
+    TrainerState state;
+    state.meta[kBestMetricKey] = exact_number(metric);
+    save_checkpoint(path_, params, nullptr, progress, config_text, state);
+    best_ = metric;
+    have_ = true;
+  }
+
+ private:
+  static std::string exact_number(double value) {
+    char text[40];
+    std::snprintf(text, sizeof text, "%.17g", value);
+    return text;
+  }
+  const std::string path_;
+  const bool higher_is_better_;
+  double best_ = 0;
+  bool have_ = false;
+};
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 }  // namespace
 
 TrainingRun begin_training_run(const Config& config_in, const std::string& out_dir, const TrainOptions& options) {
@@ -122,6 +167,13 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
     progress.dropout_rng = rank_dropout_stream(comm, progress.dropout_rng);
     task.start(progress, &info);
   } else {
+    if (!options.init_from.empty()) {
+      const InitFromReport init = init_parameters_from_run(options.init_from, run.config, task.parameters());
+      if (!options.quiet && root)
+        std::printf("initialised %zu parameter tensors from %s (step %lld)%s%s\n", init.copied.size(),
+                    init.checkpoint.c_str(), static_cast<long long>(init.source_step),
+                    init.kept.empty() ? "" : "; at their initial value: ", join_names(init.kept).c_str());
+    }
     if (root) write_text_atomic(join_path(run.out_dir, "config.txt"), run.config.to_text());
     progress.dropout_rng = rank_dropout_stream(comm, progress.dropout_rng);
     task.start(progress, nullptr);
@@ -129,6 +181,12 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
   MetricsLog metrics(root ? join_path(run.out_dir, "metrics.csv") : "", options.resume, progress.step);
   ProgressLine line(options.label.empty() ? task.progress_label() : options.label, run.steps, progress.step,
                     options.quiet || !root, options.grid);
+  if (!options.resume && !options.init_from.empty()) {
+    // Where a fine-tuned run starts: URPE initialised from RPE (C = 1) scores what its source did.
+    const ValidationReport start = task.validate(0, false);
+    metrics.write(0, "valid", start.loss, start.metric, 0.0, 0.0, 0.0);
+    line.validation(start.message, start.short_metric);
+  }
   const std::string config_text = run.config.to_text();
   auto save_checkpoint_now = [&] {
     const TrainerState state = task.state();  // on every rank: it may gather the ranks' parts
@@ -136,6 +194,7 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
     // The checkpoint holds rank 0's dropout stream (its offset is every rank's).
     save_checkpoint(run.checkpoint_path, task.parameters(), &optimizer, progress, config_text, state);
   };
+  BestCheckpoint best(join_path(run.out_dir, kBestCheckpointName), task.metric_higher_is_better(), options.resume);
 
   const std::vector<Tensor> parameter_tensors = task.parameters().tensors();
   // While it exists, Ctrl-C only sets a flag, polled after every step.
@@ -179,6 +238,7 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
       const ValidationReport valid = task.validate(step, step == run.steps);
       metrics.write(step, "valid", valid.loss, valid.metric, lr, units_per_s, progress.seconds);
       line.validation(valid.message, valid.short_metric);
+      if (root) best.offer(valid.metric, task.parameters(), progress, config_text);  // before the last: see BestCheckpoint
       save_checkpoint_now();
       meter.restart_window();
     }

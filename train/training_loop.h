@@ -88,6 +88,9 @@ class TrainingTask {
   virtual double train_metric(double mean_train_loss) = 0;
   // The validation pass after step `step` (`last` is true at the final step).
   virtual ValidationReport validate(int64_t step, bool last) = 0;
+  // Which way ValidationReport::metric improves (accuracy up; perplexity and MAE down): the loop
+  // keeps the checkpoint of the best one as model.best.safetensors (train/checkpoint.h).
+  virtual bool metric_higher_is_better() const { return false; }
 
   // After the last step (or the stop): the run's result. The task evaluates again if its last
   // validation does not stand for the run, and may add rows (a test score) to metrics.csv.
@@ -111,7 +114,8 @@ struct TrainingOutcome {
 };
 
 // Trains `task` from where `run` stands to run.steps, then writes results.json (one row) and the
-// run's plots. Writes config.txt (a fresh run), metrics.csv and model.safetensors on the way.
+// run's plots. Writes config.txt (a fresh run), metrics.csv, model.safetensors (the last
+// checkpoint) and model.best.safetensors (the best validation metric so far) on the way.
 TrainingOutcome run_training(TrainingRun& run, TrainingTask& task);
 
 }  // namespace urpe

@@ -31,15 +31,21 @@ std::vector<CommandSpec> command_table() {
                     {"out", "DIR", "", "run directory (config, metrics, checkpoint, plots)"},
                     {"overwrite", "", "", kOverwriteHelp},
                     {"resume", "DIR", "", "continue a run from its checkpoint"},
+                    {"init-from", "RUN", "",
+                     "start the parameters from run directory RUN's last checkpoint, matched by name; only urpe_c "
+                     "may be missing there and stays ones (fine-tune an RPE run into URPE, paper 4.2); logs a "
+                     "step-0 validation"},
                     {"profile-steps", "A:B", "", "wrap training steps A..B in cudaProfilerStart/Stop (for nsys/ncu --profile-from-start off)"},
                     {"tf32", "", "", "allow TF32 tensor-core GEMMs on CUDA (off by default: full fp32)"},
                     {"quiet", "", "", "no progress output"}},
                    run_train, "", run_config_help(), 0});
 
-  table.push_back({"eval", "eval --run DIR [--split valid|test] [--device cpu|cuda]",
+  table.push_back({"eval", "eval --run DIR [--split valid|test] [--checkpoint last|best] [--device cpu|cuda]",
                    "evaluate a trained run's checkpoint on a split",
                    {{"run", "DIR", "", "run directory written by 'urpe train'"},
                     {"split", "NAME", "valid", "valid or test"},
+                    {"checkpoint", "WHICH", "last",
+                     "last (model.safetensors) or best (model.best.safetensors: the best validation metric)"},
                     {"device", "NAME", "the run's",
                      "cpu, cuda or cuda:N: where to evaluate (a run trained on a GPU can be scored on a CPU)"}},
                    run_eval, "", "", 0});
@@ -57,7 +63,10 @@ std::vector<CommandSpec> command_table() {
                      "none,ape,sinusoidal,rpe,alibi,rope,shaw,urpe,rope+urpe,alibi+urpe"},
                     {"lengths", "LIST", "the preset's",
                      "synthetic: sequence lengths n, one table row each (Figure 3: 256,512)"},
-                    {"tasks", "LIST", "pi,etp", "synthetic: the tasks, pi and/or etp"}},
+                    {"tasks", "LIST", "pi,etp", "synthetic: the tasks, pi and/or etp"},
+                    {"finetune", "", "",
+                     "lm only: then continue every RPE run for half its steps as RPE and as URPE with C = 1 "
+                     "(urpe train --init-from; paper 4.2) and compare"}},
                    run_repro, "",
                    "Experiments: synthetic (built: noPE/RPE/URPE on PI and ETP, Figure 1 and 2; --pes picks\n"
                    "the encodings, --lengths the sequence lengths, --tasks the tasks; a line under the table sorts the\n"

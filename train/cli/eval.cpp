@@ -13,10 +13,11 @@
 
 namespace urpe::cli {
 
-static int eval_graphormer_command(const std::string& dir, const Config& config, const std::string& split) {
-  const MoleculeEval e = evaluate_graphormer_run(dir, config, split);
-  std::printf("%s (step %lld): %s MAE %.6f over %lld molecules (predict-the-training-mean: %.6f)\n", dir.c_str(),
-              static_cast<long long>(e.step), split.c_str(), e.mae, static_cast<long long>(e.molecules),
+static int eval_graphormer_command(const std::string& dir, const Config& config, const std::string& split,
+                                   const std::string& which) {
+  const MoleculeEval e = evaluate_graphormer_run(dir, config, split, which);
+  std::printf("%s (%s, step %lld): %s MAE %.6f over %lld molecules (predict-the-training-mean: %.6f)\n", dir.c_str(),
+              which.c_str(), static_cast<long long>(e.step), split.c_str(), e.mae, static_cast<long long>(e.molecules),
               e.baseline_mae);
   return 0;
 }
@@ -26,8 +27,11 @@ int run_eval(const Args& args) {
   URPE_CHECK(!dir.empty(), "urpe eval: --run DIR is required");
   const std::string split = args.get("split", "valid");
   URPE_CHECK(split == "valid" || split == "test", "urpe eval: --split must be valid or test, got '" << split << "'");
-  const std::string checkpoint = join_path(dir, "model.safetensors");
+  const std::string which = args.get("checkpoint", "last");
+  URPE_CHECK(which == "last" || which == "best",
+             "urpe eval: --checkpoint must be last or best, got '" << which << "'");
   Config config = stored_run_config(dir);
+  const std::string checkpoint = run_checkpoint_path(dir, which);
   // --device: where to evaluate, whatever the run was trained on (the checkpoint's tensors are
   // plain little-endian floats, the same on every device), so a GPU run can be scored on a CPU.
   const std::string device = args.get("device");
@@ -38,12 +42,12 @@ int run_eval(const Args& args) {
                "urpe eval: --device '" << device << "': expected cpu, cuda or cuda:N");
     config.apply_override("device=" + device);
   }
-  if (config.get_string("model") == "graphormer") return eval_graphormer_command(dir, config, split);
+  if (config.get_string("model") == "graphormer") return eval_graphormer_command(dir, config, split, which);
   if (config.get_string("model") == "txl") {
-    const LmRunEval e = evaluate_lm_run(dir, split, nullptr, nullptr, config.get_string("device"));
-    std::printf("%s (step %lld): %s perplexity %.2f, loss %.4f over %lld tokens (eval_tgt_len %lld, "
+    const LmRunEval e = evaluate_lm_run(dir, split, nullptr, nullptr, config.get_string("device"), which);
+    std::printf("%s (%s, step %lld): %s perplexity %.2f, loss %.4f over %lld tokens (eval_tgt_len %lld, "
                 "mem_len %lld, clamp_len %lld, same_length %s)\n",
-                dir.c_str(), static_cast<long long>(e.step), split.c_str(), e.result.perplexity, e.result.loss,
+                dir.c_str(), which.c_str(), static_cast<long long>(e.step), split.c_str(), e.result.perplexity, e.result.loss,
                 static_cast<long long>(e.result.predicted), static_cast<long long>(e.settings.tgt_len),
                 static_cast<long long>(e.settings.mem_len), static_cast<long long>(e.settings.clamp_len),
                 e.settings.same_length ? "true" : "false");
@@ -56,8 +60,8 @@ int run_eval(const Args& args) {
   const int64_t size = config.get_int("valid_size");
   const EvalResult r = evaluate_encoder(model, task, size, 64,
                                         split == "valid" ? EvalSplit::valid : EvalSplit::test);
-  std::printf("%s (step %lld): %s accuracy %.2f%%, loss %.4f over %lld sequences\n", dir.c_str(),
-              static_cast<long long>(info.progress.step), split.c_str(), 100.0 * r.accuracy, r.loss,
+  std::printf("%s (%s, step %lld): %s accuracy %.2f%%, loss %.4f over %lld sequences\n", dir.c_str(),
+              which.c_str(), static_cast<long long>(info.progress.step), split.c_str(), 100.0 * r.accuracy, r.loss,
               static_cast<long long>(size));
   return 0;
 }

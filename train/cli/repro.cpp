@@ -12,6 +12,7 @@
 #include "train/repro/molecules.h"
 #include "train/repro/lm.h"
 #include "train/repro/synthetic.h"
+#include "train/run_config.h"
 #include "train/io/run_dir.h"
 
 namespace urpe::cli {
@@ -89,6 +90,7 @@ double run_probe_spread(const std::string& dir) {
 // One of the built experiments at `scale` into `out` (already claimed).
 static void run_experiment(const std::string& experiment, const std::string& scale, long seeds,
                            const std::string& device, const std::string& out, const Args& args) {
+  const bool finetune = args.has("finetune");
   if (experiment == "synthetic") {
     SyntheticGrid grid = synthetic_grid_for_scale(scale);
     grid.seeds = seeds;
@@ -102,6 +104,8 @@ static void run_experiment(const std::string& experiment, const std::string& sca
     LmReproPlan plan = lm_plan_for_scale(scale);
     plan.seeds = seeds;
     plan.device = device;
+    // --finetune: half the preset's steps again, RPE continued vs URPE fine-tuned (paper §4.2).
+    if (finetune) plan.finetune_steps = std::max<int64_t>(1, resolve_config(plan.preset, "", {}).get_int("steps") / 2);
     run_lm_repro(plan, out);
   } else {
     MoleculeRepro repro = molecule_repro_for_scale(scale);
@@ -139,6 +143,8 @@ int run_repro(const Args& args) {
                          "benchmark (the paper's Table 5)\n");
     return 3;
   }
+  URPE_CHECK(!args.has("finetune") || experiment == "lm",
+             "urpe repro: --finetune applies to 'repro lm' only (RPE continued vs URPE fine-tuned)");
   OutputClaim claim(out, "--out", args.has("overwrite"));
   run_experiment(experiment, scale, seeds, args.get("device", "cpu"), out, args);
   claim.done();

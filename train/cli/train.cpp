@@ -2,6 +2,7 @@
 #include "train/cli/handlers.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "autograd/node.h"
@@ -68,6 +69,8 @@ int run_train(const Args& args) {
                "urpe train: --resume DIR and --out DIR name different directories");
     URPE_CHECK(!args.has("overwrite"), "urpe train: --resume continues the run in " << out
                                            << " and --overwrite would replace it; pass one of them");
+    URPE_CHECK(!args.has("init-from"), "urpe train: --init-from starts a new run; a resumed run continues from "
+                                           "its own checkpoint, so drop --init-from");
   }
   Config config = resume ? stored_run_config(out) : resolve_config(args.get("preset"), args.get("config"), args.all("set"));
   TrainOptions options;
@@ -75,7 +78,12 @@ int run_train(const Args& args) {
   options.quiet = args.has("quiet");
   options.profile_steps = args.get("profile-steps");
   options.tf32 = args.has("tf32");
+  options.init_from = args.get("init-from");
+  URPE_CHECK(!args.has("init-from") || !options.init_from.empty(), "urpe train: --init-from needs a run directory");
   if (resume) return train_command(config, out, options);
+  URPE_CHECK(options.init_from.empty() ||
+                 std::filesystem::path(options.init_from).lexically_normal() != std::filesystem::path(out).lexically_normal(),
+             "urpe train: --init-from and --out name the same directory; the new run needs its own --out");
   check_config_paths(config);  // a missing corpus fails here, before DIR is touched
   // Rank 0 alone claims DIR (the only rank that writes); its refusal is every rank's error.
   dist::Communicator& ranks = dist::world();

@@ -74,8 +74,9 @@ namespace fs = std::filesystem;
 
 const std::vector<std::string>& run_output_names() {
   // Most telling first: the first one found is the one the error names.
-  static const std::vector<std::string> names = {"results.json", "model.safetensors", "results.md", "config.txt",
-                                                 "metrics.csv",  "runs",              "plots"};
+  static const std::vector<std::string> names = {"results.json", "model.safetensors", "model.best.safetensors",
+                                                 "results.md",   "config.txt",        "metrics.csv",
+                                                 "runs",         "plots"};
   return names;
 }
 

@@ -15,6 +15,7 @@
 #include "train/run_config.h"
 #include "train/run_plots.h"
 #include "train/io/safetensors.h"
+#include "train/repro/paper_values.h"
 #include "train/repro/seed_stats.h"
 
 namespace urpe {
@@ -170,23 +171,66 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir)
         r.params = outcome.result.params;
         r.steps = outcome.result.steps;
         r.seconds = outcome.result.seconds;
-        r.valid_ppl = outcome.result.metric;
-        const LmRunEval test = evaluate_lm_run(r.dir, "test", nullptr, &corpus);
+        // The official protocol: valid and test of the checkpoint with the best validation.
+        r.valid_ppl = evaluate_lm_run(r.dir, "valid", nullptr, &corpus, "", "best").result.perplexity;
+        const LmRunEval test = evaluate_lm_run(r.dir, "test", nullptr, &corpus, "", "best");
         r.test_ppl = test.result.perplexity;
+        r.best_step = test.step;
         r.eval_mem_len = test.settings.mem_len;
         LmEvalSettings no_memory = test.settings;
         no_memory.mem_len = 0;
         no_memory.same_length = false;  // needs a memory
-        r.valid_ppl_no_memory = evaluate_lm_run(r.dir, "valid", &no_memory, &corpus).result.perplexity;
+        r.valid_ppl_no_memory = evaluate_lm_run(r.dir, "valid", &no_memory, &corpus, "", "best").result.perplexity;
         progress.end_run();
-        std::printf("[%lld/%lld] %-14s valid ppl %8.2f (without memory %8.2f, %+.1f%%), test ppl %8.2f  "
-                    "(%lld steps, %.0f s)\n",
+        std::printf("[%lld/%lld] %-14s best (step %lld) valid ppl %8.2f (without memory %8.2f, %+.1f%%), "
+                    "test ppl %8.2f  (%lld steps, %.0f s)\n",
                     static_cast<long long>(progress.run()), static_cast<long long>(total),
-                    run_name(layers, pe, seed).c_str(), r.valid_ppl, r.valid_ppl_no_memory, 100.0 * (r.valid_ppl_no_memory / r.valid_ppl - 1.0),
+                    run_name(layers, pe, seed).c_str(), static_cast<long long>(r.best_step), r.valid_ppl, r.valid_ppl_no_memory, 100.0 * (r.valid_ppl_no_memory / r.valid_ppl - 1.0),
                     r.test_ppl, static_cast<long long>(r.steps), r.seconds);
         std::fflush(stdout);
         summary.runs.push_back(r);
       }
+
+  if (plan.finetune_steps > 0) {
+    // Paper §4.2: the same trained RPE weights, continued as RPE and as URPE (C = 1), equal steps.
+    std::vector<std::string> sets;
+    for (const std::string& s : base_sets)
+      if (s.rfind("steps=", 0) != 0 && s.rfind("warmup=", 0) != 0) sets.push_back(s);
+    sets.insert(sets.end(), {"steps=" + std::to_string(plan.finetune_steps), "warmup=0"});
+    for (const LmRunRecord& source : std::vector<LmRunRecord>(summary.runs)) {
+      if (source.pe != "rpe") continue;
+      LmFinetuneRecord f;
+      f.layers = source.layers;
+      f.seed = source.seed;
+      f.steps = plan.finetune_steps;
+      f.source_dir = source.dir;
+      f.source_valid_ppl = source.valid_ppl;
+      f.source_test_ppl = source.test_ppl;
+      for (const std::string pe : {"rpe", "urpe"}) {
+        std::vector<std::string> run_sets = sets;
+        run_sets.insert(run_sets.end(), {"pe=" + pe, "seed=" + std::to_string(source.seed)});
+        if (!plan.layers.empty()) run_sets.push_back("layers=" + std::to_string(source.layers));
+        const std::string name = run_name(source.layers, pe, source.seed) + (pe == "urpe" ? "-finetuned" : "-continued");
+        const std::string dir = join_path(join_path(out_dir, "runs"), name);
+        TrainOptions options;
+        options.overwrite = true;
+        options.experiment = "lm-finetune";
+        options.init_from = source.dir;
+        options.quiet = true;
+        train_lm(resolve_config(plan.preset, "", run_sets), dir, options, &corpus);
+        const double valid = evaluate_lm_run(dir, "valid", nullptr, &corpus, "", "best").result.perplexity;
+        const double test = evaluate_lm_run(dir, "test", nullptr, &corpus, "", "best").result.perplexity;
+        (pe == "urpe" ? f.urpe_dir : f.rpe_dir) = dir;
+        (pe == "urpe" ? f.urpe_valid_ppl : f.rpe_valid_ppl) = valid;
+        (pe == "urpe" ? f.urpe_test_ppl : f.rpe_test_ppl) = test;
+      }
+      std::printf("finetune %s: RPE continued valid %.2f test %.2f; URPE fine-tuned valid %.2f test %.2f (%lld steps)\n",
+                  source.dir.c_str(), f.rpe_valid_ppl, f.rpe_test_ppl, f.urpe_valid_ppl, f.urpe_test_ppl,
+                  static_cast<long long>(f.steps));
+      std::fflush(stdout);
+      summary.finetune.push_back(f);
+    }
+  }
 
   summary.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   json::Value list = json::Value::array();
@@ -226,6 +270,9 @@ std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan
      << base.get_int("d_head") << ", d_inner " << base.get_int("d_inner") << "; training tgt_len "
      << base.get_int("tgt_len") << ", mem_len " << base.get_int("mem_len") << ", batch " << base.get_int("batch")
      << ", " << base.get_int("steps") << " steps.\n"
+     << "Every perplexity is of the run's best-validation checkpoint (model.best.safetensors: the lowest "
+     << "validation perplexity at an evaluation step, on the first max_eval_tokens tokens except at the last "
+     << "step), as the official Transformer-XL reports test.\n"
      << "Perplexity over the whole split (docs/transformer_xl.md#evaluation-protocol): eval_tgt_len " << eval.tgt_len << ", memory " << eval.mem_len
      << ", clamp_len " << eval.clamp_len << ", same_length " << (eval.same_length ? "true" : "false") << ", "
      << eval.batch << " columns.\n\n"
@@ -284,6 +331,62 @@ std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan
      << "; the whole repro (corpus, training, evaluations) took " << static_cast<int64_t>(summary.wall_seconds)
      << " s. Plots: plots/curves_L*.png (validation perplexity against step), plots/perplexity.png, "
         "plots/urpe_c_L*.png (the learned C).\n";
+
+  // The paper's WikiText-103 numbers are those of Transformer-XL base (16 layers); its depth table
+  // (L = 4, 8) we could not find, so those rows say so rather than borrow the base values.
+  std::vector<PaperComparison> rows;
+  for (int64_t layers : depths_of(summary)) {
+    std::vector<double> base_valid, urpe_valid, base_test, urpe_test;
+    for (const LmRunRecord* r : runs_of(summary, layers, "rpe")) {
+      base_valid.push_back(r->valid_ppl);
+      base_test.push_back(r->test_ppl);
+    }
+    for (const LmRunRecord* r : runs_of(summary, layers, "urpe")) {
+      urpe_valid.push_back(r->valid_ppl);
+      urpe_test.push_back(r->test_ppl);
+    }
+    const bool paper_has = !(plan.scale == "paper" && layers != 16);
+    for (int split = 0; split < 2; ++split) {
+      PaperComparison c;
+      c.quantity = std::string(split == 0 ? "valid" : "test") + " perplexity, ours L = " + std::to_string(layers) +
+                   (paper_has ? " (paper: Transformer-XL base, L = 16, WikiText-103)" : "");
+      if (paper_has) {
+        c.paper_base = split == 0 ? PaperValues::txl_base_valid_ppl : PaperValues::txl_base_test_ppl;
+        c.paper_urpe = split == 0 ? PaperValues::txl_urpe_valid_ppl : PaperValues::txl_urpe_test_ppl;
+      } else {
+        c.paper_note = "not found: the paper's L = " + std::to_string(layers) + " values were not available to us";
+      }
+      const std::vector<double>& b = split == 0 ? base_valid : base_test;
+      const std::vector<double>& u = split == 0 ? urpe_valid : urpe_test;
+      if (!b.empty()) c.ours_base = seed_stats(b).mean;
+      if (!u.empty()) c.ours_urpe = seed_stats(u).mean;
+      c.paper_decimals = 1;
+      rows.push_back(c);
+    }
+  }
+  if (!summary.finetune.empty()) {
+    md << "\n## Fine-tuning RPE into URPE (paper §4.2)\n\n"
+       << "Each trained RPE run continued for " << summary.finetune[0].steps
+       << " more steps from its last checkpoint (`urpe train --init-from`, fresh Adam, warm-up 0), once as "
+          "RPE and once as URPE with C = 1 (the same function at the start); perplexities of each "
+          "continuation's best-validation checkpoint.\n\n"
+       << "| L | seed | RPE run valid / test | RPE continued valid / test | URPE fine-tuned valid / test | "
+          "URPE − RPE continued (test) |\n|---|---|---|---|---|---|\n";
+    for (const LmFinetuneRecord& f : summary.finetune) {
+      char line[256];
+      std::snprintf(line, sizeof line, "| %lld | %lld | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %+.2f |\n",
+                    static_cast<long long>(f.layers), static_cast<long long>(f.seed), f.source_valid_ppl,
+                    f.source_test_ppl, f.rpe_valid_ppl, f.rpe_test_ppl, f.urpe_valid_ppl, f.urpe_test_ppl,
+                    f.urpe_test_ppl - f.rpe_test_ppl);
+      md << line;
+    }
+  }
+  md << paper_comparison_markdown(
+      rows, "Transformer-XL",
+      "scale `" + plan.scale + "` (preset `" + plan.preset + "`, " + std::to_string(base.get_int("steps")) +
+          " steps) on corpus `" + summary.corpus + "` (" + summary.token_mode + " tokens, vocabulary " +
+          std::to_string(summary.vocab) + "), mean over " + std::to_string(plan.seeds) +
+          " seed(s), the best-validation checkpoint; the paper: WikiText-103 at the full base schedule.");
   return md.str();
 }
 

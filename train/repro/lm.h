@@ -23,17 +23,31 @@ struct LmReproPlan {
   std::string device = "cpu";
   std::vector<std::string> overrides;       // extra key=value applied to every run (not pe or seed,
                                             // nor layers when `layers` is set: the plan sets those)
+  // > 0 (--finetune): after the grid, each RPE run is continued for this many steps twice, from
+  // its last checkpoint (urpe train --init-from): as RPE, and as URPE with C = 1 (paper §4.2).
+  int64_t finetune_steps = 0;
+};
+
+// One RPE run continued both ways (both: best-validation checkpoint, whole splits).
+struct LmFinetuneRecord {
+  int64_t layers = 0, seed = 0, steps = 0;
+  std::string source_dir, rpe_dir, urpe_dir;
+  double source_valid_ppl = 0, source_test_ppl = 0;  // the RPE run they start from
+  double rpe_valid_ppl = 0, rpe_test_ppl = 0;        // RPE continued
+  double urpe_valid_ppl = 0, urpe_test_ppl = 0;      // URPE fine-tuned from it
 };
 
 // tiny: txl-tiny on the embedded corpus (≈ 3 minutes per run on 2 CPU cores); small: txl-small;
 // paper: txl-base (WikiText-103, docs/transformer_xl.md#presets) at L = 4, 8 and 16 — a GPU job.
 LmReproPlan lm_plan_for_scale(const std::string& scale);
 
-// What one run achieved (all perplexities over the whole split, docs/transformer_xl.md#evaluation-protocol).
+// What one run achieved (all perplexities over the whole split, docs/transformer_xl.md#evaluation-protocol,
+// of the run's best-validation checkpoint, as the official Transformer-XL reports).
 struct LmRunRecord {
   int64_t layers = 0;
   std::string pe, dir;
   int64_t seed = 0, params = 0, steps = 0;
+  int64_t best_step = 0;  // the step of model.best.safetensors
   double seconds = 0;
   double valid_ppl = 0, test_ppl = 0;
   double valid_ppl_no_memory = 0;  // the same checkpoint evaluated with eval_mem_len = 0
@@ -45,6 +59,7 @@ struct LmReproSummary {
   int64_t vocab = 0;
   double unigram_valid_ppl = 0, unigram_test_ppl = 0;
   std::vector<LmRunRecord> runs;
+  std::vector<LmFinetuneRecord> finetune;  // with plan.finetune_steps > 0
   double wall_seconds = 0;  // the whole repro: corpus, training, every evaluation
 };
 

@@ -10,6 +10,7 @@
 #include "train/encoder_trainer.h"
 #include "train/run_config.h"
 #include "train/run_plots.h"
+#include "train/repro/paper_values.h"
 #include "train/repro/seed_stats.h"
 
 namespace urpe {
@@ -158,6 +159,32 @@ std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const
     }
     md << ".\n";
   }
+
+  // Figure 1 prints no numbers (bars only), so the paper column says so; ours is RPE → URPE.
+  const bool has_pair = std::find(grid.pes.begin(), grid.pes.end(), "rpe") != grid.pes.end() &&
+                        std::find(grid.pes.begin(), grid.pes.end(), "urpe") != grid.pes.end();
+  std::vector<PaperComparison> comparisons;
+  for (const std::string& task : grid.tasks)
+    for (int64_t vocab : grid.vocabs)
+      for (int64_t n : lengths) {
+        PaperComparison c;
+        c.quantity = task + " accuracy (%), V = " + std::to_string(vocab) +
+                     (show_n ? ", n = " + std::to_string(n) : std::string()) + " (paper Figure 1)";
+        c.paper_note = "not printed: Figure 1 is a bar chart without values";
+        const std::vector<double>& base = cells[key(task, vocab, n, "rpe")];
+        const std::vector<double>& urpe = cells[key(task, vocab, n, "urpe")];
+        if (has_pair && !base.empty() && !urpe.empty()) {
+          c.ours_base = seed_stats(base).mean;
+          c.ours_urpe = seed_stats(urpe).mean;
+        }
+        c.scale = 100.0;
+        comparisons.push_back(c);
+      }
+  md << paper_comparison_markdown(comparisons, "RPE",
+                                  "scale `" + grid.scale + "` on freshly drawn synthetic sequences "
+                                  "(docs/synthetic_encoder.md#tasks), mean over " + std::to_string(grid.seeds) +
+                                  " seed(s), the final checkpoint's validation accuracy; the paper: sequence "
+                                  "length 128, V ∈ {10, 1,000, 10,000}.");
   return md.str();
 }
 
