@@ -45,7 +45,7 @@ SANITIZE_FLAGS ?=
 sanitize: deps
 	@cmake -S . -B $(SANITIZE_BUILD) -DURPE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DURPE_CUDA=OFF -DURPE_MPI=OFF $(SANITIZE_FLAGS) >/dev/null
 	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
-	cd $(SANITIZE_BUILD) && ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1 \
+	cd $(SANITIZE_BUILD) && ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1:allocator_may_return_null=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 
 # The demo and the bench need only the binary, not the test suites (nor their simulator copy).
