@@ -7,8 +7,19 @@
 #include "ops/dropout.h"
 #include "ops/matmul.h"
 #include "ops/shape.h"
+#include "ops/urpe_flash_attention.h"
 
 namespace urpe {
+
+AttentionPath parse_attention_path(const std::string& text) {
+  if (text == "materialized") return AttentionPath::materialized;
+  if (text == "fused") return AttentionPath::fused;
+  URPE_FAIL("attention '" << text << "': expected fused or materialized");
+}
+
+const char* attention_path_name(AttentionPath path) {
+  return path == AttentionPath::fused ? "fused" : "materialized";
+}
 
 SelfAttention::SelfAttention(ParameterSet& params, const std::string& name, int64_t d_model,
                              int64_t num_heads, const InitSpec& init)
@@ -32,6 +43,15 @@ Tensor SelfAttention::forward(const Tensor& x, UrpeAttentionParams positional,
   const Tensor k = split_heads(k_proj.forward(x));
   const Tensor v = split_heads(v_proj.forward(x));
   positional.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  if (path == AttentionPath::fused) {
+    // The same dropout seed, drawn at the same point of the stream as the materialised path
+    // below, so both paths drop the same attention weights.
+    AttentionDropout drop;
+    if (training && attention_dropout > 0.0f) drop = {attention_dropout, dropout_rng->next_seed()};
+    const Tensor context = urpe_flash_attention(q, k, v, positional, drop);  // (B, H, N, dh)
+    const Tensor merged = reshape(permute(context, {0, 2, 1, 3}), {batch, n, d_model});
+    return out_proj.forward(merged);
+  }
   Tensor attention = urpe_attention(matmul(q, k, false, true), positional);  // (B, H, N, N)
   if (training && attention_dropout > 0.0f)
     attention = dropout(attention, attention_dropout, dropout_rng->next_seed(), true);

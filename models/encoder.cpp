@@ -25,10 +25,22 @@ const char* positional_kind_name(PositionalKind kind) {
   }
 }
 
-// Keeps rows/cols [0, n) of a square (N, N) map (maps are built once for the maximum length).
+// The map for sequences of length n from one built for the maximum length: rows/cols [0, n) of
+// a square (N, N) map, or the middle 2n − 1 diagonals of a relative (2N − 1) one (the buckets
+// of j − i ∈ [−(n − 1), n − 1]).
 static Tensor leading_square(const Tensor& map, int64_t n) {
+  if (map.dim() == 1) {
+    const int64_t longest = (map.size(0) + 1) / 2;
+    return longest == n ? map : slice(map, 0, longest - n, longest + n - 1);
+  }
   if (map.size(0) == n) return map;
   return slice(slice(map, 0, 0, n), 1, 0, n);
+}
+
+// The bucket map of a table for the maximum length: relative for the fused path (no N×N map).
+static Tensor bucket_map_for(const EncoderConfig& c, RelativeKind kind, const Device& device) {
+  return c.attention == AttentionPath::fused ? relative_bucket_vector(c.seq_len, kind, true, device)
+                                             : relative_bucket_map(c.seq_len, kind, true, device);
 }
 
 TransformerEncoder::TransformerEncoder(const EncoderConfig& c, uint64_t seed, const Device& device)
@@ -47,17 +59,18 @@ TransformerEncoder::TransformerEncoder(const EncoderConfig& c, uint64_t seed, co
   if (c.pe == PositionalKind::rpe || c.pe == PositionalKind::urpe) {
     const int64_t buckets = relative_bucket_count(c.seq_len, c.rpe_kind);
     bias_table_ = params_.add("rel_pos_bias", Tensor::normal({c.heads, buckets}, 0.0f, c.init_std, rng, device));
-    bias_map_full_ = relative_bucket_map(c.seq_len, c.rpe_kind, true, device);
+    bias_map_full_ = bucket_map_for(c, c.rpe_kind, device);
   }
   if (c.pe == PositionalKind::urpe) {
     const int64_t buckets = relative_bucket_count(c.seq_len, c.urpe_kind);
     c_table_ = params_.add("urpe_c", Tensor::ones({c.heads, buckets}, device));
-    c_map_full_ = relative_bucket_map(c.seq_len, c.urpe_kind, true, device);
+    c_map_full_ = bucket_map_for(c, c.urpe_kind, device);
   }
   for (int64_t l = 0; l < c.layers; ++l) {
     const std::string p = "layers." + std::to_string(l);
     Layer layer;
     layer.attention = SelfAttention(params_, p + ".self_attn", c.d_model, c.heads, init);
+    layer.attention.path = c.attention;
     layer.attention_norm = LayerNorm(params_, p + ".self_attn_norm", c.d_model, device);
     layer.ffn = FeedForward(params_, p + ".ffn", c.d_model, c.d_ff, init, true);
     layer.ffn_norm = LayerNorm(params_, p + ".ffn_norm", c.d_model, device);

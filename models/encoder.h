@@ -35,6 +35,7 @@ struct EncoderConfig {
   RelativeKind rpe_kind = RelativeKind::unique;
   RelativeKind urpe_kind = RelativeKind::unique;
   bool embedding_layer_norm = true;
+  AttentionPath attention = AttentionPath::materialized;  // fused: no (B, H, N, N) tensors
 };
 
 class TransformerEncoder {
@@ -68,7 +69,7 @@ class TransformerEncoder {
   std::vector<Layer> layers_;
   Linear head_;
   Tensor bias_table_, c_table_;  // (H, K) each, shared by all layers
-  Tensor bias_map_full_, c_map_full_;  // i32 (seq_len, seq_len)
+  Tensor bias_map_full_, c_map_full_;  // i32 (seq_len, seq_len); relative (2·seq_len − 1) when fused
 };
 
 }  // namespace urpe

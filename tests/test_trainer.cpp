@@ -22,10 +22,12 @@ std::string temp_dir(const std::string& name) {
   return dir;
 }
 
-Config tiny_config() {
-  return resolve_config("", "", {"seq_len=8", "vocab=6", "layers=1", "d_model=16", "heads=2", "d_ff=32",
-                                 "batch=4", "steps=12", "warmup=3", "eval_every=4", "valid_size=16",
-                                 "dropout=0.1", "task=etp", "lr=0.01"});
+Config tiny_config(const std::string& extra = "") {
+  std::vector<std::string> overrides{"seq_len=8", "vocab=6", "layers=1", "d_model=16", "heads=2", "d_ff=32",
+                                     "batch=4", "steps=12", "warmup=3", "eval_every=4", "valid_size=16",
+                                     "dropout=0.1", "task=etp", "lr=0.01"};
+  if (!extra.empty()) overrides.push_back(extra);
+  return resolve_config("", "", overrides);
 }
 
 }  // namespace
@@ -107,6 +109,25 @@ TEST_CASE("resume continues bit-identically (dropout on)") {
     REQUIRE(x.numel() == y.numel());
     CHECK(std::memcmp(x.impl().storage->data, y.impl().storage->data, x.numel() * 4) == 0);
   }
+}
+
+TEST_CASE("attention = fused trains like attention = materialized, and a run records its choice") {
+  TrainOptions options;
+  options.quiet = true;
+  std::vector<std::vector<double>> losses;
+  for (const char* path : {"materialized", "fused"}) {
+    CAPTURE(path);
+    const std::string dir = temp_dir(std::string("attention_") + path);
+    train_encoder(tiny_config(std::string("attention=") + path), dir, options);
+    const Config stored = config_from_text(read_checkpoint_info(join_path(dir, "model.safetensors")).config_text, "checkpoint");
+    CHECK(stored.get_string("attention") == path);
+    std::vector<double> l;
+    for (const MetricsRow& r : read_metrics(join_path(dir, "metrics.csv"))) l.push_back(r.loss);
+    losses.push_back(l);
+  }
+  REQUIRE(losses[0].size() == losses[1].size());
+  for (size_t k = 0; k < losses[0].size(); ++k) CHECK(losses[1][k] == doctest::Approx(losses[0][k]).epsilon(1e-4));
+  CHECK_THROWS_WITH_AS(resolve_config("", "", {"attention=flash"}), doctest::Contains("attention"), Error);
 }
 
 TEST_CASE("bad configs give one clear error") {

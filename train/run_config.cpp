@@ -35,6 +35,9 @@ void add_encoder_keys(ConfigSchema& s) {
   s.add_choice("pe", {"none", "ape", "rpe", "urpe"}, "urpe", "positional encoding");
   s.add_choice("rpe_kind", {"unique", "bucketed"}, "unique", "RPE bias table: one scalar per distance, or T5 buckets");
   s.add_choice("urpe_kind", {"unique", "bucketed"}, "unique", "URPE C table: Toeplitz (per distance) or T5 buckets");
+  s.add_choice("attention", {"fused", "materialized"}, "materialized",
+               "how attention is computed: materialized (QKᵀ, the URPE core and A·V on (batch, heads, n, n) "
+               "tensors) or fused (tiles with an online softmax: memory grows with n, not n²); same results");
   s.add_int("seq_len", 32, "sequence length n");
   s.add_int("vocab", 100, "number of distinct input tokens V");
   s.add_int("layers", 2, "encoder layers");
