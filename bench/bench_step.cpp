@@ -14,6 +14,7 @@
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "tensor/cuda_backend.h"
+#include "tensor/host_allocator.h"
 #include "train/optimizer.h"
 
 #if defined(_OPENMP)
@@ -34,25 +35,35 @@ double run_step_benchmark(const StepBenchOptions& options) {
   const Device device = parse_device(options.device);
   if (device.is_cuda()) cuda::set_tf32(device.context(), options.tf32);
   EncoderConfig c;
-  c.seq_len = 128;
+  c.seq_len = options.seq_len;
   c.vocab = 100;
   c.layers = 2;
   c.d_model = 128;
   c.heads = 4;
   c.d_ff = 512;
-  c.num_classes = 128;
+  c.num_classes = options.seq_len;  // position identification: one class per position
   c.pe = PositionalKind::urpe;
   c.init_std = 0.02f;
-  const int64_t batch = 32;
+  c.attention = parse_attention_path(options.attention);
+  const int64_t batch = options.batch;
   TransformerEncoder model(c, 0, device);
   Adam optimizer(model.parameters().tensors());
   SyntheticTask task(SyntheticKind::position_identification, c.seq_len, c.vocab);
   Rng data_rng(1);
 
   std::vector<double> times;
+  size_t peak = 0;  // the most bytes a step held on top of what was live before it
   for (int step = 0; step < options.warmup + options.steps; ++step) {
     const SyntheticBatch data = task.sample(batch, data_rng, device);
     if (device.is_cuda()) cuda::synchronize(device.context());
+    size_t before = 0;
+    if (device.is_cuda()) {
+      cuda::reset_peak(device.context());
+      before = cuda::bytes_in_use(device.context());
+    } else {
+      host::reset_peak();
+      before = host::in_use_bytes();
+    }
     const auto start = std::chrono::steady_clock::now();
     optimizer.zero_grad();
     const Tensor logits = model.forward(data.tokens, true, nullptr);
@@ -63,6 +74,8 @@ double run_step_benchmark(const StepBenchOptions& options) {
     if (device.is_cuda()) cuda::synchronize(device.context());
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (step >= options.warmup) times.push_back(ms);
+    const size_t after = device.is_cuda() ? cuda::peak_bytes(device.context()) : host::peak_bytes();
+    peak = std::max(peak, after - before);
   }
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];
@@ -76,12 +89,16 @@ double run_step_benchmark(const StepBenchOptions& options) {
   if (device.is_cuda())
     std::printf("GPU: %s, TF32 tensor-core GEMMs %s\n", cuda::device_name(device.context()).c_str(),
                 options.tf32 ? "on (--tf32)" : "off (full FP32)");
-  std::printf("bench config: n=%lld d=%lld heads=%lld layers=%lld d_ff=%lld batch=%lld pe=urpe; "
-              "%d timed steps after %d warm-up\n",
+  std::printf("bench config: n=%lld d=%lld heads=%lld layers=%lld d_ff=%lld batch=%lld pe=urpe "
+              "attention=%s; %d timed steps after %d warm-up\n",
               static_cast<long long>(c.seq_len), static_cast<long long>(c.d_model),
               static_cast<long long>(c.heads), static_cast<long long>(c.layers),
-              static_cast<long long>(c.d_ff), static_cast<long long>(batch), options.steps, options.warmup);
+              static_cast<long long>(c.d_ff), static_cast<long long>(batch),
+              attention_path_name(c.attention), options.steps, options.warmup);
   std::printf("median %.2f ms per step (min %.2f, max %.2f)\n", median, times.front(), times.back());
+  std::printf("peak memory of a step: %.1f MiB (%s, tensor storage allocated during the step)\n",
+              static_cast<double>(peak) / (1024.0 * 1024.0),
+              device.is_cuda() ? "CUDA caching allocator" : "host allocator");
   return median;
 }
 

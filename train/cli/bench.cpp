@@ -39,6 +39,17 @@ int run_bench(const Args& args) {
     URPE_CHECK(!options.tf32 || options.device != "cpu",
                "option --tf32: TF32 is a mode of the GPU's tensor cores; use it with --device cuda");
     options.steps = repeats_option(args, options.steps);
+    const long seq_len = args.get_int("seq-len", options.seq_len);
+    URPE_CHECK(seq_len >= 2 && seq_len <= 65536,
+               "option --seq-len: expected a sequence length between 2 and 65536, got " << args.get("seq-len"));
+    const long batch = args.get_int("batch", options.batch);
+    URPE_CHECK(batch >= 1 && batch <= 65536,
+               "option --batch: expected a batch size between 1 and 65536, got " << args.get("batch"));
+    options.seq_len = seq_len;
+    options.batch = batch;
+    options.attention = args.get("attention", options.attention);
+    URPE_CHECK(options.attention == "fused" || options.attention == "materialized",
+               "option --attention: expected fused or materialized, got '" << options.attention << "'");
     bench::run_step_benchmark(options);
     return 0;
   }

@@ -1,11 +1,13 @@
 // `urpe repro` and `urpe demo`: the paper's experiments as single commands.
 #include <cstdio>
 
+#include "bench/bench_kernels.h"
 #include "tensor/error.h"
 #include "train/cli/handlers.h"
 #include "train/repro/molecules.h"
 #include "train/repro/lm.h"
 #include "train/repro/synthetic.h"
+#include "train/repro/table5.h"
 #include "train/io/run_dir.h"
 
 namespace urpe::cli {
@@ -47,9 +49,23 @@ int run_repro(const Args& args) {
   }
   URPE_CHECK(experiment == "table5",
              "urpe repro: unknown experiment '" << experiment << "' (expected synthetic, lm, molecules or table5)");
-  std::fprintf(stderr, "urpe: error: 'urpe repro table5' is not built yet: it arrives with the efficiency "
-                       "benchmark (the paper's Table 5)\n");
-  return 3;
+  Table5Options options;
+  options.device = args.get("device", "cpu");
+  bench::require_cuda_device("repro table5", options.device);
+  if (args.has("lengths")) options.lengths = parse_lengths(args.get("lengths"));
+  const long batch = args.get_int("batch", options.batch);
+  URPE_CHECK(batch >= 1 && batch <= 4096, "option --batch: expected a batch size between 1 and 4096, got " << args.get("batch"));
+  options.batch = batch;
+  const long layers = args.get_int("layers", options.layers);
+  URPE_CHECK(layers >= 1 && layers <= 96, "option --layers: expected between 1 and 96 layers, got " << args.get("layers"));
+  options.layers = layers;
+  const long repeats = args.get_int("repeats", options.repeats);
+  URPE_CHECK(repeats >= 1 && repeats <= 1000, "option --repeats: expected between 1 and 1000 timed runs, got " << args.get("repeats"));
+  options.repeats = static_cast<int>(repeats);
+  run_table5(options, out);
+  std::printf("\n%s\nwrote %s/results.md, %s/results.json and %s/plots/\n",
+              read_text_file(join_path(out, "results.md")).c_str(), out.c_str(), out.c_str(), out.c_str());
+  return 0;
 }
 
 int run_demo(const Args& args) {
