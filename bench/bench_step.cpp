@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <vector>
 
 #include "data/synthetic.h"
@@ -16,20 +15,13 @@
 #include "tensor/cuda_backend.h"
 #include "tensor/host_allocator.h"
 #include "train/optimizer.h"
+#include "train/process_memory.h"
 
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
 
 namespace urpe::bench {
-
-static std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
 
 double run_step_benchmark(const StepBenchOptions& options) {
   const Device device = parse_device(options.device);
@@ -53,7 +45,13 @@ double run_step_benchmark(const StepBenchOptions& options) {
 
   std::vector<double> times;
   size_t peak = 0;  // the most bytes a step held on top of what was live before it
+  double rss_before = -1;
+  bool rss_window = false;
   for (int step = 0; step < options.warmup + options.steps; ++step) {
+    if (step == options.warmup) {  // the timed steps' resident set: before, and its peak during
+      rss_before = resident_bytes();
+      rss_window = reset_peak_resident();
+    }
     const SyntheticBatch data = task.sample(batch, data_rng, device);
     if (device.is_cuda()) cuda::synchronize(device.context());
     size_t before = 0;
@@ -84,7 +82,7 @@ double run_step_benchmark(const StepBenchOptions& options) {
   threads = omp_get_max_threads();
 #endif
   const std::string blas = kernels::blas_core_name();
-  std::printf("urpe %s, %s, %d threads, BLAS: %s\n", device.is_cpu() ? "cpu" : "cuda", cpu_model().c_str(),
+  std::printf("urpe %s, %s, %d threads, BLAS: %s\n", device.is_cpu() ? "cpu" : "cuda", cpu_model_name().c_str(),
               threads, blas.empty() ? "built-in blocked GEMM" : ("OpenBLAS " + blas).c_str());
   if (device.is_cuda())
     std::printf("GPU: %s, TF32 tensor-core GEMMs %s\n", cuda::device_name(device.context()).c_str(),
@@ -99,6 +97,12 @@ double run_step_benchmark(const StepBenchOptions& options) {
   std::printf("peak memory of a step: %.1f MiB (%s, tensor storage allocated during the step)\n",
               static_cast<double>(peak) / (1024.0 * 1024.0),
               device.is_cuda() ? "CUDA caching allocator" : "host allocator");
+  const double rss_peak = peak_resident_bytes();
+  if (rss_window && rss_peak >= 0 && rss_before >= 0)
+    std::printf("peak RSS during the timed steps: %.1f MiB (%.1f MiB above the %.1f MiB resident "
+                "before them)\n", rss_peak / 1048576.0, (rss_peak - rss_before) / 1048576.0,
+                rss_before / 1048576.0);
+  std::printf("load averages (1, 5, 15 min) at the end: %s\n", load_averages().c_str());
   return median;
 }
 

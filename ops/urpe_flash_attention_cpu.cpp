@@ -300,7 +300,8 @@ void urpe_flash_attention_backward_cpu(const Tensor& q, const Tensor& k, const T
     const size_t tile = static_cast<size_t>(kQueryTile * kKeyTile);
     std::vector<float> s(tile), g_hat(tile), a_drop(tile), ds(tile);
     std::vector<float> bias_scratch(kKeyTile), c_scratch(kKeyTile), keep(kKeyTile);
-    std::vector<double> d_row(kQueryTile);
+    const std::vector<float> ones(kKeyTile, 1.0f);
+    std::vector<double> d_row(kQueryTile), dz_row(kKeyTile);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t bh = 0; bh < slices; ++bh) {
       const int64_t b = bh / g.heads, h = bh % g.heads;
@@ -339,7 +340,7 @@ void urpe_flash_attention_backward_cpu(const Tensor& q, const Tensor& k, const T
           for (int64_t r = 0; r < rows; ++r) {
             const int64_t i = i0 + r;
             float* z = s.data() + r * kKeyTile;
-            const float* gh = g_hat.data() + r * kKeyTile;
+            const float* gh = g_hat.data() + r * kKeyTile;  // Ĝ = dO_i·v_j
             float* ad = a_drop.data() + r * kKeyTile;
             float* dsr = ds.data() + r * kKeyTile;
             const float row_lse = lse_tile[r];
@@ -351,37 +352,48 @@ void urpe_flash_attention_backward_cpu(const Tensor& q, const Tensor& k, const T
             const float* bias = row_values(g.bias, g, b, h, i, j0, cols, bias_scratch.data());
             logits_row(g, b, i, j0, cols, bias, z);
             for (int64_t jj = 0; jj < cols; ++jj) z[jj] = fast::exp_fast(z[jj] - row_lse);  // P
+            // C and κ of the row (ones where there is no table or no dropout), so the loops
+            // below have no branches and vectorise.
             const float* c = row_values(g.c, g, b, h, i, j0, cols, c_scratch.data());
-            const float* kappa = nullptr;
+            if (c == nullptr) c = ones.data();
+            const float* kappa = ones.data();
             if (g.drop_p > 0.0f) {
               fill_keep(g, bh, i, j0, cols, keep.data());
               kappa = keep.data();
             }
+            const float* p = z;
+            float* gk = g_hat.data() + r * kKeyTile;  // Ĝ, then G = κ·Ĝ in place
+            for (int64_t jj = 0; jj < cols; ++jj) gk[jj] = gh[jj] * kappa[jj];
+            for (int64_t jj = 0; jj < cols; ++jj) ad[jj] = p[jj] * c[jj] * kappa[jj];  // Ã
+            // dZ = P·(G·C − D_i) in double (G·C − D_i cancels when C ≈ 1), dS = scale·dZ.
             const double d_i = d_row[r];
-            // Partial slots of this row: a contiguous run of diagonals, or the dense map's row.
-            const int64_t diag0 = j0 - i + g.nq - 1;
-            const int32_t* bmap =
-                (db && g.bias.kind != MapKind::relative)
-                    ? g.bias.map + ((g.bias.kind == MapKind::per_batch ? b * g.nq : 0) + i) * g.nk + j0
-                    : nullptr;
-            const int32_t* cmap =
-                (dc && g.c.kind != MapKind::relative)
-                    ? g.c.map + ((g.c.kind == MapKind::per_batch ? b * g.nq : 0) + i) * g.nk + j0
-                    : nullptr;
-            double* db_run = (db && !bmap) ? db + diag0 : nullptr;
-            double* dc_run = (dc && !cmap) ? dc + diag0 : nullptr;
             for (int64_t jj = 0; jj < cols; ++jj) {
-              const float p = z[jj];
-              const float kap = kappa ? kappa[jj] : 1.0f;
-              const float cv = c ? c[jj] : 1.0f;
-              const float gk = gh[jj] * kap;  // G = ∂L/∂A
-              ad[jj] = p * cv * kap;          // Ã
-              const double dz = static_cast<double>(p) * (static_cast<double>(gk) * cv - d_i);
+              const double dz = static_cast<double>(p[jj]) * (static_cast<double>(gk[jj]) * c[jj] - d_i);
+              dz_row[jj] = dz;
               dsr[jj] = static_cast<float>(g.scale * dz);
-              if (dc_run) dc_run[jj] += static_cast<double>(gk) * p;
-              if (cmap) dc[cmap[jj]] += static_cast<double>(gk) * p;
-              if (db_run) db_run[jj] += dz;
-              if (bmap) db[bmap[jj]] += dz;
+            }
+            // Table partials: a contiguous run of diagonals for a relative map, a scatter by
+            // bucket for a dense one.
+            const int64_t diag0 = j0 - i + g.nq - 1;
+            if (db != nullptr) {
+              if (g.bias.kind == MapKind::relative) {
+                double* run = db + diag0;
+                for (int64_t jj = 0; jj < cols; ++jj) run[jj] += dz_row[jj];
+              } else {
+                const int32_t* map = g.bias.map +
+                    ((g.bias.kind == MapKind::per_batch ? b * g.nq : 0) + i) * g.nk + j0;
+                for (int64_t jj = 0; jj < cols; ++jj) db[map[jj]] += dz_row[jj];
+              }
+            }
+            if (dc != nullptr) {  // ∂C gathers G·P
+              if (g.c.kind == MapKind::relative) {
+                double* run = dc + diag0;
+                for (int64_t jj = 0; jj < cols; ++jj) run[jj] += static_cast<double>(gk[jj]) * p[jj];
+              } else {
+                const int32_t* map = g.c.map +
+                    ((g.c.kind == MapKind::per_batch ? b * g.nq : 0) + i) * g.nk + j0;
+                for (int64_t jj = 0; jj < cols; ++jj) dc[map[jj]] += static_cast<double>(gk[jj]) * p[jj];
+              }
             }
           }
           // dV_J += Ãᵀ·dO_I, dQ_I += dS·K_J, dK_J += dSᵀ·Q_I.

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 
 #include "autograd/node.h"
@@ -16,6 +15,7 @@
 #include "train/io/json.h"
 #include "train/io/run_dir.h"
 #include "train/plot/charts.h"
+#include "train/process_memory.h"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -44,45 +44,6 @@ const PaperRow* paper_row(int64_t n) {
   return nullptr;
 }
 
-std::string first_line_of(const char* path, const char* prefix) {
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(prefix, 0) == 0) return line;
-  return "";
-}
-
-std::string cpu_model() {
-  const std::string line = first_line_of("/proc/cpuinfo", "model name");
-  const size_t colon = line.find(':');
-  return colon == std::string::npos ? "unknown CPU" : line.substr(colon + 2);
-}
-
-std::string load_averages() {
-  std::ifstream in("/proc/loadavg");
-  double one = 0, five = 0, fifteen = 0;
-  if (!(in >> one >> five >> fifteen)) return "unknown";
-  char text[64];
-  std::snprintf(text, sizeof text, "%.2f %.2f %.2f", one, five, fifteen);
-  return text;
-}
-
-// The process's peak resident set (VmHWM), in bytes; −1 when /proc is not there.
-double peak_rss_bytes() {
-  const std::string line = first_line_of("/proc/self/status", "VmHWM:");
-  if (line.empty()) return -1;
-  return std::stod(line.substr(6)) * 1024.0;  // "VmHWM:   123456 kB"
-}
-
-// Starts a new VmHWM window (Linux: writing 5 to clear_refs resets it); false where not allowed.
-bool reset_peak_rss() {
-  std::ofstream out("/proc/self/clear_refs");
-  if (!out) return false;
-  out << "5";
-  out.flush();
-  return static_cast<bool>(out);
-}
-
 double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 
 std::string fixed(double value, int digits) {
@@ -98,7 +59,7 @@ Table5Row run_row(const Table5Options& o, const Device& device, int64_t n, Posit
   row.pe = positional_kind_name(pe);
   row.attention = attention_path_name(path);
   if (device.is_cpu()) host::empty_cache();  // memory freed by earlier rows goes back first
-  const bool rss = device.is_cpu() && reset_peak_rss();
+  const bool rss = device.is_cpu() && reset_peak_resident();
 
   EncoderConfig c;
   c.vocab = o.vocab;
@@ -139,7 +100,7 @@ Table5Row run_row(const Table5Options& o, const Device& device, int64_t n, Posit
   row.runs = static_cast<int64_t>(times.size());
   row.peak_bytes = static_cast<double>(device.is_cuda() ? cuda::peak_bytes(device.context())
                                                         : host::peak_bytes());
-  if (rss) row.peak_rss_bytes = peak_rss_bytes();
+  if (rss) row.peak_rss_bytes = peak_resident_bytes();
   return row;
 }
 
@@ -259,7 +220,7 @@ std::vector<Table5Row> run_table5(const Table5Options& o, const std::string& out
   threads = omp_get_max_threads();
 #endif
   const std::string machine = device.is_cuda() ? cuda::device_name(device.context())
-                                               : cpu_model() + ", " + std::to_string(threads) + " threads";
+                                               : cpu_model_name() + ", " + std::to_string(threads) + " threads";
   const std::string load_before = load_averages();
   std::printf("urpe repro table5: %s, batch %lld, %lld layers, d = %lld, %lld heads; load %s\n",
               machine.c_str(), static_cast<long long>(o.batch), static_cast<long long>(o.layers),
