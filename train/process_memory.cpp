@@ -1,6 +1,8 @@
 // Readers of /proc for the benchmarks; see process_memory.h.
 #include "train/process_memory.h"
 
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <fstream>
 
@@ -43,6 +45,13 @@ std::string load_averages() {
   char text[64];
   std::snprintf(text, sizeof text, "%.2f %.2f %.2f", one, five, fifteen);
   return text;
+}
+
+double process_cpu_seconds() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return -1;
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 std::string cpu_model_name() {

@@ -1,7 +1,7 @@
-// What the benchmarks report about the machine and the process besides time: the process's
+// What the benchmarks report about the machine and the process besides wall time: the process's
 // resident set (now and its high-water mark, with a way to start a new high-water window), the
-// load averages (the machine is shared, so every measurement says how busy it was) and the CPU
-// model. Linux /proc; elsewhere the readers return "unknown" / −1.
+// load averages (the machine is shared, so every measurement says how busy it was), the CPU
+// time used and the CPU model. Linux /proc; elsewhere the readers return "unknown" / −1.
 #pragma once
 #include <string>
 
@@ -13,6 +13,9 @@ double peak_resident_bytes();  // VmHWM, −1 when unknown
 // which case peak_resident_bytes() is the peak since the process started.
 bool reset_peak_resident();
 std::string load_averages();   // "1.23 0.98 0.75" (1, 5, 15 minutes) or "unknown"
+// CPU seconds (user + system, all threads) this process has used: beside wall time it shows how
+// much of a slow run was waiting for a core on a shared machine.
+double process_cpu_seconds();
 std::string cpu_model_name();  // /proc/cpuinfo's model name or "unknown CPU"
 
 }  // namespace urpe

@@ -59,8 +59,8 @@ std::vector<CommandSpec> command_table() {
                    {{"run", "DIR", "", "run directory"}},
                    run_plot, "", ""});
 
-  table.push_back({"bench", "bench kernels|step [--device cpu|cuda] [--tf32] [--sizes table5|smoke] "
-                            "[--seq-len N] [--batch B] [--attention fused|materialized]",
+  table.push_back({"bench", "bench kernels|step|attention [--device cpu|cuda] [--tf32] [--sizes table5|smoke] "
+                            "[--seq-len N] [--batch B] [--attention fused|materialized] [--lengths N,N]",
                    "time the kernels or a training step",
                    {{"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
                     {"repeats", "N", "50", "timed runs per measurement (the median is reported)"},
@@ -69,7 +69,8 @@ std::vector<CommandSpec> command_table() {
                      "CUDA table sizes: table5, or smoke (a tiny model that checks the table runs)"},
                     {"seq-len", "N", "128", "bench step: sequence length n"},
                     {"batch", "B", "32", "bench step: sequences per step"},
-                    {"attention", "PATH", "fused", "bench step: fused or materialized attention"}},
+                    {"attention", "PATH", "fused", "bench step: fused or materialized attention"},
+                    {"lengths", "N,N,...", "1024,4096", "bench attention: sequence lengths"}},
                    run_bench, "",
                    "'bench kernels' times each kernel beside its references (copy bandwidth, sgemm);\n"
                    "with --device cuda: CUDA events, L2 flushed before every run, median of --repeats\n"
@@ -77,7 +78,10 @@ std::vector<CommandSpec> command_table() {
                    "each row as a % of the copy bandwidth and sgemm rate measured at start on the device.\n"
                    "'bench step' times a full training step of the URPE encoder (n=128, d=128, 4 heads,\n"
                    "2 layers, d_ff 512, batch 32) and its peak memory; --repeats sets its timed steps\n"
-                   "(default 20); --seq-len 1024 --batch 4 is the long-sequence bench.\n"});
+                   "(default 20); --seq-len 1024 --batch 4 is the long-sequence bench.\n"
+                   "'bench attention' times the attention alone, fused against materialized, forward and\n"
+                   "forward + backward, with the peak memory each call allocates (batch 1, 4 heads, head\n"
+                   "dim 32 unless --batch; --lengths 1024,4096 by default; --repeats runs, default 3).\n"});
   return table;
 }
 

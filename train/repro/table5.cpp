@@ -87,14 +87,18 @@ Table5Row run_row(const Table5Options& o, const Device& device, int64_t n, Posit
   sync();
   if (device.is_cuda()) cuda::reset_peak(device.context());
   else host::reset_peak();
-  std::vector<double> times;
+  std::vector<double> times, cpu_times;
   for (int r = 0; r < o.repeats; ++r) {
+    const double cpu_start = process_cpu_seconds();
     const auto start = std::chrono::steady_clock::now();
     const Tensor logits = model.forward(tokens, false, nullptr);
     sync();
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    cpu_times.push_back((process_cpu_seconds() - cpu_start) * 1000.0);
   }
   std::sort(times.begin(), times.end());
+  std::sort(cpu_times.begin(), cpu_times.end());
+  row.median_cpu_ms = cpu_times[cpu_times.size() / 2];
   row.median_ms = times[times.size() / 2];
   row.min_ms = times.front();
   row.runs = static_cast<int64_t>(times.size());
@@ -124,9 +128,13 @@ std::string markdown(const Table5Options& o, const std::vector<Table5Row>& rows,
      << o.repeats << " timed runs after one warm-up.\n\n"
      << "Device: " << machine << ". Load averages (1, 5, 15 min): " << load_before
      << " at the start, " << load_after << " at the end. Wall time " << fixed(seconds, 1) << " s.\n\n";
-  md << "| n | attention | RPE ms | URPE ms | URPE/RPE time | RPE peak MiB | URPE peak MiB | URPE/RPE memory |";
+  md << "| n | attention | RPE ms | URPE ms | URPE/RPE time |";
+  if (cpu) md << " RPE CPU ms | URPE CPU ms | URPE/RPE CPU |";
+  md << " RPE peak MiB | URPE peak MiB | URPE/RPE memory |";
   if (cpu) md << " RPE peak RSS MiB | URPE peak RSS MiB |";
-  md << " paper (V100) |\n|---|---|---|---|---|---|---|---|";
+  md << " paper (V100) |\n|---|---|---|---|---|";
+  if (cpu) md << "---|---|---|";
+  md << "---|---|---|";
   if (cpu) md << "---|---|";
   md << "---|\n";
   for (int64_t n : o.lengths) {
@@ -134,8 +142,11 @@ std::string markdown(const Table5Options& o, const std::vector<Table5Row>& rows,
       const Table5Row& rpe = find_row(rows, n, "rpe", attention);
       const Table5Row& urpe = find_row(rows, n, "urpe", attention);
       md << "| " << n << " | " << attention << " | " << fixed(rpe.median_ms, 1) << " | "
-         << fixed(urpe.median_ms, 1) << " | " << fixed(urpe.median_ms / rpe.median_ms, 3) << " | "
-         << fixed(mib(rpe.peak_bytes), 1) << " | " << fixed(mib(urpe.peak_bytes), 1) << " | "
+         << fixed(urpe.median_ms, 1) << " | " << fixed(urpe.median_ms / rpe.median_ms, 3) << " | ";
+      if (cpu)
+        md << fixed(rpe.median_cpu_ms, 1) << " | " << fixed(urpe.median_cpu_ms, 1) << " | "
+           << fixed(urpe.median_cpu_ms / rpe.median_cpu_ms, 3) << " | ";
+      md << fixed(mib(rpe.peak_bytes), 1) << " | " << fixed(mib(urpe.peak_bytes), 1) << " | "
          << fixed(urpe.peak_bytes / rpe.peak_bytes, 3) << " |";
       if (cpu) {
         auto rss = [](const Table5Row& r) { return r.peak_rss_bytes < 0 ? std::string("n/a") : fixed(mib(r.peak_rss_bytes), 1); };
@@ -149,6 +160,9 @@ std::string markdown(const Table5Options& o, const std::vector<Table5Row>& rows,
         md << (std::string(attention) == "materialized" ? " not available (see below) |\n" : " — |\n");
     }
   }
+  md << "\nms: wall-clock milliseconds of one forward; CPU ms: the process's CPU time (user + "
+        "system, all threads) over the same forward, which a busy shared machine inflates much "
+        "less than wall time.";
   md << "\nPeak MiB: the " << (cpu ? "host" : "CUDA caching")
      << " allocator's peak of tensor storage during the timed forwards, parameters included"
      << (cpu ? "; peak RSS: the process's resident-set high-water mark over the row (model "
@@ -233,9 +247,9 @@ std::vector<Table5Row> run_table5(const Table5Options& o, const std::string& out
       for (PositionalKind pe : {PositionalKind::rpe, PositionalKind::urpe}) {
         rows.push_back(run_row(o, device, n, pe, path));
         const Table5Row& r = rows.back();
-        std::printf("[%zu/%zu] n = %-5lld %-4s %-12s median %9.1f ms  peak %9.1f MiB",
+        std::printf("[%zu/%zu] n = %-5lld %-4s %-12s median %9.1f ms (CPU %9.1f ms)  peak %9.1f MiB",
                     rows.size(), total, static_cast<long long>(n), r.pe.c_str(),
-                    r.attention.c_str(), r.median_ms, mib(r.peak_bytes));
+                    r.attention.c_str(), r.median_ms, r.median_cpu_ms, mib(r.peak_bytes));
         if (r.peak_rss_bytes >= 0) std::printf("  peak RSS %9.1f MiB", mib(r.peak_rss_bytes));
         std::printf("\n");
         std::fflush(stdout);
@@ -250,6 +264,7 @@ std::vector<Table5Row> run_table5(const Table5Options& o, const std::string& out
     json::Value row = json::Value::object();
     row.set("experiment", "table5").set("seq_len", r.seq_len).set("pe", r.pe)
         .set("attention", r.attention).set("median_ms", r.median_ms).set("min_ms", r.min_ms)
+        .set("median_cpu_ms", r.median_cpu_ms)
         .set("runs", r.runs).set("peak_bytes", r.peak_bytes)
         .set("peak_rss_bytes", r.peak_rss_bytes < 0 ? json::Value() : json::Value(r.peak_rss_bytes))
         .set("batch", o.batch).set("layers", o.layers).set("d_model", o.d_model)

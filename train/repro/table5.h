@@ -33,6 +33,7 @@ struct Table5Row {
   std::string pe;         // rpe | urpe
   std::string attention;  // materialized | fused
   double median_ms = 0, min_ms = 0;
+  double median_cpu_ms = 0;  // process CPU time (all threads) of a forward: robust to a busy machine
   int64_t runs = 0;
   int64_t params = 0;
   double peak_bytes = 0;  // allocator peak (host or CUDA), parameters included
