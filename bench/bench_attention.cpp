@@ -28,17 +28,21 @@ int64_t in_use(const Device& device) {
   return static_cast<int64_t>(device.is_cuda() ? cuda::bytes_in_use(device.context()) : host::in_use_bytes());
 }
 
-// Runs `fn` once untimed, then `repeats` times; the peak is the most storage in use above what
-// was live before the call, over all runs.
-Row measure_row(const Device& device, int repeats, const std::function<void()>& fn) {
+// Runs `fn` once untimed, then `repeats` times, each after `reset` (which drops the previous
+// run's gradients, so they are not counted as freed memory); the peak is the most storage in use
+// above what was live before the call, over all runs.
+Row measure_row(const Device& device, int repeats, const std::function<void()>& reset,
+                const std::function<void()>& fn) {
   auto sync = [&] {
     if (device.is_cuda()) cuda::synchronize(device.context());
   };
+  reset();
   fn();
   sync();
   std::vector<double> times;
   double peak = 0;
   for (int r = 0; r < repeats; ++r) {
+    reset();
     const int64_t before = in_use(device);
     if (device.is_cuda()) cuda::reset_peak(device.context());
     else host::reset_peak();
@@ -89,8 +93,10 @@ int run_attention_bench(const AttentionBenchOptions& o) {
       for (const char* direction : {"forward", "forward+backward"}) {
         const bool backward = direction[7] == '+';
         for (Tensor* t : {&q, &k, &v, &bias, &c}) t->set_requires_grad(backward);
-        const Row row = measure_row(device, o.repeats, [&] {
+        auto reset = [&] {
           for (Tensor* t : {&q, &k, &v, &bias, &c}) t->zero_grad();
+        };
+        const Row row = measure_row(device, o.repeats, reset, [&] {
           if (backward) {
             forward().backward(grad);
           } else {
@@ -98,7 +104,7 @@ int run_attention_bench(const AttentionBenchOptions& o) {
             forward();
           }
         });
-        std::printf("%-7lld %-13s %-15s %12.2f %12.1f\n", static_cast<long long>(n), path, direction,
+        std::printf("%-7lld %-13s %-15s %12.2f %12.3f\n", static_cast<long long>(n), path, direction,
                     row.median_ms, row.peak_mib);
         std::fflush(stdout);
       }
