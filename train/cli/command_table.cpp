@@ -69,7 +69,7 @@ std::vector<CommandSpec> command_table() {
                      "CUDA table sizes: table5, or smoke (a tiny model that checks the table runs)"},
                     {"seq-len", "N", "128", "bench step: sequence length n"},
                     {"batch", "B", "32", "bench step: sequences per step"},
-                    {"attention", "PATH", "fused", "bench step: fused or materialized attention"},
+                    {"attention", "PATH", "materialized", "bench step: materialized (the training default) or fused attention"},
                     {"lengths", "N,N,...", "1024,4096", "bench attention: sequence lengths"}},
                    run_bench, "",
                    "'bench kernels' times each kernel beside its references (copy bandwidth, sgemm);\n"
