@@ -9,6 +9,7 @@
 #include "ops/matmul.h"
 #include "ops/rotary.h"
 #include "ops/shape.h"
+#include "ops/urpe_flash_attention.h"
 
 namespace urpe {
 
@@ -23,7 +24,29 @@ Tensor from_query(const Tensor& t, int64_t batch, int64_t heads) {  // (N, B·H,
   return permute(reshape(t, {t.size(0), batch, heads, t.size(2)}), {1, 2, 0, 3});
 }
 
+// A relative map (values for j − i = −(N − 1) … N − 1, length 2N − 1) as the square (N, N) map
+// the materialised core reads: map[i, j] = rel[(j − i) + N − 1].
+Tensor square_from_relative(const Tensor& rel, int64_t n) {
+  const std::vector<int32_t> r = rel.to_vector_i32();
+  URPE_CHECK(static_cast<int64_t>(r.size()) == 2 * n - 1,
+             "attention: a relative map of " << r.size() << " buckets for sequences of " << n);
+  std::vector<int32_t> square(static_cast<size_t>(n * n));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) square[i * n + j] = r[(j - i) + n - 1];
+  return Tensor::from_vector(square, {n, n}, rel.device());
+}
+
 }  // namespace
+
+AttentionPath parse_attention_path(const std::string& text) {
+  if (text == "materialized") return AttentionPath::materialized;
+  if (text == "fused") return AttentionPath::fused;
+  URPE_FAIL("attention '" << text << "': expected fused or materialized");
+}
+
+const char* attention_path_name(AttentionPath path) {
+  return path == AttentionPath::fused ? "fused" : "materialized";
+}
 
 SelfAttention::SelfAttention(ParameterSet& params, const std::string& name, int64_t d_model,
                              int64_t num_heads, const InitSpec& init)
@@ -54,6 +77,23 @@ Tensor SelfAttention::forward(const Tensor& x, UrpeAttentionParams positional,
     k = rotary(k, pos.rope_cos, pos.rope_sin);
   }
   positional.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  // The fused op has no exp variant, stores no A, and cannot add Shaw's value term (which needs A).
+  const bool fused = path == AttentionPath::fused && weights == nullptr && !pos.shaw_values.defined() &&
+                     positional.norm == AttentionNorm::softmax;
+  if (fused) {
+    // The same dropout seed, drawn at the same point of the stream as the materialised path
+    // below, so both paths drop the same attention weights.
+    AttentionDropout drop;
+    if (training && attention_dropout > 0.0f) drop = {attention_dropout, dropout_rng->next_seed()};
+    const Tensor context = urpe_flash_attention(q, k, v, positional, drop);  // (B, H, N, dh)
+    const Tensor merged = reshape(permute(context, {0, 2, 1, 3}), {batch, n, d_model});
+    return out_proj.forward(merged);
+  }
+  // The materialised core reads square maps; a model built for the fused path holds relative ones.
+  if (positional.bias_map.defined() && positional.bias_map.dim() == 1)
+    positional.bias_map = square_from_relative(positional.bias_map, n);
+  if (positional.c_map.defined() && positional.c_map.dim() == 1)
+    positional.c_map = square_from_relative(positional.c_map, n);
   Tensor scores = matmul(q, k, false, true);  // (B, H, N, N)
   if (pos.shaw_keys.defined())
     scores = add(scores, from_query(matmul(by_query(q), pos.shaw_keys, false, true), batch, heads));

@@ -3,6 +3,8 @@
 // B (RPE bias) and C (URPE) are per-head tables gathered through bucket maps; both are built once
 // by the encoder and shared by all layers, as in the official code.
 #pragma once
+#include <string>
+
 #include "models/layers.h"
 #include "ops/urpe_attention.h"
 
@@ -18,17 +20,30 @@ struct PositionExtras {
   Tensor shaw_keys, shaw_values;
 };
 
+// How attention is computed; the two give the same function (tests/test_urpe_flash_attention.cpp):
+//   materialized: S = q·kᵀ by GEMM, the URPE core on the (B, H, N, N) scores, dropout, A·v;
+//                 S, P and A are each B·H·N² floats in memory;
+//   fused:        ops/urpe_flash_attention, tile by tile with an online softmax; saves only the
+//                 output and one log-sum-exp per row, so memory grows with N, not N².
+enum class AttentionPath { materialized, fused };
+AttentionPath parse_attention_path(const std::string& text);  // "materialized" | "fused"
+const char* attention_path_name(AttentionPath path);
+
 struct SelfAttention {
   Linear q_proj, k_proj, v_proj, out_proj;
   int64_t heads = 1, head_dim = 1;
+  AttentionPath path = AttentionPath::materialized;
 
   SelfAttention() = default;
   SelfAttention(ParameterSet& params, const std::string& name, int64_t d_model, int64_t heads,
                 const InitSpec& init);
 
   // x: (B, N, d_model). `positional` carries the shared tables, maps and masks (its scale is set
-  // here to 1/√dh). Returns (B, N, d_model). `weights`, when given, receives A (B, H, N, N) before
-  // attention dropout (for analyses: models/hidden_states.h).
+  // x: (B, N, d_model). `positional` carries the shared tables, maps and masks (its scale is set
+  // here to 1/√dh); the fused path also takes relative (2N − 1) maps. Returns (B, N, d_model).
+  // `weights`, when given, receives A (B, H, N, N) before attention dropout (for analyses:
+  // models/hidden_states.h); the fused path stores no A, so such a call, and Shaw's value term
+  // (which needs A), run the materialised path: the same function.
   Tensor forward(const Tensor& x, UrpeAttentionParams positional, float attention_dropout,
                  Rng* dropout_rng, bool training, Tensor* weights = nullptr,
                  const PositionExtras* extras = nullptr) const;

@@ -93,10 +93,22 @@ Tensor sinusoidal_table(int64_t n, int64_t d, const Device& device) {
   return Tensor::from_vector(table, {n, d}, device);
 }
 
-// Keeps rows/cols [0, n) of a square (N, N) map (maps are built once for the maximum length).
+// The map for sequences of length n from one built for the maximum length: rows/cols [0, n) of
+// a square (N, N) map, or the middle 2n − 1 diagonals of a relative (2N − 1) one (the buckets
+// of j − i ∈ [−(n − 1), n − 1]).
 static Tensor leading_square(const Tensor& map, int64_t n) {
+  if (map.dim() == 1) {
+    const int64_t longest = (map.size(0) + 1) / 2;
+    return longest == n ? map : slice(map, 0, longest - n, longest + n - 1);
+  }
   if (map.size(0) == n) return map;
   return slice(slice(map, 0, 0, n), 1, 0, n);
+}
+
+// The bucket map of a table for the maximum length: relative for the fused path (no N×N map).
+static Tensor bucket_map_for(const EncoderConfig& c, RelativeKind kind, const Device& device) {
+  return c.attention == AttentionPath::fused ? relative_bucket_vector(c.seq_len, kind, true, device)
+                                             : relative_bucket_map(c.seq_len, kind, true, device);
 }
 
 TransformerEncoder::TransformerEncoder(const EncoderConfig& c, uint64_t seed, const Device& device)
@@ -123,7 +135,7 @@ TransformerEncoder::TransformerEncoder(const EncoderConfig& c, uint64_t seed, co
   if (c.pe == PositionalKind::rpe || c.pe == PositionalKind::urpe) {
     const int64_t buckets = relative_bucket_count(c.seq_len, c.rpe_kind);
     bias_table_ = params_.add("rel_pos_bias", Tensor::normal({c.heads, buckets}, 0.0f, c.init_std, rng, device));
-    bias_map_full_ = relative_bucket_map(c.seq_len, c.rpe_kind, true, device);
+    bias_map_full_ = bucket_map_for(c, c.rpe_kind, device);
   }
   if (c.pe == PositionalKind::alibi) {  // fixed: B_h[(j − i) + n − 1] = −m_h·|j − i|
     const std::vector<double> slopes = alibi_slopes(c.heads);
@@ -133,7 +145,7 @@ TransformerEncoder::TransformerEncoder(const EncoderConfig& c, uint64_t seed, co
       for (int64_t k = 0; k < buckets; ++k)
         table[h * buckets + k] = static_cast<float>(-slopes[h] * std::fabs(static_cast<double>(k - (c.seq_len - 1))));
     bias_table_ = Tensor::from_vector(table, {c.heads, buckets}, device);
-    bias_map_full_ = toeplitz_map(c.seq_len, c.seq_len, device);
+    bias_map_full_ = bucket_map_for(c, RelativeKind::unique, device);  // bucket (j − i) + n − 1
   }
   if (c.pe == PositionalKind::rope) std::tie(rope_cos_, rope_sin_) = rotary_tables(c.seq_len, head_dim, 10000.0, device);
   if (c.pe == PositionalKind::shaw) {
@@ -146,12 +158,13 @@ TransformerEncoder::TransformerEncoder(const EncoderConfig& c, uint64_t seed, co
   if (has_c()) {
     const int64_t buckets = relative_bucket_count(c.seq_len, c.urpe_kind);
     c_table_ = params_.add("urpe_c", Tensor::ones({c.heads, buckets}, device));
-    c_map_full_ = relative_bucket_map(c.seq_len, c.urpe_kind, true, device);
+    c_map_full_ = bucket_map_for(c, c.urpe_kind, device);
   }
   for (int64_t l = 0; l < c.layers; ++l) {
     const std::string p = "layers." + std::to_string(l);
     Layer layer;
     layer.attention = SelfAttention(params_, p + ".self_attn", c.d_model, c.heads, init);
+    layer.attention.path = c.attention;
     layer.attention_norm = LayerNorm(params_, p + ".self_attn_norm", c.d_model, device);
     layer.ffn = FeedForward(params_, p + ".ffn", c.d_model, c.d_ff, init, true);
     layer.ffn_norm = LayerNorm(params_, p + ".ffn_norm", c.d_model, device);

@@ -64,6 +64,7 @@ struct EncoderConfig {
   // softmax (the paper), or exp: A = exp(S·scale + B) ⊙ C without the denominator, the variant
   // `urpe theory denominator` trains (ops/urpe_attention.h).
   AttentionNorm attention_norm = AttentionNorm::softmax;
+  AttentionPath attention = AttentionPath::materialized;  // fused: no (B, H, N, N) tensors
 };
 
 class TransformerEncoder {
@@ -102,7 +103,7 @@ class TransformerEncoder {
   std::vector<Layer> layers_;
   Linear head_;
   Tensor bias_table_, c_table_;  // (H, K) each, shared by all layers
-  Tensor bias_map_full_, c_map_full_;  // i32 (seq_len, seq_len)
+  Tensor bias_map_full_, c_map_full_;  // i32 (seq_len, seq_len); relative (2·seq_len − 1) when fused
   Tensor sinusoid_;                    // (seq_len, d_model), pe = sinusoidal
   Tensor rope_cos_, rope_sin_;         // (seq_len, dh/2), pe = rope
   Tensor shaw_map_full_;               // i32 (seq_len, seq_len): clip(j − i, −k, k) + k

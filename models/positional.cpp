@@ -48,6 +48,14 @@ Tensor relative_bucket_map(int64_t n, RelativeKind kind, bool bidirectional, con
   return Tensor::from_vector(map, {n, n}, device);
 }
 
+Tensor relative_bucket_vector(int64_t n, RelativeKind kind, bool bidirectional, const Device& device) {
+  std::vector<int32_t> map(2 * n - 1);
+  for (int64_t d = 0; d < 2 * n - 1; ++d)
+    map[d] = kind == RelativeKind::unique ? static_cast<int32_t>(d)
+                                          : t5_relative_bucket(d - (n - 1), bidirectional);
+  return Tensor::from_vector(map, {2 * n - 1}, device);
+}
+
 int64_t relative_bucket_count(int64_t n, RelativeKind kind) {
   return kind == RelativeKind::unique ? 2 * n - 1 : 32;
 }

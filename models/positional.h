@@ -24,5 +24,8 @@ int32_t t5_relative_bucket(int64_t relative_position, bool bidirectional, int nu
 // i32 (n, n) bucket map and the number of buckets it uses.
 Tensor relative_bucket_map(int64_t n, RelativeKind kind, bool bidirectional, const Device& device = {});
 int64_t relative_bucket_count(int64_t n, RelativeKind kind);
+// The same buckets as a relative map for ops/urpe_flash_attention: i32 (2n − 1), the value at
+// d being the bucket of rel = j − i = d − (n − 1), so no n×n map is needed.
+Tensor relative_bucket_vector(int64_t n, RelativeKind kind, bool bidirectional, const Device& device = {});
 
 }  // namespace urpe

@@ -84,7 +84,11 @@ void validate(const Tensor& scores, const UrpeAttentionParams& p) {
 
 Tensor urpe_attention(const Tensor& scores, const UrpeAttentionParams& params) {
   validate(scores, params);
-  Tensor probs = Tensor::empty(scores.shape(), DType::f32, scores.device());  // (Bsz, H, Nq, Nk)
+  // P is kept only for a backward; with gradients off (NoGrad, or nothing requires one) the
+  // kernels write A alone, so inference holds one (Bsz, H, Nq, Nk) tensor here, not two.
+  const bool saving = autograd::needs_grad({scores, params.bias_table, params.c_table});
+  Tensor probs = saving ? Tensor::empty(scores.shape(), DType::f32, scores.device())  // (Bsz, H, Nq, Nk)
+                        : Tensor();
   Tensor out = Tensor::empty(scores.shape(), DType::f32, scores.device());    // (Bsz, H, Nq, Nk)
   URPE_DISPATCH(kOp, scores.device(),
                 kernels::urpe_attention_forward_cpu(scores, params, probs, out),

@@ -15,7 +15,8 @@
 //   dZ = P·(dP − Σ_j P·dP)                       ∂S = scale·dZ
 //   ∂B_h[k] = Σ_{b,i,j: bias_map=k} dZ
 // The table reductions run in a fixed order (no float atomics), so runs are bit-reproducible.
-// Forward saves P; memory traffic per call: read S (+ maps, tables), write A and P.
+// Forward saves P (only when a backward can run: with gradients off it writes A alone); memory
+// traffic per call: read S (+ maps, tables), write A and P.
 //
 // norm = AttentionNorm::exp drops the softmax's denominator (an experiment, `urpe theory
 // denominator`; docs/urpe_attention.md#the-denominator-variant):
@@ -57,7 +58,8 @@ Tensor urpe_attention(const Tensor& scores, const UrpeAttentionParams& params);
 Tensor toeplitz_map(int64_t nq, int64_t nk, const Device& device = {});
 
 namespace kernels {
-// probs (saved for backward: P, or E for AttentionNorm::exp) and out: (Bsz, H, Nq, Nk).
+// probs (saved for backward: P, or E for AttentionNorm::exp; may be undefined when no backward will
+// run: only out is written) and out: (Bsz, H, Nq, Nk).
 void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams& params,
                                 Tensor& probs, Tensor& out);
 void urpe_attention_forward_cuda(const Tensor& scores, const UrpeAttentionParams& params,

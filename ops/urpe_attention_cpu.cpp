@@ -89,7 +89,7 @@ void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams&
                                 Tensor& probs, Tensor& out) {
   const RowContext ctx = make_context(scores, params);
   const float* s = scores.f32();  // (Bsz, H, Nq, Nk)
-  float* p_all = probs.f32();     // (Bsz, H, Nq, Nk)
+  float* p_all = probs.defined() ? probs.f32() : nullptr;  // (Bsz, H, Nq, Nk); none when not saved
   float* a_all = out.f32();       // (Bsz, H, Nq, Nk)
   const int64_t rows = ctx.bsz * ctx.heads * ctx.nq, nk = ctx.nk;
 
@@ -101,7 +101,7 @@ void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams&
     for (int64_t row = 0; row < rows; ++row) {
       const int64_t i = row % ctx.nq, h = (row / ctx.nq) % ctx.heads, b = row / (ctx.nq * ctx.heads);
       const float* s_row = s + row * nk;
-      float* p_row = p_all + row * nk;
+      float* p_row = p_all ? p_all + row * nk : nullptr;
       float* a_row = a_all + row * nk;
       const int32_t* bmap = ctx.bias_table ? ctx.map_row(ctx.bias_map, ctx.bias_map_per_batch, b, i) : nullptr;
       const int32_t* cmap = ctx.c_table ? ctx.map_row(ctx.c_map, ctx.c_map_per_batch, b, i) : nullptr;
@@ -125,15 +125,16 @@ void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams&
         for (int64_t j = 0; j < nk; ++j) zr[j] = padded[j] != 0 ? kNegInf : zr[j];
       }
       if (!ctx.normalize) {  // E = e^Z, A = E·C: no maximum, no denominator (e^−∞ = 0 where masked)
-        for (int64_t j = 0; j < nk; ++j) p_row[j] = fast::exp_fast(zr[j]);
-        for (int64_t j = 0; j < nk; ++j) a_row[j] = c_h != nullptr ? p_row[j] * c_h[cmap[j]] : p_row[j];
+        for (int64_t j = 0; j < nk; ++j) er[j] = fast::exp_fast(zr[j]);
+        for (int64_t j = 0; j < nk; ++j) a_row[j] = c_h != nullptr ? er[j] * c_h[cmap[j]] : er[j];
+        if (p_row) std::copy(er, er + nk, p_row);
         continue;
       }
       float m = kNegInf;
 #pragma omp simd reduction(max : m)
       for (int64_t j = 0; j < nk; ++j) m = zr[j] > m ? zr[j] : m;  // (std::max does not vectorise)
       if (m == kNegInf) {  // nothing to attend to: P = A = 0 (not NaN)
-        std::fill(p_row, p_row + nk, 0.0f);
+        if (p_row) std::fill(p_row, p_row + nk, 0.0f);
         std::fill(a_row, a_row + nk, 0.0f);
         continue;
       }
@@ -146,13 +147,12 @@ void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams&
       for (int64_t j = 0; j < nk; ++j) total += er[j];
       const float inv_total = static_cast<float>(1.0 / total);
       if (c_h != nullptr) {
-        for (int64_t j = 0; j < nk; ++j) {
-          const float p = er[j] * inv_total;
-          p_row[j] = p;
-          a_row[j] = p * c_h[cmap[j]];  // p is 0 where masked, so A is too
-        }
+        for (int64_t j = 0; j < nk; ++j) a_row[j] = er[j] * inv_total * c_h[cmap[j]];  // 0 where masked
+        if (p_row)
+          for (int64_t j = 0; j < nk; ++j) p_row[j] = er[j] * inv_total;
       } else {
-        for (int64_t j = 0; j < nk; ++j) p_row[j] = a_row[j] = er[j] * inv_total;
+        for (int64_t j = 0; j < nk; ++j) a_row[j] = er[j] * inv_total;
+        if (p_row) std::copy(a_row, a_row + nk, p_row);
       }
     }
   }

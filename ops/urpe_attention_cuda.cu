@@ -71,7 +71,7 @@ __global__ void urpe_attention_forward_kernel(AttentionGeometry geo,
        r += warps) {
     const int64_t b = r / (geo.heads * geo.nq), h = (r / geo.nq) % geo.heads, i = r % geo.nq;
     const float* s_row = scores + r * nk;
-    float* p_row = probs + r * nk;
+    float* p_row = probs ? probs + r * nk : nullptr;  // null when P is not saved (no backward)
     float* a_row = out + r * nk;
     auto logit = [&](int64_t j) {
       return geo.masked(b, i, j) ? -INFINITY : s_row[j] * geo.scale + geo.bias(b, h, i * nk + j);
@@ -79,7 +79,7 @@ __global__ void urpe_attention_forward_kernel(AttentionGeometry geo,
     if (!geo.normalize) {  // E = e^Z, A = E·C (e^−∞ = 0 where masked)
       for (int64_t j = lane; j < nk; j += kWarp) {
         const float e = expf(logit(j));
-        p_row[j] = e;
+        if (p_row) p_row[j] = e;
         a_row[j] = e * geo.c_value(b, h, i * nk + j);
       }
       continue;
@@ -88,7 +88,10 @@ __global__ void urpe_attention_forward_kernel(AttentionGeometry geo,
     for (int64_t j = lane; j < nk; j += kWarp) m = fmaxf(m, logit(j));
     m = warp_max(m);
     if (m == -INFINITY) {  // fully masked row: attends to nothing
-      for (int64_t j = lane; j < nk; j += kWarp) p_row[j] = a_row[j] = 0.0f;
+      for (int64_t j = lane; j < nk; j += kWarp) {
+        if (p_row) p_row[j] = 0.0f;
+        a_row[j] = 0.0f;
+      }
       continue;
     }
     double sum = 0.0;  // each e^{z−m} ≤ 1 in float, their sum in double (as the CPU reference)
@@ -100,7 +103,7 @@ __global__ void urpe_attention_forward_kernel(AttentionGeometry geo,
     for (int64_t j = lane; j < nk; j += kWarp) {
       const float z = logit(j);
       const float p = z == -INFINITY ? 0.0f : expf(z - m) * inv;
-      p_row[j] = p;
+      if (p_row) p_row[j] = p;
       a_row[j] = p * geo.c_value(b, h, i * nk + j);  // p = 0 where masked, so A is too
     }
   }
@@ -266,7 +269,8 @@ void urpe_attention_forward_cuda(const Tensor& scores, const UrpeAttentionParams
   const int64_t rows = geo.batch * geo.heads * geo.nq;
   if (rows == 0 || geo.nk == 0) return;
   urpe_attention_forward_kernel<<<grid_for(ctx, rows, kRowsPerBlock), kWarp * kRowsPerBlock, 0,
-                                  ctx.stream()>>>(geo, scores.f32(), probs.f32(), out.f32());
+                                  ctx.stream()>>>(geo, scores.f32(),
+                                                  probs.defined() ? probs.f32() : nullptr, out.f32());
   CUDA_CHECK_LAUNCH("urpe_attention_forward_kernel");
 }
 

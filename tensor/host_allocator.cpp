@@ -1,6 +1,7 @@
 // Caching host allocator; see host_allocator.h for the policy.
 #include "tensor/host_allocator.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -18,6 +19,16 @@ struct Cache {
   std::unordered_map<size_t, std::vector<void*>> free_blocks;  // size class → free blocks
   CacheStats stats;
 };
+
+// Lock-free: blocks below kMinCachedBytes never take the cache's mutex.
+std::atomic<size_t> g_in_use{0}, g_peak{0};
+
+void count_allocated(size_t capacity) {
+  const size_t now = g_in_use.fetch_add(capacity, std::memory_order_relaxed) + capacity;
+  size_t peak = g_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
 
 Cache& cache() {
   static Cache* instance = new Cache();  // never destroyed: tensors may be freed during exit
@@ -46,8 +57,8 @@ size_t size_class(size_t bytes) {
   return (rounded + quarter - 1) / quarter * quarter;
 }
 
-void* allocate(size_t bytes) {
-  const size_t capacity = size_class(bytes);
+// A block of exactly `capacity` bytes: from the cache when one is free, else from the system.
+static void* allocate_block(size_t capacity) {
   if (capacity < kMinCachedBytes) return system_allocate(capacity);
   Cache& c = cache();
   {
@@ -66,9 +77,17 @@ void* allocate(size_t bytes) {
   return system_allocate(capacity);
 }
 
+void* allocate(size_t bytes) {
+  const size_t capacity = size_class(bytes);
+  void* data = allocate_block(capacity);
+  count_allocated(capacity);
+  return data;
+}
+
 void release(void* data, size_t bytes) {
   if (data == nullptr) return;
   const size_t capacity = size_class(bytes);
+  g_in_use.fetch_sub(capacity, std::memory_order_relaxed);
   if (capacity >= kMinCachedBytes) {
     Cache& c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
@@ -87,6 +106,10 @@ CacheStats cache_stats() {
   std::lock_guard<std::mutex> lock(c.mutex);
   return c.stats;
 }
+
+size_t in_use_bytes() { return g_in_use.load(std::memory_order_relaxed); }
+size_t peak_bytes() { return g_peak.load(std::memory_order_relaxed); }
+void reset_peak() { g_peak.store(g_in_use.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 
 void empty_cache() {
   Cache& c = cache();

@@ -38,4 +38,11 @@ struct CacheStats {
 CacheStats cache_stats();
 void empty_cache();  // returns every cached free block to the system
 
+// Bytes of tensor storage in use now (the capacities of live blocks, cached free blocks not
+// counted) and the most in use at once since the last reset_peak(): what a computation needs,
+// independent of the cache and of the C library's own overheads (urpe repro table5 reports it).
+size_t in_use_bytes();
+size_t peak_bytes();
+void reset_peak();  // peak := in use now
+
 }  // namespace urpe::host

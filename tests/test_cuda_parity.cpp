@@ -34,6 +34,7 @@
 #include "ops/shape.h"
 #include "ops/softmax.h"
 #include "ops/urpe_attention.h"
+#include "ops/urpe_flash_attention.h"
 #include "tensor/cuda_backend.h"
 #include "test_util.h"
 
@@ -900,6 +901,138 @@ TEST_CASE("urpe attention on CUDA tensors rejects out-of-range map values") {
   p.c_map = Tensor::from_vector(m, {9, 9}, gpu());
   CHECK_THROWS_WITH_AS(urpe_attention(values({1, 2, 9, 9}, 151).to(gpu()), p),
                        doctest::Contains("c_map"), Error);
+}
+
+// ---- the fused URPE attention ----
+
+namespace {
+
+struct FlashParityCase {
+  const char* name;
+  int64_t batch, heads, nq, nk, dh, dv;
+  bool bias, c;
+  int map_kind;  // 1: relative Toeplitz, 2: relative buckets, 3: shared dense, 4: per-batch dense
+  bool padding, causal;
+  int64_t causal_offset;
+  float dropout;
+};
+
+UrpeAttentionParams flash_params(const FlashParityCase& c, uint64_t seed) {
+  UrpeAttentionParams p;
+  p.scale = 0.29f;
+  int64_t buckets = 0;
+  auto map = [&](uint64_t s) {
+    switch (c.map_kind) {
+      case 1: buckets = c.nq + c.nk - 1; return toeplitz_relative_map(c.nq, c.nk);
+      case 2: buckets = 6; return random_ids({c.nq + c.nk - 1}, 6, s);
+      case 3: buckets = 7; return random_ids({c.nq, c.nk}, 7, s);
+      default: buckets = 5; return random_ids({c.batch, c.nq, c.nk}, 5, s);
+    }
+  };
+  if (c.bias) {
+    p.bias_map = map(seed + 1);
+    p.bias_table = values({c.heads, buckets}, seed + 2, -2.0f, 2.0f);
+  }
+  if (c.c) {
+    p.c_map = map(seed + 3);
+    p.c_table = values({c.heads, buckets}, seed + 4, 0.2f, 1.8f, true);
+  }
+  if (c.padding) {  // batch 0 fully padded (fully masked rows), the others their last 3 keys
+    std::vector<int32_t> pad(c.batch * c.nk, 0);
+    for (int64_t j = 0; j < c.nk; ++j) pad[j] = 1;
+    for (int64_t b = 1; b < c.batch; ++b)
+      for (int64_t j = c.nk - 3; j < c.nk; ++j) pad[b * c.nk + j] = 1;
+    p.key_padding = Tensor::from_vector(pad, {c.batch, c.nk});
+  }
+  p.causal = c.causal;
+  p.causal_offset = c.causal_offset;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("parity: fused URPE attention kernels and op (O, L, dQ, dK, dV, dB, dC)") {
+  // Sizes cross the CUDA tiles (32 keys or queries, 16 or 8 rows per block) and the CPU's.
+  const FlashParityCase cases[] = {
+      {"toeplitz relative map, causal offset", 2, 2, 37, 45, 19, 23, true, true, 1, false, true, 8, 0.0f},
+      {"relative buckets, padding, dropout", 2, 3, 33, 35, 16, 16, true, true, 2, true, false, 0, 0.3f},
+      {"shared dense maps, causal", 2, 2, 35, 35, 9, 33, true, true, 3, false, true, 0, 0.0f},
+      {"per-batch dense maps, padding", 3, 2, 34, 33, 40, 7, true, true, 4, true, false, 0, 0.0f},
+      {"no tables, dropout", 2, 2, 17, 67, 12, 12, false, false, 1, false, false, 0, 0.2f},
+  };
+  for (const FlashParityCase& c : cases) {
+    CAPTURE(c.name);
+    const UrpeAttentionParams p = flash_params(c, 160);
+    const UrpeAttentionParams pd = params_on(p, gpu());
+    const AttentionDropout drop{c.dropout, 161};
+    const Tensor q = values({c.batch, c.heads, c.nq, c.dh}, 162, -1.5f, 1.5f);
+    const Tensor k = values({c.batch, c.heads, c.nk, c.dh}, 163, -1.5f, 1.5f);
+    const Tensor v = values({c.batch, c.heads, c.nk, c.dv}, 164);
+    const Shape o_shape{c.batch, c.heads, c.nq, c.dv}, l_shape{c.batch, c.heads, c.nq};
+    Tensor out = Tensor::empty(o_shape), lse = Tensor::empty(l_shape);
+    kernels::urpe_flash_attention_forward_cpu(q, k, v, p, drop, out, lse);
+    Tensor out_d = poisoned(o_shape), lse_d = poisoned(l_shape);
+    kernels::urpe_flash_attention_forward_cuda(q.to(gpu()), k.to(gpu()), v.to(gpu()), pd, drop, out_d, lse_d);
+    check_close(out_d, out, {1e-6, 1e-5}, "fused attention O");
+    check_close(lse_d, lse, {1e-6, 1e-5}, "fused attention L");
+
+    const Tensor go = values(o_shape, 165);
+    Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(v.shape());
+    Tensor dq_d = poisoned(q.shape()), dk_d = poisoned(k.shape()), dv_d = poisoned(v.shape());
+    Tensor gb, gc, gb_d, gc_d;
+    if (c.bias) {
+      gb = Tensor::empty(p.bias_table.shape());
+      gb_d = poisoned(p.bias_table.shape());
+    }
+    if (c.c) {
+      gc = Tensor::empty(p.c_table.shape());
+      gc_d = poisoned(p.c_table.shape());
+    }
+    kernels::urpe_flash_attention_backward_cpu(q, k, v, out, lse, go, p, drop, dq, dk, dv,
+                                               c.bias ? &gb : nullptr, c.c ? &gc : nullptr);
+    kernels::urpe_flash_attention_backward_cuda(q.to(gpu()), k.to(gpu()), v.to(gpu()), out_d, lse_d,
+                                                go.to(gpu()), pd, drop, dq_d, dk_d, dv_d,
+                                                c.bias ? &gb_d : nullptr, c.c ? &gc_d : nullptr);
+    check_close(dq_d, dq, {1e-5, 1e-4}, "fused attention dQ");
+    check_close(dk_d, dk, {1e-5, 1e-4}, "fused attention dK");
+    check_close(dv_d, dv, {1e-5, 1e-4}, "fused attention dV");
+    if (c.bias) check_close(gb_d, gb, {1e-5, 1e-4}, "fused attention dB");
+    if (c.c) check_close(gc_d, gc, {1e-5, 1e-4}, "fused attention dC");
+
+    // Bit-reproducible: a second backward gives the same bits.
+    Tensor dq2 = poisoned(q.shape()), dk2 = poisoned(k.shape()), dv2 = poisoned(v.shape()), gb2, gc2;
+    if (c.bias) gb2 = poisoned(p.bias_table.shape());
+    if (c.c) gc2 = poisoned(p.c_table.shape());
+    kernels::urpe_flash_attention_backward_cuda(q.to(gpu()), k.to(gpu()), v.to(gpu()), out_d, lse_d,
+                                                go.to(gpu()), pd, drop, dq2, dk2, dv2,
+                                                c.bias ? &gb2 : nullptr, c.c ? &gc2 : nullptr);
+    CHECK(bitwise_equal(dq2, dq_d));
+    CHECK(bitwise_equal(dk2, dk_d));
+    CHECK(bitwise_equal(dv2, dv_d));
+    if (c.bias) CHECK(bitwise_equal(gb2, gb_d));
+    if (c.c) CHECK(bitwise_equal(gc2, gc_d));
+
+    // The public op with autograd on both devices.
+    std::vector<Tensor> inputs{q, k, v};
+    if (c.bias) inputs.push_back(p.bias_table);
+    if (c.c) inputs.push_back(p.c_table);
+    const bool has_bias = c.bias, has_c = c.c;
+    check_op(std::string("urpe_flash_attention: ") + c.name,
+             [p, drop, has_bias, has_c](const std::vector<Tensor>& x, const Device& d) {
+               UrpeAttentionParams pp = params_on(p, d);
+               size_t next = 3;
+               if (has_bias) pp.bias_table = x[next++];
+               if (has_c) pp.c_table = x[next++];
+               return urpe_flash_attention(x[0], x[1], x[2], pp, drop);
+             },
+             inputs, {1e-6, 1e-5}, {1e-5, 1e-4});
+  }
+}
+
+TEST_CASE("fused attention on CUDA: head dims past the shared tiles are one clear error") {
+  const Tensor q = values({1, 1, 4, 129}, 170).to(gpu());
+  CHECK_THROWS_WITH_AS(urpe_flash_attention(q, q, q, UrpeAttentionParams{}),
+                       doctest::Contains("head dims up to 128"), Error);
 }
 
 // ---- optimizer kernels ----

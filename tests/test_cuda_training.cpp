@@ -101,10 +101,11 @@ std::string toy_corpus() {
 // The settings of one family, on the given device.
 Config family_config(const std::string& family, const std::string& device) {
   const std::string on = "device=" + device;
-  if (family == "encoder")
+  if (family == "encoder" || family == "encoder-fused")  // the two attention paths
     return resolve_config("", "", {"seq_len=12", "vocab=6", "layers=2", "d_model=16", "heads=2",
                                    "d_ff=32", "batch=4", "steps=8", "warmup=2", "eval_every=4",
                                    "valid_size=8", "dropout=0.1", "task=etp", "pe=urpe", "lr=0.01",
+                                   family == "encoder" ? "attention=materialized" : "attention=fused",
                                    on});
   if (family == "txl")
     return resolve_config("txl-tiny", "",
@@ -120,7 +121,7 @@ Config family_config(const std::string& family, const std::string& device) {
 
 void train_family(const std::string& family, const Config& config, const std::string& dir,
                   const TrainOptions& options) {
-  if (family == "encoder") train_encoder(config, dir, options);
+  if (family.rfind("encoder", 0) == 0) train_encoder(config, dir, options);
   else if (family == "txl") train_lm(config, dir, options);
   else train_graphormer(config, dir, options);
 }
@@ -131,9 +132,9 @@ std::vector<MetricsRow> metrics_of(const std::string& dir) {
 
 }  // namespace
 
-TEST_CASE("training on CUDA follows the CPU run: encoder, Transformer-XL and Graphormer, all "
-          "with URPE") {
-  for (const std::string family : {"encoder", "txl", "graphormer"}) {
+TEST_CASE("training on CUDA follows the CPU run: encoder (both attention paths), Transformer-XL "
+          "and Graphormer, all with URPE") {
+  for (const std::string family : {"encoder", "encoder-fused", "txl", "graphormer"}) {
     INFO("family: " << family);
     const std::string cpu_dir = temp_dir(family + "_cpu"), cuda_dir = temp_dir(family + "_cuda");
 #if defined(URPE_CUDA_SIM)
@@ -182,7 +183,8 @@ TEST_CASE("training on CUDA follows the CPU run: encoder, Transformer-XL and Gra
   // them (op calls, model blocks, backward ops, training steps), and every range was closed.
   const std::set<std::string>& names = urpe_sim_nvtx_names();
   for (const char* name :
-       {"urpe_attention", "urpe_attention backward", "matmul", "layer_norm backward",
+       {"urpe_attention", "urpe_attention backward", "urpe_flash_attention",
+        "urpe_flash_attention backward", "matmul", "layer_norm backward",
         "encoder.layer0", "encoder.layer1.attention", "encoder.layer0.ffn", "txl.layer1.attention",
         "txl.layer0.ffn", "graphormer.layer0.attention", "graphormer.layer1.ffn", "train_step"}) {
     INFO("NVTX range " << name);

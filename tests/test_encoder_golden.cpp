@@ -19,7 +19,7 @@ using test::meta_int;
 using test::relative_error;
 
 
-void check_fixture(const std::string& name) {
+void check_fixture(const std::string& name, AttentionPath attention = AttentionPath::materialized) {
   const TensorFile f =
       load_safetensors(test::fixture_path("encoder_" + name + ".safetensors"));
   EncoderConfig c;
@@ -36,6 +36,7 @@ void check_fixture(const std::string& name) {
   if (f.metadata.count("shaw_clip")) c.shaw_clip = meta_int(f, "shaw_clip");
   c.rpe_kind = parse_relative_kind(f.meta("rpe_kind"));
   c.urpe_kind = parse_relative_kind(f.meta("urpe_kind"));
+  c.attention = attention;
   TransformerEncoder model(c, 0);
 
   // Every parameter of the model is in the fixture, and nothing else is.
@@ -78,6 +79,12 @@ TEST_CASE("golden: encoder with RoPE + URPE") { check_fixture("rope_urpe"); }
 TEST_CASE("golden: encoder with ALiBi + URPE") { check_fixture("alibi_urpe"); }
 TEST_CASE("golden: encoder with sinusoidal + URPE") { check_fixture("sinusoidal_urpe"); }
 TEST_CASE("golden: encoder with Shaw + bucketed URPE") { check_fixture("shaw_urpe_bucketed"); }
+TEST_CASE("golden, fused attention: the same fixtures through ops/urpe_flash_attention") {
+  for (const char* name : {"none", "rpe", "urpe", "urpe_bucketed"}) {
+    CAPTURE(name);
+    check_fixture(name, AttentionPath::fused);
+  }
+}
 
 TEST_CASE("T5 buckets match the published boundaries") {
   // docs/urpe_attention.md#t5-buckets, bidirectional: |rel| 0–7 exact; 8–11→8; 12–15→9; 16–22→10;
@@ -109,4 +116,41 @@ TEST_CASE("URPE starts identical to RPE (C initialised to ones)") {
   CHECK(urpe_model.parameters().count() == rpe.parameters().count() + c.heads * (2 * c.seq_len - 1));
   const Tensor tokens = test::random_ids({3, 9}, 13, 8);
   CHECK(test::max_abs_diff(rpe.forward(tokens, false, nullptr), urpe_model.forward(tokens, false, nullptr)) == 0.0);
+}
+
+TEST_CASE("fused and materialized encoders agree in training (attention dropout, n < seq_len)") {
+  for (RelativeKind kind : {RelativeKind::unique, RelativeKind::bucketed}) {
+    CAPTURE(relative_kind_name(kind));
+    EncoderConfig c;
+    c.vocab = 17; c.seq_len = 40; c.layers = 2; c.d_model = 24; c.heads = 3; c.d_ff = 32; c.num_classes = 7;
+    c.pe = PositionalKind::urpe;
+    c.rpe_kind = c.urpe_kind = kind;
+    c.dropout = 0.1f;
+    c.attention_dropout = 0.2f;
+    const Tensor tokens = test::random_ids({3, 29}, 17, 12);  // shorter than seq_len: sliced maps
+    const Tensor targets = test::random_ids({3, 29}, 7, 13);
+    std::vector<Tensor> logits, grads;
+    std::vector<std::string> names;
+    for (AttentionPath path : {AttentionPath::materialized, AttentionPath::fused}) {
+      c.attention = path;
+      TransformerEncoder model(c, 3);
+      Tensor table = model.c_table();  // C away from 1, so a path that ignored it would show
+      table.copy_from(test::random_values(table.shape(), 14, 0.5f, 1.5f));
+      Rng dropout_rng(15);
+      const Tensor out = model.forward(tokens, true, &dropout_rng);
+      cross_entropy(reshape(out, {3 * 29, 7}), reshape(targets, {3 * 29})).backward();
+      logits.push_back(out);
+      for (const auto& [pname, p] : model.parameters().items()) {
+        if (path == AttentionPath::materialized) names.push_back(pname);
+        grads.push_back(p.grad());
+      }
+    }
+    CHECK(relative_error(logits[1], logits[0]) < 1e-4);
+    const size_t count = names.size();
+    REQUIRE(grads.size() == 2 * count);
+    for (size_t k = 0; k < count; ++k) {
+      INFO("gradient of " << names[k]);
+      CHECK(relative_error(grads[count + k], grads[k]) < 1e-4);
+    }
+  }
 }

@@ -219,6 +219,26 @@ TEST_CASE("--init-from: a URPE run starts from an RPE run (C = 1), its step-0 va
                        doctest::Contains("does not exist"), Error);
 }
 
+TEST_CASE("attention = fused trains like attention = materialized, and a run records its choice") {
+  TrainOptions options;
+  options.quiet = true;
+  std::vector<std::vector<double>> losses;
+  for (const char* path : {"materialized", "fused"}) {
+    CAPTURE(path);
+    const std::string dir = temp_dir(std::string("attention_") + path);
+    train_encoder(tiny_config("4", "0.01", {std::string("attention=") + path}), dir, options);
+    const Config stored = config_from_text(read_checkpoint_info(join_path(dir, "model.safetensors")).config_text, "checkpoint");
+    CHECK(stored.get_string("attention") == path);
+    std::vector<double> l;
+    for (const MetricsRow& r : read_metrics(join_path(dir, "metrics.csv"))) l.push_back(r.loss);
+    losses.push_back(l);
+  }
+  REQUIRE(losses[0].size() == losses[1].size());
+  for (size_t k = 0; k < losses[0].size(); ++k) CHECK(losses[1][k] == doctest::Approx(losses[0][k]).epsilon(1e-4));
+  CHECK_THROWS_WITH_AS(resolve_config("", "", {"attention=flash"}), doctest::Contains("attention"), Error);
+}
+
+
 TEST_CASE("bad configs give one clear error") {
   const std::string dir = temp_dir("bad");
   TrainOptions options;

@@ -10,6 +10,7 @@
 #endif
 
 #include "ops/urpe_attention.h"
+#include "tensor/host_allocator.h"
 #include "test_util.h"
 
 using namespace urpe;
@@ -460,4 +461,30 @@ TEST_CASE("attention_norm exp: with C ≡ 1 rows no longer sum to 1, and large l
   CHECK(urpe_attention(big, p).to_vector_f32()[0] == doctest::Approx(0.5));
   CHECK(parse_attention_norm("exp") == AttentionNorm::exp);
   CHECK_THROWS_WITH_AS(parse_attention_norm("sparsemax"), doctest::Contains("expected softmax or exp"), Error);
+}
+
+// ---- inference memory ----
+
+TEST_CASE("with gradients off the core writes A alone: no P is kept for a backward") {
+  Case c = make_case(4, 8, 64, 64, 1400);  // one (4, 8, 64, 64) f32 tensor is exactly 512 KiB
+  const size_t one = static_cast<size_t>(c.scores.numel()) * sizeof(float);
+  auto peak_of_call = [&] {
+    host::reset_peak();
+    const size_t before = host::in_use_bytes();
+    const Tensor a = urpe_attention(c.scores, c.params);
+    return host::peak_bytes() - before;
+  };
+  {
+    autograd::NoGrad no_grad;
+    CHECK(peak_of_call() == one);  // A only
+  }
+  CHECK(peak_of_call() >= 2 * one);  // A and the saved P
+  // The values are those of a recorded call.
+  Tensor with_grad = urpe_attention(c.scores, c.params);
+  Tensor without;
+  {
+    autograd::NoGrad no_grad;
+    without = urpe_attention(c.scores, c.params);
+  }
+  CHECK(bit_identical(with_grad, without));
 }

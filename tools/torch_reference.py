@@ -8,6 +8,9 @@ them (no PyTorch needed at test time) and compare.
 
   python3 tools/torch_reference.py fixtures [--out tests/fixtures]   # rewrite the fixtures
   python3 tools/torch_reference.py --bench                            # time the bench step
+  python3 tools/torch_reference.py --bench --seq-len 1024 --batch 4   # the long-sequence bench
+  python3 tools/torch_reference.py --table5 [--device cpu|cuda] [--lengths 128,256,512] [--batch 32]
+                                                                      # Table 5 in PyTorch eager
 
 Fixture version 1. Everything is computed in float64 from float32-rounded weights, so the stored
 reference values are the exact maths, not float32 rounding of another implementation.
@@ -312,9 +315,36 @@ def blas_in_use():
     return ", ".join(names) or "unknown"
 
 
-def bench(warmup, steps, threads):
+def peak_rss_reset():
+    """Starts a new VmHWM window (Linux: 5 to /proc/self/clear_refs); False where not allowed."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def rss_mib(field):
+    """VmHWM (peak) or VmRSS (now) of this process in MiB; None without /proc."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return None
+
+
+def bench(warmup, steps, threads, seq_len=None, batch=None):
     torch.set_num_threads(threads)
-    cfg = dict(BENCH, num_classes=BENCH["seq_len"])
+    cfg = dict(BENCH)
+    if seq_len:
+        cfg["seq_len"] = seq_len
+    if batch:
+        cfg["batch"] = batch
+    cfg["num_classes"] = cfg["seq_len"]
     g = torch.Generator().manual_seed(0)
     params = {}
     for name, shape in encoder_parameter_shapes(cfg).items():
@@ -323,7 +353,14 @@ def bench(warmup, steps, threads):
     opt = torch.optim.Adam(params.values(), lr=1e-4)
     B, N = cfg["batch"], cfg["seq_len"]
     times = []
+    # The resident set's growth over the first step (every buffer fresh from the system), the
+    # quantity `urpe bench step` prints too.
+    rss_before = rss_mib("VmRSS")
+    peak_window = peak_rss_reset()
+    first_step_growth = None
     for step in range(warmup + steps):
+        if step == 1 and peak_window and rss_before is not None:
+            first_step_growth = rss_mib("VmHWM") - rss_before
         tokens = torch.randint(0, cfg["vocab"], (B, N), generator=g)
         targets = torch.arange(N).repeat(B, 1)
         t0 = time.perf_counter()
@@ -345,6 +382,52 @@ def bench(warmup, steps, threads):
     print(f"bench config: n={N} d={cfg['d_model']} heads={cfg['heads']} layers={cfg['layers']} "
           f"d_ff={cfg['d_ff']} batch={B} pe=urpe; {steps} timed steps after {warmup} warm-up")
     print(f"median {times[len(times) // 2]:.2f} ms per step")
+    if first_step_growth is not None:
+        print(f"peak RSS growth during the first step: {first_step_growth:.1f} MiB "
+              f"(from {rss_before:.1f} MiB resident before it)")
+
+
+# ---- Table 5: the paper's model, inference, RPE vs URPE, in PyTorch eager ----
+
+def table5(device, lengths, batch, layers, repeats, threads):
+    """The same model and rows as `urpe repro table5` (materialised attention, which is what
+    eager PyTorch does): median forward time under no_grad and peak memory (CUDA: the caching
+    allocator's max_memory_allocated; CPU: the process's VmHWM over the row)."""
+    torch.set_num_threads(threads)
+    dev = torch.device(device)
+    print(f"PyTorch {torch.__version__} eager, device {device}"
+          + (f" ({torch.cuda.get_device_name(dev)})" if dev.type == "cuda" else f", {threads} threads")
+          + f"; 12 heads, d = 768, d_ff = 3072, {layers} layers, batch {batch}; median of {repeats}")
+    print("| n | pe | median ms | peak MiB |")
+    print("|---|---|---|---|")
+    for n in lengths:
+        for pe in ("rpe", "urpe"):
+            cfg = {"seq_len": n, "vocab": 1000, "layers": layers, "d_model": 768, "heads": 12,
+                   "d_ff": 3072, "num_classes": n, "pe": pe, "rpe_kind": "unique", "urpe_kind": "unique"}
+            g = torch.Generator().manual_seed(1)
+            params = {}
+            for name, shape in encoder_parameter_shapes(cfg).items():
+                w = torch.ones(shape) if (name.endswith("norm.weight") or name == "urpe_c") else 0.02 * torch.randn(shape, generator=g)
+                params[name] = w.to(dev)
+            tokens = torch.randint(0, 1000, (batch, n), generator=g).to(dev)
+            sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+            with torch.no_grad():
+                encoder_forward(cfg, params, tokens)  # warm-up
+                sync()
+                if dev.type == "cuda":
+                    torch.cuda.reset_peak_memory_stats(dev)
+                else:
+                    peak_rss_reset()
+                times = []
+                for _ in range(repeats):
+                    t0 = time.perf_counter()
+                    encoder_forward(cfg, params, tokens)
+                    sync()
+                    times.append((time.perf_counter() - t0) * 1000)
+            times.sort()
+            peak = (torch.cuda.max_memory_allocated(dev) / 2**20 if dev.type == "cuda" else rss_mib("VmHWM"))
+            print(f"| {n} | {pe} | {times[len(times) // 2]:.1f} | {peak:.1f} |", flush=True)
+            del params, tokens
 
 
 def main():
@@ -356,9 +439,19 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--seq-len", type=int, default=None, help="--bench: sequence length (default 128)")
+    ap.add_argument("--batch", type=int, default=None, help="--bench: batch (default 32); --table5: batch (default 32)")
+    ap.add_argument("--table5", action="store_true", help="time the paper's Table 5 model (inference) instead")
+    ap.add_argument("--device", default="cpu", help="--table5: cpu or cuda")
+    ap.add_argument("--lengths", default="128,256,512", help="--table5: sequence lengths")
+    ap.add_argument("--layers", type=int, default=12, help="--table5: encoder layers")
+    ap.add_argument("--repeats", type=int, default=3, help="--table5: timed forwards per row")
     args = ap.parse_args()
-    if args.bench:
-        bench(args.warmup, args.steps, args.threads)
+    if args.table5:
+        lengths = [int(x) for x in args.lengths.split(",")]
+        table5(args.device, lengths, args.batch or 32, args.layers, args.repeats, args.threads)
+    elif args.bench:
+        bench(args.warmup, args.steps, args.threads, args.seq_len, args.batch)
     else:
         torch.set_default_dtype(torch.float64)
         only = [n for n in args.only.split(",") if n]

@@ -68,6 +68,7 @@ EncoderConfig encoder_config_from(const Config& config) {
   c.rpe_kind = parse_relative_kind(config.get_string("rpe_kind"));
   c.urpe_kind = parse_relative_kind(config.get_string("urpe_kind"));
   c.attention_norm = parse_attention_norm(config.get_string("attention_norm"));
+  c.attention = parse_attention_path(config.get_string("attention"));
   URPE_CHECK(c.seq_len > 1, "config: seq_len must be > 1, got " << c.seq_len);
   URPE_CHECK(c.heads > 0 && c.d_model % c.heads == 0,
              "config: heads (" << c.heads << ") must divide d_model (" << c.d_model << ")");

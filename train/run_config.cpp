@@ -46,6 +46,9 @@ void add_encoder_keys(ConfigSchema& s) {
   s.add_choice("attention_norm", {"softmax", "exp"}, "softmax",
                "attention weights: softmax (the paper) or exp without the denominator, A = exp(S/√dh + B) ⊙ C "
                "(an experiment: urpe theory denominator)");
+  s.add_choice("attention", {"fused", "materialized"}, "materialized",
+               "how attention is computed: materialized (QKᵀ, the URPE core and A·V on (batch, heads, n, n) "
+               "tensors) or fused (tiles with an online softmax: memory grows with n, not n²); same results");
   s.add_int("seq_len", 32, "sequence length n");
   s.add_int("vocab", 100, "number of distinct input tokens V");
   s.add_int("layers", 2, "encoder layers");

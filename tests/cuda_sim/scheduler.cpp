@@ -315,6 +315,21 @@ uint64_t shuffle_xor(unsigned mask, uint64_t bits, int lane_mask, int width) {
   return result;
 }
 
+uint64_t shuffle_index(unsigned mask, uint64_t bits, int source_lane, int width) {
+  SimThread& self = arrive_at_collective(Collective::Shuffle, mask, bits);
+  const int lane = lane_of(self);
+  // CUDA: the source is lane source_lane % width of this lane's segment; a source outside the
+  // mask leaves the value unchanged.
+  uint64_t result = bits;
+  if (width > 0) {
+    const int source = lane / width * width + ((source_lane % width) + width) % width;
+    if (source >= 0 && source < kWarp && (mask >> source & 1u))
+      result = lane_in_warp(self, source).slot[self.collective_count % 2];
+  }
+  ++self.collective_count;
+  return result;
+}
+
 namespace {
 int vote(Collective kind, unsigned mask, int predicate) {
   SimThread& self = arrive_at_collective(kind, mask, predicate != 0);

@@ -70,6 +70,13 @@ __global__ void shuffle_and_vote_kernel(double* shuffled, int* all, int* any) {
   any[lane] = __any_sync(0xffffffffu, lane == 31);
 }
 
+// Indexed shuffles: a broadcast from lane 7, and a rotation within 8-lane segments.
+__global__ void indexed_shuffle_kernel(float* broadcast, float* rotated) {
+  const int lane = threadIdx.x;
+  broadcast[lane] = __shfl_sync(0xffffffffu, lane * 2.0f, 7);
+  rotated[lane] = __shfl_sync(0xffffffffu, float(lane), lane + 1, 8);
+}
+
 __global__ void write_ones_kernel(float* out, int n) {
   for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x)
     out[k] = 1.0f;
@@ -154,6 +161,20 @@ TEST_CASE("cuda_sim: 8-byte shuffles and warp votes") {
     CHECK(a[lane] == 1);
     CHECK(y[lane] == 1);
   }
+}
+
+TEST_CASE("cuda_sim: indexed shuffles broadcast and rotate within segments") {
+  float* broadcast = to_device(std::vector<float>(32, -1.0f));
+  float* rotated = to_device(std::vector<float>(32, -1.0f));
+  indexed_shuffle_kernel<<<1, 32>>>(broadcast, rotated);
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  const std::vector<float> b = to_host(broadcast, 32), r = to_host(rotated, 32);
+  for (int lane = 0; lane < 32; ++lane) {
+    CHECK(b[lane] == 14.0f);
+    CHECK(r[lane] == float(lane / 8 * 8 + (lane + 1) % 8));
+  }
+  cudaFree(broadcast);
+  cudaFree(rotated);
 }
 
 TEST_CASE("cuda_sim: fresh device memory reads as NaN, so unwritten outputs cannot pass") {

@@ -1,9 +1,11 @@
 // `urpe bench kernels|step`: reads the options and hands them to bench/ (which knows nothing of
 // the command line).
+#include "bench/bench_attention.h"
 #include "bench/bench_kernels.h"
 #include "bench/bench_step.h"
 #include "tensor/error.h"
 #include "train/cli/handlers.h"
+#include "train/repro/table5.h"
 
 namespace urpe::cli {
 
@@ -22,7 +24,7 @@ int repeats_option(const Args& args, long fallback) {
 int run_bench(const Args& args) {
   const std::string what = args.positional.empty() ? "" : args.positional[0];
   URPE_CHECK(args.positional.size() <= 1,
-             "bench: expected one of kernels|step, got '" << args.positional[1] << "' after '" << what << "'");
+             "bench: expected one of kernels|step|attention, got '" << args.positional[1] << "' after '" << what << "'");
   if (what == "kernels") {
     bench::KernelBenchOptions options;
     options.device = args.get("device", "cpu");
@@ -39,10 +41,33 @@ int run_bench(const Args& args) {
     URPE_CHECK(!options.tf32 || options.device != "cpu",
                "option --tf32: TF32 is a mode of the GPU's tensor cores; use it with --device cuda");
     options.steps = repeats_option(args, options.steps);
+    const long seq_len = args.get_int("seq-len", options.seq_len);
+    URPE_CHECK(seq_len >= 2 && seq_len <= 65536,
+               "option --seq-len: expected a sequence length between 2 and 65536, got " << args.get("seq-len"));
+    const long batch = args.get_int("batch", options.batch);
+    URPE_CHECK(batch >= 1 && batch <= 65536,
+               "option --batch: expected a batch size between 1 and 65536, got " << args.get("batch"));
+    options.seq_len = seq_len;
+    options.batch = batch;
+    options.attention = args.get("attention", options.attention);
+    URPE_CHECK(options.attention == "fused" || options.attention == "materialized",
+               "option --attention: expected fused or materialized, got '" << options.attention << "'");
     bench::run_step_benchmark(options);
     return 0;
   }
-  URPE_FAIL("bench: expected 'urpe bench kernels' or 'urpe bench step', got '"
+  if (what == "attention") {
+    bench::AttentionBenchOptions options;
+    options.device = args.get("device", "cpu");
+    bench::require_cuda_device("bench attention", options.device);
+    if (args.has("lengths")) options.lengths = parse_lengths(args.get("lengths"));
+    const long batch = args.get_int("batch", options.batch);
+    URPE_CHECK(batch >= 1 && batch <= 65536,
+               "option --batch: expected a batch size between 1 and 65536, got " << args.get("batch"));
+    options.batch = batch;
+    options.repeats = repeats_option(args, options.repeats);
+    return bench::run_attention_bench(options);
+  }
+  URPE_FAIL("bench: expected 'urpe bench kernels', 'urpe bench step' or 'urpe bench attention', got '"
             << (what.empty() ? std::string("nothing") : what) << "'");
 }
 

@@ -51,7 +51,7 @@ std::vector<CommandSpec> command_table() {
                    run_eval, "", "", 0});
 
   table.push_back({"repro", "repro synthetic|lm|molecules|table5 [--scale tiny|small|paper] [--seeds K] --out DIR "
-                   "[--overwrite] [--pes LIST] [--lengths LIST] [--tasks LIST]",
+                   "[--overwrite] [--pes LIST] [--lengths LIST] [--tasks LIST] [--batch B] [--layers L]",
                    "reproduce one of the paper's experiments and write results.md/json and plots",
                    {{"scale", "NAME", "tiny", "tiny, small or paper"},
                     {"seeds", "K", "1", "number of seeds per configuration", {1, 100}},
@@ -61,12 +61,16 @@ std::vector<CommandSpec> command_table() {
                     {"pes", "LIST", "none,rpe,urpe",
                      "synthetic: the positional encodings, one table column each, e.g. "
                      "none,ape,sinusoidal,rpe,alibi,rope,shaw,urpe,rope+urpe,alibi+urpe"},
-                    {"lengths", "LIST", "the preset's",
-                     "synthetic: sequence lengths n, one table row each (Figure 3: 256,512)"},
+                    {"lengths", "LIST", "",
+                     "synthetic: sequence lengths n, one table row each (default the preset's; Figure 3: 256,512); "
+                     "table5: the lengths timed (default 128,256,512)"},
                     {"tasks", "LIST", "pi,etp", "synthetic: the tasks, pi and/or etp"},
                     {"finetune", "", "",
                      "lm only: then continue every RPE run for half its steps as RPE and as URPE with C = 1 "
-                     "(urpe train --init-from; paper 4.2) and compare"}},
+                     "(urpe train --init-from; paper 4.2) and compare"},
+                    {"batch", "B", "32", "table5: sequences per forward", {1, 4096}},
+                    {"layers", "L", "12", "table5: encoder layers (the paper's 12; fewer for a quick check)", {1, 96}},
+                    {"repeats", "N", "3", "table5: timed forward passes per row (median reported)", {1, 1000}}},
                    run_repro, "",
                    "Experiments: synthetic (built: noPE/RPE/URPE on PI and ETP, Figure 1 and 2; --pes picks\n"
                    "the encodings, --lengths the sequence lengths, --tasks the tasks; a line under the table sorts the\n"
@@ -75,27 +79,37 @@ std::vector<CommandSpec> command_table() {
                    "embedded corpus on a CPU; paper = the WikiText-103 base at L = 4, 8, 16, needs the\n"
                    "wikitext-103 directory and a GPU);\n"
                    "molecules (built: Graphormer vs Graphormer + URPE, Table 2);\n"
-                   "table5 (efficiency, not built yet).\n",
+                   "table5 (built: Table 5, inference time and peak memory of RPE vs URPE with the\n"
+                   "materialized and the fused attention, 12 layers, d = 768, 12 heads, batch 32).\n",
                    1});
 
   table.push_back({"plot", "plot --run DIR", "redraw a run's plots from its files",
                    {{"run", "DIR", "", "run directory"}},
                    run_plot, "", "", 0});
 
-  table.push_back({"bench", "bench kernels|step [--device cpu|cuda] [--tf32] [--sizes table5|smoke]",
+  table.push_back({"bench", "bench kernels|step|attention [--device cpu|cuda] [--tf32] [--sizes table5|smoke] "
+                            "[--seq-len N] [--batch B] [--attention fused|materialized] [--lengths N,N]",
                    "time the kernels or a training step",
                    {{"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
                     {"repeats", "N", "50", "timed runs per measurement (the median is reported)", {1, 1000000}},
                     {"tf32", "", "off", "TF32 tensor-core GEMMs (CUDA only)"},
                     {"sizes", "NAME", "table5",
-                     "CUDA table sizes: table5, or smoke (a tiny model that checks the table runs)"}},
+                     "CUDA table sizes: table5, or smoke (a tiny model that checks the table runs)"},
+                    {"seq-len", "N", "128", "bench step: sequence length n"},
+                    {"batch", "B", "32", "bench step: sequences per step"},
+                    {"attention", "PATH", "materialized", "bench step: materialized (the training default) or fused attention"},
+                    {"lengths", "N,N,...", "1024,4096", "bench attention: sequence lengths"}},
                    run_bench, "",
                    "'bench kernels' times each kernel beside its references (copy bandwidth, sgemm);\n"
                    "with --device cuda: CUDA events, L2 flushed before every run, median of --repeats\n"
                    "runs, at the paper's Table 5 sizes (batch 32, 12 heads, head dim 64, N = 128/256/512),\n"
                    "each row as a % of the copy bandwidth and sgemm rate measured at start on the device.\n"
                    "'bench step' times a full training step of the URPE encoder (n=128, d=128, 4 heads,\n"
-                   "2 layers, d_ff 512, batch 32); --repeats sets its timed steps (default 20).\n",
+                   "2 layers, d_ff 512, batch 32) and its peak memory; --repeats sets its timed steps\n"
+                   "(default 20); --seq-len 1024 --batch 4 is the long-sequence bench.\n"
+                   "'bench attention' times the attention alone, fused against materialized, forward and\n"
+                   "forward + backward, with the peak memory each call allocates (batch 1, 4 heads, head\n"
+                   "dim 32 unless --batch; --lengths 1024,4096 by default; --repeats runs, default 3).\n",
                    1});
   CommandSpec theory{"theory", "theory probe|construction|rowsums|denominator [OPTIONS]",
                      "the paper's statements as measurements: Theorem 2, Proposition 4, row sums of C, the denominator",

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "bench/bench_kernels.h"
 #include "models/encoder.h"
 #include "tensor/error.h"
 #include "train/analysis/analysis_model.h"
@@ -12,6 +13,7 @@
 #include "train/repro/molecules.h"
 #include "train/repro/lm.h"
 #include "train/repro/synthetic.h"
+#include "train/repro/table5.h"
 #include "train/run_config.h"
 #include "train/io/run_dir.h"
 
@@ -128,23 +130,36 @@ int run_repro(const Args& args) {
   const std::string scale = args.get("scale", "tiny");
   URPE_CHECK(scale == "tiny" || scale == "small" || scale == "paper",
              "urpe repro: --scale '" << scale << "': expected tiny, small or paper");
-  const bool built = experiment == "synthetic" || experiment == "lm" || experiment == "molecules";
-  URPE_CHECK(built || experiment == "table5",
+  URPE_CHECK(experiment == "synthetic" || experiment == "lm" || experiment == "molecules" || experiment == "table5",
              "urpe repro: unknown experiment '" << experiment << "' (expected synthetic, lm, molecules or table5)");
-  URPE_CHECK(experiment == "synthetic" || (!args.has("pes") && !args.has("lengths") && !args.has("tasks")),
-             "urpe repro: --pes, --lengths and --tasks apply to 'urpe repro synthetic' only");
+  URPE_CHECK(experiment == "synthetic" || (!args.has("pes") && !args.has("tasks")),
+             "urpe repro: --pes and --tasks apply to 'urpe repro synthetic' only");
+  URPE_CHECK(experiment == "synthetic" || experiment == "table5" || !args.has("lengths"),
+             "urpe repro: --lengths applies to 'urpe repro synthetic' and 'urpe repro table5' only");
+  URPE_CHECK(experiment == "table5" || (!args.has("batch") && !args.has("layers") && !args.has("repeats")),
+             "urpe repro: --batch, --layers and --repeats apply to 'urpe repro table5' only");
   if (experiment == "synthetic") {  // a bad list fails before the output directory is claimed
     if (args.has("pes")) parse_pes(args.get("pes"));
     if (args.has("lengths")) parse_lengths(args.get("lengths"));
     if (args.has("tasks")) parse_tasks(args.get("tasks"));
   }
-  if (!built) {
-    std::fprintf(stderr, "urpe: error: 'urpe repro table5' is not built yet: it arrives with the efficiency "
-                         "benchmark (the paper's Table 5)\n");
-    return 3;
-  }
   URPE_CHECK(!args.has("finetune") || experiment == "lm",
              "urpe repro: --finetune applies to 'repro lm' only (RPE continued vs URPE fine-tuned)");
+  if (experiment == "table5") {
+    Table5Options options;
+    options.device = args.get("device", "cpu");
+    bench::require_cuda_device("repro table5", options.device);
+    if (args.has("lengths")) options.lengths = urpe::parse_lengths(args.get("lengths"));
+    options.batch = args.get_int("batch", options.batch);
+    options.layers = args.get_int("layers", options.layers);
+    options.repeats = static_cast<int>(args.get_int("repeats", options.repeats));
+    OutputClaim claim(out, "--out", args.has("overwrite"));
+    run_table5(options, out);
+    std::printf("\n%s\nwrote %s/results.md, %s/results.json and %s/plots/\n",
+                read_text_file(join_path(out, "results.md")).c_str(), out.c_str(), out.c_str(), out.c_str());
+    claim.done();
+    return 0;
+  }
   OutputClaim claim(out, "--out", args.has("overwrite"));
   run_experiment(experiment, scale, seeds, args.get("device", "cpu"), out, args);
   claim.done();

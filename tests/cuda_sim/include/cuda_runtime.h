@@ -142,6 +142,9 @@ const char* cudaGetErrorString(cudaError_t error);
 namespace urpe_sim {
 // Each lane offers 8 bytes; returns the bytes offered by lane (own lane ^ lane_mask).
 uint64_t shuffle_xor(unsigned mask, uint64_t bits, int lane_mask, int width);
+// Each lane offers 8 bytes; returns the bytes offered by lane `source` of this lane's
+// width-sized segment.
+uint64_t shuffle_index(unsigned mask, uint64_t bits, int source, int width);
 int vote_all(unsigned mask, int predicate);
 int vote_any(unsigned mask, int predicate);
 }  // namespace urpe_sim
@@ -155,6 +158,19 @@ T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = warpSize) {
   uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof(T));
   bits = urpe_sim::shuffle_xor(mask, bits, lane_mask, width);
+  T result;
+  std::memcpy(&result, &bits, sizeof(T));
+  return result;
+}
+// The value of lane `source_lane` (of this lane's width-sized segment): a broadcast when every
+// lane names the same source.
+template <typename T>
+T __shfl_sync(unsigned mask, T value, int source_lane, int width = warpSize) {
+  static_assert(sizeof(T) <= sizeof(uint64_t) && std::is_trivially_copyable<T>::value,
+                "__shfl_sync: the simulator exchanges at most 8 bytes");
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  bits = urpe_sim::shuffle_index(mask, bits, source_lane, width);
   T result;
   std::memcpy(&result, &bits, sizeof(T));
   return result;

@@ -1,0 +1,155 @@
+// Public fused URPE attention: validation of every argument (shapes, dtypes, devices, map
+// values, the dropout rate), dispatch to urpe_flash_attention_cpu.cpp / _cuda.cu, and autograd
+// for q, k, v and the two tables. The maths is in urpe_flash_attention.h.
+#include "ops/urpe_flash_attention.h"
+
+#include <cmath>
+#include <vector>
+
+#include "autograd/node.h"
+#include "ops/dispatch.h"
+
+namespace urpe {
+
+namespace {
+
+constexpr const char* kOp = "urpe_flash_attention";
+
+// A map is relative (Nq + Nk − 1,), shared (Nq, Nk) or per batch (Bsz, Nq, Nk), every value in
+// [0, buckets). The values are read on the host (one copy for a CUDA map), as the materialised
+// core does: an index out of range would otherwise be a wild read inside a kernel.
+void check_map(const char* arg, const Tensor& map, const char* table_arg, const Tensor& table,
+               int64_t bsz, int64_t nq, int64_t nk, const Tensor& q) {
+  URPE_CHECK(map.defined(), kOp << ": " << table_arg << " " << table.describe() << " is given but "
+                                << arg << " is missing (an i32 map of shape (Nq + Nk − 1,) = ("
+                                << nq + nk - 1 << ",), (Nq, Nk) = (" << nq << ", " << nk
+                                << ") or (Bsz, Nq, Nk))");
+  check_dtype(kOp, arg, map, DType::i32);
+  check_same_device(kOp, q, map);
+  const Shape relative{nq + nk - 1}, shared{nq, nk}, per_batch{bsz, nq, nk};
+  URPE_CHECK(map.shape() == relative || map.shape() == shared || map.shape() == per_batch,
+             kOp << ": " << arg << " " << map.describe() << " must have shape "
+                 << shape_str(relative) << " (relative: bucket of j − i), " << shape_str(shared)
+                 << " or " << shape_str(per_batch) << " to match q (Nq = " << nq << ") and k (Nk = "
+                 << nk << ")");
+  const int64_t buckets = table.size(1);
+  const std::vector<int32_t> values = map.to_vector_i32();
+  for (size_t k = 0; k < values.size(); ++k) {
+    URPE_CHECK(values[k] >= 0 && values[k] < buckets,
+               kOp << ": " << arg << " " << map.describe() << " has value " << values[k]
+                   << " at flat index " << k << ", outside [0, " << buckets << ") = the bucket "
+                   << "count of " << table_arg << " " << table.describe());
+  }
+}
+
+void check_table(const char* arg, const Tensor& table, const Tensor& q, int64_t heads) {
+  check_dtype(kOp, arg, table, DType::f32);
+  URPE_CHECK(table.dim() == 2 && table.size(0) == heads,
+             kOp << ": " << arg << " " << table.describe() << " must have shape (H, K) with H = "
+                 << heads << " heads, like q " << q.describe());
+  check_same_device(kOp, q, table);
+}
+
+void validate(const Tensor& q, const Tensor& k, const Tensor& v, const UrpeAttentionParams& p,
+              const AttentionDropout& dropout) {
+  check_dtype(kOp, "q", q, DType::f32);
+  check_dtype(kOp, "k", k, DType::f32);
+  check_dtype(kOp, "v", v, DType::f32);
+  URPE_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4,
+             kOp << ": q " << q.describe() << ", k " << k.describe() << " and v " << v.describe()
+                 << " must be 4-D: (Bsz, H, Nq, dh), (Bsz, H, Nk, dh), (Bsz, H, Nk, dv)");
+  check_same_device(kOp, q, k);
+  check_same_device(kOp, q, v);
+  const int64_t bsz = q.size(0), heads = q.size(1), nq = q.size(2), nk = k.size(2);
+  URPE_CHECK(k.size(0) == bsz && k.size(1) == heads && k.size(3) == q.size(3),
+             kOp << ": k " << k.describe() << " must be (Bsz, H, Nk, dh) with Bsz, H and dh of q "
+                 << q.describe());
+  URPE_CHECK(v.size(0) == bsz && v.size(1) == heads && v.size(2) == nk,
+             kOp << ": v " << v.describe() << " must be (Bsz, H, Nk, dv) with Bsz, H and Nk of k "
+                 << k.describe());
+  URPE_CHECK(std::isfinite(p.scale), kOp << ": scale must be finite, got " << p.scale);
+  URPE_CHECK(dropout.p >= 0.0f && dropout.p < 1.0f,
+             kOp << ": the attention dropout probability must be in [0, 1), got " << dropout.p);
+  if (p.bias_table.defined()) {
+    check_table("bias_table", p.bias_table, q, heads);
+    check_map("bias_map", p.bias_map, "bias_table", p.bias_table, bsz, nq, nk, q);
+  } else {
+    URPE_CHECK(!p.bias_map.defined(), kOp << ": bias_map " << p.bias_map.describe()
+                                          << " is given without a bias_table");
+  }
+  if (p.c_table.defined()) {
+    check_table("c_table", p.c_table, q, heads);
+    check_map("c_map", p.c_map, "c_table", p.c_table, bsz, nq, nk, q);
+  } else {
+    URPE_CHECK(!p.c_map.defined(),
+               kOp << ": c_map " << p.c_map.describe() << " is given without a c_table");
+  }
+  if (p.key_padding.defined()) {
+    check_dtype(kOp, "key_padding", p.key_padding, DType::i32);
+    URPE_CHECK(p.key_padding.shape() == (Shape{bsz, nk}),
+               kOp << ": key_padding " << p.key_padding.describe() << " must have shape (Bsz, Nk) = "
+                   << shape_str({bsz, nk}) << " to match k " << k.describe());
+    check_same_device(kOp, q, p.key_padding);
+  }
+}
+
+}  // namespace
+
+// ---- forward and backward ----
+
+Tensor urpe_flash_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                            const UrpeAttentionParams& params, const AttentionDropout& dropout) {
+  validate(q, k, v, params, dropout);
+  const Device& device = q.device();
+  const int64_t bsz = q.size(0), heads = q.size(1), nq = q.size(2), dv = v.size(3);
+  const std::vector<Tensor> inputs{q, k, v, params.bias_table, params.c_table};
+  const bool saving = autograd::needs_grad(inputs);
+  Tensor out = Tensor::empty({bsz, heads, nq, dv}, DType::f32, device);  // (Bsz, H, Nq, dv)
+  // The log-sum-exp per row is all the backward needs besides O; inference saves nothing.
+  Tensor lse = saving ? Tensor::empty({bsz, heads, nq}, DType::f32, device) : Tensor();
+  URPE_DISPATCH(kOp, device,
+                kernels::urpe_flash_attention_forward_cpu(q, k, v, params, dropout, out, lse),
+                kernels::urpe_flash_attention_forward_cuda(q, k, v, params, dropout, out, lse));
+  if (!saving) return out;
+
+  // Saved without history: O's node lives inside O, so capturing O itself would be a cycle.
+  const Tensor saved_q = q.detach(), saved_k = k.detach(), saved_v = v.detach();
+  const Tensor saved_out = out.detach();
+  return autograd::record(
+      out, kOp, inputs,
+      [params, dropout, saved_q, saved_k, saved_v, saved_out, lse](const Tensor& grad_out) {
+        const Device& d = grad_out.device();
+        Tensor grad_q = Tensor::empty(saved_q.shape(), DType::f32, d);
+        Tensor grad_k = Tensor::empty(saved_k.shape(), DType::f32, d);
+        Tensor grad_v = Tensor::empty(saved_v.shape(), DType::f32, d);
+        Tensor grad_bias, grad_c;
+        if (params.bias_table.defined() && params.bias_table.requires_grad())
+          grad_bias = Tensor::empty(params.bias_table.shape(), DType::f32, d);
+        if (params.c_table.defined() && params.c_table.requires_grad())
+          grad_c = Tensor::empty(params.c_table.shape(), DType::f32, d);
+        Tensor* gb = grad_bias.defined() ? &grad_bias : nullptr;
+        Tensor* gc = grad_c.defined() ? &grad_c : nullptr;
+        URPE_DISPATCH(kOp, d,
+                      kernels::urpe_flash_attention_backward_cpu(
+                          saved_q, saved_k, saved_v, saved_out, lse, grad_out, params, dropout,
+                          grad_q, grad_k, grad_v, gb, gc),
+                      kernels::urpe_flash_attention_backward_cuda(
+                          saved_q, saved_k, saved_v, saved_out, lse, grad_out, params, dropout,
+                          grad_q, grad_k, grad_v, gb, gc));
+        return std::vector<Tensor>{grad_q, grad_k, grad_v, grad_bias, grad_c};
+      });
+}
+
+// ---- the Toeplitz relative map ----
+
+Tensor toeplitz_relative_map(int64_t nq, int64_t nk, const Device& device) {
+  URPE_CHECK(nq >= 1 && nk >= 1, "toeplitz_relative_map: sizes must be at least 1, got nq = "
+                                     << nq << ", nk = " << nk);
+  URPE_CHECK(nq + nk - 1 <= INT32_MAX, "toeplitz_relative_map: nq + nk − 1 = " << nq + nk - 1
+                                                                               << " buckets do not fit i32");
+  std::vector<int32_t> values(static_cast<size_t>(nq + nk - 1));
+  for (size_t d = 0; d < values.size(); ++d) values[d] = static_cast<int32_t>(d);
+  return Tensor::from_vector(values, {nq + nk - 1}).to(device);
+}
+
+}  // namespace urpe

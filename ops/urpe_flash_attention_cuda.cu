@@ -1,0 +1,554 @@
+// The fused URPE attention on CUDA (maths in urpe_flash_attention.h). Every kernel walks tiles of
+// 32 keys (or queries) held in shared memory, one per lane, and gives each output row to one
+// warp, so no two threads ever add into the same float: no atomics, the same bits every run.
+//
+// urpe_flash_attention_forward_kernel: one block (4 warps) per (b, h, 16 query rows); each warp
+//   owns 4 rows. Per tile of 32 keys (K_J, V_J in shared memory, rows padded to dodge bank
+//   conflicts) lane j computes z_ij = q_i·k_j·scale + B (−∞ where masked), the warp the running
+//   max and sum, and each lane adds Σ_j w_ij·v_j to its 4 of the dv output columns, w_j being
+//   broadcast by shuffle. Writes O and L = m + ln ℓ. Causal: tiles past the last row's limit are
+//   never loaded.
+//   Bytes: Q, O once; K and V once per 16 query rows (B·H·Nk·(dh + dv)·4·Nq/16), maps and
+//   tables from cache; nothing of size Nq·Nk.
+// urpe_flash_attention_backward_dot_kernel: D_i = dO_i·O_i in double, one warp per row.
+// urpe_flash_attention_backward_dq_kernel: one block per (b, h, 8 query rows); per key tile it
+//   recomputes P_ij = e^{z_ij − L_i} and dS_ij = scale·P_ij·(κ·C·(dO_i·v_j) − D_i) (double),
+//   then dQ_i += Σ_j dS_ij·k_j (lane = columns).
+// urpe_flash_attention_backward_dkdv_kernel: one block per (b, h, 8 key rows); per tile of 32
+//   queries it recomputes P, Ã = P·C·κ and dS, then dV_j += Σ_i Ã_ij·dO_i, dK_j += Σ_i dS_ij·q_i.
+//   Bytes (dq + dkdv): Q, K, V, dO read once per 8 rows of the other side; dQ, dK, dV written once.
+// urpe_flash_attention_bias_grad_kernel / urpe_flash_attention_c_grad_kernel: one block per
+//   (h, bucket k). The map's entries are grouped by bucket with a stable sort (BucketIndex; for a
+//   relative map its Nq + Nk − 1 diagonals, so nothing of size Nq·Nk), and the block's warps walk
+//   the bucket's cells (every batch item for a shared map) in a fixed order, one cell per warp:
+//   the two dot products q_i·k_j and dO_i·v_j across the lanes, then dZ_ij (for ∂B) or
+//   P_ij·κ_ij·(dO_i·v_j) (for ∂C), summed in double per warp and over the block by a fixed tree.
+//   Bytes: q_i, k_j, dO_i, v_j per cell (from cache when cells of a row or column are close).
+// Head dims up to kMaxDim = 128 (the shared tiles are sized for it); larger is an error naming
+// the limit.
+#include "ops/bucket_index_cuda.cuh"
+#include "ops/cuda_common.cuh"
+#include "ops/urpe_flash_attention.h"
+#include "tensor/philox.h"
+
+namespace urpe::kernels {
+
+namespace {
+
+constexpr int kTile = 32;                       // keys (or queries) per tile: one per lane
+constexpr int kMaxDim = 128;                    // largest dh and dv
+constexpr int kDimsPerLane = kMaxDim / kWarp;   // output columns per lane
+constexpr int kWarps = 4;                       // warps per block
+constexpr int kForwardRowsPerWarp = 4;          // forward: 16 query rows per block
+constexpr int kBackwardRowsPerWarp = 2;         // dq / dkdv: 8 rows per block (two more tiles)
+constexpr int kForwardRows = kWarps * kForwardRowsPerWarp;
+constexpr int kBackwardRows = kWarps * kBackwardRowsPerWarp;
+
+enum MapKind : int { kNoMap = 0, kRelative = 1, kShared = 2, kPerBatch = 3 };
+
+// Everything a kernel needs to evaluate z, C, the masks and κ at (b, h, i, j).
+struct FlashGeometry {
+  int64_t batch, heads, nq, nk, dh, dv;
+  float scale;
+  const float* bias_table;  // (H, Kb) or null
+  int64_t bias_buckets;
+  const int32_t* bias_map;
+  int bias_kind;
+  const float* c_table;     // (H, Kc) or null: C ≡ 1
+  int64_t c_buckets;
+  const int32_t* c_map;
+  int c_kind;
+  const int32_t* key_padding;  // (B, Nk) or null
+  bool causal;
+  int64_t causal_offset;
+  float drop_p, keep_scale;
+  uint64_t seed;
+
+  __device__ __forceinline__ int64_t map_index(int kind, int64_t b, int64_t i, int64_t j) const {
+    if (kind == kRelative) return j - i + nq - 1;
+    return (kind == kPerBatch ? b * nq * nk : 0) + i * nk + j;
+  }
+  __device__ __forceinline__ float bias(int64_t b, int64_t h, int64_t i, int64_t j) const {
+    return bias_table ? bias_table[h * bias_buckets + bias_map[map_index(bias_kind, b, i, j)]] : 0.0f;
+  }
+  __device__ __forceinline__ float c_value(int64_t b, int64_t h, int64_t i, int64_t j) const {
+    return c_table ? c_table[h * c_buckets + c_map[map_index(c_kind, b, i, j)]] : 1.0f;
+  }
+  // j < nk assumed.
+  __device__ __forceinline__ bool masked(int64_t b, int64_t i, int64_t j) const {
+    if (causal && j > i + causal_offset) return true;
+    return key_padding != nullptr && key_padding[b * nk + j] != 0;
+  }
+  // κ: the dropout factor ops/dropout.h applies to A[b,h,i,j] (element ((b·H + h)·Nq + i)·Nk + j).
+  __device__ __forceinline__ float keep(int64_t bh, int64_t i, int64_t j) const {
+    if (drop_p <= 0.0f) return 1.0f;
+    const uint64_t element = static_cast<uint64_t>((bh * nq + i) * nk + j);
+    return philox_uniform(seed, 0, element) >= drop_p ? keep_scale : 0.0f;
+  }
+  // Keys [0, key_limit(i)) can be unmasked for query i.
+  __device__ __forceinline__ int64_t key_limit(int64_t i) const {
+    if (!causal) return nk;
+    const int64_t limit = i + causal_offset + 1;
+    return limit < 0 ? 0 : (limit > nk ? nk : limit);
+  }
+};
+
+// rows × cols floats from src (row stride `cols`) into a shared tile (row stride `stride`);
+// rows past `valid_rows` become zeros. Called by the whole block.
+template <int kStride>
+__device__ __forceinline__ void load_tile(float (*tile)[kStride], const float* __restrict__ src,
+                                          int64_t rows, int64_t valid_rows, int64_t cols) {
+  for (int64_t e = threadIdx.x; e < rows * cols; e += blockDim.x) {
+    const int64_t r = e / cols, d = e % cols;
+    tile[r][d] = r < valid_rows ? src[r * cols + d] : 0.0f;
+  }
+}
+
+// Σ_d a[d]·b[d] over d < n, a and b in shared memory.
+__device__ __forceinline__ float dot(const float* a, const float* b, int64_t n) {
+  float total = 0.0f;
+  for (int64_t d = 0; d < n; ++d) total += a[d] * b[d];
+  return total;
+}
+
+__global__ void urpe_flash_attention_forward_kernel(FlashGeometry g, const float* __restrict__ q,
+                                                    const float* __restrict__ k,
+                                                    const float* __restrict__ v,
+                                                    float* __restrict__ out,
+                                                    float* __restrict__ lse) {
+  __shared__ float q_s[kForwardRows][kMaxDim];
+  __shared__ float k_s[kTile][kMaxDim + 1];
+  __shared__ float v_s[kTile][kMaxDim];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int64_t row_tiles = (g.nq + kForwardRows - 1) / kForwardRows;
+  const int64_t tasks = g.batch * g.heads * row_tiles;
+  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const int64_t bh = task / row_tiles, i0 = (task % row_tiles) * kForwardRows;
+    const int64_t b = bh / g.heads, h = bh % g.heads;
+    const int64_t rows = min(int64_t(kForwardRows), g.nq - i0);
+    __syncthreads();  // the previous task's reads of q_s are done
+    load_tile<kMaxDim>(q_s, q + (bh * g.nq + i0) * g.dh, kForwardRows, rows, g.dh);
+    float o[kForwardRowsPerWarp][kDimsPerLane];
+    float m[kForwardRowsPerWarp], l[kForwardRowsPerWarp];
+#pragma unroll
+    for (int rr = 0; rr < kForwardRowsPerWarp; ++rr) {
+      m[rr] = -INFINITY;
+      l[rr] = 0.0f;
+#pragma unroll
+      for (int t = 0; t < kDimsPerLane; ++t) o[rr][t] = 0.0f;
+    }
+    const int64_t key_end = g.key_limit(i0 + rows - 1);  // masked for every row beyond
+    for (int64_t j0 = 0; j0 < key_end; j0 += kTile) {
+      const int64_t cols = min(int64_t(kTile), key_end - j0);
+      __syncthreads();  // the previous tile's reads are done
+      load_tile<kMaxDim + 1>(k_s, k + (bh * g.nk + j0) * g.dh, kTile, cols, g.dh);
+      load_tile<kMaxDim>(v_s, v + (bh * g.nk + j0) * g.dv, kTile, cols, g.dv);
+      __syncthreads();
+#pragma unroll
+      for (int rr = 0; rr < kForwardRowsPerWarp; ++rr) {
+        const int r = warp * kForwardRowsPerWarp + rr;
+        if (r >= rows) continue;  // the same for the whole warp
+        const int64_t i = i0 + r, j = j0 + lane;
+        float z = -INFINITY;
+        if (lane < cols && !g.masked(b, i, j))
+          z = dot(q_s[r], k_s[lane], g.dh) * g.scale + g.bias(b, h, i, j);
+        const float m_new = fmaxf(m[rr], warp_max(z));
+        if (m_new == -INFINITY) continue;  // nothing unmasked yet in this row (warp-uniform)
+        const float alpha = m[rr] == m_new ? 1.0f : expf(m[rr] - m_new);  // 0 from −∞
+        const float e = z == -INFINITY ? 0.0f : expf(z - m_new);
+        l[rr] = l[rr] * alpha + warp_sum(e);
+        m[rr] = m_new;
+        const float w = e == 0.0f ? 0.0f : e * g.c_value(b, h, i, j) * g.keep(bh, i, j);
+#pragma unroll
+        for (int t = 0; t < kDimsPerLane; ++t) o[rr][t] *= alpha;
+        for (int jj = 0; jj < kTile; ++jj) {
+          const float wj = __shfl_sync(0xffffffffu, w, jj);
+#pragma unroll
+          for (int t = 0; t < kDimsPerLane; ++t) {
+            const int d = lane + t * kWarp;
+            if (d < g.dv) o[rr][t] += wj * v_s[jj][d];
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int rr = 0; rr < kForwardRowsPerWarp; ++rr) {
+      const int r = warp * kForwardRowsPerWarp + rr;
+      if (r >= rows) continue;
+      const int64_t row = bh * g.nq + i0 + r;
+      const bool empty = l[rr] == 0.0f;  // no unmasked key: O = 0, L = −∞
+      const float inv = empty ? 0.0f : 1.0f / l[rr];
+#pragma unroll
+      for (int t = 0; t < kDimsPerLane; ++t) {
+        const int d = lane + t * kWarp;
+        if (d < g.dv) out[row * g.dv + d] = o[rr][t] * inv;
+      }
+      if (lse != nullptr && lane == 0) lse[row] = empty ? -INFINITY : m[rr] + logf(l[rr]);
+    }
+  }
+}
+
+__global__ void urpe_flash_attention_backward_dot_kernel(int64_t rows, int64_t dv,
+                                                         const float* __restrict__ grad_out,
+                                                         const float* __restrict__ out,
+                                                         double* __restrict__ d_row) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / kWarp);
+  for (int64_t r = blockIdx.x * int64_t(blockDim.x / kWarp) + threadIdx.x / kWarp; r < rows;
+       r += warps) {
+    double total = 0.0;
+    for (int64_t d = lane; d < dv; d += kWarp)
+      total += static_cast<double>(grad_out[r * dv + d]) * out[r * dv + d];
+    total = warp_sum(total);
+    if (lane == 0) d_row[r] = total;
+  }
+}
+
+__global__ void urpe_flash_attention_backward_dq_kernel(
+    FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k,
+    const float* __restrict__ v, const float* __restrict__ grad_out, const float* __restrict__ lse,
+    const double* __restrict__ d_row, float* __restrict__ grad_q) {
+  __shared__ float q_s[kBackwardRows][kMaxDim];
+  __shared__ float go_s[kBackwardRows][kMaxDim];
+  __shared__ float k_s[kTile][kMaxDim + 1];
+  __shared__ float v_s[kTile][kMaxDim + 1];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int64_t row_tiles = (g.nq + kBackwardRows - 1) / kBackwardRows;
+  const int64_t tasks = g.batch * g.heads * row_tiles;
+  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const int64_t bh = task / row_tiles, i0 = (task % row_tiles) * kBackwardRows;
+    const int64_t b = bh / g.heads, h = bh % g.heads;
+    const int64_t rows = min(int64_t(kBackwardRows), g.nq - i0);
+    __syncthreads();
+    load_tile<kMaxDim>(q_s, q + (bh * g.nq + i0) * g.dh, kBackwardRows, rows, g.dh);
+    load_tile<kMaxDim>(go_s, grad_out + (bh * g.nq + i0) * g.dv, kBackwardRows, rows, g.dv);
+    float dq[kBackwardRowsPerWarp][kDimsPerLane];
+#pragma unroll
+    for (int rr = 0; rr < kBackwardRowsPerWarp; ++rr)
+#pragma unroll
+      for (int t = 0; t < kDimsPerLane; ++t) dq[rr][t] = 0.0f;
+    const int64_t key_end = g.key_limit(i0 + rows - 1);
+    for (int64_t j0 = 0; j0 < key_end; j0 += kTile) {
+      const int64_t cols = min(int64_t(kTile), key_end - j0);
+      __syncthreads();
+      load_tile<kMaxDim + 1>(k_s, k + (bh * g.nk + j0) * g.dh, kTile, cols, g.dh);
+      load_tile<kMaxDim + 1>(v_s, v + (bh * g.nk + j0) * g.dv, kTile, cols, g.dv);
+      __syncthreads();
+#pragma unroll
+      for (int rr = 0; rr < kBackwardRowsPerWarp; ++rr) {
+        const int r = warp * kBackwardRowsPerWarp + rr;
+        if (r >= rows) continue;
+        const int64_t i = i0 + r, j = j0 + lane;
+        const float row_lse = lse[bh * g.nq + i];
+        if (row_lse == -INFINITY) continue;  // a fully masked row: nothing flows
+        float ds = 0.0f;
+        if (lane < cols && !g.masked(b, i, j)) {
+          const float p = expf(dot(q_s[r], k_s[lane], g.dh) * g.scale + g.bias(b, h, i, j) - row_lse);
+          const float gk = dot(go_s[r], v_s[lane], g.dv) * g.keep(bh, i, j);
+          const double dz = static_cast<double>(p) *
+                            (static_cast<double>(gk) * g.c_value(b, h, i, j) - d_row[bh * g.nq + i]);
+          ds = static_cast<float>(g.scale * dz);
+        }
+        for (int jj = 0; jj < kTile; ++jj) {
+          const float dsj = __shfl_sync(0xffffffffu, ds, jj);
+#pragma unroll
+          for (int t = 0; t < kDimsPerLane; ++t) {
+            const int d = lane + t * kWarp;
+            if (d < g.dh) dq[rr][t] += dsj * k_s[jj][d];
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int rr = 0; rr < kBackwardRowsPerWarp; ++rr) {
+      const int r = warp * kBackwardRowsPerWarp + rr;
+      if (r >= rows) continue;
+#pragma unroll
+      for (int t = 0; t < kDimsPerLane; ++t) {
+        const int d = lane + t * kWarp;
+        if (d < g.dh) grad_q[(bh * g.nq + i0 + r) * g.dh + d] = dq[rr][t];
+      }
+    }
+  }
+}
+
+__global__ void urpe_flash_attention_backward_dkdv_kernel(
+    FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k,
+    const float* __restrict__ v, const float* __restrict__ grad_out, const float* __restrict__ lse,
+    const double* __restrict__ d_row, float* __restrict__ grad_k, float* __restrict__ grad_v) {
+  __shared__ float k_s[kBackwardRows][kMaxDim];
+  __shared__ float v_s[kBackwardRows][kMaxDim];
+  __shared__ float q_s[kTile][kMaxDim + 1];
+  __shared__ float go_s[kTile][kMaxDim + 1];
+  __shared__ float lse_s[kTile];
+  __shared__ double d_s[kTile];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int64_t key_tiles = (g.nk + kBackwardRows - 1) / kBackwardRows;
+  const int64_t tasks = g.batch * g.heads * key_tiles;
+  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const int64_t bh = task / key_tiles, j0 = (task % key_tiles) * kBackwardRows;
+    const int64_t b = bh / g.heads, h = bh % g.heads;
+    const int64_t keys = min(int64_t(kBackwardRows), g.nk - j0);
+    __syncthreads();
+    load_tile<kMaxDim>(k_s, k + (bh * g.nk + j0) * g.dh, kBackwardRows, keys, g.dh);
+    load_tile<kMaxDim>(v_s, v + (bh * g.nk + j0) * g.dv, kBackwardRows, keys, g.dv);
+    float dk[kBackwardRowsPerWarp][kDimsPerLane], dv[kBackwardRowsPerWarp][kDimsPerLane];
+#pragma unroll
+    for (int rr = 0; rr < kBackwardRowsPerWarp; ++rr)
+#pragma unroll
+      for (int t = 0; t < kDimsPerLane; ++t) dk[rr][t] = dv[rr][t] = 0.0f;
+    // Causal: query i sees key j when j ≤ i + offset, so queries before j0 − offset see none.
+    int64_t first_query = g.causal ? j0 - g.causal_offset : 0;
+    first_query = first_query < 0 ? 0 : first_query;
+    for (int64_t i0 = first_query; i0 < g.nq; i0 += kTile) {
+      const int64_t count = min(int64_t(kTile), g.nq - i0);
+      __syncthreads();
+      load_tile<kMaxDim + 1>(q_s, q + (bh * g.nq + i0) * g.dh, kTile, count, g.dh);
+      load_tile<kMaxDim + 1>(go_s, grad_out + (bh * g.nq + i0) * g.dv, kTile, count, g.dv);
+      if (threadIdx.x < kTile) {
+        lse_s[threadIdx.x] = threadIdx.x < count ? lse[bh * g.nq + i0 + threadIdx.x] : -INFINITY;
+        d_s[threadIdx.x] = threadIdx.x < count ? d_row[bh * g.nq + i0 + threadIdx.x] : 0.0;
+      }
+      __syncthreads();
+#pragma unroll
+      for (int rr = 0; rr < kBackwardRowsPerWarp; ++rr) {
+        const int r = warp * kBackwardRowsPerWarp + rr;
+        if (r >= keys) continue;
+        const int64_t j = j0 + r, i = i0 + lane;
+        float a = 0.0f, ds = 0.0f;
+        if (lse_s[lane] != -INFINITY && !g.masked(b, i, j)) {  // rows past Nq have L = −∞
+          const float p = expf(dot(q_s[lane], k_s[r], g.dh) * g.scale + g.bias(b, h, i, j) - lse_s[lane]);
+          const float kappa = g.keep(bh, i, j), cv = g.c_value(b, h, i, j);
+          const float gk = dot(go_s[lane], v_s[r], g.dv) * kappa;
+          a = p * cv * kappa;
+          const double dz = static_cast<double>(p) * (static_cast<double>(gk) * cv - d_s[lane]);
+          ds = static_cast<float>(g.scale * dz);
+        }
+        for (int ii = 0; ii < kTile; ++ii) {
+          const float ai = __shfl_sync(0xffffffffu, a, ii);
+          const float dsi = __shfl_sync(0xffffffffu, ds, ii);
+#pragma unroll
+          for (int t = 0; t < kDimsPerLane; ++t) {
+            const int d = lane + t * kWarp;
+            if (d < g.dv) dv[rr][t] += ai * go_s[ii][d];
+            if (d < g.dh) dk[rr][t] += dsi * q_s[ii][d];
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int rr = 0; rr < kBackwardRowsPerWarp; ++rr) {
+      const int r = warp * kBackwardRowsPerWarp + rr;
+      if (r >= keys) continue;
+      const int64_t row = bh * g.nk + j0 + r;
+#pragma unroll
+      for (int t = 0; t < kDimsPerLane; ++t) {
+        const int d = lane + t * kWarp;
+        if (d < g.dh) grad_k[row * g.dh + d] = dk[rr][t];
+        if (d < g.dv) grad_v[row * g.dv + d] = dv[rr][t];
+      }
+    }
+  }
+}
+
+// One block per (h, k): the sum over the cells (b, i, j) of bucket k of dZ (∂B) or G·P (∂C),
+// each cell recomputed by one warp from q_i, k_j, dO_i, v_j, L_i and D_i.
+template <bool kForC>
+__device__ __forceinline__ void table_grad_blocks(
+    const FlashGeometry& g, int kind, const int32_t* __restrict__ positions,
+    const int32_t* __restrict__ offsets, int64_t buckets, const float* __restrict__ q,
+    const float* __restrict__ k, const float* __restrict__ v, const float* __restrict__ grad_out,
+    const float* __restrict__ lse, const double* __restrict__ d_row, float* __restrict__ grad_table) {
+  __shared__ double shared[32];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int warps = blockDim.x / kWarp;
+  const int64_t cells = g.nq * g.nk;
+  // The value of cell (b, i, j) for head h (0 where masked), the same in every lane.
+  auto cell_value = [&](int64_t b, int64_t h, int64_t i, int64_t j) -> double {
+    const int64_t bh = b * g.heads + h;
+    const float row_lse = lse[bh * g.nq + i];
+    if (row_lse == -INFINITY || g.masked(b, i, j)) return 0.0;
+    float s = 0.0f, gh = 0.0f;
+    for (int64_t d = lane; d < g.dh; d += kWarp) s += q[(bh * g.nq + i) * g.dh + d] * k[(bh * g.nk + j) * g.dh + d];
+    for (int64_t d = lane; d < g.dv; d += kWarp)
+      gh += grad_out[(bh * g.nq + i) * g.dv + d] * v[(bh * g.nk + j) * g.dv + d];
+    s = warp_sum(s);
+    gh = warp_sum(gh);
+    const float p = expf(s * g.scale + g.bias(b, h, i, j) - row_lse);
+    const float gk = gh * g.keep(bh, i, j);
+    if (kForC) return static_cast<double>(gk) * p;
+    return static_cast<double>(p) * (static_cast<double>(gk) * g.c_value(b, h, i, j) - d_row[bh * g.nq + i]);
+  };
+  for (int64_t hk = blockIdx.x; hk < g.heads * buckets; hk += gridDim.x) {
+    const int64_t h = hk / buckets, key = hk % buckets;
+    const int64_t begin = offsets[key], end = offsets[key + 1];
+    double total = 0.0;  // this warp's cells; lane 0 keeps the sum
+    if (kind == kRelative) {
+      // Each position is a diagonal d: cells (i, i + d − (Nq − 1)) of every batch item.
+      for (int64_t p = begin; p < end; ++p) {
+        const int64_t delta = positions[p] - (g.nq - 1);  // j − i
+        const int64_t i_lo = delta < 0 ? -delta : 0;
+        const int64_t i_hi = min(g.nq, g.nk - delta);
+        const int64_t length = i_hi - i_lo;
+        for (int64_t item = warp; item < length * g.batch; item += warps) {
+          const int64_t b = item / length, i = i_lo + item % length;
+          const double value = cell_value(b, h, i, i + delta);
+          if (lane == 0) total += value;
+        }
+      }
+    } else {
+      const bool shared_map = kind == kShared;
+      const int64_t length = end - begin;
+      const int64_t items = shared_map ? length * g.batch : length;
+      for (int64_t item = warp; item < items; item += warps) {
+        int64_t b, ij;
+        if (shared_map) {
+          b = item / length;
+          ij = positions[begin + item % length];
+        } else {
+          const int64_t position = positions[begin + item];
+          b = position / cells;
+          ij = position % cells;
+        }
+        const double value = cell_value(b, h, ij / g.nk, ij % g.nk);
+        if (lane == 0) total += value;
+      }
+    }
+    total = block_sum(total, shared);
+    if (threadIdx.x == 0) grad_table[hk] = static_cast<float>(total);
+  }
+}
+
+// ∂B_h[k] and ∂C_h[k]: two kernels (two names in Nsight) over the same loop.
+__global__ void urpe_flash_attention_bias_grad_kernel(
+    FlashGeometry g, int kind, const int32_t* __restrict__ positions,
+    const int32_t* __restrict__ offsets, int64_t buckets, const float* __restrict__ q,
+    const float* __restrict__ k, const float* __restrict__ v, const float* __restrict__ grad_out,
+    const float* __restrict__ lse, const double* __restrict__ d_row, float* __restrict__ grad_table) {
+  table_grad_blocks<false>(g, kind, positions, offsets, buckets, q, k, v, grad_out, lse, d_row,
+                           grad_table);
+}
+
+__global__ void urpe_flash_attention_c_grad_kernel(
+    FlashGeometry g, int kind, const int32_t* __restrict__ positions,
+    const int32_t* __restrict__ offsets, int64_t buckets, const float* __restrict__ q,
+    const float* __restrict__ k, const float* __restrict__ v, const float* __restrict__ grad_out,
+    const float* __restrict__ lse, const double* __restrict__ d_row, float* __restrict__ grad_table) {
+  table_grad_blocks<true>(g, kind, positions, offsets, buckets, q, k, v, grad_out, lse, d_row,
+                          grad_table);
+}
+
+int map_kind(const Tensor& map) {
+  if (!map.defined()) return kNoMap;
+  return map.dim() == 1 ? kRelative : map.dim() == 2 ? kShared : kPerBatch;
+}
+
+FlashGeometry geometry_of(const Tensor& q, const Tensor& k, const Tensor& v,
+                          const UrpeAttentionParams& p, const AttentionDropout& dropout) {
+  FlashGeometry g{};
+  g.batch = q.size(0);
+  g.heads = q.size(1);
+  g.nq = q.size(2);
+  g.nk = k.size(2);
+  g.dh = q.size(3);
+  g.dv = v.size(3);
+  URPE_CHECK(g.dh <= kMaxDim && g.dv <= kMaxDim,
+             "urpe_flash_attention on CUDA: head dims up to " << kMaxDim << " (the shared-memory "
+             "tiles are sized for it), got dh = " << g.dh << ", dv = " << g.dv);
+  g.scale = p.scale;
+  if (p.bias_table.defined()) {
+    g.bias_table = p.bias_table.f32();
+    g.bias_buckets = p.bias_table.size(1);
+    g.bias_map = p.bias_map.i32();
+    g.bias_kind = map_kind(p.bias_map);
+  }
+  if (p.c_table.defined()) {
+    g.c_table = p.c_table.f32();
+    g.c_buckets = p.c_table.size(1);
+    g.c_map = p.c_map.i32();
+    g.c_kind = map_kind(p.c_map);
+  }
+  g.key_padding = p.key_padding.defined() ? p.key_padding.i32() : nullptr;
+  g.causal = p.causal;
+  g.causal_offset = p.causal_offset;
+  g.drop_p = dropout.p;
+  g.keep_scale = 1.0f / (1.0f - dropout.p);
+  g.seed = dropout.seed;
+  return g;
+}
+
+template <bool kForC>
+void table_gradient(cuda::Context& ctx, const FlashGeometry& g, const Tensor& map,
+                    const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& grad_out,
+                    const Tensor& lse, const double* d_row, Tensor& grad_table) {
+  const int64_t buckets = grad_table.size(1);
+  if (g.heads * buckets == 0) return;
+  const BucketIndex index(ctx, map.i32(), map.numel(), buckets, "urpe_flash_attention backward");
+  const int threads = kWarp * 8;
+  auto kernel = kForC ? urpe_flash_attention_c_grad_kernel : urpe_flash_attention_bias_grad_kernel;
+  kernel<<<grid_for(ctx, g.heads * buckets, 1), threads, 0, ctx.stream()>>>(
+      g, map_kind(map), index.positions(), index.offsets(), buckets, q.f32(), k.f32(), v.f32(),
+      grad_out.f32(), lse.f32(), d_row, grad_table.f32());
+  CUDA_CHECK_LAUNCH(kForC ? "urpe_flash_attention_c_grad_kernel" : "urpe_flash_attention_bias_grad_kernel");
+}
+
+}  // namespace
+
+// ---- forward ----
+
+void urpe_flash_attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v,
+                                       const UrpeAttentionParams& params,
+                                       const AttentionDropout& dropout, Tensor& out, Tensor& lse) {
+  cuda::Context& ctx = context_of(out);
+  const FlashGeometry g = geometry_of(q, k, v, params, dropout);
+  const int64_t tasks = g.batch * g.heads * ((g.nq + kForwardRows - 1) / kForwardRows);
+  if (tasks == 0 || g.dv == 0) return;
+  urpe_flash_attention_forward_kernel<<<grid_for(ctx, tasks, 1), kWarp * kWarps, 0, ctx.stream()>>>(
+      g, q.f32(), k.f32(), v.f32(), out.f32(), lse.defined() ? lse.f32() : nullptr);
+  CUDA_CHECK_LAUNCH("urpe_flash_attention_forward_kernel");
+}
+
+// ---- backward ----
+
+void urpe_flash_attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v,
+                                        const Tensor& out, const Tensor& lse,
+                                        const Tensor& grad_out, const UrpeAttentionParams& params,
+                                        const AttentionDropout& dropout, Tensor& grad_q,
+                                        Tensor& grad_k, Tensor& grad_v, Tensor* grad_bias_table,
+                                        Tensor* grad_c_table) {
+  cuda::Context& ctx = context_of(grad_q);
+  const FlashGeometry g = geometry_of(q, k, v, params, dropout);
+  const int64_t rows = g.batch * g.heads * g.nq;
+  const bool want_bias = grad_bias_table != nullptr && g.bias_table != nullptr;
+  const bool want_c = grad_c_table != nullptr && g.c_table != nullptr;
+  if (rows == 0 || g.nk == 0) {
+    for (Tensor* t : {&grad_q, &grad_k, &grad_v, grad_bias_table, grad_c_table})
+      if (t != nullptr && t->numel()) t->fill(0.0f);
+    return;
+  }
+  cuda::DeviceBuffer d_row(ctx, sizeof(double) * rows);  // D_i = dO_i·O_i
+  const int dot_threads = kWarp * 8;
+  urpe_flash_attention_backward_dot_kernel<<<grid_for(ctx, rows, 8), dot_threads, 0, ctx.stream()>>>(
+      rows, g.dv, grad_out.f32(), out.f32(), d_row.as<double>());
+  CUDA_CHECK_LAUNCH("urpe_flash_attention_backward_dot_kernel");
+
+  const int64_t dq_tasks = g.batch * g.heads * ((g.nq + kBackwardRows - 1) / kBackwardRows);
+  urpe_flash_attention_backward_dq_kernel<<<grid_for(ctx, dq_tasks, 1), kWarp * kWarps, 0, ctx.stream()>>>(
+      g, q.f32(), k.f32(), v.f32(), grad_out.f32(), lse.f32(), d_row.as<double>(), grad_q.f32());
+  CUDA_CHECK_LAUNCH("urpe_flash_attention_backward_dq_kernel");
+
+  const int64_t kv_tasks = g.batch * g.heads * ((g.nk + kBackwardRows - 1) / kBackwardRows);
+  urpe_flash_attention_backward_dkdv_kernel<<<grid_for(ctx, kv_tasks, 1), kWarp * kWarps, 0, ctx.stream()>>>(
+      g, q.f32(), k.f32(), v.f32(), grad_out.f32(), lse.f32(), d_row.as<double>(), grad_k.f32(),
+      grad_v.f32());
+  CUDA_CHECK_LAUNCH("urpe_flash_attention_backward_dkdv_kernel");
+
+  if (want_bias)
+    table_gradient<false>(ctx, g, params.bias_map, q, k, v, grad_out, lse, d_row.as<double>(),
+                          *grad_bias_table);
+  if (want_c)
+    table_gradient<true>(ctx, g, params.c_map, q, k, v, grad_out, lse, d_row.as<double>(),
+                         *grad_c_table);
+}
+
+}  // namespace urpe::kernels

@@ -1,0 +1,281 @@
+// Runner of the paper's Table 5 (inference cost of URPE over RPE): one row per (length, pe,
+// attention path), timed under NoGrad, then results.md / results.json / plots.
+#include "train/repro/table5.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+#include "autograd/node.h"
+#include "models/encoder.h"
+#include "tensor/cuda_backend.h"
+#include "tensor/error.h"
+#include "tensor/host_allocator.h"
+#include "train/io/json.h"
+#include "train/io/run_dir.h"
+#include "train/plot/charts.h"
+#include "train/process_memory.h"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace urpe {
+
+namespace {
+
+// The paper's Table 5 (V100, its eager PyTorch code), as (n, RPE time, URPE time, RPE memory,
+// URPE memory). Left empty: the paper's text was not reachable from this environment (the
+// official repository github.com/lsj2408/URPE does not restate the table), and numbers are not
+// made up. results.md says so in the paper column; fill this in from the paper to print them.
+struct PaperRow {
+  int64_t seq_len;
+  const char* rpe_time;
+  const char* urpe_time;
+  const char* rpe_memory;
+  const char* urpe_memory;
+};
+const std::vector<PaperRow> kPaperTable5 = {};
+
+const PaperRow* paper_row(int64_t n) {
+  for (const PaperRow& row : kPaperTable5)
+    if (row.seq_len == n) return &row;
+  return nullptr;
+}
+
+double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
+
+std::string fixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+Table5Row run_row(const Table5Options& o, const Device& device, int64_t n, PositionalKind pe,
+                  AttentionPath path) {
+  Table5Row row;
+  row.seq_len = n;
+  row.pe = positional_kind_name(pe);
+  row.attention = attention_path_name(path);
+  if (device.is_cpu()) host::empty_cache();  // memory freed by earlier rows goes back first
+  const bool rss = device.is_cpu() && reset_peak_resident();
+
+  EncoderConfig c;
+  c.vocab = o.vocab;
+  c.seq_len = n;
+  c.layers = o.layers;
+  c.d_model = o.d_model;
+  c.heads = o.heads;
+  c.d_ff = o.d_ff;
+  c.num_classes = n;  // position identification's head: one class per position
+  c.pe = pe;
+  c.attention = path;
+  c.init_std = 0.02f;
+  const TransformerEncoder model(c, 1, device);  // the same seed for every row
+  row.params = model.parameters().count();
+  Rng token_rng(2);
+  std::vector<int32_t> ids(static_cast<size_t>(o.batch * n));
+  for (int32_t& id : ids) id = static_cast<int32_t>(token_rng.below(o.vocab));
+  const Tensor tokens = Tensor::from_vector(ids, {o.batch, n}, device);
+
+  autograd::NoGrad no_grad;
+  auto sync = [&] {
+    if (device.is_cuda()) cuda::synchronize(device.context());
+  };
+  model.forward(tokens, false, nullptr);  // warm-up: caches, lazy initialisation
+  sync();
+  if (device.is_cuda()) cuda::reset_peak(device.context());
+  else host::reset_peak();
+  std::vector<double> times, cpu_times;
+  for (int r = 0; r < o.repeats; ++r) {
+    const double cpu_start = process_cpu_seconds();
+    const auto start = std::chrono::steady_clock::now();
+    const Tensor logits = model.forward(tokens, false, nullptr);
+    sync();
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    cpu_times.push_back((process_cpu_seconds() - cpu_start) * 1000.0);
+  }
+  std::sort(times.begin(), times.end());
+  std::sort(cpu_times.begin(), cpu_times.end());
+  row.median_cpu_ms = cpu_times[cpu_times.size() / 2];
+  row.median_ms = times[times.size() / 2];
+  row.min_ms = times.front();
+  row.runs = static_cast<int64_t>(times.size());
+  row.peak_bytes = static_cast<double>(device.is_cuda() ? cuda::peak_bytes(device.context())
+                                                        : host::peak_bytes());
+  if (rss) row.peak_rss_bytes = peak_resident_bytes();
+  return row;
+}
+
+const Table5Row& find_row(const std::vector<Table5Row>& rows, int64_t n, const std::string& pe,
+                          const std::string& attention) {
+  for (const Table5Row& r : rows)
+    if (r.seq_len == n && r.pe == pe && r.attention == attention) return r;
+  URPE_FAIL("table5: no row for n = " << n << ", " << pe << ", " << attention);
+}
+
+std::string markdown(const Table5Options& o, const std::vector<Table5Row>& rows,
+                     const std::string& machine, const std::string& load_before,
+                     const std::string& load_after, double seconds, int64_t params) {
+  std::ostringstream md;
+  const bool cpu = o.device == "cpu";
+  md << "# Table 5: the inference cost of URPE over RPE\n\n"
+     << "Model: post-LN encoder, " << o.layers << " layers, d = " << o.d_model << ", " << o.heads
+     << " heads, d_ff = " << o.d_ff << ", batch " << o.batch << " (" << params
+     << " parameters with URPE at the longest n); unique (Toeplitz) B and C. Forward only, under "
+        "NoGrad; median of "
+     << o.repeats << " timed runs after one warm-up.\n\n"
+     << "Device: " << machine << ". Load averages (1, 5, 15 min): " << load_before
+     << " at the start, " << load_after << " at the end. Wall time " << fixed(seconds, 1) << " s.\n\n";
+  md << "| n | attention | RPE ms | URPE ms | URPE/RPE time |";
+  if (cpu) md << " RPE CPU ms | URPE CPU ms | URPE/RPE CPU |";
+  md << " RPE peak MiB | URPE peak MiB | URPE/RPE memory |";
+  if (cpu) md << " RPE peak RSS MiB | URPE peak RSS MiB |";
+  md << " paper (V100) |\n|---|---|---|---|---|";
+  if (cpu) md << "---|---|---|";
+  md << "---|---|---|";
+  if (cpu) md << "---|---|";
+  md << "---|\n";
+  for (int64_t n : o.lengths) {
+    for (const char* attention : {"materialized", "fused"}) {
+      const Table5Row& rpe = find_row(rows, n, "rpe", attention);
+      const Table5Row& urpe = find_row(rows, n, "urpe", attention);
+      md << "| " << n << " | " << attention << " | " << fixed(rpe.median_ms, 1) << " | "
+         << fixed(urpe.median_ms, 1) << " | " << fixed(urpe.median_ms / rpe.median_ms, 3) << " | ";
+      if (cpu)
+        md << fixed(rpe.median_cpu_ms, 1) << " | " << fixed(urpe.median_cpu_ms, 1) << " | "
+           << fixed(urpe.median_cpu_ms / rpe.median_cpu_ms, 3) << " | ";
+      md << fixed(mib(rpe.peak_bytes), 1) << " | " << fixed(mib(urpe.peak_bytes), 1) << " | "
+         << fixed(urpe.peak_bytes / rpe.peak_bytes, 3) << " |";
+      if (cpu) {
+        auto rss = [](const Table5Row& r) { return r.peak_rss_bytes < 0 ? std::string("n/a") : fixed(mib(r.peak_rss_bytes), 1); };
+        md << " " << rss(rpe) << " | " << rss(urpe) << " |";
+      }
+      const PaperRow* paper = paper_row(n);
+      if (paper != nullptr && std::string(attention) == "materialized")
+        md << " time " << paper->rpe_time << " → " << paper->urpe_time << ", memory "
+           << paper->rpe_memory << " → " << paper->urpe_memory << " |\n";
+      else
+        md << (std::string(attention) == "materialized" ? " not available (see below) |\n" : " — |\n");
+    }
+  }
+  md << "\nms: wall-clock milliseconds of one forward; CPU ms: the process's CPU time (user + "
+        "system, all threads) over the same forward, which a busy shared machine inflates much "
+        "less than wall time.";
+  md << "\nPeak MiB: the " << (cpu ? "host" : "CUDA caching")
+     << " allocator's peak of tensor storage during the timed forwards, parameters included"
+     << (cpu ? "; peak RSS: the process's resident-set high-water mark over the row (model "
+               "construction included), reset per row through /proc/self/clear_refs"
+             : "")
+     << ".\n\nPaper (V100): the paper's Table 5 numbers (its eager PyTorch code on a V100) could not "
+        "be obtained in the environment this command was written in, so none are printed rather "
+        "than invented; train/repro/table5.cpp holds the place to add them (kPaperTable5).\n";
+  return md.str();
+}
+
+void plots(const Table5Options& o, const std::vector<Table5Row>& rows, const std::string& dir) {
+  plot::LineChartSpec time, memory;
+  time.title = "Table 5: forward time (batch " + std::to_string(o.batch) + ", " + o.device + ")";
+  time.x_label = "sequence length n";
+  time.y_label = "median ms per forward";
+  memory.title = "Table 5: peak memory (" + std::string(o.device == "cpu" ? "host" : "CUDA") + " allocator)";
+  memory.x_label = "sequence length n";
+  memory.y_label = "MiB";
+  for (const char* attention : {"materialized", "fused"})
+    for (const char* pe : {"rpe", "urpe"}) {
+      plot::Series t{std::string(pe == std::string("rpe") ? "RPE" : "URPE") + ", " + attention, {}, {}};
+      plot::Series m = t;
+      for (int64_t n : o.lengths) {
+        const Table5Row& r = find_row(rows, n, pe, attention);
+        t.x.push_back(static_cast<double>(n));
+        t.y.push_back(r.median_ms);
+        m.x.push_back(static_cast<double>(n));
+        m.y.push_back(mib(r.peak_bytes));
+      }
+      time.series.push_back(t);
+      memory.series.push_back(m);
+    }
+  make_directories(dir);
+  plot::line_chart(join_path(dir, "time.png"), time);
+  plot::line_chart(join_path(dir, "memory.png"), memory);
+}
+
+}  // namespace
+
+std::vector<int64_t> parse_lengths(const std::string& text) {
+  std::vector<int64_t> lengths;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    char* end = nullptr;
+    const long long value = std::strtoll(item.c_str(), &end, 10);
+    URPE_CHECK(!item.empty() && end != nullptr && *end == '\0' && value >= 2 && value <= 65536,
+               "option --lengths: expected comma-separated sequence lengths between 2 and 65536 "
+               "(like 128,256,512), got '" << item << "' in '" << text << "'");
+    URPE_CHECK(std::find(lengths.begin(), lengths.end(), value) == lengths.end(),
+               "option --lengths: " << value << " is given twice in '" << text << "'");
+    lengths.push_back(value);
+  }
+  URPE_CHECK(!lengths.empty() && text.back() != ',',
+             "option --lengths: expected comma-separated sequence lengths (like 128,256,512), got '"
+                 << text << "'");
+  return lengths;
+}
+
+std::vector<Table5Row> run_table5(const Table5Options& o, const std::string& out_dir) {
+  URPE_CHECK(!o.lengths.empty(), "table5: no sequence lengths");
+  URPE_CHECK(o.batch >= 1 && o.layers >= 1 && o.repeats >= 1,
+             "table5: batch, layers and repeats must be at least 1");
+  const Device device = parse_device(o.device);
+  make_directories(out_dir);
+  int threads = 1;
+#if defined(_OPENMP)
+  threads = omp_get_max_threads();
+#endif
+  const std::string machine = device.is_cuda() ? cuda::device_name(device.context())
+                                               : cpu_model_name() + ", " + std::to_string(threads) + " threads";
+  const std::string load_before = load_averages();
+  std::printf("urpe repro table5: %s, batch %lld, %lld layers, d = %lld, %lld heads; load %s\n",
+              machine.c_str(), static_cast<long long>(o.batch), static_cast<long long>(o.layers),
+              static_cast<long long>(o.d_model), static_cast<long long>(o.heads), load_before.c_str());
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Table5Row> rows;
+  const size_t total = o.lengths.size() * 4;
+  for (int64_t n : o.lengths)
+    for (AttentionPath path : {AttentionPath::materialized, AttentionPath::fused})
+      for (PositionalKind pe : {PositionalKind::rpe, PositionalKind::urpe}) {
+        rows.push_back(run_row(o, device, n, pe, path));
+        const Table5Row& r = rows.back();
+        std::printf("[%zu/%zu] n = %-5lld %-4s %-12s median %9.1f ms (CPU %9.1f ms)  peak %9.1f MiB",
+                    rows.size(), total, static_cast<long long>(n), r.pe.c_str(),
+                    r.attention.c_str(), r.median_ms, r.median_cpu_ms, mib(r.peak_bytes));
+        if (r.peak_rss_bytes >= 0) std::printf("  peak RSS %9.1f MiB", mib(r.peak_rss_bytes));
+        std::printf("\n");
+        std::fflush(stdout);
+      }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  const int64_t params = find_row(rows, o.lengths.back(), "urpe", "fused").params;
+
+  json::Value list = json::Value::array();
+  for (const Table5Row& r : rows) {
+    json::Value row = json::Value::object();
+    row.set("experiment", "table5").set("seq_len", r.seq_len).set("pe", r.pe)
+        .set("attention", r.attention).set("median_ms", r.median_ms).set("min_ms", r.min_ms)
+        .set("median_cpu_ms", r.median_cpu_ms)
+        .set("runs", r.runs).set("peak_bytes", r.peak_bytes)
+        .set("peak_rss_bytes", r.peak_rss_bytes < 0 ? json::Value() : json::Value(r.peak_rss_bytes))
+        .set("batch", o.batch).set("layers", o.layers).set("d_model", o.d_model)
+        .set("heads", o.heads).set("device", o.device).set("machine", machine);
+    list.push(row);
+  }
+  write_text_atomic(join_path(out_dir, "results.json"), list.dump(2) + "\n");
+  write_text_atomic(join_path(out_dir, "results.md"),
+                    markdown(o, rows, machine, load_before, load_averages(), seconds, params));
+  plots(o, rows, join_path(out_dir, "plots"));
+  return rows;
+}
+
+}  // namespace urpe
