@@ -238,6 +238,29 @@ TEST_CASE("attention = fused trains like attention = materialized, and a run rec
   CHECK_THROWS_WITH_AS(resolve_config("", "", {"attention=flash"}), doctest::Contains("attention"), Error);
 }
 
+TEST_CASE("attention = fused: asking for the attention weights (urpe theory, analyze) gives the materialised A") {
+  // A fused model holds relative (2n − 1) maps and stores no A; a caller that wants A gets the
+  // materialised path on square maps built from them: the same function, so the same outputs.
+  const Config fused_config = tiny_config("4", "0.01", {"attention=fused", "pe=urpe"});
+  const Config plain_config = tiny_config("4", "0.01", {"attention=materialized", "pe=urpe"});
+  TransformerEncoder fused(encoder_config_from(fused_config), 5), plain(encoder_config_from(plain_config), 5);
+  Rng rng(3);
+  const SyntheticBatch data = task_from_config(fused_config).sample(3, rng);
+  autograd::NoGrad no_grad;
+  HiddenStates with_a, plain_a;
+  with_a.keep_attention = plain_a.keep_attention = true;
+  const std::vector<float> a = fused.forward(data.tokens, false, nullptr, &with_a).to_vector_f32();
+  const std::vector<float> b = plain.forward(data.tokens, false, nullptr, &plain_a).to_vector_f32();
+  const std::vector<float> c = fused.forward(data.tokens, false, nullptr).to_vector_f32();
+  REQUIRE(a.size() == b.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    CHECK(a[k] == doctest::Approx(b[k]).epsilon(1e-5));
+    CHECK(c[k] == doctest::Approx(b[k]).epsilon(1e-4));
+  }
+  REQUIRE(with_a.attention.size() == plain_a.attention.size());
+  CHECK(with_a.attention[0].shape() == plain_a.attention[0].shape());
+}
+
 
 TEST_CASE("bad configs give one clear error") {
   const std::string dir = temp_dir("bad");
