@@ -32,14 +32,7 @@ void check_map(const char* arg, const Tensor& map, const char* table_arg, const 
                  << shape_str(relative) << " (relative: bucket of j − i), " << shape_str(shared)
                  << " or " << shape_str(per_batch) << " to match q (Nq = " << nq << ") and k (Nk = "
                  << nk << ")");
-  const int64_t buckets = table.size(1);
-  const std::vector<int32_t> values = map.to_vector_i32();
-  for (size_t k = 0; k < values.size(); ++k) {
-    URPE_CHECK(values[k] >= 0 && values[k] < buckets,
-               kOp << ": " << arg << " " << map.describe() << " has value " << values[k]
-                   << " at flat index " << k << ", outside [0, " << buckets << ") = the bucket "
-                   << "count of " << table_arg << " " << table.describe());
-  }
+  check_bucket_map_values(kOp, arg, map, table_arg, table);
 }
 
 void check_table(const char* arg, const Tensor& table, const Tensor& q, int64_t heads) {
