@@ -694,6 +694,16 @@ TEST_CASE("damaged data: a flipped checkpoint bit, a cut corpus") {
   check_table(rows);
 }
 
+TEST_CASE("with_thousands_separators groups digits by three, the sign kept outside") {
+  using urpe::with_thousands_separators;
+  CHECK(with_thousands_separators(0) == "0");
+  CHECK(with_thousands_separators(999) == "999");
+  CHECK(with_thousands_separators(1000) == "1,000");
+  CHECK(with_thousands_separators(1234567) == "1,234,567");
+  CHECK(with_thousands_separators(-123) == "-123");
+  CHECK(with_thousands_separators(-123456) == "-123,456");
+}
+
 TEST_CASE("printable: control and non-UTF-8 bytes escaped, UTF-8 kept, idempotent; one trimming rule") {
   using urpe::printable;
   CHECK(printable("steps = 1\v2") == "steps = 1\\x0b2");

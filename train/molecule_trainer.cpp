@@ -10,6 +10,7 @@
 
 #include "autograd/node.h"
 #include "train/checkpoint.h"
+#include "train/io/printable.h"
 #include "train/molecule_config.h"
 #include "train/run_config.h"
 #include "train/dist/data_parallel.h"
@@ -26,15 +27,6 @@ constexpr uint64_t kSubsetSalt = 0x5b5e7ULL;  // the train_subset draw: split_se
 std::vector<int64_t> shuffled(std::vector<int64_t> rows, Rng& rng) {
   for (size_t k = rows.size(); k > 1; --k) std::swap(rows[k - 1], rows[rng.below(static_cast<int64_t>(k))]);
   return rows;
-}
-
-std::string thousands(int64_t value) {
-  std::string digits = std::to_string(value), out;
-  for (size_t k = 0; k < digits.size(); ++k) {
-    if (k > 0 && (digits.size() - k) % 3 == 0) out += ',';
-    out += digits[k];
-  }
-  return out;
 }
 
 }  // namespace
@@ -93,15 +85,16 @@ MoleculeData load_molecule_data(const Config& config) {
              d.dataset.source << ": the split leaves an empty part (train " << d.split.train.size() << ", valid "
                               << d.split.valid.size() << ", test " << d.split.test.size() << ")");
 
+  const auto count = [](auto n) { return with_thousands_separators(static_cast<int64_t>(n)); };
   std::ostringstream text;
-  text << (source == "embedded" ? "embedded molecules" : source) << " (" << thousands(d.dataset.size())
+  text << (source == "embedded" ? "embedded molecules" : source) << " (" << count(d.dataset.size())
        << " molecules), target " << csv.target_column << "; split "
        << (split_file.empty()                        ? "seeded (split_seed " + std::to_string(split_seed) + ")"
            : source == "embedded" && split_key == "auto" ? std::string("split.csv of the embedded set")
                                                          : split_file)
-       << ": train " << thousands(d.split.train.size());
-  if (static_cast<int64_t>(d.split.train.size()) < full_train) text << " of " << thousands(full_train);
-  text << " / valid " << thousands(d.split.valid.size()) << " / test " << thousands(d.split.test.size());
+       << ": train " << count(d.split.train.size());
+  if (static_cast<int64_t>(d.split.train.size()) < full_train) text << " of " << count(full_train);
+  text << " / valid " << count(d.split.valid.size()) << " / test " << count(d.split.test.size());
   if (d.too_large > 0) text << " (" << d.too_large << " molecules over max_nodes left out)";
   d.description = text.str();
   return d;

@@ -1,4 +1,5 @@
-// printable(): user text made safe to echo in a one-line error message (see printable.h).
+// printable(): user text made safe to echo in a one-line error message, and with_thousands_separators()
+// for counts (see printable.h).
 #include "train/io/printable.h"
 
 namespace urpe {
@@ -43,6 +44,17 @@ std::string printable(const std::string& text) {
       out += hex[c & 15];
       ++i;
     }
+  }
+  return out;
+}
+
+std::string with_thousands_separators(int64_t value) {
+  const std::string digits = std::to_string(value);
+  const size_t first = (value < 0) ? 1 : 0;  // keep a minus sign out of the digit groups
+  std::string out = digits.substr(0, first);
+  for (size_t k = first; k < digits.size(); ++k) {
+    if (k > first && (digits.size() - k) % 3 == 0) out += ',';
+    out += digits[k];
   }
   return out;
 }

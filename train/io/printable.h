@@ -4,10 +4,14 @@
 // unchanged, so escaping twice is the same as once (main() escapes every message it prints, the
 // config parser the lines it quotes).
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace urpe {
 
 std::string printable(const std::string& text);
+
+// 1234567 → "1,234,567": counts (parameters, molecules) read at a glance in logs and tables.
+std::string with_thousands_separators(int64_t value);
 
 }  // namespace urpe

@@ -14,6 +14,7 @@
 #include "train/molecule_trainer.h"
 #include "train/plot/charts.h"
 #include "train/run_config.h"
+#include "train/io/printable.h"
 #include "train/io/safetensors.h"
 #include "train/repro/paper_values.h"
 #include "train/repro/seed_stats.h"
@@ -56,15 +57,6 @@ std::string format(const char* pattern, double a, double b = 0) {
   return text;
 }
 
-std::string with_commas(int64_t value) {
-  std::string digits = std::to_string(value), out;
-  for (size_t k = 0; k < digits.size(); ++k) {
-    if (k > 0 && (digits.size() - k) % 3 == 0) out += ',';
-    out += digits[k];
-  }
-  return out;
-}
-
 // Longest finite shortest-path distance over the molecules (the plots' x range).
 int64_t longest_distance(const data::MoleculeDataset& dataset) {
   int32_t longest = 0;
@@ -104,9 +96,9 @@ std::string results_markdown(const MoleculeRepro& repro, const Config& base, con
   for (int k = 0; k < 2; ++k) {
     if (valid[k].empty()) continue;
     
-    md << "| " << model_label(k ? "urpe" : "none") << " | " << with_commas(params[k]);
+    md << "| " << model_label(k ? "urpe" : "none") << " | " << with_thousands_separators(params[k]);
     if (k == 1 && params[0] > 0)
-      md << " (+" << with_commas(params[1] - params[0]) << ", "
+      md << " (+" << with_thousands_separators(params[1] - params[0]) << ", "
          << format("+%.2f%%", 100.0 * static_cast<double>(params[1] - params[0]) / static_cast<double>(params[0]))
          << ")";
     md << " | " << format_seed_stats(seed_stats(valid[k]), 4) << " | " << format_seed_stats(seed_stats(test[k]), 4)
