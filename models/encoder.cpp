@@ -5,6 +5,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "ops/activation.h"
 #include "ops/dropout.h"
 #include "ops/embedding.h"
 #include "ops/rotary.h"
@@ -175,7 +176,22 @@ TransformerEncoder::TransformerEncoder(const EncoderConfig& c, uint64_t seed, co
     }
     layers_.push_back(std::move(layer));
   }
-  head_ = Linear(params_, "head", c.d_model, c.num_classes, init);
+  if (c.head == EncoderHead::linear) {
+    URPE_CHECK(!c.tie_head, "encoder: tie_head needs head = lm_head");
+    head_ = Linear(params_, "head", c.d_model, c.num_classes, init);
+    return;
+  }
+  // RobertaLMHead: dense (d → d) → GELU → LayerNorm → linear to the classes (+ bias, zeros).
+  head_dense_ = Linear(params_, "head.dense", c.d_model, c.d_model, init);
+  head_norm_ = LayerNorm(params_, "head.layer_norm", c.d_model, device);
+  if (c.tie_head) {
+    URPE_CHECK(c.num_classes == c.vocab, "encoder: a head tied to the token embedding needs num_classes ("
+                                             << c.num_classes << ") == vocab rows (" << c.vocab << ")");
+    head_.weight = tokens_.table;
+    head_.bias = params_.add("head.bias", Tensor::zeros({c.num_classes}, DType::f32, device));
+  } else {
+    head_ = Linear(params_, "head", c.d_model, c.num_classes, init);
+  }
 }
 
 Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dropout_rng,
@@ -243,7 +259,8 @@ Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dro
     x = layer.ffn_norm.forward(add(x, drop(transformed, config_.dropout)));
     if (states) states->blocks.push_back(x);
   }
-  return head_.forward(x);
+  if (config_.head == EncoderHead::lm_head) x = head_norm_.forward(gelu(head_dense_.forward(x)));
+  return head_.forward(x);  // (B, N, num_classes); tied: x·E_tokᵀ + b
 }
 
 }  // namespace urpe

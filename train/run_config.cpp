@@ -26,6 +26,9 @@ void add_common_keys(ConfigSchema& s) {
   s.add_int("seed", 1, "seed of initialisation, data and dropout");
   s.add_int("steps", 2000, "training steps");
   s.add_int("batch", 32, "sequences per training step");
+  s.add_int("accum_steps", 1,
+            "gradient accumulation: each step's batch is computed as this many equal micro-batches whose "
+            "gradients add up to the whole batch's (less memory, the same step); must divide batch");
   s.add_float("lr", 2e-3, "peak learning rate (Adam)");
   s.add_int("warmup", 500, "linear warm-up steps, then decay to 0 at `steps` (linear; txl: per `schedule`)");
   s.add_float("weight_decay", 0.0, "decoupled weight decay (AdamW); 0 = plain Adam");
@@ -58,6 +61,11 @@ void add_encoder_keys(ConfigSchema& s) {
   s.add_float("dropout", 0.0, "dropout on embeddings, attention output and FFN output");
   s.add_float("init_std", 0.07, "std of the N(0, std) weight initialisation");
   s.add_int("valid_size", 512, "validation sequences (a fixed set drawn from another seed)");
+  s.add_choice("task_protocol", {"simple", "official"}, "simple",
+               "task definition: simple (tokens 0 … V−1, PI targets i, every position scored, linear head) or "
+               "official (the paper's fairseq code: tokens 11 … V−10, PI targets 1 + i with position 0 not "
+               "scored, 11 + V classes, dense → GELU → LayerNorm → linear head tied to the embedding for ETP; "
+               "docs/synthetic_encoder.md#protocols)");
 }
 
 // What the common keys mean (config_checks.h): the optimizer and loop of every family.
@@ -66,6 +74,10 @@ void check_common_values(const Config& c) {
   every_float_fits_float32(c);
   int_at_least(c, "steps", 1);
   int_at_least(c, "batch", 1);
+  int_at_least(c, "accum_steps", 1);
+  URPE_CHECK(c.get_int("batch") % c.get_int("accum_steps") == 0,
+             "config: accum_steps (" << c.get_int("accum_steps") << ") must divide batch (" << c.get_int("batch")
+                                     << ") into equal micro-batches");
   positive(c, "lr");
   int_at_least(c, "warmup", 0);
   URPE_CHECK(c.get_int("warmup") <= c.get_int("steps"),
