@@ -271,3 +271,22 @@ TEST_CASE("official PI: position 0 is not scored by the loss or the accuracy") {
   CHECK(full.loss == doctest::Approx(loss / scored).epsilon(1e-5));
   CHECK(full.accuracy == doctest::Approx(correct / scored).epsilon(1e-12));
 }
+
+TEST_CASE("paper presets: official protocol, batch 512 as 4 micro-batches; tiny and small unchanged") {
+  for (const char* name : {"pi-paper", "etp-paper"}) {
+    const Config c = resolve_config(name, "", {});
+    CHECK(c.get_string("task_protocol") == "official");
+    CHECK(c.get_int("batch") == 512);
+    CHECK(c.get_int("accum_steps") == 4);
+    CHECK(c.get_int("steps") == 40000);
+    CHECK(c.get_int("warmup") == 6000);
+    CHECK(c.get_float("lr") == doctest::Approx(7e-5));
+  }
+  for (const char* name : {"pi-tiny", "etp-tiny", "pi-small", "etp-small"}) {
+    const Config c = resolve_config(name, "", {});
+    CHECK(c.get_string("task_protocol") == "simple");
+    CHECK(c.get_int("accum_steps") == 1);
+  }
+  CHECK(resolve_config("txl-base-paper", "", {}).get_float("weight_decay") == doctest::Approx(0.01));
+  CHECK(resolve_config("txl-base", "", {}).get_float("weight_decay") == 0.0);
+}
