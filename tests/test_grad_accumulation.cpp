@@ -208,6 +208,14 @@ TEST_CASE("official protocol: the fairseq generator's ids, targets, classes and 
   CHECK(*std::min_element(stok.begin(), stok.end()) == 11);
   CHECK(*std::max_element(stok.begin(), stok.end()) == 20);
   CHECK(SyntheticTask(SyntheticKind::position_identification, 128, 10, TaskProtocol::official).num_classes() == 129);
+  for (const char* task : {"pi", "etp"}) {  // the paper's |V| = 10 trains: 21 classes (ETP tied to 21 rows)
+    const Config config = resolve_config("", "", with(kEncoderSets, {"task_protocol=official", "vocab=10",
+                                                                     std::string("task=") + task}));
+    const TransformerEncoder model(encoder_config_from(config), 1);
+    Rng data(2);
+    const Tensor logits = model.forward(task_from_config(config).sample(2, data).tokens, false, nullptr);
+    CHECK(logits.shape() == Shape{2, 8, 21});
+  }
   // The simple protocol draws from the same stream offsets: the same uniforms, other ids.
   Rng a(3), b(3);
   const std::vector<int32_t> simple = SyntheticTask(SyntheticKind::even_token_prediction, n, 100).sample(2, a).tokens.to_vector_i32();
