@@ -55,6 +55,8 @@ int32_t SyntheticTask::ignore_index() const {
   return protocol_ == TaskProtocol::official ? kOfficialPadding : kNeverAClass;
 }
 
+int32_t SyntheticTask::padding_id() const { return protocol_ == TaskProtocol::official ? kOfficialPadding : -1; }
+
 int64_t SyntheticTask::scored_per_sequence() const {
   const bool skips_first = protocol_ == TaskProtocol::official && kind_ == SyntheticKind::position_identification;
   return skips_first ? seq_len_ - 1 : seq_len_;

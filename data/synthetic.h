@@ -43,6 +43,8 @@ class SyntheticTask {
   // The target of a position that is not scored (official PI's position 0); -100 (never a class)
   // under the simple protocol, where every position is scored.
   int32_t ignore_index() const;
+  // The dictionary's padding id (official: 1, never drawn as a token), or −1 (simple: none).
+  int32_t padding_id() const;
   // Scored positions per sequence: n, or n − 1 for official PI.
   int64_t scored_per_sequence() const;
   SyntheticBatch sample(int64_t batch, Rng& rng, const Device& device = {}) const;

@@ -129,6 +129,12 @@ TransformerEncoder::TransformerEncoder(const EncoderConfig& c, uint64_t seed, co
   Rng rng(seed);
   const InitSpec init{c.init_std, &rng, device};
   tokens_ = EmbeddingTable(params_, "embed_tokens", c.vocab, c.d_model, init);
+  if (c.padding_id >= 0) {  // fairseq's init_bert_params zeroes the padding row
+    URPE_CHECK(c.padding_id < c.vocab, "encoder: padding_id " << c.padding_id << " is not a token id (vocab " << c.vocab << ")");
+    std::vector<float> table = tokens_.table.to_vector_f32();
+    std::fill_n(table.begin() + c.padding_id * c.d_model, c.d_model, 0.0f);
+    tokens_.table.copy_from(Tensor::from_vector(table, tokens_.table.shape()));
+  }
   if (c.pe == PositionalKind::ape)
     positions_ = EmbeddingTable(params_, "embed_positions", c.seq_len, c.d_model, init);
   if (c.pe == PositionalKind::sinusoidal) sinusoid_ = sinusoidal_table(c.seq_len, c.d_model, device);
@@ -207,7 +213,8 @@ Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dro
     return (training && p > 0.0f) ? dropout(t, p, dropout_rng->next_seed(), true) : t;
   };
 
-  Tensor x = tokens_.forward(tokens);  // (B, N, d)
+  Tensor x = config_.padding_id >= 0 ? embedding(tokens_.table, tokens, config_.padding_id)
+                                     : tokens_.forward(tokens);  // (B, N, d)
   if (config_.pe == PositionalKind::ape) {
     const Tensor positions = Tensor::arange(n, DType::i32, device_);
     x = add(x, positions_.forward(positions));  // (N, d) broadcast over the batch

@@ -72,6 +72,9 @@ struct EncoderConfig {
   AttentionPath attention = AttentionPath::materialized;  // fused: no (B, H, N, N) tensors
   EncoderHead head = EncoderHead::linear;
   bool tie_head = false;      // lm_head: W_head = the token embedding (needs num_classes == vocab)
+  // A padding id (official: fairseq's 1; −1 = none): as nn.Embedding(padding_idx) under
+  // init_bert_params, its row of the token embedding starts at 0 and the lookup gives it no gradient.
+  int64_t padding_id = -1;
 };
 
 class TransformerEncoder {

@@ -246,6 +246,14 @@ TEST_CASE("official protocol: the head is dense → GELU → LayerNorm → linea
     REQUIRE(want.size() == got.size());
     for (size_t k = 0; k < got.size(); ++k) CHECK(got[k] == doctest::Approx(want[k]).epsilon(1e-6));
   }
+  // fairseq's padding row (id 1) of the token embedding starts at zero, the others do not.
+  const Config etp = resolve_config("", "", with(kEncoderSets, {"task_protocol=official", "task=etp"}));
+  const std::vector<float> table =
+      TransformerEncoder(encoder_config_from(etp), 3).parameters().find("embed_tokens.weight").to_vector_f32();
+  for (int k = 0; k < 16; ++k) {
+    CHECK(table[1 * 16 + k] == 0.0f);
+    CHECK(table[11 * 16 + k] != 0.0f);
+  }
   // The simple protocol keeps today's linear head and V-row embedding.
   const TransformerEncoder simple(encoder_config_from(resolve_config("", "", with(kEncoderSets, {"task=etp"}))), 3);
   CHECK(!simple.parameters().find("head.dense.weight").defined());

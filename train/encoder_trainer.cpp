@@ -82,6 +82,7 @@ EncoderConfig encoder_config_from(const Config& config) {
   if (task.protocol() == TaskProtocol::official) {
     c.head = EncoderHead::lm_head;
     c.tie_head = task.kind() == SyntheticKind::even_token_prediction;
+    c.padding_id = task.padding_id();  // nn.Embedding(padding_idx = 1)
   }
   URPE_CHECK(c.seq_len > 1, "config: seq_len must be > 1, got " << c.seq_len);
   URPE_CHECK(c.heads > 0 && c.d_model % c.heads == 0,

@@ -48,8 +48,8 @@ TrainingRun begin_training_run(const Config& config, const std::string& out_dir,
 
 // What a step hands back to the loop: the loss to backpropagate and what the step processed
 // (tokens, molecules), for the throughput column. `weight` is the number of targets the loss is a
-// mean over: data-parallel ranks weigh their gradients by it (the same on every rank when the
-// shards are alike, as in every family today).
+// mean over: micro-batches (train/grad_accumulation.h) and data-parallel ranks weigh their
+// gradients by it (the same for every part when the parts are alike, as in every family today).
 struct StepOutput {
   Tensor loss;
   double units = 0;
