@@ -81,6 +81,13 @@ void check_data_parallel_run(dist::Communicator& comm, const Config& config) {
                          "config: batch = " + std::to_string(batch) + " is the global batch and must divide evenly "
                          "across the " + std::to_string(comm.size()) + " ranks (mpirun -np " +
                          std::to_string(comm.size()) + "); use a multiple of " + std::to_string(comm.size()));
+  // Each rank splits its rows into the micro-batches of gradient accumulation.
+  const int64_t accum = config.get_int("accum_steps");
+  dist::check_collective(comm, batch / comm.size() % accum == 0,
+                         "config: accum_steps = " + std::to_string(accum) + " must divide each rank's " +
+                             std::to_string(batch / comm.size()) + " rows of the batch (batch " + std::to_string(batch) +
+                             " over " + std::to_string(comm.size()) + " ranks); use a batch that is a multiple of " +
+                             std::to_string(accum * comm.size()));
 }
 
 // Rank r > 0 draws its own dropout masks: rank 0's stream with another seed at the same offset
