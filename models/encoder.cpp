@@ -5,6 +5,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "ops/activation.h"
 #include "ops/dropout.h"
 #include "ops/embedding.h"
 #include "ops/rotary.h"
@@ -128,6 +129,12 @@ TransformerEncoder::TransformerEncoder(const EncoderConfig& c, uint64_t seed, co
   Rng rng(seed);
   const InitSpec init{c.init_std, &rng, device};
   tokens_ = EmbeddingTable(params_, "embed_tokens", c.vocab, c.d_model, init);
+  if (c.padding_id >= 0) {  // fairseq's init_bert_params zeroes the padding row
+    URPE_CHECK(c.padding_id < c.vocab, "encoder: padding_id " << c.padding_id << " is not a token id (vocab " << c.vocab << ")");
+    std::vector<float> table = tokens_.table.to_vector_f32();
+    std::fill_n(table.begin() + c.padding_id * c.d_model, c.d_model, 0.0f);
+    tokens_.table.copy_from(Tensor::from_vector(table, tokens_.table.shape()));
+  }
   if (c.pe == PositionalKind::ape)
     positions_ = EmbeddingTable(params_, "embed_positions", c.seq_len, c.d_model, init);
   if (c.pe == PositionalKind::sinusoidal) sinusoid_ = sinusoidal_table(c.seq_len, c.d_model, device);
@@ -175,7 +182,22 @@ TransformerEncoder::TransformerEncoder(const EncoderConfig& c, uint64_t seed, co
     }
     layers_.push_back(std::move(layer));
   }
-  head_ = Linear(params_, "head", c.d_model, c.num_classes, init);
+  if (c.head == EncoderHead::linear) {
+    URPE_CHECK(!c.tie_head, "encoder: tie_head needs head = lm_head");
+    head_ = Linear(params_, "head", c.d_model, c.num_classes, init);
+    return;
+  }
+  // RobertaLMHead: dense (d → d) → GELU → LayerNorm → linear to the classes (+ bias, zeros).
+  head_dense_ = Linear(params_, "head.dense", c.d_model, c.d_model, init);
+  head_norm_ = LayerNorm(params_, "head.layer_norm", c.d_model, device);
+  if (c.tie_head) {
+    URPE_CHECK(c.num_classes == c.vocab, "encoder: a head tied to the token embedding needs num_classes ("
+                                             << c.num_classes << ") == vocab rows (" << c.vocab << ")");
+    head_.weight = tokens_.table;
+    head_.bias = params_.add("head.bias", Tensor::zeros({c.num_classes}, DType::f32, device));
+  } else {
+    head_ = Linear(params_, "head", c.d_model, c.num_classes, init);
+  }
 }
 
 Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dropout_rng,
@@ -191,7 +213,8 @@ Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dro
     return (training && p > 0.0f) ? dropout(t, p, dropout_rng->next_seed(), true) : t;
   };
 
-  Tensor x = tokens_.forward(tokens);  // (B, N, d)
+  Tensor x = config_.padding_id >= 0 ? embedding(tokens_.table, tokens, config_.padding_id)
+                                     : tokens_.forward(tokens);  // (B, N, d)
   if (config_.pe == PositionalKind::ape) {
     const Tensor positions = Tensor::arange(n, DType::i32, device_);
     x = add(x, positions_.forward(positions));  // (N, d) broadcast over the batch
@@ -243,7 +266,8 @@ Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dro
     x = layer.ffn_norm.forward(add(x, drop(transformed, config_.dropout)));
     if (states) states->blocks.push_back(x);
   }
-  return head_.forward(x);
+  if (config_.head == EncoderHead::lm_head) x = head_norm_.forward(gelu(head_dense_.forward(x)));
+  return head_.forward(x);  // (B, N, num_classes); tied: x·E_tokᵀ + b
 }
 
 }  // namespace urpe

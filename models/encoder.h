@@ -11,7 +11,9 @@
 //   shaw:  Shaw et al.'s learned relative embeddings a^K, a^V clipped at distance k, per layer
 //   BASE+urpe: any base but rpe with URPE's C table on top (README: Which encodings can tell positions apart?)
 // Forward: x = LN_emb(E[t] (+ P[pos])) → Drop; per layer x = LN1(x + Drop(MHA(x))),
-// x = LN2(x + Drop(FFN(x))); logits = x·W_headᵀ + b.
+// x = LN2(x + Drop(FFN(x))); logits = x·W_headᵀ + b (head = linear), or the RoBERTa LM head of the
+// official synthetic-task code (head = lm_head): logits = LN_head(GELU(x·W_dᵀ + b_d))·W_headᵀ + b,
+// with W_head the token embedding itself when tie_head (official ETP).
 #pragma once
 #include <string>
 #include <vector>
@@ -21,6 +23,9 @@
 #include "models/positional.h"
 
 namespace urpe {
+
+// The output head (see above): a linear layer, or dense → GELU → LayerNorm → linear.
+enum class EncoderHead { linear, lm_head };
 
 enum class PositionalKind { none, ape, rpe, urpe, sinusoidal, alibi, rope, shaw };
 PositionalKind parse_positional_kind(const std::string& text);  // one base name, e.g. rope
@@ -45,7 +50,7 @@ std::vector<double> alibi_slopes(int64_t heads);
 Tensor sinusoidal_table(int64_t n, int64_t d, const Device& device = {});
 
 struct EncoderConfig {
-  int64_t vocab = 100;        // token ids in [0, vocab)
+  int64_t vocab = 100;        // token ids in [0, vocab): the rows of the token embedding
   int64_t seq_len = 32;       // maximum sequence length (sizes the APE / relative tables)
   int64_t layers = 2;
   int64_t d_model = 64;
@@ -65,6 +70,11 @@ struct EncoderConfig {
   // `urpe theory denominator` trains (ops/urpe_attention.h).
   AttentionNorm attention_norm = AttentionNorm::softmax;
   AttentionPath attention = AttentionPath::materialized;  // fused: no (B, H, N, N) tensors
+  EncoderHead head = EncoderHead::linear;
+  bool tie_head = false;      // lm_head: W_head = the token embedding (needs num_classes == vocab)
+  // A padding id (official: fairseq's 1; −1 = none): as nn.Embedding(padding_idx) under
+  // init_bert_params, its row of the token embedding starts at 0 and the lookup gives it no gradient.
+  int64_t padding_id = -1;
 };
 
 class TransformerEncoder {
@@ -101,7 +111,9 @@ class TransformerEncoder {
   EmbeddingTable tokens_, positions_;
   LayerNorm embedding_norm_;
   std::vector<Layer> layers_;
-  Linear head_;
+  Linear head_;                  // the output layer (weight undefined when tied)
+  Linear head_dense_;            // lm_head: the dense layer before GELU
+  LayerNorm head_norm_;          // lm_head: the LayerNorm after GELU
   Tensor bias_table_, c_table_;  // (H, K) each, shared by all layers
   Tensor bias_map_full_, c_map_full_;  // i32 (seq_len, seq_len); relative (2·seq_len − 1) when fused
   Tensor sinusoid_;                    // (seq_len, d_model), pe = sinusoidal

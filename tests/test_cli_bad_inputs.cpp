@@ -295,6 +295,7 @@ const std::map<std::string, std::map<std::string, KeyRule>> kKeyRules = {
      {{"seed", {false, false, Huge::accepted}},
       {"steps", {true, true, Huge::accepted}},
       {"batch", {true, true, Huge::refused}},  // larger than the data (txl, graphormer)
+      {"accum_steps", {true, true, Huge::refused}},  // an int32, and must divide batch
       {"lr", {true, true, Huge::refused}},     // 1e39 is no float32
       {"warmup", {true, false, Huge::refused}},  // more than steps
       {"weight_decay", {true, false, Huge::refused}},
@@ -496,6 +497,10 @@ TEST_CASE("config files: one whitespace rule, escaped echoes, wrong kinds and tr
        {"train", "--out", fresh, "--set", "task=\x1b[31mred"}, "\\x1b[31mred", {fresh}, "task"},
       {"a newline in a --set value keeps the error on one line", {"train", "--out", fresh, "--set", "task=a\nb"},
        "a\\nb", {fresh}, "task"},
+      {"a task_protocol that is not one", {"train", "--out", fresh, "--set", "task_protocol=fairseq"}, "'fairseq'",
+       {fresh}, "task_protocol"},
+      {"accum_steps that does not divide the batch", {"train", "--out", fresh, "--set", "batch=8", "--set",
+       "accum_steps=3"}, "accum_steps (3) must divide batch (8)", {fresh}, "accum_steps"},
       {"bytes that are not UTF-8 are echoed escaped", {"train", "--out", fresh, "--set", "lr=\xff\xfe"}, "\\xff\\xfe",
        {fresh}, "lr"},
       {"a directory as --config", with_config(f.empty_dir), "is a directory", {fresh, f.empty_dir}},

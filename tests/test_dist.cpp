@@ -259,3 +259,33 @@ TEST_CASE("a stop on one rank stops both with a checkpoint, and a 2-rank resume 
     }
   }
 }
+
+TEST_CASE("2 ranks × 2 micro-batches (accum_steps) train like 1 process with the whole batch") {
+  // Each rank's half of the batch in two micro-batches: the ranks weigh their accumulated
+  // gradients by their targets, as the micro-batches are weighed (train/grad_accumulation.h).
+  // Transformer-XL also splits every rank's memory by micro-batch and joins it again.
+  const std::vector<std::pair<std::string, std::string>> families = {
+      {"encoder", std::string(kEncoderSettings) + " --set batch=8"},
+      {"txl", txl_settings(toy_corpus()) + " --set dropout=0"},
+  };
+  for (const auto& [family, settings] : families) {
+    INFO("family " << family);
+    const std::string one = temp_dir(family + "_accum_1"), two = temp_dir(family + "_accum_2");
+    const test::CliResult a = test::run_urpe("train " + settings + " --quiet --out " + one);
+    REQUIRE_MESSAGE(a.code == 0, a.output);
+    const test::CliResult b = test::run_command(mpirun(2) + URPE_BINARY + " train " + settings +
+                                                " --set accum_steps=2 --quiet --out " + two);
+    REQUIRE_MESSAGE(b.code == 0, b.output);
+    check_same_training(one, two);
+  }
+}
+
+TEST_CASE("accum_steps that does not divide each rank's rows is one error") {
+  const std::string dir = temp_dir("accum_indivisible");
+  const test::CliResult r = test::run_command(mpirun(2) + URPE_BINARY + " train " + kEncoderSettings +
+                                              " --set batch=6 --set accum_steps=2 --quiet --out " + dir);
+  CHECK(r.code != 0);
+  CHECK(count_of(r.output, "urpe: error: config: accum_steps = 2 must divide each rank's 3 rows of the batch (batch 6 "
+                           "over 2 ranks); use a batch that is a multiple of 4") == 1);
+  CHECK(r.output.find("internal error") == std::string::npos);
+}

@@ -510,7 +510,8 @@ TEST_CASE("repro lm: both models over seeds, results.json rows, the table and th
 
 TEST_CASE("repro lm at paper scale: txl-base at L = 4, 8, 16 (Table 4), here shrunk to a tiny corpus") {
   const LmReproPlan paper = lm_plan_for_scale("paper");
-  CHECK(paper.preset == "txl-base");
+  CHECK(paper.preset == "txl-base-paper");
+  CHECK(resolve_config(paper.preset, "", {}).get_float("weight_decay") == 0.01);
   CHECK(paper.layers == std::vector<int64_t>{4, 8, 16});
   const std::string corpus = make_corpus("paper");
   const std::string out = temp_dir("paper_out");

@@ -25,7 +25,7 @@ void limit_run_keys(ConfigSchema& s) {
   };
 
   // Counts that must be at least 1.
-  ints({"steps", "batch", "eval_every", "layers", "d_model", "heads", "d_ff", "d_head", "d_inner", "d_ffn",
+  ints({"steps", "batch", "accum_steps", "eval_every", "layers", "d_model", "heads", "d_ff", "d_head", "d_inner", "d_ffn",
         "tgt_len", "valid_size", "eval_batch", "max_nodes", "max_spd"},
        1, kMax32);
   ints({"seq_len"}, 2, kMax32);

@@ -1,5 +1,5 @@
 // The synthetic-task encoder's part of training: fresh batches from a seeded stream,
-// cross-entropy over every position, token accuracy on fixed held-out draws. The loop itself
+// cross-entropy over every scored position, token accuracy on fixed held-out draws. The loop itself
 // (Adam, schedule, evaluation cadence, checkpoints, Ctrl-C) is train/training_loop.h.
 #include "train/encoder_trainer.h"
 
@@ -21,38 +21,46 @@ constexpr uint64_t kValidationSeed = 0x7a11d5e7ULL;  // the same held-out sets f
 constexpr uint64_t kTestSeed = 0x7e575e7ULL;
 constexpr int64_t kEvalBatch = 64;  // fixed, so the held-out sets and their scores never depend on it
 
-// Fraction of positions whose argmax equals the target.
-double accuracy_of(const Tensor& logits, const Tensor& targets) {
+// Scored positions whose argmax equals the target, and scored positions (a target equal to
+// `ignore` is not scored: official PI's position 0).
+struct Hits {
+  int64_t correct = 0, scored = 0;
+  double fraction() const { return scored == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(scored); }
+};
+Hits hits_of(const Tensor& logits, const Tensor& targets, int32_t ignore) {
   const std::vector<float> l = logits.to_vector_f32();
   const std::vector<int32_t> t = targets.to_vector_i32();
   const int64_t classes = logits.size(-1);
-  int64_t correct = 0;
+  Hits hits;
   for (size_t row = 0; row < t.size(); ++row) {
+    if (t[row] == ignore) continue;
     const float* p = l.data() + row * classes;
     int64_t best = 0;
     for (int64_t c = 1; c < classes; ++c)
       if (p[c] > p[best]) best = c;
-    correct += best == t[row];
+    hits.correct += best == t[row];
+    ++hits.scored;
   }
-  return t.empty() ? 0.0 : static_cast<double>(correct) / static_cast<double>(t.size());
+  return hits;
 }
 
-Tensor flat_loss(const Tensor& logits, const Tensor& targets) {
+// Mean cross-entropy over the scored positions.
+Tensor flat_loss(const Tensor& logits, const Tensor& targets, int32_t ignore) {
   const int64_t rows = logits.numel() / logits.size(-1);
-  return cross_entropy(reshape(logits, {rows, logits.size(-1)}), reshape(targets, {rows}));
+  return cross_entropy(reshape(logits, {rows, logits.size(-1)}), reshape(targets, {rows}), ignore);
 }
 
 }  // namespace
 
 SyntheticTask task_from_config(const Config& config) {
   return SyntheticTask(parse_synthetic_kind(config.get_string("task")), config.get_int("seq_len"),
-                       config.get_int("vocab"));
+                       config.get_int("vocab"), parse_task_protocol(config.get_string("task_protocol")));
 }
 
 EncoderConfig encoder_config_from(const Config& config) {
   const SyntheticTask task = task_from_config(config);
   EncoderConfig c;
-  c.vocab = config.get_int("vocab");
+  c.vocab = task.input_ids();
   c.seq_len = config.get_int("seq_len");
   c.layers = config.get_int("layers");
   c.d_model = config.get_int("d_model");
@@ -69,6 +77,13 @@ EncoderConfig encoder_config_from(const Config& config) {
   c.urpe_kind = parse_relative_kind(config.get_string("urpe_kind"));
   c.attention_norm = parse_attention_norm(config.get_string("attention_norm"));
   c.attention = parse_attention_path(config.get_string("attention"));
+  // The official code's RobertaLMHead, tied to the token embedding for ETP (its scripts pass
+  // --untie-weights-roberta for PI only).
+  if (task.protocol() == TaskProtocol::official) {
+    c.head = EncoderHead::lm_head;
+    c.tie_head = task.kind() == SyntheticKind::even_token_prediction;
+    c.padding_id = task.padding_id();  // nn.Embedding(padding_idx = 1)
+  }
   URPE_CHECK(c.seq_len > 1, "config: seq_len must be > 1, got " << c.seq_len);
   URPE_CHECK(c.heads > 0 && c.d_model % c.heads == 0,
              "config: heads (" << c.heads << ") must divide d_model (" << c.d_model << ")");
@@ -87,8 +102,8 @@ EvalResult evaluate_encoder(const TransformerEncoder& model, const SyntheticTask
     const int64_t b = std::min(batch, valid_size - seen);
     const SyntheticBatch data = task.sample(b, valid_rng, model.device());
     const Tensor logits = model.forward(data.tokens, false, nullptr);
-    result.loss += flat_loss(logits, data.targets).item() * static_cast<double>(b);
-    result.accuracy += accuracy_of(logits, data.targets) * static_cast<double>(b);
+    result.loss += flat_loss(logits, data.targets, task.ignore_index()).item() * static_cast<double>(b);
+    result.accuracy += hits_of(logits, data.targets, task.ignore_index()).fraction() * static_cast<double>(b);
     seen += b;
   }
   result.loss /= static_cast<double>(valid_size);
@@ -109,7 +124,7 @@ class EncoderTask final : public TrainingTask {
         valid_size_(run.config.get_int("valid_size")),
         comm_(*run.comm),
         shard_(dist::batch_shard(comm_, batch_)),
-        tokens_per_step_(shard_.count * run.config.get_int("seq_len")),
+        tokens_per_micro_batch_(shard_.count / run.config.get_int("accum_steps") * run.config.get_int("seq_len")),
         task_name_(run.config.get_string("task")),
         label_("[" + run.config.get_string("task") + "/" + run.config.get_string("pe") + "]") {
     URPE_CHECK(batch_ > 0, "config: batch must be positive, got " << batch_);
@@ -119,21 +134,32 @@ class EncoderTask final : public TrainingTask {
   const ParameterSet& parameters() const override { return model_.parameters(); }
   std::string progress_label() const override { return label_; }
 
-  // Fresh sequences from the data stream every step; cross-entropy over every position. Every
-  // rank draws the whole global batch (the stream stays the same whatever the number of ranks)
-  // and trains on its rows.
-  StepOutput step(int64_t, TrainingProgress& progress) override {
-    logits_ = Tensor();  // the previous step's graph goes before this step builds its own
-    const SyntheticBatch global = task_.sample(batch_, progress.data_rng, model_.device());
-    batch_data_.tokens = dist::shard_rows(global.tokens, shard_);
-    batch_data_.targets = dist::shard_rows(global.targets, shard_);
-    logits_ = model_.forward(batch_data_.tokens, true, &progress.dropout_rng);
-    const double targets = static_cast<double>(batch_data_.targets.numel());
-    return {flat_loss(logits_, batch_data_.targets), static_cast<double>(tokens_per_step_), targets};
+  // Fresh sequences from the data stream every step; cross-entropy over every scored position.
+  // Every rank draws the whole global batch (the stream stays the same whatever the number of
+  // ranks, and of micro-batches) and trains on its rows, micro-batch by micro-batch.
+  StepOutput step(int64_t, const MicroBatch& micro, TrainingProgress& progress) override {
+    if (micro.first()) {
+      global_ = task_.sample(batch_, progress.data_rng, model_.device());
+      trained_.clear();
+    }
+    const dist::Shard rows = micro_rows(shard_, micro);
+    SyntheticBatch part{dist::shard_rows(global_.tokens, rows).to(model_.device()),
+                        dist::shard_rows(global_.targets, rows).to(model_.device())};
+    const Tensor logits = model_.forward(part.tokens, true, &progress.dropout_rng);
+    const Tensor loss = flat_loss(logits, part.targets, task_.ignore_index());
+    trained_.push_back({logits.detach(), part.targets});  // for the train metric, without the graph
+    const double scored = static_cast<double>(rows.count * task_.scored_per_sequence());
+    return {loss, static_cast<double>(tokens_per_micro_batch_), scored};
   }
   // The accuracy of the global batch: the shards are equal, so the mean of the ranks' accuracies.
   double train_metric(double) override {
-    double accuracy = accuracy_of(logits_, batch_data_.targets);
+    Hits hits;
+    for (const TrainedPart& part : trained_) {
+      const Hits h = hits_of(part.logits, part.targets, task_.ignore_index());
+      hits.correct += h.correct;
+      hits.scored += h.scored;
+    }
+    double accuracy = hits.fraction();
     comm_.all_reduce_sum(&accuracy, 1);
     return accuracy / comm_.size();
   }
@@ -164,10 +190,13 @@ class EncoderTask final : public TrainingTask {
   const int64_t batch_, valid_size_;
   dist::Communicator& comm_;
   const dist::Shard shard_;
-  const int64_t tokens_per_step_;
+  const int64_t tokens_per_micro_batch_;
   const std::string task_name_, label_;
-  SyntheticBatch batch_data_;
-  Tensor logits_;
+  struct TrainedPart {
+    Tensor logits, targets;
+  };
+  SyntheticBatch global_;               // the step's global batch
+  std::vector<TrainedPart> trained_;    // the step's micro-batches so far
   EvalResult last_eval_;
   bool evaluated_ = false;
 };

@@ -24,7 +24,7 @@ TrainOutcome train_encoder(const Config& config, const std::string& out_dir, con
 
 struct EvalResult {
   double loss = 0;
-  double accuracy = 0;  // token-level, over all positions of the validation set
+  double accuracy = 0;  // token-level, over the scored positions of the validation set
 };
 
 // The task and model a config describes (the model freshly initialised from the config's seed).
@@ -33,7 +33,7 @@ EncoderConfig encoder_config_from(const Config& config);
 // The held-out sets are fixed draws seeded independently of the run's seed, so every run of a
 // task is scored on the same sequences; `test` is a second, disjoint draw.
 enum class EvalSplit { valid, test };
-// Token accuracy and mean cross-entropy over `size` held-out sequences.
+// Token accuracy and mean cross-entropy over the scored positions of `size` held-out sequences.
 EvalResult evaluate_encoder(const TransformerEncoder& model, const SyntheticTask& task, int64_t size,
                             int64_t batch, EvalSplit split = EvalSplit::valid);
 

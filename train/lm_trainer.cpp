@@ -10,6 +10,7 @@
 #include "data/lm_batches.h"
 #include "data/text_file.h"
 #include "train/checkpoint.h"
+#include "ops/shape.h"
 #include "train/dist/data_parallel.h"
 #include "train/run_config.h"
 #include "train/training_loop.h"
@@ -179,19 +180,30 @@ class LanguageModelTask final : public TrainingTask {
     return stream_state(whole);
   }
 
-  StepOutput step(int64_t, TrainingProgress& progress) override {
-    if (position_.segment == train_batches_.num_segments()) {  // a new epoch starts without memory
-      position_.segment = 0;
-      ++position_.epoch;
-      position_.mems.clear();
+  StepOutput step(int64_t, const MicroBatch& micro, TrainingProgress& progress) override {
+    if (micro.first()) {
+      if (position_.segment == train_batches_.num_segments()) {  // a new epoch starts without memory
+        position_.segment = 0;
+        ++position_.epoch;
+        position_.mems.clear();
+      }
+      segment_ = train_batches_.segment(position_.segment, model_.device());
+      micro_mems_.clear();
     }
-    // This rank's columns (parallel streams) of the segment; its memory is of those columns.
-    const data::LMSegment segment = train_batches_.segment(position_.segment, model_.device());
-    const Tensor data = dist::shard_rows(segment.data, shard_, 1), target = dist::shard_rows(segment.target, shard_, 1);
-    TxlStep out = model_.forward(data, target, position_.mems, true, &progress.dropout_rng);
-    position_.mems = std::move(out.mems);
-    ++position_.segment;
-    const double tokens = static_cast<double>(segment.length * shard_.count);
+    // This rank's columns (parallel streams) of the segment, micro-batch by micro-batch; each
+    // continues from the memory of its own columns (position_.mems holds the rank's columns).
+    const dist::Shard columns = micro_rows(shard_, micro);
+    const Tensor data = dist::shard_rows(segment_.data, columns, 1).to(model_.device());
+    const Tensor target = dist::shard_rows(segment_.target, columns, 1).to(model_.device());
+    TxlStep out = model_.forward(data, target, memory_of(micro), true, &progress.dropout_rng);
+    if (micro.count == 1) {
+      position_.mems = std::move(out.mems);
+    } else {
+      micro_mems_.push_back(std::move(out.mems));
+      if (micro.last()) position_.mems = joined_memory();
+    }
+    if (micro.last()) ++position_.segment;
+    const double tokens = static_cast<double>(segment_.length * columns.count);
     return {out.loss, tokens, tokens};
   }
   double train_metric(double mean_train_loss) override { return std::exp(mean_train_loss); }
@@ -228,6 +240,27 @@ class LanguageModelTask final : public TrainingTask {
     return corpus.train.ids;
   }
 
+  // The memory micro-batch `micro` continues from: its columns of the rank's memory.
+  TxlMemory memory_of(const MicroBatch& micro) const {
+    if (micro.count == 1) return position_.mems;
+    const dist::Shard columns = micro_rows(dist::Shard{0, shard_.count}, micro);
+    TxlMemory part = position_.mems;
+    for (Tensor& m : part) m = dist::shard_rows(m, columns).to(model_.device());
+    return part;
+  }
+  // The micro-batches' new memories side by side again (B, mlen, d) per layer.
+  TxlMemory joined_memory() const {
+    autograd::NoGrad no_grad;
+    TxlMemory joined;
+    if (micro_mems_.empty() || micro_mems_.front().empty()) return joined;
+    for (size_t l = 0; l < micro_mems_.front().size(); ++l) {
+      std::vector<Tensor> pieces;
+      for (const TxlMemory& mems : micro_mems_) pieces.push_back(mems[l]);
+      joined.push_back(concat(pieces, 0));
+    }
+    return joined;
+  }
+
   const data::Corpus& corpus_;
   TransformerXL model_;
   const int64_t batch_;
@@ -239,6 +272,8 @@ class LanguageModelTask final : public TrainingTask {
   const std::string checkpoint_path_, label_;
   const DecayKind decay_;
   StreamPosition position_;
+  data::LMSegment segment_;            // the step's segment
+  std::vector<TxlMemory> micro_mems_;  // the step's micro-batches' new memories
   LmEvalResult last_eval_;
   bool scored_ = false, scored_whole_split_ = false;
 };

@@ -62,11 +62,14 @@ SizeFactor key_factor(const Config& config, const std::string& key, int power = 
 }
 SizeFactor constant(double value, const std::string& text = "") { return {text, value, 1, {}}; }
 
-// The batch rows of the biggest activations: the training batch, or a larger evaluation batch.
+// The batch rows of the biggest activations: the training micro-batch (batch / accum_steps, the
+// rows one forward holds: train/grad_accumulation.h), or a larger evaluation batch.
 SizeFactor rows_factor(const Config& config, const std::string& eval_key, double eval_rows,
                        const std::string& eval_text) {
-  const double batch = value_of(config, "batch");
-  if (eval_rows <= batch) return key_factor(config, "batch");
+  const double accum = value_of(config, "accum_steps");
+  const double batch = value_of(config, "batch") / accum;
+  if (eval_rows <= batch)
+    return accum == 1 ? key_factor(config, "batch") : SizeFactor{"batch / accum_steps", batch, 1, {"batch", "accum_steps"}};
   if (eval_key.empty()) return constant(eval_rows, eval_text);
   return {eval_key, eval_rows, 1, {eval_key}};
 }
@@ -84,16 +87,24 @@ MemoryEstimate estimate_encoder_memory(const Config& config) {
   const SizeFactor n = key_factor(config, "seq_len"), n2 = key_factor(config, "seq_len", 2);
   const SizeFactor heads = key_factor(config, "heads"), d = key_factor(config, "d_model");
   const SizeFactor layers = key_factor(config, "layers"), d_ff = key_factor(config, "d_ff");
-  // PI classifies positions (n classes), ETP tokens (vocab + 1 with the EOS class).
+  // simple: PI classifies positions (n classes), ETP tokens (vocab + 1 with the EOS class);
+  // official: 11 + vocab classes (PI at least seq_len + 1) and 11 + vocab embedding rows
+  // (data/synthetic.h).
   const bool pi = config.get_string("task") == "pi";
-  const SizeFactor classes = pi ? SizeFactor{"classes (seq_len)", n.value, 1, {"seq_len"}}
-                                : SizeFactor{"classes (vocab + 1)", value_of(config, "vocab") + 1, 1, {"vocab"}};
+  const bool official = config.get_string("task_protocol") == "official";
+  const double vocab = value_of(config, "vocab");
+  SizeFactor classes = pi ? SizeFactor{"classes (seq_len)", n.value, 1, {"seq_len"}}
+                          : SizeFactor{"classes (vocab + 1)", vocab + 1, 1, {"vocab"}};
+  if (official)
+    classes = pi && n.value + 1 > vocab + 11 ? SizeFactor{"classes (seq_len + 1)", n.value + 1, 1, {"seq_len"}}
+                                             : SizeFactor{"classes (vocab + 11)", vocab + 11, 1, {"vocab"}};
+  const SizeFactor embedding_rows = official ? SizeFactor{"vocab + 11", vocab + 11, 1, {"vocab"}} : key_factor(config, "vocab");
   e.activations = {{"attention scores", {rows, heads, n2}},
                    {"the feed-forward hidden layer", {rows, n, d_ff}},
                    {"logits", {rows, n, classes}},
                    {"hidden states", {rows, n, d}},
                    {"relative-position maps", {n2}}};
-  e.parameters = {{"the token embedding", {key_factor(config, "vocab"), d}},
+  e.parameters = {{"the token embedding", {embedding_rows, d}},
                   {"the attention projections", {layers, constant(4), key_factor(config, "d_model", 2)}},
                   {"the feed-forward weights", {layers, constant(2), d, d_ff}},
                   {"the classifier", {d, classes}},

@@ -193,18 +193,20 @@ class MoleculeTask final : public TrainingTask {
     order_ = shuffled(data_.split.train, epoch_rng_);
   }
 
-  StepOutput step(int64_t step, TrainingProgress& progress) override {
+  StepOutput step(int64_t step, const MicroBatch& micro, TrainingProgress& progress) override {
     const int64_t in_epoch = (step - 1) % batches_per_epoch_;
-    if (in_epoch == 0 && step > 1) {  // a new epoch: the stream moves past the last one's shuffle
+    if (in_epoch == 0 && step > 1 && micro.first()) {  // a new epoch: the stream moves past the last one's shuffle
       progress.data_rng = epoch_rng_;
       order_ = shuffled(data_.split.train, epoch_rng_);
     }
-    // This rank's molecules of the global batch (all of them with one process).
-    const auto first = order_.begin() + in_epoch * batch_ + shard_.begin;
-    const std::vector<int64_t> rows(first, first + shard_.count);
+    // This rank's molecules of the global batch (all of them with one process), micro-batch by
+    // micro-batch (each collated, so padded, on its own: padding does not change the outputs).
+    const dist::Shard part = micro_rows(shard_, micro);
+    const auto first = order_.begin() + in_epoch * batch_ + part.begin;
+    const std::vector<int64_t> rows(first, first + part.count);
     const data::GraphBatch graphs = data::collate_graphs(data_.dataset, rows, collate_);
     const Tensor predictions = model_.forward(graphs, true, &progress.dropout_rng);
-    const double molecules = static_cast<double>(shard_.count);
+    const double molecules = static_cast<double>(part.count);
     return {model_.loss(predictions, graphs), molecules, molecules};
   }
   double train_metric(double mean_train_loss) override { return mean_train_loss; }  // the L1 loss is the MAE

@@ -26,6 +26,9 @@ void add_common_keys(ConfigSchema& s) {
   s.add_int("seed", 1, "seed of initialisation, data and dropout");
   s.add_int("steps", 2000, "training steps");
   s.add_int("batch", 32, "sequences per training step");
+  s.add_int("accum_steps", 1,
+            "gradient accumulation: each step's batch is computed as this many equal micro-batches whose "
+            "gradients add up to the whole batch's (less memory, the same step); must divide batch");
   s.add_float("lr", 2e-3, "peak learning rate (Adam)");
   s.add_int("warmup", 500, "linear warm-up steps, then decay to 0 at `steps` (linear; txl: per `schedule`)");
   s.add_float("weight_decay", 0.0, "decoupled weight decay (AdamW); 0 = plain Adam");
@@ -58,6 +61,11 @@ void add_encoder_keys(ConfigSchema& s) {
   s.add_float("dropout", 0.0, "dropout on embeddings, attention output and FFN output");
   s.add_float("init_std", 0.07, "std of the N(0, std) weight initialisation");
   s.add_int("valid_size", 512, "validation sequences (a fixed set drawn from another seed)");
+  s.add_choice("task_protocol", {"simple", "official"}, "simple",
+               "task definition: simple (tokens 0 … V−1, PI targets i, every position scored, linear head) or "
+               "official (the paper's fairseq code: tokens 11 … V−10, PI targets 1 + i with position 0 not "
+               "scored, 11 + V classes, dense → GELU → LayerNorm → linear head tied to the embedding for ETP; "
+               "docs/synthetic_encoder.md#protocols)");
 }
 
 // What the common keys mean (config_checks.h): the optimizer and loop of every family.
@@ -66,6 +74,10 @@ void check_common_values(const Config& c) {
   every_float_fits_float32(c);
   int_at_least(c, "steps", 1);
   int_at_least(c, "batch", 1);
+  int_at_least(c, "accum_steps", 1);
+  URPE_CHECK(c.get_int("batch") % c.get_int("accum_steps") == 0,
+             "config: accum_steps (" << c.get_int("accum_steps") << ") must divide batch (" << c.get_int("batch")
+                                     << ") into equal micro-batches");
   positive(c, "lr");
   int_at_least(c, "warmup", 0);
   URPE_CHECK(c.get_int("warmup") <= c.get_int("steps"),
@@ -134,47 +146,65 @@ constexpr const char* kGraphormerSlim =
     "model = graphormer\nbatch = 256\nsteps = 400000\nwarmup = 40000\nlr = 2e-4\nend_lr = 1e-9\n"
     "weight_decay = 0.01\neval_every = 2000\n";
 
+// The paper's synthetic setting (docs/synthetic_encoder.md#presets-and-training): the official
+// scripts' model, schedule and task protocol; batch 512 (Appendix C.1) in 4 micro-batches of 128.
+// A training step holds about 56 MiB of activations per sequence (peak RSS of batch 8 − batch 4,
+// measured on the CPU), so 7 GiB per micro-batch of 128 against 28 GiB for 512 at once.
+constexpr const char* kSyntheticPaper =
+    "task_protocol = official\nseq_len = 128\nvocab = 1000\nlayers = 3\nd_model = 768\nheads = 12\n"
+    "d_ff = 3072\ninit_std = 0.02\nbatch = 512\naccum_steps = 4\nsteps = 40000\nlr = 7e-5\nwarmup = 6000\n"
+    "eval_every = 2000\nvalid_size = 6400\n";
+
+// Transformer-XL base: the official PyTorch base script (kimiyoung/transformer-xl
+// run_wt103_base.sh, docs/transformer_xl.md#presets), but for the weight decay (0 there).
+constexpr const char* kTxlBase =
+    "model = txl\ncorpus = wikitext-103\nlayers = 16\nd_model = 410\nheads = 10\nd_head = 41\n"
+    "d_inner = 2100\ndropout = 0.1\ndropatt = 0.0\ntgt_len = 150\nmem_len = 150\nclamp_len = -1\n"
+    "cutoffs = 20000,40000,200000\ninit_std = 0.02\nbatch = 60\nlr = 2.5e-4\nschedule = cosine\n"
+    "warmup = 0\nsteps = 200000\nclip = 0.25\nseed = 1111\neval_every = 4000\n"
+    "eval_batch = 10\neval_tgt_len = 64\neval_mem_len = 640\neval_clamp_len = 400\nsame_length = true\n";
+
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> list = {
-      {"pi-tiny", "position identification, the demo size (n = 32, d = 64, 2 layers)",
+      {"pi-tiny", "position identification, the demo size (n = 32, d = 64, 2 layers); urpe's own CPU setting, simple protocol",
        "task = pi\nsteps = 800\nwarmup = 200\neval_every = 100\n"},
-      {"etp-tiny", "even token prediction at the demo size",
+      {"etp-tiny", "even token prediction at the demo size; urpe's own, simple protocol",
        "task = etp\nsteps = 6000\nwarmup = 500\neval_every = 500\n"},
-      {"pi-small", "position identification, n = 64, d = 128, 3 layers",
+      {"pi-small", "position identification, n = 64, d = 128, 3 layers; urpe's own, simple protocol",
        "task = pi\nseq_len = 64\nd_model = 128\nheads = 4\nd_ff = 512\nlayers = 3\ninit_std = 0.05\n"
        "steps = 3000\nwarmup = 500\nlr = 1e-3\neval_every = 250\n"},
-      {"etp-small", "even token prediction, n = 64, d = 128, 3 layers",
+      {"etp-small", "even token prediction, n = 64, d = 128, 3 layers; urpe's own, simple protocol",
        "task = etp\nseq_len = 64\nd_model = 128\nheads = 4\nd_ff = 512\nlayers = 3\ninit_std = 0.05\n"
        "steps = 10000\nwarmup = 1000\nlr = 1e-3\neval_every = 500\n"},
-      {"pi-paper", "the paper's synthetic setting (docs/synthetic_encoder.md): n = 128, V = 1000, 3 layers, 12 heads, d = 768",
-       "task = pi\nseq_len = 128\nvocab = 1000\nlayers = 3\nd_model = 768\nheads = 12\nd_ff = 3072\n"
-       "init_std = 0.02\nbatch = 128\nsteps = 40000\nlr = 7e-5\nwarmup = 6000\neval_every = 2000\n"
-       "valid_size = 6400\n"},
-      {"etp-paper", "as pi-paper, even token prediction",
-       "task = etp\nseq_len = 128\nvocab = 1000\nlayers = 3\nd_model = 768\nheads = 12\nd_ff = 3072\n"
-       "init_std = 0.02\nbatch = 128\nsteps = 40000\nlr = 7e-5\nwarmup = 6000\neval_every = 2000\n"
-       "valid_size = 6400\n"},
+      {"pi-paper", "the paper's synthetic setting with the official task protocol: n = 128, V = 1000, 3 layers, "
+                   "12 heads, d = 768; follows the official scripts (lsj2408/URPE simulate_*.sh: 40k steps, warm-up 6k, "
+                   "lr 7e-5, 6,400 validation sequences, no dropout) and the batch of 512 of the paper's Appendix C.1 "
+                   "as issue 16 quotes it, as 4 micro-batches of 128 (docs/synthetic_encoder.md#presets-and-training)",
+       std::string("task = pi\n") + kSyntheticPaper},
+      {"etp-paper", "as pi-paper (the same sources), even token prediction", std::string("task = etp\n") + kSyntheticPaper},
       {"txl-tiny", "Transformer-XL (+URPE with pe = urpe) on the embedded corpus, a few CPU minutes: 2 layers, "
-                   "d = 128, 600 steps of 16 × 32 tokens",
+                   "d = 128, 600 steps of 16 × 32 tokens; urpe's own",
        "model = txl\nlayers = 2\nd_model = 128\nheads = 4\nd_head = 32\nd_inner = 512\ndropout = 0.1\n"
        "tgt_len = 32\nmem_len = 32\ncutoffs = 1000,4000\nbatch = 16\nsteps = 600\nlr = 2e-3\nwarmup = 50\n"
        "clip = 0.25\neval_every = 100\nmax_eval_tokens = 10000\n"},
       {"txl-small", "Transformer-XL on the embedded corpus, hours on a CPU (minutes on a GPU): 4 layers, d = 256, "
-                    "4000 steps of 16 × 64 tokens",
+                    "4000 steps of 16 × 64 tokens; urpe's own",
        "model = txl\nlayers = 4\nd_model = 256\nheads = 8\nd_head = 32\nd_inner = 1024\ndropout = 0.1\n"
        "tgt_len = 64\nmem_len = 64\ncutoffs = 1000,4000\nbatch = 16\nsteps = 4000\nlr = 1e-3\nwarmup = 200\n"
        "clip = 0.25\neval_every = 250\nmax_eval_tokens = 20000\n"},
-      {"txl-base", "the paper's WikiText-103 base (docs/transformer_xl.md#presets, with the official final evaluation); corpus = the "
-                   "wikitext-103 directory (wiki.*.tokens)",
-       "model = txl\ncorpus = wikitext-103\nlayers = 16\nd_model = 410\nheads = 10\nd_head = 41\n"
-       "d_inner = 2100\ndropout = 0.1\ndropatt = 0.0\ntgt_len = 150\nmem_len = 150\nclamp_len = -1\n"
-       "cutoffs = 20000,40000,200000\ninit_std = 0.02\nbatch = 60\nlr = 2.5e-4\nschedule = cosine\n"
-       "warmup = 0\nsteps = 200000\nclip = 0.25\nweight_decay = 0\nseed = 1111\neval_every = 4000\n"
-       "eval_batch = 10\neval_tgt_len = 64\neval_mem_len = 640\neval_clamp_len = 400\nsame_length = true\n"},
-      {"graphormer-tiny", "Graphormer, CPU size (3 layers, d = 32, 4 heads, multi-hop 5; 1,500 steps of 32 molecules)",
+      {"txl-base", "WikiText-103 base as the official Transformer-XL base script trains it (docs/transformer_xl.md#presets, with "
+                   "the official final evaluation); corpus = the wikitext-103 directory (wiki.*.tokens)",
+       std::string(kTxlBase) + "weight_decay = 0\n"},
+      {"txl-base-paper", "txl-base with the paper's weight decay 0.01 (decoupled, AdamW), the value issue 16 quotes "
+                         "from the paper's Appendix C; every other value is the official base script's. "
+                         "`urpe repro lm --scale paper` uses it",
+       std::string(kTxlBase) + "weight_decay = 0.01\n"},
+      {"graphormer-tiny", "Graphormer, CPU size (3 layers, d = 32, 4 heads, multi-hop 5; 1,500 steps of 32 molecules); urpe's own",
        kGraphormerTiny},
       {"graphormer-tiny-urpe", "graphormer-tiny + URPE", std::string(kGraphormerTiny) + "pe = urpe\n"},
-      {"graphormer-slim", "Graphormer, paper ZINC sizes and GV1 schedule (12 layers, d = ffn = 80, 8 heads; docs/graphormer.md#configurations)",
+      {"graphormer-slim", "Graphormer, the paper's ZINC sizes (12 layers, d = ffn = 80, 8 heads) and the official Graphormer v1 "
+                          "ZINC script's schedule (microsoft/Graphormer examples/benchmarking-gnns: batch 256, 400k steps, "
+                          "warm-up 40k, lr 2e-4 → 1e-9, weight decay 0.01; docs/graphormer.md#configurations)",
        kGraphormerSlim},
       {"graphormer-slim-urpe", "graphormer-slim + URPE (paper Table 2)", std::string(kGraphormerSlim) + "pe = urpe\n"},
   };

@@ -81,6 +81,13 @@ void check_data_parallel_run(dist::Communicator& comm, const Config& config) {
                          "config: batch = " + std::to_string(batch) + " is the global batch and must divide evenly "
                          "across the " + std::to_string(comm.size()) + " ranks (mpirun -np " +
                          std::to_string(comm.size()) + "); use a multiple of " + std::to_string(comm.size()));
+  // Each rank splits its rows into the micro-batches of gradient accumulation.
+  const int64_t accum = config.get_int("accum_steps");
+  dist::check_collective(comm, batch / comm.size() % accum == 0,
+                         "config: accum_steps = " + std::to_string(accum) + " must divide each rank's " +
+                             std::to_string(batch / comm.size()) + " rows of the batch (batch " + std::to_string(batch) +
+                             " over " + std::to_string(comm.size()) + " ranks); use a batch that is a multiple of " +
+                             std::to_string(accum * comm.size()));
 }
 
 // Rank r > 0 draws its own dropout masks: rank 0's stream with another seed at the same offset
@@ -125,6 +132,33 @@ class BestCheckpoint {
   double best_ = 0;
   bool have_ = false;
 };
+
+// One step's forward and backward: the task's batch in one piece, or in `accum_steps`
+// micro-batches whose target-weighted gradients add up to the whole batch's
+// (train/grad_accumulation.h). Returns the batch's loss, what it processed and its weight.
+struct StepTotals {
+  double loss = 0, units = 0, weight = 0;
+};
+StepTotals forward_backward(TrainingTask& task, int64_t step, int64_t accum_steps, TrainingProgress& progress,
+                            const std::vector<Tensor>& parameters) {
+  if (accum_steps == 1) {
+    const StepOutput out = task.step(step, MicroBatch{}, progress);
+    out.loss.backward();
+    return {out.loss.item(), out.units, out.weight};
+  }
+  StepTotals totals;
+  double weighted_loss = 0;
+  for (int64_t m = 0; m < accum_steps; ++m) {
+    const StepOutput out = task.step(step, MicroBatch{m, accum_steps}, progress);
+    backward_weighted(out.loss, out.weight);
+    weighted_loss += out.weight * out.loss.item();
+    totals.units += out.units;
+    totals.weight += out.weight;
+  }
+  divide_gradients(parameters, totals.weight);
+  totals.loss = weighted_loss / totals.weight;
+  return totals;
+}
 
 std::string join_names(const std::vector<std::string>& names) {
   std::string out;
@@ -197,6 +231,7 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
   BestCheckpoint best(join_path(run.out_dir, kBestCheckpointName), task.metric_higher_is_better(), options.resume);
 
   const std::vector<Tensor> parameter_tensors = task.parameters().tensors();
+  const int64_t accum_steps = run.config.get_int("accum_steps");
   // While it exists, Ctrl-C only sets a flag, polled after every step.
   const StopOnInterrupt interrupt;
   StepMeter meter;
@@ -204,12 +239,11 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
   for (int64_t step = progress.step + 1; step <= run.steps; ++step) {
     meter.begin_step();
     run.profile.before_step(step);
-    const StepOutput out = task.step(step, progress);
     optimizer.zero_grad();
-    out.loss.backward();
+    const StepTotals out = forward_backward(task, step, accum_steps, progress, parameter_tensors);
     // With several ranks: the global batch's gradients and loss on every rank, and a stop on one
     // rank (Ctrl-C) is a stop on all, at the same step.
-    const dist::StepSync synced = dist::average_gradients(comm, parameter_tensors, out.loss.item(), out.weight,
+    const dist::StepSync synced = dist::average_gradients(comm, parameter_tensors, out.loss, out.weight,
                                                           interrupt.requested() || step == options.stop_after_step);
     const float lr = schedule.at(step);
     optimizer.step(lr);

@@ -17,6 +17,7 @@
 #include "tensor/tensor.h"
 #include "train/checkpoint.h"
 #include "train/dist/communicator.h"
+#include "train/grad_accumulation.h"
 #include "train/io/config.h"
 #include "train/profiling.h"
 #include "train/io/run_dir.h"
@@ -47,8 +48,8 @@ TrainingRun begin_training_run(const Config& config, const std::string& out_dir,
 
 // What a step hands back to the loop: the loss to backpropagate and what the step processed
 // (tokens, molecules), for the throughput column. `weight` is the number of targets the loss is a
-// mean over: data-parallel ranks weigh their gradients by it (the same on every rank when the
-// shards are alike, as in every family today).
+// mean over: micro-batches (train/grad_accumulation.h) and data-parallel ranks weigh their
+// gradients by it (the same for every part when the parts are alike, as in every family today).
 struct StepOutput {
   Tensor loss;
   double units = 0;
@@ -81,8 +82,11 @@ class TrainingTask {
   // What the task must add to a checkpoint to resume exactly (beyond parameters and progress).
   // Called on every rank of a data-parallel run (it may gather the ranks' state); rank 0 saves.
   virtual TrainerState state() const { return {}; }
-  // Draws step `step`'s batch (from progress's streams) and computes its loss, in training mode.
-  virtual StepOutput step(int64_t step, TrainingProgress& progress) = 0;
+  // Computes the loss of micro-batch `micro` of step `step`'s batch, in training mode. The first
+  // micro-batch draws the step's batch (from progress's streams); with accum_steps = A > 1 the
+  // loop then asks for micro-batches 1 … A − 1 of the same batch (micro_rows) before its one
+  // optimizer step (train/grad_accumulation.h). Without accumulation `micro` is {0, 1}.
+  virtual StepOutput step(int64_t step, const MicroBatch& micro, TrainingProgress& progress) = 0;
   // The train metric logged on evaluation steps, from the mean loss of the window (and, if the
   // task wants, the batch of the step just taken).
   virtual double train_metric(double mean_train_loss) = 0;

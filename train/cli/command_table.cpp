@@ -54,7 +54,8 @@ std::vector<CommandSpec> command_table() {
                    "[--overwrite] [--pes LIST] [--lengths LIST] [--tasks LIST] [--batch B] [--layers L]",
                    "reproduce one of the paper's experiments and write results.md/json and plots",
                    {{"scale", "NAME", "tiny", "tiny, small or paper"},
-                    {"seeds", "K", "1", "number of seeds per configuration", {1, 100}},
+                    {"seeds", "K", "1", "number of seeds per configuration (molecules --scale paper: 4, as the paper's ZINC "
+                     "results (Appendix C.3.1 as issue 16 quotes it))", {1, 100}},
                     {"out", "DIR", "", "output directory"},
                     {"overwrite", "", "", kOverwriteHelp},
                     {"device", "NAME", "cpu", "cpu, cuda or cuda:N"},

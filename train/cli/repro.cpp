@@ -111,7 +111,7 @@ static void run_experiment(const std::string& experiment, const std::string& sca
     run_lm_repro(plan, out);
   } else {
     MoleculeRepro repro = molecule_repro_for_scale(scale);
-    repro.seeds = seeds;
+    if (args.has("seeds")) repro.seeds = seeds;  // else the scale's own (paper: 4)
     repro.device = device;
     run_molecule_repro(repro, out);
   }

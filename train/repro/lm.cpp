@@ -26,8 +26,8 @@ LmReproPlan lm_plan_for_scale(const std::string& scale) {
   if (scale == "tiny") p.preset = "txl-tiny";
   else if (scale == "small") p.preset = "txl-small";
   else if (scale == "paper") {
-    p.preset = "txl-base";
-    p.layers = {4, 8, 16};  // the paper's Table 4
+    p.preset = "txl-base-paper";  // txl-base with the paper's weight decay
+    p.layers = {4, 8, 16};        // the paper's Table 4
   } else URPE_FAIL("--scale '" << scale << "': expected tiny, small or paper");
   return p;
 }

@@ -180,9 +180,13 @@ std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const
         c.scale = 100.0;
         comparisons.push_back(c);
       }
+  // The grid's task protocol (the scale's presets, or an override): the paper scale's is official.
+  const std::string protocol =
+      grid.tasks.empty() ? std::string("simple")
+                         : resolve_config(grid.tasks.front() + "-" + grid.scale, "", grid.overrides).get_string("task_protocol");
   md << paper_comparison_markdown(comparisons, "RPE",
-                                  "scale `" + grid.scale + "` on freshly drawn synthetic sequences "
-                                  "(docs/synthetic_encoder.md#tasks), mean over " + std::to_string(grid.seeds) +
+                                  "scale `" + grid.scale + "`, task protocol `" + protocol + "`, on freshly drawn "
+                                  "synthetic sequences (docs/synthetic_encoder.md#tasks), mean over " + std::to_string(grid.seeds) +
                                   " seed(s), the final checkpoint's validation accuracy; the paper: sequence "
                                   "length 128, V ∈ {10, 1,000, 10,000}.");
   return md.str();
