@@ -13,13 +13,16 @@
 #include "cli_util.h"
 #include "data/corpus.h"
 #include "data/text_file.h"
+#include "golden_util.h"
 #include "test_util.h"
+#include "train/analysis/analyze_files.h"
 #include "train/analysis/analyze_run.h"
 #include "train/analysis/corpus_topics.h"
 #include "train/analysis/position_context.h"
 #include "train/checkpoint.h"
 #include "train/io/json.h"
 #include "train/io/run_dir.h"
+#include "train/io/safetensors.h"
 #include "train/run_config.h"
 
 using namespace urpe;
@@ -301,6 +304,57 @@ TEST_CASE("DCT-II is orthonormal; E10 of a constant and of the identity") {
   CHECK(std::isnan(low_frequency_energy(std::vector<double>(n * n, 0.0), n, 10)));
 }
 
+// ---- the golden comparison with tools/analyze_reference.py (numpy) ----
+
+TEST_CASE("golden: every number of analyze_layer matches tools/analyze_reference.py on the committed fixture") {
+  // tests/fixtures/analyze_hidden.safetensors (a planted layer and a Gaussian one, C = 9, T = 12,
+  // d = 8, float32) and analyze_reference.json (numpy's numbers for it, from SVD rather than Gram
+  // eigenvalues): `python3 tools/analyze_reference.py fixture` rewrites both. Tolerances: 1e-9
+  // relative for the scalars, 1e-9·σ₁ for the singular values, 1e-12 for the Gram matrix; ranks
+  // and topic counts exactly.
+  const HiddenStateFile file = load_hidden_states(urpe::test::fixture_path("analyze_hidden.safetensors"));
+  const json::Value reference = json::read_file(urpe::test::fixture_path("analyze_reference.json"));
+  const std::vector<json::Value>& rows = reference.at("layers").items();
+  REQUIRE(rows.size() == 2);
+  REQUIRE(file.layers == std::vector<int64_t>{0, 1});
+  REQUIRE(file.topics.size() == 9);
+  const char* scalars[] = {"total", "pos_energy", "ctx_energy", "resid_energy", "pos_share", "ctx_share",
+                           "resid_share", "sigma_m", "stable_rank", "relative_norm", "e10", "incoherence_max",
+                           "incoherence_mean", "random_max", "random_mean", "topic_within", "topic_between"};
+  for (EigenSolver solver : solvers())
+    for (size_t k = 0; k < rows.size(); ++k) {
+      const json::Value& ref = rows[k];
+      REQUIRE(static_cast<uint64_t>(ref.at("baseline_seed").as_integer()) == file.baseline_seeds[k]);
+      const LayerAnalysis a = analyze_layer(file.cubes[k], file.topics, file.baseline_seeds[k], solver);
+      const double got[] = {a.total, a.pos_energy, a.ctx_energy, a.resid_energy, a.pos_share, a.ctx_share,
+                            a.resid_share, a.sigma_m, a.stable_rank, a.relative_norm, a.e10, a.incoherence_max,
+                            a.incoherence_mean, a.random_max, a.random_mean, a.topic_within, a.topic_between};
+      for (size_t i = 0; i < std::size(scalars); ++i) {
+        INFO("layer " << k << " " << scalars[i]);
+        CHECK(got[i] == doctest::Approx(ref.at(scalars[i]).as_number()).epsilon(1e-9));
+      }
+      CHECK(a.rank90 == ref.at("rank90").as_integer());
+      CHECK(a.topics == ref.at("topics").as_integer());
+      CHECK(a.anova_error < 1e-12);
+      const std::vector<json::Value>& sv = ref.at("singular_values").items();
+      REQUIRE(sv.size() == a.singular.size());
+      for (size_t i = 0; i < sv.size(); ++i) CHECK(std::fabs(a.singular[i] - sv[i].as_number()) <= 1e-9 * a.singular[0]);
+      const std::vector<json::Value>& gram = ref.at("gram").items();
+      REQUIRE(gram.size() == a.gram.size());
+      double worst = 0;
+      for (size_t i = 0; i < gram.size(); ++i) worst = std::max(worst, std::fabs(a.gram[i] - gram[i].as_number()));
+      CHECK(worst < 1e-12);
+    }
+  // The planted layer is what it should be (so the fixture tests something): rank 2 + a weaker
+  // harmonic, smooth, incoherent, topics apart.
+  const LayerAnalysis planted = analyze_layer(file.cubes[0], file.topics, file.baseline_seeds[0], default_eigen_solver());
+  CHECK(planted.rank90 == 2);
+  CHECK(planted.e10 > 0.99);
+  CHECK(planted.incoherence_max < 0.1);
+  CHECK(planted.topic_within > 0.5);
+  CHECK(planted.topic_between < 0);
+}
+
 // ---- the corpus's topics ----
 
 TEST_CASE("the Bible's first line in each split of the embedded corpus") {
@@ -316,6 +370,68 @@ TEST_CASE("the Bible's first line in each split of the embedded corpus") {
   CHECK(test[434].rfind("Rejoice in the Lord alway", 0) == 0);
   CHECK(bible_start_line({"CHAPTER 1", "\" Hello , \" said Emma .", "She left ."}) == -1);
   CHECK(bible_start_line({"\" Yes . \"", "She left .", "And thou art come unto me .", "Acts 2"}) == 2);
+}
+
+TEST_CASE("sources.tsv: each novel and the Bible per split; a bad record is one clear error; no record falls back") {
+  const std::string dir = data::embedded_corpus_dir();
+  const std::string record = join_path(dir, "sources.tsv");
+  const std::vector<std::string> valid = data::read_lines(data::find_split_file(dir, "valid"));
+  const std::vector<SourceBlock> blocks = read_source_blocks(record, "valid", static_cast<int64_t>(valid.size()));
+  REQUIRE(blocks.size() == 7);
+  CHECK(blocks[0].source == "Sense and Sensibility (1811)");
+  CHECK(blocks[0].first_line == 0);
+  CHECK(blocks[5].source == "Persuasion (1817)");
+  CHECK(blocks[6].source == "King James Bible");
+  CHECK(blocks[6].first_line == bible_start_line(valid));  // the record and the text rule agree
+  for (const char* split : {"train", "test"}) {
+    const std::vector<std::string> lines = data::read_lines(data::find_split_file(dir, split));
+    const std::vector<SourceBlock> b = read_source_blocks(record, split, static_cast<int64_t>(lines.size()));
+    REQUIRE(b.size() == 7);
+    CHECK(b[6].first_line == bible_start_line(lines));
+  }
+  CHECK_THROWS_WITH_AS(read_source_blocks(record, "valid", 100), doctest::Contains("the valid blocks cover 2334 lines, but the split has 100"), Error);
+
+  // Topic of a token: the block holding it (tokens counted with an <eos> per line).
+  data::CorpusSplit split;
+  split.name = "valid";
+  split.path = data::find_split_file(dir, "valid");
+  const SplitTopics topics = split_topics(split, data::TokenMode::word);
+  REQUIRE(topics.names.size() == 7);
+  CHECK(topics.how.find("sources.tsv") != std::string::npos);
+  CHECK(topics.starts[0] == 0);
+  CHECK(topics.topic_of(0) == 0);
+  CHECK(topics.topic_of(topics.starts[3]) == 3);
+  CHECK(topics.topic_of(topics.starts[3] - 1) == 2);
+  CHECK(topics.topic_of(topics.starts[6] + 1000) == 6);
+  int64_t first_bible = 0;  // the Bible's first token, counted here from the text
+  for (int64_t k = 0; k < blocks[6].first_line; ++k)
+    first_bible += static_cast<int64_t>(data::tokenize_line(valid[k], data::TokenMode::word).size()) + 1;
+  CHECK(topics.starts[6] == first_bible);
+
+  // Bad records.
+  const std::string bad = temp_dir("sources");
+  make_directories(bad);
+  auto write = [&](const std::string& text) {
+    write_text_atomic(join_path(bad, "sources.tsv"), text);
+    return join_path(bad, "sources.tsv");
+  };
+  CHECK_THROWS_WITH_AS(read_source_blocks(write("valid\t1\t3\tA\nvalid\t5\t2\tB\n"), "valid", 6),
+                       doctest::Contains("sources.tsv:2: the valid block of 'B' should start at line 4"), Error);
+  CHECK_THROWS_WITH_AS(read_source_blocks(write("valid 1 3 A\n"), "valid", 3),
+                       doctest::Contains("sources.tsv:1: expected 'split<TAB>first line<TAB>lines<TAB>source'"), Error);
+  CHECK_THROWS_WITH_AS(read_source_blocks(write("valid\tone\t3\tA\n"), "valid", 3),
+                       doctest::Contains("must be integers, got 'one' and '3'"), Error);
+  CHECK(read_source_blocks(write("# comment\ntrain\t1\t3\tA\n"), "valid", 3).empty());  // nothing for valid
+
+  // A corpus without the record (built before it): the Austen/Bible text rule, as before.
+  std::filesystem::copy_file(split.path, join_path(bad, "valid.txt.gz"));
+  std::filesystem::remove(join_path(bad, "sources.tsv"));
+  data::CorpusSplit old = split;
+  old.path = join_path(bad, "valid.txt.gz");
+  const SplitTopics fallback = split_topics(old, data::TokenMode::word);
+  CHECK(fallback.names == std::vector<std::string>{"Austen", "Bible"});
+  CHECK(fallback.starts == std::vector<int64_t>{0, first_bible});
+  CHECK(fallback.how.find("found from the text") != std::string::npos);
 }
 
 // ---- the command ----
@@ -367,6 +483,59 @@ TEST_CASE("urpe analyze --run and --compare on tiny trained runs") {
   CHECK(back[0].layers[0].pos_share < 0.5);
   CHECK(std::isnan(back[0].layers[0].topic_within));
 
+  // decomposition.safetensors: μ, pos and ctx of every layer, pos summing to 0 over t.
+  {
+    const TensorFile dec = load_safetensors(join_path(out, "decomposition.safetensors"));
+    CHECK(dec.meta("layers") == "0,1,2");
+    for (int l = 0; l < 3; ++l) {
+      const std::string name = "layer" + std::to_string(l);
+      CHECK(dec.at(name + ".mu").shape() == Shape{16});
+      CHECK(dec.at(name + ".pos").shape() == Shape{8, 16});
+      CHECK(dec.at(name + ".ctx").shape() == Shape{40, 16});
+      const std::vector<float> pos = dec.at(name + ".pos").to_vector_f32();
+      double sum = 0, scale = 0;
+      for (int64_t i = 0; i < 16; ++i) {
+        double s = 0;
+        for (int64_t t = 0; t < 8; ++t) s += pos[t * 16 + i];
+        sum = std::max(sum, std::fabs(s));
+        for (int64_t t = 0; t < 8; ++t) scale = std::max(scale, std::fabs(static_cast<double>(pos[t * 16 + i])));
+      }
+      CHECK(sum < 1e-5 * scale);
+    }
+  }
+  // --layers and --save-hidden: the saved states are exactly what was analysed (the analysis of the
+  // file gives analysis.json's numbers), and the decomposition's pos is the mean over contexts.
+  {
+    const std::string sub = temp_dir("layers");
+    const urpe::test::CliResult s = run_urpe("analyze --run " + rpe + " --contexts 40 --layers 0,2 --save-hidden --out " + sub);
+    REQUIRE_MESSAGE(s.code == 0, s.output);
+    const std::vector<RunAnalysis> picked = analysis_from_json(json::read_file(join_path(sub, "analysis.json")), "x");
+    REQUIRE(picked[0].layers.size() == 2);
+    CHECK(picked[0].layers[0].layer == 0);
+    CHECK(picked[0].layers[1].layer == 2);
+    CHECK(picked[0].layers[1].stable_rank == doctest::Approx(back[0].layers[2].stable_rank).epsilon(1e-12));
+    const HiddenStateFile hidden = load_hidden_states(join_path(sub, "hidden.safetensors"));
+    REQUIRE(hidden.layers == std::vector<int64_t>{0, 2});
+    CHECK(hidden.baseline_seeds == std::vector<uint64_t>{1, 2001});
+    CHECK(hidden.topics.empty());
+    for (size_t k = 0; k < 2; ++k) {
+      const LayerAnalysis again = analyze_layer(hidden.cubes[k], {}, hidden.baseline_seeds[k], default_eigen_solver());
+      CHECK(again.relative_norm == doctest::Approx(picked[0].layers[k].relative_norm).epsilon(1e-12));
+      CHECK(again.random_max == doctest::Approx(picked[0].layers[k].random_max).epsilon(1e-12));
+      CHECK(again.pos_share == doctest::Approx(picked[0].layers[k].pos_share).epsilon(1e-12));
+    }
+    const TensorFile dec = load_safetensors(join_path(sub, "decomposition.safetensors"));
+    CHECK(!dec.contains("layer1.pos"));
+    const std::vector<float> pos = dec.at("layer2.pos").to_vector_f32(), mu = dec.at("layer2.mu").to_vector_f32();
+    const HiddenCube& h = hidden.cubes[1];
+    for (int64_t t = 0; t < 8; t += 3)
+      for (int64_t i = 0; i < 16; i += 5) {
+        double mean = 0;
+        for (int64_t c = 0; c < 40; ++c) mean += h.h[(c * 8 + t) * 16 + i] / 40.0;
+        CHECK(pos[t * 16 + i] == doctest::Approx(mean - mu[i]).epsilon(1e-5).scale(1.0));
+      }
+  }
+
   // Not over an existing analysis without --overwrite.
   const urpe::test::CliResult again = run_urpe("analyze --run " + rpe + " --contexts 40 --out " + out);
   CHECK(again.code == 1);
@@ -384,6 +553,10 @@ TEST_CASE("urpe analyze --run and --compare on tiny trained runs") {
   for (const char* plot : {"compare_relative_norm.png", "compare_pos_share.png", "compare_stable_rank.png"})
     CHECK(path_exists(join_path(join_path(cmp, "plots"), plot)));
   CHECK(!path_exists(join_path(join_path(cmp, "plots"), "compare_e10.png")));  // T = 8: no E₁₀ to draw
+  // Tensors only for the run analysed now (the saved analysis has none), named after the run.
+  CHECK(path_exists(join_path(cmp, "decomposition_" + std::filesystem::path(urpe_run).filename().string() + ".safetensors")));
+  CHECK(!path_exists(join_path(cmp, "decomposition_" + stem + ".safetensors")));
+  CHECK(!path_exists(join_path(cmp, "decomposition.safetensors")));
   // The same run twice: the repeat is numbered, so plots and legends stay apart.
   const std::string twice = temp_dir("twice");
   REQUIRE(run_urpe("analyze --compare " + out + " " + out + " --out " + twice).code == 0);
@@ -414,10 +587,17 @@ TEST_CASE("urpe analyze on a Transformer-XL run: corpus windows labelled Austen 
   REQUIRE(back.size() == 1);
   CHECK(back[0].family == "txl");
   CHECK(back[0].data.find("test.txt.gz") != std::string::npos);
-  REQUIRE(back[0].topic_names == std::vector<std::string>{"Austen", "Bible"});
-  CHECK(back[0].topic_counts[0] + back[0].topic_counts[1] == 64);
-  CHECK(back[0].topic_counts[0] > 0);
-  CHECK(back[0].topic_counts[1] > 0);
+  // The corpus's sources.tsv: six novels and the Bible, a topic each.
+  REQUIRE(back[0].topic_names.size() == 7);
+  CHECK(back[0].topic_names[3] == "Emma (1815)");
+  CHECK(back[0].topic_names[6] == "King James Bible");
+  int64_t counted = 0, austen = 0;
+  for (size_t k = 0; k < 7; ++k) counted += back[0].topic_counts[k];
+  for (size_t k = 0; k < 6; ++k) austen += back[0].topic_counts[k];
+  CHECK(counted == 64);
+  CHECK(austen > 0);
+  CHECK(back[0].topic_counts[6] > 0);
+  CHECK(back[0].data.find("sources.tsv") != std::string::npos);
   REQUIRE(back[0].layers.size() == 2);
   for (const LayerAnalysis& a : back[0].layers) {
     CHECK(a.positions == 12);
@@ -426,6 +606,16 @@ TEST_CASE("urpe analyze on a Transformer-XL run: corpus windows labelled Austen 
     CHECK(std::isfinite(a.topic_between));
     CHECK(std::isfinite(a.e10));  // T = 12 > 10
   }
+  // --data random: uniform tokens, no topics; --layers picks layer 1 only.
+  const std::string rnd = temp_dir("txl_random");
+  const urpe::test::CliResult rr = run_urpe("analyze --run " + run + " --contexts 16 --data random --layers 1 --out " + rnd);
+  REQUIRE_MESSAGE(rr.code == 0, rr.output);
+  const std::vector<RunAnalysis> random = analysis_from_json(json::read_file(join_path(rnd, "analysis.json")), "x");
+  REQUIRE(random[0].layers.size() == 1);
+  CHECK(random[0].layers[0].layer == 1);
+  CHECK(random[0].topic_names.empty());
+  CHECK(random[0].data.find("i.i.d. uniformly") != std::string::npos);
+  CHECK(std::isnan(random[0].layers[0].topic_within));
 }
 
 TEST_CASE("urpe analyze: one clear error for each bad input") {
@@ -454,6 +644,16 @@ TEST_CASE("urpe analyze: one clear error for each bad input") {
   one_error(run_urpe("analyze --run " + graph + " --compare " + graph + " --out x"), "either --run DIR or --compare");
   one_error(run_urpe("analyze --run " + graph + " extra --out x"), "unexpected argument 'extra'");
   one_error(run_urpe("analyze --run " + graph + " --solver svd --out x"), "--solver must be lapack or jacobi");
+  one_error(run_urpe("analyze --run " + graph + " --data text --out x"), "--data must be split or random, got 'text'");
+  one_error(run_urpe("analyze --run " + graph + " --layers 1,x --out x"), "--layers: expected layers like 0,2,4-6 (numbers from 0), got 'x'");
+  one_error(run_urpe("analyze --run " + graph + " --layers 3-1 --out x"), "--layers: the range '3-1' runs backwards");
+  one_error(run_urpe("analyze --run " + graph + " --layers 1,1 --out x"), "--layers: layer 1 is listed twice");
+  one_error(run_urpe("analyze --run " + graph + " --layers 0, --out x"), "--layers: expected layers like 0,2,4-6, got '0,'");
+  // A layer the model does not have.
+  AnalyzeOptions deep;
+  deep.layers = {0, 3};
+  const AnalysisModel two = fresh_model("txl-tiny", {"layers=2"}, "urpe analyze", analyze_families());
+  CHECK_THROWS_WITH_AS(analyze_run(two, deep), doctest::Contains("has 2 blocks, so its layers are 0..2 (0 = the input to block 1), not 3"), Error);
   // A sequence of one position has nothing to decompose.
   const AnalysisModel one = fresh_model("txl-tiny", {"tgt_len=1"}, "urpe analyze", analyze_families());
   CHECK_THROWS_WITH_AS(analyze_run(one, AnalyzeOptions{}), doctest::Contains("sequences of 1 position(s); the decomposition needs at least 2"), Error);

@@ -26,13 +26,13 @@ constexpr int64_t kBatch = 64;
 // Hidden states are held in double, one (C, T, d) cube per layer, plus the analysis's two copies.
 constexpr int64_t kMostValuesPerLayer = int64_t(1) << 24;  // 128 MiB of doubles
 
-// Appends the batch's states (B, T, d) of every layer to the cubes.
-void append(const HiddenStates& states, std::vector<HiddenCube>& cubes) {
-  if (cubes.empty()) cubes.resize(states.blocks.size());
-  for (size_t l = 0; l < states.blocks.size(); ++l) {
-    const Tensor& s = states.blocks[l];
+// Appends the batch's states (B, T, d) of the chosen layers to the cubes (one per chosen layer).
+void append(const HiddenStates& states, const std::vector<int64_t>& layers, std::vector<HiddenCube>& cubes) {
+  if (cubes.empty()) cubes.resize(layers.size());
+  for (size_t k = 0; k < layers.size(); ++k) {
+    const Tensor& s = states.blocks[static_cast<size_t>(layers[k])];
     const std::vector<float> v = s.to_vector_f32();
-    HiddenCube& cube = cubes[l];
+    HiddenCube& cube = cubes[k];
     cube.positions = s.size(1);
     cube.dim = s.size(2);
     cube.contexts += s.size(0);
@@ -47,29 +47,65 @@ std::string fixed(double x, int digits) {
   return text;
 }
 
-std::string file_stem(const std::string& name) {
-  std::string s;
-  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
-  return s.empty() ? "run" : s;
-}
-
 json::Value number_or_null(double x) { return std::isfinite(x) ? json::Value(x) : json::Value(); }
 double number_of(const json::Value& v) { return v.is_null() ? NAN : v.as_number(); }
 
 }  // namespace
+
+std::string analysis_file_stem(const std::string& name) {
+  std::string s;
+  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
+  return s.empty() ? "run" : s;
+}
 
 const std::vector<std::string>& analyze_families() {
   static const std::vector<std::string> families = {"encoder", "txl"};
   return families;
 }
 
+std::vector<int64_t> parse_layer_list(const std::string& text, const std::string& option) {
+  std::vector<int64_t> layers;
+  auto number = [&](const std::string& part, const std::string& item) {
+    URPE_CHECK(!part.empty() && part.size() <= 6 && part.find_first_not_of("0123456789") == std::string::npos,
+               option << ": expected layers like 0,2,4-6 (numbers from 0), got '" << item << "' in '" << text << "'");
+    return std::stoll(part);
+  };
+  std::string item;
+  std::istringstream in(text);
+  while (std::getline(in, item, ',')) {
+    const size_t dash = item.find('-');
+    const int64_t first = number(item.substr(0, dash), item);
+    const int64_t last = dash == std::string::npos ? first : number(item.substr(dash + 1), item);
+    URPE_CHECK(first <= last, option << ": the range '" << item << "' runs backwards");
+    for (int64_t l = first; l <= last; ++l) {
+      URPE_CHECK(std::find(layers.begin(), layers.end(), l) == layers.end(),
+                 option << ": layer " << l << " is listed twice in '" << text << "'");
+      layers.push_back(l);
+    }
+  }
+  URPE_CHECK(!layers.empty() && text.back() != ',', option << ": expected layers like 0,2,4-6, got '" << text << "'");
+  std::sort(layers.begin(), layers.end());
+  return layers;
+}
+
 RunAnalysis analyze_run(const AnalysisModel& model, const AnalyzeOptions& options) {
   URPE_CHECK(options.contexts >= 2, "urpe analyze: --contexts must be at least 2 (contexts are averaged over), got "
                                         << options.contexts);
+  URPE_CHECK(options.data == "split" || options.data == "random",
+             "urpe analyze: --data must be split or random, got '" << options.data << "'");
   const int64_t T = model.seq_len();
   URPE_CHECK(T >= 2, "urpe analyze: '" << model.source << "' has sequences of " << T
                                        << " position(s); the decomposition needs at least 2");
-  const int64_t d = model.family == "encoder" ? model.encoder->config().d_model : model.txl->config().d_model;
+  const bool encoder = model.family == "encoder";
+  const int64_t d = encoder ? model.encoder->config().d_model : model.txl->config().d_model;
+  const int64_t depth = encoder ? model.encoder->config().layers : model.txl->config().layers;
+  std::vector<int64_t> layers = options.layers;
+  if (layers.empty())
+    for (int64_t l = 0; l <= depth; ++l) layers.push_back(l);
+  for (int64_t l : layers)
+    URPE_CHECK(l >= 0 && l <= depth, "urpe analyze: --layers: '" << model.source << "' has " << depth
+                                         << " blocks, so its layers are 0.." << depth
+                                         << " (0 = the input to block 1), not " << l);
   URPE_CHECK(options.contexts * T * d <= kMostValuesPerLayer,
              "urpe analyze: --contexts " << options.contexts << " × " << T << " positions × d = " << d
                                          << " is too many hidden values per layer (at most " << kMostValuesPerLayer
@@ -85,16 +121,41 @@ RunAnalysis analyze_run(const AnalysisModel& model, const AnalyzeOptions& option
              : have_lapack()                         ? "Jacobi"
                                                      : "Jacobi (this build has no LAPACK)";
   std::vector<HiddenCube> cubes;
-  std::vector<int> topics;
+  std::vector<int>& topics = r.context_topics;
+  // A batch of contexts (B, T) → the chosen layers' states appended to the cubes.
+  auto run_batch = [&](const std::vector<int32_t>& batch_major_ids, int64_t batch) {
+    HiddenStates states;
+    if (encoder) {
+      model.encoder->forward(Tensor::from_vector(batch_major_ids, {batch, T}), false, nullptr, &states);
+    } else {
+      std::vector<int32_t> ids(batch_major_ids.size());  // time-major (T, B)
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t t = 0; t < T; ++t) ids[t * batch + b] = batch_major_ids[b * T + t];
+      model.txl->forward_hidden(Tensor::from_vector(ids, {T, batch}), {}, false, nullptr, &states);
+    }
+    append(states, layers, cubes);
+  };
 
-  if (model.family == "encoder") {
+  if (options.data == "random") {
+    std::mt19937_64 gen(options.seed);
+    std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(model.vocab() - 1));
+    for (int64_t seen = 0; seen < options.contexts; seen += kBatch) {
+      const int64_t batch = std::min(kBatch, options.contexts - seen);
+      std::vector<int32_t> ids(static_cast<size_t>(batch * T));
+      for (int32_t& id : ids) id = token(gen);
+      run_batch(ids, batch);
+    }
+    r.data = std::to_string(options.contexts) + " sequences of " + std::to_string(T) +
+             " tokens drawn i.i.d. uniformly from the model's vocabulary [0, " + std::to_string(model.vocab()) +
+             ") (--data random, seed " + std::to_string(options.seed) + (encoder ? ")" : ", no memory)");
+  } else if (encoder) {
     const SyntheticTask task = task_from_config(*model.config);
     Rng rng(options.seed);
     for (int64_t seen = 0; seen < options.contexts; seen += kBatch) {
       const int64_t batch = std::min(kBatch, options.contexts - seen);
       HiddenStates states;
       model.encoder->forward(task.sample(batch, rng).tokens, false, nullptr, &states);
-      append(states, cubes);
+      append(states, layers, cubes);
     }
     r.data = std::to_string(options.contexts) + " fresh sequences of the run's task (" +
              model.config->get_string("task") + ", n = " + std::to_string(T) + ", seed " +
@@ -107,38 +168,40 @@ RunAnalysis analyze_run(const AnalysisModel& model, const AnalyzeOptions& option
     const int64_t n = static_cast<int64_t>(split.ids.size());
     URPE_CHECK(n >= T, "urpe analyze: the " << options.split << " split of '" << corpus.directory << "' has " << n
                                             << " tokens, fewer than one window of tgt_len = " << T);
-    const int64_t bible = bible_start_token(split, corpus.mode);
-    if (bible > 0 && bible < n) r.topic_names = {"Austen", "Bible"};
+    const SplitTopics sources = split_topics(split, corpus.mode);
+    r.topic_names = sources.names;
     std::mt19937_64 gen(options.seed);
     std::uniform_int_distribution<int64_t> offset(0, n - T);
     std::vector<int64_t> starts(static_cast<size_t>(options.contexts));
     for (int64_t& s : starts) s = offset(gen);
     for (int64_t seen = 0; seen < options.contexts; seen += kBatch) {
       const int64_t batch = std::min(kBatch, options.contexts - seen);
-      std::vector<int32_t> ids(static_cast<size_t>(T * batch));  // time-major (T, B)
+      std::vector<int32_t> ids(static_cast<size_t>(batch * T));
       for (int64_t b = 0; b < batch; ++b) {
         const int64_t start = starts[seen + b];
-        for (int64_t t = 0; t < T; ++t) ids[t * batch + b] = split.ids[start + t];
-        if (!r.topic_names.empty()) topics.push_back(start + T / 2 >= bible ? 1 : 0);  // the window's middle
+        for (int64_t t = 0; t < T; ++t) ids[b * T + t] = split.ids[start + t];
+        if (!r.topic_names.empty()) topics.push_back(sources.topic_of(start + T / 2));  // the window's middle
       }
-      HiddenStates states;
-      model.txl->forward_hidden(Tensor::from_vector(ids, {T, batch}), {}, false, nullptr, &states);
-      append(states, cubes);
+      run_batch(ids, batch);
     }
     r.data = std::to_string(options.contexts) + " windows of " + std::to_string(T) + " tokens at random offsets of " +
              split.path + " (seed " + std::to_string(options.seed) + ", no memory)";
     if (!r.topic_names.empty()) {
-      r.topic_counts = {static_cast<int64_t>(std::count(topics.begin(), topics.end(), 0)),
-                        static_cast<int64_t>(std::count(topics.begin(), topics.end(), 1))};
-      r.data += "; topic by the window's middle token: Austen before token " + std::to_string(bible) +
-                ", Bible from there";
+      for (size_t k = 0; k < r.topic_names.size(); ++k)
+        r.topic_counts.push_back(static_cast<int64_t>(std::count(topics.begin(), topics.end(), static_cast<int>(k))));
+      r.data += "; topic = the source of the window's middle token (" + sources.how + ")";
     }
   }
-  for (size_t l = 0; l < cubes.size(); ++l) {
-    LayerAnalysis a = analyze_layer(cubes[l], topics, options.seed + 1000 * l, options.solver);
-    a.layer = static_cast<int64_t>(l);
-    cubes[l].h = {};  // done with it
+  for (size_t k = 0; k < cubes.size(); ++k) {
+    const uint64_t seed = options.seed + 1000 * static_cast<uint64_t>(layers[k]);
+    Decomposition parts;
+    LayerAnalysis a = analyze_layer(cubes[k], topics, seed, options.solver, &parts);
+    a.layer = layers[k];
     r.layers.push_back(std::move(a));
+    r.parts.push_back(std::move(parts));
+    r.baseline_seeds.push_back(seed);
+    if (options.keep_hidden) r.hidden.push_back(std::move(cubes[k]));
+    cubes[k].h = {};  // done with it
   }
   return r;
 }
@@ -274,7 +337,7 @@ std::string analysis_markdown(const std::vector<RunAnalysis>& runs) {
 }
 
 std::vector<std::string> draw_analysis_plots(const std::string& plot_dir, const RunAnalysis& r) {
-  const std::string stem = file_stem(r.run);
+  const std::string stem = analysis_file_stem(r.run);
   std::vector<std::string> paths;
   {
     plot::LineChartSpec spec;

@@ -258,8 +258,8 @@ Decomposition decompose(const HiddenCube& cube) {
 }
 
 LayerAnalysis analyze_layer(const HiddenCube& cube, const std::vector<int>& topics, uint64_t seed,
-                            EigenSolver solver) {
-  const Decomposition dec = decompose(cube);
+                            EigenSolver solver, Decomposition* kept) {
+  Decomposition dec = decompose(cube);
   const int64_t C = cube.contexts, T = cube.positions, d = cube.dim;
   URPE_CHECK(topics.empty() || static_cast<int64_t>(topics.size()) == C,
              "position/context analysis: " << topics.size() << " topic labels for " << C << " contexts");
@@ -323,9 +323,9 @@ LayerAnalysis analyze_layer(const HiddenCube& cube, const std::vector<int>& topi
     for (int64_t s = 0; s < T; ++s)
       for (int64_t t = 0; t < T; ++t) k_gram[s * T + t] = dot(&dec.pos[s * d], &dec.pos[t * d], d);
     const std::vector<double> lambda = symmetric_eigen(std::move(k_gram), T, solver, v);
-    const int64_t kept = std::min<int64_t>({4, T - 1, d});
-    a.directions.assign(static_cast<size_t>(kept), std::vector<double>(static_cast<size_t>(T), 0.0));
-    for (int64_t k = 0; k < kept && s1 > 0; ++k)
+    const int64_t shown = std::min<int64_t>({4, T - 1, d});
+    a.directions.assign(static_cast<size_t>(shown), std::vector<double>(static_cast<size_t>(T), 0.0));
+    for (int64_t k = 0; k < shown && s1 > 0; ++k)
       for (int64_t t = 0; t < T; ++t) a.directions[k][t] = std::sqrt(std::max(0.0, lambda[k])) * v[t * T + k] / s1;
   }
   a.e10 = T > 10 ? low_frequency_energy(a.gram, T, 10) : NAN;  // T ≤ 10: all frequencies are "low", E₁₀ = 1 says nothing
@@ -360,6 +360,10 @@ LayerAnalysis analyze_layer(const HiddenCube& cube, const std::vector<int>& topi
       }
     if (n_within > 0) a.topic_within = within / static_cast<double>(n_within);
     if (n_between > 0) a.topic_between = between / static_cast<double>(n_between);
+  }
+  if (kept) {
+    dec.resid = {};
+    *kept = std::move(dec);
   }
   return a;
 }

@@ -81,8 +81,9 @@ struct LayerAnalysis {
 };
 
 // Analyses one layer. `topics`: one label per context (empty: no topics). `seed` draws the
-// Gaussian baseline.
+// Gaussian baseline. `kept`, when given, receives μ, pos and ctx (not the residual, which is as
+// large as the states) for decomposition.safetensors.
 LayerAnalysis analyze_layer(const HiddenCube& cube, const std::vector<int>& topics, uint64_t seed,
-                            EigenSolver solver);
+                            EigenSolver solver, Decomposition* kept = nullptr);
 
 }  // namespace urpe
