@@ -17,6 +17,7 @@
 #include "test_util.h"
 #include "train/analysis/analyze_files.h"
 #include "train/analysis/analyze_run.h"
+#include "train/analysis/attention_split.h"
 #include "train/analysis/corpus_topics.h"
 #include "train/analysis/position_context.h"
 #include "train/checkpoint.h"
@@ -304,6 +305,77 @@ TEST_CASE("DCT-II is orthonormal; E10 of a constant and of the identity") {
   CHECK(std::isnan(low_frequency_energy(std::vector<double>(n * n, 0.0), n, 10)));
 }
 
+// ---- the attention-logit split ----
+
+namespace {
+
+Affine random_affine(int64_t out, int64_t in, uint64_t seed) {
+  Affine a;
+  a.out = out;
+  a.in = in;
+  a.w = gaussian_values(static_cast<size_t>(out * in), seed, 0.5);
+  a.b = gaussian_values(static_cast<size_t>(out), seed + 1);
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("attention split: the four terms add up to the logits; shares sum to 1; planted cases") {
+  HiddenCube cube;
+  cube.contexts = 5;
+  cube.positions = 6;
+  cube.dim = 8;
+  cube.h = gaussian_values(5 * 6 * 8, 41, 1.5);
+  const Decomposition dec = decompose(cube);
+  const Affine q = random_affine(8, 8, 42), k = random_affine(8, 8, 44);
+  const AttentionSplit split = split_attention_logits(cube, dec, q, k, 2, 1);
+  CHECK(split.identity_error < 1e-13);
+  REQUIRE(split.shares.size() == 2);
+  REQUIRE(split.example.size() == 2);
+  for (int64_t h = 0; h < 2; ++h) {
+    double total = 0;
+    for (double x : split.shares[h]) total += x;
+    CHECK(total == doctest::Approx(1.0));
+    // Context 0's logits from scratch: scale·(W_Q x_s + b_Q)·(W_K x_t + b_K) over the head's 4 dims.
+    for (int64_t s = 0; s < 6; ++s)
+      for (int64_t t = 0; t < 6; ++t) {
+        double logit = 0;
+        for (int64_t i = h * 4; i < h * 4 + 4; ++i) {
+          double qs = q.b[i], kt = k.b[i];
+          for (int64_t j = 0; j < 8; ++j) {
+            qs += q.w[i * 8 + j] * cube.h[s * 8 + j];
+            kt += k.w[i * 8 + j] * cube.h[t * 8 + j];
+          }
+          logit += qs * kt / 2.0;  // 1/√dh, dh = 4
+        }
+        double sum = 0;
+        for (int term = 0; term < kLogitTerms; ++term) sum += split.example[h][term][s * 6 + t];
+        CHECK(sum == doctest::Approx(logit).epsilon(1e-12));
+      }
+  }
+  CHECK_THROWS_WITH_AS(split_attention_logits(cube, dec, q, k, 3, 1), doctest::Contains("do not fit"), Error);
+
+  // Every context the same (h = pos_t): no context part, so pos·pos is all of it; pos_t = e_t − mean
+  // (equal norms, each closest to itself) under identity projections puts every row maximum on
+  // the diagonal.
+  HiddenCube same;
+  same.contexts = 3;
+  same.positions = 4;
+  same.dim = 8;
+  for (int64_t c = 0; c < 3; ++c)
+    for (int64_t t = 0; t < 4; ++t)
+      for (int64_t i = 0; i < 8; ++i) same.h.push_back((i == t ? 1.0 : 0.0) - (i < 4 ? 0.25 : 0.0));
+  Affine eye;
+  eye.out = eye.in = 8;
+  eye.w.assign(64, 0.0);
+  eye.b.assign(8, 0.0);
+  for (int64_t i = 0; i < 8; ++i) eye.w[i * 8 + i] = 1;
+  const AttentionSplit planted = split_attention_logits(same, decompose(same), eye, eye, 1, 1);
+  CHECK(planted.shares[0][0] == doctest::Approx(1.0));
+  CHECK(planted.shares[0][3] < 1e-20);
+  CHECK(planted.diagonal[0] == 1.0);
+}
+
 // ---- the golden comparison with tools/analyze_reference.py (numpy) ----
 
 TEST_CASE("golden: every number of analyze_layer matches tools/analyze_reference.py on the committed fixture") {
@@ -553,6 +625,27 @@ TEST_CASE("urpe analyze --run and --compare on tiny trained runs") {
   for (const char* plot : {"compare_relative_norm.png", "compare_pos_share.png", "compare_stable_rank.png"})
     CHECK(path_exists(join_path(join_path(cmp, "plots"), plot)));
   CHECK(!path_exists(join_path(join_path(cmp, "plots"), "compare_e10.png")));  // T = 8: no E₁₀ to draw
+  // The attention split of the URPE run (analysed now): exact, and P ⊙ C with P = softmax(S + B)
+  // is the model's own A; its pictures. The saved RPE analysis keeps its shares, not its pictures.
+  {
+    const std::vector<RunAnalysis> runs = analysis_from_json(doc, "x");
+    REQUIRE(runs[1].attention.size() == 2);  // blocks 1 and 2 read layers 0 and 1
+    for (const AttentionSplit& b : runs[1].attention) {
+      CHECK(b.identity_error < 1e-9);
+      REQUIRE(b.heads == 2);
+      for (const auto& shares : b.shares) CHECK(shares[0] + shares[1] + shares[2] + shares[3] == doctest::Approx(1.0));
+    }
+    CHECK(doc.at("runs")[1].at("attention")[0].at("attention_error").as_number() < 1e-5);
+    CHECK(!doc.at("runs")[0].at("attention")[0].contains("attention_error"));  // RPE: no C
+    CHECK(c.output.find("| block | head | pos·pos |") != std::string::npos);
+    const std::string ustem = std::filesystem::path(urpe_run).filename().string();
+    for (const std::string& plot : {"attention_terms_" + ustem + "_block1.png", "attention_terms_" + ustem + "_block2.png",
+                                   "urpe_heads_" + ustem + "_block2.png", "urpe_rowsums_" + ustem + ".png"}) {
+      INFO(plot);
+      CHECK(path_exists(join_path(join_path(cmp, "plots"), plot)));
+    }
+    CHECK(!path_exists(join_path(join_path(cmp, "plots"), "attention_terms_" + stem + "_block1.png")));
+  }
   // Tensors only for the run analysed now (the saved analysis has none), named after the run.
   CHECK(path_exists(join_path(cmp, "decomposition_" + std::filesystem::path(urpe_run).filename().string() + ".safetensors")));
   CHECK(!path_exists(join_path(cmp, "decomposition_" + stem + ".safetensors")));
@@ -598,6 +691,8 @@ TEST_CASE("urpe analyze on a Transformer-XL run: corpus windows labelled Austen 
   CHECK(austen > 0);
   CHECK(back[0].topic_counts[6] > 0);
   CHECK(back[0].data.find("sources.tsv") != std::string::npos);
+  CHECK(back[0].attention.empty());  // Transformer-XL: no attention split, and the report says why
+  CHECK(r.output.find("Attention split: not for this run: Transformer-XL") != std::string::npos);
   REQUIRE(back[0].layers.size() == 2);
   for (const LayerAnalysis& a : back[0].layers) {
     CHECK(a.positions == 12);

@@ -122,11 +122,23 @@ RunAnalysis analyze_run(const AnalysisModel& model, const AnalyzeOptions& option
                                                      : "Jacobi (this build has no LAPACK)";
   std::vector<HiddenCube> cubes;
   std::vector<int>& topics = r.context_topics;
+  // The attention split needs the model's own A of context 0 (a check of B, P, C and A).
+  const bool split_logits = attention_split_applies(model, r.attention_note);
+  std::vector<std::vector<float>> first_attention;  // per block: H × T × T of context 0
+  auto keep_first_attention = [&](HiddenStates& states) {
+    if (!split_logits || !first_attention.empty()) return;
+    for (const Tensor& a : states.attention) {
+      const std::vector<float> v = a.to_vector_f32();  // (B, H, T, T): context 0 first
+      first_attention.emplace_back(v.begin(), v.begin() + a.size(1) * T * T);
+    }
+  };
   // A batch of contexts (B, T) → the chosen layers' states appended to the cubes.
   auto run_batch = [&](const std::vector<int32_t>& batch_major_ids, int64_t batch) {
     HiddenStates states;
     if (encoder) {
+      states.keep_attention = split_logits && first_attention.empty();
       model.encoder->forward(Tensor::from_vector(batch_major_ids, {batch, T}), false, nullptr, &states);
+      keep_first_attention(states);
     } else {
       std::vector<int32_t> ids(batch_major_ids.size());  // time-major (T, B)
       for (int64_t b = 0; b < batch; ++b)
@@ -154,7 +166,9 @@ RunAnalysis analyze_run(const AnalysisModel& model, const AnalyzeOptions& option
     for (int64_t seen = 0; seen < options.contexts; seen += kBatch) {
       const int64_t batch = std::min(kBatch, options.contexts - seen);
       HiddenStates states;
+      states.keep_attention = split_logits && first_attention.empty();
       model.encoder->forward(task.sample(batch, rng).tokens, false, nullptr, &states);
+      keep_first_attention(states);
       append(states, layers, cubes);
     }
     r.data = std::to_string(options.contexts) + " fresh sequences of the run's task (" +
@@ -197,6 +211,14 @@ RunAnalysis analyze_run(const AnalysisModel& model, const AnalyzeOptions& option
     Decomposition parts;
     LayerAnalysis a = analyze_layer(cubes[k], topics, seed, options.solver, &parts);
     a.layer = layers[k];
+    if (split_logits && layers[k] < depth) {  // block layers[k] + 1 reads this layer
+      const int64_t block = layers[k] + 1;
+      AttentionSplit split = split_attention_logits(cubes[k], parts, attention_projection(model, block, true),
+                                                    attention_projection(model, block, false),
+                                                    model.encoder->config().heads, block);
+      add_urpe_pictures(model, first_attention[static_cast<size_t>(block - 1)], split);
+      r.attention.push_back(std::move(split));
+    }
     r.layers.push_back(std::move(a));
     r.parts.push_back(std::move(parts));
     r.baseline_seeds.push_back(seed);
@@ -234,8 +256,23 @@ json::Value analysis_to_json(const std::vector<RunAnalysis>& runs) {
       topics.push(t);
     }
     json::Value row = json::Value::object();
+    json::Value attention = json::Value::array();
+    for (const AttentionSplit& b : r.attention) {
+      json::Value heads = json::Value::array();
+      for (int64_t h = 0; h < b.heads; ++h) {
+        json::Value head = json::Value::object();
+        head.set("head", h).set("pos_pos", b.shares[h][0]).set("pos_ctx", b.shares[h][1])
+            .set("ctx_pos", b.shares[h][2]).set("ctx_ctx", b.shares[h][3]).set("diagonal", b.diagonal[h]);
+        heads.push(head);
+      }
+      json::Value block = json::Value::object();
+      block.set("block", b.block).set("identity_error", b.identity_error).set("heads", heads);
+      if (!b.attention.empty()) block.set("attention_error", b.attention_error);
+      attention.push(block);
+    }
     row.set("run", r.run).set("source", r.source).set("family", r.family).set("pe", r.pe).set("step", r.step)
-        .set("data", r.data).set("topics", topics).set("solver", r.solver).set("layers", layers);
+        .set("data", r.data).set("topics", topics).set("solver", r.solver).set("layers", layers)
+        .set("attention", attention).set("attention_note", r.attention_note);
     list.push(row);
   }
   json::Value doc = json::Value::object();
@@ -289,6 +326,21 @@ std::vector<RunAnalysis> analysis_from_json(const json::Value& doc, const std::s
         for (const json::Value& s : l.at("singular_values").items()) a.singular.push_back(s.as_number());
         r.layers.push_back(a);
       }
+      if (row.contains("attention")) {  // analyses written before the attention split have none
+        for (const json::Value& b : row.at("attention").items()) {
+          AttentionSplit split;
+          split.block = b.at("block").as_integer();
+          split.identity_error = b.at("identity_error").as_number();
+          for (const json::Value& h : b.at("heads").items()) {
+            split.shares.push_back({h.at("pos_pos").as_number(), h.at("pos_ctx").as_number(),
+                                    h.at("ctx_pos").as_number(), h.at("ctx_ctx").as_number()});
+            split.diagonal.push_back(h.at("diagonal").as_number());
+          }
+          split.heads = static_cast<int64_t>(split.shares.size());
+          r.attention.push_back(std::move(split));
+        }
+        r.attention_note = row.at("attention_note").as_string();
+      }
       URPE_CHECK(!r.layers.empty(), "run '" << r.run << "' has no layers");
       runs.push_back(r);
     }
@@ -326,6 +378,25 @@ std::string analysis_markdown(const std::vector<RunAnalysis>& runs) {
           << fixed(a.topic_between, 3) << " |\n";
     }
     out << "\n";
+    if (!r.attention.empty()) {
+      double worst = 0;
+      for (const AttentionSplit& b : r.attention) worst = std::max(worst, b.identity_error);
+      char err[32];
+      std::snprintf(err, sizeof err, "%.1e", worst);
+      out << "Attention logits of block l (reading layer l − 1) split into position and context terms (shares of "
+             "Σ term², %); diag % = rows whose pos·pos maximum is on the diagonal; the four terms add up to the "
+             "logits to "
+          << err << " (relative).\n\n| block | head | pos·pos | pos·ctx | ctx·pos | ctx·ctx | diag % |\n"
+                    "|---|---|---|---|---|---|---|\n";
+      for (const AttentionSplit& b : r.attention)
+        for (int64_t h = 0; h < b.heads; ++h)
+          out << "| " << b.block << " | " << h << " | " << fixed(100 * b.shares[h][0], 1) << " | "
+              << fixed(100 * b.shares[h][1], 1) << " | " << fixed(100 * b.shares[h][2], 1) << " | "
+              << fixed(100 * b.shares[h][3], 1) << " | " << fixed(100 * b.diagonal[h], 0) << " |\n";
+      out << "\n";
+    } else if (!r.attention_note.empty()) {
+      out << "Attention split: not for this run: " << r.attention_note << ".\n\n";
+    }
   }
   out << "Layer 0 is the input to block 1, layer l the output of block l. pos/ctx/resid % are the shares of\n"
          "‖h − μ‖² (C·Σ‖pos_t‖², T·Σ‖ctx_c‖², Σ‖resid‖²); ANOVA err = |total − their sum| / total. rel. norm =\n"
@@ -339,6 +410,8 @@ std::string analysis_markdown(const std::vector<RunAnalysis>& runs) {
 std::vector<std::string> draw_analysis_plots(const std::string& plot_dir, const RunAnalysis& r) {
   const std::string stem = analysis_file_stem(r.run);
   std::vector<std::string> paths;
+  if (!r.attention.empty() && !r.attention.front().example.empty())  // not for a run read back from JSON
+    paths = draw_attention_plots(plot_dir, stem, r.attention);
   {
     plot::LineChartSpec spec;
     spec.title = r.run + ": singular values of P = [pos_1 … pos_T] per layer";

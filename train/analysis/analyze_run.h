@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "train/analysis/analysis_model.h"
+#include "train/analysis/attention_split.h"
 #include "train/analysis/position_context.h"
 #include "train/io/json.h"
 
@@ -44,6 +45,11 @@ struct RunAnalysis {
   std::vector<int64_t> topic_counts;     // contexts per topic
   std::string solver;                    // "LAPACK dsyev" or "Jacobi"
   std::vector<LayerAnalysis> layers;
+  // The attention-logit split of block l for every analysed layer l − 1 < L (attention_split.h);
+  // read back from analysis.json without the pictures' matrices. attention_note says why there
+  // is none (e.g. Transformer-XL).
+  std::vector<AttentionSplit> attention;
+  std::string attention_note;
   // Only for a run analysed now (not read back from analysis.json), a row per analysed layer:
   std::vector<Decomposition> parts;      // μ, pos, ctx (decomposition.safetensors)
   std::vector<uint64_t> baseline_seeds;  // the Gaussian baseline's seed
