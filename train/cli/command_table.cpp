@@ -187,6 +187,9 @@ std::vector<CommandSpec> command_table() {
        "the unit pos_t), the incoherence |cos(pos_t, ctx_c)| beside Gaussian vectors, and for the embedded\n"
        "corpus the mean cos of ctx within and between topics (each source in the corpus's sources.tsv:\n"
        "the six novels and the Bible; without it Austen and the Bible found from the text).\n"
+       "Encoders: each head's attention logits of block l split exactly into pos.pos, pos.ctx, ctx.pos and\n"
+       "ctx.ctx (the input of W_Q/W_K written as (mu + pos) + cvec), their shares, how often the pos.pos row\n"
+       "maximum is on the diagonal, and for URPE heads pictures of B, P, C, A = P * C and A.1.\n"
        "decomposition.safetensors holds layer<l>.mu, .pos (T x d) and .ctx (C x d) per analysed layer;\n"
        "with --compare the tensor files are named <file>_<run>.safetensors. Graphormer runs are not\n"
        "supported (atoms have no sequence positions).\n",
