@@ -333,9 +333,11 @@ TEST_CASE("attention split: the four terms add up to the logits; shares sum to 1
   REQUIRE(split.shares.size() == 2);
   REQUIRE(split.example.size() == 2);
   for (int64_t h = 0; h < 2; ++h) {
-    double total = 0;
+    double total = 0, total_centred = 0;
     for (double x : split.shares[h]) total += x;
+    for (double x : split.centred_shares[h]) total_centred += x;
     CHECK(total == doctest::Approx(1.0));
+    CHECK(total_centred == doctest::Approx(1.0));
     // Context 0's logits from scratch: scale·(W_Q x_s + b_Q)·(W_K x_t + b_K) over the head's 4 dims.
     for (int64_t s = 0; s < 6; ++s)
       for (int64_t t = 0; t < 6; ++t) {
@@ -374,6 +376,19 @@ TEST_CASE("attention split: the four terms add up to the logits; shares sum to 1
   CHECK(planted.shares[0][0] == doctest::Approx(1.0));
   CHECK(planted.shares[0][3] < 1e-20);
   CHECK(planted.diagonal[0] == 1.0);
+  CHECK(planted.centred_shares[0][0] == doctest::Approx(1.0));
+
+  // Row constants do not count once centred: a query bias b_Q adds b_Q·k_t, which varies with t,
+  // but a key bias b_K adds q_s·b_K, the same along a row. With x = pos only (identical contexts)
+  // and W_Q = 0, q = b_Q, pos·pos = b_Q·(W_K pos_t + b_K): with W_K = 0 it is one constant.
+  Affine constant_q = eye, constant_k = eye;
+  constant_q.w.assign(64, 0.0);
+  constant_q.b.assign(8, 1.0);
+  constant_k.w.assign(64, 0.0);
+  constant_k.b.assign(8, 0.5);
+  const AttentionSplit flat = split_attention_logits(same, decompose(same), constant_q, constant_k, 1, 1);
+  CHECK(flat.shares[0][0] == doctest::Approx(1.0));    // all of the (constant) logit is pos·pos
+  CHECK(flat.centred_shares[0][0] == 0.0);             // and the softmax sees none of it
 }
 
 // ---- the golden comparison with tools/analyze_reference.py (numpy) ----
@@ -534,7 +549,7 @@ TEST_CASE("urpe analyze --run and --compare on tiny trained runs") {
   CHECK(path_exists(join_path(out, "analysis.json")));
   CHECK(path_exists(join_path(out, "analysis.md")));
   const std::string stem = std::filesystem::path(rpe).filename().string();
-  for (const char* plot : {"singular_values_", "gram_", "shares_", "spiral12_", "spiral34_"}) {
+  for (const char* plot : {"singular_values_", "gram_", "shares_", "spiral12_", "spiral34_", "gram_pos_ctx_"}) {
     const std::string path = join_path(join_path(out, "plots"), plot + stem + ".png");
     INFO(path);
     CHECK(path_exists(path));
@@ -674,7 +689,7 @@ TEST_CASE("urpe analyze on a Transformer-XL run: corpus windows labelled Austen 
       " --set max_eval_tokens=64 --out " + run + " --quiet");
   REQUIRE_MESSAGE(t.code == 0, t.output);
   const std::string out = temp_dir("txl_out");
-  const urpe::test::CliResult r = run_urpe("analyze --run " + run + " --contexts 64 --split test --out " + out);
+  const urpe::test::CliResult r = run_urpe("analyze --run " + run + " --contexts 64 --split test --save-hidden --out " + out);
   REQUIRE_MESSAGE(r.code == 0, r.output);
   const std::vector<RunAnalysis> back = analysis_from_json(json::read_file(join_path(out, "analysis.json")), "x");
   REQUIRE(back.size() == 1);
@@ -691,6 +706,12 @@ TEST_CASE("urpe analyze on a Transformer-XL run: corpus windows labelled Austen 
   CHECK(austen > 0);
   CHECK(back[0].topic_counts[6] > 0);
   CHECK(back[0].data.find("sources.tsv") != std::string::npos);
+  // The saved states carry each context's topic, as analysis.json counts them.
+  const HiddenStateFile hidden = load_hidden_states(join_path(out, "hidden.safetensors"));
+  REQUIRE(hidden.topics.size() == 64);
+  for (size_t k = 0; k < 7; ++k)
+    CHECK(std::count(hidden.topics.begin(), hidden.topics.end(), static_cast<int>(k)) == back[0].topic_counts[k]);
+  CHECK(load_safetensors(join_path(out, "hidden.safetensors")).meta("topic_names").find("|Emma (1815)|") != std::string::npos);
   CHECK(back[0].attention.empty());  // Transformer-XL: no attention split, and the report says why
   CHECK(r.output.find("Attention split: not for this run: Transformer-XL") != std::string::npos);
   REQUIRE(back[0].layers.size() == 2);

@@ -276,8 +276,11 @@ def check(hidden, analysis, tolerance=1e-6):
     ours = analyze_file(hidden)["layers"]
     with open(analysis) as f:
         runs = json.load(f)["runs"]
+    if len(runs) > 1:  # --compare: the run the hidden-state file names
+        name = load_safetensors(hidden)[1].get("run")
+        runs = [r for r in runs if r["run"] == name]
     if len(runs) != 1:
-        raise SystemExit("%s: expected the analysis of one run (urpe analyze --run), got %d" % (analysis, len(runs)))
+        raise SystemExit("%s: no single run matches %s" % (analysis, hidden))
     theirs = {row["layer"]: row for row in runs[0]["layers"]}
     worst, bad = {}, []
     for row in ours:

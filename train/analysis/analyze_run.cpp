@@ -263,6 +263,9 @@ json::Value analysis_to_json(const std::vector<RunAnalysis>& runs) {
         json::Value head = json::Value::object();
         head.set("head", h).set("pos_pos", b.shares[h][0]).set("pos_ctx", b.shares[h][1])
             .set("ctx_pos", b.shares[h][2]).set("ctx_ctx", b.shares[h][3]).set("diagonal", b.diagonal[h]);
+        json::Value centred = json::Value::array();
+        for (double x : b.centred_shares[h]) centred.push(x);
+        head.set("centred", centred);
         heads.push(head);
       }
       json::Value block = json::Value::object();
@@ -335,6 +338,9 @@ std::vector<RunAnalysis> analysis_from_json(const json::Value& doc, const std::s
             split.shares.push_back({h.at("pos_pos").as_number(), h.at("pos_ctx").as_number(),
                                     h.at("ctx_pos").as_number(), h.at("ctx_ctx").as_number()});
             split.diagonal.push_back(h.at("diagonal").as_number());
+            const std::vector<json::Value>& c = h.at("centred").items();
+            URPE_CHECK(c.size() == kLogitTerms, "centred: expected " << kLogitTerms << " shares");
+            split.centred_shares.push_back({c[0].as_number(), c[1].as_number(), c[2].as_number(), c[3].as_number()});
           }
           split.heads = static_cast<int64_t>(split.shares.size());
           r.attention.push_back(std::move(split));
@@ -383,16 +389,19 @@ std::string analysis_markdown(const std::vector<RunAnalysis>& runs) {
       for (const AttentionSplit& b : r.attention) worst = std::max(worst, b.identity_error);
       char err[32];
       std::snprintf(err, sizeof err, "%.1e", worst);
-      out << "Attention logits of block l (reading layer l − 1) split into position and context terms (shares of "
-             "Σ term², %); diag % = rows whose pos·pos maximum is on the diagonal; the four terms add up to the "
-             "logits to "
-          << err << " (relative).\n\n| block | head | pos·pos | pos·ctx | ctx·pos | ctx·ctx | diag % |\n"
-                    "|---|---|---|---|---|---|---|\n";
+      out << "Attention logits of block l (reading layer l − 1) split into position and context terms: shares of "
+             "Σ term² (%), then the same with each row centred over the keys (what the softmax sees: it ignores "
+             "a constant per row, such as the mean's and biases' part of pos·pos); diag % = rows whose pos·pos "
+             "maximum is on the diagonal; the four terms add up to the logits to "
+          << err << " (relative).\n\n| block | head | pos·pos | pos·ctx | ctx·pos | ctx·ctx | centred: pos·pos | "
+                    "pos·ctx | ctx·pos | ctx·ctx | diag % |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
       for (const AttentionSplit& b : r.attention)
-        for (int64_t h = 0; h < b.heads; ++h)
-          out << "| " << b.block << " | " << h << " | " << fixed(100 * b.shares[h][0], 1) << " | "
-              << fixed(100 * b.shares[h][1], 1) << " | " << fixed(100 * b.shares[h][2], 1) << " | "
-              << fixed(100 * b.shares[h][3], 1) << " | " << fixed(100 * b.diagonal[h], 0) << " |\n";
+        for (int64_t h = 0; h < b.heads; ++h) {
+          out << "| " << b.block << " | " << h;
+          for (double x : b.shares[h]) out << " | " << fixed(100 * x, 1);
+          for (double x : b.centred_shares[h]) out << " | " << fixed(100 * x, 1);
+          out << " | " << fixed(100 * b.diagonal[h], 0) << " |\n";
+        }
       out << "\n";
     } else if (!r.attention_note.empty()) {
       out << "Attention split: not for this run: " << r.attention_note << ".\n\n";
@@ -412,6 +421,54 @@ std::vector<std::string> draw_analysis_plots(const std::string& plot_dir, const 
   std::vector<std::string> paths;
   if (!r.attention.empty() && !r.attention.front().example.empty())  // not for a run read back from JSON
     paths = draw_attention_plots(plot_dir, stem, r.attention);
+  if (r.parts.size() == r.layers.size()) {  // cos of [pos_1..pos_T; ctx grouped by topic] per layer
+    // At most 40 contexts of each topic (the first ones drawn), 64 without topics, so cells stay visible.
+    std::vector<int64_t> shown;
+    const int64_t C = r.layers.front().contexts;
+    if (r.context_topics.empty()) {
+      for (int64_t c = 0; c < std::min<int64_t>(C, 64); ++c) shown.push_back(c);
+    } else {
+      for (size_t topic = 0; topic < r.topic_names.size(); ++topic) {
+        int64_t taken = 0;
+        for (int64_t c = 0; c < C && taken < 40; ++c)
+          if (r.context_topics[c] == static_cast<int>(topic)) {
+            shown.push_back(c);
+            ++taken;
+          }
+      }
+    }
+    std::vector<plot::HeatmapSpec> panels;
+    for (size_t k = 0; k < r.layers.size(); ++k) {
+      const LayerAnalysis& a = r.layers[k];
+      const int64_t T = a.positions, d = a.dim, n = T + static_cast<int64_t>(shown.size());
+      std::vector<const double*> rows;
+      for (int64_t t = 0; t < T; ++t) rows.push_back(&r.parts[k].pos[t * d]);
+      for (int64_t c : shown) rows.push_back(&r.parts[k].ctx[c * d]);
+      std::vector<double> norms;
+      for (const double* v : rows) {
+        double s2 = 0;
+        for (int64_t i = 0; i < d; ++i) s2 += v[i] * v[i];
+        norms.push_back(std::sqrt(s2));
+      }
+      plot::HeatmapSpec p;
+      p.title = "layer " + std::to_string(a.layer);
+      p.x_label = p.y_label = "pos 1..T, then ctx by topic";
+      p.rows = p.cols = static_cast<int>(n);
+      p.vmin = -1;
+      p.vmax = 1;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double dot = 0;
+          for (int64_t e = 0; e < d; ++e) dot += rows[i][e] * rows[j][e];
+          p.values.push_back(norms[i] > 0 && norms[j] > 0 ? static_cast<float>(dot / (norms[i] * norms[j])) : NAN);
+        }
+      panels.push_back(p);
+    }
+    paths.push_back(join_path(plot_dir, "gram_pos_ctx_" + stem + ".png"));
+    plot::heatmap_grid(paths.back(), panels, std::min<int>(3, static_cast<int>(panels.size())),
+                       r.run + ": cos of [pos; ctx" +
+                           (r.topic_names.empty() ? std::string("]") : " by topic, in the report's order]"));
+  }
   {
     plot::LineChartSpec spec;
     spec.title = r.run + ": singular values of P = [pos_1 … pos_T] per layer";

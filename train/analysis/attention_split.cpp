@@ -77,6 +77,7 @@ AttentionSplit split_attention_logits(const HiddenCube& x, const Decomposition& 
   }
 
   std::vector<std::array<double, kLogitTerms>> energy(static_cast<size_t>(heads), std::array<double, kLogitTerms>{});
+  std::vector<std::array<double, kLogitTerms>> centred(static_cast<size_t>(heads), std::array<double, kLogitTerms>{});
   std::vector<double> cvec(static_cast<size_t>(T * d)), term(static_cast<size_t>(T * T) * 3), direct(static_cast<size_t>(T * T));
   double most_error = 0, most_logit = 0;
   for (int64_t c = 0; c < C; ++c) {
@@ -94,6 +95,13 @@ AttentionSplit split_attention_logits(const HiddenCube& x, const Decomposition& 
       head_logits(qc, kc, T, p, h, dh, scale, cc);
       head_logits(qx, kx, T, p, h, dh, scale, direct.data());
       const double* parts[kLogitTerms] = {pp[h].data(), pc, cp, cc};
+      for (int k_term = 0; k_term < kLogitTerms; ++k_term)
+        for (int64_t row = 0; row < T; ++row) {  // Σ_t (term − mean_t term)²
+          const double* v = &parts[k_term][row * T];
+          double mean = 0;
+          for (int64_t t = 0; t < T; ++t) mean += v[t] / static_cast<double>(T);
+          for (int64_t t = 0; t < T; ++t) centred[h][k_term] += (v[t] - mean) * (v[t] - mean);
+        }
       for (int64_t e = 0; e < T * T; ++e) {
         double sum = 0;
         for (int k_term = 0; k_term < kLogitTerms; ++k_term) {
@@ -111,10 +119,17 @@ AttentionSplit split_attention_logits(const HiddenCube& x, const Decomposition& 
       }
     }
   }
+  r.centred_shares.assign(static_cast<size_t>(heads), {});
   for (int64_t h = 0; h < heads; ++h) {
-    double all = 0;
-    for (double e : energy[h]) all += e;
-    for (int k_term = 0; k_term < kLogitTerms; ++k_term) r.shares[h][k_term] = all > 0 ? energy[h][k_term] / all : 0.0;
+    double all = 0, all_centred = 0;
+    for (int k_term = 0; k_term < kLogitTerms; ++k_term) {
+      all += energy[h][k_term];
+      all_centred += centred[h][k_term];
+    }
+    for (int k_term = 0; k_term < kLogitTerms; ++k_term) {
+      r.shares[h][k_term] = all > 0 ? energy[h][k_term] / all : 0.0;
+      r.centred_shares[h][k_term] = all_centred > 0 ? centred[h][k_term] / all_centred : 0.0;
+    }
   }
   r.identity_error = most_logit > 0 ? most_error / most_logit : most_error;
   return r;

@@ -14,7 +14,11 @@
 // Reported per head: each term's share Σ_{c,s,t} term² / Σ_terms Σ_{c,s,t} term² (the terms are
 // not orthogonal, so this says how large each is, not how the variance of S splits; pos·ctx and
 // ctx·pos average to zero over contexts, as Σ_c cvec_{c,t} = 0); how often the pos·pos row maximum
-// falls on the diagonal (a head that, by position alone, looks at its own position); and the
+// falls on the diagonal (a head that, by position alone, looks at its own position); the same
+// shares after removing each term's mean over keys t from every row (s, c): the softmax ignores a
+// constant added to a row, and pos·pos holds such constants (the mean μ and the biases: e.g.
+// (W_Q μ + b_Q)·(W_K μ + b_K) is the same everywhere), so the centred shares say what the
+// softmax can see; and the
 // identity's error max|Σ terms − S| / max|S|, with S computed directly from x. The relative bias B
 // (RPE, URPE, ALiBi) is a fifth, purely positional term outside this split; for URPE heads the
 // pictures show it with P = softmax(S + B), C, A = P ⊙ C and A·1.
@@ -44,7 +48,8 @@ extern const char* const kLogitTermNames[kLogitTerms];
 struct AttentionSplit {
   int64_t block = 0;  // 1..L: reads layer block − 1
   int64_t heads = 0, positions = 0, contexts = 0;
-  std::vector<std::array<double, kLogitTerms>> shares;  // per head
+  std::vector<std::array<double, kLogitTerms>> shares;          // per head
+  std::vector<std::array<double, kLogitTerms>> centred_shares;  // per head, rows centred over t
   std::vector<double> diagonal;                         // per head: fraction of rows s with argmax_t pos·pos = s
   double identity_error = 0;                            // max|Σ terms − S| / max|S|
   // Context 0's four terms and their sum S, per head (T × T row-major each), for the pictures.
