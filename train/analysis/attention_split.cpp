@@ -229,15 +229,25 @@ std::vector<std::string> draw_attention_plots(const std::string& plot_dir, const
   sums.y_label = "(A 1)_s";
   for (const AttentionSplit& b : blocks) {
     const std::string suffix = "_" + run + "_block" + std::to_string(b.block) + ".png";
+    // Each row centred over the keys: the softmax ignores a row's constant, which would otherwise
+    // swamp the colour scale (the mean's and biases' part of pos·pos).
+    auto centred = [&](std::vector<double> v) {
+      for (int64_t s = 0; s < b.positions; ++s) {
+        double mean = 0;
+        for (int64_t t = 0; t < b.positions; ++t) mean += v[s * b.positions + t] / static_cast<double>(b.positions);
+        for (int64_t t = 0; t < b.positions; ++t) v[s * b.positions + t] -= mean;
+      }
+      return v;
+    };
     std::vector<plot::HeatmapSpec> panels;
     for (int64_t h = 0; h < b.heads; ++h) {
       for (int k = 0; k < kLogitTerms; ++k)
-        panels.push_back(panel("head " + std::to_string(h) + ": " + kLogitTermNames[k], b.example[h][k], b.positions));
-      panels.push_back(panel("head " + std::to_string(h) + ": S (sum)", b.example_logits[h], b.positions));
+        panels.push_back(panel("head " + std::to_string(h) + ": " + kLogitTermNames[k], centred(b.example[h][k]), b.positions));
+      panels.push_back(panel("head " + std::to_string(h) + ": S (sum)", centred(b.example_logits[h]), b.positions));
     }
     paths.push_back(join_path(plot_dir, "attention_terms" + suffix));
     plot::heatmap_grid(paths.back(), panels, kLogitTerms + 1,
-                       run + ", block " + std::to_string(b.block) + ": the logit terms of context 0, per head");
+                       run + ", block " + std::to_string(b.block) + ": logit terms of context 0, rows centred, per head");
     if (b.attention.empty()) continue;
     std::vector<plot::HeatmapSpec> urpe_panels;
     for (int64_t h = 0; h < b.heads; ++h) {

@@ -74,7 +74,8 @@ Affine attention_projection(const AnalysisModel& model, int64_t block, bool quer
 // 0 of this block (H × T × T).
 void add_urpe_pictures(const AnalysisModel& model, const std::vector<float>& model_attention, AttentionSplit& split);
 
-// plots/attention_terms_<run>_block<l>.png: per head the four terms and S for context 0;
+// plots/attention_terms_<run>_block<l>.png: per head the four terms and S for context 0, each row
+// centred over the keys (a shared colour scale);
 // plots/urpe_heads_<run>_block<l>.png: B, P, C, A per head, plots/urpe_rowsums_<run>.png: A·1.
 std::vector<std::string> draw_attention_plots(const std::string& plot_dir, const std::string& run,
                                               const std::vector<AttentionSplit>& blocks);
