@@ -421,6 +421,9 @@ TEST_CASE("golden: every number of analyze_layer matches tools/analyze_reference
         CHECK(got[i] == doctest::Approx(ref.at(scalars[i]).as_number()).epsilon(1e-9));
       }
       CHECK(a.rank90 == ref.at("rank90").as_integer());
+      const std::vector<json::Value>& pairs = ref.at("topic_pairs").items();
+      REQUIRE(pairs.size() == a.topic_pairs.size());  // 3 × 3
+      for (size_t i = 0; i < pairs.size(); ++i) CHECK(a.topic_pairs[i] == doctest::Approx(pairs[i].as_number()).epsilon(1e-9));
       CHECK(a.topics == ref.at("topics").as_integer());
       CHECK(a.anova_error < 1e-12);
       const std::vector<json::Value>& sv = ref.at("singular_values").items();
@@ -440,6 +443,10 @@ TEST_CASE("golden: every number of analyze_layer matches tools/analyze_reference
   CHECK(planted.incoherence_max < 0.1);
   CHECK(planted.topic_within > 0.5);
   CHECK(planted.topic_between < 0);
+  REQUIRE(planted.topic_pairs.size() == 9);
+  CHECK(planted.topic_pairs[1] == planted.topic_pairs[3]);  // symmetric
+  CHECK(planted.topic_pairs[4] > 0.5);                      // a topic with itself
+  CHECK(planted.topic_pairs[5] < 0);                        // two different topics
 }
 
 // ---- the corpus's topics ----

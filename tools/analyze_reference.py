@@ -186,6 +186,7 @@ def analyze_layer(h, topics, seed):
 
     within = between = None
     n_topics = 0
+    pairs = []  # mean cos by the two contexts' topics, K × K row-major
     if topics is not None:
         n_topics = len(set(topics.tolist()))
         cn = np.linalg.norm(ctx, axis=1)
@@ -197,6 +198,12 @@ def analyze_layer(h, topics, seed):
             within = float(cos[upper & same].mean())
         if (upper & ~same).any():
             between = float(cos[upper & ~same].mean())
+        k = int(topics.max()) + 1
+        off = ~np.eye(C, dtype=bool)
+        for a in range(k):
+            for b in range(k):
+                mask = (topics[:, None] == a) & (topics[None, :] == b) & off
+                pairs.append(float(cos[mask].mean()) if mask.any() else None)
 
     return {
         "contexts": C, "positions": T, "dim": d, "total": total,
@@ -208,7 +215,7 @@ def analyze_layer(h, topics, seed):
         "relative_norm": math.sqrt(C) * s1 / sigma_m if sigma_m > 0 else 0.0, "e10": e10,
         "incoherence_max": inc_max, "incoherence_mean": inc_mean,
         "random_max": rnd_max, "random_mean": rnd_mean,
-        "topic_within": within, "topic_between": between, "topics": n_topics,
+        "topic_within": within, "topic_between": between, "topics": n_topics, "topic_pairs": pairs,
         "singular_values": [float(s) for s in sv],
         "gram": [float(g) for g in gram.reshape(-1)],
     }
@@ -299,6 +306,11 @@ def check(hidden, analysis, tolerance=1e-6):
                 bad.append("layer %d %s: numpy %.17g, urpe %.17g" % (row["layer"], key, a, b))
         if row["rank90"] != other["rank90"]:
             bad.append("layer %d rank90: numpy %d, urpe %d" % (row["layer"], row["rank90"], other["rank90"]))
+        for a, b in zip(row["topic_pairs"], other.get("topic_pairs", [])):
+            if a is not None and b is not None:
+                worst["topic_pairs"] = max(worst.get("topic_pairs", 0.0), abs(a - b) / max(abs(a), 1e-300))
+                if abs(a - b) > tolerance * max(abs(a), 1e-300):
+                    bad.append("layer %d topic_pairs: numpy %.17g, urpe %.17g" % (row["layer"], a, b))
         s1 = row["singular_values"][0]
         diff = max(abs(x - y) for x, y in zip(row["singular_values"], other["singular_values"])) / s1
         worst["singular_values (/s1)"] = max(worst.get("singular_values (/s1)", 0.0), diff)

@@ -247,6 +247,11 @@ json::Value analysis_to_json(const std::vector<RunAnalysis>& runs) {
           .set("random_max", a.random_max).set("random_mean", a.random_mean)
           .set("topic_within", number_or_null(a.topic_within)).set("topic_between", number_or_null(a.topic_between))
           .set("singular_values", sv);
+      if (!a.topic_pairs.empty()) {
+        json::Value pairs = json::Value::array();
+        for (double x : a.topic_pairs) pairs.push(number_or_null(x));
+        row.set("topic_pairs", pairs);
+      }
       layers.push(row);
     }
     json::Value topics = json::Value::array();
@@ -327,6 +332,8 @@ std::vector<RunAnalysis> analysis_from_json(const json::Value& doc, const std::s
         a.topic_within = number_of(l.at("topic_within"));
         a.topic_between = number_of(l.at("topic_between"));
         for (const json::Value& s : l.at("singular_values").items()) a.singular.push_back(s.as_number());
+        if (l.contains("topic_pairs"))
+          for (const json::Value& x : l.at("topic_pairs").items()) a.topic_pairs.push_back(number_of(x));
         r.layers.push_back(a);
       }
       if (row.contains("attention")) {  // analyses written before the attention split have none
@@ -384,6 +391,21 @@ std::string analysis_markdown(const std::vector<RunAnalysis>& runs) {
           << fixed(a.topic_between, 3) << " |\n";
     }
     out << "\n";
+    const LayerAnalysis& last = r.layers.back();
+    const size_t K = r.topic_names.size();
+    if (K > 2 && last.topic_pairs.size() == K * K) {  // which sources are alike, at the last analysed layer
+      out << "Mean cos(ctx_c, ctx_c') by the two contexts' topics, layer " << last.layer << ":\n\n|";
+      for (size_t b = 0; b < K; ++b) out << " | " << r.topic_names[b];
+      out << " |\n|---";
+      for (size_t b = 0; b < K; ++b) out << "|---";
+      out << "|\n";
+      for (size_t a = 0; a < K; ++a) {
+        out << "| " << r.topic_names[a];
+        for (size_t b = 0; b < K; ++b) out << " | " << fixed(last.topic_pairs[a * K + b], 3);
+        out << " |\n";
+      }
+      out << "\n";
+    }
     if (!r.attention.empty()) {
       double worst = 0;
       for (const AttentionSplit& b : r.attention) worst = std::max(worst, b.identity_error);

@@ -345,11 +345,21 @@ LayerAnalysis analyze_layer(const HiddenCube& cube, const std::vector<int>& topi
     for (int64_t c = 0; c < C; ++c) norms[c] = norm(&dec.ctx[c * d], d);
     double within = 0, between = 0;
     int64_t n_within = 0, n_between = 0;
+    const int64_t K = static_cast<int64_t>(*std::max_element(topics.begin(), topics.end())) + 1;
+    std::vector<double> pair_sum(static_cast<size_t>(K * K), 0.0);
+    std::vector<int64_t> pair_count(static_cast<size_t>(K * K), 0);
     for (int64_t c = 0; c < C; ++c)
       for (int64_t e = c + 1; e < C; ++e) {
         // Signed: centring makes two topics' mean context vectors opposite, so |cos| would hide
         // the split (a cluster pair at +v and −v has |cos| 1 both within and between).
         const double v = norms[c] > 0 && norms[e] > 0 ? dot(&dec.ctx[c * d], &dec.ctx[e * d], d) / (norms[c] * norms[e]) : 0.0;
+        const int64_t ab = topics[c] * K + topics[e], ba = topics[e] * K + topics[c];
+        pair_sum[ab] += v;
+        ++pair_count[ab];
+        if (ba != ab) {  // the matrix is symmetric
+          pair_sum[ba] += v;
+          ++pair_count[ba];
+        }
         if (topics[c] == topics[e]) {
           within += v;
           ++n_within;
@@ -358,6 +368,9 @@ LayerAnalysis analyze_layer(const HiddenCube& cube, const std::vector<int>& topi
           ++n_between;
         }
       }
+    a.topic_pairs.assign(static_cast<size_t>(K * K), NAN);
+    for (int64_t k = 0; k < K * K; ++k)
+      if (pair_count[k] > 0) a.topic_pairs[k] = pair_sum[k] / static_cast<double>(pair_count[k]);
     if (n_within > 0) a.topic_within = within / static_cast<double>(n_within);
     if (n_between > 0) a.topic_between = between / static_cast<double>(n_between);
   }
