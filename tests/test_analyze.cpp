@@ -178,6 +178,9 @@ TEST_CASE("decomposition needs C ≥ 2 and T ≥ 2 and a cube of the stated size
   CHECK_THROWS_WITH_AS(decompose(cube), doctest::Contains("at least 2 positions, got 1"), Error);
   cube.positions = 4;
   CHECK_THROWS_WITH_AS(decompose(cube), doctest::Contains("expected 4 x 4 x 2 values, got 8"), Error);
+  cube.h.assign(32, 1.0);
+  CHECK_THROWS_WITH_AS(analyze_layer(cube, {0, 1, -1, 0}, 1, EigenSolver::jacobi),
+                       doctest::Contains("topic labels must be 0 or more"), Error);
 }
 
 TEST_CASE("planted smooth circle + topic clusters: rank 2, E10 ≈ 1, incoherent, topics found") {

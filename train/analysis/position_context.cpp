@@ -263,6 +263,8 @@ LayerAnalysis analyze_layer(const HiddenCube& cube, const std::vector<int>& topi
   const int64_t C = cube.contexts, T = cube.positions, d = cube.dim;
   URPE_CHECK(topics.empty() || static_cast<int64_t>(topics.size()) == C,
              "position/context analysis: " << topics.size() << " topic labels for " << C << " contexts");
+  URPE_CHECK(topics.empty() || *std::min_element(topics.begin(), topics.end()) >= 0,
+             "position/context analysis: topic labels must be 0 or more");
   LayerAnalysis a;
   a.contexts = C;
   a.positions = T;
