@@ -15,6 +15,10 @@ contiguous 90% / 5% / 5% blocks of lines for train / valid / test; train tokens 
 --min-count times become <unk> in every split, as do valid/test tokens that are not kept in train,
 so valid and test have no out-of-vocabulary token.
 
+It also writes data/assets/corpus/sources.tsv, which lines of each split come from which source
+(split, first line counting from 1, line count, source title), so `urpe analyze` can label a
+window of text with its novel or the Bible (train/analysis/corpus_topics.h).
+
 The output is deterministic: gzip with mtime 0 and no file name, so a rerun gives the same bytes
 (with the same zlib). Python 3 standard library only.
 
@@ -266,6 +270,17 @@ def write_gzip(path, lines):
     return len(raw), len(buffer.getvalue())
 
 
+def write_sources(path, ranges):
+    """The source record: a tab-separated line per (split, source), in file order."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("# Which lines of each split come from which source (tools/make_corpus.py).\n")
+        f.write("# split\tfirst_line (from 1)\tlines\tsource\n")
+        for name in SPLITS:
+            for split, first, count, title in ranges:
+                if split == name:
+                    f.write("%s\t%d\t%d\t%s\n" % (split, first, count, title))
+
+
 def unigram_perplexity(train_lines, eval_lines):
     """exp of the mean negative log train-unigram probability of the eval tokens (+ <eos>)."""
     counts = collections.Counter(tok for line in train_lines for tok in line)
@@ -297,8 +312,10 @@ def main():
     sources.append(("King James Bible", [tokenize(p) for p in bible_paragraphs(args.bible)]))
 
     splits = {name: [] for name in SPLITS}
-    for _, lines in sources:
+    ranges = []  # (split, first line from 1, lines, source)
+    for title, lines in sources:
         for name, block in zip(SPLITS, split_source(lines)):
+            ranges.append((name, len(splits[name]) + 1, len(block), title))
             splits[name] += block
 
     counts = collections.Counter(tok for line in splits["train"] for tok in line)
@@ -323,6 +340,7 @@ def main():
         print("%-6s %9d %8d %9d %6.2f%% %10d %9d" % (
             name, raw_tokens[name], len(splits[name]), with_eos,
             100.0 * unk[name] / raw_tokens[name], raw_bytes, gz_bytes))
+    write_sources(os.path.join(args.out, "sources.tsv"), ranges)
     print("vocabulary (with <eos>): %d" % vocab)
     for name in ("valid", "test"):
         print("unigram perplexity %s: %.2f" % (name, unigram_perplexity(splits["train"],

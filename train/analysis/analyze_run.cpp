@@ -26,13 +26,13 @@ constexpr int64_t kBatch = 64;
 // Hidden states are held in double, one (C, T, d) cube per layer, plus the analysis's two copies.
 constexpr int64_t kMostValuesPerLayer = int64_t(1) << 24;  // 128 MiB of doubles
 
-// Appends the batch's states (B, T, d) of every layer to the cubes.
-void append(const HiddenStates& states, std::vector<HiddenCube>& cubes) {
-  if (cubes.empty()) cubes.resize(states.blocks.size());
-  for (size_t l = 0; l < states.blocks.size(); ++l) {
-    const Tensor& s = states.blocks[l];
+// Appends the batch's states (B, T, d) of the chosen layers to the cubes (one per chosen layer).
+void append(const HiddenStates& states, const std::vector<int64_t>& layers, std::vector<HiddenCube>& cubes) {
+  if (cubes.empty()) cubes.resize(layers.size());
+  for (size_t k = 0; k < layers.size(); ++k) {
+    const Tensor& s = states.blocks[static_cast<size_t>(layers[k])];
     const std::vector<float> v = s.to_vector_f32();
-    HiddenCube& cube = cubes[l];
+    HiddenCube& cube = cubes[k];
     cube.positions = s.size(1);
     cube.dim = s.size(2);
     cube.contexts += s.size(0);
@@ -47,29 +47,65 @@ std::string fixed(double x, int digits) {
   return text;
 }
 
-std::string file_stem(const std::string& name) {
-  std::string s;
-  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
-  return s.empty() ? "run" : s;
-}
-
 json::Value number_or_null(double x) { return std::isfinite(x) ? json::Value(x) : json::Value(); }
 double number_of(const json::Value& v) { return v.is_null() ? NAN : v.as_number(); }
 
 }  // namespace
+
+std::string analysis_file_stem(const std::string& name) {
+  std::string s;
+  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
+  return s.empty() ? "run" : s;
+}
 
 const std::vector<std::string>& analyze_families() {
   static const std::vector<std::string> families = {"encoder", "txl"};
   return families;
 }
 
+std::vector<int64_t> parse_layer_list(const std::string& text, const std::string& option) {
+  std::vector<int64_t> layers;
+  auto number = [&](const std::string& part, const std::string& item) {
+    URPE_CHECK(!part.empty() && part.size() <= 6 && part.find_first_not_of("0123456789") == std::string::npos,
+               option << ": expected layers like 0,2,4-6 (numbers from 0), got '" << item << "' in '" << text << "'");
+    return std::stoll(part);
+  };
+  std::string item;
+  std::istringstream in(text);
+  while (std::getline(in, item, ',')) {
+    const size_t dash = item.find('-');
+    const int64_t first = number(item.substr(0, dash), item);
+    const int64_t last = dash == std::string::npos ? first : number(item.substr(dash + 1), item);
+    URPE_CHECK(first <= last, option << ": the range '" << item << "' runs backwards");
+    for (int64_t l = first; l <= last; ++l) {
+      URPE_CHECK(std::find(layers.begin(), layers.end(), l) == layers.end(),
+                 option << ": layer " << l << " is listed twice in '" << text << "'");
+      layers.push_back(l);
+    }
+  }
+  URPE_CHECK(!layers.empty() && text.back() != ',', option << ": expected layers like 0,2,4-6, got '" << text << "'");
+  std::sort(layers.begin(), layers.end());
+  return layers;
+}
+
 RunAnalysis analyze_run(const AnalysisModel& model, const AnalyzeOptions& options) {
   URPE_CHECK(options.contexts >= 2, "urpe analyze: --contexts must be at least 2 (contexts are averaged over), got "
                                         << options.contexts);
+  URPE_CHECK(options.data == "split" || options.data == "random",
+             "urpe analyze: --data must be split or random, got '" << options.data << "'");
   const int64_t T = model.seq_len();
   URPE_CHECK(T >= 2, "urpe analyze: '" << model.source << "' has sequences of " << T
                                        << " position(s); the decomposition needs at least 2");
-  const int64_t d = model.family == "encoder" ? model.encoder->config().d_model : model.txl->config().d_model;
+  const bool encoder = model.family == "encoder";
+  const int64_t d = encoder ? model.encoder->config().d_model : model.txl->config().d_model;
+  const int64_t depth = encoder ? model.encoder->config().layers : model.txl->config().layers;
+  std::vector<int64_t> layers = options.layers;
+  if (layers.empty())
+    for (int64_t l = 0; l <= depth; ++l) layers.push_back(l);
+  for (int64_t l : layers)
+    URPE_CHECK(l >= 0 && l <= depth, "urpe analyze: --layers: '" << model.source << "' has " << depth
+                                         << " blocks, so its layers are 0.." << depth
+                                         << " (0 = the input to block 1), not " << l);
   URPE_CHECK(options.contexts * T * d <= kMostValuesPerLayer,
              "urpe analyze: --contexts " << options.contexts << " × " << T << " positions × d = " << d
                                          << " is too many hidden values per layer (at most " << kMostValuesPerLayer
@@ -85,16 +121,55 @@ RunAnalysis analyze_run(const AnalysisModel& model, const AnalyzeOptions& option
              : have_lapack()                         ? "Jacobi"
                                                      : "Jacobi (this build has no LAPACK)";
   std::vector<HiddenCube> cubes;
-  std::vector<int> topics;
+  std::vector<int>& topics = r.context_topics;
+  // The attention split needs the model's own A of context 0 (a check of B, P, C and A).
+  const bool split_logits = attention_split_applies(model, r.attention_note);
+  std::vector<std::vector<float>> first_attention;  // per block: H × T × T of context 0
+  auto keep_first_attention = [&](HiddenStates& states) {
+    if (!split_logits || !first_attention.empty()) return;
+    for (const Tensor& a : states.attention) {
+      const std::vector<float> v = a.to_vector_f32();  // (B, H, T, T): context 0 first
+      first_attention.emplace_back(v.begin(), v.begin() + a.size(1) * T * T);
+    }
+  };
+  // A batch of contexts (B, T) → the chosen layers' states appended to the cubes.
+  auto run_batch = [&](const std::vector<int32_t>& batch_major_ids, int64_t batch) {
+    HiddenStates states;
+    if (encoder) {
+      states.keep_attention = split_logits && first_attention.empty();
+      model.encoder->forward(Tensor::from_vector(batch_major_ids, {batch, T}), false, nullptr, &states);
+      keep_first_attention(states);
+    } else {
+      std::vector<int32_t> ids(batch_major_ids.size());  // time-major (T, B)
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t t = 0; t < T; ++t) ids[t * batch + b] = batch_major_ids[b * T + t];
+      model.txl->forward_hidden(Tensor::from_vector(ids, {T, batch}), {}, false, nullptr, &states);
+    }
+    append(states, layers, cubes);
+  };
 
-  if (model.family == "encoder") {
+  if (options.data == "random") {
+    std::mt19937_64 gen(options.seed);
+    std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(model.vocab() - 1));
+    for (int64_t seen = 0; seen < options.contexts; seen += kBatch) {
+      const int64_t batch = std::min(kBatch, options.contexts - seen);
+      std::vector<int32_t> ids(static_cast<size_t>(batch * T));
+      for (int32_t& id : ids) id = token(gen);
+      run_batch(ids, batch);
+    }
+    r.data = std::to_string(options.contexts) + " sequences of " + std::to_string(T) +
+             " tokens drawn i.i.d. uniformly from the model's vocabulary [0, " + std::to_string(model.vocab()) +
+             ") (--data random, seed " + std::to_string(options.seed) + (encoder ? ")" : ", no memory)");
+  } else if (encoder) {
     const SyntheticTask task = task_from_config(*model.config);
     Rng rng(options.seed);
     for (int64_t seen = 0; seen < options.contexts; seen += kBatch) {
       const int64_t batch = std::min(kBatch, options.contexts - seen);
       HiddenStates states;
+      states.keep_attention = split_logits && first_attention.empty();
       model.encoder->forward(task.sample(batch, rng).tokens, false, nullptr, &states);
-      append(states, cubes);
+      keep_first_attention(states);
+      append(states, layers, cubes);
     }
     r.data = std::to_string(options.contexts) + " fresh sequences of the run's task (" +
              model.config->get_string("task") + ", n = " + std::to_string(T) + ", seed " +
@@ -107,38 +182,48 @@ RunAnalysis analyze_run(const AnalysisModel& model, const AnalyzeOptions& option
     const int64_t n = static_cast<int64_t>(split.ids.size());
     URPE_CHECK(n >= T, "urpe analyze: the " << options.split << " split of '" << corpus.directory << "' has " << n
                                             << " tokens, fewer than one window of tgt_len = " << T);
-    const int64_t bible = bible_start_token(split, corpus.mode);
-    if (bible > 0 && bible < n) r.topic_names = {"Austen", "Bible"};
+    const SplitTopics sources = split_topics(split, corpus.mode);
+    r.topic_names = sources.names;
     std::mt19937_64 gen(options.seed);
     std::uniform_int_distribution<int64_t> offset(0, n - T);
     std::vector<int64_t> starts(static_cast<size_t>(options.contexts));
     for (int64_t& s : starts) s = offset(gen);
     for (int64_t seen = 0; seen < options.contexts; seen += kBatch) {
       const int64_t batch = std::min(kBatch, options.contexts - seen);
-      std::vector<int32_t> ids(static_cast<size_t>(T * batch));  // time-major (T, B)
+      std::vector<int32_t> ids(static_cast<size_t>(batch * T));
       for (int64_t b = 0; b < batch; ++b) {
         const int64_t start = starts[seen + b];
-        for (int64_t t = 0; t < T; ++t) ids[t * batch + b] = split.ids[start + t];
-        if (!r.topic_names.empty()) topics.push_back(start + T / 2 >= bible ? 1 : 0);  // the window's middle
+        for (int64_t t = 0; t < T; ++t) ids[b * T + t] = split.ids[start + t];
+        if (!r.topic_names.empty()) topics.push_back(sources.topic_of(start + T / 2));  // the window's middle
       }
-      HiddenStates states;
-      model.txl->forward_hidden(Tensor::from_vector(ids, {T, batch}), {}, false, nullptr, &states);
-      append(states, cubes);
+      run_batch(ids, batch);
     }
     r.data = std::to_string(options.contexts) + " windows of " + std::to_string(T) + " tokens at random offsets of " +
              split.path + " (seed " + std::to_string(options.seed) + ", no memory)";
     if (!r.topic_names.empty()) {
-      r.topic_counts = {static_cast<int64_t>(std::count(topics.begin(), topics.end(), 0)),
-                        static_cast<int64_t>(std::count(topics.begin(), topics.end(), 1))};
-      r.data += "; topic by the window's middle token: Austen before token " + std::to_string(bible) +
-                ", Bible from there";
+      for (size_t k = 0; k < r.topic_names.size(); ++k)
+        r.topic_counts.push_back(static_cast<int64_t>(std::count(topics.begin(), topics.end(), static_cast<int>(k))));
+      r.data += "; topic = the source of the window's middle token (" + sources.how + ")";
     }
   }
-  for (size_t l = 0; l < cubes.size(); ++l) {
-    LayerAnalysis a = analyze_layer(cubes[l], topics, options.seed + 1000 * l, options.solver);
-    a.layer = static_cast<int64_t>(l);
-    cubes[l].h = {};  // done with it
+  for (size_t k = 0; k < cubes.size(); ++k) {
+    const uint64_t seed = options.seed + 1000 * static_cast<uint64_t>(layers[k]);
+    Decomposition parts;
+    LayerAnalysis a = analyze_layer(cubes[k], topics, seed, options.solver, &parts);
+    a.layer = layers[k];
+    if (split_logits && layers[k] < depth) {  // block layers[k] + 1 reads this layer
+      const int64_t block = layers[k] + 1;
+      AttentionSplit split = split_attention_logits(cubes[k], parts, attention_projection(model, block, true),
+                                                    attention_projection(model, block, false),
+                                                    model.encoder->config().heads, block);
+      add_urpe_pictures(model, first_attention[static_cast<size_t>(block - 1)], split);
+      r.attention.push_back(std::move(split));
+    }
     r.layers.push_back(std::move(a));
+    r.parts.push_back(std::move(parts));
+    r.baseline_seeds.push_back(seed);
+    if (options.keep_hidden) r.hidden.push_back(std::move(cubes[k]));
+    cubes[k].h = {};  // done with it
   }
   return r;
 }
@@ -162,6 +247,11 @@ json::Value analysis_to_json(const std::vector<RunAnalysis>& runs) {
           .set("random_max", a.random_max).set("random_mean", a.random_mean)
           .set("topic_within", number_or_null(a.topic_within)).set("topic_between", number_or_null(a.topic_between))
           .set("singular_values", sv);
+      if (!a.topic_pairs.empty()) {
+        json::Value pairs = json::Value::array();
+        for (double x : a.topic_pairs) pairs.push(number_or_null(x));
+        row.set("topic_pairs", pairs);
+      }
       layers.push(row);
     }
     json::Value topics = json::Value::array();
@@ -171,8 +261,26 @@ json::Value analysis_to_json(const std::vector<RunAnalysis>& runs) {
       topics.push(t);
     }
     json::Value row = json::Value::object();
+    json::Value attention = json::Value::array();
+    for (const AttentionSplit& b : r.attention) {
+      json::Value heads = json::Value::array();
+      for (int64_t h = 0; h < b.heads; ++h) {
+        json::Value head = json::Value::object();
+        head.set("head", h).set("pos_pos", b.shares[h][0]).set("pos_ctx", b.shares[h][1])
+            .set("ctx_pos", b.shares[h][2]).set("ctx_ctx", b.shares[h][3]).set("diagonal", b.diagonal[h]);
+        json::Value centred = json::Value::array();
+        for (double x : b.centred_shares[h]) centred.push(x);
+        head.set("centred", centred);
+        heads.push(head);
+      }
+      json::Value block = json::Value::object();
+      block.set("block", b.block).set("identity_error", b.identity_error).set("heads", heads);
+      if (!b.attention.empty()) block.set("attention_error", b.attention_error);
+      attention.push(block);
+    }
     row.set("run", r.run).set("source", r.source).set("family", r.family).set("pe", r.pe).set("step", r.step)
-        .set("data", r.data).set("topics", topics).set("solver", r.solver).set("layers", layers);
+        .set("data", r.data).set("topics", topics).set("solver", r.solver).set("layers", layers)
+        .set("attention", attention).set("attention_note", r.attention_note);
     list.push(row);
   }
   json::Value doc = json::Value::object();
@@ -224,7 +332,27 @@ std::vector<RunAnalysis> analysis_from_json(const json::Value& doc, const std::s
         a.topic_within = number_of(l.at("topic_within"));
         a.topic_between = number_of(l.at("topic_between"));
         for (const json::Value& s : l.at("singular_values").items()) a.singular.push_back(s.as_number());
+        if (l.contains("topic_pairs"))
+          for (const json::Value& x : l.at("topic_pairs").items()) a.topic_pairs.push_back(number_of(x));
         r.layers.push_back(a);
+      }
+      if (row.contains("attention")) {  // analyses written before the attention split have none
+        for (const json::Value& b : row.at("attention").items()) {
+          AttentionSplit split;
+          split.block = b.at("block").as_integer();
+          split.identity_error = b.at("identity_error").as_number();
+          for (const json::Value& h : b.at("heads").items()) {
+            split.shares.push_back({h.at("pos_pos").as_number(), h.at("pos_ctx").as_number(),
+                                    h.at("ctx_pos").as_number(), h.at("ctx_ctx").as_number()});
+            split.diagonal.push_back(h.at("diagonal").as_number());
+            const std::vector<json::Value>& c = h.at("centred").items();
+            URPE_CHECK(c.size() == kLogitTerms, "centred: expected " << kLogitTerms << " shares");
+            split.centred_shares.push_back({c[0].as_number(), c[1].as_number(), c[2].as_number(), c[3].as_number()});
+          }
+          split.heads = static_cast<int64_t>(split.shares.size());
+          r.attention.push_back(std::move(split));
+        }
+        r.attention_note = row.at("attention_note").as_string();
       }
       URPE_CHECK(!r.layers.empty(), "run '" << r.run << "' has no layers");
       runs.push_back(r);
@@ -263,6 +391,43 @@ std::string analysis_markdown(const std::vector<RunAnalysis>& runs) {
           << fixed(a.topic_between, 3) << " |\n";
     }
     out << "\n";
+    const LayerAnalysis& last = r.layers.back();
+    const size_t K = r.topic_names.size();
+    if (K > 2 && last.topic_pairs.size() == K * K) {  // which sources are alike, at the last analysed layer
+      out << "Mean cos(ctx_c, ctx_c') by the two contexts' topics, layer " << last.layer << ":\n\n|";
+      for (size_t b = 0; b < K; ++b) out << " | " << r.topic_names[b];
+      out << " |\n|---";
+      for (size_t b = 0; b < K; ++b) out << "|---";
+      out << "|\n";
+      for (size_t a = 0; a < K; ++a) {
+        out << "| " << r.topic_names[a];
+        for (size_t b = 0; b < K; ++b) out << " | " << fixed(last.topic_pairs[a * K + b], 3);
+        out << " |\n";
+      }
+      out << "\n";
+    }
+    if (!r.attention.empty()) {
+      double worst = 0;
+      for (const AttentionSplit& b : r.attention) worst = std::max(worst, b.identity_error);
+      char err[32];
+      std::snprintf(err, sizeof err, "%.1e", worst);
+      out << "Attention logits of block l (reading layer l − 1) split into position and context terms: shares of "
+             "Σ term² (%), then the same with each row centred over the keys (what the softmax sees: it ignores "
+             "a constant per row, such as the mean's and biases' part of pos·pos); diag % = rows whose pos·pos "
+             "maximum is on the diagonal; the four terms add up to the logits to "
+          << err << " (relative).\n\n| block | head | pos·pos | pos·ctx | ctx·pos | ctx·ctx | centred: pos·pos | "
+                    "pos·ctx | ctx·pos | ctx·ctx | diag % |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+      for (const AttentionSplit& b : r.attention)
+        for (int64_t h = 0; h < b.heads; ++h) {
+          out << "| " << b.block << " | " << h;
+          for (double x : b.shares[h]) out << " | " << fixed(100 * x, 1);
+          for (double x : b.centred_shares[h]) out << " | " << fixed(100 * x, 1);
+          out << " | " << fixed(100 * b.diagonal[h], 0) << " |\n";
+        }
+      out << "\n";
+    } else if (!r.attention_note.empty()) {
+      out << "Attention split: not for this run: " << r.attention_note << ".\n\n";
+    }
   }
   out << "Layer 0 is the input to block 1, layer l the output of block l. pos/ctx/resid % are the shares of\n"
          "‖h − μ‖² (C·Σ‖pos_t‖², T·Σ‖ctx_c‖², Σ‖resid‖²); ANOVA err = |total − their sum| / total. rel. norm =\n"
@@ -274,8 +439,58 @@ std::string analysis_markdown(const std::vector<RunAnalysis>& runs) {
 }
 
 std::vector<std::string> draw_analysis_plots(const std::string& plot_dir, const RunAnalysis& r) {
-  const std::string stem = file_stem(r.run);
+  const std::string stem = analysis_file_stem(r.run);
   std::vector<std::string> paths;
+  if (!r.attention.empty() && !r.attention.front().example.empty())  // not for a run read back from JSON
+    paths = draw_attention_plots(plot_dir, stem, r.attention);
+  if (r.parts.size() == r.layers.size()) {  // cos of [pos_1..pos_T; ctx grouped by topic] per layer
+    // At most 40 contexts of each topic (the first ones drawn), 64 without topics, so cells stay visible.
+    std::vector<int64_t> shown;
+    const int64_t C = r.layers.front().contexts;
+    if (r.context_topics.empty()) {
+      for (int64_t c = 0; c < std::min<int64_t>(C, 64); ++c) shown.push_back(c);
+    } else {
+      for (size_t topic = 0; topic < r.topic_names.size(); ++topic) {
+        int64_t taken = 0;
+        for (int64_t c = 0; c < C && taken < 40; ++c)
+          if (r.context_topics[c] == static_cast<int>(topic)) {
+            shown.push_back(c);
+            ++taken;
+          }
+      }
+    }
+    std::vector<plot::HeatmapSpec> panels;
+    for (size_t k = 0; k < r.layers.size(); ++k) {
+      const LayerAnalysis& a = r.layers[k];
+      const int64_t T = a.positions, d = a.dim, n = T + static_cast<int64_t>(shown.size());
+      std::vector<const double*> rows;
+      for (int64_t t = 0; t < T; ++t) rows.push_back(&r.parts[k].pos[t * d]);
+      for (int64_t c : shown) rows.push_back(&r.parts[k].ctx[c * d]);
+      std::vector<double> norms;
+      for (const double* v : rows) {
+        double s2 = 0;
+        for (int64_t i = 0; i < d; ++i) s2 += v[i] * v[i];
+        norms.push_back(std::sqrt(s2));
+      }
+      plot::HeatmapSpec p;
+      p.title = "layer " + std::to_string(a.layer);
+      p.x_label = p.y_label = "pos 1..T, then ctx by topic";
+      p.rows = p.cols = static_cast<int>(n);
+      p.vmin = -1;
+      p.vmax = 1;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double dot = 0;
+          for (int64_t e = 0; e < d; ++e) dot += rows[i][e] * rows[j][e];
+          p.values.push_back(norms[i] > 0 && norms[j] > 0 ? static_cast<float>(dot / (norms[i] * norms[j])) : NAN);
+        }
+      panels.push_back(p);
+    }
+    paths.push_back(join_path(plot_dir, "gram_pos_ctx_" + stem + ".png"));
+    plot::heatmap_grid(paths.back(), panels, std::min<int>(3, static_cast<int>(panels.size())),
+                       r.run + ": cos of [pos; ctx" +
+                           (r.topic_names.empty() ? std::string("]") : " by topic, in the report's order]"));
+  }
   {
     plot::LineChartSpec spec;
     spec.title = r.run + ": singular values of P = [pos_1 … pos_T] per layer";

@@ -258,11 +258,13 @@ Decomposition decompose(const HiddenCube& cube) {
 }
 
 LayerAnalysis analyze_layer(const HiddenCube& cube, const std::vector<int>& topics, uint64_t seed,
-                            EigenSolver solver) {
-  const Decomposition dec = decompose(cube);
+                            EigenSolver solver, Decomposition* kept) {
+  Decomposition dec = decompose(cube);
   const int64_t C = cube.contexts, T = cube.positions, d = cube.dim;
   URPE_CHECK(topics.empty() || static_cast<int64_t>(topics.size()) == C,
              "position/context analysis: " << topics.size() << " topic labels for " << C << " contexts");
+  URPE_CHECK(topics.empty() || *std::min_element(topics.begin(), topics.end()) >= 0,
+             "position/context analysis: topic labels must be 0 or more");
   LayerAnalysis a;
   a.contexts = C;
   a.positions = T;
@@ -323,9 +325,9 @@ LayerAnalysis analyze_layer(const HiddenCube& cube, const std::vector<int>& topi
     for (int64_t s = 0; s < T; ++s)
       for (int64_t t = 0; t < T; ++t) k_gram[s * T + t] = dot(&dec.pos[s * d], &dec.pos[t * d], d);
     const std::vector<double> lambda = symmetric_eigen(std::move(k_gram), T, solver, v);
-    const int64_t kept = std::min<int64_t>({4, T - 1, d});
-    a.directions.assign(static_cast<size_t>(kept), std::vector<double>(static_cast<size_t>(T), 0.0));
-    for (int64_t k = 0; k < kept && s1 > 0; ++k)
+    const int64_t shown = std::min<int64_t>({4, T - 1, d});
+    a.directions.assign(static_cast<size_t>(shown), std::vector<double>(static_cast<size_t>(T), 0.0));
+    for (int64_t k = 0; k < shown && s1 > 0; ++k)
       for (int64_t t = 0; t < T; ++t) a.directions[k][t] = std::sqrt(std::max(0.0, lambda[k])) * v[t * T + k] / s1;
   }
   a.e10 = T > 10 ? low_frequency_energy(a.gram, T, 10) : NAN;  // T ≤ 10: all frequencies are "low", E₁₀ = 1 says nothing
@@ -345,11 +347,21 @@ LayerAnalysis analyze_layer(const HiddenCube& cube, const std::vector<int>& topi
     for (int64_t c = 0; c < C; ++c) norms[c] = norm(&dec.ctx[c * d], d);
     double within = 0, between = 0;
     int64_t n_within = 0, n_between = 0;
+    const int64_t K = static_cast<int64_t>(*std::max_element(topics.begin(), topics.end())) + 1;
+    std::vector<double> pair_sum(static_cast<size_t>(K * K), 0.0);
+    std::vector<int64_t> pair_count(static_cast<size_t>(K * K), 0);
     for (int64_t c = 0; c < C; ++c)
       for (int64_t e = c + 1; e < C; ++e) {
         // Signed: centring makes two topics' mean context vectors opposite, so |cos| would hide
         // the split (a cluster pair at +v and −v has |cos| 1 both within and between).
         const double v = norms[c] > 0 && norms[e] > 0 ? dot(&dec.ctx[c * d], &dec.ctx[e * d], d) / (norms[c] * norms[e]) : 0.0;
+        const int64_t ab = topics[c] * K + topics[e], ba = topics[e] * K + topics[c];
+        pair_sum[ab] += v;
+        ++pair_count[ab];
+        if (ba != ab) {  // the matrix is symmetric
+          pair_sum[ba] += v;
+          ++pair_count[ba];
+        }
         if (topics[c] == topics[e]) {
           within += v;
           ++n_within;
@@ -358,8 +370,15 @@ LayerAnalysis analyze_layer(const HiddenCube& cube, const std::vector<int>& topi
           ++n_between;
         }
       }
+    a.topic_pairs.assign(static_cast<size_t>(K * K), NAN);
+    for (int64_t k = 0; k < K * K; ++k)
+      if (pair_count[k] > 0) a.topic_pairs[k] = pair_sum[k] / static_cast<double>(pair_count[k]);
     if (n_within > 0) a.topic_within = within / static_cast<double>(n_within);
     if (n_between > 0) a.topic_between = between / static_cast<double>(n_between);
+  }
+  if (kept) {
+    dec.resid = {};
+    *kept = std::move(dec);
   }
   return a;
 }

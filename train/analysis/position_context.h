@@ -78,11 +78,15 @@ struct LayerAnalysis {
   double random_max = 0, random_mean = 0;            // the same for T + C Gaussian vectors in ℝ^d
   double topic_within = 0, topic_between = 0;        // mean cos(ctx_c, ctx_c'), c ≠ c' (signed); NaN without topics
   int64_t topics = 0;                                // distinct topics among the contexts
+  // Mean cos(ctx_c, ctx_c') for contexts of topics (a, b), K × K row-major with K = max label + 1
+  // (pairs c ≠ c'; NaN where a pair of topics has no such contexts): which sources are alike.
+  std::vector<double> topic_pairs;
 };
 
 // Analyses one layer. `topics`: one label per context (empty: no topics). `seed` draws the
-// Gaussian baseline.
+// Gaussian baseline. `kept`, when given, receives μ, pos and ctx (not the residual, which is as
+// large as the states) for decomposition.safetensors.
 LayerAnalysis analyze_layer(const HiddenCube& cube, const std::vector<int>& topics, uint64_t seed,
-                            EigenSolver solver);
+                            EigenSolver solver, Decomposition* kept = nullptr);
 
 }  // namespace urpe

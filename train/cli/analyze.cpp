@@ -5,6 +5,7 @@
 
 #include "tensor/error.h"
 #include "train/analysis/analysis_model.h"
+#include "train/analysis/analyze_files.h"
 #include "train/analysis/analyze_run.h"
 #include "train/checkpoint.h"
 #include "train/cli/handlers.h"
@@ -59,6 +60,11 @@ int run_analyze(const Args& args) {
   options.contexts = args.get_int("contexts", options.contexts);
   options.split = args.get("split", options.split);
   options.seed = static_cast<uint64_t>(args.get_int("seed", 1));
+  options.data = args.get("data", options.data);
+  URPE_CHECK(options.data == "split" || options.data == "random",
+             kCommand << ": --data must be split or random, got '" << options.data << "'");
+  if (args.has("layers")) options.layers = parse_layer_list(args.get("layers"), kCommand + ": --layers");
+  options.keep_hidden = args.has("save-hidden");
   URPE_CHECK(options.split == "train" || options.split == "valid" || options.split == "test",
              kCommand << ": --split must be train, valid or test, got '" << options.split << "'");
   const std::string solver = args.get("solver", have_lapack() ? "lapack" : "jacobi");
@@ -69,7 +75,8 @@ int run_analyze(const Args& args) {
 
   const std::string out = args.get("out");
   const std::string json_path = join_path(out, "analysis.json"), md_path = join_path(out, "analysis.md");
-  URPE_CHECK(args.has("overwrite") || (!path_exists(json_path) && !path_exists(md_path)),
+  URPE_CHECK(args.has("overwrite") ||
+                 (!path_exists(json_path) && !path_exists(md_path) && !path_exists(join_path(out, "decomposition.safetensors"))),
              kCommand << ": --out " << out << " already holds an analysis (analysis.json); choose another directory "
                       << "or pass --overwrite");
 
@@ -99,10 +106,25 @@ int run_analyze(const Args& args) {
   if (compare) drawn = draw_compare_plots(plots, runs);
   for (const RunAnalysis& r : runs)  // a run read back from analysis.json has no Gram matrix to draw
     for (const std::string& p : draw_analysis_plots(plots, r)) drawn.push_back(p);
+  // The tensors of every run analysed now (one read back from analysis.json has none):
+  // decomposition.safetensors (and hidden.safetensors) for --run, <name>_<run>.safetensors for --compare.
+  std::vector<std::string> tensor_files;
+  for (const RunAnalysis& r : runs) {
+    if (r.parts.empty()) continue;
+    const std::string suffix = compare ? "_" + analysis_file_stem(r.run) + ".safetensors" : ".safetensors";
+    tensor_files.push_back(join_path(out, "decomposition" + suffix));
+    save_decomposition(tensor_files.back(), r);
+    if (options.keep_hidden) {
+      tensor_files.push_back(join_path(out, "hidden" + suffix));
+      save_hidden_states(tensor_files.back(), r);
+    }
+  }
   json::write_file(json_path, analysis_to_json(runs));
   write_text_atomic(md_path, "# urpe analyze\n\n" + markdown);
   std::printf("%s", markdown.c_str());  // after the files: an error above stays the only output
-  std::printf("\nwrote %s, %s and %zu plots in %s\n", json_path.c_str(), md_path.c_str(), drawn.size(), plots.c_str());
+  std::printf("\nwrote %s, %s", json_path.c_str(), md_path.c_str());
+  for (const std::string& f : tensor_files) std::printf(", %s", f.c_str());
+  std::printf(" and %zu plots in %s\n", drawn.size(), plots.c_str());
   return 0;
 }
 

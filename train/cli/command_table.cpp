@@ -165,13 +165,18 @@ std::vector<CommandSpec> command_table() {
   table.push_back(theory);
 
   table.push_back(
-      {"analyze", "analyze --run DIR | --compare DIR [DIR]... --out OUT [--contexts C] [--split NAME] [--overwrite]",
+      {"analyze",
+       "analyze --run DIR | --compare DIR [DIR]... --out OUT [--contexts C] [--layers LIST] [--data split|random] "
+       "[--save-hidden] [--overwrite]",
        "where position lives in the hidden states: the position/context decomposition per layer",
        {{"run", "DIR", "", "a run directory (encoder or txl)"},
         {"compare", "DIR", "", "runs side by side: each DIR an 'urpe analyze' output, a run or a repro directory"},
-        {"out", "DIR", "", "writes OUT/analysis.json, OUT/analysis.md and OUT/plots/"},
+        {"out", "DIR", "", "writes OUT/analysis.json, OUT/analysis.md, OUT/decomposition.safetensors and OUT/plots/"},
         {"contexts", "C", "256", "contexts C (encoder: fresh task sequences; txl: corpus windows)", {2, 65536}},
+        {"layers", "LIST", "all", "the layers analysed, e.g. 0,2,4-6 (0 = input to block 1, L = last block's output)"},
+        {"data", "KIND", "split", "split: the run's own data (task sequences, corpus windows); random: i.i.d. uniform tokens"},
         {"split", "NAME", "valid", "txl: the corpus split the windows come from (train, valid or test)"},
+        {"save-hidden", "", "", "also write the analysed states, OUT/hidden.safetensors (for tools/analyze_reference.py)"},
         {"seed", "N", "1", "seed of the sequences, the window offsets and the Gaussian baseline", {0, 2147483647}},
         {"solver", "NAME", "lapack", "eigensolver: lapack (OpenBLAS's dsyev) or jacobi (the fallback without it)"},
         {"overwrite", "", "", "replace an analysis already in OUT"}},
@@ -181,7 +186,13 @@ std::vector<CommandSpec> command_table() {
        "singular values of P = [pos_1 .. pos_T], stable rank, the rank holding 90% of the energy, the\n"
        "relative norm sqrt(C) s1(P) / s1(h - mu), the smoothness E10 (DCT energy of the Gram matrix of\n"
        "the unit pos_t), the incoherence |cos(pos_t, ctx_c)| beside Gaussian vectors, and for the embedded\n"
-       "corpus the mean cos of ctx within and between topics (Austen, Bible). Graphormer runs are not\n"
+       "corpus the mean cos of ctx within and between topics (each source in the corpus's sources.tsv:\n"
+       "the six novels and the Bible; without it Austen and the Bible found from the text).\n"
+       "Encoders: each head's attention logits of block l split exactly into pos.pos, pos.ctx, ctx.pos and\n"
+       "ctx.ctx (the input of W_Q/W_K written as (mu + pos) + cvec), their shares, how often the pos.pos row\n"
+       "maximum is on the diagonal, and for URPE heads pictures of B, P, C, A = P * C and A.1.\n"
+       "decomposition.safetensors holds layer<l>.mu, .pos (T x d) and .ctx (C x d) per analysed layer;\n"
+       "with --compare the tensor files are named <file>_<run>.safetensors. Graphormer runs are not\n"
        "supported (atoms have no sequence positions).\n",
        32});
   return table;
