@@ -186,7 +186,9 @@ TEST_CASE("cli: bad --pes/--lengths/--tasks and pe values get one line naming th
       {"train --preset pi-tiny --set pe=rope+rope --out " + out, "key 'pe' expects one of none, ape, sinusoidal"},
       {"train --preset pi-tiny --set pe=rpe+urpe --out " + out, "rope+urpe"},
       {"train --preset pi-tiny --set pe=rope --set d_model=12 --set heads=4 --out " + out, "even head dimension"},
-      {"train --preset txl-tiny --set pe=rope --out " + out, "key 'pe' expects one of rpe, urpe"},
+      {"train --preset txl-tiny --set pe=rope --out " + out, "key 'pe' expects one of rpe, urpe, alibi, alibi+urpe;"},
+      {"train --preset txl-tiny --set pe=sinusoidal+urpe --out " + out, "key 'pe' expects one of rpe, urpe, alibi, alibi+urpe;"},
+      {"train --preset txl-tiny --set pe=alibi+alibi --out " + out, "key 'pe' expects one of rpe, urpe, alibi, alibi+urpe;"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.arguments);
