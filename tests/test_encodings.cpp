@@ -158,6 +158,15 @@ TEST_CASE("repro synthetic: a column per encoding, a row per length, the probe l
   CHECK(md.find("| task | V | n | none | sinusoidal | alibi+urpe | rope |") != std::string::npos);
   CHECK(md.find("| pi | 100 | 6 |") != std::string::npos);
   CHECK(md.find("| pi | 100 | 9 |") != std::string::npos);
+  // Self-explanatory: the command, the setting of each row, where and when it ran.
+  CHECK(md.find("`urpe repro synthetic --scale tiny --seeds 1 --tasks pi --pes none,sinusoidal,alibi+urpe,rope "
+                "--lengths 6,9`: scale `tiny`") != std::string::npos);
+  CHECK(md.find("- pi, n = 9: preset `pi-tiny`, 2 layers, d_model 64, 4 heads, d_ff 256; 2 steps of batch 4") !=
+        std::string::npos);
+  CHECK(md.find("(overrides: steps=2 warmup=1 eval_every=2 valid_size=8 batch=4)") != std::string::npos);
+  CHECK(md.find(" s wall for 8 runs; load average ") != std::string::npos);
+  CHECK(md.find("Ran on ") != std::string::npos);
+  CHECK(md.find("n = 9 (paper Figures 1 and 3) | not transcribed") != std::string::npos);
   // After two steps C has moved off ones; none and rope only change the logits (their spread is
   // float rounding, ~1e-7).
   const size_t bound = md.find("bound by the theorem: "), apart = md.find("can tell positions apart: ");
