@@ -4,14 +4,13 @@
 // is in transformer_xl.h.
 #include "models/transformer_xl.h"
 
-#include "models/encoder.h"  // alibi_slopes
-
 #include <string>
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "autograd/node.h"
+#include "models/encoder.h"  // alibi_slopes
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"

@@ -167,6 +167,11 @@ TEST_CASE("repro synthetic: a column per encoding, a row per length, the probe l
   CHECK(md.find(" s wall for 8 runs; load average ") != std::string::npos);
   CHECK(md.find("Ran on ") != std::string::npos);
   CHECK(md.find("n = 9 (paper Figures 1 and 3) | not transcribed") != std::string::npos);
+  // One accuracy chart with a group per (task, n), learning curves per length.
+  for (const char* plot : {"plots/accuracy.png", "plots/curves_pi-n6.png", "plots/curves_pi-n9.png"}) {
+    INFO(plot);
+    CHECK(path_exists(join_path(out, plot)));
+  }
   // After two steps C has moved off ones; none and rope only change the logits (their spread is
   // float rounding, ~1e-7).
   const size_t bound = md.find("bound by the theorem: "), apart = md.find("can tell positions apart: ");
