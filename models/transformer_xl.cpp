@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "autograd/node.h"
+#include "models/encoder.h"  // alibi_slopes
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
@@ -54,12 +55,12 @@ TransformerXL::TransformerXL(const TransformerXLConfig& c, uint64_t seed, const 
 
   embedding_ = params_.add("word_emb.weight", Tensor::normal({c.vocab, d}, 0.0f, c.init_std, rng, device));
   u_ = params_.add("r_w_bias", Tensor::normal({c.heads, c.d_head}, 0.0f, c.init_std, rng, device));
-  v_ = params_.add("r_r_bias", Tensor::normal({c.heads, c.d_head}, 0.0f, c.init_std, rng, device));
+  if (!c.alibi) v_ = params_.add("r_r_bias", Tensor::normal({c.heads, c.d_head}, 0.0f, c.init_std, rng, device));
   for (int64_t l = 0; l < c.layers; ++l) {
     const std::string p = "layers." + std::to_string(l);
     Layer layer;
     layer.qkv = Linear(params_, p + ".attn.qkv_net", d, 3 * hd, init, false);
-    layer.r_proj = Linear(params_, p + ".attn.r_net", d, hd, init, false);
+    if (!c.alibi) layer.r_proj = Linear(params_, p + ".attn.r_net", d, hd, init, false);
     layer.out_proj = Linear(params_, p + ".attn.o_net", hd, d, init, false);
     layer.attention_norm = layer_norm(p + ".attn.layer_norm");
     layer.ffn = FeedForward(params_, p + ".ff", d, c.d_inner, init, false);
@@ -106,8 +107,9 @@ Tensor TransformerXL::positional_table(int64_t klen) const {
 }
 
 // The core's settings for one segment: scale 1/√dh, causal with offset mlen (key j visible iff
-// j ≤ mlen + i), C gathered by the clamped distance (URPE), and same_length as a constant −∞ bias
-// (bucket 1) on keys j ≤ i − s, which needs no extra mask argument in the core.
+// j ≤ mlen + i), C gathered by the clamped distance (URPE), and the bias table/map for ALiBi and
+// same_length. same_length is a constant −∞ bias on keys j ≤ i − s, which needs no extra mask
+// argument in the core: bucket 1 of a {0, −∞} table, or with ALiBi the bucket after its distances.
 UrpeAttentionParams TransformerXL::attention_core(int64_t qlen, int64_t mlen) const {
   const int64_t klen = mlen + qlen;
   UrpeAttentionParams core;
@@ -124,27 +126,36 @@ UrpeAttentionParams TransformerXL::attention_core(int64_t qlen, int64_t mlen) co
     core.c_table = c_table_;
     core.c_map = Tensor::from_vector(map, {qlen, klen}).to(device_);
   }
-  if (config_.same_length) {
-    const int64_t s = klen > config_.mem_len ? qlen - (klen - config_.mem_len) : qlen;
-    std::vector<int32_t> map(static_cast<size_t>(qlen * klen), 0);  // (qlen, klen)
-    for (int64_t i = 0; i < qlen; ++i)
-      for (int64_t j = 0; j < klen && j <= i - s; ++j) map[i * klen + j] = 1;
-    const float neg_inf = -std::numeric_limits<float>::infinity();
-    std::vector<float> table(static_cast<size_t>(config_.heads * 2), 0.0f);  // (H, 2): {0, −∞}
-    for (int64_t h = 0; h < config_.heads; ++h) table[h * 2 + 1] = neg_inf;
-    core.bias_table = Tensor::from_vector(table, {config_.heads, 2}).to(device_);
-    core.bias_map = Tensor::from_vector(map, {qlen, klen}).to(device_);
+  if (!config_.alibi && !config_.same_length) return core;
+  // ALiBi: bucket δ' = min(δ, clamp_len) holds −m_h·δ' for δ' = 0 … longest; otherwise one bucket 0.
+  const int64_t longest = !config_.alibi ? 0 : config_.clamp_len > 0 ? std::min(klen - 1, config_.clamp_len) : klen - 1;
+  const int64_t masked = longest + 1, buckets = longest + 2;  // the same_length bucket: −∞
+  std::vector<float> table(static_cast<size_t>(config_.heads * buckets), 0.0f);  // (H, buckets)
+  const std::vector<double> slopes = config_.alibi ? alibi_slopes(config_.heads) : std::vector<double>();
+  for (int64_t h = 0; h < config_.heads; ++h) {
+    for (int64_t k = 0; config_.alibi && k <= longest; ++k)
+      table[h * buckets + k] = static_cast<float>(-slopes[h] * static_cast<double>(k));
+    table[h * buckets + masked] = -std::numeric_limits<float>::infinity();
   }
+  const int64_t s = klen > config_.mem_len ? qlen - (klen - config_.mem_len) : qlen;
+  std::vector<int32_t> map(static_cast<size_t>(qlen * klen), 0);  // (qlen, klen); future keys: any
+  for (int64_t i = 0; i < qlen; ++i)
+    for (int64_t j = 0; j <= mlen + i; ++j)
+      map[i * klen + j] = static_cast<int32_t>(config_.same_length && j <= i - s ? masked
+                                                                                 : std::min(mlen + i - j, longest));
+  core.bias_table = Tensor::from_vector(table, {config_.heads, buckets}).to(device_);
+  core.bias_map = Tensor::from_vector(map, {qlen, klen}).to(device_);
   return core;
 }
 
 // ---- attention block ----
 
-// h: (B, qlen, d), memory: (B, mlen, d) or undefined, pos: (klen, d) → LN(h + Drop(o)) (B, qlen, d)
+// h: (B, qlen, d), memory: (B, mlen, d) or undefined, pos: (klen, d) (undefined with ALiBi)
+// → LN(h + Drop(o)) (B, qlen, d)
 Tensor TransformerXL::attention(const Layer& layer, const Tensor& h, const Tensor& memory,
                                 const Tensor& pos, const UrpeAttentionParams& core, bool training,
                                 Rng* rng, Tensor* weights) const {
-  const int64_t batch = h.size(0), qlen = h.size(1), klen = pos.size(0), mlen = klen - qlen;
+  const int64_t batch = h.size(0), qlen = h.size(1), mlen = memory.defined() ? memory.size(1) : 0, klen = mlen + qlen;
   const int64_t heads = config_.heads, dh = config_.d_head, hd = heads * dh;
   auto drop = [&](const Tensor& t, float p) {
     return (training && p > 0.0f) ? dropout(t, p, rng->next_seed(), true) : t;
@@ -155,19 +166,20 @@ Tensor TransformerXL::attention(const Layer& layer, const Tensor& h, const Tenso
   const Tensor q = reshape(slice(slice(qkv, 1, mlen, klen), 2, 0, hd), {batch, qlen, heads, dh});
   const Tensor k = permute(reshape(slice(qkv, 2, hd, 2 * hd), {batch, klen, heads, dh}), {0, 2, 1, 3});
   const Tensor v = permute(reshape(slice(qkv, 2, 2 * hd, 3 * hd), {batch, klen, heads, dh}), {0, 2, 1, 3});
-  // r: (klen, H·dh) → (H, klen, dh)
-  const Tensor r = permute(reshape(layer.r_proj.forward(pos), {klen, heads, dh}), {1, 0, 2});
-
   // AC[b,h,i,j] = (q_i + u)·k_j: (B, H, qlen, dh)·(B, H, klen, dh)ᵀ → (B, H, qlen, klen)
   const Tensor q_u = permute(add(q, u_), {0, 2, 1, 3});
-  const Tensor ac = matmul(q_u, k, false, true);
-  // BDraw[h,b,i,k] = (q_i + v)·r_k: (H, B·qlen, dh)·(H, klen, dh)ᵀ → (H, B, qlen, klen), then the
-  // shift picks row k = j + qlen − 1 − i (distance mlen + i − j) and we return to (B, H, qlen, klen).
-  const Tensor q_v = reshape(permute(add(q, v_), {2, 0, 1, 3}), {heads, batch * qlen, dh});
-  const Tensor bd_raw = reshape(matmul(q_v, r, false, true), {heads, batch, qlen, klen});
-  const Tensor bd = permute(relative_shift(bd_raw), {1, 0, 2, 3});
+  Tensor scores = matmul(q_u, k, false, true);
+  if (!config_.alibi) {  // ALiBi's bias −m_h·δ is in the core's bias table instead
+    // r: (klen, H·dh) → (H, klen, dh)
+    const Tensor r = permute(reshape(layer.r_proj.forward(pos), {klen, heads, dh}), {1, 0, 2});
+    // BDraw[h,b,i,k] = (q_i + v)·r_k: (H, B·qlen, dh)·(H, klen, dh)ᵀ → (H, B, qlen, klen), then the
+    // shift picks row k = j + qlen − 1 − i (distance mlen + i − j) and we return to (B, H, qlen, klen).
+    const Tensor q_v = reshape(permute(add(q, v_), {2, 0, 1, 3}), {heads, batch * qlen, dh});
+    const Tensor bd_raw = reshape(matmul(q_v, r, false, true), {heads, batch, qlen, klen});
+    scores = add(scores, permute(relative_shift(bd_raw), {1, 0, 2, 3}));
+  }
 
-  Tensor attn = urpe_attention(add(ac, bd), core);  // (B, H, qlen, klen), scale 1/√dh inside
+  Tensor attn = urpe_attention(scores, core);  // (B, H, qlen, klen), scale 1/√dh inside
   if (weights) *weights = attn;
   attn = drop(attn, config_.dropatt);
   const Tensor context = matmul(attn, v);  // (B, H, qlen, dh)
@@ -202,7 +214,8 @@ TxlHidden TransformerXL::forward_hidden(const Tensor& tokens, const TxlMemory& m
   // h_0 = Drop(E[w]·√d), (qlen, B, d) → batch-major (B, qlen, d)
   const Tensor embedded = scale(embedding(embedding_, tokens), std::sqrt(static_cast<float>(d)));
   std::vector<Tensor> hids{drop(permute(embedded, {1, 0, 2}))};
-  const Tensor pos = drop(positional_table(klen));  // (klen, d), one mask for batch and layers
+  // (klen, d), one dropout mask for batch and layers; ALiBi has no R
+  const Tensor pos = config_.alibi ? Tensor() : drop(positional_table(klen));
   const UrpeAttentionParams core = attention_core(qlen, mlen);
   if (states) states->clear();
 

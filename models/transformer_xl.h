@@ -19,6 +19,13 @@
 // visible keys, one table (H, max_klen) shared by all layers and initialised to ones, so a fresh
 // URPE model computes exactly what the baseline computes.
 //
+// ALiBi variant (Press et al. 2022; docs/transformer_xl.md#alibi-variant): the BD term, the only
+// one that reads R, is replaced by a fixed bias, and AC keeps its content bias u:
+//     A = softmax((q_i + u)·k_j/√dh − m_h·min(δ, clamp_len), causal) (⊙ C with URPE)
+// with m_h ALiBi's geometric slopes (models/encoder.h: alibi_slopes) and δ = mlen + i − j the
+// same distance BD and C use, so memory keys are penalised by their true distance. No R, no r_net,
+// no r_r_bias (v): ALiBi has no learned position parameter.
+//
 // BD is computed with the relative-shift op (ops/relative_shift.h) on BDraw = (q + v)·rᵀ, as the
 // official code does; the causal mask, the optional same_length mask, the softmax and C are the
 // URPE attention core (ops/urpe_attention.h) with causal_offset = mlen.
@@ -52,6 +59,7 @@ struct TransformerXLConfig {
   std::vector<int64_t> cutoffs;  // adaptive softmax cluster starts, increasing in (0, vocab);
                                  // empty: one full softmax
   bool urpe = false;           // add the shared Toeplitz table C
+  bool alibi = false;          // ALiBi's fixed bias −m_h·δ instead of the BD term
   int64_t max_klen = 0;        // length of the C table; 0 = tgt_len + mem_len. Distances beyond
                                // the table (longer evaluation memory) use its last entry
   float init_std = 0.02f;      // N(0, std) weights; LayerNorm gains N(1, std)
@@ -100,14 +108,14 @@ class TransformerXL {
 
  private:
   struct Layer {
-    Linear qkv, r_proj, out_proj;  // bias-free: (3·H·dh, d), (H·dh, d), (d, H·dh)
+    Linear qkv, r_proj, out_proj;  // bias-free: (3·H·dh, d), (H·dh, d) (not with ALiBi), (d, H·dh)
     LayerNorm attention_norm;
     FeedForward ffn;               // ReLU, with biases
     LayerNorm ffn_norm;
   };
 
-  // c = [memory; h] (B, klen, d), h (B, qlen, d), R (klen, d) → attention block output (B, qlen, d).
-  // `weights`, when given, receives A (B, H, qlen, klen) before dropatt.
+  // c = [memory; h] (B, klen, d), h (B, qlen, d), R (klen, d) (undefined with ALiBi) → attention
+  // block output (B, qlen, d). `weights`, when given, receives A (B, H, qlen, klen) before dropatt.
   Tensor attention(const Layer& layer, const Tensor& h, const Tensor& memory, const Tensor& pos,
                    const UrpeAttentionParams& core, bool training, Rng* rng,
                    Tensor* weights = nullptr) const;
@@ -122,7 +130,7 @@ class TransformerXL {
   Tensor out_bias_;         // (vocab,)
   Tensor cluster_weight_;   // (clusters, d), adaptive softmax only
   Tensor cluster_bias_;     // (clusters,)
-  Tensor u_, v_;            // (H, dh) each: r_w_bias and r_r_bias
+  Tensor u_, v_;            // (H, dh) each: r_w_bias and r_r_bias (v: not with ALiBi)
   Tensor c_table_;          // (H, max_klen), URPE only
   std::vector<Layer> layers_;
 };

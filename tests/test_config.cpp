@@ -8,6 +8,8 @@
 
 #include "doctest/doctest.h"
 #include "tensor/error.h"
+#include "models/encoder.h"
+#include "train/encoder_trainer.h"
 #include "train/io/config.h"
 #include "train/lm_config.h"
 #include "train/memory_estimate.h"
@@ -374,4 +376,87 @@ TEST_CASE("config: every preset validates, the paper-scale ones within a 8 GiB b
   const MemoryEstimate e = estimate_encoder_memory(paper);
   CHECK(e.activations.front().what == "attention scores");
   CHECK(e.activations.front().bytes() == 128.0 * 12 * 128 * 128 * 4);
+}
+
+TEST_CASE("config: the estimate counts each encoding's own tables as the model builds them") {
+  // The positional parameters: estimate(pe) − estimate(none) is exactly model(pe) − model(none) for
+  // every encoder `pe`, also with T5 buckets, another Shaw clip and more layers (Shaw's a^K, a^V are
+  // per layer), so no encoding's tables are left out of the training state.
+  auto model_count = [](const Config& c) {
+    return static_cast<double>(TransformerEncoder(encoder_config_from(c), 1).parameters().count());
+  };
+  const std::vector<std::vector<std::string>> variants = {
+      {}, {"rpe_kind=bucketed", "urpe_kind=bucketed"}, {"shaw_clip=3"}, {"layers=3", "shaw_clip=40"}};
+  for (const std::vector<std::string>& extra : variants)
+    for (const std::string& pe : positional_spec_names()) {
+      std::vector<std::string> sets = extra, none_sets = extra;
+      sets.push_back("pe=" + pe);
+      none_sets.push_back("pe=none");
+      const Config with = resolve_config("pi-tiny", "", sets), without = resolve_config("pi-tiny", "", none_sets);
+      INFO(pe << " " << (extra.empty() ? "" : extra.front()));
+      CHECK(estimate_encoder_memory(with).parameter_count() - estimate_encoder_memory(without).parameter_count() ==
+            model_count(with) - model_count(without));
+    }
+  // Shaw's share: layers × 2 tables × (2·shaw_clip + 1) rows × head dim (64 / 4).
+  auto shaw_params = [](const std::vector<std::string>& sets) {
+    std::vector<std::string> all = sets;
+    all.push_back("pe=shaw");
+    return estimate_encoder_memory(resolve_config("pi-tiny", "", all)).parameter_count();
+  };
+  CHECK(shaw_params({"shaw_clip=8"}) - shaw_params({"shaw_clip=4"}) == 2 * 2 * (17 - 9) * 16);
+  CHECK(shaw_params({"layers=3"}) - shaw_params({"layers=2"}) - (shaw_params({"layers=3", "shaw_clip=1"}) -
+                                                                  shaw_params({"layers=2", "shaw_clip=1"})) ==
+        2 * (33 - 3) * 16);
+  // A clip no machine holds the tables of is refused, naming shaw_clip.
+  const std::string m = resolve_error("", {"pe=shaw", "shaw_clip=1048576", "layers=100000"});
+  INFO(m);
+  CHECK(m.rfind("config: shaw_clip = 1048576 needs ", 0) == 0);
+  CHECK(m.find("the largest part, Shaw's relative embeddings a^K, a^V, is layers 100000 × 2 × (2·shaw_clip + 1) "
+               "distances 2097153 × head dim (d_model / heads) 16") != std::string::npos);
+
+  // Fixed tables (no gradient, no Adam state): ALiBi's bias table and map, the rotary and sinusoid
+  // tables; none for pe = none.
+  auto fixed = [](const std::string& pe, const std::vector<std::string>& sets = {}) {
+    std::vector<std::string> all = sets;
+    all.push_back("pe=" + pe);
+    return estimate_encoder_memory(resolve_config("pi-tiny", "", all)).fixed_table_count();
+  };
+  CHECK(fixed("none") == 0);
+  CHECK(fixed("alibi") == 4 * 63 + 32 * 32);
+  CHECK(fixed("alibi", {"attention=fused"}) == 4 * 63 + 63);  // the fused path keeps relative maps
+  CHECK(fixed("rope") == 32 * 16);
+  CHECK(fixed("sinusoidal") == 32 * 64);
+  CHECK(fixed("urpe") == 2 * 32 * 32);  // the B and C maps
+  CHECK(fixed("shaw") == 32 * 32);
+  // Shaw's gathered (n, n, dh) embeddings are an activation that grows with n² (not with the clip).
+  const MemoryEstimate shaw = estimate_encoder_memory(resolve_config("pi-tiny", "", {"pe=shaw", "seq_len=512"}));
+  bool gathered = false;
+  for (const SizeTerm& t : shaw.activations) gathered |= t.what.rfind("Shaw's gathered", 0) == 0 && t.count() == 512.0 * 512 * 16;
+  CHECK(gathered);
+
+  // The paper's Figure 3 lengths (`repro synthetic --lengths 256,512`) pass for every encoding at
+  // tiny scale; the largest tensor is still the attention scores (evaluation batch 64 × 4 heads × n²).
+  for (const std::string& pe : positional_spec_names())
+    for (const int n : {256, 512}) {
+      INFO(pe << " n = " << n);
+      const Config c = resolve_config("pi-tiny", "", {"pe=" + pe, "seq_len=" + std::to_string(n)});
+      const MemoryEstimate e = estimate_encoder_memory(c);
+      CHECK(estimate_error(c, e, 8.0 * kGiB).empty());
+      CHECK(e.largest_tensor()->what == "attention scores");
+      CHECK(e.largest_tensor()->bytes() == 64.0 * 4 * n * n * 4);
+    }
+
+  // Transformer-XL: ALiBi has no r_net and no v; estimate and model differ from rpe by the same count.
+  auto txl_count = [](const std::string& pe) {
+    const Config c = unchecked("txl-tiny", {"pe=" + pe, "cutoffs="});
+    const double model = static_cast<double>(TransformerXL(txl_config_from(c, 500), 1).parameters().count());
+    return std::make_pair(estimate_txl_memory(c, 500).parameter_count(), model);
+  };
+  const auto rpe = txl_count("rpe");
+  for (const std::string pe : {"urpe", "alibi", "alibi+urpe"}) {
+    INFO(pe);
+    const auto other = txl_count(pe);
+    CHECK(other.first - rpe.first == other.second - rpe.second);
+  }
+  CHECK(txl_count("alibi").second < rpe.second);
 }

@@ -107,9 +107,9 @@ Config family_config(const std::string& family, const std::string& device) {
                                    "valid_size=8", "dropout=0.1", "task=etp", "pe=urpe", "lr=0.01",
                                    family == "encoder" ? "attention=materialized" : "attention=fused",
                                    on});
-  if (family == "txl")
+  if (family == "txl" || family == "txl-alibi")  // Transformer-XL's relative term, or ALiBi in its place
     return resolve_config("txl-tiny", "",
-                          {"pe=urpe", "corpus=" + toy_corpus(), "cutoffs=", "layers=2", "d_model=16", "heads=2", "d_head=8",
+                          {family == "txl" ? "pe=urpe" : "pe=alibi+urpe", "corpus=" + toy_corpus(), "cutoffs=", "layers=2", "d_model=16", "heads=2", "d_head=8",
                            "d_inner=32", "tgt_len=6", "mem_len=6", "batch=3", "steps=8",
                            "warmup=2", "eval_every=4", "eval_batch=2", "eval_tgt_len=5",
                            "eval_mem_len=6", "max_eval_tokens=60", "dropout=0.1", on});
@@ -122,7 +122,7 @@ Config family_config(const std::string& family, const std::string& device) {
 void train_family(const std::string& family, const Config& config, const std::string& dir,
                   const TrainOptions& options) {
   if (family.rfind("encoder", 0) == 0) train_encoder(config, dir, options);
-  else if (family == "txl") train_lm(config, dir, options);
+  else if (family.rfind("txl", 0) == 0) train_lm(config, dir, options);
   else train_graphormer(config, dir, options);
 }
 
@@ -133,8 +133,8 @@ std::vector<MetricsRow> metrics_of(const std::string& dir) {
 }  // namespace
 
 TEST_CASE("training on CUDA follows the CPU run: encoder (both attention paths), Transformer-XL "
-          "and Graphormer, all with URPE") {
-  for (const std::string family : {"encoder", "encoder-fused", "txl", "graphormer"}) {
+          "(its relative term, and ALiBi) and Graphormer, all with URPE") {
+  for (const std::string family : {"encoder", "encoder-fused", "txl", "txl-alibi", "graphormer"}) {
     INFO("family: " << family);
     const std::string cpu_dir = temp_dir(family + "_cpu"), cuda_dir = temp_dir(family + "_cuda");
 #if defined(URPE_CUDA_SIM)

@@ -158,6 +158,20 @@ TEST_CASE("repro synthetic: a column per encoding, a row per length, the probe l
   CHECK(md.find("| task | V | n | none | sinusoidal | alibi+urpe | rope |") != std::string::npos);
   CHECK(md.find("| pi | 100 | 6 |") != std::string::npos);
   CHECK(md.find("| pi | 100 | 9 |") != std::string::npos);
+  // Self-explanatory: the command, the setting of each row, where and when it ran.
+  CHECK(md.find("`urpe repro synthetic --scale tiny --seeds 1 --tasks pi --pes none,sinusoidal,alibi+urpe,rope "
+                "--lengths 6,9`: scale `tiny`") != std::string::npos);
+  CHECK(md.find("- pi, n = 9: preset `pi-tiny`, 2 layers, d_model 64, 4 heads, d_ff 256; 2 steps of batch 4") !=
+        std::string::npos);
+  CHECK(md.find("(overrides: steps=2 warmup=1 eval_every=2 valid_size=8 batch=4)") != std::string::npos);
+  CHECK(md.find(" s wall for 8 runs; load average ") != std::string::npos);
+  CHECK(md.find("Ran on ") != std::string::npos);
+  CHECK(md.find("n = 9 (paper Figures 1 and 3) | not transcribed") != std::string::npos);
+  // One accuracy chart with a group per (task, n), learning curves per length.
+  for (const char* plot : {"plots/accuracy.png", "plots/curves_pi-n6.png", "plots/curves_pi-n9.png"}) {
+    INFO(plot);
+    CHECK(path_exists(join_path(out, plot)));
+  }
   // After two steps C has moved off ones; none and rope only change the logits (their spread is
   // float rounding, ~1e-7).
   const size_t bound = md.find("bound by the theorem: "), apart = md.find("can tell positions apart: ");
@@ -186,7 +200,9 @@ TEST_CASE("cli: bad --pes/--lengths/--tasks and pe values get one line naming th
       {"train --preset pi-tiny --set pe=rope+rope --out " + out, "key 'pe' expects one of none, ape, sinusoidal"},
       {"train --preset pi-tiny --set pe=rpe+urpe --out " + out, "rope+urpe"},
       {"train --preset pi-tiny --set pe=rope --set d_model=12 --set heads=4 --out " + out, "even head dimension"},
-      {"train --preset txl-tiny --set pe=rope --out " + out, "key 'pe' expects one of rpe, urpe"},
+      {"train --preset txl-tiny --set pe=rope --out " + out, "key 'pe' expects one of rpe, urpe, alibi, alibi+urpe;"},
+      {"train --preset txl-tiny --set pe=sinusoidal+urpe --out " + out, "key 'pe' expects one of rpe, urpe, alibi, alibi+urpe;"},
+      {"train --preset txl-tiny --set pe=alibi+alibi --out " + out, "key 'pe' expects one of rpe, urpe, alibi, alibi+urpe;"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.arguments);

@@ -222,6 +222,22 @@ TEST_CASE("a txl run writes its directory; eval reproduces the logged perplexity
   CHECK(std::fabs(forgetful.result.perplexity - again.result.perplexity) > 1e-3);
 }
 
+TEST_CASE("pe = alibi and alibi+urpe: a txl run trains, learns, and its checkpoint reproduces the number") {
+  const std::string corpus = make_corpus("alibi");
+  const data::Corpus c = data::load_corpus(corpus);
+  const double unigram = data::unigram_perplexity(c.train.ids, c.valid.ids);
+  for (const std::string pe : {"alibi", "alibi+urpe"}) {
+    INFO(pe);
+    const std::string dir = temp_dir("alibi_run_" + std::string(pe == "alibi" ? "plain" : "urpe"));
+    const LmTrainOutcome outcome = train_lm(tiny_config(corpus, {"pe=" + pe}), dir, quiet());
+    CHECK(outcome.result.pe == pe);
+    CHECK(outcome.result.metric < 0.8 * unigram);
+    CHECK(fs::exists(join_path(dir, "plots/urpe_c.png")) == (pe == "alibi+urpe"));
+    const LmRunEval again = evaluate_lm_run(dir, "valid");
+    CHECK(again.result.perplexity == doctest::Approx(outcome.result.metric).epsilon(1e-9));
+  }
+}
+
 TEST_CASE("resume continues bit-identically across an epoch boundary (dropout on, memory carried)") {
   // 40 lines ≈ 400 tokens: 4 columns of ~100 rows, ~17 segments of 6; 40 steps cross epochs.
   const std::string corpus = make_corpus("resume", 40);

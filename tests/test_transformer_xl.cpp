@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "models/encoder.h"  // alibi_slopes
 #include "models/transformer_xl.h"
 #include "ops/elementwise.h"
 #include "ops/relative_shift.h"
@@ -309,6 +310,69 @@ TEST_CASE("URPE with C = ones computes exactly the baseline; it costs H·max_kle
   CHECK(test::max_abs_diff(base.logits(b1.hidden), with_c.logits(u3.hidden)) > 1e-4);
 }
 
+// ---- ALiBi ----
+
+TEST_CASE("ALiBi: with q = 0 and u = 0 the weights are softmax(−m_h·min(δ, clamp_len)) over visible keys") {
+  TransformerXLConfig c = tiny_config();
+  c.alibi = true;
+  c.heads = 3;  // slopes 2^-4, 2^-8 and 2^-2 (the non-power-of-two rule)
+  c.layers = 1;
+  c.clamp_len = 5;  // klen 8 in the second segment: distances 6 and 7 take the bias of 5
+  TransformerXL model(c, 13);
+  // No R, so neither r_net nor r_r_bias: H·dh + L·H·dh·d fewer parameters than the baseline.
+  CHECK(!model.parameters().find("r_r_bias").defined());
+  CHECK(!model.parameters().find("layers.0.attn.r_net.weight").defined());
+  TransformerXLConfig base = c;
+  base.alibi = false;
+  CHECK(model.parameters().count() ==
+        TransformerXL(base, 13).parameters().count() - c.heads * c.d_head * (1 + c.layers * c.d_model));
+  // AC = (q + u)·k = 0: only the fixed bias decides A.
+  const int64_t hd = c.heads * c.d_head;
+  Tensor qkv = model.parameters().find("layers.0.attn.qkv_net.weight");
+  std::vector<float> w = qkv.to_vector_f32();
+  std::fill(w.begin(), w.begin() + hd * c.d_model, 0.0f);  // the q rows
+  qkv.copy_from(Tensor::from_vector(w, qkv.shape()));
+  model.parameters().find("r_w_bias").copy_from(Tensor::zeros({c.heads, c.d_head}));
+  const std::vector<double> slopes = alibi_slopes(c.heads);
+  const TxlMemory mems = model.forward_hidden(test::random_ids({4, 2}, 11, 120), {}, false, nullptr).mems;
+  HiddenStates states;
+  states.keep_attention = true;
+  model.forward_hidden(test::random_ids({4, 2}, 11, 121), mems, false, nullptr, &states);
+  const std::vector<float> a = states.attention.at(0).to_vector_f32();  // (B, H, qlen 4, klen 8)
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t h = 0; h < c.heads; ++h)
+      for (int64_t i = 0; i < 4; ++i) {
+        double total = 0;
+        for (int64_t j = 0; j <= 4 + i; ++j) total += std::exp(-slopes[h] * std::min<int64_t>(4 + i - j, 5));
+        for (int64_t j = 0; j < 8; ++j) {
+          const double expected = j <= 4 + i ? std::exp(-slopes[h] * std::min<int64_t>(4 + i - j, 5)) / total : 0.0;
+          CHECK(a[((b * c.heads + h) * 4 + i) * 8 + j] == doctest::Approx(expected).epsilon(1e-5));
+        }
+      }
+}
+
+TEST_CASE("ALiBi loss gradient w.r.t. u, W_qkv and the URPE table (finite differences)") {
+  TransformerXLConfig c = tiny_config(true);
+  c.alibi = true;
+  TransformerXL model(c, 14);
+  const ParameterSet& p = model.parameters();
+  p.find("urpe_c").copy_from(test::random_values(p.find("urpe_c").shape(), 15, 0.5f, 1.5f));
+  const Tensor t1 = test::random_ids({4, 2}, 11, 122), t2 = test::random_ids({4, 2}, 11, 123);
+  const Tensor targets = test::random_ids({4, 2}, 11, 124);
+  TxlMemory mems;
+  {
+    autograd::NoGrad no_grad;
+    mems = model.forward_hidden(t1, {}, false, nullptr).mems;
+  }
+  autograd::GradcheckOptions options;
+  options.eps = 2e-3f;  // the loss curves enough in u that 1e-2 leaves a 5% difference
+  options.atol = 2e-4f;
+  options.rtol = 2e-2f;
+  test::check_gradients(
+      [&](const std::vector<Tensor>&) { return model.forward(t2, targets, mems, false, nullptr).loss; },
+      {p.find("r_w_bias"), p.find("layers.0.attn.qkv_net.weight"), p.find("urpe_c")}, options);
+}
+
 // ---- adaptive softmax ----
 
 TEST_CASE("adaptive softmax: a proper distribution over the vocabulary, and its gradient") {
@@ -365,6 +429,7 @@ void check_fixture(const std::string& name) {
   c.max_klen = meta_int(f, "max_klen");
   c.urpe = f.meta("urpe") == "1";
   c.same_length = f.meta("same_length") == "1";
+  c.alibi = f.metadata.count("alibi") && f.meta("alibi") == "1";  // fixtures before ALiBi lack the key
   std::string cutoffs = f.meta("cutoffs");  // "5,9" or ""
   for (size_t start = 0; start < cutoffs.size();) {
     const size_t comma = std::min(cutoffs.find(',', start), cutoffs.size());
@@ -413,4 +478,10 @@ TEST_CASE("golden: Transformer-XL + URPE, two segments with memory, clamped dist
 TEST_CASE("golden: Transformer-XL with the adaptive softmax") { check_fixture("adaptive"); }
 TEST_CASE("golden: Transformer-XL + URPE, evaluation settings (long memory, clamp, same_length)") {
   check_fixture("urpe_eval");
+}
+TEST_CASE("golden: Transformer-XL with ALiBi in place of the relative term, two segments with memory") {
+  check_fixture("alibi");
+}
+TEST_CASE("golden: Transformer-XL with ALiBi + URPE, evaluation settings (long memory, clamp, same_length)") {
+  check_fixture("alibi_urpe_eval");
 }

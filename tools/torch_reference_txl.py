@@ -14,10 +14,13 @@ logits, losses and every parameter gradient of the summed loss in small safetens
   tests/fixtures/txl_adaptive.safetensors   baseline with the adaptive softmax (docs/transformer_xl.md#adaptive-softmax; cutoffs 5, 9)
   tests/fixtures/txl_urpe_eval.safetensors  URPE with evaluation-style memory: mem_len 7 > tgt_len 5,
                                             clamp_len 3, same_length, three segments
+  tests/fixtures/txl_alibi.safetensors      ALiBi in place of the BD term (docs/transformer_xl.md#alibi-variant),
+                                            3 heads (the slopes of a non-power-of-two head count)
+  tests/fixtures/txl_alibi_urpe_eval.safetensors  ALiBi + URPE with the evaluation-style memory above
 
 Regenerate (Debian's python3-torch):
 
-  /usr/bin/python3 tools/torch_reference_txl.py [--out tests/fixtures]
+  /usr/bin/python3 tools/torch_reference_txl.py [--out tests/fixtures] [--only alibi,alibi_urpe_eval]
 
 Fixture version 1. Everything is computed in float64 from float32-rounded weights, so the stored
 values are the exact maths. The memory is detached between segments (as in the official code), so
@@ -40,11 +43,14 @@ FIXTURE_VERSION = "1"
 
 def parameter_shapes(cfg):
     V, d, H, dh, f = cfg["vocab"], cfg["d_model"], cfg["heads"], cfg["d_head"], cfg["d_inner"]
-    shapes = {"word_emb.weight": (V, d), "r_w_bias": (H, dh), "r_r_bias": (H, dh)}
+    shapes = {"word_emb.weight": (V, d), "r_w_bias": (H, dh)}
+    if not cfg["alibi"]:  # ALiBi has no R, so neither r_r_bias nor r_net
+        shapes["r_r_bias"] = (H, dh)
     for l in range(cfg["layers"]):
         p = f"layers.{l}."
         shapes[p + "attn.qkv_net.weight"] = (3 * H * dh, d)
-        shapes[p + "attn.r_net.weight"] = (H * dh, d)
+        if not cfg["alibi"]:
+            shapes[p + "attn.r_net.weight"] = (H * dh, d)
         shapes[p + "attn.o_net.weight"] = (d, H * dh)
         shapes[p + "attn.layer_norm.weight"] = (d,)
         shapes[p + "attn.layer_norm.bias"] = (d,)
@@ -98,6 +104,27 @@ def urpe_c_matrix(cfg, P, qlen, mlen):
     return C.permute(1, 2, 0)[:, :, None, :]  # (qlen, klen, 1, H)
 
 
+def alibi_slopes(n):
+    """Press et al.'s get_slopes (attention_with_linear_biases, fairseq's multihead_attention)."""
+    def power_of_2(n):
+        start = 2 ** (-2 ** -(math.log2(n) - 3))
+        return [start * start ** i for i in range(n)]
+    if math.log2(n).is_integer():
+        return power_of_2(n)
+    closest = 2 ** math.floor(math.log2(n))
+    return power_of_2(closest) + alibi_slopes(2 * closest)[0::2][: n - closest]
+
+
+def alibi_bias(cfg, qlen, mlen):
+    """bias[i, j, 1, h] = -m_h * min(mlen + i - j, clamp_len) for visible keys (0 for the masked future)."""
+    klen = mlen + qlen
+    delta = (mlen + torch.arange(qlen)[:, None] - torch.arange(klen)[None, :]).clamp(min=0).to(torch.float64)
+    if cfg["clamp_len"] > 0:
+        delta = delta.clamp(max=cfg["clamp_len"])
+    slopes = torch.tensor(alibi_slopes(cfg["heads"]), dtype=torch.float64)
+    return (-delta[:, :, None] * slopes[None, None, :])[:, :, None, :]  # (qlen, klen, 1, H)
+
+
 def attention_layer(cfg, P, l, w, r, mem):
     """w (qlen, B, d), r (klen, d), mem (mlen, B, d) -> LN(w + attention) (qlen, B, d)."""
     p = f"layers.{l}.attn."
@@ -107,16 +134,18 @@ def attention_layer(cfg, P, l, w, r, mem):
     klen = cat.size(0)
     mlen = klen - qlen
     w_heads = cat @ P[p + "qkv_net.weight"].T
-    r_head_k = r @ P[p + "r_net.weight"].T
     w_head_q, w_head_k, w_head_v = torch.chunk(w_heads, 3, dim=-1)
     w_head_q = w_head_q[-qlen:].reshape(qlen, B, H, dh)
     w_head_k = w_head_k.reshape(klen, B, H, dh)
     w_head_v = w_head_v.reshape(klen, B, H, dh)
-    r_head_k = r_head_k.reshape(klen, H, dh)
 
     AC = torch.einsum("ibnd,jbnd->ijbn", w_head_q + P["r_w_bias"], w_head_k)
-    BD = rel_shift(torch.einsum("ibnd,jnd->ijbn", w_head_q + P["r_r_bias"], r_head_k))
-    score = (AC + BD) * (1 / dh ** 0.5)
+    if cfg["alibi"]:  # ALiBi: a fixed bias added after the scaling, as in Press et al.'s code
+        score = AC * (1 / dh ** 0.5) + alibi_bias(cfg, qlen, mlen)
+    else:
+        r_head_k = (r @ P[p + "r_net.weight"].T).reshape(klen, H, dh)
+        BD = rel_shift(torch.einsum("ibnd,jnd->ijbn", w_head_q + P["r_r_bias"], r_head_k))
+        score = (AC + BD) * (1 / dh ** 0.5)
     all_ones = torch.ones(qlen, klen)
     mask = torch.triu(all_ones, diagonal=1 + mlen)
     if cfg["same_length"]:  # the official dec_attn_mask with same_length
@@ -228,6 +257,7 @@ def make_fixture(name, cfg, seed, out_dir):
     meta = {k: v for k, v in cfg.items() if k != "cutoffs"}
     meta["urpe"] = int(cfg["urpe"])
     meta["same_length"] = int(cfg["same_length"])
+    meta["alibi"] = int(cfg["alibi"])
     meta["cutoffs"] = ",".join(str(c) for c in cfg["cutoffs"])
     meta["fixture_version"] = FIXTURE_VERSION
     meta["torch_version"] = torch.__version__
@@ -239,7 +269,7 @@ def make_fixture(name, cfg, seed, out_dir):
 
 BASE = {"vocab": 13, "layers": 2, "d_model": 8, "heads": 2, "d_head": 4, "d_inner": 16,
         "tgt_len": 5, "mem_len": 5, "clamp_len": -1, "max_klen": 10, "batch": 2, "urpe": False,
-        "cutoffs": [], "same_length": False, "segments": 2}
+        "cutoffs": [], "same_length": False, "segments": 2, "alibi": False}
 FIXTURES = {
     "base": dict(BASE),
     "urpe": dict(BASE, urpe=True, d_head=3, clamp_len=7, max_klen=7),
@@ -248,18 +278,28 @@ FIXTURES = {
     # a segment, clamped distances,
     # same_length; three segments so the memory fills up (mlen 0, 5, 7)
     "urpe_eval": dict(BASE, urpe=True, same_length=True, clamp_len=3, mem_len=7, max_klen=12, segments=3),
+    # ALiBi (docs/transformer_xl.md#alibi-variant): 3 heads take the slopes of 2 plus one of 4
+    "alibi": dict(BASE, alibi=True, heads=3),
+    "alibi_urpe_eval": dict(BASE, alibi=True, heads=3, urpe=True, same_length=True, clamp_len=3, mem_len=7,
+                            max_klen=12, segments=3),
 }
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures"))
+    ap.add_argument("--only", default="", help="comma-separated fixture names to write (default: all)")
     args = ap.parse_args()
+    only = [n for n in args.only.split(",") if n]
+    unknown = [n for n in only if n not in FIXTURES]
+    if unknown:
+        ap.error(f"--only: unknown fixture {unknown[0]}; expected some of {', '.join(FIXTURES)}")
     torch.set_default_dtype(torch.float64)
     out_dir = os.path.normpath(args.out)
     os.makedirs(out_dir, exist_ok=True)
-    for i, (name, cfg) in enumerate(FIXTURES.items()):
-        make_fixture(name, cfg, 200 + i, out_dir)
+    for i, (name, cfg) in enumerate(FIXTURES.items()):  # the seed follows the position: append new ones
+        if not only or name in only:
+            make_fixture(name, cfg, 200 + i, out_dir)
 
 
 if __name__ == "__main__":

@@ -14,10 +14,18 @@
 
 namespace urpe {
 
+const std::vector<std::string>& txl_positional_names() {
+  static const std::vector<std::string> names = {"rpe", "urpe", "alibi", "alibi+urpe"};
+  return names;
+}
+
 void add_txl_keys(ConfigSchema& s) {
-  s.add_choice("pe", {"rpe", "urpe"}, "urpe",
+  s.add_choice("pe", txl_positional_names(), "urpe",
                "positional encoding: rpe = plain Transformer-XL relative attention, urpe = plus the "
-               "shared Toeplitz C (docs/transformer_xl.md#urpe-variant)");
+               "shared Toeplitz C (docs/transformer_xl.md#urpe-variant); alibi = ALiBi's fixed bias "
+               "-m_h*distance instead of the relative term, alibi+urpe = plus C "
+               "(docs/transformer_xl.md#alibi-variant; the other encodings are not offered for Transformer-XL: "
+               "README, Which encodings can tell positions apart?)");
   s.add_string("corpus", "embedded",
                "WikiText-format corpus directory (train/valid/test .txt or wiki.*.tokens, plain or "
                "gzip); embedded = the Austen + King James Bible corpus shipped in data/assets/corpus");
@@ -31,7 +39,8 @@ void add_txl_keys(ConfigSchema& s) {
   s.add_float("dropatt", 0.0, "dropout on the attention probabilities");
   s.add_int("tgt_len", 32, "training segment length (tokens predicted per column and step)");
   s.add_int("mem_len", 32, "cached hidden states per layer carried to the next segment (0 = none)");
-  s.add_int("clamp_len", -1, "training: relative distances above this use its embedding (<= 0: no clamp)");
+  s.add_int("clamp_len", -1,
+            "training: relative distances above this use its embedding (alibi: its bias; <= 0: no clamp)");
   s.add_int("eval_tgt_len", 0, "evaluation segment length (0 = tgt_len)");
   s.add_int("eval_mem_len", -1, "evaluation memory length (-1 = mem_len; 0 = no memory)");
   s.add_int("eval_clamp_len", -1, "evaluation clamp of relative distances (<= 0: no clamp)");
@@ -124,7 +133,9 @@ TransformerXLConfig txl_config_from(const Config& config, int64_t vocab) {
   c.clamp_len = config.get_int("clamp_len");
   c.same_length = false;  // training as in docs/transformer_xl.md#presets; evaluation sets its own (set_memory_options)
   c.cutoffs = parse_cutoffs(config.get_string("cutoffs"));
-  c.urpe = config.get_string("pe") == "urpe";
+  const std::string pe = config.get_string("pe");
+  c.urpe = pe == "urpe" || pe == "alibi+urpe";
+  c.alibi = pe == "alibi" || pe == "alibi+urpe";
   c.init_std = static_cast<float>(config.get_float("init_std"));
   URPE_CHECK(c.layers > 0 && c.heads > 0 && c.d_head > 0 && c.d_inner > 0,
              "config: layers, heads, d_head and d_inner must be positive");

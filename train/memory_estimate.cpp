@@ -13,7 +13,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "models/encoder.h"
 #include "models/graphormer.h"
+#include "models/positional.h"
 #include "tensor/bytes.h"
 #include "tensor/cuda_backend.h"
 #include "tensor/error.h"
@@ -46,11 +48,22 @@ double MemoryEstimate::parameter_count() const {
   return n;
 }
 
-const SizeTerm* MemoryEstimate::largest_activation() const {
-  const SizeTerm* best = nullptr;
-  for (const SizeTerm& t : activations)
+double MemoryEstimate::fixed_table_count() const {
+  double n = 0;
+  for (const SizeTerm& t : fixed_tables) n += t.count();
+  return n;
+}
+
+static const SizeTerm* largest_of(const std::vector<SizeTerm>& terms, const SizeTerm* best) {
+  for (const SizeTerm& t : terms)
     if (!best || t.count() > best->count()) best = &t;
   return best;
+}
+
+const SizeTerm* MemoryEstimate::largest_activation() const { return largest_of(activations, nullptr); }
+
+const SizeTerm* MemoryEstimate::largest_tensor() const {
+  return largest_of(fixed_tables, largest_of(activations, nullptr));
 }
 
 namespace {
@@ -87,6 +100,8 @@ MemoryEstimate estimate_encoder_memory(const Config& config) {
   const SizeFactor n = key_factor(config, "seq_len"), n2 = key_factor(config, "seq_len", 2);
   const SizeFactor heads = key_factor(config, "heads"), d = key_factor(config, "d_model");
   const SizeFactor layers = key_factor(config, "layers"), d_ff = key_factor(config, "d_ff");
+  const SizeFactor head_dim{"head dim (d_model / heads)", std::floor(d.value / std::max(heads.value, 1.0)), 1,
+                            {"d_model"}};
   // simple: PI classifies positions (n classes), ETP tokens (vocab + 1 with the EOS class);
   // official: 11 + vocab classes (PI at least seq_len + 1) and 11 + vocab embedding rows
   // (data/synthetic.h).
@@ -102,14 +117,55 @@ MemoryEstimate estimate_encoder_memory(const Config& config) {
   e.activations = {{"attention scores", {rows, heads, n2}},
                    {"the feed-forward hidden layer", {rows, n, d_ff}},
                    {"logits", {rows, n, classes}},
-                   {"hidden states", {rows, n, d}},
-                   {"relative-position maps", {n2}}};
+                   {"hidden states", {rows, n, d}}};
   e.parameters = {{"the token embedding", {embedding_rows, d}},
                   {"the attention projections", {layers, constant(4), key_factor(config, "d_model", 2)}},
                   {"the feed-forward weights", {layers, constant(2), d, d_ff}},
-                  {"the classifier", {d, classes}},
-                  {"the relative-position tables", {constant(4), heads, n}}};
-  if (config.get_string("pe") == "ape") e.parameters.push_back({"the position embedding", {n, d}});
+                  {"the classifier", {d, classes}}};
+
+  // The positional encoding's own tables (models/encoder.cpp), `pe` = BASE or BASE+urpe.
+  const PositionalSpec pe = parse_positional_spec(config.get_string("pe"));
+  const bool fused = config.get_string("attention") == "fused";
+  // A map of buckets per (i, j): square (n²) for the materialised core, relative (2n − 1) when fused.
+  const SizeFactor map_size = fused ? SizeFactor{"(2·seq_len − 1) distances", 2 * n.value - 1, 1, {"seq_len"}} : n2;
+  // One table row per bucket: a scalar per distance (unique) or T5's 32 buckets.
+  auto buckets = [&](const std::string& kind_key) {
+    return config.get_string(kind_key) == "bucketed"
+               ? constant(static_cast<double>(relative_bucket_count(2, RelativeKind::bucketed)), "T5 buckets")
+               : SizeFactor{"(2·seq_len − 1) buckets", 2 * n.value - 1, 1, {"seq_len"}};
+  };
+  double maps = 0;  // i32 (i, j) → bucket maps, counted as one term
+  switch (pe.base) {
+    case PositionalKind::ape: e.parameters.push_back({"the position embedding", {n, d}}); break;
+    case PositionalKind::sinusoidal: e.fixed_tables.push_back({"the sinusoid table", {n, d}}); break;
+    case PositionalKind::rpe:
+    case PositionalKind::urpe:
+      e.parameters.push_back({"the relative-position bias table", {heads, buckets("rpe_kind")}});
+      ++maps;
+      break;
+    case PositionalKind::alibi:
+      e.fixed_tables.push_back(
+          {"the ALiBi bias table", {heads, SizeFactor{"(2·seq_len − 1) distances", 2 * n.value - 1, 1, {"seq_len"}}}});
+      ++maps;
+      break;
+    case PositionalKind::rope:  // cos and sin, (n, dh/2) each
+      e.fixed_tables.push_back({"the rotary cos and sin tables", {n, head_dim}});
+      break;
+    case PositionalKind::shaw: {  // a^K and a^V per layer, (2k + 1, dh) each
+      const SizeFactor rows_k{"(2·shaw_clip + 1) distances", 2 * value_of(config, "shaw_clip") + 1, 1, {"shaw_clip"}};
+      e.parameters.push_back({"Shaw's relative embeddings a^K, a^V", {layers, constant(2), rows_k, head_dim}});
+      // gathered per (i, j) in every layer: (n, n, dh) for a^K and for a^V
+      e.activations.push_back({"Shaw's gathered relative embeddings (one of a^K, a^V of one layer)", {n2, head_dim}});
+      e.fixed_tables.push_back({"Shaw's clipped-distance map", {n2}});
+      break;
+    }
+    case PositionalKind::none: break;
+  }
+  if (pe.base == PositionalKind::urpe || pe.urpe_on_top) {
+    e.parameters.push_back({"the URPE C table", {heads, buckets("urpe_kind")}});
+    ++maps;
+  }
+  if (maps > 0) e.fixed_tables.push_back({"relative-position maps", {constant(maps, "maps"), map_size}});
   return e;
 }
 
@@ -158,9 +214,24 @@ MemoryEstimate estimate_txl_memory(const Config& config, int64_t vocab) {
   }
   if (vocab > 0)
     e.parameters.push_back({"the token embedding", {corpus_vocabulary(vocab), d}});
-  e.parameters.push_back({"the attention projections (q, k, v, r, output)", {layers, constant(5), d, heads, d_head}});
+  // pe: rpe | urpe (R, r_net and the BD term) or alibi | alibi+urpe (a fixed bias per distance instead).
+  const std::string pe = config.get_string("pe");
+  const bool alibi = pe == "alibi" || pe == "alibi+urpe";
+  // u (r_w_bias) and, with R, v (r_r_bias): (H, d_head) each, shared by the layers
+  e.parameters.push_back({alibi ? "the content bias u" : "the biases u, v", {constant(alibi ? 1 : 2), heads, d_head}});
+  if (alibi) {
+    e.parameters.push_back({"the attention projections (q, k, v, output)", {layers, constant(4), d, heads, d_head}});
+    e.fixed_tables.push_back({"the ALiBi bias table", {heads, klen}});
+    e.fixed_tables.push_back({"the ALiBi distance map", {q, klen}});
+  } else {
+    e.parameters.push_back({"the attention projections (q, k, v, r, output)", {layers, constant(5), d, heads, d_head}});
+    e.activations.push_back({"the relative-position table R", {klen, d}});
+  }
   e.parameters.push_back({"the feed-forward weights", {layers, constant(2), d, d_inner}});
-  if (config.get_string("pe") == "urpe") e.parameters.push_back({"the URPE table", {heads, klen}});
+  if (pe == "urpe" || pe == "alibi+urpe") {
+    e.parameters.push_back({"the URPE table", {heads, klen}});
+    e.fixed_tables.push_back({"the URPE distance map", {q, klen}});
+  }
   return e;
 }
 
@@ -307,7 +378,7 @@ void check_memory_estimate(const Config& config, const MemoryEstimate& estimate,
   const double limit = known ? bound.bytes : any_machine;
   const std::string beyond = known ? "more than " + bound.name + " (" + human_bytes(bound.bytes) + ")"
                                    : "more than any machine's memory";
-  const SizeTerm* largest = estimate.largest_activation();
+  const SizeTerm* largest = estimate.largest_tensor();
   const double state = estimate.training_state_bytes();
   // Report whichever is further over: the single tensor, or the parameters' training state.
   if (largest && largest->bytes() > limit && largest->bytes() >= state) {

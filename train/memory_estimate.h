@@ -40,12 +40,17 @@ struct SizeTerm {
 };
 
 struct MemoryEstimate {
-  std::vector<SizeTerm> parameters;   // groups that together make (most of) the parameter count
-  std::vector<SizeTerm> activations;  // the largest single tensors of a training or evaluation step
+  std::vector<SizeTerm> parameters;    // groups that together make (most of) the parameter count
+  std::vector<SizeTerm> activations;   // the largest single tensors of a training or evaluation step
+  // Tables built once and never trained (ALiBi's slopes times distance, the sinusoid and rotary
+  // tables, the relative-position maps): held for the whole run, without gradient or Adam state.
+  std::vector<SizeTerm> fixed_tables;
   double parameter_count() const;
+  double fixed_table_count() const;
   // Parameters, gradients and Adam's first and second moments: 16 bytes per parameter.
   double training_state_bytes() const { return 16.0 * parameter_count(); }
   const SizeTerm* largest_activation() const;  // nullptr when there is none
+  const SizeTerm* largest_tensor() const;      // of the activations and the fixed tables
 };
 
 // Per family, from the keys of train/run_config.cpp, lm_config.cpp and molecule_config.cpp.

@@ -2,12 +2,21 @@
 #include "train/repro/synthetic.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <map>
 #include <sstream>
 
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include "tensor/cuda_backend.h"
+#include "tensor/device.h"
 #include "train/encoder_trainer.h"
+#include "train/process_memory.h"
 #include "train/run_config.h"
 #include "train/run_plots.h"
 #include "train/repro/paper_values.h"
@@ -56,9 +65,65 @@ std::string theorem2_line(const std::vector<std::pair<std::string, double>>& spr
          (f.empty() ? std::string("(none)") : f) + ".";
 }
 
+std::string synthetic_command(const SyntheticGrid& grid) {
+  auto join = [](const auto& items) {
+    std::ostringstream out;
+    for (size_t k = 0; k < items.size(); ++k) out << (k ? "," : "") << items[k];
+    return out.str();
+  };
+  std::ostringstream cmd;
+  cmd << "urpe repro synthetic --scale " << grid.scale << " --seeds " << grid.seeds << " --tasks "
+      << join(grid.tasks) << " --pes " << join(grid.pes);
+  if (!grid.lengths.empty()) cmd << " --lengths " << join(grid.lengths);
+  if (grid.device != "cpu") cmd << " --device " << grid.device;
+  return cmd.str();
+}
+
+// The settings every run of (task, n) shares, from the config its runs resolve (preset + overrides).
+static std::string setting_line(const SyntheticGrid& grid, const std::string& task, int64_t length) {
+  std::vector<std::string> sets = {"vocab=" + std::to_string(grid.vocabs.front())};
+  if (length > 0) sets.push_back("seq_len=" + std::to_string(length));
+  sets.insert(sets.end(), grid.overrides.begin(), grid.overrides.end());
+  const Config c = resolve_config(task + "-" + grid.scale, "", sets);
+  std::ostringstream out;
+  out << "- " << task << ", n = " << c.get_int("seq_len") << ": preset `" << task << "-" << grid.scale << "`, "
+      << c.get_int("layers") << " layers, d_model " << c.get_int("d_model") << ", " << c.get_int("heads")
+      << " heads, d_ff " << c.get_int("d_ff") << "; " << c.get_int("steps") << " steps of batch " << c.get_int("batch")
+      << ", lr " << c.get_string("lr") << ", validation on " << c.get_int("valid_size") << " fresh sequences";
+  if (!grid.overrides.empty()) {
+    out << " (overrides:";
+    for (const std::string& o : grid.overrides) out << " " << o;
+    out << ")";
+  }
+  return out.str();
+}
+
+static std::string machine_name(const std::string& device) {
+  const Device d = parse_device(device);
+  if (d.is_cuda()) return cuda::device_name(d.context());
+  int threads = 1;
+#if defined(_OPENMP)
+  threads = omp_get_max_threads();
+#endif
+  return cpu_model_name() + ", " + std::to_string(threads) + " threads";
+}
+
+static std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M UTC", &utc);
+  return text;
+}
+
 std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::string& out_dir,
                                           const std::string& experiment) {
   make_directories(out_dir);
+  GridMachine machine;
+  machine.machine = machine_name(grid.device);
+  machine.load_before = load_averages();
+  const auto start = std::chrono::steady_clock::now();
   std::vector<ResultRow> rows;
   std::vector<RunCurve> curves;
   const std::vector<int64_t> lengths = grid_lengths(grid);
@@ -102,16 +167,19 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
     for (const std::string& pe : grid.pes) ordered.push_back({pe, spreads[pe]});
     probe_line = theorem2_line(ordered);
   }
+  machine.load_after = load_averages();
+  machine.finished_utc = utc_now();
+  machine.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   json::Value list = json::Value::array();
   for (const ResultRow& r : rows) list.push(result_to_json(r));
   write_text_atomic(join_path(out_dir, "results.json"), list.dump(2) + "\n");
-  write_text_atomic(join_path(out_dir, "results.md"), synthetic_results_markdown(rows, grid, probe_line));
+  write_text_atomic(join_path(out_dir, "results.md"), synthetic_results_markdown(rows, grid, probe_line, &machine));
   draw_grid_plots(out_dir, rows, curves);
   return rows;
 }
 
 std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const SyntheticGrid& grid,
-                                       const std::string& probe_line) {
+                                       const std::string& probe_line, const GridMachine* machine) {
   // (task, V, n, pe) → accuracies over seeds; V and n are recovered from the run order.
   const std::vector<int64_t> lengths = grid_lengths(grid);
   const bool show_n = !grid.lengths.empty();
@@ -128,9 +196,15 @@ std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const
             cells[key(task, vocab, n, pe)].push_back(rows[k].metric);
   std::ostringstream md;
   md << "# Synthetic tasks: validation token accuracy (%)\n\n"
-     << "Scale `" << grid.scale << "`, " << seed_stats_legend(grid.seeds) << ".\n"
-     << "PI = position identification, ETP = even token prediction (docs/synthetic_encoder.md#tasks); chance on PI is 1/n.\n\n"
-     << "| task | V |" << (show_n ? " n |" : "");
+     << "`" << synthetic_command(grid) << "`"
+     << (grid.first_seed != 1 ? " with seeds from " + std::to_string(grid.first_seed) : std::string())  // demo --seed
+     << ": scale `" << grid.scale << "`, " << seed_stats_legend(grid.seeds) << ".\n"
+     << "PI = position identification, ETP = even token prediction (docs/synthetic_encoder.md#tasks); chance on PI is 1/n.\n"
+     << "Columns are the `pe` values (README: Which encodings can tell positions apart?); every run of a row has the "
+        "same setting:\n";
+  for (const std::string& task : grid.tasks)
+    for (int64_t n : lengths) md << setting_line(grid, task, n) << "\n";
+  md << "\n| task | V |" << (show_n ? " n |" : "");
   for (const std::string& pe : grid.pes) md << " " << pe << " |";
   md << "\n|---|---|" << (show_n ? "---|" : "");
   for (size_t i = 0; i < grid.pes.size(); ++i) md << "---|";
@@ -159,6 +233,13 @@ std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const
     }
     md << ".\n";
   }
+  if (machine) {
+    char wall[32];
+    std::snprintf(wall, sizeof wall, "%.0f", machine->wall_seconds);
+    md << "Ran on " << machine->machine << ", finished " << machine->finished_utc << ", " << wall
+       << " s wall for " << rows.size() << " runs; load average " << machine->load_before << " before, "
+       << machine->load_after << " after.\n";
+  }
 
   // Figure 1 prints no numbers (bars only), so the paper column says so; ours is RPE → URPE.
   const bool has_pair = std::find(grid.pes.begin(), grid.pes.end(), "rpe") != grid.pes.end() &&
@@ -168,9 +249,11 @@ std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const
     for (int64_t vocab : grid.vocabs)
       for (int64_t n : lengths) {
         PaperComparison c;
+        // With --lengths the rows are Figure 3's question (PI at n = 256 and 512 in the paper).
         c.quantity = task + " accuracy (%), V = " + std::to_string(vocab) +
-                     (show_n ? ", n = " + std::to_string(n) : std::string()) + " (paper Figure 1)";
-        c.paper_note = "not printed: Figure 1 is a bar chart without values";
+                     (show_n ? ", n = " + std::to_string(n) + " (paper Figures 1 and 3)" : " (paper Figure 1)");
+        c.paper_note = show_n ? "not transcribed: the paper's figures give no printed values"
+                              : "not printed: Figure 1 is a bar chart without values";
         const std::vector<double>& base = cells[key(task, vocab, n, "rpe")];
         const std::vector<double>& urpe = cells[key(task, vocab, n, "urpe")];
         if (has_pair && !base.empty() && !urpe.empty()) {

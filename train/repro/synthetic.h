@@ -26,6 +26,20 @@ struct SyntheticGrid {
   std::function<double(const std::string& run_dir)> probe_spread;
 };
 
+// Where and when a grid ran, printed under results.md's table so that the file says by itself what
+// was measured: the machine (CPU model and threads, or the GPU), the load averages (1, 5, 15 min)
+// before and after (the development machines are shared), the wall time and the UTC date.
+struct GridMachine {
+  std::string machine;
+  std::string load_before, load_after;
+  std::string finished_utc;  // "2026-11-23 14:05 UTC"
+  double wall_seconds = 0;
+};
+
+// The `urpe repro synthetic` command that runs `grid` (its scale, seeds, tasks, encodings and
+// lengths; --out left to the reader), for results.md.
+std::string synthetic_command(const SyntheticGrid& grid);
+
 // A spread at most this is "zero up to float rounding" (the threshold of `urpe theory probe`).
 constexpr double kSpreadZero = 1e-5;
 
@@ -42,8 +56,9 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
                                           const std::string& experiment);
 
 // The Figure-1-style table: one row per (task, V[, n]), one column per pe, mean ± spread over
-// seeds; then `probe_line` (theorem2_line, or empty) under it.
+// seeds; above it the command and the model/training setting per (task, n), under it `probe_line`
+// (theorem2_line, or empty) and, when given, where and when it ran.
 std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const SyntheticGrid& grid,
-                                       const std::string& probe_line = "");
+                                       const std::string& probe_line = "", const GridMachine* machine = nullptr);
 
 }  // namespace urpe
