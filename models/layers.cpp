@@ -1,7 +1,6 @@
 // Building blocks: parameter creation and forward passes composed from ops.
 #include "models/layers.h"
 
-#include "autograd/checkpoint.h"
 #include "ops/activation.h"
 #include "ops/dropout.h"
 #include "ops/embedding.h"
@@ -43,22 +42,13 @@ FeedForward::FeedForward(ParameterSet& params, const std::string& name, int64_t 
       fc2(params, name + ".fc2", hidden, dim, init),
       use_gelu(gelu_activation) {}
 
-// fc2(drop(act(fc1(x)))). The activation, its dropout and fc2 run under one checkpoint: the
-// graph keeps fc1's output h alone (not also act(h) and its dropped copy), and backward rebuilds
-// act(h) from h (autograd/checkpoint.h; the gradients are bit-identical). The dropout seed is
-// drawn here, once, so the replay draws the same mask.
 Tensor FeedForward::forward(const Tensor& x, float activation_dropout, Rng* dropout_rng,
                             bool training) const {
-  const Tensor h = fc1.forward(x);  // (..., hidden)
-  const bool drop = training && activation_dropout > 0.0f;
-  const uint64_t seed = drop ? dropout_rng->next_seed() : 0;
-  const bool gelu_activation = use_gelu;
-  auto act_then_fc2 = [gelu_activation, drop, activation_dropout, seed](const std::vector<Tensor>& in) {
-    Tensor a = gelu_activation ? gelu(in[0]) : relu(in[0]);
-    if (drop) a = dropout(a, activation_dropout, seed, true);
-    return linear(a, in[1], in[2]);
-  };
-  return autograd::checkpoint("ffn_activation_fc2", act_then_fc2, {h, fc2.weight, fc2.bias});
+  Tensor h = fc1.forward(x);
+  h = use_gelu ? gelu(h) : relu(h);
+  if (training && activation_dropout > 0.0f)
+    h = dropout(h, activation_dropout, dropout_rng->next_seed(), true);
+  return fc2.forward(h);
 }
 
 }  // namespace urpe
