@@ -24,8 +24,24 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
+Tensor without_data(const Tensor& t) {
+  if (!t.defined()) return t;
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(0, t.device());  // no bytes: nothing allocated
+  impl->shape = t.shape();
+  impl->dtype = t.dtype();
+  impl->requires_grad = t.requires_grad();
+  impl->grad_fn = t.grad_fn();
+  impl->name = t.name();
+  return Tensor(std::move(impl));
+}
+
 Tensor record(Tensor output, const char* op, std::vector<Tensor> inputs, BackwardFn backward) {
   if (!needs_grad(inputs)) return output;
+  // Only a leaf that requires a gradient is kept whole (its .grad lives on it). Any other input
+  // is an edge to its node (or to nothing): its data stays alive only if `backward` captured it.
+  for (Tensor& in : inputs)
+    if (in.defined() && !(in.requires_grad() && !in.grad_fn())) in = without_data(in);
   auto node = std::make_shared<Node>();
   node->op = op;
   node->inputs = std::move(inputs);

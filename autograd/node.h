@@ -17,9 +17,17 @@ using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>
 
 struct Node {
   std::string op;              // op name: shown in errors and NVTX ranges
-  std::vector<Tensor> inputs;  // the op's tensor inputs (keeps the graph alive)
+  // The op's inputs as graph edges: leaves that require a gradient as themselves (their .grad is
+  // accumulated), every other input as a stand-in without data (`without_data`), so the graph
+  // keeps an activation alive only where a backward function captured it because it needs it.
+  std::vector<Tensor> inputs;
   BackwardFn backward;
 };
+
+// A stand-in for t without its data: the same shape, dtype, device, requires_grad, producing node
+// and name, on an empty storage. What the graph needs of a tensor whose values its backward
+// does not read (a residual add's operands, a permute's input, a bias add's GEMM output).
+Tensor without_data(const Tensor& t);
 
 // Is recording on? Off inside a NoGrad scope (evaluation, optimizer steps).
 bool grad_enabled();

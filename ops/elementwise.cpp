@@ -34,7 +34,12 @@ static Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   Tensor out = Tensor::empty(larger.shape(), DType::f32, a.device());
   URPE_DISPATCH(name, a.device(), kernels::binary_forward_cpu(op, a, b, out),
                 kernels::binary_forward_cuda(op, a, b, out));
-  return autograd::record(out, name, {a, b}, [op, a, b, name](const Tensor& g) {
+  // add and sub need only the operands' shapes in backward: capturing data-less stand-ins lets
+  // a residual sum's operands and a bias add's GEMM output be freed after the forward.
+  const bool reads_values = op == BinaryOp::mul || op == BinaryOp::div;
+  const Tensor saved_a = reads_values ? a : autograd::without_data(a);
+  const Tensor saved_b = reads_values ? b : autograd::without_data(b);
+  return autograd::record(out, name, {a, b}, [op, a = saved_a, b = saved_b, name](const Tensor& g) {
     Tensor ga, gb;
     if (a.requires_grad()) ga = Tensor::empty(a.shape(), DType::f32, a.device());
     if (b.requires_grad()) gb = Tensor::empty(b.shape(), DType::f32, b.device());

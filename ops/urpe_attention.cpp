@@ -3,7 +3,10 @@
 // tables. The maths is in urpe_attention.h.
 #include "ops/urpe_attention.h"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "autograd/node.h"
@@ -73,15 +76,63 @@ void validate(const Tensor& scores, const UrpeAttentionParams& p) {
 
 }  // namespace
 
+// The value range of each map already read, by storage. A model builds its maps once and passes
+// the same tensors on every call; reading a CUDA map back to the host on every call put a
+// device→host copy and a stream synchronisation on every step's hot path. Entries hold the
+// storage weakly: a freed map drops out, and a new one at the same address is a new storage.
+namespace {
+
+struct MapRange {
+  std::weak_ptr<Storage> storage;
+  const Storage* key = nullptr;
+  Shape shape;
+  int32_t min = 0, max = -1;
+};
+
+std::mutex g_map_ranges_mutex;
+std::vector<MapRange> g_map_ranges;  // few entries: one per distinct map tensor alive
+constexpr size_t kMaxMapRanges = 64;
+
+// The cached [min, max] of map's values, if this storage was read before.
+bool cached_range(const Tensor& map, int32_t& min, int32_t& max) {
+  const std::lock_guard<std::mutex> lock(g_map_ranges_mutex);
+  for (const MapRange& r : g_map_ranges)
+    if (r.key == map.impl().storage.get() && !r.storage.expired() && r.shape == map.shape()) {
+      min = r.min;
+      max = r.max;
+      return true;
+    }
+  return false;
+}
+
+void remember_range(const Tensor& map, int32_t min, int32_t max) {
+  const std::lock_guard<std::mutex> lock(g_map_ranges_mutex);
+  g_map_ranges.erase(std::remove_if(g_map_ranges.begin(), g_map_ranges.end(),
+                                    [](const MapRange& r) { return r.storage.expired(); }),
+                     g_map_ranges.end());
+  if (g_map_ranges.size() >= kMaxMapRanges) g_map_ranges.erase(g_map_ranges.begin());  // oldest
+  g_map_ranges.push_back({map.impl().storage, map.impl().storage.get(), map.shape(), min, max});
+}
+
+}  // namespace
+
 void check_bucket_map_values(const char* op, const char* arg, const Tensor& map, const char* table_arg,
                              const Tensor& table) {
   const int64_t buckets = table.size(1);
+  int32_t min = 0, max = -1;
+  if (cached_range(map, min, max) && (map.numel() == 0 || (min >= 0 && max < buckets))) return;
+  // First time this map is seen (or its range does not fit this table): read every value, so a
+  // bad one is named with its position.
   const std::vector<int32_t> values = map.to_vector_i32();
   for (size_t k = 0; k < values.size(); ++k) {
     URPE_CHECK(values[k] >= 0 && values[k] < buckets,
                op << ": " << arg << " " << map.describe() << " has value " << values[k]
                   << " at flat index " << k << ", outside [0, " << buckets << ") = the bucket "
                   << "count of " << table_arg << " " << table.describe());
+  }
+  if (!values.empty()) {
+    const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+    remember_range(map, *lo, *hi);
   }
 }
 

@@ -55,6 +55,9 @@ Tensor urpe_attention(const Tensor& scores, const UrpeAttentionParams& params);
 
 // Every value of a bucket map lies in [0, K) of its (H, K) table; otherwise one error naming `op`,
 // the map, the first bad value and the table. Shared by the URPE core and the fused attention.
+// A map's values are read once per storage (a device→host copy for a CUDA map) and its range is
+// remembered, so a model's constant maps are not copied back on every call. Maps are read-only
+// inputs: a map tensor written in place after an attention op has read it is not read again.
 void check_bucket_map_values(const char* op, const char* arg, const Tensor& map, const char* table_arg,
                              const Tensor& table);
 

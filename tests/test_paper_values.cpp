@@ -32,6 +32,26 @@ TEST_CASE("paper comparison: values, relative changes, missing numbers said so")
   CHECK(PaperValues::zinc_urpe_params - PaperValues::zinc_base_params == 2416);
 }
 
+TEST_CASE("paper Table 5: the printed rows by sequence length, none invented for other lengths") {
+  const PaperValues::Table5Row* n512 = paper_table5_row(512);
+  REQUIRE(n512 != nullptr);
+  CHECK(n512->rpe_time == 6.79);
+  CHECK(n512->urpe_time == 6.91);
+  CHECK(n512->rpe_memory == 1.86);
+  CHECK(n512->urpe_memory == 2.04);
+  REQUIRE(paper_table5_row(128) != nullptr);
+  CHECK(paper_table5_row(128)->urpe_time == 4.59);
+  CHECK(paper_table5_row(256)->rpe_memory == 1.12);
+  CHECK(paper_table5_row(1024) == nullptr);
+  CHECK(paper_table5_row(64) == nullptr);
+  // The paper's URPE/RPE: time +1–2%, memory +1–10% (its eager code), every row URPE ≥ RPE.
+  for (const PaperValues::Table5Row& row : PaperValues::table5) {
+    CHECK(row.urpe_time >= row.rpe_time);
+    CHECK(row.urpe_memory >= row.rpe_memory);
+    CHECK(row.urpe_memory / row.rpe_memory < 1.1);
+  }
+}
+
 TEST_CASE("synthetic results: Figure 1 has no printed values; ours RPE → URPE with the change") {
   SyntheticGrid grid;
   grid.scale = "tiny";

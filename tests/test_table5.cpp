@@ -4,6 +4,7 @@
 // files and ratios are the same code as the full run's.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -60,8 +61,26 @@ TEST_CASE("repro table5 on the CPU: every row, results.md/json and plots") {
   CHECK(md.find("| 128 | materialized |") != std::string::npos);
   CHECK(md.find("| 256 | fused |") != std::string::npos);
   CHECK(md.find("Load averages") != std::string::npos);
-  // The paper's numbers are not invented: the column says where they are missing.
-  CHECK(md.find("not available") != std::string::npos);
+  // The paper's printed values (V100) on the materialised rows, with their ratios URPE/RPE:
+  // 4.59 / 4.55 = 1.009, 0.97 / 0.96 = 1.010; 5.66 / 5.60 = 1.011, 1.17 / 1.12 = 1.045.
+  CHECK(md.find("time 4.55 → 4.59 (1.009), memory 0.96 → 0.97 (1.010) |") != std::string::npos);
+  CHECK(md.find("time 5.60 → 5.66 (1.011), memory 1.12 → 1.17 (1.045) |") != std::string::npos);
+  CHECK(md.find("units not printed") != std::string::npos);
+  // The paper-beside-ours section: (4.59 − 4.55) / 4.55 = +0.9%, (1.17 − 1.12) / 1.12 = +4.5%.
+  CHECK(md.find("## The paper beside ours") != std::string::npos);
+  CHECK(md.find("| forward time, n = 128 (ours: materialized, median ms) | 4.55 → 4.59 (units not printed) | +0.9% |") !=
+        std::string::npos);
+  CHECK(md.find("| peak memory, n = 256 (ours: fused, MiB) | 1.12 → 1.17 (units not printed) | +4.5% |") !=
+        std::string::npos);
+  for (const json::Value& row : rows.items()) {
+    const json::Value& paper = row.at("paper");
+    const bool urpe_row = row.at("pe").as_string() == "urpe";
+    if (row.at("seq_len").as_integer() == 128) {
+      CHECK(paper.at("time").as_number() == (urpe_row ? 4.59 : 4.55));
+      CHECK(paper.at("memory").as_number() == (urpe_row ? 0.97 : 0.96));
+      CHECK(std::abs(paper.at("urpe_over_rpe_time").as_number() - 4.59 / 4.55) < 1e-12);
+    }
+  }
   CHECK(r.output.find("[8/8] n = 256") != std::string::npos);
 }
 

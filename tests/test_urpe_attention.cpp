@@ -417,6 +417,25 @@ Reference exp_reference(const Tensor& scores, const UrpeAttentionParams& prm) {
   return r;
 }
 
+TEST_CASE("a map read once is remembered by its range: a table it does not fit is still an error") {
+  // The map's values are 0..6 (Toeplitz, 4 × 4). The first call reads them; later calls with the
+  // same map tensor use the remembered range, which must still reject a table of 6 buckets with
+  // the same message as a first read, and a fresh bad map is read and rejected.
+  Case c = make_case(2, 3, 4, 4, 1300);
+  UrpeAttentionParams p = c.params;
+  const Tensor first = urpe_attention(c.scores, p);
+  CHECK(urpe_attention(c.scores, p).to_vector_f32() == first.to_vector_f32());
+  UrpeAttentionParams small = p;
+  small.c_table = random_values({3, 6}, 3);
+  CHECK_THROWS_WITH_AS(urpe_attention(c.scores, small),
+                       doctest::Contains("has value 6 at flat index 3, outside [0, 6)"), Error);
+  std::vector<int32_t> bad = toeplitz_map(4, 4).to_vector_i32();
+  bad[2] = 9;
+  UrpeAttentionParams fresh = p;
+  fresh.bias_map = Tensor::from_vector(bad, {4, 4});
+  CHECK_THROWS_WITH_AS(urpe_attention(c.scores, fresh), doctest::Contains("has value 9 at flat index 2"), Error);
+}
+
 TEST_CASE("attention_norm exp: A = e^Z ⊙ C against a double reference, with its gradients") {
   Case c = make_case(2, 3, 5, 7, 1500);
   c.params.norm = AttentionNorm::exp;

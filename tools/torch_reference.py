@@ -396,10 +396,13 @@ def table5(device, lengths, batch, layers, repeats, threads):
     torch.set_num_threads(threads)
     dev = torch.device(device)
     print(f"PyTorch {torch.__version__} eager, device {device}"
-          + (f" ({torch.cuda.get_device_name(dev)})" if dev.type == "cuda" else f", {threads} threads")
-          + f"; 12 heads, d = 768, d_ff = 3072, {layers} layers, batch {batch}; median of {repeats}")
-    print("| n | pe | median ms | peak MiB |")
-    print("|---|---|---|---|")
+          + (f" ({torch.cuda.get_device_name(dev)})" if dev.type == "cuda" else f", {threads} threads, BLAS: {blas_in_use()}")
+          + f"; 12 heads, d = 768, d_ff = 3072, {layers} layers, batch {batch}; median of {repeats}; "
+          + f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    # CPU ms: the process's CPU time (user + system, all threads) over one forward, which a busy
+    # shared machine inflates much less than wall time (urpe's results.md has the same column).
+    print("| n | pe | median ms | CPU ms | peak MiB |")
+    print("|---|---|---|---|---|")
     for n in lengths:
         for pe in ("rpe", "urpe"):
             cfg = {"seq_len": n, "vocab": 1000, "layers": layers, "d_model": 768, "heads": 12,
@@ -418,15 +421,18 @@ def table5(device, lengths, batch, layers, repeats, threads):
                     torch.cuda.reset_peak_memory_stats(dev)
                 else:
                     peak_rss_reset()
-                times = []
+                times, cpu_times = [], []
                 for _ in range(repeats):
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     encoder_forward(cfg, params, tokens)
                     sync()
                     times.append((time.perf_counter() - t0) * 1000)
+                    cpu_times.append((time.process_time() - c0) * 1000)
             times.sort()
+            cpu_times.sort()
             peak = (torch.cuda.max_memory_allocated(dev) / 2**20 if dev.type == "cuda" else rss_mib("VmHWM"))
-            print(f"| {n} | {pe} | {times[len(times) // 2]:.1f} | {peak:.1f} |", flush=True)
+            print(f"| {n} | {pe} | {times[len(times) // 2]:.1f} | {cpu_times[len(cpu_times) // 2]:.1f} | {peak:.1f} |",
+                  flush=True)
             del params, tokens
 
 

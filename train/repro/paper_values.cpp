@@ -28,6 +28,12 @@ std::string change(const std::optional<double>& base, const std::optional<double
 
 }  // namespace
 
+const PaperValues::Table5Row* paper_table5_row(long seq_len) {
+  for (const PaperValues::Table5Row& row : PaperValues::table5)
+    if (row.seq_len == seq_len) return &row;
+  return nullptr;
+}
+
 std::string paper_comparison_markdown(const std::vector<PaperComparison>& rows, const std::string& baseline_name,
                                       const std::string& measured_on) {
   std::ostringstream md;

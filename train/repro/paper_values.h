@@ -35,7 +35,20 @@ struct PaperValues {
   static constexpr double zinc_base_test_mae = 0.122, zinc_base_test_mae_std = 0.006;
   static constexpr double zinc_urpe_test_mae = 0.086, zinc_urpe_test_mae_std = 0.007;
   static constexpr long zinc_base_params = 489321, zinc_urpe_params = 491737;
+  // Table 5 ("Efficiency: Runtime and Memory Usage Evaluation"): inference runtime and peak memory
+  // of the RPE- and URPE-based Transformer at N = 128, 256, 512 (the authors' eager PyTorch code on
+  // a V100). The poster prints no units (the paper's text was not reachable here to add them).
+  struct Table5Row {
+    long seq_len;
+    double rpe_time, urpe_time, rpe_memory, urpe_memory;
+  };
+  static constexpr Table5Row table5[3] = {
+      {128, 4.55, 4.59, 0.96, 0.97}, {256, 5.60, 5.66, 1.12, 1.17}, {512, 6.79, 6.91, 1.86, 2.04}};
+  static constexpr const char* table5_units = "units not printed";
 };
+
+// The paper's Table 5 row at sequence length n, or nullptr where it has none.
+const PaperValues::Table5Row* paper_table5_row(long seq_len);
 
 extern const char* const kPaperSource;
 

@@ -16,6 +16,7 @@
 #include "train/io/run_dir.h"
 #include "train/plot/charts.h"
 #include "train/process_memory.h"
+#include "train/repro/paper_values.h"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -24,25 +25,6 @@
 namespace urpe {
 
 namespace {
-
-// The paper's Table 5 (V100, its eager PyTorch code), as (n, RPE time, URPE time, RPE memory,
-// URPE memory). Left empty: the paper's text was not reachable from this environment (the
-// official repository github.com/lsj2408/URPE does not restate the table), and numbers are not
-// made up. results.md says so in the paper column; fill this in from the paper to print them.
-struct PaperRow {
-  int64_t seq_len;
-  const char* rpe_time;
-  const char* urpe_time;
-  const char* rpe_memory;
-  const char* urpe_memory;
-};
-const std::vector<PaperRow> kPaperTable5 = {};
-
-const PaperRow* paper_row(int64_t n) {
-  for (const PaperRow& row : kPaperTable5)
-    if (row.seq_len == n) return &row;
-  return nullptr;
-}
 
 double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
 
@@ -152,12 +134,15 @@ std::string markdown(const Table5Options& o, const std::vector<Table5Row>& rows,
         auto rss = [](const Table5Row& r) { return r.peak_rss_bytes < 0 ? std::string("n/a") : fixed(mib(r.peak_rss_bytes), 1); };
         md << " " << rss(rpe) << " | " << rss(urpe) << " |";
       }
-      const PaperRow* paper = paper_row(n);
+      // The paper measured its eager code, i.e. the materialised path; its values go on that row.
+      const PaperValues::Table5Row* paper = paper_table5_row(n);
       if (paper != nullptr && std::string(attention) == "materialized")
-        md << " time " << paper->rpe_time << " → " << paper->urpe_time << ", memory "
-           << paper->rpe_memory << " → " << paper->urpe_memory << " |\n";
+        md << " time " << fixed(paper->rpe_time, 2) << " → " << fixed(paper->urpe_time, 2) << " ("
+           << fixed(paper->urpe_time / paper->rpe_time, 3) << "), memory " << fixed(paper->rpe_memory, 2)
+           << " → " << fixed(paper->urpe_memory, 2) << " (" << fixed(paper->urpe_memory / paper->rpe_memory, 3)
+           << ") |\n";
       else
-        md << (std::string(attention) == "materialized" ? " not available (see below) |\n" : " — |\n");
+        md << (std::string(attention) == "materialized" ? " no value at this n |\n" : " — |\n");
     }
   }
   md << "\nms: wall-clock milliseconds of one forward; CPU ms: the process's CPU time (user + "
@@ -168,9 +153,42 @@ std::string markdown(const Table5Options& o, const std::vector<Table5Row>& rows,
      << (cpu ? "; peak RSS: the process's resident-set high-water mark over the row (model "
                "construction included), reset per row through /proc/self/clear_refs"
              : "")
-     << ".\n\nPaper (V100): the paper's Table 5 numbers (its eager PyTorch code on a V100) could not "
-        "be obtained in the environment this command was written in, so none are printed rather "
-        "than invented; train/repro/table5.cpp holds the place to add them (kPaperTable5).\n";
+     << ".\n\nPaper (V100): RPE → URPE as printed in Table 5 of the paper (inference runtime and peak "
+        "memory of its eager PyTorch code on a V100; "
+     << PaperValues::table5_units << ", so only the ratios URPE/RPE, in brackets, compare with ours), "
+        "taken from the authors' poster (github.com/lsj2408/URPE, doc/poster.png). Shown on the "
+        "materialised rows: the paper's code materialises the attention as well.\n";
+  std::vector<PaperComparison> comparisons;
+  for (int64_t n : o.lengths) {
+    const PaperValues::Table5Row* paper = paper_table5_row(n);
+    for (const char* attention : {"materialized", "fused"}) {
+      const Table5Row& rpe = find_row(rows, n, "rpe", attention);
+      const Table5Row& urpe = find_row(rows, n, "urpe", attention);
+      PaperComparison time, memory;
+      time.quantity = "forward time, n = " + std::to_string(n) + " (ours: " + attention + ", median ms)";
+      memory.quantity = "peak memory, n = " + std::to_string(n) + " (ours: " + attention + ", MiB)";
+      if (paper != nullptr) {
+        time.paper_base = paper->rpe_time;
+        time.paper_urpe = paper->urpe_time;
+        memory.paper_base = paper->rpe_memory;
+        memory.paper_urpe = paper->urpe_memory;
+        time.paper_note = memory.paper_note = PaperValues::table5_units;
+      } else {
+        time.paper_note = memory.paper_note = "no value at this n (the paper has 128, 256, 512)";
+      }
+      time.paper_decimals = memory.paper_decimals = 2;
+      time.ours_base = rpe.median_ms;
+      time.ours_urpe = urpe.median_ms;
+      memory.ours_base = mib(rpe.peak_bytes);
+      memory.ours_urpe = mib(urpe.peak_bytes);
+      time.decimals = memory.decimals = 1;
+      comparisons.push_back(time);
+      comparisons.push_back(memory);
+    }
+  }
+  md << paper_comparison_markdown(comparisons, "RPE",
+                                  "this run (" + machine + ", batch " + std::to_string(o.batch) + ", " +
+                                      std::to_string(o.layers) + " layers).");
   return md.str();
 }
 
@@ -269,6 +287,21 @@ std::vector<Table5Row> run_table5(const Table5Options& o, const std::string& out
         .set("peak_rss_bytes", r.peak_rss_bytes < 0 ? json::Value() : json::Value(r.peak_rss_bytes))
         .set("batch", o.batch).set("layers", o.layers).set("d_model", o.d_model)
         .set("heads", o.heads).set("device", o.device).set("machine", machine);
+    // The paper's value for this n and positional encoding (its eager, materialised code), and
+    // its URPE/RPE ratio; null where the paper has no value at this n.
+    const PaperValues::Table5Row* paper = paper_table5_row(r.seq_len);
+    json::Value p;
+    if (paper != nullptr) {
+      const bool is_urpe = r.pe == "urpe";
+      p = json::Value::object();
+      p.set("time", is_urpe ? paper->urpe_time : paper->rpe_time)
+          .set("memory", is_urpe ? paper->urpe_memory : paper->rpe_memory)
+          .set("urpe_over_rpe_time", paper->urpe_time / paper->rpe_time)
+          .set("urpe_over_rpe_memory", paper->urpe_memory / paper->rpe_memory)
+          .set("units", PaperValues::table5_units)
+          .set("source", "Table 5 as printed on the authors' poster, github.com/lsj2408/URPE doc/poster.png (V100)");
+    }
+    row.set("paper", p);
     list.push(row);
   }
   write_text_atomic(join_path(out_dir, "results.json"), list.dump(2) + "\n");

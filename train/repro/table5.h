@@ -4,9 +4,9 @@
 // core, A·V: (B, H, n, n) tensors) and with the fused one (ops/urpe_flash_attention: nothing
 // n×n), at each sequence length, and writes
 //   results.md    per length and attention path: median forward time and peak memory for RPE and
-//                 URPE, the ratios URPE/RPE, and the paper's V100 column (see kPaperTable5 in
-//                 table5.cpp: the numbers could not be obtained here, so it says so)
-//   results.json  one row per (length, pe, attention)
+//                 URPE, the ratios URPE/RPE, the paper's V100 values with their ratios
+//                 (PaperValues::table5), and a "paper beside ours" section of relative changes
+//   results.json  one row per (length, pe, attention), with the paper's value for it
 //   plots/time.png, plots/memory.png   time and peak memory against n, one line per row kind
 // Memory: on the CPU the host allocator's peak of tensor storage (parameters included: what the
 // forward needs, independent of caching) and the process's peak resident set (VmHWM, reset before
