@@ -1,4 +1,4 @@
-// The positional encodings of issue 13 (models/encoder.h, ops/rotary.h): the rotary op's maths and
+// The positional encodings beyond the paper's four (models/encoder.h, ops/rotary.h): the rotary op's maths and
 // gradient, ALiBi's slopes, the `pe` spellings, Theorem 2's prediction on each encoding (with
 // identical tokens, encodings that only change the logits give every position the same output),
 // and `urpe repro synthetic --pes --lengths --tasks` with its probe line.

@@ -274,7 +274,7 @@ ENCODER_FIXTURES = {
     "rpe": ("rpe", "unique", "unique", 7, 102),
     "urpe": ("urpe", "unique", "unique", 7, 103),
     "urpe_bucketed": ("urpe", "bucketed", "bucketed", 21, 104),
-    # issue 13: the other encodings, and URPE on top of them (README: Which encodings can tell positions apart?)
+    # the other encodings, and URPE on top of them (README: Which encodings can tell positions apart?)
     "sinusoidal": ("sinusoidal", "unique", "unique", 7, 105),
     "alibi": ("alibi", "unique", "unique", 7, 106),
     "rope": ("rope", "unique", "unique", 7, 107),

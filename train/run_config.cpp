@@ -179,7 +179,7 @@ const std::vector<Preset>& presets() {
       {"pi-paper", "the paper's synthetic setting with the official task protocol: n = 128, V = 1000, 3 layers, "
                    "12 heads, d = 768; follows the official scripts (lsj2408/URPE simulate_*.sh: 40k steps, warm-up 6k, "
                    "lr 7e-5, 6,400 validation sequences, no dropout) and the batch of 512 of the paper's Appendix C.1 "
-                   "as issue 16 quotes it, as 4 micro-batches of 128 (docs/synthetic_encoder.md#presets-and-training)",
+                   "(not checked against the appendix text), as 4 micro-batches of 128 (docs/synthetic_encoder.md#presets-and-training)",
        std::string("task = pi\n") + kSyntheticPaper},
       {"etp-paper", "as pi-paper (the same sources), even token prediction", std::string("task = etp\n") + kSyntheticPaper},
       {"txl-tiny", "Transformer-XL (+URPE with pe = urpe) on the embedded corpus, a few CPU minutes: 2 layers, "
@@ -195,8 +195,8 @@ const std::vector<Preset>& presets() {
       {"txl-base", "WikiText-103 base as the official Transformer-XL base script trains it (docs/transformer_xl.md#presets, with "
                    "the official final evaluation); corpus = the wikitext-103 directory (wiki.*.tokens)",
        std::string(kTxlBase) + "weight_decay = 0\n"},
-      {"txl-base-paper", "txl-base with the paper's weight decay 0.01 (decoupled, AdamW), the value issue 16 quotes "
-                         "from the paper's Appendix C; every other value is the official base script's. "
+      {"txl-base-paper", "txl-base with the paper's weight decay 0.01 (decoupled, AdamW), the value attributed "
+                         "to the paper's Appendix C; every other value is the official base script's. "
                          "`urpe repro lm --scale paper` uses it",
        std::string(kTxlBase) + "weight_decay = 0.01\n"},
       {"graphormer-tiny", "Graphormer, CPU size (3 layers, d = 32, 4 heads, multi-hop 5; 1,500 steps of 32 molecules); urpe's own",

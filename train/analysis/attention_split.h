@@ -1,4 +1,4 @@
-// How much of each attention logit is position and how much context (`urpe analyze`, issue 15).
+// How much of each attention logit is position and how much context (`urpe analyze`).
 // Block l of the (post-LN) encoder reads layer l − 1's states x_{c,t} (models/hidden_states.h),
 // which the position/context decomposition splits as x_{c,t} = (μ + pos_t) + cvec_{c,t},
 // cvec = ctx_c + resid_{c,t}. The query and key projections are affine, so

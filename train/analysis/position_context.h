@@ -1,4 +1,4 @@
-// Where does position live in the hidden states? (`urpe analyze`; issue 15, after Song & Zhong
+// Where does position live in the hidden states? (`urpe analyze`; after Song & Zhong
 // 2024, "Uncovering hidden geometry in Transformers via disentangling position and context").
 // Each layer's hidden states h_{c,t} ∈ ℝ^d on C contexts × T positions are split exactly into
 //

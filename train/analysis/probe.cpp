@@ -154,7 +154,7 @@ ProbeRun probe_identical_tokens(const AnalysisModel& model, const ProbeOptions& 
 
 bool theorem2_applies(const ProbeRun& r) {
   if (r.attention_norm != "softmax") return false;
-  // Encodings that only change the logits before the softmax (issue 13: alibi, rope), and URPE on
+  // Encodings that only change the logits before the softmax (alibi, rope), and URPE on
   // top of one of them while C is still all ones.
   auto logits_only = [](const std::string& pe) { return pe == "none" || pe == "rpe" || pe == "alibi" || pe == "rope"; };
   const size_t plus = r.pe.find("+urpe");

@@ -55,7 +55,7 @@ std::vector<CommandSpec> command_table() {
                    "reproduce one of the paper's experiments and write results.md/json and plots",
                    {{"scale", "NAME", "tiny", "tiny, small or paper"},
                     {"seeds", "K", "1", "number of seeds per configuration (molecules --scale paper: 4, as the paper's ZINC "
-                     "results (Appendix C.3.1 as issue 16 quotes it))", {1, 100}},
+                     "results (Appendix C.3.1))", {1, 100}},
                     {"out", "DIR", "", "output directory"},
                     {"overwrite", "", "", kOverwriteHelp},
                     {"device", "NAME", "cpu", "cpu, cuda or cuda:N"},

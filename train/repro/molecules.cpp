@@ -32,7 +32,7 @@ MoleculeRepro molecule_repro_for_scale(const std::string& scale) {
     r.overrides = {"batch=64", "steps=20000", "warmup=2000", "eval_every=1000"};
   } else if (scale == "paper") {
     r.preset = "graphormer-slim";  // the preset is the official GV1 ZINC schedule
-    r.seeds = 4;                   // the paper's ZINC runs: 4 seeds (Appendix C.3.1 as issue 16 quotes it)
+    r.seeds = 4;                   // the paper's ZINC runs: 4 seeds (Appendix C.3.1)
   } else {
     URPE_FAIL("--scale '" << scale << "': expected tiny, small or paper");
   }

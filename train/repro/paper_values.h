@@ -1,4 +1,4 @@
-// The paper's numbers beside ours in every repro results.md (issue 16, item 5). The values are
+// The paper's numbers beside ours in every repro results.md. The values are
 // copied from the authors' own material, never estimated: the tables of the NeurIPS 2022 poster in
 // the official repository (lsj2408/URPE, doc/poster.png). Where the paper gives no number (Figure
 // 1 is a bar chart without printed values) or we could not find it (the Transformer-XL depth
