@@ -2,7 +2,8 @@
 // on a GPU, averaging the gradients and taking the sharded Adam step (ZeRO-1) with NCCL must give
 // what the MPI/CPU path gives for the same gradients. With one rank (a GPU machine: the real NCCL
 // on one GPU; CI: the CUDA simulator's stand-in nccl.h), and with two ranks under mpirun where each
-// rank has its own device (the simulator, or a machine with two GPUs).
+// rank has its own device (the simulator, or a machine with two GPUs); and `mpirun -np 2 urpe train
+// --set device=cuda` (urpe-cudasim in the simulator), unsharded and sharded, against one CPU process.
 //
 // Tolerance: one rank's NCCL average is the identity (PreMulSum by 1), so gradients must match
 // exactly. Two ranks: the CPU path computes (w0·g0 + w1·g1) / W, NCCL w0/W·g0 + w1/W·g1, a few
@@ -11,7 +12,8 @@
 //
 // Without a CUDA device, or in a build without NCCL (none in the CUDA toolkit), the suite exits
 // with 77 (CTest: skipped). The two-rank case runs this executable under mpirun as a worker
-// (environment URPE_TEST_NCCL_WORKER), and is left out (said so) in a build without MPI, without
+// (its test case "worker", skipped unless asked for: the simulator's state must be constructed
+// before the comparison runs, so it cannot run from a static constructor), and is left out (said so) in a build without MPI, without
 // mpirun, or with fewer than two GPUs on a real machine.
 #include <unistd.h>
 
@@ -26,6 +28,7 @@
 #include "train/dist/communicator.h"
 #include "train/dist/data_parallel.h"
 #include "train/dist/device_collectives.h"
+#include "train/io/run_dir.h"
 #include "train/optimizer.h"
 
 using namespace urpe;
@@ -34,7 +37,6 @@ namespace {
 
 struct SkipWithoutNccl {
   SkipWithoutNccl() {
-    if (std::getenv("URPE_TEST_NCCL_WORKER")) return;
     if (cuda::device_count() == 0 || !dist::built_with_nccl()) {
       std::printf("no CUDA device, or urpe built without NCCL: NCCL suite skipped\n");
       std::fflush(stdout);
@@ -67,6 +69,12 @@ void set_gradients(const std::vector<Tensor>& a, const std::vector<Tensor>& b, i
     a[k].impl().grad = g.to(a[k].device()).impl_ptr();
     b[k].impl().grad = g.to(b[k].device()).impl_ptr();
   }
+}
+
+int count_of(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
 }
 
 // Counts the elements of `got` (any device) farther from `want` than tol·(1 + |want|).
@@ -135,22 +143,6 @@ int compare_paths(dist::Communicator& comm, double tol) {
   return failures;
 }
 
-// ---- the worker (under mpirun) ----
-struct Worker {
-  Worker() {
-    if (!std::getenv("URPE_TEST_NCCL_WORKER")) return;
-    int failures = 1;
-    try {
-      failures = compare_paths(dist::world(), 1e-5);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "worker: %s\n", e.what());
-      dist::world().abort(1);
-    }
-    dist::finalize();
-    std::exit(failures == 0 ? 0 : 1);
-  }
-} worker;
-
 }  // namespace
 
 TEST_CASE("one rank: the NCCL path averages and takes the sharded step as the MPI/CPU path") {
@@ -173,8 +165,51 @@ TEST_CASE("two ranks: the NCCL path averages and takes the sharded step as the M
   const ssize_t n = ::readlink(self.c_str(), exe, sizeof exe - 1);
   REQUIRE(n > 0);
   exe[n] = '\0';
-  const test::CliResult r = test::run_command(
-      "timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 -x URPE_TEST_NCCL_WORKER=1 " + std::string(exe));
+  const test::CliResult r = test::run_command("timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 " +
+                                              std::string(exe) + " --test-case=worker --no-skip --no-colors");
   INFO(r.output);
   CHECK(r.code == 0);
+  CHECK(count_of(r.output, "test cases: 1 | 1 passed") == 2);  // the worker case ran and passed on each rank
+}
+
+TEST_CASE("two ranks training with device = cuda exchange their gradients by NCCL and train like one CPU process") {
+#if !URPE_CUDA_SIM
+  if (cuda::device_count() < 2) {
+    std::printf("two-rank NCCL training left out: it needs two GPUs (found %d)\n", cuda::device_count());
+    return;
+  }
+#endif
+  if (!dist::built_with_mpi() || std::system("command -v mpirun >/dev/null 2>&1") != 0) {
+    std::printf("two-rank NCCL training left out: urpe built without MPI, or no mpirun on PATH\n");
+    return;
+  }
+  const std::string settings = " train --preset pi-tiny --set steps=3 --set warmup=1 --set eval_every=3 "
+                               "--set valid_size=16 --set layers=1 --set batch=8 --set seq_len=16 --overwrite";
+  const std::string dir = "/tmp/urpe_test_nccl_" + std::to_string(::getpid());
+  const test::CliResult cpu = test::run_urpe(settings + " --quiet --out " + dir + "_cpu");
+  REQUIRE_MESSAGE(cpu.code == 0, cpu.output);
+  for (const std::string sharded : {"false", "true"}) {
+    INFO("shard_optimizer = " << sharded);
+    const std::string out = dir + "_gpu_" + sharded;
+    const test::CliResult gpu = test::run_command("timeout 300 mpirun --allow-run-as-root --oversubscribe -np 2 " +
+                                                  std::string(URPE_BINARY) + settings + " --set device=cuda" +
+                                                  " --set shard_optimizer=" + sharded + " --out " + out);
+    REQUIRE_MESSAGE(gpu.code == 0, gpu.output);
+    CHECK(count_of(gpu.output, "data parallel: 2 ranks, gradients exchanged on the GPUs by NCCL") == 1);
+    const std::vector<MetricsRow> a = read_metrics(dir + "_cpu/metrics.csv"), b = read_metrics(out + "/metrics.csv");
+    REQUIRE(a.size() == 2);
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      // CUDA against the CPU (test_cuda_training's bound) and 2 ranks against 1.
+      CHECK(std::fabs(a[i].loss - b[i].loss) <= 2e-3 * std::fabs(a[i].loss));
+    }
+  }
+  std::system(("rm -rf " + dir + "_cpu " + dir + "_gpu_false " + dir + "_gpu_true").c_str());
+}
+
+// The two ranks' side, started by the case above under mpirun.
+TEST_CASE("worker" * doctest::skip()) {
+  const int failures = compare_paths(dist::world(), 1e-5);
+  CHECK(failures == 0);
+  dist::finalize();
 }

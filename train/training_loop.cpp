@@ -112,8 +112,9 @@ Adam make_optimizer(const TrainingRun& run, dist::Communicator& comm, const std:
   if (comm.is_root() && !run.options.quiet) {
     int64_t total = 0;
     for (const Tensor& p : parameters) total += p.numel();
-    std::printf("shard_optimizer: Adam's moments of %lld of the %lld parameters per rank (%d ranks)\n",
-                static_cast<long long>(optimizer.moment_elements() / 2), static_cast<long long>(total), comm.size());
+    std::printf("shard_optimizer: Adam's moments of %lld of the %lld parameters per rank (%d rank%s)\n",
+                static_cast<long long>(optimizer.moment_elements() / 2), static_cast<long long>(total), comm.size(),
+                comm.size() == 1 ? "" : "s");
   }
   return optimizer;
 }
