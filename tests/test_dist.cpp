@@ -1,8 +1,8 @@
-// Data-parallel training (README "Data-parallel training", train/dist): `mpirun -np 2 urpe train`
-// must train like one process with the same global batch, for every model family; a batch that
-// does not divide, or ranks that run different configs, is one clear error; a failure on one
-// rank ends every rank (no hang); Ctrl-C on one rank stops both with a checkpoint, and a 2-rank
-// resume continues bit-identically. The same with the optimizer's state sharded over the ranks
+// Data-parallel training (README "Training on several processes / GPUs", train/dist):
+// `mpirun -np 2 urpe train` must train like one process with the same global batch, for every model
+// family; a batch that does not divide, or ranks that run different configs, is one clear error; a
+// failure on one rank ends every rank (no hang); Ctrl-C on one rank stops both with a checkpoint,
+// and a 2-rank resume continues bit-identically. The same with the optimizer's state sharded over the ranks
 // (shard_optimizer = true, ZeRO-1): the same losses as one process, a checkpoint bit-identical to
 // the unsharded 2-rank run's (the same element-wise arithmetic on the same reduced gradients),
 // and a bit-identical resume.

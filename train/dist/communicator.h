@@ -1,8 +1,8 @@
 // The processes of a data-parallel run and the collectives the training loop needs between them
-// (README "Data-parallel training"). One process is the default and costs nothing: world() is a
-// single-rank communicator unless the binary was built with MPI (URPE_MPI) and launched by mpirun,
-// in which case it is MPI_COMM_WORLD. Only this folder includes mpi.h; the loop and the model
-// families see ranks, sums and broadcasts.
+// (README "Training on several processes / GPUs"). One process is the default and costs nothing:
+// world() is a single-rank communicator unless the binary was built with MPI (URPE_MPI) and
+// launched by mpirun, in which case it is MPI_COMM_WORLD. Only this folder includes mpi.h; the loop
+// and the model families see ranks, sums and broadcasts.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,4 +1,5 @@
-// Batch shards, the per-step gradient all-reduce and the same-run check of train/dist/data_parallel.h.
+// Batch shards, the per-step gradient all-reduce (MPI on the host, or NCCL on the GPU), ZeRO-1's
+// reduce-scatter and all-gather, and the same-run check of train/dist/data_parallel.h.
 #include "train/dist/data_parallel.h"
 
 #include <algorithm>
@@ -182,11 +183,11 @@ FlatRange optimizer_shard(const Communicator& comm, int64_t total) {
 ShardedStepSync reduce_scatter_gradients(Communicator& comm, const std::vector<Tensor>& parameters,
                                          double local_loss, double weight, bool stop_requested,
                                          DeviceCollectives* device) {
-  URPE_CHECK(weight > 0, "data parallel: a step's loss weight must be positive, got " << weight);
   int64_t total = 0;
   for (const Tensor& p : parameters) total += p.numel();
   const int64_t stride = optimizer_shard_stride(comm, total);
   const bool one = comm.size() == 1 && !device;  // the gradients as they are (as average_gradients)
+  URPE_CHECK(one || weight > 0, "data parallel: a step's loss weight must be positive, got " << weight);
   const StepTail tail = one ? StepTail{} : all_reduce_tail(comm, parameters, local_loss, weight, stop_requested);
   ShardedStepSync out;
   out.loss = one ? local_loss : tail.loss();

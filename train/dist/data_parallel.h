@@ -1,6 +1,8 @@
 // Data parallelism over a Communicator: which rows of the global batch a rank trains on, and the
 // one exchange per step that makes every rank take the same optimizer step (the gradients of the
-// global batch, the global loss, and whether any rank was asked to stop).
+// global batch, the global loss, and whether any rank was asked to stop): an all-reduce, or for
+// ZeRO-1 a reduce-scatter of the gradients and an all-gather of the parameters; on the host (MPI)
+// or, with DeviceCollectives, on the GPU (NCCL).
 #pragma once
 #include <cstdint>
 #include <string>
