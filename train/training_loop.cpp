@@ -260,8 +260,9 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
     // With several ranks: the global batch's gradients and loss on every rank, and a stop on one
     // rank (Ctrl-C) is a stop on all, at the same step.
     const float lr = schedule.at(step);
-    const dist::StepSync synced = optimizer_step(comm, device_collectives.get(), optimizer, parameter_tensors, out.loss.item(), out.weight,
-                                                 interrupt.requested() || step == options.stop_after_step, lr);
+    const dist::StepSync synced =
+        optimizer_step(comm, device_collectives.get(), optimizer, parameter_tensors, out.loss.item(), out.weight,
+                       interrupt.requested() || step == options.stop_after_step, lr);
     run.profile.after_step(step);
     const double loss_value = synced.loss;
     if (options.on_step) options.on_step(step, loss_value);
