@@ -9,6 +9,10 @@
 #   bench/gpu_session.sh sanitize   compute-sanitizer memcheck, racecheck, initcheck, synccheck
 #   bench/gpu_session.sh bench      urpe bench kernels --device cuda, FP32 then --tf32
 #   bench/gpu_session.sh ncu        Nsight Compute on the URPE core kernels of the bench
+#   bench/gpu_session.sh nccl       the NCCL path of data-parallel training: test_cuda_nccl (one
+#                                   rank on one GPU, two ranks when two GPUs and mpirun are there)
+#                                   against the MPI/CPU path; with mpirun and two GPUs, a 2-rank
+#                                   device=cuda training run (plain and sharded) beside 1 rank
 # Logs go to $OUT (the folder the device tool brings back) or ./gpu_logs; the last lines of each
 # step are printed so the tool's reply carries them.
 set -uo pipefail
@@ -59,8 +63,22 @@ case "${1:-}" in
       "./$BUILD/urpe" bench kernels --device cuda --repeats 1
     step ncu_fwd_summary ncu --import "$LOGS/urpe_core_fwd.ncu-rep" --page details
     ;;
+  nccl)
+    # Which NCCL and MPI the build found (NCCL is used when URPE_NCCL_LIB is a path).
+    grep -E "^(URPE_NCCL_LIB|URPE_NCCL_INCLUDE|MPI_CXX_FOUND|MPIEXEC_EXECUTABLE)" "$BUILD/CMakeCache.txt"
+    step nccl_suite "./$BUILD/test_cuda_nccl"
+    if command -v mpirun >/dev/null && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+      S="--preset txl-tiny --set device=cuda --set steps=40 --set eval_every=40 --set batch=8"
+      step nccl_train_1 "./$BUILD/urpe" train $S --out "$LOGS/nccl_1" --overwrite
+      step nccl_train_2 mpirun --allow-run-as-root -np 2 "./$BUILD/urpe" train $S --out "$LOGS/nccl_2" --overwrite
+      step nccl_train_2_sharded mpirun --allow-run-as-root -np 2 "./$BUILD/urpe" train $S \
+        --set shard_optimizer=true --out "$LOGS/nccl_2s" --overwrite
+    else
+      echo "== nccl: 2-rank training left out (needs mpirun and two GPUs)"
+    fi
+    ;;
   *)
-    echo "usage: bench/gpu_session.sh build|parity|sanitize|bench|ncu" >&2
+    echo "usage: bench/gpu_session.sh build|parity|sanitize|bench|ncu|nccl" >&2
     exit 2
     ;;
 esac

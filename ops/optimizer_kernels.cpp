@@ -54,12 +54,16 @@ void adam_update(const std::vector<AdamSlot>& slots, const AdamHyper& hyper) {
                 kernels::adam_update_cuda(slots, hyper));
 }
 
-float global_grad_norm(const std::vector<Tensor>& grads) {
+double grad_sum_of_squares(const std::vector<Tensor>& grads) {
   const Device device = common_device("global_grad_norm", grads);
   double total = 0;
   URPE_DISPATCH("global_grad_norm", device, total = kernels::sum_of_squares_cpu(grads),
                 total = kernels::sum_of_squares_cuda(grads));
-  return static_cast<float>(std::sqrt(total));
+  return total;
+}
+
+float global_grad_norm(const std::vector<Tensor>& grads) {
+  return static_cast<float>(std::sqrt(grad_sum_of_squares(grads)));
 }
 
 void scale_grads(const std::vector<Tensor>& grads, float factor) {

@@ -33,6 +33,8 @@ struct AdamSlot {
 void adam_update(const std::vector<AdamSlot>& slots, const AdamHyper& hyper);
 // √(Σ g²) over every defined gradient (accumulated in double on the CPU).
 float global_grad_norm(const std::vector<Tensor>& grads);
+// Σ g² itself, in double (a sharded optimizer adds the ranks' partial sums before the root).
+double grad_sum_of_squares(const std::vector<Tensor>& grads);
 // Scales every defined gradient in place by `factor`.
 void scale_grads(const std::vector<Tensor>& grads, float factor);
 // Clips to max_norm; returns the norm before clipping.

@@ -1,8 +1,11 @@
-// Data-parallel training (README "Data-parallel training", train/dist): `mpirun -np 2 urpe train`
-// must train like one process with the same global batch, for every model family; a batch that
-// does not divide, or ranks that run different configs, is one clear error; a failure on one
-// rank ends every rank (no hang); Ctrl-C on one rank stops both with a checkpoint, and a 2-rank
-// resume continues bit-identically.
+// Data-parallel training (README "Training on several processes / GPUs", train/dist):
+// `mpirun -np 2 urpe train` must train like one process with the same global batch, for every model
+// family; a batch that does not divide, or ranks that run different configs, is one clear error; a
+// failure on one rank ends every rank (no hang); Ctrl-C on one rank stops both with a checkpoint,
+// and a 2-rank resume continues bit-identically. The same with the optimizer's state sharded over the ranks
+// (shard_optimizer = true, ZeRO-1): the same losses as one process, a checkpoint bit-identical to
+// the unsharded 2-rank run's (the same element-wise arithmetic on the same reduced gradients),
+// and a bit-identical resume.
 //
 // Tolerance of the 1-vs-2-rank comparison: the all-reduce sums the two halves' gradients (each
 // scaled by its weight, then divided by the total) where one process sums the whole batch in one
@@ -62,8 +65,10 @@ Config worker_config(const char* corpus) {
                            "d_head=8", "d_inner=32", "tgt_len=6", "mem_len=6", "batch=4", "steps=6", "warmup=2",
                            "eval_every=3", "eval_batch=2", "eval_tgt_len=5", "eval_mem_len=6", "max_eval_tokens=60",
                            "dropout=0.1"});
-  return resolve_config("pi-tiny", "", {"steps=6", "eval_every=3", "warmup=2", "batch=8", "dropout=0.1",
-                                        "valid_size=64", "layers=1"});
+  std::vector<std::string> settings = {"steps=6", "eval_every=3", "warmup=2", "batch=8", "dropout=0.1",
+                                       "valid_size=64", "layers=1"};
+  if (std::getenv("URPE_TEST_DIST_SHARD")) settings.push_back("shard_optimizer=true");
+  return resolve_config("pi-tiny", "", settings);
 }
 
 struct Worker {
@@ -166,6 +171,18 @@ void check_same_training(const std::string& one, const std::string& two) {
   CHECK(compared > 5);
 }
 
+// Every tensor of the two last checkpoints (weights, Adam's state, trainer state) bit for bit.
+void check_identical_checkpoints(const std::string& one, const std::string& two) {
+  const TensorFile wa = load_safetensors(join_path(one, "model.safetensors"));
+  const TensorFile wb = load_safetensors(join_path(two, "model.safetensors"));
+  REQUIRE(wa.tensors.size() == wb.tensors.size());
+  for (const auto& [name, x] : wa.tensors) {
+    INFO("tensor " << name);
+    if (x.dtype() == DType::i32) CHECK(x.to_vector_i32() == wb.at(name).to_vector_i32());
+    else CHECK(x.to_vector_f32() == wb.at(name).to_vector_f32());
+  }
+}
+
 }  // namespace
 
 TEST_CASE("2 ranks train like 1 process with the same global batch, for every family") {
@@ -185,6 +202,15 @@ TEST_CASE("2 ranks train like 1 process with the same global batch, for every fa
     REQUIRE_MESSAGE(b.code == 0, b.output);
     CHECK(count_of(b.output, two + ": ") == 1);  // rank 0 alone prints the summary
     check_same_training(one, two);
+    // ZeRO-1: the same run; rank 0 reports each rank's share of Adam's moments.
+    const std::string sharded = temp_dir(family + "_2_sharded");
+    const test::CliResult c = test::run_command(mpirun(2) + URPE_BINARY + " train " + settings +
+                                                " --set shard_optimizer=true --out " + sharded);
+    REQUIRE_MESSAGE(c.code == 0, c.output);
+    CHECK(count_of(c.output, "shard_optimizer: Adam's moments of ") == 1);
+    CHECK(c.output.find("parameters per rank (2 ranks)") != std::string::npos);
+    check_same_training(one, sharded);
+    check_identical_checkpoints(two, sharded);
   }
 }
 
@@ -225,10 +251,14 @@ TEST_CASE("a stop on one rank stops both with a checkpoint, and a 2-rank resume 
   const ssize_t n = ::readlink(self.c_str(), exe, sizeof exe - 1);
   REQUIRE(n > 0);
   exe[n] = '\0';
-  for (const std::string family : {"encoder", "txl"}) {
+  // The encoder, Transformer-XL (its memory gathered into the checkpoint), and the encoder with
+  // the optimizer's state sharded (gathered on save, each rank's range taken on resume).
+  for (const std::string family : {"encoder", "txl", "encoder_sharded"}) {
     INFO("family " << family);
     const std::string full = temp_dir(family + "_full"), split = temp_dir(family + "_split");
-    const std::string corpus = family == "txl" ? " -x URPE_TEST_DIST_CORPUS=" + toy_corpus() : "";
+    const std::string corpus = family == "txl" ? " -x URPE_TEST_DIST_CORPUS=" + toy_corpus()
+                               : family == "encoder_sharded" ? " -x URPE_TEST_DIST_SHARD=1"
+                                                             : "";
     const auto worker_run = [&](const std::string& out, const std::string& env) {
       return test::run_command(mpirun(2) + "-x URPE_TEST_DIST_WORKER=" + out + corpus + " " + env + " " + exe);
     };
@@ -248,15 +278,9 @@ TEST_CASE("a stop on one rank stops both with a checkpoint, and a 2-rank resume 
       CHECK(ma[i].loss == mb[i].loss);
       CHECK(ma[i].metric == mb[i].metric);
     }
-    const TensorFile wa = load_safetensors(join_path(full, "model.safetensors"));
-    const TensorFile wb = load_safetensors(join_path(split, "model.safetensors"));
     // Every tensor of the checkpoint: the weights, Adam's state and (Transformer-XL) the memory
     // of every column, gathered from both ranks.
-    for (const auto& [name, x] : wa.tensors) {
-      INFO("tensor " << name);
-      if (x.dtype() == DType::i32) CHECK(x.to_vector_i32() == wb.at(name).to_vector_i32());
-      else CHECK(x.to_vector_f32() == wb.at(name).to_vector_f32());
-    }
+    check_identical_checkpoints(full, split);
   }
 }
 

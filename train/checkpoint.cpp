@@ -25,10 +25,16 @@ static std::string exact_text(double value) {
 void save_checkpoint(const std::string& path, const ParameterSet& params, const Adam* optimizer,
                      const TrainingProgress& progress, const std::string& config_text,
                      const TrainerState& state) {
+  save_checkpoint_with(path, params, optimizer ? optimizer->state() : std::vector<NamedTensor>{}, progress,
+                       config_text, state);
+}
+
+void save_checkpoint_with(const std::string& path, const ParameterSet& params,
+                          const std::vector<NamedTensor>& optimizer_state, const TrainingProgress& progress,
+                          const std::string& config_text, const TrainerState& state) {
   std::vector<NamedTensor> tensors;
   for (const auto& [name, t] : params.items()) tensors.emplace_back("model." + name, t);
-  if (optimizer)
-    for (const auto& entry : optimizer->state()) tensors.push_back(entry);
+  for (const auto& entry : optimizer_state) tensors.push_back(entry);
   for (const auto& [name, t] : state.tensors) tensors.emplace_back("state." + name, t);
   std::map<std::string, std::string> meta = {
       {"format", kFormat},
@@ -183,7 +189,7 @@ CheckpointInfo load_checkpoint(const std::string& path, const ParameterSet& para
   }
   if (optimizer) {
     std::vector<std::pair<std::string, Tensor>> state;
-    for (const auto& [name, t] : optimizer->state()) state.emplace_back(name, file.at(name));
+    for (const std::string& name : optimizer->state_keys()) state.emplace_back(name, file.at(name));
     optimizer->load_state(state);
   }
   return info;

@@ -38,6 +38,11 @@ struct TrainerState {
 void save_checkpoint(const std::string& path, const ParameterSet& params, const Adam* optimizer,
                      const TrainingProgress& progress, const std::string& config_text,
                      const TrainerState& state = {});
+// The same with the optimizer's state() taken beforehand (a sharded optimizer gathers it from
+// every rank, while rank 0 alone writes the file).
+void save_checkpoint_with(const std::string& path, const ParameterSet& params,
+                          const std::vector<NamedTensor>& optimizer_state, const TrainingProgress& progress,
+                          const std::string& config_text, const TrainerState& state = {});
 
 struct CheckpointInfo {
   TrainingProgress progress;

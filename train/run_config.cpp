@@ -34,6 +34,9 @@ void add_common_keys(ConfigSchema& s) {
   s.add_float("weight_decay", 0.0, "decoupled weight decay (AdamW); 0 = plain Adam");
   s.add_float("clip", 0.0, "clip the global gradient norm to this (0 = off)");
   s.add_int("eval_every", 250, "evaluate on the validation set every this many steps");
+  s.add_bool("shard_optimizer", false,
+             "under mpirun: each rank keeps Adam's moments for 1/K of the parameters only (ZeRO-1; same "
+             "results, optimizer memory per rank / K)");
   s.add_string("device", "cpu", "cpu, cuda or cuda:N");
 }
 

@@ -5,9 +5,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <utility>
 
+#include "tensor/cuda_backend.h"
 #include "train/dist/data_parallel.h"
+#include "train/dist/device_collectives.h"
 #include "train/init_from.h"
 #include "train/io/run_dir.h"
 #include "train/optimizer.h"
@@ -90,11 +93,50 @@ void check_data_parallel_run(dist::Communicator& comm, const Config& config) {
                              std::to_string(accum * comm.size()));
 }
 
+// device = cuda (no index) on several ranks: each rank takes GPU local_rank % (visible GPUs), the
+// usual one-rank-per-GPU mapping (README "Training on several processes / GPUs"); an explicit
+// cuda:N is used as given (e.g. with a CUDA_VISIBLE_DEVICES per rank).
+std::string rank_device_name(const dist::Communicator& comm, const std::string& name) {
+  if (name != "cuda" || comm.size() == 1) return name;
+  const int count = cuda::device_count();
+  if (count <= 0) return name;
+  return "cuda:" + std::to_string(dist::launcher_local_rank() % count);
+}
+
 // Rank r > 0 draws its own dropout masks: rank 0's stream with another seed at the same offset
 // (every rank draws alike per step, so the offsets stay equal and a resume continues exactly).
 Rng rank_dropout_stream(const dist::Communicator& comm, const Rng& rank0) {
   if (comm.rank() == 0) return rank0;
   return Rng(rank0.seed() ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(comm.rank())), rank0.offset());
+}
+
+// The optimizer: Adam, sharded over the ranks when shard_optimizer = true (ZeRO-1: each rank
+// keeps the moments of its 1/K of the parameters), which the run's log reports.
+Adam make_optimizer(const TrainingRun& run, dist::Communicator& comm, const std::vector<Tensor>& parameters,
+                   dist::DeviceCollectives* device) {
+  if (!run.config.get_bool("shard_optimizer")) return Adam(parameters, adam_config_from(run.config));
+  Adam optimizer(parameters, adam_config_from(run.config), comm, device);
+  if (comm.is_root() && !run.options.quiet) {
+    int64_t total = 0;
+    for (const Tensor& p : parameters) total += p.numel();
+    std::printf("shard_optimizer: Adam's moments of %lld of the %lld parameters per rank (%d rank%s)\n",
+                static_cast<long long>(optimizer.moment_elements() / 2), static_cast<long long>(total), comm.size(),
+                comm.size() == 1 ? "" : "s");
+  }
+  return optimizer;
+}
+
+// The optimizer step of the global batch on every rank: the gradients averaged over the ranks
+// (all-reduce: MPI, or NCCL with `device`), then Adam; or, sharded, the reduce-scatter / update /
+// all-gather of Adam::step_sharded. The global loss, and a stop requested on any rank, come back.
+dist::StepSync optimizer_step(dist::Communicator& comm, dist::DeviceCollectives* device, Adam& optimizer,
+                              const std::vector<Tensor>& parameters, double local_loss, double weight,
+                              bool stop_requested, float lr) {
+  if (optimizer.sharded()) return optimizer.step_sharded(lr, local_loss, weight, stop_requested);
+  const dist::StepSync synced =
+      dist::average_gradients(comm, parameters, local_loss, weight, stop_requested, device);
+  optimizer.step(lr);
+  return synced;
 }
 
 // model.best.safetensors: the parameters of the evaluation with the best validation metric so far
@@ -177,7 +219,7 @@ TrainingRun begin_training_run(const Config& config_in, const std::string& out_d
   URPE_CHECK(steps > 0, "config: steps must be positive, got " << steps);
   URPE_CHECK(eval_every > 0, "config: eval_every must be positive, got " << eval_every);
   const uint64_t seed = static_cast<uint64_t>(config.get_int("seed"));
-  const Device device = parse_device(config.get_string("device"));
+  const Device device = parse_device(rank_device_name(comm, config.get_string("device")));
   ProfileWindow profile = apply_device_options(options, device, steps);
   return TrainingRun{std::move(config), out_dir, std::move(checkpoint_path), options, steps, eval_every,
                      seed,              device,  std::move(profile),         &comm};
@@ -187,7 +229,13 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
   const TrainOptions& options = run.options;
   dist::Communicator& comm = run.comm ? *run.comm : dist::world();
   const bool root = comm.is_root();
-  Adam optimizer(task.parameters().tensors(), adam_config_from(run.config));
+  // Several ranks on GPUs, with NCCL in the build: the gradients never leave the GPUs.
+  const std::unique_ptr<dist::DeviceCollectives> device_collectives =
+      comm.size() > 1 ? dist::nccl_collectives(comm, run.device) : nullptr;
+  if (device_collectives && root && !options.quiet)
+    std::printf("data parallel: %d ranks, gradients exchanged on the GPUs by %s\n", comm.size(),
+                device_collectives->describe().c_str());
+  Adam optimizer = make_optimizer(run, comm, task.parameters().tensors(), device_collectives.get());
   LrSchedule schedule = lr_schedule_from(run.config, run.steps);
   task.adjust_schedule(schedule);
   schedule.validate();
@@ -223,10 +271,12 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
   }
   const std::string config_text = run.config.to_text();
   auto save_checkpoint_now = [&] {
-    const TrainerState state = task.state();  // on every rank: it may gather the ranks' parts
+    // On every rank: the task may gather the ranks' parts, a sharded optimizer its moments.
+    const TrainerState state = task.state();
+    const std::vector<NamedTensor> optimizer_state = optimizer.state();
     if (!root) return;
     // The checkpoint holds rank 0's dropout stream (its offset is every rank's).
-    save_checkpoint(run.checkpoint_path, task.parameters(), &optimizer, progress, config_text, state);
+    save_checkpoint_with(run.checkpoint_path, task.parameters(), optimizer_state, progress, config_text, state);
   };
   BestCheckpoint best(join_path(run.out_dir, kBestCheckpointName), task.metric_higher_is_better(), options.resume);
 
@@ -243,10 +293,10 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
     const StepTotals out = forward_backward(task, step, accum_steps, progress, parameter_tensors);
     // With several ranks: the global batch's gradients and loss on every rank, and a stop on one
     // rank (Ctrl-C) is a stop on all, at the same step.
-    const dist::StepSync synced = dist::average_gradients(comm, parameter_tensors, out.loss, out.weight,
-                                                          interrupt.requested() || step == options.stop_after_step);
     const float lr = schedule.at(step);
-    optimizer.step(lr);
+    const dist::StepSync synced =
+        optimizer_step(comm, device_collectives.get(), optimizer, parameter_tensors, out.loss, out.weight,
+                       interrupt.requested() || step == options.stop_after_step, lr);
     run.profile.after_step(step);
     const double loss_value = synced.loss;
     if (options.on_step) options.on_step(step, loss_value);

@@ -2,10 +2,11 @@
 // (cli::report_errors). First it puts the runtime settings of train/runtime_env.h in place (BLAS
 // kernels, OpenMP spinning), re-executing itself once when one was missing.
 //
-// Under mpirun (README "Data-parallel training"), a failure that every rank detected together
-// (dist::check_collective) is reported by rank 0 alone and the ranks end normally; any other
-// failure on one rank aborts every rank (MPI_Abort) instead of leaving them waiting forever. A run
-// stopped by Ctrl-C (exit code 130) stopped on every rank together, with its checkpoint saved.
+// Under mpirun (README "Training on several processes / GPUs"), a failure that every rank detected
+// together (dist::check_collective) is reported by rank 0 alone and the ranks end normally; any
+// other failure on one rank aborts every rank (MPI_Abort) instead of leaving them waiting forever.
+// A run stopped by Ctrl-C (exit code 130) stopped on every rank together, with its checkpoint
+// saved.
 #include <cstdio>
 
 #include "train/cli/command_line.h"

@@ -3,6 +3,7 @@
 // never initialises it (OpenMPI's singleton start is slow and refuses root).
 #include "train/dist/communicator.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -30,6 +31,10 @@ class SingleProcess final : public Communicator {
   void all_reduce_sum(double*, int64_t) override {}
   void broadcast(std::string&) override {}
   std::vector<float> all_gather(const std::vector<float>& mine) override { return mine; }
+  void reduce_scatter_sum(const float* in, float* out, int64_t count) override {
+    std::copy(in, in + count, out);
+  }
+  void all_gather(const float* mine, float* all, int64_t count) override { std::copy(mine, mine + count, all); }
   [[noreturn]] void abort(int code) override { std::exit(code); }
 };
 
@@ -67,6 +72,14 @@ class MpiWorld final : public Communicator {
                   MPI_FLOAT, MPI_COMM_WORLD);
     return all;
   }
+  void reduce_scatter_sum(const float* in, float* out, int64_t count) override {
+    URPE_CHECK(count <= kMaxChunk, "reduce_scatter_sum: " << count << " floats per rank is too many");
+    MPI_Reduce_scatter_block(in, out, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  }
+  void all_gather(const float* mine, float* all, int64_t count) override {
+    URPE_CHECK(count <= kMaxChunk, "all_gather: " << count << " floats per rank is too many");
+    MPI_Allgather(mine, static_cast<int>(count), MPI_FLOAT, all, static_cast<int>(count), MPI_FLOAT, MPI_COMM_WORLD);
+  }
   [[noreturn]] void abort(int code) override {
     MPI_Abort(MPI_COMM_WORLD, code);
     std::exit(code);
@@ -91,6 +104,8 @@ const char* launcher_env(const char* const* names) {
 }
 constexpr const char* kSizeVars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", nullptr};
 constexpr const char* kRankVars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", nullptr};
+constexpr const char* kLocalRankVars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMIX_LOCAL_RANK",
+                                          "SLURM_LOCALID", nullptr};
 
 std::unique_ptr<Communicator>& world_slot() {
   static std::unique_ptr<Communicator> slot;
@@ -104,6 +119,11 @@ bool built_with_mpi() { return URPE_WITH_MPI != 0; }
 
 int launcher_rank() {
   const char* rank = launcher_env(kRankVars);
+  return rank ? std::atoi(rank) : 0;
+}
+
+int launcher_local_rank() {
+  const char* rank = launcher_env(kLocalRankVars);
   return rank ? std::atoi(rank) : 0;
 }
 

@@ -1,8 +1,8 @@
 // The processes of a data-parallel run and the collectives the training loop needs between them
-// (README "Data-parallel training"). One process is the default and costs nothing: world() is a
-// single-rank communicator unless the binary was built with MPI (URPE_MPI) and launched by mpirun,
-// in which case it is MPI_COMM_WORLD. Only this folder includes mpi.h; the loop and the model
-// families see ranks, sums and broadcasts.
+// (README "Training on several processes / GPUs"). One process is the default and costs nothing:
+// world() is a single-rank communicator unless the binary was built with MPI (URPE_MPI) and
+// launched by mpirun, in which case it is MPI_COMM_WORLD. Only this folder includes mpi.h; the loop
+// and the model families see ranks, sums and broadcasts.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -26,6 +26,12 @@ class Communicator {
   virtual void broadcast(std::string& text) = 0;
   // Concatenation of every rank's `mine` (all the same length), in rank order, on every rank.
   virtual std::vector<float> all_gather(const std::vector<float>& mine) = 0;
+  // ZeRO-1's two collectives, on host memory. reduce_scatter_sum: `in` holds size() blocks of
+  // `count` floats; rank r receives in `out` (count floats) block r of the element-wise sum over
+  // the ranks. all_gather: every rank's `count` floats of `mine`, in rank order, into `all`
+  // (size() * count floats).
+  virtual void reduce_scatter_sum(const float* in, float* out, int64_t count) = 0;
+  virtual void all_gather(const float* mine, float* all, int64_t count) = 0;
   // Stops every rank now (a failure on one rank must not leave the others waiting forever).
   [[noreturn]] virtual void abort(int code) = 0;
 
@@ -44,6 +50,10 @@ bool built_with_mpi();
 // This process's rank as the launcher's environment tells it (0 when not launched by one); known
 // before MPI starts.
 int launcher_rank();
+// This process's index among the ranks on its machine (0 when not launched by a launcher that
+// tells it): the GPU a rank uses is local_rank % (visible GPUs), README "Training on several
+// processes / GPUs".
+int launcher_local_rank();
 // Ends MPI cleanly at exit (no-op without it).
 void finalize();
 
