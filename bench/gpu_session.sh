@@ -66,7 +66,11 @@ case "${1:-}" in
   nccl)
     # Which NCCL and MPI the build found (NCCL is used when URPE_NCCL_LIB is a path).
     grep -E "^(URPE_NCCL_LIB|URPE_NCCL_INCLUDE|MPI_CXX_FOUND|MPIEXEC_EXECUTABLE)" "$BUILD/CMakeCache.txt"
-    step nccl_suite "./$BUILD/test_cuda_nccl"
+    # The one-rank cases; the two-rank cases (test_cuda_nccl_two_ranks in CTest) need two GPUs.
+    step nccl_suite "./$BUILD/test_cuda_nccl" "--test-case-exclude=two ranks*"
+    if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+      step nccl_suite_two_ranks "./$BUILD/test_cuda_nccl" "--test-case=two ranks*"
+    fi
     if command -v mpirun >/dev/null && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
       S="--preset txl-tiny --set device=cuda --set steps=40 --set eval_every=40 --set batch=8"
       step nccl_train_1 "./$BUILD/urpe" train $S --out "$LOGS/nccl_1" --overwrite

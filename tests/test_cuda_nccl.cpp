@@ -13,8 +13,9 @@
 // Without a CUDA device, or in a build without NCCL (none in the CUDA toolkit), the suite exits
 // with 77 (CTest: skipped). The two-rank case runs this executable under mpirun as a worker
 // (its test case "worker", skipped unless asked for: the simulator's state must be constructed
-// before the comparison runs, so it cannot run from a static constructor), and is left out (said so) in a build without MPI, without
-// mpirun, or with fewer than two GPUs on a real machine.
+// before the comparison runs, so it cannot run from a static constructor). The two-rank cases are
+// the CTest entry test_cuda_nccl_two_ranks, skipped (77) in a build without MPI, without mpirun,
+// or with fewer than two GPUs on a real machine.
 #include <unistd.h>
 
 #include <cmath>
@@ -44,6 +45,13 @@ struct SkipWithoutNccl {
     }
   }
 } skip_without_nccl;
+
+// The two-rank cases run as their own CTest entry (test_cuda_nccl_two_ranks, CMakeLists.txt):
+// where they cannot run, that entry exits 77 and CTest reports it skipped, never passed.
+[[noreturn]] void skip_two_rank_cases() {
+  std::fflush(stdout);
+  std::exit(77);
+}
 
 // Parameters of 300, 7 and 64 elements from `seed`, on `device`.
 std::vector<Tensor> parameters_on(const Device& device, uint64_t seed) {
@@ -152,13 +160,13 @@ TEST_CASE("one rank: the NCCL path averages and takes the sharded step as the MP
 TEST_CASE("two ranks: the NCCL path averages and takes the sharded step as the MPI/CPU path") {
 #if !URPE_CUDA_SIM
   if (cuda::device_count() < 2) {
-    std::printf("two-rank NCCL case left out: it needs two GPUs (found %d)\n", cuda::device_count());
-    return;
+    std::printf("two-rank NCCL case skipped: it needs two GPUs (found %d)\n", cuda::device_count());
+    skip_two_rank_cases();
   }
 #endif
   if (!dist::built_with_mpi() || std::system("command -v mpirun >/dev/null 2>&1") != 0) {
-    std::printf("two-rank NCCL case left out: urpe built without MPI, or no mpirun on PATH\n");
-    return;
+    std::printf("two-rank NCCL case skipped: urpe built without MPI, or no mpirun on PATH\n");
+    skip_two_rank_cases();
   }
   const std::string self = "/proc/" + std::to_string(::getpid()) + "/exe";
   char exe[4096];
@@ -175,13 +183,13 @@ TEST_CASE("two ranks: the NCCL path averages and takes the sharded step as the M
 TEST_CASE("two ranks training with device = cuda exchange their gradients by NCCL and train like one CPU process") {
 #if !URPE_CUDA_SIM
   if (cuda::device_count() < 2) {
-    std::printf("two-rank NCCL training left out: it needs two GPUs (found %d)\n", cuda::device_count());
-    return;
+    std::printf("two-rank NCCL training skipped: it needs two GPUs (found %d)\n", cuda::device_count());
+    skip_two_rank_cases();
   }
 #endif
   if (!dist::built_with_mpi() || std::system("command -v mpirun >/dev/null 2>&1") != 0) {
-    std::printf("two-rank NCCL training left out: urpe built without MPI, or no mpirun on PATH\n");
-    return;
+    std::printf("two-rank NCCL training skipped: urpe built without MPI, or no mpirun on PATH\n");
+    skip_two_rank_cases();
   }
   const std::string settings = " train --preset pi-tiny --set steps=3 --set warmup=1 --set eval_every=3 "
                                "--set valid_size=16 --set layers=1 --set batch=8 --set seq_len=16 --overwrite";
