@@ -61,6 +61,20 @@ int64_t Adam::moment_elements() const {
   return n;
 }
 
+// The hyper-parameters of the next step (its number, the lr of the schedule), shared by the
+// unsharded and the sharded step.
+AdamHyper Adam::next_step_hyper(float lr) const {
+  AdamHyper hyper;
+  hyper.lr = lr;
+  hyper.beta1 = config_.beta1;
+  hyper.beta2 = config_.beta2;
+  hyper.eps = config_.eps;
+  hyper.weight_decay = config_.weight_decay;
+  hyper.decoupled_weight_decay = config_.decoupled_weight_decay;
+  hyper.step = step_ + 1;
+  return hyper;
+}
+
 std::optional<float> Adam::step(float lr) {
   URPE_CHECK(std::isfinite(lr) && lr >= 0, "Adam.step: lr must be finite and ≥ 0, got " << lr);
   URPE_CHECK(!sharded(), "Adam.step: a sharded optimizer steps with step_sharded (internal error)");
@@ -75,14 +89,7 @@ std::optional<float> Adam::step(float lr) {
   }
   std::optional<float> norm;
   if (config_.clip_norm > 0) norm = clip_grad_norm(grads, config_.clip_norm);
-  AdamHyper hyper;
-  hyper.lr = lr;
-  hyper.beta1 = config_.beta1;
-  hyper.beta2 = config_.beta2;
-  hyper.eps = config_.eps;
-  hyper.weight_decay = config_.weight_decay;
-  hyper.decoupled_weight_decay = config_.decoupled_weight_decay;
-  hyper.step = step_ + 1;
+  const AdamHyper hyper = next_step_hyper(lr);
   adam_update(slots, hyper);
   step_ = hyper.step;
   return norm;

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/optimizer_kernels.h"  // AdamHyper
 #include "tensor/tensor.h"
 #include "train/dist/data_parallel.h"
 
@@ -88,6 +89,7 @@ class Adam {
     int64_t at = 0;        // first element within this rank's range
   };
   void check_config() const;
+  AdamHyper next_step_hyper(float lr) const;
   std::vector<std::pair<std::string, Tensor>> sharded_state() const;
   void check_state(const std::vector<std::pair<std::string, Tensor>>& state) const;
   void load_sharded_state(const std::vector<std::pair<std::string, Tensor>>& state);

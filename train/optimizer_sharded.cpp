@@ -83,14 +83,7 @@ dist::StepSync Adam::step_sharded(float lr, double local_loss, double weight, bo
       if (factor < 1.0 && !grads.empty()) scale_grads(grads, static_cast<float>(factor));
     }
   }
-  AdamHyper hyper;
-  hyper.lr = lr;
-  hyper.beta1 = config_.beta1;
-  hyper.beta2 = config_.beta2;
-  hyper.eps = config_.eps;
-  hyper.weight_decay = config_.weight_decay;
-  hyper.decoupled_weight_decay = config_.decoupled_weight_decay;
-  hyper.step = step_ + 1;
+  const AdamHyper hyper = next_step_hyper(lr);
   adam_update(slots, hyper);
   step_ = hyper.step;
   const Tensor mine = Tensor::empty({dist::optimizer_shard(*comm_, total_).size()}, DType::f32,
