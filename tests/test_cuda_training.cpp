@@ -25,6 +25,7 @@
 #include "cli_util.h"
 #include "tensor/cuda_backend.h"
 #include "test_util.h"
+#include "toy_corpus.h"
 #include "train/encoder_trainer.h"
 #include "train/lm_trainer.h"
 #include "train/molecule_trainer.h"
@@ -81,20 +82,7 @@ std::string toy_molecules() {
 // A WikiText-format corpus of short sentences (train, valid, test), written once per process: the
 // final evaluation reads the whole valid and test splits, which must stay small here.
 std::string toy_corpus() {
-  static const std::string dir = [] {
-    const std::string root = temp_dir("corpus");
-    std::system(("mkdir -p '" + root + "'").c_str());
-    const char* words[] = {"the cat", "a dog", "sat on", "ran to", "the mat", "a tree", "."};
-    for (const auto& [name, lines] : {std::pair<const char*, int>{"train", 60}, {"valid", 6}, {"test", 6}}) {
-      std::FILE* out = std::fopen((root + "/" + name + ".txt").c_str(), "w");
-      REQUIRE(out != nullptr);
-      for (int k = 0; k < lines; ++k)
-        std::fprintf(out, " %s %s %s %s\n", words[k % 2], words[2 + k % 3 % 2], words[4 + k % 2],
-                     words[6]);
-      std::fclose(out);
-    }
-    return root;
-  }();
+  static const std::string dir = test::write_toy_corpus(temp_dir("corpus"));
   return dir;
 }
 

@@ -37,7 +37,7 @@ Adam::Adam(std::vector<Tensor> params, AdamConfig config, dist::Communicator& sh
            dist::DeviceCollectives* device)
     : params_(std::move(params)), comm_(&shard_over), device_(device), config_(config) {
   check_config();
-  for (const Tensor& p : params_) total_ += p.numel();
+  total_ = dist::total_elements(params_);
   const dist::FlatRange range = dist::optimizer_shard(*comm_, total_);
   int64_t start = 0;
   for (size_t k = 0; k < params_.size(); ++k) {

@@ -117,8 +117,7 @@ Adam make_optimizer(const TrainingRun& run, dist::Communicator& comm, const std:
   if (!run.config.get_bool("shard_optimizer")) return Adam(parameters, adam_config_from(run.config));
   Adam optimizer(parameters, adam_config_from(run.config), comm, device);
   if (comm.is_root() && !run.options.quiet) {
-    int64_t total = 0;
-    for (const Tensor& p : parameters) total += p.numel();
+    const int64_t total = dist::total_elements(parameters);
     std::printf("shard_optimizer: Adam's moments of %lld of the %lld parameters per rank (%d rank%s)\n",
                 static_cast<long long>(optimizer.moment_elements() / 2), static_cast<long long>(total), comm.size(),
                 comm.size() == 1 ? "" : "s");

@@ -60,6 +60,12 @@ void copy_elements(const Tensor& dst, int64_t dst_at, const Tensor& src, int64_t
   else cuda::copy_device_to_device(dst.device().context(), to, from, bytes);
 }
 
+int64_t total_elements(const std::vector<Tensor>& tensors) {
+  int64_t total = 0;
+  for (const Tensor& t : tensors) total += t.numel();
+  return total;
+}
+
 namespace {
 
 // The small part of a step's exchange, all-reduced on the host before the gradients:
@@ -103,8 +109,7 @@ StepSync average_gradients_on_device(Communicator& comm, DeviceCollectives& devi
                                      const std::vector<Tensor>& parameters, double local_loss, double weight,
                                      bool stop_requested) {
   const StepTail tail = all_reduce_tail(comm, parameters, local_loss, weight, stop_requested);
-  int64_t total = 0;
-  for (const Tensor& p : parameters) total += p.numel();
+  const int64_t total = total_elements(parameters);
   const Tensor flat = pack_gradients(parameters, total, parameters.at(0).device());
   device.all_reduce_sum(flat.f32(), total, static_cast<float>(weight / static_cast<double>(tail.total_weight())));
   int64_t at = 0;
@@ -127,8 +132,7 @@ StepSync average_gradients(Communicator& comm, const std::vector<Tensor>& parame
   URPE_CHECK(weight > 0, "data parallel: a step's loss weight must be positive, got " << weight);
   if (device && !parameters.empty())
     return average_gradients_on_device(comm, *device, parameters, local_loss, weight, stop_requested);
-  int64_t total = 0;
-  for (const Tensor& p : parameters) total += p.numel();
+  const int64_t total = total_elements(parameters);
   // [weighted gradients | one "has a gradient" flag per parameter | weight * loss, weight, stop]
   const int64_t flags = total, tail = total + static_cast<int64_t>(parameters.size());
   std::vector<float> flat(static_cast<size_t>(tail) + 3, 0.0f);
@@ -183,8 +187,7 @@ FlatRange optimizer_shard(const Communicator& comm, int64_t total) {
 ShardedStepSync reduce_scatter_gradients(Communicator& comm, const std::vector<Tensor>& parameters,
                                          double local_loss, double weight, bool stop_requested,
                                          DeviceCollectives* device) {
-  int64_t total = 0;
-  for (const Tensor& p : parameters) total += p.numel();
+  const int64_t total = total_elements(parameters);
   const int64_t stride = optimizer_shard_stride(comm, total);
   const bool one = comm.size() == 1 && !device;  // the gradients as they are (as average_gradients)
   URPE_CHECK(one || weight > 0, "data parallel: a step's loss weight must be positive, got " << weight);
@@ -232,8 +235,7 @@ std::vector<float> all_gather_ranges(Communicator& comm, int64_t total, const st
 
 void all_gather_parameters(Communicator& comm, const std::vector<Tensor>& parameters, const Tensor& mine,
                            DeviceCollectives* device) {
-  int64_t total = 0;
-  for (const Tensor& p : parameters) total += p.numel();
+  const int64_t total = total_elements(parameters);
   Tensor all;
   if (device) {
     const int64_t stride = optimizer_shard_stride(comm, total);

@@ -46,6 +46,10 @@ StepSync average_gradients(Communicator& comm, const std::vector<Tensor>& parame
 // dst[dst_at, dst_at + n) ← src[src_at, src_at + n): f32 tensors on any devices.
 void copy_elements(const Tensor& dst, int64_t dst_at, const Tensor& src, int64_t src_at, int64_t n);
 
+// The number of elements of all `tensors` together: the length of the flat gradient buffer (and
+// of the flat parameter vector ZeRO-1 shards).
+int64_t total_elements(const std::vector<Tensor>& tensors);
+
 // ---- ZeRO-1: optimizer-state sharding (shard_optimizer = true) ----
 // The parameters, concatenated in order, form one flat vector of `total` elements. Rank r owns
 // the contiguous range [r·S, min((r+1)·S, total)) with S = ceil(total / K): it alone keeps Adam's
