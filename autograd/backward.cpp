@@ -79,6 +79,7 @@ static void accumulate(std::shared_ptr<TensorImpl>& total, Tensor g, const Tenso
     float* dst = t.f32();
     const float* src = g.f32();
     const int64_t n = t.numel();
+#pragma omp parallel for schedule(static) if (n > 32768)
     for (int64_t k = 0; k < n; ++k) dst[k] += src[k];
   } else {
     cuda::accumulate_f32(t.device().context(), t.f32(), g.f32(), static_cast<size_t>(t.numel()));

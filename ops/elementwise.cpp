@@ -40,14 +40,25 @@ static Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   const Tensor saved_a = reads_values ? a : autograd::without_data(a);
   const Tensor saved_b = reads_values ? b : autograd::without_data(b);
   return autograd::record(out, name, {a, b}, [op, a = saved_a, b = saved_b, name](const Tensor& g) {
+    // ∂a of add/sub and ∂b of add are g itself where that operand has the output's shape: hand
+    // g over instead of copying it (autograd adopts or copies it as its sharing requires). One
+    // operand at most, so a residual sum's two gradients never alias.
     Tensor ga, gb;
-    if (a.requires_grad()) ga = Tensor::empty(a.shape(), DType::f32, a.device());
-    if (b.requires_grad()) gb = Tensor::empty(b.shape(), DType::f32, b.device());
-    URPE_DISPATCH(name, g.device(),
-                  kernels::binary_backward_cpu(op, a, b, g, ga.defined() ? &ga : nullptr,
-                                               gb.defined() ? &gb : nullptr),
-                  kernels::binary_backward_cuda(op, a, b, g, ga.defined() ? &ga : nullptr,
-                                                gb.defined() ? &gb : nullptr));
+    const bool pass_a = op != BinaryOp::mul && op != BinaryOp::div && a.requires_grad() &&
+                        a.shape() == g.shape();
+    const bool pass_b = !pass_a && op == BinaryOp::add && b.requires_grad() && b.shape() == g.shape();
+    if (pass_a) ga = g;
+    if (pass_b) gb = g;
+    const bool compute_a = a.requires_grad() && !pass_a, compute_b = b.requires_grad() && !pass_b;
+    if (compute_a) ga = Tensor::empty(a.shape(), DType::f32, a.device());
+    if (compute_b) gb = Tensor::empty(b.shape(), DType::f32, b.device());
+    if (compute_a || compute_b) {
+      URPE_DISPATCH(name, g.device(),
+                    kernels::binary_backward_cpu(op, a, b, g, compute_a ? &ga : nullptr,
+                                                 compute_b ? &gb : nullptr),
+                    kernels::binary_backward_cuda(op, a, b, g, compute_a ? &ga : nullptr,
+                                                  compute_b ? &gb : nullptr));
+    }
     return std::vector<Tensor>{ga, gb};
   });
 }

@@ -3,10 +3,11 @@
 // Why: libm's expf/erfcf are opaque calls, so a loop that calls them runs one element at a time;
 // in the CPU training step GELU's erfcf and the attention softmax's expf were ~31% of the time
 // (perf, bench/results/cpu_step_2026-11-21.md). These versions are plain float arithmetic and
-// integer bit operations, written to be inlined into loops that GCC 12 vectorises with the build's
-// default flags (SSE2 baseline, no -march, no -ffast-math; checked with -fopt-info-vec). ISO C++
-// mode means no FMA contraction, so the vector and scalar code paths round identically: results
-// do not depend on the thread count or on where a chunk's vector loop ends.
+// integer bit operations, written to be inlined into loops that GCC 12 vectorises (SSE2 with the
+// portable build, AVX2/AVX-512 with the default -march=native; no -ffast-math; checked with
+// -fopt-info-vec). The build passes -ffp-contract=off, so there is no FMA contraction and the
+// vector and scalar code paths round identically: results do not depend on the thread count, on
+// where a chunk's vector loop ends, or on the vector width.
 //
 // The maths.
 //   exp: Cody-Waite range reduction x = n·ln2 + r, n = round(x/ln2), ln2 split into a 9-bit high

@@ -47,10 +47,6 @@ struct RowContext {
   const int32_t* map_row(const int32_t* map, bool per_batch, int64_t b, int64_t i) const {
     return map + ((per_batch ? b * nq : 0) + i) * nk;
   }
-  bool masked(int64_t b, int64_t i, int64_t j) const {
-    if (causal && j > i + causal_offset) return true;
-    return key_padding != nullptr && key_padding[b * nk + j] != 0;
-  }
 };
 
 RowContext make_context(const Tensor& scores, const UrpeAttentionParams& p) {
@@ -80,6 +76,41 @@ RowContext make_context(const Tensor& scores, const UrpeAttentionParams& p) {
 }
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// x[j] = 0 for the masked keys of a row: j ≥ end (causal) and padded[j] ≠ 0 (when given).
+template <typename T>
+void zero_masked(T* x, int64_t end, int64_t nk, const int32_t* padded) {
+  std::fill(x + end, x + nk, T(0));
+  if (padded != nullptr)
+    for (int64_t j = 0; j < end; ++j)
+      if (padded[j] != 0) x[j] = T(0);
+}
+
+// For each row of a map (Nq or Bsz·Nq rows of Nk buckets): 1 when it is a Toeplitz row,
+// map[j] = map[0] + j, as the URPE encoder's relative distances are. Checked once per call.
+std::vector<char> contiguous_rows(const int32_t* map, int64_t rows, int64_t nk) {
+  std::vector<char> contiguous(static_cast<size_t>(rows));
+  for (int64_t row = 0; row < rows; ++row) {
+    const int32_t* m = map + row * nk;
+    int32_t mismatch = 0;
+    for (int64_t j = 0; j < nk; ++j) mismatch |= m[j] - m[0] - static_cast<int32_t>(j);
+    contiguous[row] = mismatch == 0;
+  }
+  return contiguous;
+}
+
+// table[map[j]] += terms[j] for j < nk, in increasing j. A contiguous row (distinct buckets)
+// is a vector add into one stretch of the table; any other map (Graphormer's distances, T5
+// buckets) scatters one by one. Either way each bucket receives its terms in the same order.
+void scatter_add(const int32_t* map, bool contiguous, const double* terms, int64_t nk, double* table) {
+  if (nk == 0) return;
+  if (contiguous) {
+    double* stretch = table + map[0];
+    for (int64_t j = 0; j < nk; ++j) stretch[j] += terms[j];
+  } else {
+    for (int64_t j = 0; j < nk; ++j) table[map[j]] += terms[j];
+  }
+}
 
 }  // namespace
 
@@ -172,19 +203,28 @@ void urpe_attention_backward_cpu(const Tensor& grad_out, const Tensor& probs,
   const bool want_c = grad_c_table != nullptr && ctx.c_table != nullptr;
   const int64_t kb = want_bias ? ctx.bias_buckets : 0, kc = want_c ? ctx.c_buckets : 0;
 
+  const int64_t map_rows_b = ctx.bias_map_per_batch ? ctx.bsz * nq : nq;
+  const int64_t map_rows_c = ctx.c_map_per_batch ? ctx.bsz * nq : nq;
+  const std::vector<char> bias_contiguous =
+      want_bias ? contiguous_rows(ctx.bias_map, map_rows_b, nk) : std::vector<char>();
+  const std::vector<char> c_contiguous = want_c ? contiguous_rows(ctx.c_map, map_rows_c, nk) : std::vector<char>();
+
   // Per-(b, h) partial tables: (Bsz·H, Kb) and (Bsz·H, Kc), in double.
   std::vector<double> bias_partial(static_cast<size_t>(slices * kb), 0.0);
   std::vector<double> c_partial(static_cast<size_t>(slices * kc), 0.0);
 
 #pragma omp parallel
   {
-    std::vector<float> dp(static_cast<size_t>(nk));  // dP of one row
+    std::vector<float> dp(static_cast<size_t>(nk));    // dP of one row, 0 where masked
+    std::vector<double> gp(static_cast<size_t>(nk));   // G·P, the ∂C terms, 0 where masked
+    std::vector<double> dz(static_cast<size_t>(nk));   // dZ, the ∂B terms, 0 where masked
 #pragma omp for schedule(static)
     for (int64_t slice = 0; slice < slices; ++slice) {
       const int64_t b = slice / ctx.heads, h = slice % ctx.heads;
       const float* c_h = ctx.c_table ? ctx.c_table + h * ctx.c_buckets : nullptr;
       double* db = want_bias ? bias_partial.data() + slice * kb : nullptr;
       double* dc = want_c ? c_partial.data() + slice * kc : nullptr;
+      const int32_t* padded = ctx.key_padding ? ctx.key_padding + b * nk : nullptr;
       for (int64_t i = 0; i < nq; ++i) {
         const int64_t row = slice * nq + i;
         const float* g = g_all + row * nk;
@@ -192,28 +232,37 @@ void urpe_attention_backward_cpu(const Tensor& grad_out, const Tensor& probs,
         float* ds = ds_all + row * nk;
         const int32_t* bmap = ctx.bias_table ? ctx.map_row(ctx.bias_map, ctx.bias_map_per_batch, b, i) : nullptr;
         const int32_t* cmap = ctx.c_table ? ctx.map_row(ctx.c_map, ctx.c_map_per_batch, b, i) : nullptr;
+        // Keys j ≥ end are causally masked; padded keys are zeroed after each loop. The loops
+        // themselves have no condition, so they vectorise.
+        const int64_t end = ctx.causal ? std::clamp<int64_t>(i + ctx.causal_offset + 1, 0, nk) : nk;
+        float* dpr = dp.data();
+        double* gpr = gp.data();
+        double* dzr = dz.data();
 
-        // dP = G·C and r = Σ_j P·dP over unmasked keys (r = 0 without the denominator).
+        // dP = G·C and r = Σ_j P·dP over unmasked keys (r = 0 without the denominator), r in
+        // double, summed in the SIMD lanes' fixed order.
+        if (c_h != nullptr) {
+          for (int64_t j = 0; j < end; ++j) dpr[j] = g[j] * c_h[cmap[j]];
+        } else {
+          std::copy(g, g + end, dpr);
+        }
+        zero_masked(dpr, end, nk, padded);
         double r = 0;
-        for (int64_t j = 0; j < nk; ++j) {
-          if (ctx.masked(b, i, j)) {
-            dp[j] = 0.0f;
-            continue;
-          }
-          dp[j] = c_h ? g[j] * c_h[cmap[j]] : g[j];
-          if (ctx.normalize) r += static_cast<double>(p[j]) * dp[j];
-          if (dc) dc[cmap[j]] += static_cast<double>(g[j]) * p[j];
+        if (ctx.normalize) {
+#pragma omp simd reduction(+ : r)
+          for (int64_t j = 0; j < nk; ++j) r += static_cast<double>(p[j]) * dpr[j];
         }
-        // dZ = P·(dP − r); ∂S = scale·dZ; ∂B gathers dZ by bucket.
-        for (int64_t j = 0; j < nk; ++j) {
-          if (ctx.masked(b, i, j)) {
-            ds[j] = 0.0f;
-            continue;
-          }
-          const double dz = static_cast<double>(p[j]) * (dp[j] - r);
-          ds[j] = static_cast<float>(ctx.scale * dz);
-          if (db) db[bmap[j]] += dz;
+        // dZ = P·(dP − r); ∂S = scale·dZ.
+        for (int64_t j = 0; j < end; ++j) dzr[j] = static_cast<double>(p[j]) * (dpr[j] - r);
+        zero_masked(dzr, end, nk, padded);
+        for (int64_t j = 0; j < nk; ++j) ds[j] = static_cast<float>(ctx.scale * dzr[j]);
+        // ∂C gathers G·P and ∂B gathers dZ by bucket (a masked key adds 0).
+        if (dc) {
+          for (int64_t j = 0; j < end; ++j) gpr[j] = static_cast<double>(g[j]) * p[j];
+          zero_masked(gpr, end, nk, padded);
+          scatter_add(cmap, c_contiguous[(ctx.c_map_per_batch ? b * nq : 0) + i], gpr, nk, dc);
         }
+        if (db) scatter_add(bmap, bias_contiguous[(ctx.bias_map_per_batch ? b * nq : 0) + i], dzr, nk, db);
       }
     }
   }

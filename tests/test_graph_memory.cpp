@@ -16,7 +16,7 @@ TEST_CASE("graph edges: a bias add's GEMM output and a permute's input are not k
   const Tensor x = random_param({64, 32}, 51), w = random_param({48, 32}, 52), b = random_param({48}, 53);
   const size_t bytes = 64 * 48 * sizeof(float);  // one (64, 48) activation
   const size_t before = host::in_use_bytes();
-  // linear = matmul, then add(bias): add's backward reads no values, so x·Wᵀ goes once y exists.
+  // linear with a bias is one op whose output starts as the bias: no second (64, 48) tensor.
   Tensor y = linear(x, w, b);
   CHECK(host::in_use_bytes() - before == bytes);
   // permute copies; its backward needs the inverse order only, so y's data goes with y itself.
