@@ -26,6 +26,19 @@ namespace urpe::kernels {
 
 namespace {
 
+// For each row of a map (Nq or Bsz·Nq rows of Nk buckets): 1 when it is a Toeplitz row,
+// map[j] = map[0] + j, as the URPE encoder's relative distances are. Checked once per call.
+std::vector<char> contiguous_rows(const int32_t* map, int64_t rows, int64_t nk) {
+  std::vector<char> contiguous(static_cast<size_t>(rows));
+  for (int64_t row = 0; row < rows; ++row) {
+    const int32_t* m = map + row * nk;
+    int32_t mismatch = 0;
+    for (int64_t j = 0; j < nk; ++j) mismatch |= m[j] - m[0] - static_cast<int32_t>(j);
+    contiguous[row] = mismatch == 0;
+  }
+  return contiguous;
+}
+
 // Everything a row needs, as raw pointers: the tensors are contiguous, so (b, h, i) → offsets.
 struct RowContext {
   int64_t bsz = 0, heads = 0, nq = 0, nk = 0;
@@ -42,10 +55,17 @@ struct RowContext {
   bool causal = false;
   int64_t causal_offset = 0;
   bool normalize = true;  // false: AttentionNorm::exp
+  std::vector<char> bias_row_contiguous, c_row_contiguous;  // per map row, see contiguous_rows
 
   // Row (b, i) of a map: (Nk,).
   const int32_t* map_row(const int32_t* map, bool per_batch, int64_t b, int64_t i) const {
     return map + ((per_batch ? b * nq : 0) + i) * nk;
+  }
+  bool bias_contiguous(int64_t b, int64_t i) const {
+    return bias_row_contiguous[(bias_map_per_batch ? b * nq : 0) + i] != 0;
+  }
+  bool c_contiguous(int64_t b, int64_t i) const {
+    return c_row_contiguous[(c_map_per_batch ? b * nq : 0) + i] != 0;
   }
 };
 
@@ -61,12 +81,14 @@ RowContext make_context(const Tensor& scores, const UrpeAttentionParams& p) {
     c.bias_map = p.bias_map.i32();
     c.bias_map_per_batch = p.bias_map.dim() == 3;
     c.bias_buckets = p.bias_table.size(1);
+    c.bias_row_contiguous = contiguous_rows(c.bias_map, (c.bias_map_per_batch ? c.bsz : 1) * c.nq, c.nk);
   }
   if (p.c_table.defined()) {
     c.c_table = p.c_table.f32();
     c.c_map = p.c_map.i32();
     c.c_map_per_batch = p.c_map.dim() == 3;
     c.c_buckets = p.c_table.size(1);
+    c.c_row_contiguous = contiguous_rows(c.c_map, (c.c_map_per_batch ? c.bsz : 1) * c.nq, c.nk);
   }
   if (p.key_padding.defined()) c.key_padding = p.key_padding.i32();
   c.causal = p.causal;
@@ -86,17 +108,14 @@ void zero_masked(T* x, int64_t end, int64_t nk, const int32_t* padded) {
       if (padded[j] != 0) x[j] = T(0);
 }
 
-// For each row of a map (Nq or Bsz·Nq rows of Nk buckets): 1 when it is a Toeplitz row,
-// map[j] = map[0] + j, as the URPE encoder's relative distances are. Checked once per call.
-std::vector<char> contiguous_rows(const int32_t* map, int64_t rows, int64_t nk) {
-  std::vector<char> contiguous(static_cast<size_t>(rows));
-  for (int64_t row = 0; row < rows; ++row) {
-    const int32_t* m = map + row * nk;
-    int32_t mismatch = 0;
-    for (int64_t j = 0; j < nk; ++j) mismatch |= m[j] - m[0] - static_cast<int32_t>(j);
-    contiguous[row] = mismatch == 0;
-  }
-  return contiguous;
+// The row of table[map[j]], j < nk: a pointer into the table itself for a contiguous row, else
+// gathered into scratch. The loops that read it then load plainly (GCC does not vectorise the
+// indexed load table[map[j]], and a gather would cost more than the copy on the AMD machines).
+const float* table_row(const float* table, const int32_t* map, bool contiguous, int64_t nk, float* scratch) {
+  if (nk == 0) return scratch;
+  if (contiguous) return table + map[0];
+  for (int64_t j = 0; j < nk; ++j) scratch[j] = table[map[j]];
+  return scratch;
 }
 
 // table[map[j]] += terms[j] for j < nk, in increasing j. A contiguous row (distinct buckets)
@@ -128,6 +147,7 @@ void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams&
   {
     std::vector<float> z(static_cast<size_t>(nk));        // logits of one row, −∞ where masked
     std::vector<float> e(static_cast<size_t>(nk));        // exponentials of one row
+    std::vector<float> bias_scratch(static_cast<size_t>(nk)), c_scratch(static_cast<size_t>(nk));
 #pragma omp for schedule(static)
     for (int64_t row = 0; row < rows; ++row) {
       const int64_t i = row % ctx.nq, h = (row / ctx.nq) % ctx.heads, b = row / (ctx.nq * ctx.heads);
@@ -143,8 +163,10 @@ void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams&
       // Each loop is simple enough to vectorise.
       float* zr = z.data();
       float* er = e.data();
-      if (bias_h != nullptr) {
-        for (int64_t j = 0; j < nk; ++j) zr[j] = s_row[j] * ctx.scale + bias_h[bmap[j]];
+      const float* bias_r = bias_h ? table_row(bias_h, bmap, ctx.bias_contiguous(b, i), nk, bias_scratch.data()) : nullptr;
+      const float* c_r = c_h ? table_row(c_h, cmap, ctx.c_contiguous(b, i), nk, c_scratch.data()) : nullptr;
+      if (bias_r != nullptr) {
+        for (int64_t j = 0; j < nk; ++j) zr[j] = s_row[j] * ctx.scale + bias_r[j];
       } else {
         for (int64_t j = 0; j < nk; ++j) zr[j] = s_row[j] * ctx.scale;
       }
@@ -157,7 +179,7 @@ void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams&
       }
       if (!ctx.normalize) {  // E = e^Z, A = E·C: no maximum, no denominator (e^−∞ = 0 where masked)
         for (int64_t j = 0; j < nk; ++j) er[j] = fast::exp_fast(zr[j]);
-        for (int64_t j = 0; j < nk; ++j) a_row[j] = c_h != nullptr ? er[j] * c_h[cmap[j]] : er[j];
+        for (int64_t j = 0; j < nk; ++j) a_row[j] = c_r != nullptr ? er[j] * c_r[j] : er[j];
         if (p_row) std::copy(er, er + nk, p_row);
         continue;
       }
@@ -177,8 +199,8 @@ void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams&
 #pragma omp simd reduction(+ : total)
       for (int64_t j = 0; j < nk; ++j) total += er[j];
       const float inv_total = static_cast<float>(1.0 / total);
-      if (c_h != nullptr) {
-        for (int64_t j = 0; j < nk; ++j) a_row[j] = er[j] * inv_total * c_h[cmap[j]];  // 0 where masked
+      if (c_r != nullptr) {
+        for (int64_t j = 0; j < nk; ++j) a_row[j] = er[j] * inv_total * c_r[j];  // 0 where masked
         if (p_row)
           for (int64_t j = 0; j < nk; ++j) p_row[j] = er[j] * inv_total;
       } else {
@@ -203,12 +225,6 @@ void urpe_attention_backward_cpu(const Tensor& grad_out, const Tensor& probs,
   const bool want_c = grad_c_table != nullptr && ctx.c_table != nullptr;
   const int64_t kb = want_bias ? ctx.bias_buckets : 0, kc = want_c ? ctx.c_buckets : 0;
 
-  const int64_t map_rows_b = ctx.bias_map_per_batch ? ctx.bsz * nq : nq;
-  const int64_t map_rows_c = ctx.c_map_per_batch ? ctx.bsz * nq : nq;
-  const std::vector<char> bias_contiguous =
-      want_bias ? contiguous_rows(ctx.bias_map, map_rows_b, nk) : std::vector<char>();
-  const std::vector<char> c_contiguous = want_c ? contiguous_rows(ctx.c_map, map_rows_c, nk) : std::vector<char>();
-
   // Per-(b, h) partial tables: (Bsz·H, Kb) and (Bsz·H, Kc), in double.
   std::vector<double> bias_partial(static_cast<size_t>(slices * kb), 0.0);
   std::vector<double> c_partial(static_cast<size_t>(slices * kc), 0.0);
@@ -218,6 +234,7 @@ void urpe_attention_backward_cpu(const Tensor& grad_out, const Tensor& probs,
     std::vector<float> dp(static_cast<size_t>(nk));    // dP of one row, 0 where masked
     std::vector<double> gp(static_cast<size_t>(nk));   // G·P, the ∂C terms, 0 where masked
     std::vector<double> dz(static_cast<size_t>(nk));   // dZ, the ∂B terms, 0 where masked
+    std::vector<float> c_scratch(static_cast<size_t>(nk));
 #pragma omp for schedule(static)
     for (int64_t slice = 0; slice < slices; ++slice) {
       const int64_t b = slice / ctx.heads, h = slice % ctx.heads;
@@ -242,7 +259,8 @@ void urpe_attention_backward_cpu(const Tensor& grad_out, const Tensor& probs,
         // dP = G·C and r = Σ_j P·dP over unmasked keys (r = 0 without the denominator), r in
         // double, summed in the SIMD lanes' fixed order.
         if (c_h != nullptr) {
-          for (int64_t j = 0; j < end; ++j) dpr[j] = g[j] * c_h[cmap[j]];
+          const float* c_r = table_row(c_h, cmap, ctx.c_contiguous(b, i), nk, c_scratch.data());
+          for (int64_t j = 0; j < end; ++j) dpr[j] = g[j] * c_r[j];
         } else {
           std::copy(g, g + end, dpr);
         }
@@ -260,9 +278,9 @@ void urpe_attention_backward_cpu(const Tensor& grad_out, const Tensor& probs,
         if (dc) {
           for (int64_t j = 0; j < end; ++j) gpr[j] = static_cast<double>(g[j]) * p[j];
           zero_masked(gpr, end, nk, padded);
-          scatter_add(cmap, c_contiguous[(ctx.c_map_per_batch ? b * nq : 0) + i], gpr, nk, dc);
+          scatter_add(cmap, ctx.c_contiguous(b, i), gpr, nk, dc);
         }
-        if (db) scatter_add(bmap, bias_contiguous[(ctx.bias_map_per_batch ? b * nq : 0) + i], dzr, nk, db);
+        if (db) scatter_add(bmap, ctx.bias_contiguous(b, i), dzr, nk, db);
       }
     }
   }

@@ -149,6 +149,48 @@ TEST_CASE("gradcheck: matmul, batched and shared, all transpose flags") {
   check_gradients([](const std::vector<Tensor>& v) { return linear(v[0], v[1], v[2]); }, {x, weight, bias});
 }
 
+// Sizes past the kernels' thread thresholds (4,096 rows): the bias is broadcast and its gradient
+// summed by the threaded row loops, and the output comes from a GEMM accumulating onto the bias.
+TEST_CASE("linear with a bias at training sizes: x·Wᵀ + b and every gradient against double sums") {
+  const int64_t rows = 4096, in = 24, out = 130;  // 130 columns: two full column blocks and a tail
+  Tensor x = random_param({2, rows / 2, in}, 37), weight = random_param({out, in}, 38), bias = random_param({out}, 39);
+  Tensor y = linear(x, weight, bias);
+  REQUIRE(y.shape() == Shape{2, rows / 2, out});
+  const Tensor g = random_values({2, rows / 2, out}, 40);
+  y.backward(g);
+  const std::vector<float> xv = x.to_vector_f32(), wv = weight.to_vector_f32(), bv = bias.to_vector_f32();
+  const std::vector<float> yv = y.to_vector_f32(), gv = g.to_vector_f32();
+  const std::vector<float> gx = x.grad().to_vector_f32(), gw = weight.grad().to_vector_f32();
+  const std::vector<float> gb = bias.grad().to_vector_f32();
+  double worst_y = 0, worst_gx = 0, worst_gw = 0, worst_gb = 0;
+  for (int64_t r = 0; r < rows; r += 37)  // a spread of rows for y and ∂x
+    for (int64_t o = 0; o < out; ++o) {
+      double want = bv[o];
+      for (int64_t k = 0; k < in; ++k) want += double(xv[r * in + k]) * wv[o * in + k];
+      worst_y = std::max(worst_y, std::abs(yv[r * out + o] - want) / (1.0 + std::abs(want)));
+    }
+  for (int64_t r = 0; r < rows; r += 37)
+    for (int64_t k = 0; k < in; ++k) {
+      double want = 0;
+      for (int64_t o = 0; o < out; ++o) want += double(gv[r * out + o]) * wv[o * in + k];
+      worst_gx = std::max(worst_gx, std::abs(gx[r * in + k] - want) / (1.0 + std::abs(want)));
+    }
+  for (int64_t o = 0; o < out; ++o) {
+    double want_b = 0;
+    for (int64_t r = 0; r < rows; ++r) want_b += gv[r * out + o];
+    worst_gb = std::max(worst_gb, std::abs(gb[o] - want_b) / (1.0 + std::abs(want_b)));
+    for (int64_t k = 0; k < in; ++k) {
+      double want = 0;
+      for (int64_t r = 0; r < rows; ++r) want += double(gv[r * out + o]) * xv[r * in + k];
+      worst_gw = std::max(worst_gw, std::abs(gw[o * in + k] - want) / (1.0 + std::abs(want)));
+    }
+  }
+  CHECK(worst_y < 1e-5);
+  CHECK(worst_gx < 1e-5);
+  CHECK(worst_gw < 1e-4);  // 4,096 float products summed by the GEMM
+  CHECK(worst_gb < 1e-6);  // summed in double: only the final rounding
+}
+
 TEST_CASE("gradcheck: reductions") {
   Tensor x = random_param({3, 4, 5}, 41);
   for (int axis = -3; axis < 3; ++axis) {
