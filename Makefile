@@ -66,7 +66,7 @@ clean:
 #   make fuzz SECONDS=300 FUZZ_TARGETS="smiles json" FUZZ_FLAGS="-jobs=2"
 FUZZ_BUILD   ?= build-fuzz
 SECONDS      ?= 60
-FUZZ_TARGETS ?= smiles csv text_file safetensors config json
+FUZZ_TARGETS ?= smiles csv text_file safetensors config json corpus_sources
 FUZZ_CXX     ?= $(shell command -v clang++ 2>/dev/null || command -v clang++-14 2>/dev/null)
 FUZZ_FLAGS   ?=
 CCACHE       := $(shell command -v ccache 2>/dev/null)

@@ -53,14 +53,6 @@ struct UrpeAttentionParams {
 // scores: (Bsz, H, Nq, Nk) → A: (Bsz, H, Nq, Nk). Gradients flow to scores, bias_table, c_table.
 Tensor urpe_attention(const Tensor& scores, const UrpeAttentionParams& params);
 
-// Every value of a bucket map lies in [0, K) of its (H, K) table; otherwise one error naming `op`,
-// the map, the first bad value and the table. Shared by the URPE core and the fused attention.
-// A map's values are read once per storage (a device→host copy for a CUDA map) and its range is
-// remembered, so a model's constant maps are not copied back on every call. Maps are read-only
-// inputs: a map tensor written in place after an attention op has read it is not read again.
-void check_bucket_map_values(const char* op, const char* arg, const Tensor& map, const char* table_arg,
-                             const Tensor& table);
-
 // The "unique" relative-position map of the synthetic tasks: map[i, j] = (j − i) + (nq − 1),
 // values in [0, nq + nk − 2]; for nq = nk = n that is 2n − 1 buckets and C is Toeplitz.
 Tensor toeplitz_map(int64_t nq, int64_t nk, const Device& device = {});

@@ -1,6 +1,7 @@
-// Public fused URPE attention: validation of every argument (shapes, dtypes, devices, map
-// values, the dropout rate), dispatch to urpe_flash_attention_cpu.cpp / _cuda.cu, and autograd
-// for q, k, v and the two tables. The maths is in urpe_flash_attention.h.
+// Public fused URPE attention: validation of every argument (q, k, v and the dropout rate here;
+// the tables, maps and key padding in urpe_attention_checks.h, shared with the materialised
+// core), dispatch to urpe_flash_attention_cpu.cpp / _cuda.cu, and autograd for q, k, v and the
+// two tables. The maths is in urpe_flash_attention.h.
 #include "ops/urpe_flash_attention.h"
 
 #include <cmath>
@@ -8,40 +9,13 @@
 
 #include "autograd/node.h"
 #include "ops/dispatch.h"
+#include "ops/urpe_attention_checks.h"
 
 namespace urpe {
 
 namespace {
 
 constexpr const char* kOp = "urpe_flash_attention";
-
-// A map is relative (Nq + Nk − 1,), shared (Nq, Nk) or per batch (Bsz, Nq, Nk), every value in
-// [0, buckets). The values are read on the host (one copy for a CUDA map), as the materialised
-// core does: an index out of range would otherwise be a wild read inside a kernel.
-void check_map(const char* arg, const Tensor& map, const char* table_arg, const Tensor& table,
-               int64_t bsz, int64_t nq, int64_t nk, const Tensor& q) {
-  URPE_CHECK(map.defined(), kOp << ": " << table_arg << " " << table.describe() << " is given but "
-                                << arg << " is missing (an i32 map of shape (Nq + Nk − 1,) = ("
-                                << nq + nk - 1 << ",), (Nq, Nk) = (" << nq << ", " << nk
-                                << ") or (Bsz, Nq, Nk))");
-  check_dtype(kOp, arg, map, DType::i32);
-  check_same_device(kOp, q, map);
-  const Shape relative{nq + nk - 1}, shared{nq, nk}, per_batch{bsz, nq, nk};
-  URPE_CHECK(map.shape() == relative || map.shape() == shared || map.shape() == per_batch,
-             kOp << ": " << arg << " " << map.describe() << " must have shape "
-                 << shape_str(relative) << " (relative: bucket of j − i), " << shape_str(shared)
-                 << " or " << shape_str(per_batch) << " to match q (Nq = " << nq << ") and k (Nk = "
-                 << nk << ")");
-  check_bucket_map_values(kOp, arg, map, table_arg, table);
-}
-
-void check_table(const char* arg, const Tensor& table, const Tensor& q, int64_t heads) {
-  check_dtype(kOp, arg, table, DType::f32);
-  URPE_CHECK(table.dim() == 2 && table.size(0) == heads,
-             kOp << ": " << arg << " " << table.describe() << " must have shape (H, K) with H = "
-                 << heads << " heads, like q " << q.describe());
-  check_same_device(kOp, q, table);
-}
 
 void validate(const Tensor& q, const Tensor& k, const Tensor& v, const UrpeAttentionParams& p,
               const AttentionDropout& dropout) {
@@ -63,27 +37,7 @@ void validate(const Tensor& q, const Tensor& k, const Tensor& v, const UrpeAtten
   URPE_CHECK(std::isfinite(p.scale), kOp << ": scale must be finite, got " << p.scale);
   URPE_CHECK(dropout.p >= 0.0f && dropout.p < 1.0f,
              kOp << ": the attention dropout probability must be in [0, 1), got " << dropout.p);
-  if (p.bias_table.defined()) {
-    check_table("bias_table", p.bias_table, q, heads);
-    check_map("bias_map", p.bias_map, "bias_table", p.bias_table, bsz, nq, nk, q);
-  } else {
-    URPE_CHECK(!p.bias_map.defined(), kOp << ": bias_map " << p.bias_map.describe()
-                                          << " is given without a bias_table");
-  }
-  if (p.c_table.defined()) {
-    check_table("c_table", p.c_table, q, heads);
-    check_map("c_map", p.c_map, "c_table", p.c_table, bsz, nq, nk, q);
-  } else {
-    URPE_CHECK(!p.c_map.defined(),
-               kOp << ": c_map " << p.c_map.describe() << " is given without a c_table");
-  }
-  if (p.key_padding.defined()) {
-    check_dtype(kOp, "key_padding", p.key_padding, DType::i32);
-    URPE_CHECK(p.key_padding.shape() == (Shape{bsz, nk}),
-               kOp << ": key_padding " << p.key_padding.describe() << " must have shape (Bsz, Nk) = "
-                   << shape_str({bsz, nk}) << " to match k " << k.describe());
-    check_same_device(kOp, q, p.key_padding);
-  }
+  check_urpe_attention_tables({kOp, "q", &q, "k", &k, bsz, heads, nq, nk, /*relative_maps=*/true}, p);
 }
 
 }  // namespace

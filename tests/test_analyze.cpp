@@ -12,6 +12,7 @@
 
 #include "cli_util.h"
 #include "data/corpus.h"
+#include "data/corpus_sources.h"
 #include "data/text_file.h"
 #include "golden_util.h"
 #include "test_util.h"
@@ -473,7 +474,7 @@ TEST_CASE("sources.tsv: each novel and the Bible per split; a bad record is one 
   const std::string dir = data::embedded_corpus_dir();
   const std::string record = join_path(dir, "sources.tsv");
   const std::vector<std::string> valid = data::read_lines(data::find_split_file(dir, "valid"));
-  const std::vector<SourceBlock> blocks = read_source_blocks(record, "valid", static_cast<int64_t>(valid.size()));
+  const std::vector<data::SourceBlock> blocks = data::read_source_blocks(record, "valid", static_cast<int64_t>(valid.size()));
   REQUIRE(blocks.size() == 7);
   CHECK(blocks[0].source == "Sense and Sensibility (1811)");
   CHECK(blocks[0].first_line == 0);
@@ -482,11 +483,12 @@ TEST_CASE("sources.tsv: each novel and the Bible per split; a bad record is one 
   CHECK(blocks[6].first_line == bible_start_line(valid));  // the record and the text rule agree
   for (const char* split : {"train", "test"}) {
     const std::vector<std::string> lines = data::read_lines(data::find_split_file(dir, split));
-    const std::vector<SourceBlock> b = read_source_blocks(record, split, static_cast<int64_t>(lines.size()));
+    const std::vector<data::SourceBlock> b = data::read_source_blocks(record, split, static_cast<int64_t>(lines.size()));
     REQUIRE(b.size() == 7);
     CHECK(b[6].first_line == bible_start_line(lines));
   }
-  CHECK_THROWS_WITH_AS(read_source_blocks(record, "valid", 100), doctest::Contains("the valid blocks cover 2334 lines, but the split has 100"), Error);
+  CHECK_THROWS_WITH_AS(data::read_source_blocks(record, "valid", 100),
+                       doctest::Contains("sources.tsv:16: the valid blocks cover 2334 lines, but the split has 100"), Error);
 
   // Topic of a token: the block holding it (tokens counted with an <eos> per line).
   data::CorpusSplit split;
@@ -512,13 +514,48 @@ TEST_CASE("sources.tsv: each novel and the Bible per split; a bad record is one 
     write_text_atomic(join_path(bad, "sources.tsv"), text);
     return join_path(bad, "sources.tsv");
   };
-  CHECK_THROWS_WITH_AS(read_source_blocks(write("valid\t1\t3\tA\nvalid\t5\t2\tB\n"), "valid", 6),
-                       doctest::Contains("sources.tsv:2: the valid block of 'B' should start at line 4"), Error);
-  CHECK_THROWS_WITH_AS(read_source_blocks(write("valid 1 3 A\n"), "valid", 3),
-                       doctest::Contains("sources.tsv:1: expected 'split<TAB>first line<TAB>lines<TAB>source'"), Error);
-  CHECK_THROWS_WITH_AS(read_source_blocks(write("valid\tone\t3\tA\n"), "valid", 3),
-                       doctest::Contains("must be integers, got 'one' and '3'"), Error);
-  CHECK(read_source_blocks(write("# comment\ntrain\t1\t3\tA\n"), "valid", 3).empty());  // nothing for valid
+  const auto error_of = [&](const std::string& text, int64_t split_lines) {
+    try {
+      data::read_source_blocks(write(text), "valid", split_lines);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK(error_of("valid\t1\t3\tA\nvalid\t5\t2\tB\n", 6).find("sources.tsv:2: the valid block of 'B' should start at line 4") !=
+        std::string::npos);
+  CHECK(error_of("valid 1 3 A\n", 3).find("sources.tsv:1: expected 'split<TAB>first line<TAB>lines<TAB>source'") !=
+        std::string::npos);
+  CHECK(error_of("valid\tone\t3\tA\n", 3).find("sources.tsv:1: the first line must be a whole number of digits, got 'one'") !=
+        std::string::npos);
+  CHECK(error_of("valid\t1\t3\tA\n\nvalid\t4\t-2\tB\n", 3).find("sources.tsv:3: the line count must be a whole number") !=
+        std::string::npos);
+  CHECK(error_of("valid\t1\t3\tA\t\n", 3).find("sources.tsv:1: expected") != std::string::npos);  // a 5th field
+  CHECK(error_of("vaild\t1\t3\tA\n", 3).find("sources.tsv:1: the split must be train, valid or test, got 'vaild'") !=
+        std::string::npos);
+  CHECK(error_of("valid\t1\t3\t\n", 3).find("sources.tsv:1: the source title is empty") != std::string::npos);
+  CHECK(error_of("valid\t1\t1\tA\nvalid\t2\t1\tA\n", 2).find("sources.tsv:2: the valid split already has a block of 'A'") !=
+        std::string::npos);
+  CHECK(error_of("valid\t1\t99999999999999999999\tA\n", 3).find("sources.tsv:1: the line count '99999999999999999999' is too large") !=
+        std::string::npos);
+  CHECK(error_of("valid\t1\t1\tA\nvalid\t2\t9223372036854775807\tB\n", 3)
+            .find("sources.tsv:2: the valid block of 'B' ends beyond any file") != std::string::npos);
+  CHECK(error_of("# c\r\nvalid\t1\t2\tA\r\nvalid\t3\t2\tB\r\n", 5).find("sources.tsv:3: the valid blocks cover 4 lines, but the split has 5") !=
+        std::string::npos);
+  // Every malformed record gives one error line naming the file and line.
+  for (const std::string text : {"valid\t0\t3\tA\n", "valid\t1\t0\tA\n", "train\t1\t3\n", "valid\t+1\t3\tA\n"}) {
+    const std::string e = error_of(text, 3);
+    INFO(e);
+    CHECK(e.rfind(join_path(bad, "sources.tsv") + ":1: ", 0) == 0);
+    CHECK(e.find('\n') == std::string::npos);
+  }
+  // A CRLF record reads as the LF one; its titles carry no '\r'.
+  const std::vector<data::SourceBlock> crlf = data::read_source_blocks(write("valid\t1\t2\tA\r\nvalid\t3\t1\tB\r\n"), "valid", 3);
+  REQUIRE(crlf.size() == 2);
+  CHECK(crlf[1].source == "B");
+  CHECK(crlf[1].first_line == 2);
+  CHECK(crlf[1].record_line == 2);
+  CHECK(data::read_source_blocks(write("# comment\ntrain\t1\t3\tA\n"), "valid", 3).empty());  // nothing for valid
 
   // A corpus without the record (built before it): the Austen/Bible text rule, as before.
   std::filesystem::copy_file(split.path, join_path(bad, "valid.txt.gz"));

@@ -8,11 +8,15 @@
 
 #include "doctest/doctest.h"
 #include "tensor/error.h"
+#include "data/molecule_dataset.h"
+#include "data/smiles.h"
 #include "models/encoder.h"
+#include "models/graphormer.h"
 #include "train/encoder_trainer.h"
 #include "train/io/config.h"
 #include "train/lm_config.h"
 #include "train/memory_estimate.h"
+#include "train/molecule_config.h"
 #include "train/run_config.h"
 
 using namespace urpe;
@@ -459,4 +463,60 @@ TEST_CASE("config: the estimate counts each encoding's own tables as the model b
     CHECK(other.first - rpe.first == other.second - rpe.second);
   }
   CHECK(txl_count("alibi").second < rpe.second);
+}
+
+TEST_CASE("config: Graphormer's estimate counts its own tables as the model builds them") {
+  // Parameters: the estimate is the model's count exactly, so estimate(a) − estimate(b) is
+  // model(a) − model(b) for any two settings: URPE's C table (max_spd), the spatial, edge and
+  // degree tables, the multi-hop weights (heads²), per-layer LayerNorms and biases.
+  auto counts = [](const std::vector<std::string>& sets) {
+    const Config c = unchecked("graphormer-tiny", sets);
+    const double model = static_cast<double>(Graphormer(graphormer_config_from(c), 1).parameters().count());
+    return std::make_pair(estimate_graphormer_memory(c).parameter_count(), model);
+  };
+  const std::vector<std::vector<std::string>> variants = {
+      {}, {"pe=urpe"}, {"pe=urpe", "max_spd=10"}, {"layers=5"}, {"heads=8"}, {"d_model=48", "d_ffn=20", "heads=3"},
+      {"pe=urpe", "multi_hop_max_dist=12", "layers=1"}};
+  const auto base = counts({});
+  for (const std::vector<std::string>& sets : variants) {
+    INFO((sets.empty() ? std::string("preset") : sets.back()));
+    const auto other = counts(sets);
+    CHECK(other.first == other.second);
+    CHECK(other.first - base.first == other.second - base.second);
+  }
+  CHECK(counts({"pe=urpe"}).first - base.first == 4 * (38 + 4));  // heads × (max_spd + 4) buckets
+  CHECK(counts({"pe=urpe", "max_spd=10"}).first - counts({"pe=urpe"}).first == 4 * (10 - 38));
+
+  // Per-batch tables, against the model's own for a batch of molecules of max_nodes atoms (the size
+  // the estimate assumes): the dense bias, the multi-hop edge input, and with URPE the C map.
+  data::MoleculeDataset d;
+  d.vocabulary = data::AtomVocabulary::zinc();
+  for (int k = 0; k < 3; ++k) {
+    d.smiles.push_back("CCCCCCCC");
+    d.graphs.push_back(data::molecule_graph(data::parse_smiles(d.smiles.back()), d.vocabulary));
+    d.targets.push_back(static_cast<float>(k));
+  }
+  auto term = [](const MemoryEstimate& e, const std::string& what) {
+    for (const SizeTerm& t : e.activations)
+      if (t.what == what) return t.count();
+    FAIL("no activation term '" << what << "'");
+    return 0.0;
+  };
+  auto activation_total = [](const MemoryEstimate& e) {
+    double n = 0;
+    for (const SizeTerm& t : e.activations) n += t.count();
+    return n;
+  };
+  const std::vector<std::string> batch_sets = {"max_nodes=8", "batch=3", "eval_batch=2", "multi_hop_max_dist=5"};
+  std::vector<std::string> urpe_sets = batch_sets;
+  urpe_sets.push_back("pe=urpe");
+  const Config plain = unchecked("graphormer-tiny", batch_sets), with_urpe = unchecked("graphormer-tiny", urpe_sets);
+  const data::GraphBatch batch = data::collate_graphs(d, {0, 1, 2}, collate_options_from(plain));
+  const Graphormer model(graphormer_config_from(with_urpe), 1);
+  const MemoryEstimate e = estimate_graphormer_memory(with_urpe), e_plain = estimate_graphormer_memory(plain);
+  CHECK(term(e, "the attention bias (spatial, edge and graph-token terms)") == model.attention_bias(batch).numel());
+  CHECK(term(e, "attention scores") == model.attention_bias(batch).numel());
+  CHECK(term(e, "the batch's multi-hop edge input") == batch.edge_input.numel());
+  CHECK(term(e, "the URPE C map") == model.urpe_c_map(batch).numel());
+  CHECK(activation_total(e) - activation_total(e_plain) == model.urpe_c_map(batch).numel());
 }

@@ -19,6 +19,10 @@
 // needs --allow-run-as-root (also as OMPI_ALLOW_RUN_AS_ROOT*), and --oversubscribe on a machine
 // with fewer cores than ranks.
 //
+// Every folder the suite writes lives under one private scratch root ($TMPDIR or /tmp,
+// urpe_test_dist_XXXXXX), removed when the process exits, also after a failed check; the last case
+// checks that by running the suite itself as a child.
+//
 // The resume case runs this test executable itself under mpirun as a worker (environment
 // URPE_TEST_DIST_WORKER), since only an in-process run can stop at a chosen step on one rank.
 #include <unistd.h>
@@ -26,7 +30,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "cli_util.h"
@@ -108,10 +114,45 @@ struct SkipWithoutMpi {
   }
 } skip_without_mpi;
 
+// Every folder this suite writes (runs, the toy corpus) lives under one private root, made with
+// mkdtemp under $TMPDIR (or /tmp) on first use and removed when the process exits: after a failed
+// check too, since doctest catches failed checks and returns from main; not after a crash or a kill.
+const std::string& scratch_root() {
+  static const std::string root = [] {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/urpe_test_dist_XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      std::perror("test_dist: mkdtemp");
+      std::abort();
+    }
+    static struct Remover {
+      std::string path;
+      ~Remover() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path, ignored);
+      }
+    } remover{pattern};
+    return pattern;
+  }();
+  return root;
+}
+
+// A fresh folder path inside scratch_root() (not created: `urpe train --out` makes it).
 std::string temp_dir(const std::string& name) {
-  const std::string dir = std::string("/tmp/urpe_test_dist_") + std::to_string(::getpid()) + "_" + name;
-  std::system(("rm -rf '" + dir + "'").c_str());
+  const std::string dir = scratch_root() + "/" + name;
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
   return dir;
+}
+
+// This test executable's own path, to run it again as a child (under mpirun or alone).
+std::string self_executable() {
+  const std::string self = "/proc/" + std::to_string(::getpid()) + "/exe";
+  char exe[4096];
+  const ssize_t n = ::readlink(self.c_str(), exe, sizeof exe - 1);
+  REQUIRE(n > 0);
+  exe[n] = '\0';
+  return exe;
 }
 
 // A WikiText-format corpus of short sentences (train, valid, test), written once per process.
@@ -235,11 +276,7 @@ TEST_CASE("a failure on one rank ends every rank instead of leaving them waiting
 }
 
 TEST_CASE("a stop on one rank stops both with a checkpoint, and a 2-rank resume is bit-identical") {
-  const std::string self = "/proc/" + std::to_string(::getpid()) + "/exe";
-  char exe[4096];
-  const ssize_t n = ::readlink(self.c_str(), exe, sizeof exe - 1);
-  REQUIRE(n > 0);
-  exe[n] = '\0';
+  const std::string exe = self_executable();
   // The encoder, Transformer-XL (its memory gathered into the checkpoint), and the encoder with
   // the optimizer's state sharded (gathered on save, each rank's range taken on resume).
   for (const std::string family : {"encoder", "txl", "encoder_sharded"}) {
@@ -301,4 +338,31 @@ TEST_CASE("accum_steps that does not divide each rank's rows is one error") {
   CHECK(count_of(r.output, "urpe: error: config: accum_steps = 2 must divide each rank's 3 rows of the batch (batch 6 "
                            "over 2 ranks); use a batch that is a multiple of 4") == 1);
   CHECK(r.output.find("internal error") == std::string::npos);
+}
+
+// Run only as a child of the next case (skipped in the suite's own run): writes what the other
+// cases write (the toy corpus, a run folder), prints its scratch root, and fails a check when
+// URPE_TEST_DIST_SCRATCH_FAIL is set.
+TEST_CASE("scratch child: writes into the scratch root" * doctest::skip()) {
+  const std::string dir = temp_dir("child_run");
+  std::filesystem::create_directories(dir);
+  write_text_atomic(join_path(dir, "metrics.csv"), "step,split,loss\n");
+  CHECK(path_exists(join_path(toy_corpus(), "train.txt")));
+  CHECK(path_exists(join_path(dir, "metrics.csv")));
+  std::printf("scratch root: %s\n", scratch_root().c_str());
+  CHECK(std::getenv("URPE_TEST_DIST_SCRATCH_FAIL") == nullptr);
+}
+
+TEST_CASE("the suite leaves no folders behind: its scratch root goes at exit, after a failed check too") {
+  const std::string exe = self_executable();
+  for (const bool fail : {false, true}) {
+    INFO("child " << (fail ? "with" : "without") << " a failed check");
+    const std::string tmp = temp_dir(fail ? "tmpdir_fail" : "tmpdir_pass");
+    std::filesystem::create_directories(tmp);
+    const test::CliResult r = test::run_command("TMPDIR='" + tmp + "' " + (fail ? "URPE_TEST_DIST_SCRATCH_FAIL=1 " : "") +
+                                                "'" + exe + "' '--test-case=scratch child*' --no-skip");
+    CHECK_MESSAGE(r.code == (fail ? 1 : 0), r.output);
+    CHECK_MESSAGE(r.output.find("scratch root: " + tmp + "/urpe_test_dist_") != std::string::npos, r.output);
+    CHECK(std::filesystem::is_empty(tmp));
+  }
 }

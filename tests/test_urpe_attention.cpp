@@ -348,8 +348,21 @@ TEST_CASE("toeplitz_map: map[i, j] = (j − i) + (nq − 1)") {
 
 TEST_CASE("bad arguments give one readable error naming the tensor") {
   Case c = make_case(2, 3, 4, 4, 1200);
+  // One line that starts with the op's name (the table, map and padding checks are shared with
+  // the fused op: ops/urpe_attention_checks.h) and holds `text`.
   auto fails_with = [&](const UrpeAttentionParams& p, const char* text, const Tensor& scores) {
-    CHECK_THROWS_WITH_AS(urpe_attention(scores, p), doctest::Contains(text), Error);
+    const std::string expected = text;
+    CAPTURE(expected);
+    std::string message = "(no error)";
+    try {
+      urpe_attention(scores, p);
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    CAPTURE(message);
+    CHECK(message.rfind("urpe_attention: ", 0) == 0);
+    CHECK(message.find(text) != std::string::npos);
+    CHECK(message.find('\n') == std::string::npos);
   };
   UrpeAttentionParams p = c.params;
   p.c_map = random_values({4, 4}, 1);  // f32, not i32
@@ -366,19 +379,22 @@ TEST_CASE("bad arguments give one readable error naming the tensor") {
 
   p = c.params;
   p.bias_table = random_values({2, 7}, 2);  // 2 heads, the scores have 3
-  fails_with(p, "bias_table f32 (2, 7) on cpu must have shape (H, K) with H = 3", c.scores);
+  fails_with(p, "bias_table f32 (2, 7) on cpu must have shape (H, K) with H = 3 heads, like the scores f32 (2, 3, 4, 4)", c.scores);
 
   p = c.params;
   p.bias_map = toeplitz_map(4, 5);
-  fails_with(p, "bias_map i32 (4, 5) on cpu must have shape (4, 4) or (2, 4, 4)", c.scores);
+  fails_with(p, "bias_map i32 (4, 5) on cpu must have shape (Nq, Nk) = (4, 4) or (Bsz, Nq, Nk) = (2, 4, 4) to match the scores",
+             c.scores);
 
   p = c.params;
   p.key_padding = Tensor::zeros({2, 5}, DType::i32);
-  fails_with(p, "key_padding i32 (2, 5) on cpu must have shape (Bsz, Nk) = (2, 4)", c.scores);
+  fails_with(p, "key_padding i32 (2, 5) on cpu must have shape (Bsz, Nk) = (2, 4) to match the scores f32 (2, 3, 4, 4) on cpu",
+             c.scores);
 
   p = c.params;
   p.c_map = Tensor();
-  fails_with(p, "c_table f32 (3, 7) on cpu is given but c_map is missing", c.scores);
+  fails_with(p, "c_table f32 (3, 7) on cpu is given but c_map is missing (an i32 map of shape (Nq, Nk) = (4, 4) or "
+                "(Bsz, Nq, Nk) = (2, 4, 4))", c.scores);
 
   p = UrpeAttentionParams();
   p.bias_map = toeplitz_map(4, 4);

@@ -7,8 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "data/corpus_sources.h"
 #include "data/text_file.h"
-#include "tensor/error.h"
 
 namespace urpe {
 
@@ -80,44 +80,6 @@ int64_t bible_start_token(const data::CorpusSplit& split, data::TokenMode mode) 
   return offset;
 }
 
-std::vector<SourceBlock> read_source_blocks(const std::string& path, const std::string& split, int64_t split_lines) {
-  std::vector<SourceBlock> blocks;
-  data::TextFileReader reader(path);
-  std::string line;
-  while (reader.next_line(line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> fields;
-    std::string field;
-    std::istringstream in(line);
-    while (std::getline(in, field, '\t')) fields.push_back(field);
-    URPE_CHECK(fields.size() == 4, path << ":" << reader.line_number()
-                                        << ": expected 'split<TAB>first line<TAB>lines<TAB>source', got '" << line << "'");
-    if (fields[0] != split) continue;
-    SourceBlock b;
-    b.source = fields[3];
-    try {
-      size_t used = 0;
-      b.first_line = std::stoll(fields[1], &used) - 1;
-      URPE_CHECK(used == fields[1].size(), "");
-      b.lines = std::stoll(fields[2], &used);
-      URPE_CHECK(used == fields[2].size(), "");
-    } catch (const std::exception&) {
-      URPE_FAIL(path << ":" << reader.line_number() << ": first line and line count must be integers, got '"
-                     << fields[1] << "' and '" << fields[2] << "'");
-    }
-    const int64_t expected = blocks.empty() ? 0 : blocks.back().first_line + blocks.back().lines;
-    URPE_CHECK(b.first_line == expected && b.lines >= 1 && !b.source.empty(),
-               path << ":" << reader.line_number() << ": the " << split << " block of '" << b.source
-                    << "' should start at line " << expected + 1 << " with at least one line and a source title");
-    blocks.push_back(b);
-  }
-  if (!blocks.empty())
-    URPE_CHECK(blocks.back().first_line + blocks.back().lines == split_lines,
-               path << ": the " << split << " blocks cover " << blocks.back().first_line + blocks.back().lines
-                    << " lines, but the split has " << split_lines << " (the record belongs to another corpus?)");
-  return blocks;
-}
-
 int SplitTopics::topic_of(int64_t token) const {
   const auto after = std::upper_bound(starts.begin(), starts.end(), token);
   return static_cast<int>(std::max<std::ptrdiff_t>(0, after - starts.begin() - 1));
@@ -131,7 +93,7 @@ SplitTopics split_topics(const data::CorpusSplit& split, data::TokenMode mode) {
   for (size_t k = 0; k < lines.size(); ++k)
     line_start[k + 1] = line_start[k] + static_cast<int64_t>(data::tokenize_line(lines[k], mode).size()) + 1;
   if (std::filesystem::exists(record)) {
-    for (const SourceBlock& b : read_source_blocks(record, split.name, static_cast<int64_t>(lines.size()))) {
+    for (const data::SourceBlock& b : data::read_source_blocks(record, split.name, static_cast<int64_t>(lines.size()))) {
       topics.names.push_back(b.source);
       topics.starts.push_back(line_start[b.first_line]);
     }

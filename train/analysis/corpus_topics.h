@@ -2,11 +2,9 @@
 // vectors cluster by topic (data/assets/README: each split lists the six Austen novels, then the
 // King James Bible, each source one contiguous block).
 //
-// The record: `sources.tsv` next to the split files, written by tools/make_corpus.py, a line per
-// (split, source) in file order: "split<TAB>first line (from 1)<TAB>line count<TAB>source title"
-// ('#' lines are comments). The blocks of a split must follow each other from line 1 and cover
-// the split exactly; anything else is an error naming the file. Then every source is a topic:
-// each Austen novel separately, and the Bible.
+// The record: `sources.tsv` next to the split files (data/corpus_sources.h: its format and
+// checks), written by tools/make_corpus.py. Every source it records is a topic: each Austen novel
+// separately, and the Bible.
 //
 // Without the record (a corpus built before it, or another corpus) the fallback is the text rule
 // below, which finds two topics, Austen and the Bible (the novels cannot be told apart reliably
@@ -33,18 +31,9 @@ int64_t bible_start_line(const std::vector<std::string>& lines);
 // −1 when the split's file has no Bible block.
 int64_t bible_start_token(const data::CorpusSplit& split, data::TokenMode mode);
 
-// One source's block of a split: lines [first_line, first_line + lines), 0-based.
-struct SourceBlock {
-  std::string source;
-  int64_t first_line = 0, lines = 0;
-};
-// The blocks sources.tsv records for `split` ("train", "valid" or "test") in `path`, checked to
-// tile its `split_lines` lines. Empty when the file records nothing for that split.
-std::vector<SourceBlock> read_source_blocks(const std::string& path, const std::string& split, int64_t split_lines);
-
 // The topics of a split's token stream: topic k covers the tokens [starts[k], starts[k + 1]) (the
-// last to the end); names[k] is its title. A source that appears in two blocks would get two
-// topics, which sources.tsv never has. Empty names: no topics.
+// last to the end); names[k] is its title (one topic per block: the reader refuses a title
+// repeated within a split). Empty names: no topics.
 struct SplitTopics {
   std::vector<std::string> names;
   std::vector<int64_t> starts;

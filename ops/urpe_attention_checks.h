@@ -1,0 +1,38 @@
+// The argument checks shared by the two URPE attention ops, the materialised core
+// (urpe_attention.h: scores in) and the fused one (urpe_flash_attention.h: q, k, v in): the bias and
+// C tables, their bucket maps (shape, dtype, device, every value in range) and the key padding.
+// One place, so both ops accept the same tables and maps and say the same thing about bad ones;
+// every message starts with the op's name and compares with that op's own inputs.
+#pragma once
+#include <cstdint>
+
+#include "ops/urpe_attention.h"
+#include "tensor/tensor.h"
+
+namespace urpe {
+
+// What the tables, maps and padding must match: the op's sizes, and its inputs as messages name
+// them (described only when a check fails: this runs on every call).
+struct UrpeAttentionArgs {
+  const char* op;                         // "urpe_attention", "urpe_flash_attention"
+  const char* input_name;                 // "the scores", "q": every table, map and mask shares its device
+  const Tensor* input;
+  const char* other_name = nullptr;       // "k" (fused op), or none
+  const Tensor* other = nullptr;
+  int64_t bsz = 0, heads = 0, nq = 0, nk = 0;
+  bool relative_maps = false;             // also accept (Nq + Nk − 1,) maps: bucket of j − i (fused op)
+};
+
+// Checks params' bias_table/bias_map, c_table/c_map and key_padding; one urpe::Error naming the op,
+// the argument, what it is and what was expected.
+void check_urpe_attention_tables(const UrpeAttentionArgs& args, const UrpeAttentionParams& params);
+
+// Every value of a bucket map lies in [0, K) of its (H, K) table; otherwise one error naming `op`,
+// the map, the first bad value and the table.
+// A map's values are read once per storage (a device→host copy for a CUDA map) and its range is
+// remembered, so a model's constant maps are not copied back on every call. Maps are read-only
+// inputs: a map tensor written in place after an attention op has read it is not read again.
+void check_bucket_map_values(const char* op, const char* arg, const Tensor& map, const char* table_arg,
+                             const Tensor& table);
+
+}  // namespace urpe
