@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "cli_util.h"
+#include "scratch_dir.h"
 #include "toy_corpus.h"
 #include "train/checkpoint.h"
 #include "train/dist/communicator.h"
@@ -114,26 +115,10 @@ struct SkipWithoutMpi {
   }
 } skip_without_mpi;
 
-// Every folder this suite writes (runs, the toy corpus) lives under one private root, made with
-// mkdtemp under $TMPDIR (or /tmp) on first use and removed when the process exits: after a failed
-// check too, since doctest catches failed checks and returns from main; not after a crash or a kill.
+// Every folder this suite writes (runs, the toy corpus) lives under one private root, removed when
+// the process exits (scratch_dir.h).
 const std::string& scratch_root() {
-  static const std::string root = [] {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/urpe_test_dist_XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      std::perror("test_dist: mkdtemp");
-      std::abort();
-    }
-    static struct Remover {
-      std::string path;
-      ~Remover() {
-        std::error_code ignored;
-        std::filesystem::remove_all(path, ignored);
-      }
-    } remover{pattern};
-    return pattern;
-  }();
+  static const std::string root = urpe::test::make_scratch_dir("urpe_test_dist");
   return root;
 }
 

@@ -17,6 +17,8 @@
 #include <sstream>
 #include <string>
 
+#include "../scratch_dir.h"
+
 #define FUZZ_CHECK(cond, msg)                                                                 \
   do {                                                                                        \
     if (!(cond)) {                                                                            \
@@ -34,25 +36,10 @@ inline std::string bytes_of(const uint8_t* data, size_t size) {
   return std::string(reinterpret_cast<const char*>(data), size);
 }
 
-// A private directory for the files a harness must hand to path-based readers: created on first
-// use under $TMPDIR (or /tmp), removed when the process exits normally.
+// A private directory for the files a harness must hand to path-based readers, removed when the
+// process exits normally (../scratch_dir.h).
 inline const std::string& scratch_dir() {
-  static const std::string dir = [] {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/urpe_fuzz_XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      std::perror("urpe fuzz: mkdtemp");
-      std::abort();
-    }
-    static struct Remover {
-      std::string path;
-      ~Remover() {
-        std::error_code ignored;
-        std::filesystem::remove_all(path, ignored);
-      }
-    } remover{pattern};
-    return pattern;
-  }();
+  static const std::string dir = urpe::test::make_scratch_dir("urpe_fuzz");
   return dir;
 }
 
