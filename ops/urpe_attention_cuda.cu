@@ -25,6 +25,7 @@
 #include "ops/bucket_index_cuda.cuh"
 #include "ops/cuda_common.cuh"
 #include "ops/urpe_attention.h"
+#include "ops/urpe_attention_cells.cuh"
 
 namespace urpe::kernels {
 
@@ -44,14 +45,11 @@ struct AttentionGeometry {
   int64_t c_buckets;
   const int32_t* c_map;
   int64_t c_map_stride;
-  const int32_t* key_padding;  // (B, Nk) or null
-  bool causal;
-  int64_t causal_offset;
+  AttentionMask mask;
   bool normalize;  // false: AttentionNorm::exp
 
   __device__ __forceinline__ bool masked(int64_t b, int64_t i, int64_t j) const {
-    if (causal && j > i + causal_offset) return true;
-    return key_padding != nullptr && key_padding[b * nk + j] != 0;
+    return mask.masked(b, i, j, nk);
   }
   __device__ __forceinline__ float bias(int64_t b, int64_t h, int64_t ij) const {
     return bias_table ? bias_table[h * bias_buckets + bias_map[b * bias_map_stride + ij]] : 0.0f;
@@ -162,15 +160,7 @@ __device__ __forceinline__ void table_grad_blocks(const AttentionGeometry& geo,
     const int64_t items = shared_map ? length * geo.batch : length;
     double total = 0;
     for (int64_t item = threadIdx.x; item < items; item += blockDim.x) {
-      int64_t b, ij;
-      if (shared_map) {
-        b = item / length;
-        ij = positions[begin + item % length];
-      } else {
-        const int64_t p = positions[begin + item];
-        b = p / cells;
-        ij = p % cells;
-      }
+      const auto [b, ij] = bucket_cell(positions, begin, length, item, shared_map, cells);
       const int64_t i = ij / geo.nk, j = ij % geo.nk;
       if (geo.masked(b, i, j)) continue;
       const int64_t row = (b * geo.heads + h) * geo.nq + i;
@@ -236,9 +226,7 @@ AttentionGeometry geometry_of(const Tensor& scores, const UrpeAttentionParams& p
     geo.c_map = params.c_map.i32();
     geo.c_map_stride = map_stride(params.c_map, geo.nq, geo.nk);
   }
-  geo.key_padding = params.key_padding.defined() ? params.key_padding.i32() : nullptr;
-  geo.causal = params.causal;
-  geo.causal_offset = params.causal_offset;
+  geo.mask = attention_mask_of(params);
   geo.normalize = params.norm == AttentionNorm::softmax;
   return geo;
 }

@@ -28,6 +28,7 @@
 // the limit.
 #include "ops/bucket_index_cuda.cuh"
 #include "ops/cuda_common.cuh"
+#include "ops/urpe_attention_cells.cuh"
 #include "ops/urpe_flash_attention.h"
 #include "tensor/philox.h"
 
@@ -58,9 +59,7 @@ struct FlashGeometry {
   int64_t c_buckets;
   const int32_t* c_map;
   int c_kind;
-  const int32_t* key_padding;  // (B, Nk) or null
-  bool causal;
-  int64_t causal_offset;
+  AttentionMask mask;
   float drop_p, keep_scale;
   uint64_t seed;
 
@@ -76,8 +75,7 @@ struct FlashGeometry {
   }
   // j < nk assumed.
   __device__ __forceinline__ bool masked(int64_t b, int64_t i, int64_t j) const {
-    if (causal && j > i + causal_offset) return true;
-    return key_padding != nullptr && key_padding[b * nk + j] != 0;
+    return mask.masked(b, i, j, nk);
   }
   // κ: the dropout factor ops/dropout.h applies to A[b,h,i,j] (element ((b·H + h)·Nq + i)·Nk + j).
   __device__ __forceinline__ float keep(int64_t bh, int64_t i, int64_t j) const {
@@ -87,8 +85,8 @@ struct FlashGeometry {
   }
   // Keys [0, key_limit(i)) can be unmasked for query i.
   __device__ __forceinline__ int64_t key_limit(int64_t i) const {
-    if (!causal) return nk;
-    const int64_t limit = i + causal_offset + 1;
+    if (!mask.causal) return nk;
+    const int64_t limit = i + mask.causal_offset + 1;
     return limit < 0 ? 0 : (limit > nk ? nk : limit);
   }
 };
@@ -298,7 +296,7 @@ __global__ void urpe_flash_attention_backward_dkdv_kernel(
 #pragma unroll
       for (int t = 0; t < kDimsPerLane; ++t) dk[rr][t] = dv[rr][t] = 0.0f;
     // Causal: query i sees key j when j ≤ i + offset, so queries before j0 − offset see none.
-    int64_t first_query = g.causal ? j0 - g.causal_offset : 0;
+    int64_t first_query = g.mask.causal ? j0 - g.mask.causal_offset : 0;
     first_query = first_query < 0 ? 0 : first_query;
     for (int64_t i0 = first_query; i0 < g.nq; i0 += kTile) {
       const int64_t count = min(int64_t(kTile), g.nq - i0);
@@ -401,15 +399,7 @@ __device__ __forceinline__ void table_grad_blocks(
       const int64_t length = end - begin;
       const int64_t items = shared_map ? length * g.batch : length;
       for (int64_t item = warp; item < items; item += warps) {
-        int64_t b, ij;
-        if (shared_map) {
-          b = item / length;
-          ij = positions[begin + item % length];
-        } else {
-          const int64_t position = positions[begin + item];
-          b = position / cells;
-          ij = position % cells;
-        }
+        const auto [b, ij] = bucket_cell(positions, begin, length, item, shared_map, cells);
         const double value = cell_value(b, h, ij / g.nk, ij % g.nk);
         if (lane == 0) total += value;
       }
@@ -468,9 +458,7 @@ FlashGeometry geometry_of(const Tensor& q, const Tensor& k, const Tensor& v,
     g.c_map = p.c_map.i32();
     g.c_kind = map_kind(p.c_map);
   }
-  g.key_padding = p.key_padding.defined() ? p.key_padding.i32() : nullptr;
-  g.causal = p.causal;
-  g.causal_offset = p.causal_offset;
+  g.mask = attention_mask_of(p);
   g.drop_p = dropout.p;
   g.keep_scale = 1.0f / (1.0f - dropout.p);
   g.seed = dropout.seed;
