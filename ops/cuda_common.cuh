@@ -28,6 +28,11 @@ inline cuda::Context& context_of(const Tensor& t) {
 
 constexpr int kWarp = 32;
 
+// for (int64_t r = global warp index; r < n; r += total warps): one warp per row
+#define URPE_WARP_STRIDE(r, n)                                                                  \
+  for (int64_t r = blockIdx.x * int64_t(blockDim.x / kWarp) + threadIdx.x / kWarp; r < (n);     \
+       r += int64_t(gridDim.x) * (blockDim.x / kWarp))
+
 template <typename T>
 __device__ __forceinline__ T warp_sum(T v) {
 #pragma unroll

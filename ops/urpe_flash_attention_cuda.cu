@@ -89,17 +89,65 @@ struct FlashGeometry {
     const int64_t limit = i + mask.causal_offset + 1;
     return limit < 0 ? 0 : (limit > nk ? nk : limit);
   }
+  // The logit of an unmasked cell, z_ij = s·scale + B with s = q_i·k_j: one expression for the
+  // forward and every backward kernel, so the recomputed P is the forward's to the bit.
+  __device__ __forceinline__ float logit(float s, int64_t b, int64_t h, int64_t i, int64_t j) const {
+    return s * scale + bias(b, h, i, j);
+  }
+  // P_ij = e^{z_ij − L_i}, recomputed by the backward kernels from the saved L.
+  __device__ __forceinline__ float prob(float s, int64_t b, int64_t h, int64_t i, int64_t j,
+                                        float row_lse) const {
+    return expf(logit(s, b, h, i, j) - row_lse);
+  }
+  // dZ_ij = P·(G·C − D_i) with G = κ·(dO_i·v_j), in double like the CPU reference (G·C − D_i
+  // cancels); dS_ij = scale·dZ_ij.
+  __device__ __forceinline__ static double logit_grad(float p, float gk, float c, double d) {
+    return static_cast<double>(p) * (static_cast<double>(gk) * c - d);
+  }
+  __device__ __forceinline__ float score_grad(float p, float gk, float c, double d) const {
+    return static_cast<float>(scale * logit_grad(p, gk, c, d));
+  }
 };
 
-// rows × cols floats from src (row stride `cols`) into a shared tile (row stride `stride`);
-// rows past `valid_rows` become zeros. Called by the whole block.
-template <int kStride>
-__device__ __forceinline__ void load_tile(float (*tile)[kStride], const float* __restrict__ src,
-                                          int64_t rows, int64_t valid_rows, int64_t cols) {
-  for (int64_t e = threadIdx.x; e < rows * cols; e += blockDim.x) {
+// The tasks of the forward, dq and dkdv kernels: tiles of `rows` consecutive rows (queries, or
+// keys for dkdv) out of n, per (b, h). Task t is rows [first, first + count) of bh = b·H + h.
+__host__ __device__ __forceinline__ int64_t row_tiles(const FlashGeometry& g, int64_t n, int rows) {
+  return g.batch * g.heads * ((n + rows - 1) / rows);
+}
+
+struct RowTile {
+  int64_t bh, b, h, first, count;
+};
+
+__device__ __forceinline__ RowTile row_tile(const FlashGeometry& g, int64_t task, int64_t n,
+                                            int rows) {
+  const int64_t tiles = (n + rows - 1) / rows;
+  const int64_t bh = task / tiles, first = (task % tiles) * rows;
+  return {bh, bh / g.heads, bh % g.heads, first, min(int64_t(rows), n - first)};
+}
+
+// Rows [first_row, first_row + kRows) of src (row stride `cols`) into a shared tile (row stride
+// kStride); rows from `valid_rows` on become zeros, so a partial tile needs no bounds checks
+// later. Called by the whole block; the caller places the barriers.
+template <int kRows, int kStride>
+__device__ __forceinline__ void load_tile(float (&tile)[kRows][kStride], const float* __restrict__ src,
+                                          int64_t first_row, int64_t valid_rows, int64_t cols) {
+  src += first_row * cols;
+  for (int64_t e = threadIdx.x; e < kRows * cols; e += blockDim.x) {
     const int64_t r = e / cols, d = e % cols;
     tile[r][d] = r < valid_rows ? src[r * cols + d] : 0.0f;
   }
+}
+
+// The same rows of two tensors that a kernel reads together: K_J and V_J (forward, dq), a dq
+// block's Q_I and dO_I, a dkdv block's K_J and V_J, and its Q_I and dO_I tiles.
+template <int kRows, int kStrideA, int kStrideB>
+__device__ __forceinline__ void load_tiles(float (&a_s)[kRows][kStrideA], const float* __restrict__ a,
+                                           int64_t a_cols, float (&b_s)[kRows][kStrideB],
+                                           const float* __restrict__ b, int64_t b_cols,
+                                           int64_t first_row, int64_t valid_rows) {
+  load_tile(a_s, a, first_row, valid_rows, a_cols);
+  load_tile(b_s, b, first_row, valid_rows, b_cols);
 }
 
 // Σ_d a[d]·b[d] over d < n, a and b in shared memory.
@@ -107,6 +155,42 @@ __device__ __forceinline__ float dot(const float* a, const float* b, int64_t n) 
   float total = 0.0f;
   for (int64_t d = 0; d < n; ++d) total += a[d] * b[d];
   return total;
+}
+
+// A warp's output row lives in its lanes: lane owns columns d = lane + t·32 (t < kDimsPerLane)
+// in acc[t]. Fixed-size arrays indexed by unrolled constants only, so they stay in registers.
+template <int kRows>
+__device__ __forceinline__ void zero_rows(float (&acc)[kRows][kDimsPerLane]) {
+#pragma unroll
+  for (int rr = 0; rr < kRows; ++rr)
+#pragma unroll
+    for (int t = 0; t < kDimsPerLane; ++t) acc[rr][t] = 0.0f;
+}
+
+// acc += Σ_jj w_jj·tile[jj] over the tile's 32 rows (columns d < cols), w_jj held by lane jj and
+// broadcast by shuffle: the product of a row of weights with a shared tile, added in jj order.
+template <int kStride>
+__device__ __forceinline__ void add_weighted_rows(float (&acc)[kDimsPerLane], float w,
+                                                  const float (*tile)[kStride], int lane,
+                                                  int64_t cols) {
+  for (int jj = 0; jj < kTile; ++jj) {
+    const float wj = __shfl_sync(0xffffffffu, w, jj);
+#pragma unroll
+    for (int t = 0; t < kDimsPerLane; ++t) {
+      const int d = lane + t * kWarp;
+      if (d < cols) acc[t] += wj * tile[jj][d];
+    }
+  }
+}
+
+// dst[d] = acc[t] for this lane's columns d < cols.
+__device__ __forceinline__ void store_row(float* __restrict__ dst, const float (&acc)[kDimsPerLane],
+                                          int lane, int64_t cols) {
+#pragma unroll
+  for (int t = 0; t < kDimsPerLane; ++t) {
+    const int d = lane + t * kWarp;
+    if (d < cols) dst[d] = acc[t];
+  }
 }
 
 __global__ void urpe_flash_attention_forward_kernel(FlashGeometry g, const float* __restrict__ q,
@@ -118,29 +202,24 @@ __global__ void urpe_flash_attention_forward_kernel(FlashGeometry g, const float
   __shared__ float k_s[kTile][kMaxDim + 1];
   __shared__ float v_s[kTile][kMaxDim];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  const int64_t row_tiles = (g.nq + kForwardRows - 1) / kForwardRows;
-  const int64_t tasks = g.batch * g.heads * row_tiles;
+  const int64_t tasks = row_tiles(g, g.nq, kForwardRows);
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
-    const int64_t bh = task / row_tiles, i0 = (task % row_tiles) * kForwardRows;
-    const int64_t b = bh / g.heads, h = bh % g.heads;
-    const int64_t rows = min(int64_t(kForwardRows), g.nq - i0);
+    const auto [bh, b, h, i0, rows] = row_tile(g, task, g.nq, kForwardRows);
     __syncthreads();  // the previous task's reads of q_s are done
-    load_tile<kMaxDim>(q_s, q + (bh * g.nq + i0) * g.dh, kForwardRows, rows, g.dh);
+    load_tile(q_s, q, bh * g.nq + i0, rows, g.dh);
     float o[kForwardRowsPerWarp][kDimsPerLane];
     float m[kForwardRowsPerWarp], l[kForwardRowsPerWarp];
+    zero_rows(o);
 #pragma unroll
     for (int rr = 0; rr < kForwardRowsPerWarp; ++rr) {
       m[rr] = -INFINITY;
       l[rr] = 0.0f;
-#pragma unroll
-      for (int t = 0; t < kDimsPerLane; ++t) o[rr][t] = 0.0f;
     }
     const int64_t key_end = g.key_limit(i0 + rows - 1);  // masked for every row beyond
     for (int64_t j0 = 0; j0 < key_end; j0 += kTile) {
       const int64_t cols = min(int64_t(kTile), key_end - j0);
       __syncthreads();  // the previous tile's reads are done
-      load_tile<kMaxDim + 1>(k_s, k + (bh * g.nk + j0) * g.dh, kTile, cols, g.dh);
-      load_tile<kMaxDim>(v_s, v + (bh * g.nk + j0) * g.dv, kTile, cols, g.dv);
+      load_tiles(k_s, k, g.dh, v_s, v, g.dv, bh * g.nk + j0, cols);
       __syncthreads();
 #pragma unroll
       for (int rr = 0; rr < kForwardRowsPerWarp; ++rr) {
@@ -148,8 +227,7 @@ __global__ void urpe_flash_attention_forward_kernel(FlashGeometry g, const float
         if (r >= rows) continue;  // the same for the whole warp
         const int64_t i = i0 + r, j = j0 + lane;
         float z = -INFINITY;
-        if (lane < cols && !g.masked(b, i, j))
-          z = dot(q_s[r], k_s[lane], g.dh) * g.scale + g.bias(b, h, i, j);
+        if (lane < cols && !g.masked(b, i, j)) z = g.logit(dot(q_s[r], k_s[lane], g.dh), b, h, i, j);
         const float m_new = fmaxf(m[rr], warp_max(z));
         if (m_new == -INFINITY) continue;  // nothing unmasked yet in this row (warp-uniform)
         const float alpha = m[rr] == m_new ? 1.0f : expf(m[rr] - m_new);  // 0 from −∞
@@ -159,14 +237,7 @@ __global__ void urpe_flash_attention_forward_kernel(FlashGeometry g, const float
         const float w = e == 0.0f ? 0.0f : e * g.c_value(b, h, i, j) * g.keep(bh, i, j);
 #pragma unroll
         for (int t = 0; t < kDimsPerLane; ++t) o[rr][t] *= alpha;
-        for (int jj = 0; jj < kTile; ++jj) {
-          const float wj = __shfl_sync(0xffffffffu, w, jj);
-#pragma unroll
-          for (int t = 0; t < kDimsPerLane; ++t) {
-            const int d = lane + t * kWarp;
-            if (d < g.dv) o[rr][t] += wj * v_s[jj][d];
-          }
-        }
+        add_weighted_rows(o[rr], w, v_s, lane, g.dv);
       }
     }
 #pragma unroll
@@ -177,10 +248,8 @@ __global__ void urpe_flash_attention_forward_kernel(FlashGeometry g, const float
       const bool empty = l[rr] == 0.0f;  // no unmasked key: O = 0, L = −∞
       const float inv = empty ? 0.0f : 1.0f / l[rr];
 #pragma unroll
-      for (int t = 0; t < kDimsPerLane; ++t) {
-        const int d = lane + t * kWarp;
-        if (d < g.dv) out[row * g.dv + d] = o[rr][t] * inv;
-      }
+      for (int t = 0; t < kDimsPerLane; ++t) o[rr][t] *= inv;
+      store_row(out + row * g.dv, o[rr], lane, g.dv);
       if (lse != nullptr && lane == 0) lse[row] = empty ? -INFINITY : m[rr] + logf(l[rr]);
     }
   }
@@ -191,9 +260,7 @@ __global__ void urpe_flash_attention_backward_dot_kernel(int64_t rows, int64_t d
                                                          const float* __restrict__ out,
                                                          double* __restrict__ d_row) {
   const int lane = threadIdx.x % kWarp;
-  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / kWarp);
-  for (int64_t r = blockIdx.x * int64_t(blockDim.x / kWarp) + threadIdx.x / kWarp; r < rows;
-       r += warps) {
+  URPE_WARP_STRIDE(r, rows) {
     double total = 0.0;
     for (int64_t d = lane; d < dv; d += kWarp)
       total += static_cast<double>(grad_out[r * dv + d]) * out[r * dv + d];
@@ -211,26 +278,18 @@ __global__ void urpe_flash_attention_backward_dq_kernel(
   __shared__ float k_s[kTile][kMaxDim + 1];
   __shared__ float v_s[kTile][kMaxDim + 1];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  const int64_t row_tiles = (g.nq + kBackwardRows - 1) / kBackwardRows;
-  const int64_t tasks = g.batch * g.heads * row_tiles;
+  const int64_t tasks = row_tiles(g, g.nq, kBackwardRows);
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
-    const int64_t bh = task / row_tiles, i0 = (task % row_tiles) * kBackwardRows;
-    const int64_t b = bh / g.heads, h = bh % g.heads;
-    const int64_t rows = min(int64_t(kBackwardRows), g.nq - i0);
+    const auto [bh, b, h, i0, rows] = row_tile(g, task, g.nq, kBackwardRows);
     __syncthreads();
-    load_tile<kMaxDim>(q_s, q + (bh * g.nq + i0) * g.dh, kBackwardRows, rows, g.dh);
-    load_tile<kMaxDim>(go_s, grad_out + (bh * g.nq + i0) * g.dv, kBackwardRows, rows, g.dv);
+    load_tiles(q_s, q, g.dh, go_s, grad_out, g.dv, bh * g.nq + i0, rows);
     float dq[kBackwardRowsPerWarp][kDimsPerLane];
-#pragma unroll
-    for (int rr = 0; rr < kBackwardRowsPerWarp; ++rr)
-#pragma unroll
-      for (int t = 0; t < kDimsPerLane; ++t) dq[rr][t] = 0.0f;
+    zero_rows(dq);
     const int64_t key_end = g.key_limit(i0 + rows - 1);
     for (int64_t j0 = 0; j0 < key_end; j0 += kTile) {
       const int64_t cols = min(int64_t(kTile), key_end - j0);
-      __syncthreads();
-      load_tile<kMaxDim + 1>(k_s, k + (bh * g.nk + j0) * g.dh, kTile, cols, g.dh);
-      load_tile<kMaxDim + 1>(v_s, v + (bh * g.nk + j0) * g.dv, kTile, cols, g.dv);
+      __syncthreads();  // the previous tile's reads are done
+      load_tiles(k_s, k, g.dh, v_s, v, g.dv, bh * g.nk + j0, cols);
       __syncthreads();
 #pragma unroll
       for (int rr = 0; rr < kBackwardRowsPerWarp; ++rr) {
@@ -241,31 +300,17 @@ __global__ void urpe_flash_attention_backward_dq_kernel(
         if (row_lse == -INFINITY) continue;  // a fully masked row: nothing flows
         float ds = 0.0f;
         if (lane < cols && !g.masked(b, i, j)) {
-          const float p = expf(dot(q_s[r], k_s[lane], g.dh) * g.scale + g.bias(b, h, i, j) - row_lse);
+          const float p = g.prob(dot(q_s[r], k_s[lane], g.dh), b, h, i, j, row_lse);
           const float gk = dot(go_s[r], v_s[lane], g.dv) * g.keep(bh, i, j);
-          const double dz = static_cast<double>(p) *
-                            (static_cast<double>(gk) * g.c_value(b, h, i, j) - d_row[bh * g.nq + i]);
-          ds = static_cast<float>(g.scale * dz);
+          ds = g.score_grad(p, gk, g.c_value(b, h, i, j), d_row[bh * g.nq + i]);
         }
-        for (int jj = 0; jj < kTile; ++jj) {
-          const float dsj = __shfl_sync(0xffffffffu, ds, jj);
-#pragma unroll
-          for (int t = 0; t < kDimsPerLane; ++t) {
-            const int d = lane + t * kWarp;
-            if (d < g.dh) dq[rr][t] += dsj * k_s[jj][d];
-          }
-        }
+        add_weighted_rows(dq[rr], ds, k_s, lane, g.dh);
       }
     }
 #pragma unroll
     for (int rr = 0; rr < kBackwardRowsPerWarp; ++rr) {
       const int r = warp * kBackwardRowsPerWarp + rr;
-      if (r >= rows) continue;
-#pragma unroll
-      for (int t = 0; t < kDimsPerLane; ++t) {
-        const int d = lane + t * kWarp;
-        if (d < g.dh) grad_q[(bh * g.nq + i0 + r) * g.dh + d] = dq[rr][t];
-      }
+      if (r < rows) store_row(grad_q + (bh * g.nq + i0 + r) * g.dh, dq[rr], lane, g.dh);
     }
   }
 }
@@ -281,28 +326,21 @@ __global__ void urpe_flash_attention_backward_dkdv_kernel(
   __shared__ float lse_s[kTile];
   __shared__ double d_s[kTile];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
-  const int64_t key_tiles = (g.nk + kBackwardRows - 1) / kBackwardRows;
-  const int64_t tasks = g.batch * g.heads * key_tiles;
+  const int64_t tasks = row_tiles(g, g.nk, kBackwardRows);
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
-    const int64_t bh = task / key_tiles, j0 = (task % key_tiles) * kBackwardRows;
-    const int64_t b = bh / g.heads, h = bh % g.heads;
-    const int64_t keys = min(int64_t(kBackwardRows), g.nk - j0);
+    const auto [bh, b, h, j0, keys] = row_tile(g, task, g.nk, kBackwardRows);
     __syncthreads();
-    load_tile<kMaxDim>(k_s, k + (bh * g.nk + j0) * g.dh, kBackwardRows, keys, g.dh);
-    load_tile<kMaxDim>(v_s, v + (bh * g.nk + j0) * g.dv, kBackwardRows, keys, g.dv);
+    load_tiles(k_s, k, g.dh, v_s, v, g.dv, bh * g.nk + j0, keys);
     float dk[kBackwardRowsPerWarp][kDimsPerLane], dv[kBackwardRowsPerWarp][kDimsPerLane];
-#pragma unroll
-    for (int rr = 0; rr < kBackwardRowsPerWarp; ++rr)
-#pragma unroll
-      for (int t = 0; t < kDimsPerLane; ++t) dk[rr][t] = dv[rr][t] = 0.0f;
+    zero_rows(dk);
+    zero_rows(dv);
     // Causal: query i sees key j when j ≤ i + offset, so queries before j0 − offset see none.
     int64_t first_query = g.mask.causal ? j0 - g.mask.causal_offset : 0;
     first_query = first_query < 0 ? 0 : first_query;
     for (int64_t i0 = first_query; i0 < g.nq; i0 += kTile) {
       const int64_t count = min(int64_t(kTile), g.nq - i0);
       __syncthreads();
-      load_tile<kMaxDim + 1>(q_s, q + (bh * g.nq + i0) * g.dh, kTile, count, g.dh);
-      load_tile<kMaxDim + 1>(go_s, grad_out + (bh * g.nq + i0) * g.dv, kTile, count, g.dv);
+      load_tiles(q_s, q, g.dh, go_s, grad_out, g.dv, bh * g.nq + i0, count);
       if (threadIdx.x < kTile) {
         lse_s[threadIdx.x] = threadIdx.x < count ? lse[bh * g.nq + i0 + threadIdx.x] : -INFINITY;
         d_s[threadIdx.x] = threadIdx.x < count ? d_row[bh * g.nq + i0 + threadIdx.x] : 0.0;
@@ -315,13 +353,14 @@ __global__ void urpe_flash_attention_backward_dkdv_kernel(
         const int64_t j = j0 + r, i = i0 + lane;
         float a = 0.0f, ds = 0.0f;
         if (lse_s[lane] != -INFINITY && !g.masked(b, i, j)) {  // rows past Nq have L = −∞
-          const float p = expf(dot(q_s[lane], k_s[r], g.dh) * g.scale + g.bias(b, h, i, j) - lse_s[lane]);
+          const float p = g.prob(dot(q_s[lane], k_s[r], g.dh), b, h, i, j, lse_s[lane]);
           const float kappa = g.keep(bh, i, j), cv = g.c_value(b, h, i, j);
           const float gk = dot(go_s[lane], v_s[r], g.dv) * kappa;
           a = p * cv * kappa;
-          const double dz = static_cast<double>(p) * (static_cast<double>(gk) * cv - d_s[lane]);
-          ds = static_cast<float>(g.scale * dz);
+          ds = g.score_grad(p, gk, cv, d_s[lane]);
         }
+        // dV_j += Σ_i Ã_ij·dO_i and dK_j += Σ_i dS_ij·q_i in one pass over the tile's queries
+        // (add_weighted_rows twice would shuffle and loop twice).
         for (int ii = 0; ii < kTile; ++ii) {
           const float ai = __shfl_sync(0xffffffffu, a, ii);
           const float dsi = __shfl_sync(0xffffffffu, ds, ii);
@@ -339,12 +378,8 @@ __global__ void urpe_flash_attention_backward_dkdv_kernel(
       const int r = warp * kBackwardRowsPerWarp + rr;
       if (r >= keys) continue;
       const int64_t row = bh * g.nk + j0 + r;
-#pragma unroll
-      for (int t = 0; t < kDimsPerLane; ++t) {
-        const int d = lane + t * kWarp;
-        if (d < g.dh) grad_k[row * g.dh + d] = dk[rr][t];
-        if (d < g.dv) grad_v[row * g.dv + d] = dv[rr][t];
-      }
+      store_row(grad_k + row * g.dh, dk[rr], lane, g.dh);
+      store_row(grad_v + row * g.dv, dv[rr], lane, g.dv);
     }
   }
 }
@@ -372,10 +407,10 @@ __device__ __forceinline__ void table_grad_blocks(
       gh += grad_out[(bh * g.nq + i) * g.dv + d] * v[(bh * g.nk + j) * g.dv + d];
     s = warp_sum(s);
     gh = warp_sum(gh);
-    const float p = expf(s * g.scale + g.bias(b, h, i, j) - row_lse);
+    const float p = g.prob(s, b, h, i, j, row_lse);
     const float gk = gh * g.keep(bh, i, j);
     if (kForC) return static_cast<double>(gk) * p;
-    return static_cast<double>(p) * (static_cast<double>(gk) * g.c_value(b, h, i, j) - d_row[bh * g.nq + i]);
+    return FlashGeometry::logit_grad(p, gk, g.c_value(b, h, i, j), d_row[bh * g.nq + i]);
   };
   for (int64_t hk = blockIdx.x; hk < g.heads * buckets; hk += gridDim.x) {
     const int64_t h = hk / buckets, key = hk % buckets;
@@ -489,7 +524,7 @@ void urpe_flash_attention_forward_cuda(const Tensor& q, const Tensor& k, const T
                                        const AttentionDropout& dropout, Tensor& out, Tensor& lse) {
   cuda::Context& ctx = context_of(out);
   const FlashGeometry g = geometry_of(q, k, v, params, dropout);
-  const int64_t tasks = g.batch * g.heads * ((g.nq + kForwardRows - 1) / kForwardRows);
+  const int64_t tasks = row_tiles(g, g.nq, kForwardRows);
   if (tasks == 0 || g.dv == 0) return;
   urpe_flash_attention_forward_kernel<<<grid_for(ctx, tasks, 1), kWarp * kWarps, 0, ctx.stream()>>>(
       g, q.f32(), k.f32(), v.f32(), out.f32(), lse.defined() ? lse.f32() : nullptr);
@@ -520,12 +555,12 @@ void urpe_flash_attention_backward_cuda(const Tensor& q, const Tensor& k, const 
       rows, g.dv, grad_out.f32(), out.f32(), d_row.as<double>());
   CUDA_CHECK_LAUNCH("urpe_flash_attention_backward_dot_kernel");
 
-  const int64_t dq_tasks = g.batch * g.heads * ((g.nq + kBackwardRows - 1) / kBackwardRows);
+  const int64_t dq_tasks = row_tiles(g, g.nq, kBackwardRows);
   urpe_flash_attention_backward_dq_kernel<<<grid_for(ctx, dq_tasks, 1), kWarp * kWarps, 0, ctx.stream()>>>(
       g, q.f32(), k.f32(), v.f32(), grad_out.f32(), lse.f32(), d_row.as<double>(), grad_q.f32());
   CUDA_CHECK_LAUNCH("urpe_flash_attention_backward_dq_kernel");
 
-  const int64_t kv_tasks = g.batch * g.heads * ((g.nk + kBackwardRows - 1) / kBackwardRows);
+  const int64_t kv_tasks = row_tiles(g, g.nk, kBackwardRows);
   urpe_flash_attention_backward_dkdv_kernel<<<grid_for(ctx, kv_tasks, 1), kWarp * kWarps, 0, ctx.stream()>>>(
       g, q.f32(), k.f32(), v.f32(), grad_out.f32(), lse.f32(), d_row.as<double>(), grad_k.f32(),
       grad_v.f32());
