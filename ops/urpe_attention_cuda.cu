@@ -64,9 +64,7 @@ __global__ void urpe_attention_forward_kernel(AttentionGeometry geo,
                                               float* __restrict__ probs, float* __restrict__ out) {
   const int lane = threadIdx.x % kWarp;
   const int64_t rows = geo.batch * geo.heads * geo.nq, nk = geo.nk;
-  const int64_t warps = int64_t(gridDim.x) * kRowsPerBlock;
-  for (int64_t r = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / kWarp; r < rows;
-       r += warps) {
+  URPE_WARP_STRIDE(r, rows) {
     const int64_t b = r / (geo.heads * geo.nq), h = (r / geo.nq) % geo.heads, i = r % geo.nq;
     const float* s_row = scores + r * nk;
     float* p_row = probs ? probs + r * nk : nullptr;  // null when P is not saved (no backward)
@@ -74,12 +72,13 @@ __global__ void urpe_attention_forward_kernel(AttentionGeometry geo,
     auto logit = [&](int64_t j) {
       return geo.masked(b, i, j) ? -INFINITY : s_row[j] * geo.scale + geo.bias(b, h, i * nk + j);
     };
+    // P (or E) where it is saved, and A = P·C: the same two writes for both normalisations.
+    auto store = [&](int64_t j, float p) {
+      if (p_row) p_row[j] = p;
+      a_row[j] = p * geo.c_value(b, h, i * nk + j);
+    };
     if (!geo.normalize) {  // E = e^Z, A = E·C (e^−∞ = 0 where masked)
-      for (int64_t j = lane; j < nk; j += kWarp) {
-        const float e = expf(logit(j));
-        if (p_row) p_row[j] = e;
-        a_row[j] = e * geo.c_value(b, h, i * nk + j);
-      }
+      for (int64_t j = lane; j < nk; j += kWarp) store(j, expf(logit(j)));
       continue;
     }
     float m = -INFINITY;
@@ -100,9 +99,7 @@ __global__ void urpe_attention_forward_kernel(AttentionGeometry geo,
     const float inv = static_cast<float>(1.0 / warp_sum(sum));
     for (int64_t j = lane; j < nk; j += kWarp) {
       const float z = logit(j);
-      const float p = z == -INFINITY ? 0.0f : expf(z - m) * inv;
-      if (p_row) p_row[j] = p;
-      a_row[j] = p * geo.c_value(b, h, i * nk + j);  // p = 0 where masked, so A is too
+      store(j, z == -INFINITY ? 0.0f : expf(z - m) * inv);  // p = 0 where masked, so A is too
     }
   }
 }
@@ -114,26 +111,23 @@ __global__ void urpe_attention_backward_rows_kernel(AttentionGeometry geo,
                                                     double* __restrict__ row_dot) {
   const int lane = threadIdx.x % kWarp;
   const int64_t rows = geo.batch * geo.heads * geo.nq, nk = geo.nk;
-  const int64_t warps = int64_t(gridDim.x) * kRowsPerBlock;
-  for (int64_t r = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / kWarp; r < rows;
-       r += warps) {
+  URPE_WARP_STRIDE(r, rows) {
     const int64_t b = r / (geo.heads * geo.nq), h = (r / geo.nq) % geo.heads, i = r % geo.nq;
     const float* g_row = grad_out + r * nk;
     const float* p_row = probs + r * nk;
     float* ds_row = grad_scores + r * nk;
+    auto grad_p = [&](int64_t j) { return g_row[j] * geo.c_value(b, h, i * nk + j); };  // dP = G·C
     double dot = 0.0;  // stays 0 without the denominator
     for (int64_t j = lane; j < nk && geo.normalize; j += kWarp) {
       if (geo.masked(b, i, j)) continue;
-      const float dp = g_row[j] * geo.c_value(b, h, i * nk + j);
-      dot += static_cast<double>(p_row[j]) * dp;
+      dot += static_cast<double>(p_row[j]) * grad_p(j);
     }
     dot = warp_sum(dot);
     for (int64_t j = lane; j < nk; j += kWarp) {
       if (geo.masked(b, i, j)) {
         ds_row[j] = 0.0f;
       } else {
-        const float dp = g_row[j] * geo.c_value(b, h, i * nk + j);
-        const double dz = static_cast<double>(p_row[j]) * (dp - dot);
+        const double dz = static_cast<double>(p_row[j]) * (grad_p(j) - dot);
         ds_row[j] = static_cast<float>(geo.scale * dz);
       }
     }
