@@ -34,7 +34,8 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_reference import layer_norm, save_safetensors  # noqa: E402
+from torch_reference import (  # noqa: E402
+    layer_norm, random_fixture_parameters, save_safetensors, store_parameters_and_gradients)
 
 FIXTURE_VERSION = "1"
 
@@ -225,15 +226,7 @@ def adaptive_softmax(cfg, P, hidden, targets):
 
 def make_fixture(name, cfg, seed, out_dir):
     g = torch.Generator().manual_seed(seed)
-    params = {}
-    for pname, shape in parameter_shapes(cfg).items():
-        if pname.endswith("layer_norm.weight"):
-            w = 1.0 + 0.1 * torch.randn(shape, generator=g)
-        elif pname == "urpe_c":
-            w = 1.0 + 0.5 * torch.randn(shape, generator=g)  # random C: every path matters
-        else:
-            w = 0.3 * torch.randn(shape, generator=g)
-        params[pname] = w.to(torch.float32).to(torch.float64).requires_grad_(True)
+    params = random_fixture_parameters(parameter_shapes(cfg), g, "layer_norm.weight")
     qlen, B, d = cfg["tgt_len"], cfg["batch"], cfg["d_model"]
     mems = [torch.zeros(0, B, d) for _ in range(cfg["layers"] + 1)]
     tensors, total = {}, 0
@@ -251,9 +244,7 @@ def make_fixture(name, cfg, seed, out_dir):
         tensors[f"output.loss{segment}"] = loss.reshape(())
         total = total + loss
     total.backward()
-    for pname, p in params.items():
-        tensors["param." + pname] = p
-        tensors["grad." + pname] = p.grad
+    store_parameters_and_gradients(tensors, params)
     meta = {k: v for k, v in cfg.items() if k != "cutoffs"}
     meta["urpe"] = int(cfg["urpe"])
     meta["same_length"] = int(cfg["same_length"])
