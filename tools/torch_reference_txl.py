@@ -27,7 +27,6 @@ values are the exact maths. The memory is detached between segments (as in the o
 the gradient of the summed loss is the sum of each segment's own gradient.
 """
 import argparse
-import math
 import os
 import sys
 
@@ -35,7 +34,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_reference import (  # noqa: E402
-    layer_norm, random_fixture_parameters, save_safetensors, store_parameters_and_gradients)
+    alibi_slopes, layer_norm, random_fixture_parameters, save_safetensors, store_parameters_and_gradients)
 
 FIXTURE_VERSION = "1"
 
@@ -103,17 +102,6 @@ def urpe_c_matrix(cfg, P, qlen, mlen):
     index = delta.clamp(min=0, max=longest)
     C = P["urpe_c"][:, index] * visible  # (H, qlen, klen)
     return C.permute(1, 2, 0)[:, :, None, :]  # (qlen, klen, 1, H)
-
-
-def alibi_slopes(n):
-    """Press et al.'s get_slopes (attention_with_linear_biases, fairseq's multihead_attention)."""
-    def power_of_2(n):
-        start = 2 ** (-2 ** -(math.log2(n) - 3))
-        return [start * start ** i for i in range(n)]
-    if math.log2(n).is_integer():
-        return power_of_2(n)
-    closest = 2 ** math.floor(math.log2(n))
-    return power_of_2(closest) + alibi_slopes(2 * closest)[0::2][: n - closest]
 
 
 def alibi_bias(cfg, qlen, mlen):
