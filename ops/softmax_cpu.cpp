@@ -37,50 +37,59 @@ float row_max(const float* xr, int64_t n) {
   return m;
 }
 
+// The part both forwards share, row by row: m = max_j x_j and total = Σ_j e^{x_j − m} (in
+// double), then write_row(xr, yr, n, m, total) fills the row's outputs; a fully masked row
+// (m = −inf) gets zeros instead.
+template <typename WriteRow>
+void forward_rows(const Tensor& x, Tensor& y, WriteRow write_row) {
+  const Rows v = rows_of(x);
+  const float* px = x.f32();
+  float* py = y.f32();
+#pragma omp parallel for if (v.rows * v.n > 32768)
+  for (int64_t r = 0; r < v.rows; ++r) {
+    const float* xr = px + r * v.n;
+    float* yr = py + r * v.n;
+    const float m = row_max(xr, v.n);
+    if (m == kNegInf) {  // fully masked row
+      for (int64_t j = 0; j < v.n; ++j) yr[j] = 0.0f;
+      continue;
+    }
+    double total = 0;
+    for (int64_t j = 0; j < v.n; ++j) total += std::exp(static_cast<double>(xr[j]) - m);
+    write_row(xr, yr, v.n, m, total);
+  }
+}
+
+// Row by row, the same way for both backwards: write_row(yr, gr, gxr, n) fills a row of ∂x from
+// that row of y and of g.
+template <typename WriteRow>
+void backward_rows(const Tensor& y, const Tensor& grad_y, Tensor& grad_x, WriteRow write_row) {
+  const Rows v = rows_of(y);
+  const float* py = y.f32();
+  const float* pg = grad_y.f32();
+  float* pgx = grad_x.f32();
+#pragma omp parallel for if (v.rows * v.n > 32768)
+  for (int64_t r = 0; r < v.rows; ++r) write_row(py + r * v.n, pg + r * v.n, pgx + r * v.n, v.n);
+}
+
 }  // namespace
 
 // ---- forward ----
 // x, y: (rows, n)
 
+// y_j = e^{x_j − m} / total
 void softmax_forward_cpu(const Tensor& x, Tensor& y) {
-  const Rows v = rows_of(x);
-  const float* px = x.f32();
-  float* py = y.f32();
-#pragma omp parallel for if (v.rows * v.n > 32768)
-  for (int64_t r = 0; r < v.rows; ++r) {
-    const float* xr = px + r * v.n;
-    float* yr = py + r * v.n;
-    const float m = row_max(xr, v.n);
-    if (m == kNegInf) {  // fully masked row
-      for (int64_t j = 0; j < v.n; ++j) yr[j] = 0.0f;
-      continue;
-    }
-    double total = 0;
-    for (int64_t j = 0; j < v.n; ++j) total += std::exp(static_cast<double>(xr[j]) - m);
-    for (int64_t j = 0; j < v.n; ++j)
-      yr[j] = static_cast<float>(std::exp(static_cast<double>(xr[j]) - m) / total);
-  }
+  forward_rows(x, y, [](const float* xr, float* yr, int64_t n, float m, double total) {
+    for (int64_t j = 0; j < n; ++j) yr[j] = static_cast<float>(std::exp(static_cast<double>(xr[j]) - m) / total);
+  });
 }
 
+// y_j = x_j − m − log(total)
 void log_softmax_forward_cpu(const Tensor& x, Tensor& y) {
-  const Rows v = rows_of(x);
-  const float* px = x.f32();
-  float* py = y.f32();
-#pragma omp parallel for if (v.rows * v.n > 32768)
-  for (int64_t r = 0; r < v.rows; ++r) {
-    const float* xr = px + r * v.n;
-    float* yr = py + r * v.n;
-    const float m = row_max(xr, v.n);
-    if (m == kNegInf) {  // fully masked row
-      for (int64_t j = 0; j < v.n; ++j) yr[j] = 0.0f;
-      continue;
-    }
-    double total = 0;
-    for (int64_t j = 0; j < v.n; ++j) total += std::exp(static_cast<double>(xr[j]) - m);
+  forward_rows(x, y, [](const float* xr, float* yr, int64_t n, float m, double total) {
     const double log_total = std::log(total);
-    for (int64_t j = 0; j < v.n; ++j)
-      yr[j] = static_cast<float>(static_cast<double>(xr[j]) - m - log_total);
-  }
+    for (int64_t j = 0; j < n; ++j) yr[j] = static_cast<float>(static_cast<double>(xr[j]) - m - log_total);
+  });
 }
 
 // ---- backward ----
@@ -88,41 +97,25 @@ void log_softmax_forward_cpu(const Tensor& x, Tensor& y) {
 
 // ∂x_j = y_j·(g_j − Σ_k g_k y_k)
 void softmax_backward_cpu(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) {
-  const Rows v = rows_of(y);
-  const float* py = y.f32();
-  const float* pg = grad_y.f32();
-  float* pgx = grad_x.f32();
-#pragma omp parallel for if (v.rows * v.n > 32768)
-  for (int64_t r = 0; r < v.rows; ++r) {
-    const float* yr = py + r * v.n;
-    const float* gr = pg + r * v.n;
+  backward_rows(y, grad_y, grad_x, [](const float* yr, const float* gr, float* gxr, int64_t n) {
     double dot = 0;
-    for (int64_t j = 0; j < v.n; ++j) dot += static_cast<double>(gr[j]) * yr[j];
-    float* gxr = pgx + r * v.n;
-    for (int64_t j = 0; j < v.n; ++j) gxr[j] = static_cast<float>(yr[j] * (gr[j] - dot));
-  }
+    for (int64_t j = 0; j < n; ++j) dot += static_cast<double>(gr[j]) * yr[j];
+    for (int64_t j = 0; j < n; ++j) gxr[j] = static_cast<float>(yr[j] * (gr[j] - dot));
+  });
 }
 
 // ∂x_j = g_j − e^{y_j}·Σ_k g_k   (0 on a row of all-zero outputs: see the file comment)
 void log_softmax_backward_cpu(const Tensor& y, const Tensor& grad_y, Tensor& grad_x) {
-  const Rows v = rows_of(y);
-  const float* py = y.f32();
-  const float* pg = grad_y.f32();
-  float* pgx = grad_x.f32();
-#pragma omp parallel for if (v.rows * v.n > 32768)
-  for (int64_t r = 0; r < v.rows; ++r) {
-    const float* yr = py + r * v.n;
-    const float* gr = pg + r * v.n;
-    float* gxr = pgx + r * v.n;
+  backward_rows(y, grad_y, grad_x, [](const float* yr, const float* gr, float* gxr, int64_t n) {
     bool all_zero = true;
     double total = 0;
-    for (int64_t j = 0; j < v.n; ++j) {
+    for (int64_t j = 0; j < n; ++j) {
       all_zero = all_zero && yr[j] == 0.0f;
       total += gr[j];
     }
-    for (int64_t j = 0; j < v.n; ++j)
+    for (int64_t j = 0; j < n; ++j)
       gxr[j] = all_zero ? 0.0f : static_cast<float>(gr[j] - std::exp(static_cast<double>(yr[j])) * total);
-  }
+  });
 }
 
 }  // namespace urpe::kernels

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "doctest/doctest.h"
+#include "models/parameters.h"
 #include "tensor/tensor.h"
 #include "train/io/safetensors.h"
 
@@ -32,5 +33,34 @@ inline std::string fixture_path(const std::string& file) {
 }
 
 inline int64_t meta_int(const TensorFile& f, const std::string& key) { return std::stoll(f.meta(key)); }
+
+// Loads every "param.<name>" tensor of the fixture into the model's parameter of that name, after
+// checking that the fixture holds exactly the model's parameters, with the same shapes.
+inline void load_fixture_parameters(const TensorFile& f, const ParameterSet& parameters) {
+  int64_t fixture_params = 0;
+  for (const auto& [tensor_name, t] : f.tensors) fixture_params += tensor_name.rfind("param.", 0) == 0;
+  CHECK(fixture_params == static_cast<int64_t>(parameters.items().size()));
+  for (const auto& [pname, p] : parameters.items()) {
+    INFO("parameter " << pname);
+    REQUIRE(f.contains("param." + pname));
+    REQUIRE(f.at("param." + pname).shape() == p.shape());
+    p.copy_from(f.at("param." + pname));  // p is a handle: this writes the model's storage
+  }
+}
+
+// A scalar loss within 1e-4 relative error of the fixture's tensor `name`.
+inline void check_fixture_loss(const TensorFile& f, const std::string& name, const Tensor& loss) {
+  const float expected = f.at(name).item();
+  CHECK(std::fabs(loss.item() - expected) < 1e-4 * std::fabs(expected));
+}
+
+// After backward: every parameter has a gradient, within 1e-4 relative error of "grad.<name>".
+inline void check_fixture_gradients(const TensorFile& f, const ParameterSet& parameters) {
+  for (const auto& [pname, p] : parameters.items()) {
+    INFO("gradient of " << pname);
+    REQUIRE(p.grad().defined());
+    CHECK(relative_error(p.grad(), f.at("grad." + pname)) < 1e-4);
+  }
+}
 
 }  // namespace urpe::test

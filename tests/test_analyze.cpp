@@ -46,6 +46,16 @@ std::vector<double> gaussian_values(size_t n, uint64_t seed, double scale = 1) {
   return v;
 }
 
+// A C × T × d cube of N(0, scale²) hidden states.
+HiddenCube gaussian_cube(int64_t C, int64_t T, int64_t d, uint64_t seed, double scale) {
+  HiddenCube cube;
+  cube.contexts = C;
+  cube.positions = T;
+  cube.dim = d;
+  cube.h = gaussian_values(static_cast<size_t>(C * T * d), seed, scale);
+  return cube;
+}
+
 // d orthonormal vectors in ℝ^d (Gram–Schmidt of Gaussian ones), row k = q_k.
 std::vector<double> orthonormal_basis(int64_t d, uint64_t seed) {
   std::vector<double> q = gaussian_values(static_cast<size_t>(d * d), seed);
@@ -134,11 +144,7 @@ std::vector<EigenSolver> solvers() {
 // ---- the decomposition ----
 
 TEST_CASE("decomposition on random states: Σ_t pos = 0, Σ_c ctx = 0, the parts add up, ANOVA holds") {
-  HiddenCube cube;
-  cube.contexts = 7;
-  cube.positions = 5;
-  cube.dim = 4;
-  cube.h = gaussian_values(7 * 5 * 4, 11, 2.0);
+  HiddenCube cube = gaussian_cube(7, 5, 4, 11, 2.0);
   for (double& x : cube.h) x += 3;  // a mean far from 0
   const Decomposition dec = decompose(cube);
   CHECK(row_sum_norm(dec.pos, 5, 4) < 1e-12);
@@ -325,11 +331,7 @@ Affine random_affine(int64_t out, int64_t in, uint64_t seed) {
 }  // namespace
 
 TEST_CASE("attention split: the four terms add up to the logits; shares sum to 1; planted cases") {
-  HiddenCube cube;
-  cube.contexts = 5;
-  cube.positions = 6;
-  cube.dim = 8;
-  cube.h = gaussian_values(5 * 6 * 8, 41, 1.5);
+  const HiddenCube cube = gaussian_cube(5, 6, 8, 41, 1.5);
   const Decomposition dec = decompose(cube);
   const Affine q = random_affine(8, 8, 42), k = random_affine(8, 8, 44);
   const AttentionSplit split = split_attention_logits(cube, dec, q, k, 2, 1);

@@ -817,6 +817,24 @@ UrpeAttentionParams params_on(const UrpeAttentionParams& p, const Device& d) {
   return q;
 }
 
+// The table gradients a backward call writes, dB and dC, each only where the case has that table
+// (an undefined tensor where it has not, handed to the call as nullptr).
+struct TableGrads {
+  Tensor bias, c;
+  Tensor* bias_out() { return bias.defined() ? &bias : nullptr; }
+  Tensor* c_out() { return c.defined() ? &c : nullptr; }
+};
+
+// Empty CPU buffers (poisoned = false) or NaN-filled device ones, so that an element a kernel
+// never writes fails the comparison.
+TableGrads table_grads(const UrpeAttentionParams& p, bool has_bias, bool has_c, bool poison) {
+  const auto make = [poison](const Shape& shape) { return poison ? poisoned(shape) : Tensor::empty(shape); };
+  TableGrads g;
+  if (has_bias) g.bias = make(p.bias_table.shape());
+  if (has_c) g.c = make(p.c_table.shape());
+  return g;
+}
+
 }  // namespace
 
 TEST_CASE("parity: URPE attention core, forward and backward (dS, dB, dC)") {
@@ -846,32 +864,21 @@ TEST_CASE("parity: URPE attention core, forward and backward (dS, dB, dC)") {
 
     Tensor g = values(shape, 142);
     Tensor gs = Tensor::empty(shape), gs_d = poisoned(shape);
-    Tensor gb, gc, gb_d, gc_d;
-    if (c.bias) {
-      gb = Tensor::empty(p.bias_table.shape());
-      gb_d = poisoned(p.bias_table.shape());
-    }
-    if (c.c) {
-      gc = Tensor::empty(p.c_table.shape());
-      gc_d = poisoned(p.c_table.shape());
-    }
-    kernels::urpe_attention_backward_cpu(g, probs, p, gs, c.bias ? &gb : nullptr, c.c ? &gc : nullptr);
-    kernels::urpe_attention_backward_cuda(g.to(gpu()), probs_d, pd, gs_d, c.bias ? &gb_d : nullptr,
-                                          c.c ? &gc_d : nullptr);
+    TableGrads t = table_grads(p, c.bias, c.c, false), t_d = table_grads(p, c.bias, c.c, true);
+    kernels::urpe_attention_backward_cpu(g, probs, p, gs, t.bias_out(), t.c_out());
+    kernels::urpe_attention_backward_cuda(g.to(gpu()), probs_d, pd, gs_d, t_d.bias_out(), t_d.c_out());
     check_close(gs_d, gs, {1e-6, 1e-4}, "urpe attention dS");
-    if (c.bias) check_close(gb_d, gb, {1e-5, 1e-4}, "urpe attention dB");
-    if (c.c) check_close(gc_d, gc, {1e-5, 1e-4}, "urpe attention dC");
+    if (c.bias) check_close(t_d.bias, t.bias, {1e-5, 1e-4}, "urpe attention dB");
+    if (c.c) check_close(t_d.c, t.c, {1e-5, 1e-4}, "urpe attention dC");
 
     // Bit-reproducible: the same call gives the same table gradients.
     if (c.bias || c.c) {
-      Tensor gs2 = poisoned(shape), gb2, gc2;
-      if (c.bias) gb2 = poisoned(p.bias_table.shape());
-      if (c.c) gc2 = poisoned(p.c_table.shape());
-      kernels::urpe_attention_backward_cuda(g.to(gpu()), probs_d, pd, gs2, c.bias ? &gb2 : nullptr,
-                                            c.c ? &gc2 : nullptr);
+      Tensor gs2 = poisoned(shape);
+      TableGrads t2 = table_grads(p, c.bias, c.c, true);
+      kernels::urpe_attention_backward_cuda(g.to(gpu()), probs_d, pd, gs2, t2.bias_out(), t2.c_out());
       CHECK(bitwise_equal(gs2, gs_d));
-      if (c.bias) CHECK(bitwise_equal(gb2, gb_d));
-      if (c.c) CHECK(bitwise_equal(gc2, gc_d));
+      if (c.bias) CHECK(bitwise_equal(t2.bias, t_d.bias));
+      if (c.c) CHECK(bitwise_equal(t2.c, t_d.c));
     }
 
     // The public op with autograd: gradients reach scores, bias table and C table.
@@ -979,38 +986,29 @@ TEST_CASE("parity: fused URPE attention kernels and op (O, L, dQ, dK, dV, dB, dC
     const Tensor go = values(o_shape, 165);
     Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(v.shape());
     Tensor dq_d = poisoned(q.shape()), dk_d = poisoned(k.shape()), dv_d = poisoned(v.shape());
-    Tensor gb, gc, gb_d, gc_d;
-    if (c.bias) {
-      gb = Tensor::empty(p.bias_table.shape());
-      gb_d = poisoned(p.bias_table.shape());
-    }
-    if (c.c) {
-      gc = Tensor::empty(p.c_table.shape());
-      gc_d = poisoned(p.c_table.shape());
-    }
+    TableGrads t = table_grads(p, c.bias, c.c, false), t_d = table_grads(p, c.bias, c.c, true);
     kernels::urpe_flash_attention_backward_cpu(q, k, v, out, lse, go, p, drop, dq, dk, dv,
-                                               c.bias ? &gb : nullptr, c.c ? &gc : nullptr);
+                                               t.bias_out(), t.c_out());
     kernels::urpe_flash_attention_backward_cuda(q.to(gpu()), k.to(gpu()), v.to(gpu()), out_d, lse_d,
                                                 go.to(gpu()), pd, drop, dq_d, dk_d, dv_d,
-                                                c.bias ? &gb_d : nullptr, c.c ? &gc_d : nullptr);
+                                                t_d.bias_out(), t_d.c_out());
     check_close(dq_d, dq, {1e-5, 1e-4}, "fused attention dQ");
     check_close(dk_d, dk, {1e-5, 1e-4}, "fused attention dK");
     check_close(dv_d, dv, {1e-5, 1e-4}, "fused attention dV");
-    if (c.bias) check_close(gb_d, gb, {1e-5, 1e-4}, "fused attention dB");
-    if (c.c) check_close(gc_d, gc, {1e-5, 1e-4}, "fused attention dC");
+    if (c.bias) check_close(t_d.bias, t.bias, {1e-5, 1e-4}, "fused attention dB");
+    if (c.c) check_close(t_d.c, t.c, {1e-5, 1e-4}, "fused attention dC");
 
     // Bit-reproducible: a second backward gives the same bits.
-    Tensor dq2 = poisoned(q.shape()), dk2 = poisoned(k.shape()), dv2 = poisoned(v.shape()), gb2, gc2;
-    if (c.bias) gb2 = poisoned(p.bias_table.shape());
-    if (c.c) gc2 = poisoned(p.c_table.shape());
+    Tensor dq2 = poisoned(q.shape()), dk2 = poisoned(k.shape()), dv2 = poisoned(v.shape());
+    TableGrads t2 = table_grads(p, c.bias, c.c, true);
     kernels::urpe_flash_attention_backward_cuda(q.to(gpu()), k.to(gpu()), v.to(gpu()), out_d, lse_d,
                                                 go.to(gpu()), pd, drop, dq2, dk2, dv2,
-                                                c.bias ? &gb2 : nullptr, c.c ? &gc2 : nullptr);
+                                                t2.bias_out(), t2.c_out());
     CHECK(bitwise_equal(dq2, dq_d));
     CHECK(bitwise_equal(dk2, dk_d));
     CHECK(bitwise_equal(dv2, dv_d));
-    if (c.bias) CHECK(bitwise_equal(gb2, gb_d));
-    if (c.c) CHECK(bitwise_equal(gc2, gc_d));
+    if (c.bias) CHECK(bitwise_equal(t2.bias, t_d.bias));
+    if (c.c) CHECK(bitwise_equal(t2.c, t_d.c));
 
     // The public op with autograd on both devices.
     std::vector<Tensor> inputs{q, k, v};

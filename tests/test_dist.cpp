@@ -198,6 +198,17 @@ void check_identical_checkpoints(const std::string& one, const std::string& two)
   }
 }
 
+// A 2-rank encoder run with `sets` that the config checks must refuse: it fails with `message`
+// printed once (not once per rank) and no internal error.
+void check_two_rank_config_error(const std::string& dir_name, const std::string& sets, const std::string& message) {
+  const std::string dir = temp_dir(dir_name);
+  const test::CliResult r = test::run_command(mpirun(2) + URPE_BINARY + " train " + kEncoderSettings + " " + sets +
+                                              " --quiet --out " + dir);
+  CHECK(r.code != 0);
+  CHECK(count_of(r.output, message) == 1);
+  CHECK(r.output.find("internal error") == std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("2 ranks train like 1 process with the same global batch, for every family") {
@@ -230,13 +241,9 @@ TEST_CASE("2 ranks train like 1 process with the same global batch, for every fa
 }
 
 TEST_CASE("a global batch that does not divide across the ranks is one error") {
-  const std::string dir = temp_dir("indivisible");
-  const test::CliResult r = test::run_command(mpirun(2) + URPE_BINARY + " train " + kEncoderSettings +
-                                              " --set batch=5 --quiet --out " + dir);
-  CHECK(r.code != 0);
-  CHECK(count_of(r.output, "urpe: error: config: batch = 5 is the global batch and must divide evenly across the 2 "
-                           "ranks (mpirun -np 2); use a multiple of 2") == 1);
-  CHECK(r.output.find("internal error") == std::string::npos);
+  check_two_rank_config_error("indivisible", "--set batch=5",
+                              "urpe: error: config: batch = 5 is the global batch and must divide evenly across the 2 "
+                              "ranks (mpirun -np 2); use a multiple of 2");
 }
 
 TEST_CASE("ranks that run different configs are one error") {
@@ -316,13 +323,9 @@ TEST_CASE("2 ranks × 2 micro-batches (accum_steps) train like 1 process with th
 }
 
 TEST_CASE("accum_steps that does not divide each rank's rows is one error") {
-  const std::string dir = temp_dir("accum_indivisible");
-  const test::CliResult r = test::run_command(mpirun(2) + URPE_BINARY + " train " + kEncoderSettings +
-                                              " --set batch=6 --set accum_steps=2 --quiet --out " + dir);
-  CHECK(r.code != 0);
-  CHECK(count_of(r.output, "urpe: error: config: accum_steps = 2 must divide each rank's 3 rows of the batch (batch 6 "
-                           "over 2 ranks); use a batch that is a multiple of 4") == 1);
-  CHECK(r.output.find("internal error") == std::string::npos);
+  check_two_rank_config_error("accum_indivisible", "--set batch=6 --set accum_steps=2",
+                              "urpe: error: config: accum_steps = 2 must divide each rank's 3 rows of the batch (batch 6 "
+                              "over 2 ranks); use a batch that is a multiple of 4");
 }
 
 // Run only as a child of the next case (skipped in the suite's own run): writes what the other

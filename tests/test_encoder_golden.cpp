@@ -1,7 +1,6 @@
 // Golden-fixture tests: the encoder (every positional encoding, and URPE on top of each) against the independent PyTorch
 // reference in tools/torch_reference.py — logits, loss and every parameter gradient. The fixtures
 // are float64 PyTorch results stored as f32; regenerate with `python3 tools/torch_reference.py`.
-#include <cmath>
 #include <string>
 
 #include "models/encoder.h"
@@ -39,29 +38,16 @@ void check_fixture(const std::string& name, AttentionPath attention = AttentionP
   c.attention = attention;
   TransformerEncoder model(c, 0);
 
-  // Every parameter of the model is in the fixture, and nothing else is.
-  int64_t fixture_params = 0;
-  for (const auto& [tensor_name, t] : f.tensors) fixture_params += tensor_name.rfind("param.", 0) == 0;
-  CHECK(fixture_params == static_cast<int64_t>(model.parameters().items().size()));
-  for (const auto& [pname, p] : model.parameters().items()) {
-    INFO("parameter " << pname);
-    REQUIRE(f.contains("param." + pname));
-    REQUIRE(f.at("param." + pname).shape() == p.shape());
-    p.copy_from(f.at("param." + pname));
-  }
+  test::load_fixture_parameters(f, model.parameters());
 
   const Tensor tokens = f.at("input.tokens"), targets = f.at("input.targets");
   const Tensor logits = model.forward(tokens, false, nullptr);
   CHECK(relative_error(logits, f.at("output.logits")) < 1e-4);
   const int64_t rows = tokens.numel();
   const Tensor loss = cross_entropy(reshape(logits, {rows, c.num_classes}), reshape(targets, {rows}), -100);
-  CHECK(std::fabs(loss.item() - f.at("output.loss").item()) < 1e-4 * std::fabs(f.at("output.loss").item()));
+  test::check_fixture_loss(f, "output.loss", loss);
   loss.backward();
-  for (const auto& [pname, p] : model.parameters().items()) {
-    INFO("gradient of " << pname);
-    REQUIRE(p.grad().defined());
-    CHECK(relative_error(p.grad(), f.at("grad." + pname)) < 1e-4);
-  }
+  test::check_fixture_gradients(f, model.parameters());
 }
 
 }  // namespace

@@ -119,15 +119,7 @@ void check_golden(const std::string& name) {
   const GraphormerConfig c = fixture_config(f);
   Graphormer model(c, 0);
 
-  int64_t fixture_params = 0;
-  for (const auto& [tensor_name, t] : f.tensors) fixture_params += tensor_name.rfind("param.", 0) == 0;
-  CHECK(fixture_params == static_cast<int64_t>(model.parameters().items().size()));
-  for (const auto& [pname, p] : model.parameters().items()) {
-    INFO("parameter " << pname);
-    REQUIRE(f.contains("param." + pname));
-    REQUIRE(f.at("param." + pname).shape() == p.shape());
-    p.copy_from(f.at("param." + pname));
-  }
+  test::load_fixture_parameters(f, model.parameters());
 
   const data::GraphBatch batch = fixture_batch(f);
   // The fixture exercises the cut to multi_hop_max_dist and unreachable pairs.
@@ -135,14 +127,9 @@ void check_golden(const std::string& name) {
   const Tensor predictions = model.forward(batch, false, nullptr);
   CHECK(relative_error(predictions, f.at("output.predictions")) < 1e-4);
   const Tensor loss = model.loss(predictions, batch);
-  const float expected = f.at("output.loss").item();
-  CHECK(std::fabs(loss.item() - expected) < 1e-4 * std::fabs(expected));
+  test::check_fixture_loss(f, "output.loss", loss);
   loss.backward();
-  for (const auto& [pname, p] : model.parameters().items()) {
-    INFO("gradient of " << pname);
-    REQUIRE(p.grad().defined());
-    CHECK(relative_error(p.grad(), f.at("grad." + pname)) < 1e-4);
-  }
+  test::check_fixture_gradients(f, model.parameters());
 }
 
 void check_equal_i32(const char* what, const Tensor& a, const Tensor& b) {

@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -20,6 +19,7 @@
 #include "data/corpus.h"
 #include "data/lm_batches.h"
 #include "cli_util.h"
+#include "same_tensors.h"
 #include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/lm_trainer.h"
@@ -106,17 +106,6 @@ TrainOptions quiet() {
   TrainOptions o;
   o.quiet = true;
   return o;
-}
-
-void check_same_tensors(const std::string& path_a, const std::string& path_b) {
-  const TensorFile a = load_safetensors(path_a), b = load_safetensors(path_b);
-  REQUIRE(a.tensors.size() == b.tensors.size());
-  for (const auto& [name, x] : a.tensors) {
-    INFO(name);
-    const Tensor& y = b.at(name);
-    REQUIRE(x.numel() == y.numel());
-    CHECK(std::memcmp(x.impl().storage->data, y.impl().storage->data, x.numel() * 4) == 0);
-  }
 }
 
 }  // namespace
@@ -276,7 +265,7 @@ TEST_CASE("resume continues bit-identically across an epoch boundary (dropout on
     CHECK(a[k].loss == b[k].loss);
     CHECK(a[k].metric == b[k].metric);
   }
-  check_same_tensors(join_path(full, "model.safetensors"), join_path(split, "model.safetensors"));
+  test::check_same_saved_tensors(join_path(full, "model.safetensors"), join_path(split, "model.safetensors"));
 }
 
 TEST_CASE("resume: a stream position that does not fit the run is one error naming the checkpoint and the key") {

@@ -7,12 +7,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "cli_util.h"
 #include "doctest/doctest.h"
+#include "same_tensors.h"
 #include "train/checkpoint.h"
 #include "train/molecule_config.h"
 #include "train/molecule_trainer.h"
@@ -90,17 +90,6 @@ double number_after(const std::string& text, const std::string& label) {
   const size_t at = text.find(label);
   REQUIRE(at != std::string::npos);
   return std::stod(text.substr(at + label.size()));
-}
-
-void check_same_weights(const std::string& a, const std::string& b) {
-  const TensorFile fa = load_safetensors(a), fb = load_safetensors(b);
-  REQUIRE(fa.tensors.size() == fb.tensors.size());
-  for (const auto& [name, x] : fa.tensors) {
-    INFO(name);
-    const Tensor& y = fb.at(name);
-    REQUIRE(x.numel() == y.numel());
-    CHECK(std::memcmp(x.impl().storage->data, y.impl().storage->data, x.numel() * 4) == 0);
-  }
 }
 
 }  // namespace
@@ -242,7 +231,7 @@ TEST_CASE("resume continues bit-identically, mid-epoch and at an epoch boundary 
       CHECK(got[k].split == expected[k].split);
       CHECK(got[k].loss == expected[k].loss);
     }
-    check_same_weights(join_path(full, "model.safetensors"), join_path(split, "model.safetensors"));
+    test::check_same_saved_tensors(join_path(full, "model.safetensors"), join_path(split, "model.safetensors"));
   }
 }
 

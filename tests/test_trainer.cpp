@@ -5,9 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 #include "data/synthetic.h"
+#include "same_tensors.h"
 #include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/encoder_trainer.h"
@@ -103,16 +103,7 @@ TEST_CASE("resume continues bit-identically (dropout on)") {
   for (const MetricsRow& r : b) if (r.step > 5) lb.push_back(r.loss);
   CHECK(la.size() == 4);
   CHECK(la == lb);
-  const TensorFile fa = load_safetensors(join_path(full, "model.safetensors"));
-  const TensorFile fb = load_safetensors(join_path(split, "model.safetensors"));
-  REQUIRE(fa.tensors.size() == fb.tensors.size());
-  for (size_t k = 0; k < fa.tensors.size(); ++k) {
-    INFO(fa.tensors[k].first);
-    const Tensor& x = fa.tensors[k].second;
-    const Tensor& y = fb.at(fa.tensors[k].first);
-    REQUIRE(x.numel() == y.numel());
-    CHECK(std::memcmp(x.impl().storage->data, y.impl().storage->data, x.numel() * 4) == 0);
-  }
+  test::check_same_saved_tensors(join_path(full, "model.safetensors"), join_path(split, "model.safetensors"));
 }
 
 // model.best.safetensors: the parameters at the evaluation with the highest valid accuracy (the
@@ -153,14 +144,7 @@ TEST_CASE("the best checkpoint: highest valid accuracy, kept across a resume") {
   const std::string split_best = join_path(split, kBestCheckpointName);
   CHECK(read_checkpoint_info(split_best).progress.step == best_step);
   CHECK(best_checkpoint_metric(split_best) == best_checkpoint_metric(best_path));
-  const TensorFile fa = load_safetensors(best_path), fb = load_safetensors(split_best);
-  REQUIRE(fa.tensors.size() == fb.tensors.size());
-  for (const auto& [name, x] : fa.tensors) {
-    INFO(name);
-    const Tensor& y = fb.at(name);
-    REQUIRE(x.numel() == y.numel());
-    CHECK(std::memcmp(x.impl().storage->data, y.impl().storage->data, x.numel() * 4) == 0);
-  }
+  test::check_same_saved_tensors(best_path, split_best);
 
   CHECK_THROWS_WITH_AS(run_checkpoint_path(full, "worst"), doctest::Contains("checkpoint must be best or last"), Error);
   std::remove(best_path.c_str());

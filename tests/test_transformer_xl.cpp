@@ -439,15 +439,7 @@ void check_fixture(const std::string& name) {
   c.dropout = c.dropatt = 0.0f;
   TransformerXL model(c, 0);
 
-  int64_t fixture_params = 0;
-  for (const auto& [tensor_name, t] : f.tensors) fixture_params += tensor_name.rfind("param.", 0) == 0;
-  CHECK(fixture_params == static_cast<int64_t>(model.parameters().items().size()));
-  for (const auto& [pname, p] : model.parameters().items()) {
-    INFO("parameter " << pname);
-    REQUIRE(f.contains("param." + pname));
-    REQUIRE(f.at("param." + pname).shape() == p.shape());
-    Tensor(p).copy_from(f.at("param." + pname));  // a handle to the same storage
-  }
+  test::load_fixture_parameters(f, model.parameters());
 
   TxlMemory mems;
   Tensor total;
@@ -458,17 +450,12 @@ void check_fixture(const std::string& name) {
     const TxlHidden h = model.forward_hidden(f.at("input.tokens" + s), mems, false, nullptr);
     if (c.cutoffs.empty()) CHECK(relative_error(model.logits(h.hidden), f.at("output.logits" + s)) < 1e-4);
     const Tensor loss = model.loss(h.hidden, f.at("input.targets" + s));
-    const float expected = f.at("output.loss" + s).item();
-    CHECK(std::fabs(loss.item() - expected) < 1e-4 * std::fabs(expected));
+    test::check_fixture_loss(f, "output.loss" + s, loss);
     total = total.defined() ? add(total, loss) : loss;
     mems = h.mems;
   }
   total.backward();
-  for (const auto& [pname, p] : model.parameters().items()) {
-    INFO("gradient of " << pname);
-    REQUIRE(p.grad().defined());
-    CHECK(relative_error(p.grad(), f.at("grad." + pname)) < 1e-4);
-  }
+  test::check_fixture_gradients(f, model.parameters());
 }
 
 }  // namespace

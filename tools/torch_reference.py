@@ -255,17 +255,35 @@ def encoder_forward(cfg, P, tokens):
     return lin(x, "head")
 
 
-def make_encoder_fixture(name, cfg, seed, out_dir):
-    g = torch.Generator().manual_seed(seed)
+# ---- golden fixtures (this script's encoder, and torch_reference_txl.py's Transformer-XL) ----
+
+def random_fixture_parameters(shapes, g, gain_suffix):
+    """A fixture's weights, drawn from generator g in the order of `shapes` (name -> shape), so a
+    fixture's seed fixes them: LayerNorm gains (names ending in gain_suffix) 1 + N(0, 0.1²),
+    URPE's C 1 + N(0, 0.5²) (a random C: every path matters), the rest N(0, 0.3²). Rounded to
+    float32 (what the C++ side loads), then held in float64 with gradients."""
     params = {}
-    for pname, shape in encoder_parameter_shapes(cfg).items():
-        if pname.endswith("norm.weight"):
+    for pname, shape in shapes.items():
+        if pname.endswith(gain_suffix):
             w = 1.0 + 0.1 * torch.randn(shape, generator=g)
         elif pname == "urpe_c":
-            w = 1.0 + 0.5 * torch.randn(shape, generator=g)  # random C: every path matters
+            w = 1.0 + 0.5 * torch.randn(shape, generator=g)
         else:
             w = 0.3 * torch.randn(shape, generator=g)
         params[pname] = w.to(torch.float32).to(torch.float64).requires_grad_(True)
+    return params
+
+
+def store_parameters_and_gradients(tensors, params):
+    """Adds "param.<name>" and, after backward, "grad.<name>" of every parameter to a fixture."""
+    for pname, p in params.items():
+        tensors["param." + pname] = p
+        tensors["grad." + pname] = p.grad
+
+
+def make_encoder_fixture(name, cfg, seed, out_dir):
+    g = torch.Generator().manual_seed(seed)
+    params = random_fixture_parameters(encoder_parameter_shapes(cfg), g, "norm.weight")
     B, N = cfg["batch"], cfg["seq_len"]
     tokens = torch.randint(0, cfg["vocab"], (B, N), generator=g)
     targets = torch.randint(0, cfg["num_classes"], (B, N), generator=g)
@@ -274,9 +292,7 @@ def make_encoder_fixture(name, cfg, seed, out_dir):
     loss = torch.nn.functional.cross_entropy(logits.reshape(B * N, -1), targets.reshape(-1), ignore_index=-100)
     loss.backward()
     tensors = {"input.tokens": tokens, "input.targets": targets, "output.logits": logits, "output.loss": loss.reshape(())}
-    for pname, p in params.items():
-        tensors["param." + pname] = p
-        tensors["grad." + pname] = p.grad
+    store_parameters_and_gradients(tensors, params)
     meta = dict(cfg)
     meta["fixture_version"] = FIXTURE_VERSION
     meta["torch_version"] = torch.__version__
@@ -322,6 +338,14 @@ BENCH = {"seq_len": 128, "vocab": 100, "layers": 2, "d_model": 128, "heads": 4, 
          "batch": 32, "pe": "urpe", "rpe_kind": "unique", "urpe_kind": "unique"}
 
 
+def bench_parameters(cfg, g):
+    """urpe's own initialisation for the timed models: LayerNorm gains and C at 1, the rest
+    N(0, 0.02²) drawn from generator g in the order of encoder_parameter_shapes."""
+    return {name: torch.ones(shape) if (name.endswith("norm.weight") or name == "urpe_c")
+            else 0.02 * torch.randn(shape, generator=g)
+            for name, shape in encoder_parameter_shapes(cfg).items()}
+
+
 def blas_in_use():
     """Debian's torch links the system libblas.so.3; report which implementation it resolves to."""
     try:
@@ -364,10 +388,7 @@ def bench(warmup, steps, threads, seq_len=None, batch=None):
         cfg["batch"] = batch
     cfg["num_classes"] = cfg["seq_len"]
     g = torch.Generator().manual_seed(0)
-    params = {}
-    for name, shape in encoder_parameter_shapes(cfg).items():
-        w = torch.ones(shape) if (name.endswith("norm.weight") or name == "urpe_c") else 0.02 * torch.randn(shape, generator=g)
-        params[name] = w.requires_grad_(True)
+    params = {name: w.requires_grad_(True) for name, w in bench_parameters(cfg, g).items()}
     opt = torch.optim.Adam(params.values(), lr=1e-4)
     B, N = cfg["batch"], cfg["seq_len"]
     times = []
@@ -426,10 +447,7 @@ def table5(device, lengths, batch, layers, repeats, threads):
             cfg = {"seq_len": n, "vocab": 1000, "layers": layers, "d_model": 768, "heads": 12,
                    "d_ff": 3072, "num_classes": n, "pe": pe, "rpe_kind": "unique", "urpe_kind": "unique"}
             g = torch.Generator().manual_seed(1)
-            params = {}
-            for name, shape in encoder_parameter_shapes(cfg).items():
-                w = torch.ones(shape) if (name.endswith("norm.weight") or name == "urpe_c") else 0.02 * torch.randn(shape, generator=g)
-                params[name] = w.to(dev)
+            params = {name: w.to(dev) for name, w in bench_parameters(cfg, g).items()}
             tokens = torch.randint(0, 1000, (batch, n), generator=g).to(dev)
             sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
             with torch.no_grad():

@@ -27,14 +27,14 @@ values are the exact maths. The memory is detached between segments (as in the o
 the gradient of the summed loss is the sum of each segment's own gradient.
 """
 import argparse
-import math
 import os
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_reference import layer_norm, save_safetensors  # noqa: E402
+from torch_reference import (  # noqa: E402
+    alibi_slopes, layer_norm, random_fixture_parameters, save_safetensors, store_parameters_and_gradients)
 
 FIXTURE_VERSION = "1"
 
@@ -102,17 +102,6 @@ def urpe_c_matrix(cfg, P, qlen, mlen):
     index = delta.clamp(min=0, max=longest)
     C = P["urpe_c"][:, index] * visible  # (H, qlen, klen)
     return C.permute(1, 2, 0)[:, :, None, :]  # (qlen, klen, 1, H)
-
-
-def alibi_slopes(n):
-    """Press et al.'s get_slopes (attention_with_linear_biases, fairseq's multihead_attention)."""
-    def power_of_2(n):
-        start = 2 ** (-2 ** -(math.log2(n) - 3))
-        return [start * start ** i for i in range(n)]
-    if math.log2(n).is_integer():
-        return power_of_2(n)
-    closest = 2 ** math.floor(math.log2(n))
-    return power_of_2(closest) + alibi_slopes(2 * closest)[0::2][: n - closest]
 
 
 def alibi_bias(cfg, qlen, mlen):
@@ -225,15 +214,7 @@ def adaptive_softmax(cfg, P, hidden, targets):
 
 def make_fixture(name, cfg, seed, out_dir):
     g = torch.Generator().manual_seed(seed)
-    params = {}
-    for pname, shape in parameter_shapes(cfg).items():
-        if pname.endswith("layer_norm.weight"):
-            w = 1.0 + 0.1 * torch.randn(shape, generator=g)
-        elif pname == "urpe_c":
-            w = 1.0 + 0.5 * torch.randn(shape, generator=g)  # random C: every path matters
-        else:
-            w = 0.3 * torch.randn(shape, generator=g)
-        params[pname] = w.to(torch.float32).to(torch.float64).requires_grad_(True)
+    params = random_fixture_parameters(parameter_shapes(cfg), g, "layer_norm.weight")
     qlen, B, d = cfg["tgt_len"], cfg["batch"], cfg["d_model"]
     mems = [torch.zeros(0, B, d) for _ in range(cfg["layers"] + 1)]
     tensors, total = {}, 0
@@ -251,9 +232,7 @@ def make_fixture(name, cfg, seed, out_dir):
         tensors[f"output.loss{segment}"] = loss.reshape(())
         total = total + loss
     total.backward()
-    for pname, p in params.items():
-        tensors["param." + pname] = p
-        tensors["grad." + pname] = p.grad
+    store_parameters_and_gradients(tensors, params)
     meta = {k: v for k, v in cfg.items() if k != "cutoffs"}
     meta["urpe"] = int(cfg["urpe"])
     meta["same_length"] = int(cfg["same_length"])

@@ -2,6 +2,7 @@
 #include "train/molecule_plots.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "train/io/config.h"
 #include "train/run_config.h"
@@ -41,6 +42,17 @@ plot::Series metric_series(const std::vector<MetricsRow>& rows, const std::strin
   return s;
 }
 
+// Per-head series of one of the checkpoint's tables against shortest-path distance.
+plot::LineChartSpec distance_chart(const std::string& title, const std::string& y_label,
+                                   std::vector<plot::Series> series) {
+  plot::LineChartSpec chart;
+  chart.title = title;
+  chart.x_label = "shortest-path distance";
+  chart.y_label = y_label;
+  chart.series = std::move(series);
+  return chart;
+}
+
 }  // namespace
 
 std::vector<plot::Series> spatial_bias_series(const TensorFile& checkpoint, int64_t max_distance) {
@@ -67,6 +79,10 @@ std::vector<std::string> draw_graphormer_run_plots(const std::string& run_dir, i
   const TensorFile file = load_safetensors(join_path(run_dir, "model.safetensors"));
   const Config config = config_from_text(file.meta("config"), file.path + " (config)");
   const std::string title = config.get_string("pe") == "urpe" ? "Graphormer + URPE" : "Graphormer";
+  const auto draw = [&](const std::string& file, const plot::LineChartSpec& chart) {
+    written.push_back(join_path(plots, file));
+    plot::line_chart(written.back(), chart);
+  };
   if (!rows.empty()) {
     plot::LineChartSpec curves;
     curves.title = "Mean absolute error (" + title + ")";
@@ -75,29 +91,15 @@ std::vector<std::string> draw_graphormer_run_plots(const std::string& run_dir, i
     curves.series = {metric_series(rows, "train", "training batches"), metric_series(rows, "valid", "validation")};
     const plot::Series test = metric_series(rows, "test", "test (final)");
     if (!test.x.empty()) curves.series.push_back(test);
-    written.push_back(join_path(plots, "curves.png"));
-    plot::line_chart(written.back(), curves);
+    draw("curves.png", curves);
   }
   const std::vector<plot::Series> bias = spatial_bias_series(file, max_distance);
-  if (!bias.empty()) {
-    plot::LineChartSpec chart;
-    chart.title = "Spatial bias per head (" + title + ")";
-    chart.x_label = "shortest-path distance";
-    chart.y_label = "bias added to the logits";
-    chart.series = bias;
-    written.push_back(join_path(plots, "spatial_bias.png"));
-    plot::line_chart(written.back(), chart);
-  }
+  if (!bias.empty())
+    draw("spatial_bias.png", distance_chart("Spatial bias per head (" + title + ")", "bias added to the logits", bias));
   const std::vector<plot::Series> c = urpe_c_series(file, max_distance);
-  if (!c.empty()) {
-    plot::LineChartSpec chart;
-    chart.title = "URPE C per head (" + title + ")";
-    chart.x_label = "shortest-path distance";
-    chart.y_label = "C (multiplies the attention probabilities)";
-    chart.series = c;
-    written.push_back(join_path(plots, "urpe_c.png"));
-    plot::line_chart(written.back(), chart);
-  }
+  if (!c.empty())
+    draw("urpe_c.png",
+         distance_chart("URPE C per head (" + title + ")", "C (multiplies the attention probabilities)", c));
   return written;
 }
 

@@ -145,6 +145,16 @@ void draw_title(Canvas& c, const std::string& title, int center_x) {
   c.text(left, kMargin, title, colors::text, kTitleScale, HAlign::left);
 }
 
+// The labels around a plot area: the title over it, the x label centred under it at height
+// x_label_y, the y label turned along the left margin. Empty labels are left out.
+void draw_plot_labels(Canvas& c, const Rect& plot, const std::string& title, const std::string& x_label,
+                      const std::string& y_label, double x_label_y) {
+  if (!x_label.empty()) c.text(plot.x + plot.w / 2.0, x_label_y, x_label, colors::text, kBody, HAlign::center);
+  if (!y_label.empty())
+    c.text(kMargin, plot.y + plot.h / 2.0, y_label, colors::text, kBody, HAlign::center, VAlign::top, true);
+  draw_title(c, title, plot.x + plot.w / 2);
+}
+
 int title_band(const std::string& title) {
   return title.empty() ? kMargin + 8 : kMargin + Canvas::text_height(kTitleScale) + 22;
 }
@@ -301,11 +311,7 @@ static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path
   c.outline_rect(plot.x, plot.y, plot.right() + 1, plot.bottom() + 1, colors::axis);
 
   const int label_gap = 10 + Canvas::text_height(kBody) + 12;
-  if (!spec.x_label.empty())
-    c.text(plot.x + plot.w / 2.0, plot.bottom() + label_gap, spec.x_label, colors::text, kBody, HAlign::center);
-  if (!spec.y_label.empty())
-    c.text(kMargin, plot.y + plot.h / 2.0, spec.y_label, colors::text, kBody, HAlign::center, VAlign::top, true);
-  draw_title(c, spec.title, plot.x + plot.w / 2);
+  draw_plot_labels(c, plot, spec.title, spec.x_label, spec.y_label, plot.bottom() + label_gap);
   draw_legend(c, plot.right() + 16, plot.y, legend, false, markers);
   return c;
 }
@@ -475,12 +481,7 @@ static Canvas draw_bar_chart(const BarChartSpec& spec, const std::string& path) 
     for (size_t l = 0; l < lines.size(); ++l)
       c.text(cx, plot.bottom() + 10 + line_h * l, lines[l], colors::text, kBody, HAlign::center);
   }
-  if (!spec.x_label.empty())
-    c.text(plot.x + plot.w / 2.0, plot.bottom() + 10 + line_h * label_lines + 8, spec.x_label, colors::text,
-           kBody, HAlign::center);
-  if (!spec.y_label.empty())
-    c.text(kMargin, plot.y + plot.h / 2.0, spec.y_label, colors::text, kBody, HAlign::center, VAlign::top, true);
-  draw_title(c, spec.title, plot.x + plot.w / 2);
+  draw_plot_labels(c, plot, spec.title, spec.x_label, spec.y_label, plot.bottom() + 10 + line_h * label_lines + 8);
   draw_legend(c, plot.right() + 16, plot.y, legend, true, false);
   return c;
 }
