@@ -26,7 +26,7 @@ struct Node {
 
 // A stand-in for t without its data: the same shape, dtype, device, requires_grad, producing node
 // and name, on an empty storage. What the graph needs of a tensor whose values its backward
-// does not read (a residual add's operands, a permute's input, a bias add's GEMM output).
+// does not read (a residual add's operands, a permute's input).
 Tensor without_data(const Tensor& t);
 
 // Is recording on? Off inside a NoGrad scope (evaluation, optimizer steps).

@@ -35,7 +35,7 @@ static Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   URPE_DISPATCH(name, a.device(), kernels::binary_forward_cpu(op, a, b, out),
                 kernels::binary_forward_cuda(op, a, b, out));
   // add and sub need only the operands' shapes in backward: capturing data-less stand-ins lets
-  // a residual sum's operands and a bias add's GEMM output be freed after the forward.
+  // a residual sum's operands (and any add of two activations) be freed after the forward.
   const bool reads_values = op == BinaryOp::mul || op == BinaryOp::div;
   const Tensor saved_a = reads_values ? a : autograd::without_data(a);
   const Tensor saved_b = reads_values ? b : autograd::without_data(b);

@@ -1,5 +1,5 @@
 // What the autograd graph keeps alive for backward (autograd/node.h): a node holds data-less
-// stand-ins for its inputs, so an input whose values no backward reads (a bias add's GEMM output,
+// stand-ins for its inputs, so an input whose values no backward reads (a residual sum's operands,
 // a permute's input) is freed after the forward, and gradients still reach every leaf.
 #include <vector>
 
@@ -12,7 +12,7 @@ using namespace urpe;
 using test::random_param;
 using test::random_values;
 
-TEST_CASE("graph edges: a bias add's GEMM output and a permute's input are not kept for backward") {
+TEST_CASE("graph edges: linear with a bias allocates its output alone, and a permute's input is not kept for backward") {
   const Tensor x = random_param({64, 32}, 51), w = random_param({48, 32}, 52), b = random_param({48}, 53);
   const size_t bytes = 64 * 48 * sizeof(float);  // one (64, 48) activation
   const size_t before = host::in_use_bytes();
