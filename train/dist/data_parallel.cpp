@@ -68,8 +68,9 @@ int64_t total_elements(const std::vector<Tensor>& tensors) {
 
 namespace {
 
-// The small part of a step's exchange, all-reduced on the host before the gradients:
-// [one "has a gradient" flag per parameter | weight * loss, weight, stop].
+// The small part of a step's exchange, [one "has a gradient" flag per parameter | weight * loss,
+// weight, stop]: all-reduced on its own before the gradients (NCCL, ZeRO-1), or after them in the
+// host's one buffer (average_gradients).
 struct StepTail {
   std::vector<float> values;
   size_t end = 0;  // index of weight * loss
@@ -78,8 +79,8 @@ struct StepTail {
   bool stop() const { return values[end + 2] > 0.0f; }
   bool reached(size_t k) const { return values[k] > 0.0f; }
 };
-StepTail all_reduce_tail(Communicator& comm, const std::vector<Tensor>& parameters, double local_loss,
-                         double weight, bool stop_requested) {
+// This rank's tail, before the sum over the ranks.
+StepTail local_tail(const std::vector<Tensor>& parameters, double local_loss, double weight, bool stop_requested) {
   StepTail tail;
   tail.end = parameters.size();
   tail.values.assign(tail.end + 3, 0.0f);
@@ -87,12 +88,17 @@ StepTail all_reduce_tail(Communicator& comm, const std::vector<Tensor>& paramete
   tail.values[tail.end] = static_cast<float>(local_loss * weight);
   tail.values[tail.end + 1] = static_cast<float>(weight);
   tail.values[tail.end + 2] = stop_requested ? 1.0f : 0.0f;
+  return tail;
+}
+StepTail all_reduce_tail(Communicator& comm, const std::vector<Tensor>& parameters, double local_loss,
+                         double weight, bool stop_requested) {
+  StepTail tail = local_tail(parameters, local_loss, weight, stop_requested);
   comm.all_reduce_sum(tail.values.data(), static_cast<int64_t>(tail.values.size()));
   return tail;
 }
 
 // The parameters' gradients, concatenated into (length,) zeros on `device` (a parameter without a
-// gradient leaves its range zero).
+// gradient leaves its range zero; elements past the parameters' total stay zero).
 Tensor pack_gradients(const std::vector<Tensor>& parameters, int64_t length, const Device& device) {
   Tensor flat = Tensor::zeros({length}, DType::f32, device);
   int64_t at = 0;
@@ -104,14 +110,10 @@ Tensor pack_gradients(const std::vector<Tensor>& parameters, int64_t length, con
   return flat;
 }
 
-// average_gradients with NCCL: the flat buffer stays on the GPU.
-StepSync average_gradients_on_device(Communicator& comm, DeviceCollectives& device,
-                                     const std::vector<Tensor>& parameters, double local_loss, double weight,
-                                     bool stop_requested) {
-  const StepTail tail = all_reduce_tail(comm, parameters, local_loss, weight, stop_requested);
-  const int64_t total = total_elements(parameters);
-  const Tensor flat = pack_gradients(parameters, total, parameters.at(0).device());
-  device.all_reduce_sum(flat.f32(), total, static_cast<float>(weight / static_cast<double>(tail.total_weight())));
+// The inverse of pack_gradients for the averaged buffer (any device): every parameter some rank's
+// backward reached gets its range as its gradient, a zero gradient created first where this
+// rank's batch did not reach it, so that every rank's Adam updates the same parameters.
+void unpack_gradients(const std::vector<Tensor>& parameters, const Tensor& flat, const StepTail& tail) {
   int64_t at = 0;
   for (size_t k = 0; k < parameters.size(); ++k) {
     const Tensor& p = parameters[k];
@@ -121,6 +123,17 @@ StepSync average_gradients_on_device(Communicator& comm, DeviceCollectives& devi
     }
     at += p.numel();
   }
+}
+
+// average_gradients with NCCL: the flat buffer stays on the GPU.
+StepSync average_gradients_on_device(Communicator& comm, DeviceCollectives& device,
+                                     const std::vector<Tensor>& parameters, double local_loss, double weight,
+                                     bool stop_requested) {
+  const StepTail tail = all_reduce_tail(comm, parameters, local_loss, weight, stop_requested);
+  const int64_t total = total_elements(parameters);
+  const Tensor flat = pack_gradients(parameters, total, parameters.at(0).device());
+  device.all_reduce_sum(flat.f32(), total, static_cast<float>(weight / static_cast<double>(tail.total_weight())));
+  unpack_gradients(parameters, flat, tail);
   return {tail.loss(), tail.stop()};
 }
 
@@ -132,44 +145,21 @@ StepSync average_gradients(Communicator& comm, const std::vector<Tensor>& parame
   URPE_CHECK(weight > 0, "data parallel: a step's loss weight must be positive, got " << weight);
   if (device && !parameters.empty())
     return average_gradients_on_device(comm, *device, parameters, local_loss, weight, stop_requested);
+  // One all-reduce on the host of [weighted gradients | the tail]: Σ_r weight_r · g_r, then ÷ Σ_r weight_r.
   const int64_t total = total_elements(parameters);
-  // [weighted gradients | one "has a gradient" flag per parameter | weight * loss, weight, stop]
-  const int64_t flags = total, tail = total + static_cast<int64_t>(parameters.size());
-  std::vector<float> flat(static_cast<size_t>(tail) + 3, 0.0f);
+  StepTail tail = local_tail(parameters, local_loss, weight, stop_requested);
+  const int64_t length = total + static_cast<int64_t>(tail.values.size());
+  const Tensor flat = pack_gradients(parameters, length, Device::cpu());
+  float* values = flat.f32();
   const float w = static_cast<float>(weight);
-  int64_t at = 0;
-  for (size_t k = 0; k < parameters.size(); ++k) {
-    const Tensor g = parameters[k].grad();
-    if (g.defined()) {
-      const Tensor host = g.cpu();
-      const float* src = host.f32();
-      float* dst = flat.data() + at;
-      for (int64_t i = 0; i < g.numel(); ++i) dst[i] = src[i] * w;
-      flat[static_cast<size_t>(flags) + k] = 1.0f;
-    }
-    at += parameters[k].numel();
-  }
-  flat[static_cast<size_t>(tail)] = static_cast<float>(local_loss * weight);
-  flat[static_cast<size_t>(tail) + 1] = w;
-  flat[static_cast<size_t>(tail) + 2] = stop_requested ? 1.0f : 0.0f;
-  comm.all_reduce_sum(flat.data(), static_cast<int64_t>(flat.size()));
-  const float total_weight = flat[static_cast<size_t>(tail) + 1];
-  at = 0;
-  for (size_t k = 0; k < parameters.size(); ++k) {
-    const Tensor& p = parameters[k];
-    // A parameter some rank's backward reached gets the average on every rank (a zero gradient
-    // where this rank's batch did not reach it), so that every rank's Adam updates the same ones.
-    if (flat[static_cast<size_t>(flags) + k] > 0.0f) {
-      float* values = flat.data() + at;
-      for (int64_t i = 0; i < p.numel(); ++i) values[i] /= total_weight;
-      const Tensor averaged = Tensor::from_vector(std::vector<float>(values, values + p.numel()), p.shape());
-      if (p.grad().defined()) p.grad().copy_from(averaged);
-      else p.impl().grad = averaged.to(p.device()).impl_ptr();
-    }
-    at += p.numel();
-  }
-  return {static_cast<double>(flat[static_cast<size_t>(tail)]) / static_cast<double>(total_weight),
-          flat[static_cast<size_t>(tail) + 2] > 0.0f};
+  for (int64_t i = 0; i < total; ++i) values[i] *= w;
+  std::copy(tail.values.begin(), tail.values.end(), values + total);
+  comm.all_reduce_sum(values, length);
+  std::copy(values + total, values + length, tail.values.begin());
+  const float total_weight = tail.total_weight();
+  for (int64_t i = 0; i < total; ++i) values[i] /= total_weight;
+  unpack_gradients(parameters, flat, tail);
+  return {tail.loss(), tail.stop()};
 }
 
 // ---- ZeRO-1 ----
