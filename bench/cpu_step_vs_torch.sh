@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CPU training step against PyTorch eager (README "Performance"): `urpe bench step` with
+# The CPU training step against PyTorch eager (README "Benchmarks"): `urpe bench step` with
 # materialized and fused attention beside `tools/torch_reference.py --bench`, the same model and
 # batch (n = 128, d = 128, 4 heads, 2 layers, d_ff 512, batch 32, URPE), 2 threads each. On a
 # shared machine the load drifts, so the three runs of a round go back to back and the rounds

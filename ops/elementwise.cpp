@@ -39,13 +39,13 @@ static Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   const bool reads_values = op == BinaryOp::mul || op == BinaryOp::div;
   const Tensor saved_a = reads_values ? a : autograd::without_data(a);
   const Tensor saved_b = reads_values ? b : autograd::without_data(b);
-  return autograd::record(out, name, {a, b}, [op, a = saved_a, b = saved_b, name](const Tensor& g) {
+  return autograd::record(out, name, {a, b},
+                          [op, a = saved_a, b = saved_b, name, reads_values](const Tensor& g) {
     // ∂a of add/sub and ∂b of add are g itself where that operand has the output's shape: hand
     // g over instead of copying it (autograd adopts or copies it as its sharing requires). One
     // operand at most, so a residual sum's two gradients never alias.
     Tensor ga, gb;
-    const bool pass_a = op != BinaryOp::mul && op != BinaryOp::div && a.requires_grad() &&
-                        a.shape() == g.shape();
+    const bool pass_a = !reads_values && a.requires_grad() && a.shape() == g.shape();
     const bool pass_b = !pass_a && op == BinaryOp::add && b.requires_grad() && b.shape() == g.shape();
     if (pass_a) ga = g;
     if (pass_b) gb = g;

@@ -150,11 +150,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     Tensor gx, gw, gb;
     if (x.requires_grad()) {  // ∂x = g·W
       gx = Tensor::empty(x.shape(), DType::f32, device);
-      run_gemm(device, g_rows, false, operand(weight, true), false, gx.f32(), 1, false);
+      run_gemm(device, g_rows, false, w, false, gx.f32(), 1, false);
     }
     if (weight.requires_grad()) {  // ∂W = gᵀ·x
       gw = Tensor::empty(weight.shape(), DType::f32, device);
-      run_gemm(device, g_rows, true, Operand{x.f32(), rows, in, 0}, false, gw.f32(), 1, false);
+      run_gemm(device, g_rows, true, x_rows, false, gw.f32(), 1, false);
     }
     if (bias.requires_grad()) {  // ∂b = Σ over rows
       gb = Tensor::empty(bias.shape(), DType::f32, device);

@@ -134,11 +134,10 @@ void check_bucket_map_values(const char* op, const char* arg, const Tensor& map,
                op << ": " << arg << " " << map.describe() << " has value " << values[k]
                   << " at flat index " << k << ", outside [0, " << buckets << ") = the bucket "
                   << "count of " << table_arg << " " << table.describe());
+    min = k == 0 ? values[k] : std::min(min, values[k]);
+    max = k == 0 ? values[k] : std::max(max, values[k]);
   }
-  if (!values.empty()) {
-    const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
-    remember_range(map, *lo, *hi);
-  }
+  if (!values.empty()) remember_range(map, min, max);
 }
 
 }  // namespace urpe

@@ -124,7 +124,6 @@ class EncoderTask final : public TrainingTask {
         valid_size_(run.config.get_int("valid_size")),
         comm_(*run.comm),
         shard_(dist::batch_shard(comm_, batch_)),
-        tokens_per_micro_batch_(shard_.count / run.config.get_int("accum_steps") * run.config.get_int("seq_len")),
         task_name_(run.config.get_string("task")),
         label_("[" + run.config.get_string("task") + "/" + run.config.get_string("pe") + "]") {
     URPE_CHECK(batch_ > 0, "config: batch must be positive, got " << batch_);
@@ -139,7 +138,8 @@ class EncoderTask final : public TrainingTask {
   // ranks, and of micro-batches) and trains on its rows, micro-batch by micro-batch.
   StepOutput step(int64_t, const MicroBatch& micro, TrainingProgress& progress) override {
     if (micro.first()) {
-      global_ = task_.sample(batch_, progress.data_rng, model_.device());
+      // On the host: each micro-batch's rows are cut from it there and uploaded on their own.
+      global_ = task_.sample(batch_, progress.data_rng, Device::cpu());
       trained_.clear();
     }
     const dist::Shard rows = micro_rows(shard_, micro);
@@ -149,7 +149,7 @@ class EncoderTask final : public TrainingTask {
     const Tensor loss = flat_loss(logits, part.targets, task_.ignore_index());
     trained_.push_back({logits.detach(), part.targets});  // for the train metric, without the graph
     const double scored = static_cast<double>(rows.count * task_.scored_per_sequence());
-    return {loss, static_cast<double>(tokens_per_micro_batch_), scored};
+    return {loss, static_cast<double>(part.tokens.numel()), scored};
   }
   // The accuracy of the global batch: the shards are equal, so the mean of the ranks' accuracies.
   double train_metric(double) override {
@@ -190,7 +190,6 @@ class EncoderTask final : public TrainingTask {
   const int64_t batch_, valid_size_;
   dist::Communicator& comm_;
   const dist::Shard shard_;
-  const int64_t tokens_per_micro_batch_;
   const std::string task_name_, label_;
   struct TrainedPart {
     Tensor logits, targets;

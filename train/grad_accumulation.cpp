@@ -1,8 +1,7 @@
 // Micro-batch rows and the weighted gradient sum of gradient accumulation (grad_accumulation.h).
 #include "train/grad_accumulation.h"
 
-#include "autograd/node.h"
-#include "ops/elementwise.h"
+#include "ops/optimizer_kernels.h"
 
 namespace urpe {
 
@@ -23,12 +22,10 @@ void backward_weighted(const Tensor& loss, double weight) {
 
 void divide_gradients(const std::vector<Tensor>& parameters, double total_weight) {
   URPE_CHECK(total_weight > 0, "gradient accumulation: the step's total weight must be positive, got " << total_weight);
-  autograd::NoGrad no_grad;
-  const float inverse = static_cast<float>(1.0 / total_weight);
-  for (const Tensor& p : parameters) {
-    const Tensor g = p.grad();
-    if (g.defined()) g.copy_from(scale(g, inverse));
-  }
+  std::vector<Tensor> grads;
+  grads.reserve(parameters.size());
+  for (const Tensor& p : parameters) grads.push_back(p.grad());
+  scale_grads(grads, static_cast<float>(1.0 / total_weight));
 }
 
 }  // namespace urpe

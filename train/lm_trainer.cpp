@@ -187,7 +187,8 @@ class LanguageModelTask final : public TrainingTask {
         ++position_.epoch;
         position_.mems.clear();
       }
-      segment_ = train_batches_.segment(position_.segment, model_.device());
+      // On the host: each micro-batch's columns are cut from it there and uploaded on their own.
+      segment_ = train_batches_.segment(position_.segment, Device::cpu());
       micro_mems_.clear();
     }
     // This rank's columns (parallel streams) of the segment, micro-batch by micro-batch; each
@@ -244,8 +245,9 @@ class LanguageModelTask final : public TrainingTask {
   TxlMemory memory_of(const MicroBatch& micro) const {
     if (micro.count == 1) return position_.mems;
     const dist::Shard columns = micro_rows(dist::Shard{0, shard_.count}, micro);
+    autograd::NoGrad no_grad;  // memory is a constant input: no graph
     TxlMemory part = position_.mems;
-    for (Tensor& m : part) m = dist::shard_rows(m, columns).to(model_.device());
+    for (Tensor& m : part) m = slice(m, 0, columns.begin, columns.begin + columns.count);  // on its device
     return part;
   }
   // The micro-batches' new memories side by side again (B, mlen, d) per layer.

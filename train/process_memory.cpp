@@ -6,6 +6,12 @@
 #include <cstdio>
 #include <fstream>
 
+#include "tensor/cuda_backend.h"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 namespace urpe {
 
 namespace {
@@ -58,6 +64,15 @@ std::string cpu_model_name() {
   const std::string line = first_line_of("/proc/cpuinfo", "model name");
   const size_t colon = line.find(':');
   return colon == std::string::npos ? "unknown CPU" : line.substr(colon + 2);
+}
+
+std::string machine_description(const Device& device) {
+  if (device.is_cuda()) return cuda::device_name(device.context());
+  int threads = 1;
+#if defined(_OPENMP)
+  threads = omp_get_max_threads();
+#endif
+  return cpu_model_name() + ", " + std::to_string(threads) + " threads";
 }
 
 }  // namespace urpe

@@ -5,6 +5,8 @@
 #pragma once
 #include <string>
 
+#include "tensor/device.h"
+
 namespace urpe {
 
 double resident_bytes();       // VmRSS, −1 when unknown
@@ -17,5 +19,8 @@ std::string load_averages();   // "1.23 0.98 0.75" (1, 5, 15 minutes) or "unknow
 // much of a slow run was waiting for a core on a shared machine.
 double process_cpu_seconds();
 std::string cpu_model_name();  // /proc/cpuinfo's model name or "unknown CPU"
+// What a results file names as the machine: the GPU's name for a CUDA device, else the CPU model
+// and the OpenMP thread count ("AMD EPYC, 2 threads").
+std::string machine_description(const Device& device);
 
 }  // namespace urpe

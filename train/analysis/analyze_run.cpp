@@ -165,11 +165,7 @@ RunAnalysis analyze_run(const AnalysisModel& model, const AnalyzeOptions& option
     Rng rng(options.seed);
     for (int64_t seen = 0; seen < options.contexts; seen += kBatch) {
       const int64_t batch = std::min(kBatch, options.contexts - seen);
-      HiddenStates states;
-      states.keep_attention = split_logits && first_attention.empty();
-      model.encoder->forward(task.sample(batch, rng).tokens, false, nullptr, &states);
-      keep_first_attention(states);
-      append(states, layers, cubes);
+      run_batch(task.sample(batch, rng).tokens.to_vector_i32(), batch);
     }
     r.data = std::to_string(options.contexts) + " fresh sequences of the run's task (" +
              model.config->get_string("task") + ", n = " + std::to_string(T) + ", seed " +

@@ -70,16 +70,6 @@ int64_t bible_start_line(const std::vector<std::string>& lines) {
   return heading;
 }
 
-int64_t bible_start_token(const data::CorpusSplit& split, data::TokenMode mode) {
-  const std::vector<std::string> lines = data::read_lines(split.path);
-  const int64_t start = bible_start_line(lines);
-  if (start < 0) return -1;
-  int64_t offset = 0;
-  for (int64_t k = 0; k < start; ++k)
-    offset += static_cast<int64_t>(data::tokenize_line(lines[k], mode).size()) + 1;  // + <eos>
-  return offset;
-}
-
 int SplitTopics::topic_of(int64_t token) const {
   const auto after = std::upper_bound(starts.begin(), starts.end(), token);
   return static_cast<int>(std::max<std::ptrdiff_t>(0, after - starts.begin() - 1));

@@ -27,10 +27,6 @@ namespace urpe {
 // (another corpus: no topics).
 int64_t bible_start_line(const std::vector<std::string>& lines);
 
-// The token offset in `split`'s id stream (an `<eos>` after every line) where the Bible begins, or
-// −1 when the split's file has no Bible block.
-int64_t bible_start_token(const data::CorpusSplit& split, data::TokenMode mode);
-
 // The topics of a split's token stream: topic k covers the tokens [starts[k], starts[k + 1]) (the
 // last to the end); names[k] is its title (one topic per block: the reader refuses a title
 // repeated within a split). Empty names: no topics.

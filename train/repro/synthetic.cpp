@@ -9,11 +9,6 @@
 #include <map>
 #include <sstream>
 
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
-
-#include "tensor/cuda_backend.h"
 #include "tensor/device.h"
 #include "train/encoder_trainer.h"
 #include "train/process_memory.h"
@@ -98,16 +93,6 @@ static std::string setting_line(const SyntheticGrid& grid, const std::string& ta
   return out.str();
 }
 
-static std::string machine_name(const std::string& device) {
-  const Device d = parse_device(device);
-  if (d.is_cuda()) return cuda::device_name(d.context());
-  int threads = 1;
-#if defined(_OPENMP)
-  threads = omp_get_max_threads();
-#endif
-  return cpu_model_name() + ", " + std::to_string(threads) + " threads";
-}
-
 static std::string utc_now() {
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
@@ -121,7 +106,7 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
                                           const std::string& experiment) {
   make_directories(out_dir);
   GridMachine machine;
-  machine.machine = machine_name(grid.device);
+  machine.machine = machine_description(parse_device(grid.device));
   machine.load_before = load_averages();
   const auto start = std::chrono::steady_clock::now();
   std::vector<ResultRow> rows;

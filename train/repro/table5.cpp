@@ -18,10 +18,6 @@
 #include "train/process_memory.h"
 #include "train/repro/paper_values.h"
 
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
-
 namespace urpe {
 
 namespace {
@@ -247,12 +243,7 @@ std::vector<Table5Row> run_table5(const Table5Options& o, const std::string& out
              "table5: batch, layers and repeats must be at least 1");
   const Device device = parse_device(o.device);
   make_directories(out_dir);
-  int threads = 1;
-#if defined(_OPENMP)
-  threads = omp_get_max_threads();
-#endif
-  const std::string machine = device.is_cuda() ? cuda::device_name(device.context())
-                                               : cpu_model_name() + ", " + std::to_string(threads) + " threads";
+  const std::string machine = machine_description(device);
   const std::string load_before = load_averages();
   std::printf("urpe repro table5: %s, batch %lld, %lld layers, d = %lld, %lld heads; load %s\n",
               machine.c_str(), static_cast<long long>(o.batch), static_cast<long long>(o.layers),
