@@ -21,14 +21,27 @@ BUILD=${BUILD:-build-cuda}
 mkdir -p "${OUT:-gpu_logs}"
 LOGS=$(cd "${OUT:-gpu_logs}" && pwd)
 
+# DEADLINE (seconds since the epoch, optional): no step runs past it, so one device call that
+# chains several steps still ends inside the tool's limit with its logs written.
+DEADLINE=${DEADLINE:-0}
 step() {  # step NAME COMMAND...: runs COMMAND, log in $LOGS/NAME.log, prints its tail
   local name=$1
   shift
-  echo "== $name: $*"
-  "$@" >"$LOGS/$name.log" 2>&1
+  local limit=${STEP_TIMEOUT:-900}
+  if [ "$DEADLINE" -gt 0 ]; then
+    local left=$((DEADLINE - $(date +%s)))
+    if [ "$left" -lt 10 ]; then
+      echo "== $name: not run (deadline reached)"
+      return 124
+    fi
+    [ "$left" -lt "$limit" ] && limit=$left
+  fi
+  echo "== $name: $* (limit ${limit}s)"
+  local start=$(date +%s)
+  timeout --kill-after=5 "$limit" "$@" >"$LOGS/$name.log" 2>&1
   local rc=$?
   tail -n 25 "$LOGS/$name.log"
-  echo "== $name: exit $rc"
+  echo "== $name: exit $rc after $(($(date +%s) - start))s"
   return $rc
 }
 
@@ -43,7 +56,7 @@ case "${1:-}" in
     step parity1 "./$BUILD/test_cuda_parity"
     step parity2 "./$BUILD/test_cuda_parity"
     step training "./$BUILD/test_cuda_training"
-    (cd "$BUILD" && step ctest ctest --output-on-failure -j 4)
+    (cd "$BUILD" && step ctest ctest --output-on-failure -j "$(nproc)")
     ;;
   sanitize)
     for tool in memcheck racecheck initcheck synccheck; do
