@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The first calls on a lent GPU machine (bench/cuda_notes.md), one step per call so each fits the
-# device tool's 10-minute limit:
+# The calls on a lent GPU machine (bench/cuda_notes.md). Several steps may share one call
+# (`bench/gpu_session.sh build parity sanitize`, with DEADLINE set to stay inside the device
+# tool's 10-minute limit):
 #   bench/gpu_session.sh build      configure + build the CUDA tree (cmake directly: the machine
 #                                   has no package registry, so `make deps` could not install)
 #   bench/gpu_session.sh parity     the CUDA-vs-CPU parity suite twice (bit-identical table
@@ -13,6 +14,9 @@
 #                                   rank on one GPU, two ranks when two GPUs and mpirun are there)
 #                                   against the MPI/CPU path; with mpirun and two GPUs, a 2-rank
 #                                   device=cuda training run (plain and sharded) beside 1 rank
+#   bench/gpu_session.sh compare    urpe against PyTorch eager on the same GPU: the bench training
+#                                   step, Table 5, the attention alone (tools/torch_reference.py,
+#                                   bench/torch_attention.py)
 # Logs go to $OUT (the folder the device tool brings back) or ./gpu_logs; the last lines of each
 # step are printed so the tool's reply carries them.
 set -uo pipefail
@@ -45,7 +49,8 @@ step() {  # step NAME COMMAND...: runs COMMAND, log in $LOGS/NAME.log, prints it
   return $rc
 }
 
-case "${1:-}" in
+one_step() {
+case "$1" in
   build)
     nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv | tee "$LOGS/gpu.txt"
     step configure cmake -S . -B "$BUILD" -DURPE_CUDA=ON -DURPE_CUDA_SIM=OFF \
@@ -56,10 +61,22 @@ case "${1:-}" in
     step parity1 "./$BUILD/test_cuda_parity"
     step parity2 "./$BUILD/test_cuda_parity"
     step training "./$BUILD/test_cuda_training"
-    (cd "$BUILD" && step ctest ctest --output-on-failure -j "$(nproc)")
+    # Two threads per suite, half the cores' worth of suites: the CPU-heavy suites crawled with
+    # every suite's OpenMP and BLAS spreading over all cores (2026-11-25: one was still running
+    # after 400 s at -j 16).
+    (cd "$BUILD" && OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 \
+      step ctest ctest --output-on-failure -j "$(( $(nproc) / 2 ))")
     ;;
   sanitize)
-    for tool in memcheck racecheck initcheck synccheck; do
+    # The context case asks cudaMalloc for more than the card has on purpose (its out-of-memory
+    # message is under test); memcheck reports that refused call as an API error, so that case
+    # runs under memcheck with API errors off (its memory accesses are still checked).
+    local context='cuda context:*'  # doctest splits filters at commas: a wildcard
+    step sanitizer_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "./$BUILD/test_cuda_parity" \
+      "--test-case-exclude=$context"
+    step sanitizer_memcheck_oom compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 \
+      "./$BUILD/test_cuda_parity" "--test-case=$context"
+    for tool in racecheck initcheck synccheck; do
       step "sanitizer_$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 "./$BUILD/test_cuda_parity"
     done
     ;;
@@ -94,8 +111,31 @@ case "${1:-}" in
       echo "== nccl: 2-rank training left out (needs mpirun and two GPUs)"
     fi
     ;;
+  compare)
+    # urpe against PyTorch eager on the same GPU, each pair run back to back, twice (ABAB):
+    # the encoder's training step (short and long), Table 5, and the attention alone.
+    for round in 1 2; do
+      step "step_urpe_$round" "./$BUILD/urpe" bench step --device cuda --repeats 50
+      step "step_torch_$round" python3 tools/torch_reference.py --bench --device cuda --steps 50
+    done
+    step step_long_urpe "./$BUILD/urpe" bench step --device cuda --seq-len 1024 --batch 4 --repeats 50
+    step step_long_torch python3 tools/torch_reference.py --bench --device cuda --seq-len 1024 --batch 4 --steps 50
+    step table5_urpe "./$BUILD/urpe" repro table5 --device cuda --repeats 10 --out "$LOGS/table5" --overwrite
+    step table5_torch python3 tools/torch_reference.py --table5 --device cuda --repeats 10
+    step attention_urpe "./$BUILD/urpe" bench attention --device cuda --batch 32 --lengths 512,1024,2048 --repeats 10
+    step attention_torch python3 bench/torch_attention.py --device cuda --batch 32 --lengths 512,1024,2048 --repeats 10
+    ;;
   *)
-    echo "usage: bench/gpu_session.sh build|parity|sanitize|bench|ncu|nccl" >&2
+    echo "usage: bench/gpu_session.sh STEP... (STEP: build, parity, sanitize, bench, ncu, nccl, compare)" >&2
     exit 2
     ;;
 esac
+}
+
+# Steps run in the order given; a failed build stops the rest (nothing else could run).
+[ $# -gt 0 ] || one_step usage
+for name in "$@"; do
+  one_step "$name"
+  rc=$?
+  if [ "$name" = build ] && [ $rc -ne 0 ]; then exit $rc; fi
+done

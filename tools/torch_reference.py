@@ -9,6 +9,7 @@ them (no PyTorch needed at test time) and compare.
   python3 tools/torch_reference.py fixtures [--out tests/fixtures]   # rewrite the fixtures
   python3 tools/torch_reference.py --bench                            # time the bench step
   python3 tools/torch_reference.py --bench --seq-len 1024 --batch 4   # the long-sequence bench
+  python3 tools/torch_reference.py --bench --device cuda              # the same step on a GPU
   python3 tools/torch_reference.py --table5 [--device cpu|cuda] [--lengths 128,256,512] [--batch 32]
                                                                       # Table 5 in PyTorch eager
 
@@ -379,8 +380,12 @@ def rss_mib(field):
     return None
 
 
-def bench(warmup, steps, threads, seq_len=None, batch=None):
+def bench(warmup, steps, threads, seq_len=None, batch=None, device="cpu"):
+    """The step of `urpe bench step --device cpu|cuda`: on CUDA the step ends with a device
+    synchronisation (as urpe's does) and the memory line is the caching allocator's peak."""
     torch.set_num_threads(threads)
+    dev = torch.device(device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     cfg = dict(BENCH)
     if seq_len:
         cfg["seq_len"] = seq_len
@@ -388,7 +393,7 @@ def bench(warmup, steps, threads, seq_len=None, batch=None):
         cfg["batch"] = batch
     cfg["num_classes"] = cfg["seq_len"]
     g = torch.Generator().manual_seed(0)
-    params = {name: w.requires_grad_(True) for name, w in bench_parameters(cfg, g).items()}
+    params = {name: w.to(dev).requires_grad_(True) for name, w in bench_parameters(cfg, g).items()}
     opt = torch.optim.Adam(params.values(), lr=1e-4)
     B, N = cfg["batch"], cfg["seq_len"]
     times = []
@@ -400,16 +405,29 @@ def bench(warmup, steps, threads, seq_len=None, batch=None):
     for step in range(warmup + steps):
         if step == 1 and peak_window and rss_before is not None:
             first_step_growth = rss_mib("VmHWM") - rss_before
-        tokens = torch.randint(0, cfg["vocab"], (B, N), generator=g)
-        targets = torch.arange(N).repeat(B, 1)
+        tokens = torch.randint(0, cfg["vocab"], (B, N), generator=g).to(dev)
+        targets = torch.arange(N).repeat(B, 1).to(dev)
+        sync()
+        if step == warmup and dev.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(dev)
         t0 = time.perf_counter()
         opt.zero_grad()
         logits = encoder_forward(cfg, params, tokens)
         loss = torch.nn.functional.cross_entropy(logits.reshape(B * N, -1), targets.reshape(-1))
         loss.backward()
         opt.step()
+        sync()
         if step >= warmup:
             times.append((time.perf_counter() - t0) * 1000)
+    if dev.type == "cuda":
+        print(f"PyTorch {torch.__version__} eager, device {device} ({torch.cuda.get_device_name(dev)}), "
+              f"TF32 matmul {'on' if torch.backends.cuda.matmul.allow_tf32 else 'off'}")
+        print(f"bench config: n={N} d={cfg['d_model']} heads={cfg['heads']} layers={cfg['layers']} "
+              f"d_ff={cfg['d_ff']} batch={B} pe=urpe; {steps} timed steps after {warmup} warm-up")
+        times.sort()
+        print(f"median {times[len(times) // 2]:.2f} ms per step")
+        print(f"peak CUDA memory over the timed steps: {torch.cuda.max_memory_allocated(dev) / 2**20:.1f} MiB")
+        return
     blas = blas_in_use()
     print(f"PyTorch {torch.__version__}, {threads} threads, BLAS: {blas}, "
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}, "
@@ -484,7 +502,7 @@ def main():
     ap.add_argument("--seq-len", type=int, default=None, help="--bench: sequence length (default 128)")
     ap.add_argument("--batch", type=int, default=None, help="--bench: batch (default 32); --table5: batch (default 32)")
     ap.add_argument("--table5", action="store_true", help="time the paper's Table 5 model (inference) instead")
-    ap.add_argument("--device", default="cpu", help="--table5: cpu or cuda")
+    ap.add_argument("--device", default="cpu", help="--bench, --table5: cpu or cuda")
     ap.add_argument("--lengths", default="128,256,512", help="--table5: sequence lengths")
     ap.add_argument("--layers", type=int, default=12, help="--table5: encoder layers")
     ap.add_argument("--repeats", type=int, default=3, help="--table5: timed forwards per row")
@@ -493,7 +511,7 @@ def main():
         lengths = [int(x) for x in args.lengths.split(",")]
         table5(args.device, lengths, args.batch or 32, args.layers, args.repeats, args.threads)
     elif args.bench:
-        bench(args.warmup, args.steps, args.threads, args.seq_len, args.batch)
+        bench(args.warmup, args.steps, args.threads, args.seq_len, args.batch, args.device)
     else:
         torch.set_default_dtype(torch.float64)
         only = [n for n in args.only.split(",") if n]
