@@ -10,6 +10,7 @@
 #   bench/gpu_session.sh sanitize   compute-sanitizer memcheck, racecheck, initcheck, synccheck
 #   bench/gpu_session.sh bench      urpe bench kernels --device cuda, FP32 then --tf32
 #   bench/gpu_session.sh ncu        Nsight Compute on the URPE core kernels of the bench
+#   bench/gpu_session.sh ncu_times  every kernel's GPU time over one attention bench (n = 1024)
 #   bench/gpu_session.sh nccl       the NCCL path of data-parallel training: test_cuda_nccl (one
 #                                   rank on one GPU, two ranks when two GPUs and mpirun are there)
 #                                   against the MPI/CPU path; with mpirun and two GPUs, a 2-rank
@@ -93,6 +94,12 @@ case "$1" in
       "./$BUILD/urpe" bench kernels --device cuda --repeats 1
     step ncu_fwd_summary ncu --import "$LOGS/urpe_core_fwd.ncu-rep" --page details
     ;;
+  ncu_times)
+    # Every kernel's GPU time (one ncu pass per launch, gpu__time_duration) over one run of the
+    # attention bench at n = 1024: which kernels the fused and materialized backward spend on.
+    step ncu_times ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
+      "./$BUILD/urpe" bench attention --device cuda --batch 32 --lengths 1024 --repeats 1
+    ;;
   nccl)
     # Which NCCL and MPI the build found (NCCL is used when URPE_NCCL_LIB is a path).
     grep -E "^(URPE_NCCL_LIB|URPE_NCCL_INCLUDE|MPI_CXX_FOUND|MPIEXEC_EXECUTABLE)" "$BUILD/CMakeCache.txt"
@@ -126,7 +133,7 @@ case "$1" in
     step attention_torch python3 bench/torch_attention.py --device cuda --batch 32 --lengths 512,1024,2048 --repeats 10
     ;;
   *)
-    echo "usage: bench/gpu_session.sh STEP... (STEP: build, parity, sanitize, bench, ncu, nccl, compare)" >&2
+    echo "usage: bench/gpu_session.sh STEP... (STEP: build, parity, sanitize, bench, ncu, ncu_times, nccl, compare)" >&2
     exit 2
     ;;
 esac
