@@ -9,7 +9,10 @@ JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 DEB_PACKAGES := cmake g++ make libopenblas-dev libopenblas-openmp-dev zlib1g-dev libopenmpi-dev openmpi-bin
 # nvcc is often installed outside PATH; hand CMake its usual location when present.
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
-CMAKE_FLAGS := -DURPE_CUDA=$(URPE_CUDA) -DURPE_MPI=$(URPE_MPI) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC))
+# ccache, when installed, caches compiled objects across build directories and checkouts.
+CCACHE    := $(shell command -v ccache 2>/dev/null)
+CMAKE_FLAGS := -DURPE_CUDA=$(URPE_CUDA) -DURPE_MPI=$(URPE_MPI) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC)) \
+  $(if $(CCACHE),-DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -DCMAKE_CUDA_COMPILER_LAUNCHER=$(CCACHE))
 
 .PHONY: deps configure build test sanitize demo bench clean fuzz
 
@@ -43,7 +46,8 @@ test: build
 SANITIZE_BUILD ?= build-sanitize
 SANITIZE_FLAGS ?=
 sanitize: deps
-	@cmake -S . -B $(SANITIZE_BUILD) -DURPE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DURPE_CUDA=OFF -DURPE_MPI=OFF $(SANITIZE_FLAGS) >/dev/null
+	@cmake -S . -B $(SANITIZE_BUILD) -DURPE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DURPE_CUDA=OFF -DURPE_MPI=OFF $(SANITIZE_FLAGS) \
+	  $(if $(CCACHE),-DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE)) >/dev/null
 	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
 	cd $(SANITIZE_BUILD) && ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1:allocator_may_return_null=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
@@ -69,7 +73,6 @@ SECONDS      ?= 60
 FUZZ_TARGETS ?= smiles csv text_file safetensors config json corpus_sources
 FUZZ_CXX     ?= $(shell command -v clang++ 2>/dev/null || command -v clang++-14 2>/dev/null)
 FUZZ_FLAGS   ?=
-CCACHE       := $(shell command -v ccache 2>/dev/null)
 
 fuzz:
 	@test -n "$(FUZZ_CXX)" || { echo "make fuzz: needs clang++ with libFuzzer (apt-get install clang)"; exit 1; }
