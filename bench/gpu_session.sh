@@ -7,6 +7,8 @@
 #   bench/gpu_session.sh parity     the CUDA-vs-CPU parity suite twice (bit-identical table
 #                                   gradients between runs), the CUDA training suite, then every
 #                                   ctest suite
+#   bench/gpu_session.sh core       after a change to the attention kernels: parity twice, memcheck
+#                                   and racecheck on the attention cases, the kernel table
 #   bench/gpu_session.sh sanitize   compute-sanitizer memcheck, racecheck, initcheck, synccheck
 #   bench/gpu_session.sh bench      urpe bench kernels --device cuda, FP32 then --tf32
 #   bench/gpu_session.sh ncu        Nsight Compute on the URPE core kernels of the bench
@@ -118,6 +120,17 @@ case "$1" in
       echo "== nccl: 2-rank training left out (needs mpirun and two GPUs)"
     fi
     ;;
+  core)
+    # After a change to the URPE attention kernels: the parity suite twice, memcheck and
+    # racecheck on the attention cases, the kernel table.
+    step parity1 "./$BUILD/test_cuda_parity"
+    step parity2 "./$BUILD/test_cuda_parity"
+    step core_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "./$BUILD/test_cuda_parity" \
+      "--test-case=*URPE attention*,*fused*"
+    step core_racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "./$BUILD/test_cuda_parity" \
+      "--test-case=*URPE attention*,*fused*"
+    step bench_fp32 "./$BUILD/urpe" bench kernels --device cuda
+    ;;
   compare)
     # urpe against PyTorch eager on the same GPU, each pair run back to back, twice (ABAB):
     # the encoder's training step (short and long), Table 5, and the attention alone.
@@ -127,13 +140,13 @@ case "$1" in
     done
     step step_long_urpe "./$BUILD/urpe" bench step --device cuda --seq-len 1024 --batch 4 --repeats 50
     step step_long_torch python3 tools/torch_reference.py --bench --device cuda --seq-len 1024 --batch 4 --steps 50
-    step table5_urpe "./$BUILD/urpe" repro table5 --device cuda --repeats 10 --out "$LOGS/table5" --overwrite
-    step table5_torch python3 tools/torch_reference.py --table5 --device cuda --repeats 10
+    step table5_urpe "./$BUILD/urpe" repro table5 --device cuda --repeats 5 --out "$LOGS/table5" --overwrite
+    step table5_torch python3 tools/torch_reference.py --table5 --device cuda --repeats 5
     step attention_urpe "./$BUILD/urpe" bench attention --device cuda --batch 32 --lengths 512,1024,2048 --repeats 10
     step attention_torch python3 bench/torch_attention.py --device cuda --batch 32 --lengths 512,1024,2048 --repeats 10
     ;;
   *)
-    echo "usage: bench/gpu_session.sh STEP... (STEP: build, parity, sanitize, bench, ncu, ncu_times, nccl, compare)" >&2
+    echo "usage: bench/gpu_session.sh STEP... (STEP: build, parity, core, sanitize, bench, ncu, ncu_times, nccl, compare)" >&2
     exit 2
     ;;
 esac

@@ -92,6 +92,7 @@ struct MapRange {
   const Storage* key = nullptr;
   Shape shape;
   int32_t min = 0, max = -1;
+  bool diagonal_constant = false;
 };
 
 std::mutex g_map_ranges_mutex;
@@ -110,16 +111,35 @@ bool cached_range(const Tensor& map, int32_t& min, int32_t& max) {
   return false;
 }
 
-void remember_range(const Tensor& map, int32_t min, int32_t max) {
+void remember_range(const Tensor& map, int32_t min, int32_t max, bool diagonal_constant) {
   const std::lock_guard<std::mutex> lock(g_map_ranges_mutex);
   g_map_ranges.erase(std::remove_if(g_map_ranges.begin(), g_map_ranges.end(),
                                     [](const MapRange& r) { return r.storage.expired(); }),
                      g_map_ranges.end());
   if (g_map_ranges.size() >= kMaxMapRanges) g_map_ranges.erase(g_map_ranges.begin());  // oldest
-  g_map_ranges.push_back({map.impl().storage, map.impl().storage.get(), map.shape(), min, max});
+  g_map_ranges.push_back({map.impl().storage, map.impl().storage.get(), map.shape(), min, max,
+                          diagonal_constant});
+}
+
+// A (Nq, Nk) map whose value depends only on j − i: every cell equals its upper-left neighbour.
+bool is_diagonal_constant(const std::vector<int32_t>& values, const Shape& shape) {
+  if (shape.size() != 2) return false;
+  const int64_t nq = shape[0], nk = shape[1];
+  for (int64_t i = 1; i < nq; ++i)
+    for (int64_t j = 1; j < nk; ++j)
+      if (values[i * nk + j] != values[(i - 1) * nk + j - 1]) return false;
+  return true;
 }
 
 }  // namespace
+
+bool bucket_map_is_diagonal_constant(const Tensor& map) {
+  const std::lock_guard<std::mutex> lock(g_map_ranges_mutex);
+  for (const MapRange& r : g_map_ranges)
+    if (r.key == map.impl().storage.get() && !r.storage.expired() && r.shape == map.shape())
+      return r.diagonal_constant;
+  return false;
+}
 
 void check_bucket_map_values(const char* op, const char* arg, const Tensor& map, const char* table_arg,
                              const Tensor& table) {
@@ -137,7 +157,7 @@ void check_bucket_map_values(const char* op, const char* arg, const Tensor& map,
     min = k == 0 ? values[k] : std::min(min, values[k]);
     max = k == 0 ? values[k] : std::max(max, values[k]);
   }
-  if (!values.empty()) remember_range(map, min, max);
+  if (!values.empty()) remember_range(map, min, max, is_diagonal_constant(values, map.shape()));
 }
 
 }  // namespace urpe

@@ -35,4 +35,10 @@ void check_urpe_attention_tables(const UrpeAttentionArgs& args, const UrpeAttent
 void check_bucket_map_values(const char* op, const char* arg, const Tensor& map, const char* table_arg,
                              const Tensor& table);
 
+// Whether a map already read by check_bucket_map_values is (Nq, Nk) with its value a function of
+// j − i alone (Toeplitz: the unique and the T5-bucketed relative maps, not SPD maps). Read from
+// the same per-storage record, so it costs no copy; false for a map not (or no longer) recorded.
+// The CUDA table gradients then sum along diagonals (urpe_attention_table_grad_cuda.cu).
+bool bucket_map_is_diagonal_constant(const Tensor& map);
+
 }  // namespace urpe

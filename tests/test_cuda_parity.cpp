@@ -20,6 +20,7 @@
 
 #include "bench/cuda_peaks.h"
 #include "models/encoder.h"
+#include "models/positional.h"
 #include "ops/activation.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
@@ -34,6 +35,7 @@
 #include "ops/shape.h"
 #include "ops/softmax.h"
 #include "ops/urpe_attention.h"
+#include "ops/urpe_attention_checks.h"
 #include "ops/urpe_flash_attention.h"
 #include "tensor/cuda_backend.h"
 #include "test_util.h"
@@ -761,6 +763,11 @@ struct AttentionCase {
   bool bias, c, per_batch_maps, padding, causal;
   int64_t causal_offset, buckets;  // buckets = 0: Toeplitz maps
   bool exp_norm = false;           // AttentionNorm::exp: no softmax denominator
+  bool t5 = false;                 // T5-bucketed relative maps (shared, Nq = Nk): many diagonals per bucket
+
+  // Maps whose value depends on j − i alone, shared by the batch: the CUDA table gradients sum
+  // them along diagonals once the public op's check has read them.
+  bool diagonal_maps() const { return !per_batch_maps && (buckets == 0 || t5); }
 };
 
 // Builds the params on the CPU (tables random, maps Toeplitz or random buckets, padding with one
@@ -768,8 +775,10 @@ struct AttentionCase {
 UrpeAttentionParams make_params(const AttentionCase& c, uint64_t seed) {
   UrpeAttentionParams p;
   p.scale = 0.37f;
-  const int64_t buckets = c.buckets ? c.buckets : c.nq + c.nk - 1;
+  const int64_t buckets = c.t5 ? relative_bucket_count(c.nq, RelativeKind::bucketed)
+                          : c.buckets ? c.buckets : c.nq + c.nk - 1;
   auto map = [&](uint64_t s) {
+    if (c.t5) return relative_bucket_map(c.nq, RelativeKind::bucketed, true);
     if (c.buckets == 0) {
       Tensor m = toeplitz_map(c.nq, c.nk);
       if (!c.per_batch_maps) return m;
@@ -848,6 +857,9 @@ TEST_CASE("parity: URPE attention core, forward and backward (dS, dB, dC)") {
       {"plain softmax (no tables)", 2, 3, 37, 67, false, false, false, true, false, 0, 0},
       {"exp norm (no denominator), causal", 2, 3, 37, 37, true, true, false, false, true, 0, 0, true},
       {"exp norm, bucketed maps with padding", 3, 2, 33, 33, true, true, true, true, false, 0, 7, true},
+      {"toeplitz, transformer-xl offset, shared maps, padding", 3, 2, 29, 45, true, true, false, true, true, 16, 0},
+      {"T5-bucketed relative maps, padding", 3, 2, 70, 70, true, true, false, true, false, 0, 0, false, true},
+      {"T5-bucketed relative maps, causal, C only", 2, 3, 70, 70, false, true, false, false, true, 0, 0, false, true},
   };
   for (const AttentionCase& c : cases) {
     CAPTURE(c.name);
@@ -879,6 +891,25 @@ TEST_CASE("parity: URPE attention core, forward and backward (dS, dB, dC)") {
       CHECK(bitwise_equal(gs2, gs_d));
       if (c.bias) CHECK(bitwise_equal(t2.bias, t_d.bias));
       if (c.c) CHECK(bitwise_equal(t2.c, t_d.c));
+    }
+
+    // Once the public op's check has read the maps, a map that depends on j − i alone takes the
+    // diagonal path (per-diagonal sums, then per bucket): the same gradients within the same
+    // bound, and bit-identical across calls.
+    if (c.bias) check_bucket_map_values("test", "bias_map", pd.bias_map, "bias_table", pd.bias_table);
+    if (c.c) check_bucket_map_values("test", "c_map", pd.c_map, "c_table", pd.c_table);
+    if (c.bias) CHECK(bucket_map_is_diagonal_constant(pd.bias_map) == c.diagonal_maps());
+    if (c.c) CHECK(bucket_map_is_diagonal_constant(pd.c_map) == c.diagonal_maps());
+    if (c.bias || c.c) {
+      TableGrads first = table_grads(p, c.bias, c.c, true), second = table_grads(p, c.bias, c.c, true);
+      Tensor gs3 = poisoned(shape), gs4 = poisoned(shape);
+      kernels::urpe_attention_backward_cuda(g.to(gpu()), probs_d, pd, gs3, first.bias_out(), first.c_out());
+      kernels::urpe_attention_backward_cuda(g.to(gpu()), probs_d, pd, gs4, second.bias_out(), second.c_out());
+      CHECK(bitwise_equal(gs3, gs_d));
+      if (c.bias) check_close(first.bias, t.bias, {1e-5, 1e-4}, "urpe attention dB, after the map check");
+      if (c.c) check_close(first.c, t.c, {1e-5, 1e-4}, "urpe attention dC, after the map check");
+      if (c.bias) CHECK(bitwise_equal(first.bias, second.bias));
+      if (c.c) CHECK(bitwise_equal(first.c, second.c));
     }
 
     // The public op with autograd: gradients reach scores, bias table and C table.
