@@ -125,6 +125,7 @@ case "$1" in
     # racecheck on the attention cases, the kernel table.
     step parity1 "./$BUILD/test_cuda_parity"
     step parity2 "./$BUILD/test_cuda_parity"
+    step training "./$BUILD/test_cuda_training"
     step core_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "./$BUILD/test_cuda_parity" \
       "--test-case=*URPE attention*,*fused*"
     step core_racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "./$BUILD/test_cuda_parity" \
