@@ -61,6 +61,10 @@ struct MoleculeGraph {
 MoleculeGraph molecule_graph(const Molecule& molecule, AtomVocabulary& vocabulary,
                              bool grow_vocabulary = false);
 
+// The graph of N = node_type.size() nodes and the given bonds (atom indices in [0, N), raw bond
+// types); the readers of graph files (data/graph_file.h) check the indices before calling it.
+MoleculeGraph molecule_graph_from_bonds(std::vector<int32_t> node_type, const std::vector<Bond>& bonds);
+
 std::vector<int32_t> node_degrees(const MoleculeGraph& graph);  // (N,)
 
 struct ShortestPaths {

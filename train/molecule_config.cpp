@@ -8,6 +8,7 @@
 #include "tensor/error.h"
 #include "train/config_checks.h"
 #include "train/io/run_dir.h"
+#include "train/molecule_sources.h"
 
 namespace urpe {
 
@@ -35,7 +36,13 @@ void add_graphormer_keys(ConfigSchema& s) {
   s.add_int("max_spd", d.max_spd, "URPE: C buckets for SPD 0..max_spd (+3 graph-token buckets)");
   s.add_float("init_std", decimal(d.init_std), "std of the embeddings; linears use init_std/sqrt(layers) (GV1)");
   s.add_float("end_lr", 1e-9, "learning rate reached at `steps` after the linear decay (fairseq end_learning_rate)");
-  s.add_string("dataset", "embedded", "embedded (data/assets/molecules) or a CSV path (plain or .gz)");
+  s.add_string("dataset", "embedded",
+               "embedded (data/assets/molecules), a graph-file directory (tools/zinc_to_urpe.py: ZINC in the "
+               "benchmarking-GNNs layout), or a CSV path (plain or .gz); docs/data.md");
+  s.add_choice("dataset_format", {"auto", "graphs", "zinc250k", "csv"}, "auto",
+               "how `dataset` is read: auto (a directory with graphs.tsv or a *.tsv file: graphs; else csv), "
+               "graphs (urpe graph file, its own split), zinc250k (smiles,logP,qed,SAS: penalized logP "
+               "computed), csv (smiles_column, target_column)");
   s.add_string("smiles_column", "smiles", "CSV column holding the SMILES");
   s.add_string("target_column", "penalized_logp_normalized",
                "CSV column of the regression target (MAE is on its scale)");
@@ -97,7 +104,13 @@ static void check_file_key(const Config& c, const std::string& key, const std::s
 }
 
 void check_graphormer_paths(const Config& c) {
-  if (c.get_string("dataset") != "embedded") check_file_key(c, "dataset", "'embedded' or a CSV file, plain or .gz");
+  const std::string dataset = c.get_string("dataset");
+  if (dataset != "embedded" && resolved_dataset_format(c) == "graphs") {
+    URPE_CHECK(path_exists(dataset), "config: dataset '" << dataset << "' does not exist (expected a graph-file "
+                                                         << "directory holding graphs.tsv, docs/data.md)");
+  } else if (dataset != "embedded") {
+    check_file_key(c, "dataset", "'embedded', a graph-file directory or a CSV file, plain or .gz");
+  }
   const std::string split = c.get_string("split");
   if (split != "auto" && split != "seeded") check_file_key(c, "split", "auto, seeded or a row,split CSV file");
 }
