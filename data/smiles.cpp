@@ -361,6 +361,8 @@ int atomic_number(const std::string& element) {
   return -1;
 }
 
+const char* element_symbol(int z) { return z >= 1 && z <= 118 ? kElements[z - 1] : "*"; }
+
 Molecule parse_smiles(const std::string& smiles, int64_t line) { return Parser(smiles, line).parse(); }
 
 }  // namespace urpe::data

@@ -59,6 +59,8 @@ struct Molecule {
 
 // Atomic number of an element symbol ("C" → 6, "Cl" → 17), 0 for "*", -1 for anything else.
 int atomic_number(const std::string& element);
+// The symbol of atomic number z in [1, 118] ("C" for 6); "*" otherwise.
+const char* element_symbol(int z);
 
 // Parses one SMILES string. `line` only labels error messages.
 Molecule parse_smiles(const std::string& smiles, int64_t line = 1);

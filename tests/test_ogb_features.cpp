@@ -3,17 +3,27 @@
 // (tools/make_ogb_fixture.py; RDKit and OGB are not needed here). Prints the match rate of every
 // feature; each must stay at or above the rate documented in docs/data.md#pcqm4m-ogb-features.
 #include <array>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "cli_util.h"
 #include "data/csv_table.h"
+#include "data/molecule_dataset.h"
+#include "data/ogb_dataset.h"
 #include "data/ogb_features.h"
 #include "data/smiles.h"
 #include "doctest/doctest.h"
+#include "models/graphormer.h"
+#include "scratch_dir.h"
 #include "tensor/error.h"
+#include "train/molecule_config.h"
+#include "train/molecule_trainer.h"
+#include "train/run_config.h"
 
 using namespace urpe;
 using namespace urpe::data;
@@ -146,4 +156,130 @@ TEST_CASE("ogb features: what the SMILES does not say is not perceived (Kekulé 
   // Dims of the one-hot tables (OGB's get_atom_feature_dims / get_bond_feature_dims).
   CHECK(kOgbAtomFeatureDims[0] == 119);
   CHECK(kOgbBondFeatureDims[1] == 6);
+}
+
+// ---- OGB features into Graphormer (PCQM4M: dataset_format = ogb) ----
+
+namespace {
+
+data::MoleculeDataset ogb_dataset(const std::vector<std::string>& smiles) {
+  data::MoleculeDataset d;
+  for (size_t k = 0; k < smiles.size(); ++k) {
+    d.smiles.push_back(smiles[k]);
+    d.graphs.push_back(ogb_molecule_graph(ogb_features(parse_smiles(smiles[k]))));
+    d.targets.push_back(static_cast<float>(k));
+  }
+  return d;
+}
+
+std::string scratch() {
+  static const std::string dir = urpe::test::make_scratch_dir("urpe_test_ogb");
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("ogb graphs: the collator gives GV2's ids, 512 per feature column, hop-major edge input") {
+  const data::MoleculeDataset d = ogb_dataset({"C[C@H](N)C(=O)[O-]", "C#N"});
+  const GraphBatch b = collate_graphs(d, {0, 1});
+  REQUIRE(b.x.shape() == Shape({2, 6, kOgbAtomFeatures}));
+  CHECK(b.bond_features == kOgbBondFeatures);
+  const OgbFeatures first = ogb_features(parse_smiles("C[C@H](N)C(=O)[O-]"));
+  const std::vector<int32_t> x = b.x.to_vector_i32();
+  for (int f = 0; f < kOgbAtomFeatures; ++f) {
+    CHECK(x[1 * kOgbAtomFeatures + f] == first.atoms[1][f] + 2 + kFeatureIdOffset * f);  // atom 1, the chiral C
+    CHECK(x[(6 + 2) * kOgbAtomFeatures + f] == 0);                                        // C#N has 2 atoms: pad
+  }
+  // The path 0 → 5 (C, C@, C, O−: atoms 0 → 1 → 3 → 5): each hop's 3 columns, then the next hop.
+  const int64_t D = b.edge_input.size(3) / kOgbBondFeatures;
+  const std::vector<int32_t> e = b.edge_input.to_vector_i32();
+  const int64_t pair = (0 * 6 + 0) * 6 + 5;  // graph 0, atoms 0 and 5
+  for (int64_t s = 0; s < 3; ++s)
+    for (int f = 0; f < kOgbBondFeatures; ++f) {
+      const int32_t id = e[(pair * D + s) * kOgbBondFeatures + f];
+      CHECK(id >= 3 + kFeatureIdOffset * f);
+      CHECK(id < 3 + kFeatureIdOffset * f + kOgbBondFeatureDims[f]);
+    }
+  CHECK(D == 3);  // the longest shortest path of the batch
+}
+
+TEST_CASE("ogb graphs: Graphormer sums the atom columns and averages the bond columns (GV2)") {
+  // One column as (B, n, 1) and two identical bond columns give exactly the single-column model:
+  // Σ over one column is that column, the mean of two equal rows is that row.
+  data::MoleculeDataset d = ogb_dataset({"CC(=O)Nc1ccccc1", "OCC#N"});
+  const GraphBatch full = collate_graphs(d, {0, 1});
+  GraphBatch single = full, wide = full;
+  single.bond_features = 1;
+  wide.bond_features = 1;
+  const int64_t B = full.x.size(0), n = full.x.size(1), D = full.edge_input.size(3) / kOgbBondFeatures;
+  std::vector<int32_t> x1, e1, e2;
+  const std::vector<int32_t> x = full.x.to_vector_i32(), e = full.edge_input.to_vector_i32();
+  for (int64_t k = 0; k < B * n; ++k) x1.push_back(x[k * kOgbAtomFeatures]);  // the atomic-number column
+  for (int64_t k = 0; k < B * n * n * D; ++k) {
+    e1.push_back(e[k * kOgbBondFeatures]);  // the bond-type column
+    e2.push_back(e[k * kOgbBondFeatures]);
+    e2.push_back(e[k * kOgbBondFeatures]);
+  }
+  single.x = Tensor::from_vector(x1, {B, n});
+  single.edge_input = Tensor::from_vector(e1, {B, n, n, D});
+  wide.x = Tensor::from_vector(x1, {B, n, 1});
+  wide.edge_input = Tensor::from_vector(e2, {B, n, n, 2 * D});
+  wide.bond_features = 2;
+  GraphormerConfig c = graphormer_preset("graphormer-tiny");
+  c.dropout = c.attention_dropout = c.input_dropout = 0.0f;
+  c.num_atoms = kFeatureIdOffset * kOgbAtomFeatures + 1;
+  c.num_edges = kFeatureIdOffset * kOgbBondFeatures + 1;
+  const Graphormer model(c, 3);
+  const std::vector<float> a = model.forward(single, false, nullptr).to_vector_f32();
+  const std::vector<float> w = model.forward(wide, false, nullptr).to_vector_f32();
+  REQUIRE(a.size() == w.size());
+  for (size_t k = 0; k < a.size(); ++k) CHECK(w[k] == doctest::Approx(a[k]).epsilon(1e-6));
+  // And all 9 + 3 columns change the prediction (they are read).
+  const std::vector<float> all = model.forward(full, false, nullptr).to_vector_f32();
+  CHECK(std::fabs(all[0] - a[0]) > 1e-6f);
+}
+
+TEST_CASE("dataset_format = ogb: a PCQM4Mv2-layout CSV (idx,smiles,homolumogap) trains, bad rows name file and line") {
+  const std::string csv = scratch() + "/data.csv";
+  {
+    const CsvTable fixture = read_csv(kFixture);
+    std::ofstream out(csv);
+    out << "idx,smiles,homolumogap\n";
+    for (size_t r = 0; r < 40; ++r)
+      out << r << "," << fixture.rows[r][0] << "," << 3.0 + 0.05 * static_cast<double>(r % 17) << "\n";
+  }
+  const std::vector<std::string> sets = {"dataset=" + csv, "dataset_format=ogb", "target_column=homolumogap"};
+  const MoleculeData d = load_molecule_data(resolve_config("graphormer-tiny", "", sets));
+  CHECK(d.dataset.size() == 40);
+  CHECK(d.dataset.graphs[0].atom_feature_count == kOgbAtomFeatures);
+  CHECK(d.description.find("OGB features") != std::string::npos);
+  const Config config = resolve_config("graphormer-tiny", "", sets);
+  const GraphormerConfig model = graphormer_config_from(config);
+  CHECK(model.num_atoms == 4609);  // GV2: Embedding(512 · 9 + 1)
+  CHECK(model.num_edges == 1537);  // GV2: Embedding(512 · 3 + 1)
+
+  const std::string out = scratch() + "/run";
+  std::string args;
+  for (const std::string& s : sets) args += " --set " + s;
+  const auto r = urpe::test::run_urpe("train --preset graphormer-tiny" + args +
+                                      " --set steps=2 --set warmup=1 --set batch=4 --set eval_every=2 --quiet --out " + out);
+  INFO(r.output);
+  CHECK(r.code == 0);
+  const auto eval = urpe::test::run_urpe("eval --run " + out);
+  INFO(eval.output);
+  CHECK(eval.code == 0);
+
+  // A row without a label (PCQM4Mv2's test rows) and a SMILES the parser refuses: file and line.
+  {
+    std::ofstream bad(scratch() + "/unlabelled.csv");
+    bad << "idx,smiles,homolumogap\n0,CCO,3.1\n1,CCN,\n";
+  }
+  CHECK_THROWS_WITH_AS(load_ogb_molecule_csv(scratch() + "/unlabelled.csv", "smiles", "homolumogap"),
+                       doctest::Contains("unlabelled.csv line 3, column \"homolumogap\": expected a number"), Error);
+  {
+    std::ofstream bad(scratch() + "/bad_smiles.csv");
+    bad << "idx,smiles,homolumogap\n0,CCO,3.1\n1,C1CC,2.0\n";
+  }
+  CHECK_THROWS_WITH_AS(load_ogb_molecule_csv(scratch() + "/bad_smiles.csv", "smiles", "homolumogap"),
+                       doctest::Contains("bad_smiles.csv: SMILES line 3"), Error);
 }

@@ -8,6 +8,7 @@
 #include "tensor/error.h"
 #include "train/config_checks.h"
 #include "train/io/run_dir.h"
+#include "data/ogb_features.h"
 #include "train/molecule_sources.h"
 
 namespace urpe {
@@ -39,10 +40,11 @@ void add_graphormer_keys(ConfigSchema& s) {
   s.add_string("dataset", "embedded",
                "embedded (data/assets/molecules), a graph-file directory (tools/zinc_to_urpe.py: ZINC in the "
                "benchmarking-GNNs layout), or a CSV path (plain or .gz); docs/data.md");
-  s.add_choice("dataset_format", {"auto", "graphs", "zinc250k", "csv"}, "auto",
+  s.add_choice("dataset_format", {"auto", "graphs", "zinc250k", "csv", "ogb"}, "auto",
                "how `dataset` is read: auto (a directory with graphs.tsv or a *.tsv file: graphs; else csv), "
                "graphs (urpe graph file, its own split), zinc250k (smiles,logP,qed,SAS: penalized logP "
-               "computed), csv (smiles_column, target_column)");
+               "computed), csv (smiles_column, target_column), ogb (a SMILES CSV read as OGB's 9 atom and 3 "
+               "bond features, PCQM4M: Appendix C.3.2)");
   s.add_string("smiles_column", "smiles", "CSV column holding the SMILES");
   s.add_string("target_column", "penalized_logp_normalized",
                "CSV column of the regression target (MAE is on its scale)");
@@ -67,6 +69,11 @@ GraphormerConfig graphormer_config_from(const Config& config) {
   c.max_spd = config.get_int("max_spd");
   c.init_std = static_cast<float>(config.get_float("init_std"));
   c.urpe = config.get_string("pe") == "urpe";
+  if (resolved_dataset_format(config) == "ogb") {
+    // GV2's tables for OGB features: 512 ids per feature column (data::kFeatureIdOffset), + padding.
+    c.num_atoms = data::kFeatureIdOffset * data::kOgbAtomFeatures + 1;
+    c.num_edges = data::kFeatureIdOffset * data::kOgbBondFeatures + 1;
+  }
   URPE_CHECK(c.heads > 0 && c.d_model % c.heads == 0,
              "config: heads (" << c.heads << ") must divide d_model (" << c.d_model << ")");
   URPE_CHECK(c.init_std > 0.0f, "config: init_std must be positive, got " << c.init_std);

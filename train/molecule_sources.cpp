@@ -2,6 +2,7 @@
 #include "train/molecule_sources.h"
 
 #include "data/graph_file.h"
+#include "data/ogb_dataset.h"
 #include "tensor/error.h"
 #include "train/io/run_dir.h"
 
@@ -30,6 +31,11 @@ ConfiguredMolecules load_configured_molecules(const Config& config) {
                                                         << data::kGraphFileName << "; dataset_format = " << m.format
                                                         << " expects a CSV file (plain or .gz)");
   const std::string target = config.get_string("target_column");
+  if (m.format == "ogb") {
+    m.dataset = data::load_ogb_molecule_csv(source, config.get_string("smiles_column"), target);
+    m.label = source + " (OGB features: 9 atom, 3 bond columns)";
+    return m;
+  }
   if (m.format == "zinc250k") {
     URPE_CHECK(target == "penalized_logp_normalized" || target == "penalized_logp",
                "config: target_column '" << target << "': dataset_format = zinc250k computes the target from the "

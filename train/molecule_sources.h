@@ -10,6 +10,9 @@
 //                    zinc250k   250k_rndm_zinc_drugs_clean_3.csv's layout; target_column must be
 //                               penalized_logp_normalized (the benchmark's scale) or penalized_logp
 //                    csv        smiles_column and target_column by name
+//                    ogb        the same CSV read as OGB's 9 atom and 3 bond features (PCQM4M,
+//                               data/ogb_dataset.h); Graphormer's tables become GV2's 512 ids
+//                               per feature column
 #pragma once
 #include <optional>
 #include <string>
@@ -22,7 +25,7 @@ namespace urpe {
 struct ConfiguredMolecules {
   data::MoleculeDataset dataset;
   std::optional<data::MoleculeSplit> own_split;  // the graph file's split column
-  std::string format;                            // graphs | zinc250k | csv (auto resolved)
+  std::string format;                            // graphs | zinc250k | csv | ogb (auto resolved)
   std::string label;                             // "<path> (<format>[, comments])" for the run's description
 };
 
