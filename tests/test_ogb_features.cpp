@@ -283,3 +283,51 @@ TEST_CASE("dataset_format = ogb: a PCQM4Mv2-layout CSV (idx,smiles,homolumogap) 
   CHECK_THROWS_WITH_AS(load_ogb_molecule_csv(scratch() + "/bad_smiles.csv", "smiles", "homolumogap"),
                        doctest::Contains("bad_smiles.csv: SMILES line 3"), Error);
 }
+
+TEST_CASE("pcqm4m_to_urpe: OGB's pcqm4m-v2 folder (data.csv.gz, split_dict.pt) → molecules.csv + split.csv → urpe train") {
+  if (urpe::test::run_command("python3 -c 'import zipfile, pickle, gzip'").code != 0) {
+    MESSAGE("skipped: needs python3 (standard library only) to run tools/pcqm4m_to_urpe.py");
+    return;
+  }
+  const std::string tool = std::string(URPE_SOURCE_DIR) + "/tools/pcqm4m_to_urpe.py";
+  const std::string src = std::string(URPE_SOURCE_DIR) + "/tests/fixtures/pcqm4m_v2";
+  const std::string out = scratch() + "/pcqm4m";
+  const auto r = urpe::test::run_command("python3 '" + tool + "' '" + src + "' '" + out + "' --test-fraction 0.2");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK(r.output.find("train 16, valid 5, test 4") != std::string::npos);  // OGB: 20 train, 5 valid, 5 unlabelled
+  const std::vector<std::string> sets = {"dataset=" + out + "/molecules.csv", "dataset_format=ogb",
+                                         "target_column=homolumogap", "split=" + out + "/split.csv"};
+  const MoleculeData d = load_molecule_data(resolve_config("graphormer-tiny", "", sets));
+  CHECK(d.dataset.size() == 25);
+  CHECK(d.split.valid == std::vector<int64_t>{20, 21, 22, 23, 24});
+  CHECK(d.split.train.size() == 16);
+  CHECK(d.dataset.targets[24] == doctest::Approx(5.4));
+  std::string args;
+  for (const std::string& s : sets) args += " --set " + s;
+  const auto train = urpe::test::run_urpe("train --preset graphormer-tiny" + args +
+                                          " --set steps=2 --set warmup=1 --set batch=4 --set eval_every=2 --quiet --out " +
+                                          out + "/run");
+  INFO(train.output);
+  CHECK(train.code == 0);
+
+  // The same indices saved as torch tensors instead of numpy arrays give the same split.
+  const std::string tensors = scratch() + "/pcqm4m_tensors";
+  urpe::test::run_command("mkdir -p '" + tensors + "/raw' && cp '" + src + "/raw/data.csv.gz' '" + tensors +
+                          "/raw/' && cp '" + src + "/split_dict_tensors.pt' '" + tensors + "/split_dict.pt'");
+  const auto again = urpe::test::run_command("python3 '" + tool + "' '" + tensors + "' '" + tensors + "/out' --test-fraction 0.2");
+  INFO(again.output);
+  CHECK(again.code == 0);
+  CHECK(urpe::test::run_command("cmp '" + out + "/split.csv' '" + tensors + "/out/split.csv'").code == 0);
+
+  // Bad data: a missing split_dict.pt, a truncated one; nothing written.
+  urpe::test::run_command("rm '" + tensors + "/split_dict.pt'");
+  const auto missing = urpe::test::run_command("python3 '" + tool + "' '" + tensors + "' '" + tensors + "/out2'");
+  CHECK(missing.code == 1);
+  CHECK(missing.output.find(tensors + "/split_dict.pt: missing") != std::string::npos);
+  urpe::test::run_command("head -c 300 '" + src + "/split_dict.pt' > '" + tensors + "/split_dict.pt'");
+  const auto cut = urpe::test::run_command("python3 '" + tool + "' '" + tensors + "' '" + tensors + "/out2'");
+  CHECK(cut.code == 1);
+  CHECK(cut.output.find("truncated") != std::string::npos);
+  CHECK(urpe::test::run_command("test -e '" + tensors + "/out2'").code != 0);
+}
