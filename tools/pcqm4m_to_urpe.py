@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Prepares OGB-LSC PCQM4Mv2 for urpe (docs/data.md#pcqm4m): the labelled molecules and a split file.
+"""Prepares OGB-LSC PCQM4M(v2) for urpe (docs/data.md#pcqm4m): the labelled molecules and a split file.
 
     python3 tools/pcqm4m_to_urpe.py dataset/pcqm4m-v2 OUT [--test-fraction 0.01] [--seed 0]
 
-Input, the folder OGB's PCQM4Mv2Dataset downloads and unzips: raw/data.csv.gz (idx,smiles,homolumogap;
-the test-dev and test-challenge rows have no label) and split_dict.pt (torch.save of a dict
-train / valid / test-dev / test-challenge → row indices, as numpy arrays or torch tensors).
+Input, the folder OGB's PCQM4Mv2Dataset (or, for the paper's PCQM4M, PCQM4MDataset's
+pcqm4m_kddcup2021) downloads and unzips: raw/data.csv.gz (idx,smiles,homolumogap; the rows of the
+test splits have no label) and split_dict.pt (torch.save of a dict train / valid / test-dev /
+test-challenge, or train / valid / test for v1, → row indices, as numpy arrays or torch tensors).
 
 Output (a new directory, or an existing one with --overwrite; files written to temporary names and
 renamed):
@@ -34,7 +35,8 @@ import struct
 import sys
 import zipfile
 
-SPLITS = ("train", "valid", "test-dev", "test-challenge")
+SPLITS_V2 = ("train", "valid", "test-dev", "test-challenge")  # PCQM4Mv2
+SPLITS_V1 = ("train", "valid", "test")                         # PCQM4M (KDD Cup 2021), the paper's
 
 
 class ConvertError(Exception):
@@ -135,10 +137,12 @@ def load_split_dict(path):
             raise ConvertError("%s: %s" % (path, e))
         except (pickle.UnpicklingError, EOFError, struct.error, KeyError, ValueError, zipfile.BadZipFile) as e:
             raise ConvertError("%s: not a readable split dict (%s: %s)" % (path, type(e).__name__, e))
-    if not isinstance(split, dict) or not all(isinstance(split.get(k), Indices) for k in SPLITS):
-        keys = sorted(split) if isinstance(split, dict) else type(split).__name__
-        raise ConvertError("%s: expected a dict with index arrays %s, got %s" % (path, ", ".join(SPLITS), keys))
-    return split
+    for splits in (SPLITS_V2, SPLITS_V1):
+        if isinstance(split, dict) and all(isinstance(split.get(k), Indices) for k in splits):
+            return {k: split[k] for k in splits}
+    keys = sorted(split) if isinstance(split, dict) else type(split).__name__
+    raise ConvertError("%s: expected a dict with index arrays %s (v2) or %s (v1), got %s"
+                       % (path, ", ".join(SPLITS_V2), ", ".join(SPLITS_V1), keys))
 
 
 # ---- the conversion -------------------------------------------------------------------------------
@@ -193,7 +197,7 @@ def convert(src, out, test_fraction, seed, overwrite):
     data = read_data(os.path.join(src, "raw", "data.csv.gz"))
     split = load_split_dict(os.path.join(src, "split_dict.pt"))
     which = {}
-    for name in SPLITS:
+    for name in split:
         for row in split[name]:
             if not 0 <= row < len(data):
                 raise ConvertError("split_dict.pt: %s row %d is outside data.csv.gz's %d rows" % (name, row, len(data)))
@@ -226,7 +230,7 @@ def convert(src, out, test_fraction, seed, overwrite):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("src", help="OGB's pcqm4m-v2 folder (raw/data.csv.gz, split_dict.pt)")
+    parser.add_argument("src", help="OGB's pcqm4m-v2 (or pcqm4m_kddcup2021) folder: raw/data.csv.gz, split_dict.pt")
     parser.add_argument("out", help="output directory for molecules.csv and split.csv")
     parser.add_argument("--test-fraction", type=float, default=0.01,
                         help="share of OGB's train held out as urpe's test split (default 0.01)")
