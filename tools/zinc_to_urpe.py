@@ -91,9 +91,10 @@ def load_legacy_storage(data):
                     and isinstance(pid[1], StorageType)):
                 raise ConvertError("unexpected persistent id %r in a torch storage" % (pid,))
             found[pid[2]] = pid[1]
-            return pid[2]
+            view = pid[5] if len(pid) > 5 else None  # (view key, offset, size) of a storage view
+            return (pid[2], 0, None) if view is None else (pid[2], view[1], view[2])
 
-    key = StorageUnpickler(stream).load()
+    key, view_offset, view_size = StorageUnpickler(stream).load()
     keys = pickle.load(stream)
     values = {}
     for k in keys:
@@ -104,7 +105,10 @@ def load_legacy_storage(data):
         if len(raw) != count * size:
             raise ConvertError("a torch storage cut short (%d of %d bytes)" % (len(raw), count * size))
         values[k] = list(struct.unpack("<%d%s" % (count, code), raw))
-    return values[key]
+    if key not in values:
+        raise ConvertError("a torch storage whose data is missing")
+    data = values[key]
+    return data if view_size is None else data[view_offset:view_offset + view_size]
 
 
 def rebuild_tensor(storage, offset, size, stride, *rest):
