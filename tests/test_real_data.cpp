@@ -279,6 +279,17 @@ TEST_CASE("dataset = a converted ZINC directory: its split column, and `urpe tra
   CHECK(bad.code != 0);
   CHECK(bad.output.find("dataset '" + dir + "_absent' does not exist") != std::string::npos);
   CHECK(!fs::exists(out + "_bad"));
+  // A graph file cut short: one line on stderr naming the file and line, and no run directory.
+  const std::string cut = scratch() + "/zinc_cut";
+  fs::create_directories(cut);
+  fs::copy_file(dir + "/atom_types.txt", cut + "/atom_types.txt");
+  const std::string text = read_all(dir + "/graphs.tsv");
+  write_text(cut + "/graphs.tsv", text.substr(0, text.rfind('\n', text.size() - 2) + 1));  // the last graph dropped
+  const auto truncated = run_urpe("train --preset graphormer-tiny --set dataset=" + cut + " --quiet --out " + out + "_cut");
+  CHECK(truncated.code != 0);
+  CHECK(truncated.output.find(cut + "/graphs.tsv line 19: expected 14 graphs (\"# graphs:\"), the file has 13 (truncated?)") !=
+        std::string::npos);
+  CHECK(!fs::exists(out + "_cut"));
 }
 
 TEST_CASE("repro molecules --data DIR: both models on the converted ZINC split") {
@@ -331,6 +342,8 @@ TEST_CASE("dataset_format = zinc250k: the ZINC-250k CSV layout, target computed 
   CHECK_THROWS_WITH_AS(
       load_molecule_data(resolve_config("graphormer-tiny", "", {"dataset=" + csv, "dataset_format=zinc250k", "target_column=qed"})),
       doctest::Contains("target_column 'qed': dataset_format = zinc250k computes the target"), Error);
+  CHECK_THROWS_WITH_AS(resolve_config("graphormer-tiny", "", {"dataset_format=zinc250k"}),
+                       doctest::Contains("dataset_format = zinc250k applies to a dataset path"), Error);
   // Read as a plain CSV instead, the same file has no penalized_logp_normalized column.
   CHECK_THROWS_WITH_AS(load_molecule_data(resolve_config("graphormer-tiny", "", {"dataset=" + csv})),
                        doctest::Contains("penalized_logp_normalized"), Error);

@@ -101,6 +101,10 @@ void check_graphormer_values(const Config& c) {
   non_negative(c, "end_lr");
   int_at_least(c, "train_subset", 0);
   int_between(c, "max_nodes", 1, INT32_MAX);  // the collation's node index is an int32
+  URPE_CHECK(c.get_string("dataset") != "embedded" || c.get_string("dataset_format") == "auto",
+             "config: dataset_format = " << c.get_string("dataset_format")
+                                         << " applies to a dataset path; the embedded molecules are read as they are "
+                                            "(dataset_format = auto)");
 }
 
 // A path key that must name a file: an error when it is missing or a directory.

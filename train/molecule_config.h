@@ -34,7 +34,7 @@ data::CollateOptions collate_options_from(const Config& config);
 // What the graphormer keys mean, checked without reading any data (run by check_config_values):
 // positive sizes, heads dividing d_model, dropouts in [0, 1), multi_hop_max_dist within the
 // edge-distance table, max_spd >= 1, init_std > 0, end_lr >= 0, train_subset >= 0, max_nodes
-// an int32; each error names the key.
+// an int32, dataset_format = auto for the embedded set; each error names the key.
 void check_graphormer_values(const Config& config);
 // `dataset` (unless embedded) and a `split` path name existing files (run by check_config_paths).
 void check_graphormer_paths(const Config& config);
