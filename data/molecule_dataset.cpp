@@ -160,6 +160,25 @@ EmbeddedMolecules load_embedded_molecules(const std::string& dir, const std::str
 
 // ---- collation ----
 
+namespace {
+
+// Bond indices along the kept shortest path i → j (bond_at: (N, N) bond index or −1), hop by hop.
+std::vector<int32_t> shortest_path_bonds(const MoleculeGraph& graph, const ShortestPaths& paths,
+                                         const std::vector<int32_t>& bond_at, int32_t i, int32_t j) {
+  const int32_t n = graph.num_nodes;
+  if (i == j || paths.parent[static_cast<size_t>(i) * n + j] < 0) return {};
+  std::vector<int32_t> bonds(paths.distance[static_cast<size_t>(i) * n + j]);
+  int32_t node = j;
+  for (int32_t hop = static_cast<int32_t>(bonds.size()) - 1; hop >= 0; --hop) {
+    const int32_t before = paths.parent[static_cast<size_t>(i) * n + node];
+    bonds[hop] = bond_at[static_cast<size_t>(before) * n + node];
+    node = before;
+  }
+  return bonds;
+}
+
+}  // namespace
+
 GraphBatch collate_graphs(const MoleculeDataset& dataset, const std::vector<int64_t>& indices,
                           const CollateOptions& options) {
   URPE_CHECK(options.multi_hop_max_dist >= 1, "collate_graphs: expected multi_hop_max_dist >= 1, got "
@@ -178,6 +197,15 @@ GraphBatch collate_graphs(const MoleculeDataset& dataset, const std::vector<int6
                                          << options.max_nodes << " nodes (or the batch is empty)");
 
   const int64_t B = static_cast<int64_t>(batch.indices.size());
+  // Feature columns: the same counts in every graph of the batch (0 = the single type).
+  const int32_t F = dataset.graphs[batch.indices[0]].atom_feature_count;
+  const int32_t Fe = dataset.graphs[batch.indices[0]].bond_feature_count;
+  for (int64_t index : batch.indices)
+    URPE_CHECK(dataset.graphs[index].atom_feature_count == F && dataset.graphs[index].bond_feature_count == Fe,
+               "collate_graphs: row " << index << " has " << dataset.graphs[index].atom_feature_count << " atom and "
+                                      << dataset.graphs[index].bond_feature_count << " bond feature columns, row "
+                                      << batch.indices[0] << " " << F << " and " << Fe);
+  const int64_t Fx = std::max(1, F), Fb = std::max(1, Fe);
   std::vector<ShortestPaths> paths;
   int32_t n = 0, longest = 0;
   for (int64_t index : batch.indices) {
@@ -190,8 +218,8 @@ GraphBatch collate_graphs(const MoleculeDataset& dataset, const std::vector<int6
   const int64_t n1 = n + 1;
   const float neg_inf = -std::numeric_limits<float>::infinity();
 
-  std::vector<int32_t> x(B * n, 0), in_degree(B * n, 0), num_nodes(B);
-  std::vector<int32_t> spatial_pos(B * n * n, 0), attn_edge_type(B * n * n, 0), edge_input(B * n * n * D, 0);
+  std::vector<int32_t> x(B * n * Fx, 0), in_degree(B * n, 0), num_nodes(B);
+  std::vector<int32_t> spatial_pos(B * n * n, 0), attn_edge_type(B * n * n, 0), edge_input(B * n * n * D * Fb, 0);
   std::vector<float> attn_bias(B * n1 * n1, 0.0f), y(B);
   for (int64_t b = 0; b < B; ++b) {
     const MoleculeGraph& g = dataset.graphs[batch.indices[b]];
@@ -201,8 +229,16 @@ GraphBatch collate_graphs(const MoleculeDataset& dataset, const std::vector<int6
     y[b] = dataset.targets[batch.indices[b]];
     const std::vector<int32_t> degree = node_degrees(g);
     for (int32_t i = 0; i < N; ++i) {
-      x[b * n + i] = g.node_type[i] + 2;
+      if (F == 0) x[b * n + i] = g.node_type[i] + 2;
+      for (int32_t f = 0; f < F; ++f) x[(b * n + i) * F + f] = g.atom_features[i * F + f] + 2 + kFeatureIdOffset * f;
       in_degree[b * n + i] = degree[i] + 1;
+    }
+    std::vector<int32_t> bond_at;  // (N, N) bond index, with feature columns
+    if (Fe > 0) {
+      bond_at.assign(static_cast<size_t>(N) * N, -1);
+      for (size_t e = 0; e < g.edge_begin.size(); ++e)
+        bond_at[static_cast<size_t>(g.edge_begin[e]) * N + g.edge_end[e]] =
+            bond_at[static_cast<size_t>(g.edge_end[e]) * N + g.edge_begin[e]] = static_cast<int32_t>(e);
     }
     float* bias = &attn_bias[b * n1 * n1];  // (n+1, n+1), graph token at 0
     for (int32_t i = 0; i < N; ++i) {
@@ -213,9 +249,16 @@ GraphBatch collate_graphs(const MoleculeDataset& dataset, const std::vector<int6
         const int32_t bond = g.edge_type_matrix[static_cast<size_t>(i) * N + j];
         if (bond) attn_edge_type[ij] = bond + 2;
         if (spd >= options.spatial_pos_max) bias[(i + 1) * n1 + (j + 1)] = neg_inf;
-        const std::vector<int32_t> hops = shortest_path_edge_types(g, p, i, j);
-        for (int32_t s = 0; s < std::min<int32_t>(D, static_cast<int32_t>(hops.size())); ++s)
-          edge_input[ij * D + s] = hops[s] + 3;
+        if (Fe == 0) {
+          const std::vector<int32_t> hops = shortest_path_edge_types(g, p, i, j);
+          for (int32_t s = 0; s < std::min<int32_t>(D, static_cast<int32_t>(hops.size())); ++s)
+            edge_input[ij * D + s] = hops[s] + 3;
+        } else {
+          const std::vector<int32_t> hops = shortest_path_bonds(g, p, bond_at, i, j);
+          for (int32_t s = 0; s < std::min<int32_t>(D, static_cast<int32_t>(hops.size())); ++s)
+            for (int32_t f = 0; f < Fe; ++f)
+              edge_input[(ij * D + s) * Fe + f] = g.bond_features[hops[s] * Fe + f] + 3 + kFeatureIdOffset * f;
+        }
       }
     }
     // Padding: padded keys are −inf for every query; padded query rows keep 0 over real keys.
@@ -223,11 +266,12 @@ GraphBatch collate_graphs(const MoleculeDataset& dataset, const std::vector<int6
       for (int64_t k = N + 1; k < n1; ++k) bias[q * n1 + k] = neg_inf;
   }
 
-  batch.x = Tensor::from_vector(x, {B, n});
+  batch.x = F == 0 ? Tensor::from_vector(x, {B, n}) : Tensor::from_vector(x, {B, n, static_cast<int64_t>(F)});
+  batch.bond_features = Fb;
   batch.in_degree = Tensor::from_vector(in_degree, {B, n});
   batch.spatial_pos = Tensor::from_vector(spatial_pos, {B, n, n});
   batch.attn_edge_type = Tensor::from_vector(attn_edge_type, {B, n, n});
-  batch.edge_input = Tensor::from_vector(edge_input, {B, n, n, D});
+  batch.edge_input = Tensor::from_vector(edge_input, {B, n, n, D * Fb});
   batch.attn_bias = Tensor::from_vector(attn_bias, {B, n1, n1});
   batch.y = Tensor::from_vector(y, {B});
   batch.num_nodes = Tensor::from_vector(num_nodes, {B});

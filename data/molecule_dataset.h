@@ -13,6 +13,11 @@
 // Collated batch (B graphs, n = most nodes in the batch, D hops), one feature column per atom
 // and per bond, so GV2's trailing feature axis (size 1) is dropped:
 //   x              i32 (B, n)           atom type + 2, pad 0 (GV2: convert_to_single_emb + 1)
+// With feature columns (graphs with atom_feature_count F > 0 and bond_feature_count Fe > 0, the
+// OGB features of PCQM4M), GV2's ids: column f of value v is v + 2 + 512·f for atoms and
+// v + 3 + 512·f for the hops of edge_input:
+//   x              i32 (B, n, F)
+//   edge_input     i32 (B, n, n, D·Fe)  hop-major: [.., s·Fe + f]
 //   in_degree      i32 (B, n)           degree + 1, pad 0 (out_degree is the same tensor)
 //   spatial_pos    i32 (B, n, n)        SPD + 1 (self 1, neighbour 2, unreachable 511), pad 0
 //   attn_edge_type i32 (B, n, n)        bond type + 2 on bonded pairs, 0 elsewhere and on pads
@@ -95,8 +100,12 @@ struct CollateOptions {
   int32_t spatial_pos_max = 1024;    // real pairs with SPD ≥ this get −inf bias
 };
 
+// GV2's convert_to_single_emb: feature column f owns ids [512·f, 512·(f+1)) of one table.
+constexpr int32_t kFeatureIdOffset = 512;
+
 struct GraphBatch {
   Tensor x, in_degree, spatial_pos, attn_edge_type, edge_input, attn_bias, y, num_nodes;
+  int64_t bond_features = 1;  // Fe: the feature columns of each hop in edge_input
   std::vector<int64_t> indices;  // dataset rows in the batch, in order
   int64_t num_dropped = 0;       // graphs left out for having more than max_nodes nodes
 };

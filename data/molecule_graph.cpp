@@ -94,9 +94,17 @@ MoleculeGraph molecule_graph(const Molecule& molecule, AtomVocabulary& vocabular
     }
     g.node_type.push_back(id);
   }
+  return molecule_graph_from_bonds(std::move(g.node_type), molecule.bonds);
+}
+
+MoleculeGraph molecule_graph_from_bonds(std::vector<int32_t> node_type, const std::vector<Bond>& bonds) {
+  MoleculeGraph g;
+  const int32_t n = static_cast<int32_t>(node_type.size());
+  g.num_nodes = n;
+  g.node_type = std::move(node_type);
   g.neighbours.assign(n, {});
   g.edge_type_matrix.assign(static_cast<size_t>(n) * n, 0);
-  for (const Bond& bond : molecule.bonds) {
+  for (const Bond& bond : bonds) {
     g.edge_begin.push_back(bond.begin);
     g.edge_end.push_back(bond.end);
     g.edge_type.push_back(static_cast<int32_t>(bond.type));

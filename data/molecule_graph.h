@@ -54,12 +54,22 @@ struct MoleculeGraph {
   std::vector<int32_t> edge_type;   // (E,) raw bond type 1..4
   std::vector<std::vector<int32_t>> neighbours;  // (N, deg) ascending atom index
   std::vector<int32_t> edge_type_matrix;         // (N, N) raw bond type, 0 = no bond
+  // Feature columns in place of the single atom type and bond type (PCQM4M: OGB's 9 atom and 3
+  // bond features, data/ogb_features.h); counts 0 = none (ZINC: node_type and edge_type only).
+  int32_t atom_feature_count = 0;
+  std::vector<int32_t> atom_features;  // (N, atom_feature_count)
+  int32_t bond_feature_count = 0;
+  std::vector<int32_t> bond_features;  // (E, bond_feature_count), bond e = edge_begin[e]–edge_end[e]
 };
 
 // Builds the graph; atom keys missing from `vocabulary` throw (naming the key, the SMILES and
 // the vocabulary size) unless `grow_vocabulary`, which appends them.
 MoleculeGraph molecule_graph(const Molecule& molecule, AtomVocabulary& vocabulary,
                              bool grow_vocabulary = false);
+
+// The graph of N = node_type.size() nodes and the given bonds (atom indices in [0, N), raw bond
+// types); the readers of graph files (data/graph_file.h) check the indices before calling it.
+MoleculeGraph molecule_graph_from_bonds(std::vector<int32_t> node_type, const std::vector<Bond>& bonds);
 
 std::vector<int32_t> node_degrees(const MoleculeGraph& graph);  // (N,)
 

@@ -103,6 +103,7 @@ class Parser {
       }
       if (c == '$') fail(at, "a bond - = # : / \\ (quadruple bonds '$' are not supported)");
       const int32_t atom = read_atom();
+      mol_.has_preceding.push_back(previous >= 0);
       if (previous >= 0) add_bond(previous, atom, pending_bond, pending_bond ? pending_bond_at : at);
       pending_bond = 0;
       previous = atom;
@@ -125,6 +126,7 @@ class Parser {
     int32_t atom;
     char bond;
     size_t column;
+    size_t slot;  // the place of the closing atom in neighbour_order[atom]
   };
 
   [[noreturn]] void fail(size_t column, const std::string& expected) const {
@@ -151,39 +153,56 @@ class Parser {
   void ring_closure(int32_t atom, int number, char bond, size_t column) {
     auto it = open_rings_.find(number);
     if (it == open_rings_.end()) {
-      open_rings_[number] = OpenRing{atom, bond, column};
+      open_rings_[number] = OpenRing{atom, bond, column, mol_.neighbour_order[atom].size()};
+      mol_.neighbour_order[atom].push_back(-1);  // filled in when the ring closes
       return;
     }
     const OpenRing ring = it->second;
     open_rings_.erase(it);
     if (ring.atom == atom) fail(column, "a ring closure to another atom (ring bond " +
                                             std::to_string(number) + " closes on its own atom)");
-    if (ring.bond && bond && bond_of(ring.bond, 0, 0) != bond_of(bond, 0, 0))
+    const auto plain = [](char symbol) { return symbol == '/' || symbol == '\\' ? '-' : symbol; };
+    if (ring.bond && bond && plain(ring.bond) != plain(bond))
       fail(column, "the same bond symbol on both ends of ring bond " + std::to_string(number) +
                        " ('" + std::string(1, ring.bond) + "' and '" + std::string(1, bond) + "')");
-    add_bond(ring.atom, atom, bond ? bond : ring.bond, column);
+    // A '/' or '\\' reads from the atom it is written at to the ring partner: on the closing
+    // side it points closing → opening, the reverse of this bond's begin → end.
+    const char flipped = bond == '/' ? '\\' : bond == '\\' ? '/' : bond;
+    add_bond(ring.atom, atom, bond ? flipped : ring.bond, column, number);
+    mol_.neighbour_order[ring.atom][ring.slot] = atom;
+    mol_.neighbour_order[atom].push_back(ring.atom);
     ++mol_.num_ring_closures;
   }
 
-  // Bond symbol (0 = none written) → type; with none, aromatic between two aromatic atoms.
+  // Bond symbol (0 = none written) → type; with none, '/' or '\\': aromatic between two aromatic
+  // atoms (as RDKit perceives such a bond inside an aromatic ring), else single.
   BondType bond_of(char symbol, int32_t a, int32_t b) const {
     switch (symbol) {
       case '=': return BondType::double_;
       case '#': return BondType::triple;
       case ':': return BondType::aromatic;
-      case '-': case '/': case '\\': return BondType::single;
+      case '-': return BondType::single;
       default:
         return (!mol_.atoms.empty() && mol_.atoms[a].aromatic && mol_.atoms[b].aromatic)
                    ? BondType::aromatic : BondType::single;
     }
   }
 
-  void add_bond(int32_t a, int32_t b, char symbol, size_t column) {
+  // A chain bond (ring_number < 0) also extends both atoms' neighbour_order; a ring closure's
+  // places there are set by ring_closure.
+  void add_bond(int32_t a, int32_t b, char symbol, size_t column, int ring_number = -1) {
     for (const Bond& bond : mol_.bonds)
       if ((bond.begin == a && bond.end == b) || (bond.begin == b && bond.end == a))
         fail(column, "at most one bond between atoms " + std::to_string(a + 1) + " and " +
                          std::to_string(b + 1) + " (a second one is written here)");
-    mol_.bonds.push_back(Bond{a, b, bond_of(symbol, a, b)});
+    Bond bond{a, b, bond_of(symbol, a, b)};
+    bond.ring_number = ring_number;
+    if (symbol == '/' || symbol == '\\') bond.direction = symbol;
+    mol_.bonds.push_back(bond);
+    if (ring_number < 0) {
+      mol_.neighbour_order[a].push_back(b);
+      mol_.neighbour_order[b].push_back(a);
+    }
   }
 
   int32_t read_atom() {
@@ -212,6 +231,7 @@ class Parser {
       fail(at, std::string("an atom, bond, branch or ring closure, got '") + c + "'");
     }
     mol_.atoms.push_back(atom);
+    mol_.neighbour_order.emplace_back();
     return static_cast<int32_t>(mol_.atoms.size() - 1);
   }
 
@@ -221,7 +241,10 @@ class Parser {
   void read_bracket_atom(Atom& atom) {
     const size_t open = pos_++;
     atom.bracket = true;
-    while (at_digit()) ++pos_;  // isotope, ignored
+    while (at_digit()) {  // isotope (capped: only "is there one" and small masses matter)
+      if (atom.isotope < 100000) atom.isotope = atom.isotope * 10 + (s_[pos_] - '0');
+      ++pos_;
+    }
     // Element: aromatic lowercase (b c n o p s se as te), '*', or a capital plus an optional
     // lowercase letter (longest valid element wins).
     const size_t symbol_at = pos_;
@@ -256,11 +279,13 @@ class Parser {
     } else {
       fail(symbol_at, std::string("an element symbol after '[', got '") + c + "'");
     }
-    // Chirality, ignored: @, @@, or @ + a class name (TH AL SP TB OH) and digits.
+    // Chirality: @, @@, or @ + a class name (TH AL SP TB OH) and digits (@TH1 = @, @TH2 = @@).
     if (peek(0) == '@') {
       ++pos_;
+      atom.chirality = 1;
       if (peek(0) == '@') {
         ++pos_;
+        atom.chirality = 2;
       } else if (std::isupper(static_cast<unsigned char>(peek(0))) &&
                  std::isupper(static_cast<unsigned char>(peek(1)))) {
         const std::string cls = s_.substr(pos_, 2);
@@ -268,7 +293,10 @@ class Parser {
           fail(pos_, "a chirality class TH AL SP TB or OH after '@'");
         pos_ += 2;
         if (!at_digit()) fail(pos_, "a number after the chirality class " + cls);
+        const size_t digits = pos_;
         while (at_digit()) ++pos_;
+        const std::string number = s_.substr(digits, pos_ - digits);
+        atom.chirality = cls == "TH" && number == "1" ? 1 : cls == "TH" && number == "2" ? 2 : 3;
       }
     }
     if (peek(0) == 'H') {
@@ -325,6 +353,15 @@ class Parser {
 };
 
 }  // namespace
+
+int atomic_number(const std::string& element) {
+  if (element == "*") return 0;
+  for (size_t k = 0; k < kElements.size(); ++k)
+    if (element == kElements[k]) return static_cast<int>(k) + 1;
+  return -1;
+}
+
+const char* element_symbol(int z) { return z >= 1 && z <= 118 ? kElements[z - 1] : "*"; }
 
 Molecule parse_smiles(const std::string& smiles, int64_t line) { return Parser(smiles, line).parse(); }
 

@@ -128,7 +128,7 @@ constexpr int64_t kPaddingRow = 0;
 // Shapes and dtypes of the collated batch (the layout of data/molecule_dataset.h).
 void check_batch(const data::GraphBatch& b) {
   check_dtype(kModel, "batch.x", b.x, DType::i32);
-  check_dim(kModel, "batch.x", b.x, 2, 2);
+  check_dim(kModel, "batch.x", b.x, 2, 3);  // (B, n) one atom type, (B, n, F) feature columns
   const int64_t B = b.x.size(0), n = b.x.size(1);
   auto expect = [&](const char* name, const Tensor& t, DType dtype, const Shape& shape) {
     check_dtype(kModel, name, t, dtype);
@@ -139,6 +139,9 @@ void check_batch(const data::GraphBatch& b) {
   expect("batch.spatial_pos", b.spatial_pos, DType::i32, {B, n, n});
   check_dim(kModel, "batch.edge_input", b.edge_input, 4, 4);
   expect("batch.edge_input", b.edge_input, DType::i32, {B, n, n, b.edge_input.size(3)});
+  URPE_CHECK(b.bond_features >= 1 && b.edge_input.size(3) % b.bond_features == 0,
+             kModel << ": batch.edge_input " << b.edge_input.describe() << " must hold whole hops of "
+                    << b.bond_features << " bond feature columns");
   expect("batch.attn_bias", b.attn_bias, DType::f32, {B, n + 1, n + 1});
   expect("batch.num_nodes", b.num_nodes, DType::i32, {B});
 }
@@ -173,7 +176,9 @@ Tensor Graphormer::node_features(const data::GraphBatch& batch) const {
   const int64_t B = batch.x.size(0);
   const Tensor x = batch.x.to(device_), degree = batch.in_degree.to(device_);  // (B, n)
   // Row 0 of these tables is GV1's padding_idx = 0: read (padded atoms) but never given a gradient.
-  Tensor h = embedding(atom_, x, kPaddingRow);                                 // (B, n, d)
+  // With feature columns (B, n, F), h_v = Σ_f Atom[x_v,f] (GV2's sum over the feature axis).
+  Tensor h = embedding(atom_, x, kPaddingRow);  // (B, n, d) or (B, n, F, d)
+  if (x.dim() == 3) h = sum(h, 2);              // (B, n, d)
   h = add(h, embedding(in_degree_, degree, kPaddingRow));
   h = add(h, embedding(out_degree_, degree, kPaddingRow));  // out-degree = in-degree (undirected graphs)
   const Tensor token = embedding(graph_token_, Tensor::zeros({B, 1}, DType::i32, device_));  // (B, 1, d)
@@ -182,16 +187,18 @@ Tensor Graphormer::node_features(const data::GraphBatch& batch) const {
 
 Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch) const {
   const int64_t B = batch.x.size(0), n = batch.x.size(1), H = config_.heads, M = B * n * n;
-  const int64_t hops_in = batch.edge_input.size(3);
+  const int64_t Fe = batch.bond_features;  // feature columns per hop (1: the bond type)
+  const int64_t hops_in = batch.edge_input.size(3) / Fe;
   const int64_t D = std::min<int64_t>(hops_in, config_.multi_hop_max_dist);
 
   // Hop ids (D, M): the first D hops of edge_input (GV1 cuts at multi_hop_max_dist too), hop-major
   // so that the lookup lands in the (D, M, H) layout of the per-hop matmul without a permute.
   check_ids("batch.edge_input", batch.edge_input, config_.num_edges, "num_edges");
-  const std::vector<int32_t> all_hops = batch.edge_input.to_vector_i32();  // (B, n, n, hops_in)
-  std::vector<int32_t> hop_ids(D * M);
+  const std::vector<int32_t> all_hops = batch.edge_input.to_vector_i32();  // (B, n, n, hops_in·Fe)
+  std::vector<int32_t> hop_ids(D * M * Fe);                                   // (D, M, Fe)
   for (int64_t s = 0; s < D; ++s)
-    for (int64_t m = 0; m < M; ++m) hop_ids[s * M + m] = all_hops[m * hops_in + s];
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t f = 0; f < Fe; ++f) hop_ids[(s * M + m) * Fe + f] = all_hops[(m * hops_in + s) * Fe + f];
   // Divisor sp' (B, n, n, H): SPD for real pairs (spatial_pos − 1), 1 for self and padding,
   // clamped to [0, multi_hop_max_dist]; repeated over heads so div needs no broadcast.
   const std::vector<int32_t> spatial = batch.spatial_pos.to_vector_i32();  // (B, n, n)
@@ -204,8 +211,11 @@ Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch) const {
   }
 
   // Missing hops read EdgeEmb[0], GV1's padding row: it adds to the sum but is never trained.
-  const Tensor hops = Tensor::from_vector(hop_ids, {D, M}).to(device_);
-  const Tensor e = embedding(edge_, hops, kPaddingRow);                             // (D, M, H)
+  // With feature columns, e = mean_f EdgeEmb[id_f] (GV2: edge_encoder(edge_input).mean(-2)).
+  const Tensor hops = Fe == 1 ? Tensor::from_vector(hop_ids, {D, M}).to(device_)
+                              : Tensor::from_vector(hop_ids, {D, M, Fe}).to(device_);
+  Tensor e = embedding(edge_, hops, kPaddingRow);                                    // (D, M, H)
+  if (Fe > 1) e = scale(sum(e, 2), 1.0f / static_cast<float>(Fe));                 // (D, M, Fe, H) → (D, M, H)
   const Tensor w = slice(reshape(edge_dis_, {config_.num_edge_dis, H, H}), 0, 0, D);  // (D, H, H)
   const Tensor per_hop = matmul(e, w);                                             // (D, M, H)
   const Tensor total = reshape(sum(per_hop, 0), {B, n, n, H});                     // (B, n, n, H)

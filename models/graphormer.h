@@ -4,6 +4,7 @@
 //
 // Batch (data/molecule_dataset.h: B graphs, n nodes after padding, D hops, graph token at 0):
 //   node input   h_v = Atom[x_v] + InDeg[deg_v] + OutDeg[deg_v]        (B, n, d)
+//                (feature columns, x (B, n, F): Σ_f Atom[x_v,f] in place of Atom[x_v], GV2)
 //                X = Drop_in([T; h])                                     (B, n+1, d)
 //   bias         b[h,i,j] (B, H, n+1, n+1):
 //                  node pairs  Spatial[spatial_pos(i,j)]_h + E[i,j]_h
@@ -12,7 +13,8 @@
 //                    which changes nothing since 0+0 = 0 and −∞+−∞ = −∞)
 //   multi-hop    E[i,j] = (Σ_{s<D} e_s[i,j]·W_s) / sp'(i,j),  e_s = EdgeEmb[edge_input(i,j,s)] (H,),
 //                W_s = EdgeDis.reshape(num_edge_dis, H, H)[s],  sp' = clamp(max(SPD, 1), 0, hop_max)
-//                (the mean over bond features is the identity: one feature per bond here)
+//                (with Fe bond feature columns, e_s is the mean of EdgeEmb over them, GV2;
+//                with one column, the bond type, the mean is the identity)
 //   layer        Y = LN1(X);  A = softmax(q·kᵀ/√dh + b) ⊙ C;  X += Drop(W_o(Drop_att(A)·v))
 //                Y = LN2(X);  X += Drop(W2·GELU(W1·Y + b1) + b2)
 //   readout      pred = W_out·LN_final(X)[:, 0] + b_out  (B,);   loss = mean |pred − y| (L1)

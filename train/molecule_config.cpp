@@ -8,6 +8,8 @@
 #include "tensor/error.h"
 #include "train/config_checks.h"
 #include "train/io/run_dir.h"
+#include "data/ogb_features.h"
+#include "train/molecule_sources.h"
 
 namespace urpe {
 
@@ -35,7 +37,14 @@ void add_graphormer_keys(ConfigSchema& s) {
   s.add_int("max_spd", d.max_spd, "URPE: C buckets for SPD 0..max_spd (+3 graph-token buckets)");
   s.add_float("init_std", decimal(d.init_std), "std of the embeddings; linears use init_std/sqrt(layers) (GV1)");
   s.add_float("end_lr", 1e-9, "learning rate reached at `steps` after the linear decay (fairseq end_learning_rate)");
-  s.add_string("dataset", "embedded", "embedded (data/assets/molecules) or a CSV path (plain or .gz)");
+  s.add_string("dataset", "embedded",
+               "embedded (data/assets/molecules), a graph-file directory (tools/zinc_to_urpe.py: ZINC in the "
+               "benchmarking-GNNs layout), or a CSV path (plain or .gz); docs/data.md");
+  s.add_choice("dataset_format", {"auto", "graphs", "zinc250k", "csv", "ogb"}, "auto",
+               "how `dataset` is read: auto (a directory with graphs.tsv or a *.tsv file: graphs; else csv), "
+               "graphs (urpe graph file, its own split), zinc250k (smiles,logP,qed,SAS: penalized logP "
+               "computed), csv (smiles_column, target_column), ogb (a SMILES CSV read as OGB's 9 atom and 3 "
+               "bond features, PCQM4M: Appendix C.3.2)");
   s.add_string("smiles_column", "smiles", "CSV column holding the SMILES");
   s.add_string("target_column", "penalized_logp_normalized",
                "CSV column of the regression target (MAE is on its scale)");
@@ -60,6 +69,11 @@ GraphormerConfig graphormer_config_from(const Config& config) {
   c.max_spd = config.get_int("max_spd");
   c.init_std = static_cast<float>(config.get_float("init_std"));
   c.urpe = config.get_string("pe") == "urpe";
+  if (resolved_dataset_format(config) == "ogb") {
+    // GV2's tables for OGB features: 512 ids per feature column (data::kFeatureIdOffset), + padding.
+    c.num_atoms = data::kFeatureIdOffset * data::kOgbAtomFeatures + 1;
+    c.num_edges = data::kFeatureIdOffset * data::kOgbBondFeatures + 1;
+  }
   URPE_CHECK(c.heads > 0 && c.d_model % c.heads == 0,
              "config: heads (" << c.heads << ") must divide d_model (" << c.d_model << ")");
   URPE_CHECK(c.init_std > 0.0f, "config: init_std must be positive, got " << c.init_std);
@@ -87,6 +101,10 @@ void check_graphormer_values(const Config& c) {
   non_negative(c, "end_lr");
   int_at_least(c, "train_subset", 0);
   int_between(c, "max_nodes", 1, INT32_MAX);  // the collation's node index is an int32
+  URPE_CHECK(c.get_string("dataset") != "embedded" || c.get_string("dataset_format") == "auto",
+             "config: dataset_format = " << c.get_string("dataset_format")
+                                         << " applies to a dataset path; the embedded molecules are read as they are "
+                                            "(dataset_format = auto)");
 }
 
 // A path key that must name a file: an error when it is missing or a directory.
@@ -97,7 +115,13 @@ static void check_file_key(const Config& c, const std::string& key, const std::s
 }
 
 void check_graphormer_paths(const Config& c) {
-  if (c.get_string("dataset") != "embedded") check_file_key(c, "dataset", "'embedded' or a CSV file, plain or .gz");
+  const std::string dataset = c.get_string("dataset");
+  if (dataset != "embedded" && resolved_dataset_format(c) == "graphs") {
+    URPE_CHECK(path_exists(dataset), "config: dataset '" << dataset << "' does not exist (expected a graph-file "
+                                                         << "directory holding graphs.tsv, docs/data.md)");
+  } else if (dataset != "embedded") {
+    check_file_key(c, "dataset", "'embedded', a graph-file directory or a CSV file, plain or .gz");
+  }
   const std::string split = c.get_string("split");
   if (split != "auto" && split != "seeded") check_file_key(c, "split", "auto, seeded or a row,split CSV file");
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <cstdio>
 #include <sstream>
 
@@ -12,6 +13,7 @@
 #include "train/checkpoint.h"
 #include "train/io/printable.h"
 #include "train/molecule_config.h"
+#include "train/molecule_sources.h"
 #include "train/run_config.h"
 #include "train/dist/data_parallel.h"
 #include "train/training_loop.h"
@@ -44,22 +46,26 @@ MoleculeData load_molecule_data(const Config& config) {
 
   MoleculeData d;
   std::string split_file;
+  std::string source_label = source == "embedded" ? "embedded molecules" : source;
+  std::optional<data::MoleculeSplit> own_split;  // a graph file's split column
   if (source == "embedded") {
     const std::string dir = data::embedded_molecules_dir();
     d.dataset = data::load_molecule_csv(join_path(dir, "molecules.csv.gz"), csv,
                                         data::AtomVocabulary::load(join_path(dir, "atom_types.txt")));
     if (split_key == "auto") split_file = join_path(dir, "split.csv");
   } else {
-    URPE_CHECK(path_exists(source), "config: dataset '" << source
-                                                        << "' does not exist (expected 'embedded' or a CSV file)");
-    csv.grow_vocabulary = true;  // atom types beyond ZINC's 28 get new ids (the model checks its table)
-    d.dataset = data::load_molecule_csv(source, csv);
+    ConfiguredMolecules m = load_configured_molecules(config);  // graph file, ZINC-250k or CSV
+    d.dataset = std::move(m.dataset);
+    source_label = m.label;
+    if (split_key == "auto" && m.own_split) own_split = std::move(m.own_split);
   }
   URPE_CHECK(d.dataset.size() > 0, d.dataset.source << ": no molecules");
   if (split_key != "auto" && split_key != "seeded") split_file = split_key;
   if (!split_file.empty()) {
     URPE_CHECK(path_exists(split_file), "config: split file '" << split_file << "' does not exist");
     d.split = data::load_split_file(split_file, d.dataset.size());
+  } else if (own_split) {
+    d.split = std::move(*own_split);
   } else {
     d.split = data::seeded_split(d.dataset.size(), split_seed);
   }
@@ -87,9 +93,9 @@ MoleculeData load_molecule_data(const Config& config) {
 
   const auto count = [](auto n) { return with_thousands_separators(static_cast<int64_t>(n)); };
   std::ostringstream text;
-  text << (source == "embedded" ? "embedded molecules" : source) << " (" << count(d.dataset.size())
-       << " molecules), target " << csv.target_column << "; split "
-       << (split_file.empty()                        ? "seeded (split_seed " + std::to_string(split_seed) + ")"
+  text << source_label << " (" << count(d.dataset.size()) << " molecules), target " << csv.target_column << "; split "
+       << (own_split                                     ? std::string("the graph file's split column")
+           : split_file.empty()                          ? "seeded (split_seed " + std::to_string(split_seed) + ")"
            : source == "embedded" && split_key == "auto" ? std::string("split.csv of the embedded set")
                                                          : split_file)
        << ": train " << count(d.split.train.size());

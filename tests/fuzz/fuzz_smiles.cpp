@@ -1,13 +1,16 @@
 // Fuzz target: SMILES → Molecule (data/smiles) and on to the graph layer (data/molecule_graph,
 // data/molecule_dataset's collator). Any byte string either parses to a well-formed molecule or
 // is one urpe::Error "SMILES line L, column C: expected ..." with C inside the string (or just
-// past its end); a parsed molecule must give a consistent graph, shortest paths and batch.
+// past its end); a parsed molecule must give a consistent graph, shortest paths and batch, and
+// OGB features (data/ogb_features) within their tables, for each atom and bond left after the
+// [H] atoms are folded away.
 #include <cstdlib>
 #include <set>
 #include <utility>
 
 #include "data/molecule_dataset.h"
 #include "data/molecule_graph.h"
+#include "data/ogb_features.h"
 #include "data/smiles.h"
 #include "tensor/error.h"
 #include "tests/fuzz/fuzz_common.h"
@@ -111,6 +114,23 @@ void check_graph(const Molecule& m) {
   for (int32_t v : batch.edge_input.to_vector_i32()) FUZZ_CHECK(v == 0 || (v >= 4 && v <= 7), "edge_input " << v);
 }
 
+void check_ogb_features(const Molecule& m) {
+  if (m.atoms.size() > 2000) return;  // its ring search is O(E (N + E))
+  const OgbFeatures f = ogb_features(m);
+  FUZZ_CHECK(f.atoms.size() <= m.atoms.size() && !f.atoms.empty(), f.atoms.size() << " OGB atoms of " << m.atoms.size());
+  FUZZ_CHECK(f.bonds.size() == f.bond_begin.size() && f.bonds.size() == f.bond_end.size(), "OGB bond arrays differ in size");
+  for (const auto& atom : f.atoms)
+    for (int k = 0; k < kOgbAtomFeatures; ++k)
+      FUZZ_CHECK(atom[k] >= 0 && atom[k] < kOgbAtomFeatureDims[k], kOgbAtomFeatureNames[k] << " = " << atom[k]);
+  for (size_t e = 0; e < f.bonds.size(); ++e) {
+    FUZZ_CHECK(f.bond_begin[e] >= 0 && static_cast<size_t>(f.bond_begin[e]) < f.atoms.size() && f.bond_end[e] >= 0 &&
+                   static_cast<size_t>(f.bond_end[e]) < f.atoms.size(),
+               "OGB bond " << f.bond_begin[e] << "-" << f.bond_end[e]);
+    for (int k = 0; k < kOgbBondFeatures; ++k)
+      FUZZ_CHECK(f.bonds[e][k] >= 0 && f.bonds[e][k] < kOgbBondFeatureDims[k], kOgbBondFeatureNames[k] << " = " << f.bonds[e][k]);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -128,6 +148,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const Error&) {
     // A parsed molecule has nothing for the graph layer to reject: an Error here is a bug.
     FUZZ_CHECK(false, "the graph layer refused a parsed molecule");
+  }
+  try {
+    check_ogb_features(molecule);
+  } catch (const Error&) {
+    FUZZ_CHECK(false, "the OGB featuriser refused a parsed molecule");
   }
   return 0;
 }

@@ -51,7 +51,7 @@ std::vector<CommandSpec> command_table() {
                    run_eval, "", "", 0});
 
   table.push_back({"repro", "repro synthetic|lm|molecules|table5 [--scale tiny|small|paper] [--seeds K] --out DIR "
-                   "[--overwrite] [--pes LIST] [--lengths LIST] [--tasks LIST] [--batch B] [--layers L]",
+                   "[--overwrite] [--pes LIST] [--lengths LIST] [--tasks LIST] [--data DIR] [--corpus DIR] [--batch B] [--layers L]",
                    "reproduce one of the paper's experiments and write results.md/json and plots",
                    {{"scale", "NAME", "tiny", "tiny, small or paper"},
                     {"seeds", "K", "1", "number of seeds per configuration (molecules --scale paper: 4, as the paper's ZINC "
@@ -66,6 +66,12 @@ std::vector<CommandSpec> command_table() {
                      "synthetic: sequence lengths n, one table row each (default the preset's; Figure 3: 256,512); "
                      "table5: the lengths timed (default 128,256,512)"},
                     {"tasks", "LIST", "pi,etp", "synthetic: the tasks, pi and/or etp"},
+                    {"data", "DIR", "",
+                     "molecules: the dataset instead of the embedded molecules: a graph-file directory "
+                     "(tools/zinc_to_urpe.py: ZINC subset or full), a ZINC-250k or SMILES CSV (docs/data.md)"},
+                    {"corpus", "DIR", "",
+                     "lm: the corpus instead of the scale's default: a WikiText directory, e.g. wikitext-103 "
+                     "(wiki.train.tokens, wiki.valid.tokens, wiki.test.tokens; docs/data.md)"},
                     {"finetune", "", "",
                      "lm only: then continue every RPE run for half its steps as RPE and as URPE with C = 1 "
                      "(urpe train --init-from; paper 4.2) and compare"},

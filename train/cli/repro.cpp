@@ -87,6 +87,21 @@ double run_probe_spread(const std::string& dir) {
   return spread;
 }
 
+// --data and --corpus name existing paths, checked the way `urpe train` checks the same keys.
+void check_repro_data_paths(const Args& args) {
+  if (args.has("data")) {
+    const std::string data = args.get("data");
+    URPE_CHECK(path_exists(data), "urpe repro: --data '" << data << "' does not exist (expected a graph-file directory "
+                                                         << "from tools/zinc_to_urpe.py or a CSV; docs/data.md)");
+  }
+  if (args.has("corpus")) {
+    const std::string corpus = args.get("corpus");
+    URPE_CHECK(is_directory(corpus), "urpe repro: --corpus '" << corpus << "' is not a directory (expected a WikiText "
+                                                              << "directory holding wiki.train.tokens, wiki.valid.tokens "
+                                                              << "and wiki.test.tokens; docs/data.md)");
+  }
+}
+
 }  // namespace
 
 // One of the built experiments at `scale` into `out` (already claimed).
@@ -107,12 +122,14 @@ static void run_experiment(const std::string& experiment, const std::string& sca
     plan.seeds = seeds;
     plan.device = device;
     // --finetune: half the preset's steps again, RPE continued vs URPE fine-tuned (paper §4.2).
+    if (args.has("corpus")) plan.overrides.push_back("corpus=" + args.get("corpus"));  // e.g. wikitext-103
     if (finetune) plan.finetune_steps = std::max<int64_t>(1, resolve_config(plan.preset, "", {}).get_int("steps") / 2);
     run_lm_repro(plan, out);
   } else {
     MoleculeRepro repro = molecule_repro_for_scale(scale);
     if (args.has("seeds")) repro.seeds = seeds;  // else the scale's own (paper: 4)
     repro.device = device;
+    if (args.has("data")) repro.overrides.push_back("dataset=" + args.get("data"));  // graph file or CSV
     run_molecule_repro(repro, out);
   }
   std::printf("\n%s\nwrote %s/results.md, %s/results.json and %s/plots/\n",
@@ -143,6 +160,11 @@ int run_repro(const Args& args) {
     if (args.has("lengths")) parse_lengths(args.get("lengths"));
     if (args.has("tasks")) parse_tasks(args.get("tasks"));
   }
+  URPE_CHECK(!args.has("data") || experiment == "molecules",
+             "urpe repro: --data applies to 'repro molecules' only (lm takes --corpus)");
+  URPE_CHECK(!args.has("corpus") || experiment == "lm",
+             "urpe repro: --corpus applies to 'repro lm' only (molecules take --data)");
+  check_repro_data_paths(args);  // a missing dataset or corpus fails before --out is claimed
   URPE_CHECK(!args.has("finetune") || experiment == "lm",
              "urpe repro: --finetune applies to 'repro lm' only (RPE continued vs URPE fine-tuned)");
   if (experiment == "table5") {
