@@ -55,7 +55,7 @@ bool is_run_id(const std::string& text) {
 }
 
 std::string config_text_hash(const std::string& text) {
-  uint64_t hash = 1469598103934665603ULL;
+  uint64_t hash = 14695981039346656037ULL;  // the FNV-1a 64 offset basis
   for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ULL;
   return hex64(hash);
 }
