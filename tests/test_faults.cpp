@@ -405,6 +405,14 @@ TEST_CASE("cli: --resume refuses an edited config.txt and a foreign checkpoint; 
   check_refused(run({"train", "--resume", dir, "--quiet", "--set", "steps=12"}),
                 {"model.best.safetensors belongs to another run"});
   write_file(dir + "/model.best.safetensors", best);
+  // A checkpoint whose stored config was edited in place no longer has the hash it was saved with.
+  urpe::TensorFile file = urpe::load_safetensors(dir + "/model.safetensors");
+  const std::string stored = file.metadata.at("config");
+  file.metadata["config"] = std::regex_replace(stored, std::regex("\nlr( *)= 0.002"), "\nlr$1= 0.5");
+  REQUIRE(file.metadata["config"] != stored);
+  urpe::save_safetensors(dir + "/model.safetensors", file.tensors, file.metadata);
+  check_refused(run({"train", "--resume", dir, "--quiet", "--set", "steps=12"}), {"edited after urpe wrote it"});
+  write_file(dir + "/model.safetensors", last);
   const Outcome again = run({"train", "--resume", dir, "--quiet", "--set", "steps=12"});
   INFO(again.err);
   CHECK(again.code == 0);

@@ -52,6 +52,7 @@ void save_checkpoint_with(const std::string& path, const ParameterSet& params,
 struct CheckpointInfo {
   TrainingProgress progress;
   std::string config_text;
+  std::string config_hash;  // as stored (16 hex digits), "" in checkpoints from before run ids
   TrainerState state;  // on the CPU; empty when the trainer stored none
 };
 // Copies the stored values into `params` (and `optimizer` when given). Every parameter must be

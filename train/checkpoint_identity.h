@@ -47,7 +47,8 @@ const std::vector<std::string>& resumable_keys();
 // name the --set, the key and the keys that may change.
 Config resumed_config(const std::string& dir, const std::vector<std::string>& overrides);
 
-// The checks of --resume DIR (before anything is loaded or written): DIR/config.txt and
+// The checks of --resume DIR (before anything is loaded or written): the checkpoint's stored
+// config has the hash it was saved with (it was not edited in place), DIR/config.txt and
 // DIR/model.best.safetensors belong to the run of DIR/model.safetensors (same run id, where both
 // carry one), config.txt's values equal the checkpoint's config (or, for a key this resume's
 // --set changes, the new value: `resumed` is resumed_config's result), and the best checkpoint's

@@ -303,11 +303,12 @@ std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std:
         continue;
       }
       // As the official code reports: valid and test of the checkpoint with the best valid MAE.
-      run.outcome.valid_mae = evaluate_graphormer_run(run.dir, config, "valid", "best", &data).mae;
+      const MoleculeEval best_valid = evaluate_graphormer_run(run.dir, config, "valid", "best", &data);
+      run.outcome.valid_mae = best_valid.mae;
       const MoleculeEval best_test = evaluate_graphormer_run(run.dir, config, "test", "best", &data);
       run.outcome.test_mae = best_test.mae;
-      if (cell.kind == GridCellStart::finished) {
-        run.outcome.baseline_valid_mae = evaluate_graphormer_run(run.dir, config, "valid", "best", &data).baseline_mae;
+      if (cell.kind == GridCellStart::finished) {  // a reused run: its baselines as train_graphormer gives them
+        run.outcome.baseline_valid_mae = best_valid.baseline_mae;
         run.outcome.baseline_test_mae = best_test.baseline_mae;
       }
       run.best_step = best_test.step;
