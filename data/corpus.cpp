@@ -182,6 +182,7 @@ CorpusSplit read_train(const std::string& path, TokenMode mode, Vocabulary& voca
   }
   split.lines = reader.line_number();
   URPE_CHECK(split.lines > 0, "corpus split file " << path << " is empty");
+  URPE_CHECK(counter.size() > 0, "corpus split file " << path << " holds no tokens (only blank lines)");
   vocab = Vocabulary::build(counter);
   std::vector<int32_t> renumber(counter.size());
   for (int32_t k = 0; k < counter.size(); ++k) renumber[k] = vocab.id(counter.token(k));
@@ -197,6 +198,7 @@ CorpusSplit read_eval(const std::string& name, const std::string& path, TokenMod
   CorpusSplit split{name, path, 0, {}};
   TextFileReader reader(path);
   std::string line, token;
+  int64_t words = 0;  // tokens other than <eos>
   while (reader.next_line(line)) {
     for_each_token(line, mode, token, [&](const std::string& t) {
       const int32_t id = vocab.id(t);
@@ -205,11 +207,13 @@ CorpusSplit read_eval(const std::string& name, const std::string& path, TokenMod
                                << " (valid and test may only use train tokens; WikiText maps "
                                   "rare words to <unk>)");
       split.ids.push_back(id);
+      ++words;
     });
     split.ids.push_back(kEosId);
   }
   split.lines = reader.line_number();
   URPE_CHECK(split.lines > 0, "corpus split file " << path << " is empty");
+  URPE_CHECK(words > 0, "corpus split file " << path << " holds no tokens (only blank lines)");
   return split;
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #if URPE_WITH_ZLIB
@@ -139,6 +140,14 @@ CsvTable parse_csv(const std::string& text, const std::string& source) {
 
   URPE_CHECK(!records.empty(), source << ": expected a header line, the file is empty");
   table.header = std::move(records[0]);
+  // A name twice would make column() pick the first silently, whichever the file meant.
+  std::map<std::string, size_t> first_column;
+  for (size_t c = 0; c < table.header.size(); ++c) {
+    if (table.header[c].empty()) continue;
+    const auto [it, added] = first_column.emplace(table.header[c], c);
+    URPE_CHECK(added, source << " line 1: the header names column \"" << table.header[c] << "\" twice (columns "
+                             << it->second + 1 << " and " << c + 1 << "); give each column its own name");
+  }
   for (size_t r = 1; r < records.size(); ++r) {
     URPE_CHECK(records[r].size() == table.header.size(),
                source << " line " << record_line[r] << ", column 1: expected " << table.header.size()

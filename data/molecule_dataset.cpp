@@ -28,11 +28,17 @@ std::string trimmed(const std::string& s) {
 
 // Parses row r's SMILES and builds its graph; errors gain the file name.
 MoleculeGraph row_graph(const CsvTable& table, size_t r, int column, AtomVocabulary& vocabulary,
-                        bool grow, std::string* smiles_out) {
+                        bool grow, std::string* smiles_out, int64_t max_atoms = 0) {
   const std::string smiles = trimmed(table.rows[r][column]);
   *smiles_out = smiles;
   try {
-    return molecule_graph(parse_smiles(smiles, table.row_line[r]), vocabulary, grow);
+    const Molecule molecule = parse_smiles(smiles, table.row_line[r]);
+    if (max_atoms > 0 && static_cast<int64_t>(molecule.atoms.size()) > max_atoms) {
+      MoleculeGraph too_large;  // left out of every batch: its size is all that is kept
+      too_large.num_nodes = static_cast<int32_t>(molecule.atoms.size());
+      return too_large;
+    }
+    return molecule_graph(molecule, vocabulary, grow);
   } catch (const Error& e) {
     const std::string message = e.what();
     if (message.rfind("SMILES line", 0) == 0) throw Error(table.source + ": " + message);
@@ -61,7 +67,8 @@ MoleculeDataset load_molecule_csv(const std::string& path, const MoleculeCsvOpti
   ds.vocabulary = std::move(vocabulary);
   ds.smiles.resize(table.rows.size());
   for (size_t r = 0; r < table.rows.size(); ++r) {
-    ds.graphs.push_back(row_graph(table, r, smiles_col, ds.vocabulary, options.grow_vocabulary, &ds.smiles[r]));
+    ds.graphs.push_back(
+        row_graph(table, r, smiles_col, ds.vocabulary, options.grow_vocabulary, &ds.smiles[r], options.max_atoms));
     ds.targets.push_back(float_target(table.number(r, target_col), table, r, target_col, "a target"));
   }
   return ds;

@@ -53,6 +53,10 @@ struct MoleculeCsvOptions {
   std::string smiles_column = "smiles";
   std::string target_column = "penalized_logp_normalized";
   bool grow_vocabulary = false;  // unknown atom types: false = error, true = append to the vocabulary
+  // > 0: a molecule with more atoms keeps only its atom count (num_nodes; no types, bonds or the
+  // (N, N) bond table, which for a 10⁶-atom line is terabytes): Graphormer's max_nodes leaves it
+  // out of every batch anyway, and nothing quadratic in its size is ever computed.
+  int64_t max_atoms = 0;
 };
 
 // A CSV (plain or .gz) with a header. SMILES errors and unknown atom types name the file and line.

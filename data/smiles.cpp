@@ -6,7 +6,10 @@
 
 #include <array>
 #include <cctype>
+#include <algorithm>
+#include <cstdint>
 #include <map>
+#include <unordered_set>
 #include <sstream>
 
 #include "tensor/error.h"
@@ -189,12 +192,13 @@ class Parser {
   }
 
   // A chain bond (ring_number < 0) also extends both atoms' neighbour_order; a ring closure's
-  // places there are set by ring_closure.
+  // places there are set by ring_closure. The duplicate check looks the pair up in a hash set:
+  // scanning every bond so far made parsing quadratic, and a 10⁶-atom line never finished.
   void add_bond(int32_t a, int32_t b, char symbol, size_t column, int ring_number = -1) {
-    for (const Bond& bond : mol_.bonds)
-      if ((bond.begin == a && bond.end == b) || (bond.begin == b && bond.end == a))
-        fail(column, "at most one bond between atoms " + std::to_string(a + 1) + " and " +
-                         std::to_string(b + 1) + " (a second one is written here)");
+    const uint64_t pair = (static_cast<uint64_t>(std::min(a, b)) << 32) | static_cast<uint32_t>(std::max(a, b));
+    if (!bonded_pairs_.insert(pair).second)
+      fail(column, "at most one bond between atoms " + std::to_string(a + 1) + " and " +
+                       std::to_string(b + 1) + " (a second one is written here)");
     Bond bond{a, b, bond_of(symbol, a, b)};
     bond.ring_number = ring_number;
     if (symbol == '/' || symbol == '\\') bond.direction = symbol;
@@ -350,6 +354,7 @@ class Parser {
   size_t pos_ = 0;
   Molecule mol_;
   std::map<int, OpenRing> open_rings_;
+  std::unordered_set<uint64_t> bonded_pairs_;  // (smaller atom << 32) | larger atom, per bond
 };
 
 }  // namespace

@@ -8,7 +8,16 @@
 namespace urpe {
 
 struct Error : std::runtime_error {
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
+  explicit Error(const std::string& message) : std::runtime_error(without_nul(message)) {}
+
+  // what() is a C string: a NUL byte echoed from user data (a SMILES, a file name) would cut the
+  // message there, so it is spelled "\x00", as printable() spells control bytes.
+  static std::string without_nul(const std::string& message) {
+    if (message.find('\0') == std::string::npos) return message;
+    std::string out;
+    for (char c : message) out += c == '\0' ? std::string("\\x00") : std::string(1, c);
+    return out;
+  }
 };
 
 // Builds the message with operator<< so call sites read like a sentence:

@@ -8,6 +8,8 @@
 #include <limits>
 #include <map>
 
+#include "train/checkpoint_identity.h"
+#include "train/finite_check.h"
 #include "train/io/run_dir.h"
 #include "train/io/safetensors.h"
 
@@ -36,10 +38,15 @@ void save_checkpoint_with(const std::string& path, const ParameterSet& params,
   for (const auto& [name, t] : params.items()) tensors.emplace_back("model." + name, t);
   for (const auto& entry : optimizer_state) tensors.push_back(entry);
   for (const auto& [name, t] : state.tensors) tensors.emplace_back("state." + name, t);
+  const NonFiniteValue bad = first_non_finite(tensors);
+  URPE_CHECK(!bad.found, "training diverged: at step " << progress.step << " " << bad.describe()
+                             << ", so it is not saved; " << path << " keeps the last finite state"
+                             << "; try a smaller lr, a longer warmup or clip > 0");
   std::map<std::string, std::string> meta = {
       {"format", kFormat},
       {"step", std::to_string(progress.step)},
       {"config", config_text},
+      {"config_hash", config_text_hash(config_text)},
       {"data_rng_seed", std::to_string(progress.data_rng.seed())},
       {"data_rng_offset", std::to_string(progress.data_rng.offset())},
       {"dropout_rng_seed", std::to_string(progress.dropout_rng.seed())},
@@ -48,6 +55,7 @@ void save_checkpoint_with(const std::string& path, const ParameterSet& params,
       {"pending_loss_sum", exact_text(progress.pending_loss_sum)},
       {"pending_loss_count", std::to_string(progress.pending_loss_count)},
   };
+  if (!progress.run_id.empty()) meta["run_id"] = progress.run_id;
   for (const auto& [key, value] : state.meta) meta["state." + key] = value;
   save_safetensors(path, tensors, meta);
 }
@@ -125,6 +133,19 @@ static CheckpointInfo info_from(const TensorFile& file) {
                        << kFormat << "')");
   CheckpointInfo info;
   info.config_text = file.meta("config");
+  // Both written since run ids exist; older checkpoints have neither. Whether the hash matches
+  // the config is --resume's check (checkpoint_identity.h): reading a config that was edited in
+  // place reports its values first.
+  if (file.metadata.count("config_hash")) {
+    URPE_CHECK(is_run_id(file.meta("config_hash")),
+               file.path << ": metadata 'config_hash' should be 16 hex digits, got " << shown(file.meta("config_hash")));
+    info.config_hash = file.meta("config_hash");
+  }
+  if (file.metadata.count("run_id")) {
+    URPE_CHECK(is_run_id(file.meta("run_id")),
+               file.path << ": metadata 'run_id' should be 16 hex digits, got " << shown(file.meta("run_id")));
+    info.progress.run_id = file.meta("run_id");
+  }
   TrainingProgress& p = info.progress;
   p.step = meta_count(file, "step", kMaxStep);
   p.data_rng = meta_rng(file, "data_rng");
@@ -179,14 +200,22 @@ double best_checkpoint_metric(const std::string& path) {
 CheckpointInfo load_checkpoint(const std::string& path, const ParameterSet& params, Adam* optimizer) {
   const TensorFile file = load_safetensors(path);
   CheckpointInfo info = info_from(file);
+  std::vector<NamedTensor> loaded;
   for (const auto& [name, t] : params.items()) {
     const Tensor& stored = file.at("model." + name);
     URPE_CHECK(stored.shape() == t.shape() && stored.dtype() == t.dtype(),
                path << ": tensor 'model." << name << "' is " << stored.describe() << ", the model expects "
                     << dtype_name(t.dtype()) << " " << shape_str(t.shape())
                     << " (was the checkpoint made with another config?)");
-    t.copy_from(stored);
+    loaded.emplace_back("model." + name, stored);
   }
+  if (optimizer)
+    for (const std::string& name : optimizer->state_keys()) loaded.emplace_back(name, file.at(name));
+  const NonFiniteValue bad = first_non_finite(loaded);
+  URPE_CHECK(!bad.found, path << ": " << bad.describe() << " (the run diverged before step " << info.progress.step
+                              << " was saved); it cannot be evaluated or resumed: train again with a smaller lr, a "
+                                 "longer warmup or clip > 0");
+  for (const auto& [name, t] : params.items()) t.copy_from(file.at("model." + name));
   if (optimizer) {
     std::vector<std::pair<std::string, Tensor>> state;
     for (const std::string& name : optimizer->state_keys()) state.emplace_back(name, file.at(name));

@@ -23,6 +23,9 @@ struct TrainingProgress {
   // metrics row), so a resumed run logs exactly what an uninterrupted one would.
   double pending_loss_sum = 0;
   int64_t pending_loss_count = 0;
+  // Which run this is (train/checkpoint_identity.h): drawn when the run starts, kept across
+  // --resume; "" in checkpoints written before runs had ids.
+  std::string run_id;
 };
 
 // What a particular trainer must add to resume exactly (the language-model trainer: its position
@@ -34,7 +37,9 @@ struct TrainerState {
 };
 
 // Tensors: "model.<param name>", the optimizer's state() entries and the trainer state.
-// Metadata: format, step, config, rng seeds/offsets, seconds, the trainer state.
+// Metadata: format, step, config, config_hash, run_id, rng seeds/offsets, seconds, the trainer
+// state. Every tensor must be finite: a NaN or infinity is one error naming the tensor and the
+// step, and nothing is written (the file already there, the last good checkpoint, stays).
 void save_checkpoint(const std::string& path, const ParameterSet& params, const Adam* optimizer,
                      const TrainingProgress& progress, const std::string& config_text,
                      const TrainerState& state = {});
@@ -47,11 +52,14 @@ void save_checkpoint_with(const std::string& path, const ParameterSet& params,
 struct CheckpointInfo {
   TrainingProgress progress;
   std::string config_text;
+  std::string config_hash;  // as stored (16 hex digits), "" in checkpoints from before run ids
   TrainerState state;  // on the CPU; empty when the trainer stored none
 };
 // Copies the stored values into `params` (and `optimizer` when given). Every parameter must be
 // present with its shape; otherwise one error naming the file, the tensor and what was expected.
 CheckpointInfo load_checkpoint(const std::string& path, const ParameterSet& params, Adam* optimizer);
+// Refuses a checkpoint with a non-finite parameter or optimizer value (a diverged run saved by an
+// older build): evaluating or resuming it would only print NaN.
 // Only the metadata (config text, progress) — to rebuild the model before loading the values.
 // Both check every metadata value (format, step <= 2^53, random-stream seeds and offsets,
 // seconds and the loss window finite and >= 0, ...) and reject a bad one with one error naming

@@ -151,6 +151,21 @@ class LanguageModelTask final : public TrainingTask {
         label_("[txl/" + run.config.get_string("pe") + "]"),
         decay_(parse_decay_kind(run.config.get_string("schedule"))) {
     quick_eval_.max_tokens = run.config.get_int("max_eval_tokens");
+    // Checked here, before the first step, so that the errors name the file and the keys rather
+    // than the batching code's stream length.
+    for (const data::CorpusSplit* split : {&corpus.valid, &corpus.test}) {
+      const int64_t tokens = static_cast<int64_t>(split->ids.size());
+      URPE_CHECK(tokens >= 2 * final_eval_.batch,
+                 "corpus " << split->name << " split " << split->path << " has " << tokens
+                           << " tokens (one <eos> per line included), too few for eval_batch = " << final_eval_.batch
+                           << ": each of its columns needs at least 2 tokens, so at least " << 2 * final_eval_.batch
+                           << "; lower eval_batch or use a longer split");
+    }
+    const int64_t quick = quick_eval_.max_tokens;
+    URPE_CHECK(quick <= 0 || quick >= static_cast<int64_t>(corpus.valid.ids.size()) || quick >= 2 * final_eval_.batch,
+               "config: max_eval_tokens = " << quick << " is too few for eval_batch = " << final_eval_.batch
+                                            << ": each of its columns needs at least 2 tokens, so at least "
+                                            << 2 * final_eval_.batch);
   }
 
   const ParameterSet& parameters() const override { return model_.parameters(); }

@@ -43,6 +43,7 @@ MoleculeData load_molecule_data(const Config& config) {
   data::MoleculeCsvOptions csv;
   csv.smiles_column = config.get_string("smiles_column");
   csv.target_column = config.get_string("target_column");
+  csv.max_atoms = max_nodes;  // larger molecules are left out below; none of their O(N²) tables is built
 
   MoleculeData d;
   std::string split_file;

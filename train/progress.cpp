@@ -5,8 +5,19 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace urpe {
+
+// A terminal that understands "\r\033[K" (go to the line start, clear it): stderr is a tty and
+// TERM names a real terminal. TERM=dumb (Emacs shell buffers, some CI logs) or no TERM at all
+// would show the escape codes as text, so those get the plain lines.
+static bool line_rewriting_terminal() {
+  if (::isatty(STDERR_FILENO) == 0) return false;
+  const char* term = std::getenv("TERM");
+  return term != nullptr && *term != '\0' && std::strcmp(term, "dumb") != 0;
+}
 
 GridProgress::GridProgress(int64_t runs) : runs_(runs) {}
 
@@ -30,7 +41,7 @@ double GridProgress::eta(double run_elapsed, double run_remaining) const {
 
 ProgressLine::ProgressLine(std::string label, int64_t total, int64_t start, bool quiet, const GridProgress* grid)
     : label_(std::move(label)), total_(total), start_(start), quiet_(quiet),
-      tty_(::isatty(STDERR_FILENO) != 0), begin_(std::chrono::steady_clock::now()),
+      tty_(line_rewriting_terminal()), begin_(std::chrono::steady_clock::now()),
       last_print_(begin_), plain_interval_(std::max<int64_t>(1, total / 10)), grid_(grid) {
   if (grid_)
     label_ = "[" + std::to_string(grid_->run()) + "/" + std::to_string(grid_->runs()) + " " + grid_->name() + "]";

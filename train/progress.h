@@ -1,5 +1,6 @@
 // The progress line of a training run: on a terminal one line rewritten in place (step, loss,
-// metric, lr, speed, ETA); otherwise plain lines at a steady interval, so logs stay readable.
+// metric, lr, speed, ETA); otherwise (not a terminal, or TERM=dumb or unset) plain lines at a
+// steady interval, so logs stay readable.
 // Inside a grid of runs (`urpe repro`, `urpe demo`) the line also names the run (k/N) and gives
 // the ETA of the whole grid, and evaluations update the line instead of printing their own.
 #pragma once

@@ -4,14 +4,16 @@
 #include <csignal>
 
 #include "train/checkpoint.h"
+#include "train/checkpoint_identity.h"
 #include "train/run_config.h"
 #include "train/io/run_dir.h"
 
 namespace urpe {
 
 namespace {
-volatile std::sig_atomic_t g_stop_requested = 0;
-void request_stop(int) { g_stop_requested = 1; }
+volatile std::sig_atomic_t g_stop_signal = 0;  // 0, or the signal that asked to stop
+int g_stop_scopes = 0;                         // StopOnInterrupt objects alive (nested)
+void request_stop(int signal) { g_stop_signal = signal; }
 }  // namespace
 
 std::string open_run_directory(const std::string& out_dir, const TrainOptions& options, Config& config) {
@@ -23,7 +25,8 @@ std::string open_run_directory(const std::string& out_dir, const TrainOptions& o
   if (options.resume) {
     URPE_CHECK(path_exists(checkpoint_path),
                "cannot resume: no checkpoint at '" << checkpoint_path << "' (is this a run directory?)");
-    config = config_from_text(read_checkpoint_info(checkpoint_path).config_text, checkpoint_path + " (config)");
+    config = resumed_config(out_dir, options.resume_overrides);
+    check_resume_identity(out_dir, config);
   }
   return checkpoint_path;
 }
@@ -37,13 +40,23 @@ Config stored_run_config(const std::string& dir) {
 }
 
 StopOnInterrupt::StopOnInterrupt() {
-  g_stop_requested = 0;
-  previous_ = std::signal(SIGINT, request_stop);
+  if (g_stop_scopes++ > 0) return;  // an outer scope (a repro grid) already catches them
+  g_stop_signal = 0;
+  previous_interrupt_ = std::signal(SIGINT, request_stop);
+  previous_terminate_ = std::signal(SIGTERM, request_stop);
 }
 
-StopOnInterrupt::~StopOnInterrupt() { std::signal(SIGINT, previous_); }
+StopOnInterrupt::~StopOnInterrupt() {
+  if (--g_stop_scopes > 0) return;
+  std::signal(SIGINT, previous_interrupt_);
+  std::signal(SIGTERM, previous_terminate_);
+}
 
-bool StopOnInterrupt::requested() const { return g_stop_requested != 0; }
+bool StopOnInterrupt::requested() const { return g_stop_signal != 0; }
+
+int stop_signal() { return g_stop_signal; }
+
+int stop_exit_code() { return g_stop_signal == SIGTERM ? 143 : 130; }
 
 AdamConfig adam_config_from(const Config& config) {
   AdamConfig adam;

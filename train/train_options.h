@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "tensor/device.h"
 #include "train/profiling.h"
@@ -14,6 +15,9 @@ namespace urpe {
 
 struct TrainOptions {
   bool resume = false;  // continue from out_dir/model.safetensors
+  // With resume: `key=value` changes to the stored config (--resume DIR --set steps=N), for the
+  // keys train/checkpoint_identity.h allows.
+  std::vector<std::string> resume_overrides;
   bool quiet = false;   // no progress output (tests)
   const GridProgress* grid = nullptr;  // the grid this run belongs to (repro, demo), for the progress line
   std::string label;    // prefix of progress lines

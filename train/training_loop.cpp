@@ -9,8 +9,10 @@
 #include <utility>
 
 #include "tensor/cuda_backend.h"
+#include "train/checkpoint_identity.h"
 #include "train/dist/data_parallel.h"
 #include "train/dist/device_collectives.h"
+#include "train/finite_check.h"
 #include "train/init_from.h"
 #include "train/io/run_dir.h"
 #include "train/optimizer.h"
@@ -55,24 +57,48 @@ class StepMeter {
 
 // ---- data parallelism (train/dist): the loop's hooks ----
 
-// Rank 0 opens (or reopens) the run directory; the other ranks write nothing and, on resume, read
-// the stored config from the same checkpoint (a shared file system). A failure on any rank is one
-// error on rank 0, and every rank stops.
+// Rank 0 locks the run directory (train/io/run_lock.h: held until the run ends) and opens or
+// reopens it, checking on resume that its files belong together (train/checkpoint_identity.h);
+// the other ranks write nothing and, on resume, read the stored config from the same checkpoint
+// (a shared file system). A failure on any rank is one error on rank 0, and every rank stops.
 std::string open_run_directory_on(dist::Communicator& comm, const std::string& out_dir, const TrainOptions& options,
-                                  Config& config) {
+                                  Config& config, std::shared_ptr<RunDirectoryLock>& lock) {
   std::string checkpoint_path, error;
   try {
     if (comm.is_root()) {
+      make_directories(out_dir);
+      lock = std::make_shared<RunDirectoryLock>(out_dir, LockMode::exclusive, options.resume ? "--resume" : "--out");
       checkpoint_path = open_run_directory(out_dir, options, config);
     } else {
       checkpoint_path = join_path(out_dir, "model.safetensors");
-      if (options.resume) config = stored_run_config(out_dir);
+      if (options.resume) config = resumed_config(out_dir, options.resume_overrides);
     }
   } catch (const Error& e) {
     error = e.what();
   }
   dist::check_collective(comm, error.empty(), error);
   return checkpoint_path;
+}
+
+// Before a checkpoint is saved: the parameters and the optimizer's state must be finite on every
+// rank. A diverged update (a too large lr) makes them NaN or infinite one step before the loss
+// shows it; the run then stops with one error naming the step and the first bad tensor, and the
+// checkpoints already on disk (the last good one and the best one) stay as they are.
+void check_finite_before_saving(dist::Communicator& comm, const ParameterSet& params,
+                                const std::vector<NamedTensor>& optimizer_state, int64_t step,
+                                int64_t last_saved_step, const std::string& out_dir) {
+  std::vector<NamedTensor> tensors;
+  for (const auto& [name, t] : params.items()) tensors.emplace_back("model." + name, t);
+  tensors.insert(tensors.end(), optimizer_state.begin(), optimizer_state.end());
+  const NonFiniteValue bad = first_non_finite(tensors);
+  std::string message;
+  if (bad.found)
+    message = "training diverged at step " + std::to_string(step) + ": " + bad.describe() + " after the update; " +
+              (last_saved_step > 0 ? join_path(out_dir, kLastCheckpointName) + " (step " +
+                                         std::to_string(last_saved_step) + ") and the best checkpoint are kept"
+                                   : std::string("no checkpoint was saved before it")) +
+              "; try a smaller lr, a longer warmup or clip > 0";
+  dist::check_collective(comm, !bad.found, message);
 }
 
 // Every rank trains the same config with the same build, on an equal shard of the global batch.
@@ -212,7 +238,8 @@ std::string join_names(const std::vector<std::string>& names) {
 TrainingRun begin_training_run(const Config& config_in, const std::string& out_dir, const TrainOptions& options) {
   Config config = config_in;
   dist::Communicator& comm = dist::world();
-  std::string checkpoint_path = open_run_directory_on(comm, out_dir, options, config);
+  std::shared_ptr<RunDirectoryLock> lock;
+  std::string checkpoint_path = open_run_directory_on(comm, out_dir, options, config, lock);
   check_data_parallel_run(comm, config);
   const int64_t steps = config.get_int("steps"), eval_every = config.get_int("eval_every");
   URPE_CHECK(steps > 0, "config: steps must be positive, got " << steps);
@@ -221,7 +248,7 @@ TrainingRun begin_training_run(const Config& config_in, const std::string& out_d
   const Device device = parse_device(rank_device_name(comm, config.get_string("device")));
   ProfileWindow profile = apply_device_options(options, device, steps);
   return TrainingRun{std::move(config), out_dir, std::move(checkpoint_path), options, steps, eval_every,
-                     seed,              device,  std::move(profile),         &comm};
+                     seed,              device,  std::move(profile),         &comm,           std::move(lock)};
 }
 
 TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
@@ -245,9 +272,15 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
   if (options.resume) {
     const CheckpointInfo info = load_checkpoint(run.checkpoint_path, task.parameters(), &optimizer);
     progress = info.progress;
+    // A run directory from before run ids gets one now (its config.txt is rewritten with it).
+    if (progress.run_id.empty()) progress.run_id = new_run_id();
+    // config.txt again: the same values, or the keys this resume's --set changed.
+    if (root)
+      write_text_atomic(join_path(run.out_dir, "config.txt"), config_file_text(progress.run_id, run.config.to_text()));
     progress.dropout_rng = rank_dropout_stream(comm, progress.dropout_rng);
     task.start(progress, &info);
   } else {
+    progress.run_id = new_run_id();  // rank 0's is the one saved
     if (!options.init_from.empty()) {
       const InitFromReport init = init_parameters_from_run(options.init_from, run.config, task.parameters());
       if (!options.quiet && root)
@@ -255,7 +288,8 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
                     init.checkpoint.c_str(), static_cast<long long>(init.source_step),
                     init.kept.empty() ? "" : "; at their initial value: ", join_names(init.kept).c_str());
     }
-    if (root) write_text_atomic(join_path(run.out_dir, "config.txt"), run.config.to_text());
+    if (root)
+      write_text_atomic(join_path(run.out_dir, "config.txt"), config_file_text(progress.run_id, run.config.to_text()));
     progress.dropout_rng = rank_dropout_stream(comm, progress.dropout_rng);
     task.start(progress, nullptr);
   }
@@ -269,10 +303,17 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
     line.validation(start.message, start.short_metric);
   }
   const std::string config_text = run.config.to_text();
+  int64_t last_saved_step = options.resume ? progress.step : 0;
+  // Before the validation pass of an evaluation step (it would only score NaN) and before a save.
+  auto check_finite = [&](const std::vector<NamedTensor>& optimizer_state) {
+    check_finite_before_saving(comm, task.parameters(), optimizer_state, progress.step, last_saved_step, run.out_dir);
+  };
   auto save_checkpoint_now = [&] {
     // On every rank: the task may gather the ranks' parts, a sharded optimizer its moments.
     const TrainerState state = task.state();
     const std::vector<NamedTensor> optimizer_state = optimizer.state();
+    check_finite(optimizer_state);
+    last_saved_step = progress.step;
     if (!root) return;
     // The checkpoint holds rank 0's dropout stream (its offset is every rank's).
     save_checkpoint_with(run.checkpoint_path, task.parameters(), optimizer_state, progress, config_text, state);
@@ -314,11 +355,19 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
     const bool evaluate_now = step % run.eval_every == 0 || step == run.steps;
     if (stop && !evaluate_now) save_checkpoint_now();
     if (evaluate_now) {
+      check_finite({});  // the parameters, before they are scored and offered as the best
       const double train_loss = progress.pending_loss_sum / static_cast<double>(progress.pending_loss_count);
       metrics.write(step, "train", train_loss, task.train_metric(train_loss), lr, units_per_s, progress.seconds);
       progress.pending_loss_sum = 0;
       progress.pending_loss_count = 0;
       const ValidationReport valid = task.validate(step, step == run.steps);
+      URPE_CHECK(std::isfinite(valid.loss),
+                 "training diverged at step " << step << ": the validation loss is " << valid.loss
+                     << " although every parameter is finite; "
+                     << (last_saved_step > 0 ? join_path(run.out_dir, kLastCheckpointName) + " (step " +
+                                                   std::to_string(last_saved_step) + ") and the best checkpoint are kept"
+                                             : std::string("no checkpoint was saved before it"))
+                     << "; try a smaller lr, a longer warmup or clip > 0");
       metrics.write(step, "valid", valid.loss, valid.metric, lr, units_per_s, progress.seconds);
       line.validation(valid.message, valid.short_metric);
       if (root) best.offer(valid.metric, task.parameters(), progress, config_text);  // before the last: see BestCheckpoint

@@ -10,6 +10,7 @@
 // every checkpoint, and consumes random numbers in the same order whether or not it was stopped.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "models/parameters.h"
@@ -21,6 +22,7 @@
 #include "train/io/config.h"
 #include "train/profiling.h"
 #include "train/io/run_dir.h"
+#include "train/io/run_lock.h"
 #include "train/schedule.h"
 #include "train/train_options.h"
 
@@ -39,6 +41,8 @@ struct TrainingRun {
   Device device;
   ProfileWindow profile;
   dist::Communicator* comm = nullptr;
+  // The run directory's exclusive lock (rank 0), held while the run exists.
+  std::shared_ptr<RunDirectoryLock> directory_lock;
 };
 
 // Opens (or reopens, with options.resume) the run directory and reads the shared keys. Refuses

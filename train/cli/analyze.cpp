@@ -11,6 +11,7 @@
 #include "train/cli/handlers.h"
 #include "train/run_config.h"
 #include "train/io/run_dir.h"
+#include "train/io/run_lock.h"
 
 namespace urpe::cli {
 
@@ -81,14 +82,18 @@ int run_analyze(const Args& args) {
                       << "or pass --overwrite");
 
   std::vector<RunAnalysis> runs;
+  // Every source is read under its shared lock (train/io/run_lock.h): no run changes meanwhile.
+  std::vector<std::unique_ptr<RunDirectoryLock>> source_locks;
   if (compare) {
     std::vector<std::string> dirs = args.all("compare");
     dirs.insert(dirs.end(), args.positional.begin(), args.positional.end());
     for (const std::string& dir : dirs)  // check every source before the slower analysis starts
       URPE_CHECK(path_exists(dir), kCommand << ": '" << dir << "' does not exist");
+    for (const std::string& dir : dirs) source_locks.push_back(lock_for_reading(dir, "--compare"));
     for (const std::string& dir : dirs)
       for (RunAnalysis& r : compare_source(dir, options)) runs.push_back(std::move(r));
   } else {
+    source_locks.push_back(lock_for_reading(args.get("run"), "--run"));
     runs.push_back(analyze_dir(args.get("run"), options));
   }
   // Runs of the same name (the same grid in two repro directories) would share plot files and
@@ -101,6 +106,7 @@ int run_analyze(const Args& args) {
 
   const std::string plots = join_path(out, "plots");
   make_directories(plots);
+  const RunDirectoryLock out_lock(out, LockMode::exclusive, "--out");
   const std::string markdown = analysis_markdown(runs);
   std::vector<std::string> drawn;
   if (compare) drawn = draw_compare_plots(plots, runs);

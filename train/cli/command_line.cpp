@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <iostream>
 #include <new>
@@ -226,6 +227,17 @@ int report_errors(const std::function<int()>& body, std::FILE* err) {
     std::fprintf(err, "urpe: internal error: %s\n", printable(e.what()).c_str());
     return 2;
   }
+}
+
+int check_stdout_written(int code, std::FILE* err) {
+  errno = 0;
+  std::cout.flush();  // synchronised with stdio: this flushes stdout too
+  const bool flushed = std::fflush(stdout) == 0;
+  const int error = errno;
+  if (code != 0 || (flushed && !std::ferror(stdout))) return code;  // a failure has its own one line
+  std::fprintf(err, "urpe: error: cannot write the standard output: %s\n",
+               error != 0 ? std::strerror(error) : "a write failed (disk full?)");
+  return code == 0 ? 1 : code;
 }
 
 }  // namespace urpe::cli

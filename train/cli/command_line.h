@@ -67,4 +67,8 @@ int run(int argc, char** argv);
 // size past its maximum); 2 for any other exception ("internal error", a bug).
 int report_errors(const std::function<int()>& body, std::FILE* err);
 
+// Flushes stdout. When a command that succeeded (`code` 0) could not write it (a full disk,
+// `> /dev/full`), writes one `urpe: error:` line to `err` and returns 1; otherwise returns `code`.
+int check_stdout_written(int code, std::FILE* err);
+
 }  // namespace urpe::cli

@@ -11,14 +11,19 @@ namespace urpe::cli {
 static const char* const kOverwriteHelp =
     "replace the run already in DIR (its config.txt, metrics.csv, model.safetensors, results.*, plots/, "
     "runs/; other files stay). Without it such a DIR is refused";
+// Grids stopped by Ctrl-C or SIGTERM (docs/runs.md#interrupted-grids).
+static const char* const kGridResumeHelp =
+    "continue the grid in --out that Ctrl-C or SIGTERM stopped (give the same options again): finished runs "
+    "are reused, a stopped run resumes from its checkpoint, the rest start";
 
 std::vector<CommandSpec> command_table() {
   std::vector<CommandSpec> table;
 
-  table.push_back({"demo", "demo [--out DIR] [--overwrite] [--device cpu|cuda]",
+  table.push_back({"demo", "demo [--out DIR] [--overwrite | --resume] [--device cpu|cuda]",
                    "tiny URPE vs RPE vs noPE run on the synthetic tasks; prints a table, writes plots",
                    {{"out", "DIR", "runs/demo", "where the runs, table and plots go"},
                     {"overwrite", "", "", kOverwriteHelp},
+                    {"resume", "", "", kGridResumeHelp},
                     {"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
                     {"seed", "N", "1", "random seed", {0, 4294967295}}},
                    run_demo, "", "", 0});
@@ -27,10 +32,13 @@ std::vector<CommandSpec> command_table() {
                    "train one model from a preset or a config file",
                    {{"preset", "NAME", "", "a built-in configuration"},
                     {"config", "FILE", "", "a config file of 'key = value' lines"},
-                    {"set", "KEY=VALUE", "", "override one config key (repeatable)"},
+                    {"set", "KEY=VALUE", "",
+                     "override one config key (repeatable); with --resume only steps, eval_every or device"},
                     {"out", "DIR", "", "run directory (config, metrics, checkpoint, plots)"},
                     {"overwrite", "", "", kOverwriteHelp},
-                    {"resume", "DIR", "", "continue a run from its checkpoint"},
+                    {"resume", "DIR", "",
+                     "continue a run from its checkpoint (refused when the directory's checkpoint, best checkpoint "
+                     "and config.txt are not of one run)"},
                     {"init-from", "RUN", "",
                      "start the parameters from run directory RUN's last checkpoint, matched by name; only urpe_c "
                      "may be missing there and stays ones (fine-tune an RPE run into URPE, paper 4.2); logs a "
@@ -51,13 +59,14 @@ std::vector<CommandSpec> command_table() {
                    run_eval, "", "", 0});
 
   table.push_back({"repro", "repro synthetic|lm|molecules|table5 [--scale tiny|small|paper] [--seeds K] --out DIR "
-                   "[--overwrite] [--pes LIST] [--lengths LIST] [--tasks LIST] [--data DIR] [--corpus DIR] [--batch B] [--layers L]",
+                   "[--overwrite | --resume] [--pes LIST] [--lengths LIST] [--tasks LIST] [--data DIR] [--corpus DIR] [--batch B] [--layers L]",
                    "reproduce one of the paper's experiments and write results.md/json and plots",
                    {{"scale", "NAME", "tiny", "tiny, small or paper"},
                     {"seeds", "K", "1", "number of seeds per configuration (molecules --scale paper: 4, as the paper's ZINC "
                      "results (Appendix C.3.1))", {1, 100}},
                     {"out", "DIR", "", "output directory"},
                     {"overwrite", "", "", kOverwriteHelp},
+                    {"resume", "", "", kGridResumeHelp},
                     {"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
                     {"pes", "LIST", "none,rpe,urpe",
                      "synthetic: the positional encodings, one table column each, e.g. "

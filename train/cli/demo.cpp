@@ -1,7 +1,8 @@
 // `urpe demo`: the main job in under a minute — noPE, RPE and URPE on position identification —
-// through the synthetic-task grid. --out is taken through an OutputClaim, as repro's is.
+// through the synthetic-task grid. --out is claimed (or reopened by --resume) as repro's is.
 #include <cstdio>
 
+#include "train/cli/grid_output.h"
 #include "train/cli/handlers.h"
 #include "train/io/run_dir.h"
 #include "train/repro/synthetic.h"
@@ -9,22 +10,21 @@
 namespace urpe::cli {
 
 int run_demo(const Args& args) {
-  const std::string out = args.get("out", "runs/demo");
+  const std::string out = normal_directory(args.get("out", "runs/demo"));
   SyntheticGrid grid = synthetic_grid_for_scale("tiny");
   grid.tasks = {"pi"};
   grid.vocabs = {100};
   grid.device = args.get("device", "cpu");
   grid.first_seed = args.get_int("seed", 1);
   grid.seeds = 1;
-  OutputClaim claim(out, "--out", args.has("overwrite"));
+  GridOutput output(args, out);
   std::printf("urpe demo: can a Transformer tell positions apart when every token looks alike?\n"
               "Position identification (target at position i is i), n = 32, V = 100: noPE has no\n"
               "position information, RPE's softmax rows sum to 1, URPE multiplies by a learned Toeplitz C.\n\n");
-  run_synthetic_grid(grid, out, "demo");
+  run_synthetic_grid(grid, out, "demo", output.continuation());
   std::printf("\n%s\nPlots: %s/plots/accuracy.png, %s/plots/curves_pi.png, %s/plots/urpe_c_pi.png\n",
               read_text_file(join_path(out, "results.md")).c_str(), out.c_str(), out.c_str(), out.c_str());
-  claim.done();
-  return 0;
+  return output.finish();
 }
 
 }  // namespace urpe::cli

@@ -1,4 +1,5 @@
 // `urpe eval`: a run directory's checkpoint scored again on a split, on the device asked for.
+#include <cmath>
 #include <cstdio>
 
 #include "autograd/node.h"
@@ -6,6 +7,7 @@
 #include "train/cli/handlers.h"
 #include "train/encoder_trainer.h"
 #include "train/io/run_dir.h"
+#include "train/io/run_lock.h"
 #include "train/lm_trainer.h"
 #include "train/molecule_trainer.h"
 #include "train/run_config.h"
@@ -13,9 +15,20 @@
 
 namespace urpe::cli {
 
+// A model whose parameters are finite may still score NaN or infinity (a run that diverged on its
+// last update before the loss showed it, saved by an older build): that is an error, not a number.
+static void check_finite_score(const std::string& dir, const std::string& which, const std::string& split,
+                               double loss) {
+  URPE_CHECK(std::isfinite(loss), "urpe eval: the " << which << " checkpoint of " << dir << " scores a "
+                                                   << split << " loss of " << loss
+                                                   << ": the run diverged; train it again with a smaller lr, a "
+                                                      "longer warmup or clip > 0");
+}
+
 static int eval_graphormer_command(const std::string& dir, const Config& config, const std::string& split,
                                    const std::string& which) {
   const MoleculeEval e = evaluate_graphormer_run(dir, config, split, which);
+  check_finite_score(dir, which, split, e.mae);
   std::printf("%s (%s, step %lld): %s MAE %.6f over %lld molecules (predict-the-training-mean: %.6f)\n", dir.c_str(),
               which.c_str(), static_cast<long long>(e.step), split.c_str(), e.mae, static_cast<long long>(e.molecules),
               e.baseline_mae);
@@ -25,6 +38,7 @@ static int eval_graphormer_command(const std::string& dir, const Config& config,
 int run_eval(const Args& args) {
   const std::string dir = args.get("run");
   URPE_CHECK(!dir.empty(), "urpe eval: --run DIR is required");
+  const auto lock = lock_for_reading(dir, "--run");  // no writer may replace the run meanwhile
   const std::string split = args.get("split", "valid");
   URPE_CHECK(split == "valid" || split == "test", "urpe eval: --split must be valid or test, got '" << split << "'");
   const std::string which = args.get("checkpoint", "last");
@@ -45,6 +59,7 @@ int run_eval(const Args& args) {
   if (config.get_string("model") == "graphormer") return eval_graphormer_command(dir, config, split, which);
   if (config.get_string("model") == "txl") {
     const LmRunEval e = evaluate_lm_run(dir, split, nullptr, nullptr, config.get_string("device"), which);
+    check_finite_score(dir, which, split, e.result.loss);
     std::printf("%s (%s, step %lld): %s perplexity %.2f, loss %.4f over %lld tokens (eval_tgt_len %lld, "
                 "mem_len %lld, clamp_len %lld, same_length %s)\n",
                 dir.c_str(), which.c_str(), static_cast<long long>(e.step), split.c_str(), e.result.perplexity, e.result.loss,
@@ -60,6 +75,7 @@ int run_eval(const Args& args) {
   const int64_t size = config.get_int("valid_size");
   const EvalResult r = evaluate_encoder(model, task, size, 64,
                                         split == "valid" ? EvalSplit::valid : EvalSplit::test);
+  check_finite_score(dir, which, split, r.loss);
   std::printf("%s (%s, step %lld): %s accuracy %.2f%%, loss %.4f over %lld sequences\n", dir.c_str(),
               which.c_str(), static_cast<long long>(info.progress.step), split.c_str(), 100.0 * r.accuracy, r.loss,
               static_cast<long long>(size));

@@ -5,21 +5,30 @@
 // Under mpirun (README "Training on several processes / GPUs"), a failure that every rank detected
 // together (dist::check_collective) is reported by rank 0 alone and the ranks end normally; any
 // other failure on one rank aborts every rank (MPI_Abort) instead of leaving them waiting forever.
-// A run stopped by Ctrl-C (exit code 130) stopped on every rank together, with its checkpoint
-// saved.
+// A run stopped by Ctrl-C or SIGTERM (exit code 130 or 143) stopped on every rank together, with
+// its checkpoint saved.
 #include <cstdio>
 
 #include "train/cli/command_line.h"
 #include "train/cli/runtime_env.h"
+#include "train/cli/startup_limits.h"
 #include "train/dist/communicator.h"
+
+// Thread counts and the address-space limit, checked before OpenMP's and OpenBLAS's constructors
+// run (they read the one and reserve their buffers within the other): .preinit_array functions of
+// the executable run before any shared library's initialisers.
+__attribute__((section(".preinit_array"), used)) static void (*const urpe_startup_limits)(int, char**, char**) =
+    urpe::cli::apply_startup_limits;
 
 int main(int argc, char** argv) {
   urpe::apply_runtime_environment(argv);
   // Ranks other than 0 hold their error text until they know whether rank 0 reports it.
   std::FILE* err = urpe::dist::launcher_rank() == 0 ? stderr : std::tmpfile();
   if (!err) err = stderr;
-  const int rc = urpe::cli::report_errors([&] { return urpe::cli::run(argc, argv); }, err);
-  const bool failed = rc != 0 && rc != 130 && !urpe::dist::failure_was_collective();
+  int rc = urpe::cli::report_errors([&] { return urpe::cli::run(argc, argv); }, err);
+  // What a command printed must have reached its destination: `urpe eval > /dev/full` is a failure.
+  rc = urpe::cli::check_stdout_written(rc, err);
+  const bool failed = rc != 0 && rc != 130 && rc != 143 && !urpe::dist::failure_was_collective();
   if (err != stderr) {
     if (failed) {
       std::rewind(err);

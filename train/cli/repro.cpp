@@ -1,5 +1,6 @@
 // `urpe repro`: the paper's experiments as single commands. The --out directory is taken through
-// an OutputClaim: another run there is refused unless --overwrite.
+// an OutputClaim (another run there is refused unless --overwrite), or reopened by --resume to
+// continue a grid that a signal stopped (cli/grid_output.h).
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include "tensor/error.h"
 #include "train/analysis/analysis_model.h"
 #include "train/analysis/probe.h"
+#include "train/cli/grid_output.h"
 #include "train/cli/handlers.h"
 #include "train/repro/molecules.h"
 #include "train/repro/lm.h"
@@ -106,7 +108,8 @@ void check_repro_data_paths(const Args& args) {
 
 // One of the built experiments at `scale` into `out` (already claimed).
 static void run_experiment(const std::string& experiment, const std::string& scale, long seeds,
-                           const std::string& device, const std::string& out, const Args& args) {
+                           const std::string& device, const std::string& out, const Args& args,
+                           const GridContinuation& continuation) {
   const bool finetune = args.has("finetune");
   if (experiment == "synthetic") {
     SyntheticGrid grid = synthetic_grid_for_scale(scale);
@@ -116,7 +119,7 @@ static void run_experiment(const std::string& experiment, const std::string& sca
     if (args.has("lengths")) grid.lengths = parse_lengths(args.get("lengths"));
     if (args.has("tasks")) grid.tasks = parse_tasks(args.get("tasks"));
     grid.probe_spread = run_probe_spread;
-    run_synthetic_grid(grid, out, "synthetic");
+    run_synthetic_grid(grid, out, "synthetic", continuation);
   } else if (experiment == "lm") {
     LmReproPlan plan = lm_plan_for_scale(scale);
     plan.seeds = seeds;
@@ -124,13 +127,13 @@ static void run_experiment(const std::string& experiment, const std::string& sca
     // --finetune: half the preset's steps again, RPE continued vs URPE fine-tuned (paper §4.2).
     if (args.has("corpus")) plan.overrides.push_back("corpus=" + args.get("corpus"));  // e.g. wikitext-103
     if (finetune) plan.finetune_steps = std::max<int64_t>(1, resolve_config(plan.preset, "", {}).get_int("steps") / 2);
-    run_lm_repro(plan, out);
+    run_lm_repro(plan, out, continuation);
   } else {
     MoleculeRepro repro = molecule_repro_for_scale(scale);
     if (args.has("seeds")) repro.seeds = seeds;  // else the scale's own (paper: 4)
     repro.device = device;
     if (args.has("data")) repro.overrides.push_back("dataset=" + args.get("data"));  // graph file or CSV
-    run_molecule_repro(repro, out);
+    run_molecule_repro(repro, out, continuation);
   }
   std::printf("\n%s\nwrote %s/results.md, %s/results.json and %s/plots/\n",
               read_text_file(join_path(out, "results.md")).c_str(), out.c_str(), out.c_str(), out.c_str());
@@ -140,8 +143,8 @@ int run_repro(const Args& args) {
   URPE_CHECK(args.positional.size() == 1,
              "urpe repro: name one experiment: synthetic, lm, molecules or table5 (see 'urpe repro --help')");
   const std::string experiment = args.positional[0];
-  const std::string out = args.get("out");
-  URPE_CHECK(!out.empty(), "urpe repro: --out DIR is required");
+  URPE_CHECK(!args.get("out").empty(), "urpe repro: --out DIR is required");
+  const std::string out = normal_directory(args.get("out"));
   const long seeds = args.get_int("seeds", 1);
   URPE_CHECK(seeds >= 1 && seeds <= 100, "urpe repro: --seeds must be between 1 and 100, got " << seeds);
   const std::string scale = args.get("scale", "tiny");
@@ -168,6 +171,8 @@ int run_repro(const Args& args) {
   URPE_CHECK(!args.has("finetune") || experiment == "lm",
              "urpe repro: --finetune applies to 'repro lm' only (RPE continued vs URPE fine-tuned)");
   if (experiment == "table5") {
+    URPE_CHECK(!args.has("resume"), "urpe repro table5: --resume continues a grid of training runs; table5 times "
+                                    "forward passes and has none (run it again)");
     Table5Options options;
     options.device = args.get("device", "cpu");
     bench::require_cuda_device("repro table5", options.device);
@@ -182,10 +187,9 @@ int run_repro(const Args& args) {
     claim.done();
     return 0;
   }
-  OutputClaim claim(out, "--out", args.has("overwrite"));
-  run_experiment(experiment, scale, seeds, args.get("device", "cpu"), out, args);
-  claim.done();
-  return 0;
+  GridOutput output(args, out);
+  run_experiment(experiment, scale, seeds, args.get("device", "cpu"), out, args, output.continuation());
+  return output.finish();
 }
 
 }  // namespace urpe::cli

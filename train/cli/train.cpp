@@ -2,11 +2,11 @@
 #include "train/cli/handlers.h"
 
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 
 #include "autograd/node.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_identity.h"
 #include "train/dist/communicator.h"
 #include "train/encoder_trainer.h"
 #include "train/molecule_trainer.h"
@@ -23,11 +23,11 @@ static bool prints_summary() { return dist::world().is_root(); }
 // model = graphormer: train, then print the validation and test MAE beside the mean baseline.
 static int train_graphormer_command(const Config& config, const std::string& out, const TrainOptions& options) {
   const MoleculeTrainOutcome o = train_graphormer(config, out, options);
-  if (!prints_summary()) return o.interrupted ? 130 : 0;
+  if (!prints_summary()) return o.interrupted ? stop_exit_code() : 0;
   if (o.interrupted) {
     std::printf("%s: graphormer %s stopped at step %lld, valid MAE %.4f\n", out.c_str(), o.result.pe.c_str(),
                 static_cast<long long>(o.result.steps), o.valid_mae);
-    return 130;
+    return stop_exit_code();
   }
   std::printf("%s: graphormer %s, valid MAE %.4f, test MAE %.4f (predict-the-training-mean: %.4f, %.4f) "
               "after %lld steps, %lld parameters, %.1f s\n",
@@ -46,7 +46,7 @@ static int train_command(const Config& config, const std::string& out, const Tra
       std::printf("%s: Transformer-XL %s, valid perplexity %.2f (loss %.4f) after %lld steps, %lld parameters, %.1f s\n",
                   out.c_str(), lm.result.pe.c_str(), lm.result.metric, lm.final_valid_loss,
                   static_cast<long long>(lm.result.steps), static_cast<long long>(lm.result.params), lm.result.seconds);
-    return lm.interrupted ? 130 : 0;
+    return lm.interrupted ? stop_exit_code() : 0;
   }
   const TrainOutcome outcome = train_encoder(config, out, options);
   if (prints_summary())
@@ -55,38 +55,54 @@ static int train_command(const Config& config, const std::string& out, const Tra
                 100.0 * outcome.result.metric, outcome.final_valid_loss,
                 static_cast<long long>(outcome.result.steps), static_cast<long long>(outcome.result.params),
                 outcome.result.seconds);
-  return outcome.interrupted ? 130 : 0;
+  return outcome.interrupted ? stop_exit_code() : 0;
 }
 
 int run_train(const Args& args) {
   const bool resume = args.has("resume");
-  const std::string out = resume ? args.get("resume") : args.get("out");
-  URPE_CHECK(!out.empty(), "urpe train: --out DIR is required (or --resume DIR)");
+  // Resolved once: every comparison and message below uses this spelling.
+  const std::string given = resume ? args.get("resume") : args.get("out");
+  URPE_CHECK(!given.empty(), "urpe train: --out DIR is required (or --resume DIR)");
+  const std::string out = normal_directory(given);
+  dist::Communicator& ranks = dist::world();
   if (resume) {
-    URPE_CHECK(!args.has("preset") && !args.has("config") && !args.has("set"),
-               "urpe train --resume takes the config stored in the run; drop --preset/--config/--set");
-    URPE_CHECK(!args.has("out") || args.get("out") == out,
-               "urpe train: --resume DIR and --out DIR name different directories");
+    URPE_CHECK(!args.has("preset") && !args.has("config"),
+               "urpe train --resume takes the config stored in the run; drop --preset/--config (--set may change "
+               "steps, eval_every or device)");
+    URPE_CHECK(!args.has("out") || same_directory(args.get("out"), out),
+               "urpe train: --resume " << out << " and --out " << args.get("out") << " name different directories");
     URPE_CHECK(!args.has("overwrite"), "urpe train: --resume continues the run in " << out
                                            << " and --overwrite would replace it; pass one of them");
     URPE_CHECK(!args.has("init-from"), "urpe train: --init-from starts a new run; a resumed run continues from "
                                            "its own checkpoint, so drop --init-from");
   }
-  Config config = resume ? stored_run_config(out) : resolve_config(args.get("preset"), args.get("config"), args.all("set"));
+  // --resume: rank 0 locks DIR before reading it (the training loop takes the same lock again).
+  std::unique_ptr<RunDirectoryLock> resume_lock;
+  if (resume) {
+    std::string refused;
+    try {
+      if (ranks.is_root() && is_directory(out))
+        resume_lock = std::make_unique<RunDirectoryLock>(out, LockMode::exclusive, "--resume");
+    } catch (const Error& e) {
+      refused = e.what();
+    }
+    dist::check_collective(ranks, refused.empty(), refused);
+  }
+  Config config = resume ? resumed_config(out, args.all("set"))
+                         : resolve_config(args.get("preset"), args.get("config"), args.all("set"));
   TrainOptions options;
   options.resume = resume;
+  if (resume) options.resume_overrides = args.all("set");
   options.quiet = args.has("quiet");
   options.profile_steps = args.get("profile-steps");
   options.tf32 = args.has("tf32");
   options.init_from = args.get("init-from");
   URPE_CHECK(!args.has("init-from") || !options.init_from.empty(), "urpe train: --init-from needs a run directory");
   if (resume) return train_command(config, out, options);
-  URPE_CHECK(options.init_from.empty() ||
-                 std::filesystem::path(options.init_from).lexically_normal() != std::filesystem::path(out).lexically_normal(),
+  URPE_CHECK(options.init_from.empty() || !same_directory(options.init_from, out),
              "urpe train: --init-from and --out name the same directory; the new run needs its own --out");
   check_config_paths(config);  // a missing corpus fails here, before DIR is touched
   // Rank 0 alone claims DIR (the only rank that writes); its refusal is every rank's error.
-  dist::Communicator& ranks = dist::world();
   std::unique_ptr<OutputClaim> claim;
   std::string refused;
   try {

@@ -91,26 +91,67 @@ static bool holds_checkpoint(const std::string& dir) {
   return false;
 }
 
+// Whether anything is at `path` itself: a symlink counts, whether or not it leads anywhere.
+static bool entry_exists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+std::string normal_directory(const std::string& path) {
+  std::string normal = fs::path(path).lexically_normal().string();
+  while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
+  return normal.empty() ? "." : normal;
+}
+
+bool same_directory(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (path_exists(a) && path_exists(b)) {
+    const bool same = fs::equivalent(a, b, ec);
+    if (!ec) return same;
+  }
+  const fs::path absolute_a = fs::absolute(normal_directory(a), ec), absolute_b = fs::absolute(normal_directory(b), ec);
+  return normal_directory(absolute_a.string()) == normal_directory(absolute_b.string());
+}
+
 OutputClaim::OutputClaim(const std::string& dir, const std::string& option, bool overwrite,
                          const std::string& alternative)
     : dir_(dir) {
   URPE_CHECK(!dir.empty(), option << " needs a directory");
   URPE_CHECK(!path_exists(dir) || is_directory(dir), option << " " << dir << " is a file, not a directory");
-  const std::string replaced = join_path(dir, kReplaced);
-  URPE_CHECK(!path_exists(replaced), option << " " << dir << ": " << replaced << " holds a run that an interrupted "
-                                            << "--overwrite replaced; move its files back into " << dir
-                                            << " or delete it");
-  for (fs::path p = fs::path(dir).lexically_normal(); !p.empty() && !path_exists(p.string()); p = p.parent_path()) {
-    created_.push_back(p.string());
+  // A symlink that leads nowhere is the user's, not a directory to create (mkdir would fail on it,
+  // and the clean-up would then delete the link).
+  std::error_code ec;
+  for (fs::path p = fs::path(normal_directory(dir)); !p.empty(); p = p.parent_path()) {
+    if (fs::is_symlink(fs::symlink_status(p, ec)) && !path_exists(p.string()))
+      URPE_FAIL(option << " " << dir << ": '" << p.string() << "' is a symbolic link to '"
+                       << fs::read_symlink(p, ec).string()
+                       << "', which does not exist or is a loop of links; fix or remove the link, or choose another "
+                          "directory");
     if (p == p.parent_path()) break;
   }
+  // What this command creates (and so may remove again): only paths where nothing was at all.
+  std::vector<std::string> absent;
+  for (fs::path p = fs::path(normal_directory(dir)); !p.empty() && !entry_exists(p.string()); p = p.parent_path()) {
+    absent.push_back(p.string());
+    if (p == p.parent_path()) break;
+  }
+  try {
+    make_directories(dir);
+  } catch (const Error&) {
+    for (const std::string& created : absent) fs::remove(created, ec);  // only when empty
+    throw;
+  }
+  // From here DIR is ours: another command that locked it first makes this one fail without
+  // removing anything (the directories it lacked may be the other command's by now).
+  lock_ = std::make_unique<RunDirectoryLock>(dir, LockMode::exclusive, option);
+  created_ = absent;
+  const std::string replaced = join_path(dir, kReplaced);
   std::vector<std::string> found;
   for (const std::string& name : run_output_names())
-    if (path_exists(join_path(dir, name))) found.push_back(name);
+    if (entry_exists(join_path(dir, name))) found.push_back(name);
   if (found.empty()) return;
   URPE_CHECK(overwrite, option << " " << dir << " already holds a run (" << found[0] << "); " << alternative
                                << "choose another directory or pass --overwrite");
-  std::error_code ec;
   fs::create_directory(replaced, ec);
   URPE_CHECK(!ec, "--overwrite: cannot create '" << replaced << "': " << ec.message());
   for (const std::string& name : found) {

@@ -4,16 +4,24 @@
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "train/io/json.h"
+#include "train/io/run_lock.h"
 
 namespace urpe {
 
 void make_directories(const std::string& path);  // mkdir -p, with a clear error
 bool path_exists(const std::string& path);
 bool is_directory(const std::string& path);
+// A directory as the user named it, spelled once for every comparison and message: lexically
+// normal ("a/./b/" and "a/b" are one), without a trailing slash, "." for an empty path.
+std::string normal_directory(const std::string& path);
+// Whether `a` and `b` name the same directory: the same file when both exist (symlinks and
+// relative spellings included), else the same absolute normal spelling.
+bool same_directory(const std::string& a, const std::string& b);
 std::string join_path(const std::string& dir, const std::string& name);
 void write_text_atomic(const std::string& path, const std::string& text);
 std::string read_text_file(const std::string& path);  // error names the file (and a directory as one)
@@ -33,9 +41,12 @@ const std::vector<std::string>& run_output_names();
 //    are removed and the old ones moved back, unless the new run wrote a checkpoint
 //    (DIR/model.safetensors, DIR/runs/*/model.safetensors): then it is resumable, so it is kept
 //    and the old run deleted as done() would.
-//  - Directories the command created are removed again after a failure that left them empty.
-// A DIR/.urpe-replaced left by a killed process is refused (its files are the old run: move them
-// back or delete it), and so is a DIR that is a file.
+//  - Directories the command created are removed again after a failure that left them empty; a
+//    path that was there before (a symlink too, dangling or not) is never removed.
+// The claim holds DIR's exclusive lock (run_lock.h) from before it looks into DIR until it is
+// destroyed, so a second command cannot claim DIR meanwhile. A DIR/.urpe-replaced left by a
+// killed process is refused (its files are the old run: move them back or delete it), and so are
+// a DIR that is a file and a DIR that is a symlink to nothing (dangling, or a loop).
 class OutputClaim {
  public:
   OutputClaim(const std::string& dir, const std::string& option, bool overwrite,
@@ -50,6 +61,7 @@ class OutputClaim {
   std::vector<std::string> moved_;    // names moved into DIR/.urpe-replaced
   std::vector<std::string> created_;  // DIR and the parents it lacked, deepest first
   bool done_ = false;
+  std::unique_ptr<RunDirectoryLock> lock_;  // destroyed after the destructor's clean-up
 };
 
 // metrics.csv: one row per logged point.

@@ -13,6 +13,7 @@
 #include "train/lm_trainer.h"
 #include "train/plot/charts.h"
 #include "train/run_config.h"
+#include "train/run_control.h"
 #include "train/run_plots.h"
 #include "train/io/safetensors.h"
 #include "train/repro/paper_values.h"
@@ -129,9 +130,14 @@ void draw_lm_repro_plots(const std::string& out_dir, const LmReproSummary& summa
 
 }  // namespace
 
-LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir) {
+LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir,
+                            const GridContinuation& continuation) {
   const auto start = std::chrono::steady_clock::now();
   make_directories(out_dir);
+  // Ctrl-C or SIGTERM, during a run or between two, stops the grid after the run saves.
+  const StopOnInterrupt interrupt;
+  std::string stopped_run;
+  int64_t stopped_step = 0, run_steps = 0;
   // Every run of the plan reads the same corpus: load it once.
   std::vector<std::string> base_sets = {"device=" + plan.device};
   base_sets.insert(base_sets.end(), plan.overrides.begin(), plan.overrides.end());
@@ -153,6 +159,7 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir)
   for (int64_t layers : depths)
     for (const std::string& pe : plan.pes)
       for (int64_t seed = plan.first_seed; seed < plan.first_seed + plan.seeds; ++seed) {
+        if (interrupt.requested()) continue;  // stopped: the remaining runs never start
         std::vector<std::string> sets = base_sets;
         sets.insert(sets.end(), {"pe=" + pe, "seed=" + std::to_string(seed)});
         if (!plan.layers.empty()) sets.push_back("layers=" + std::to_string(layers));
@@ -166,8 +173,19 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir)
         options.overwrite = true;
         options.experiment = "lm";
         options.grid = &progress;
+        const GridCellStart cell = grid_cell_start(r.dir, config, continuation.continuing);
+        apply_cell_start(cell, options);
         progress.begin_run(run_name(layers, pe, seed));
-        const LmTrainOutcome outcome = train_lm(config, r.dir, options, &corpus);
+        LmTrainOutcome outcome;
+        if (cell.kind == GridCellStart::finished) outcome.result = cell.result;
+        else outcome = train_lm(config, r.dir, options, &corpus);
+        if (outcome.interrupted) {  // its checkpoint is saved; the grid stops here
+          progress.end_run();
+          stopped_run = run_name(layers, pe, seed);
+          stopped_step = outcome.result.steps;
+          run_steps = config.get_int("steps");
+          continue;
+        }
         r.params = outcome.result.params;
         r.steps = outcome.result.steps;
         r.seconds = outcome.result.seconds;
@@ -191,7 +209,7 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir)
         summary.runs.push_back(r);
       }
 
-  if (plan.finetune_steps > 0) {
+  if (plan.finetune_steps > 0 && !interrupt.requested()) {
     // Paper §4.2: the same trained RPE weights, continued as RPE and as URPE (C = 1), equal steps.
     std::vector<std::string> sets;
     for (const std::string& s : base_sets)
@@ -218,12 +236,14 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir)
         options.init_from = source.dir;
         options.quiet = true;
         train_lm(resolve_config(plan.preset, "", run_sets), dir, options, &corpus);
+        if (interrupt.requested()) break;  // no half-finished comparison in the results
         const double valid = evaluate_lm_run(dir, "valid", nullptr, &corpus, "", "best").result.perplexity;
         const double test = evaluate_lm_run(dir, "test", nullptr, &corpus, "", "best").result.perplexity;
         (pe == "urpe" ? f.urpe_dir : f.rpe_dir) = dir;
         (pe == "urpe" ? f.urpe_valid_ppl : f.rpe_valid_ppl) = valid;
         (pe == "urpe" ? f.urpe_test_ppl : f.rpe_test_ppl) = test;
       }
+      if (interrupt.requested()) break;
       std::printf("finetune %s: RPE continued valid %.2f test %.2f; URPE fine-tuned valid %.2f test %.2f (%lld steps)\n",
                   source.dir.c_str(), f.rpe_valid_ppl, f.rpe_test_ppl, f.urpe_valid_ppl, f.urpe_test_ppl,
                   static_cast<long long>(f.steps));
@@ -253,7 +273,14 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir)
     list.push(result_to_json(row_of(r, "valid_ppl_mem0", r.valid_ppl_no_memory, device)));
   }
   write_text_atomic(join_path(out_dir, "results.json"), list.dump(2) + "\n");
-  write_text_atomic(join_path(out_dir, "results.md"), lm_results_markdown(summary, plan));
+  std::string note;
+  if (interrupt.requested()) {
+    note = grid_interruption_note(stop_signal(), static_cast<int64_t>(summary.runs.size()), total, stopped_run,
+                                  stopped_step, run_steps, continuation.command);
+    std::printf("\n%s\n", note.c_str());
+    note += "\n\n";
+  }
+  write_text_atomic(join_path(out_dir, "results.md"), note + lm_results_markdown(summary, plan));
   draw_lm_repro_plots(out_dir, summary);
   return summary;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "train/io/run_dir.h"
+#include "train/repro/grid_cells.h"
 
 namespace urpe {
 
@@ -65,7 +66,12 @@ struct LmReproSummary {
 
 // Trains every (L, pe, seed) into out_dir/runs/L<L>-<pe>-s<seed>, printing one line per run, then
 // writes out_dir/results.json, results.md and plots/.
-LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir);
+// Ctrl-C or SIGTERM stops the grid after the current run saves (no fine-tuning then): the summary
+// files hold the finished runs, results.md starts with a note naming `continuation.command`, and
+// with continuation.continuing the runs already in out_dir/runs are reused or resumed
+// (grid_cells.h).
+LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir,
+                            const GridContinuation& continuation = {});
 
 // The results.md text.
 std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan& plan);

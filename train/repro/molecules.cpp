@@ -14,6 +14,7 @@
 #include "train/molecule_trainer.h"
 #include "train/plot/charts.h"
 #include "train/run_config.h"
+#include "train/run_control.h"
 #include "train/io/printable.h"
 #include "train/io/safetensors.h"
 #include "train/repro/paper_values.h"
@@ -58,10 +59,13 @@ std::string format(const char* pattern, double a, double b = 0) {
   return text;
 }
 
-// Longest finite shortest-path distance over the molecules (the plots' x range).
-int64_t longest_distance(const data::MoleculeDataset& dataset) {
+// Longest finite shortest-path distance over the molecules the runs use (the plots' x range); the
+// ones over max_nodes were left out of the split before any O(N²) work was done on them.
+int64_t longest_distance(const MoleculeData& data) {
   int32_t longest = 0;
-  for (const data::MoleculeGraph& g : dataset.graphs) longest = std::max(longest, data::shortest_paths(g).max_distance);
+  for (const auto* part : {&data.split.train, &data.split.valid, &data.split.test})
+    for (int64_t row : *part)
+      longest = std::max(longest, data::shortest_paths(data.dataset.graphs[static_cast<size_t>(row)]).max_distance);
   return longest;
 }
 
@@ -247,9 +251,14 @@ std::vector<std::string> draw_repro_plots(const std::string& out_dir, const std:
 
 }  // namespace
 
-std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std::string& out_dir) {
+std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std::string& out_dir,
+                                          const GridContinuation& continuation) {
   URPE_CHECK(repro.seeds >= 1, "repro molecules: seeds must be at least 1, got " << repro.seeds);
   make_directories(out_dir);
+  // Ctrl-C or SIGTERM, during a run or between two, stops the grid after the run saves.
+  const StopOnInterrupt interrupt;
+  std::string stopped_run;
+  int64_t stopped_step = 0, run_steps = 0;
   const auto start = std::chrono::steady_clock::now();
   auto config_for = [&](const std::string& pe, int64_t seed) {
     std::vector<std::string> sets = {"pe=" + pe, "seed=" + std::to_string(seed), "device=" + repro.device};
@@ -266,6 +275,7 @@ std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std:
   GridProgress progress(total);
   for (int64_t seed = repro.first_seed; seed < repro.first_seed + repro.seeds; ++seed)
     for (const std::string pe : {"none", "urpe"}) {
+      if (interrupt.requested()) continue;  // stopped: the remaining runs never start
       RunSummary run;
       run.pe = pe;
       run.seed = seed;
@@ -278,11 +288,29 @@ std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std:
       progress.begin_run(name);
       const auto run_start = std::chrono::steady_clock::now();
       const Config config = config_for(pe, seed);
-      run.outcome = train_graphormer(config, run.dir, options, &data);
+      const GridCellStart cell = grid_cell_start(run.dir, config, continuation.continuing);
+      apply_cell_start(cell, options);
+      if (cell.kind == GridCellStart::finished) {
+        run.outcome.result = cell.result;  // the baselines come from the evaluations below
+      } else {
+        run.outcome = train_graphormer(config, run.dir, options, &data);
+      }
+      if (run.outcome.interrupted) {  // its checkpoint is saved; the grid stops here
+        progress.end_run();
+        stopped_run = name;
+        stopped_step = run.outcome.result.steps;
+        run_steps = config.get_int("steps");
+        continue;
+      }
       // As the official code reports: valid and test of the checkpoint with the best valid MAE.
-      run.outcome.valid_mae = evaluate_graphormer_run(run.dir, config, "valid", "best", &data).mae;
+      const MoleculeEval best_valid = evaluate_graphormer_run(run.dir, config, "valid", "best", &data);
+      run.outcome.valid_mae = best_valid.mae;
       const MoleculeEval best_test = evaluate_graphormer_run(run.dir, config, "test", "best", &data);
       run.outcome.test_mae = best_test.mae;
+      if (cell.kind == GridCellStart::finished) {  // a reused run: its baselines as train_graphormer gives them
+        run.outcome.baseline_valid_mae = best_valid.baseline_mae;
+        run.outcome.baseline_test_mae = best_test.baseline_mae;
+      }
       run.best_step = best_test.step;
       run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
       progress.end_run();
@@ -296,6 +324,14 @@ std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std:
       runs.push_back(run);
     }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string note;
+  if (interrupt.requested()) {
+    note = grid_interruption_note(stop_signal(), static_cast<int64_t>(runs.size()), total, stopped_run, stopped_step,
+                                  run_steps, continuation.command);
+    std::printf("\n%s\n", note.c_str());
+    if (runs.empty()) return {};  // nothing finished: no summary to write
+    note += "\n\n";
+  }
 
   std::vector<ResultRow> rows;
   for (const RunSummary& r : runs) {
@@ -322,8 +358,8 @@ std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std:
   json::Value list = json::Value::array();
   for (const ResultRow& r : rows) list.push(result_to_json(r));
   write_text_atomic(join_path(out_dir, "results.json"), list.dump(2) + "\n");
-  write_text_atomic(join_path(out_dir, "results.md"), results_markdown(repro, base, data, runs, wall));
-  draw_repro_plots(out_dir, runs, longest_distance(data.dataset), runs.front().outcome.baseline_valid_mae,
+  write_text_atomic(join_path(out_dir, "results.md"), note + results_markdown(repro, base, data, runs, wall));
+  draw_repro_plots(out_dir, runs, longest_distance(data), runs.front().outcome.baseline_valid_mae,
                    runs.front().outcome.baseline_test_mae);
   return rows;
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "train/io/run_dir.h"
+#include "train/repro/grid_cells.h"
 
 namespace urpe {
 
@@ -34,7 +35,12 @@ struct MoleculeRepro {
 MoleculeRepro molecule_repro_for_scale(const std::string& scale);
 
 // Trains every (seed, model) into out_dir/runs/, printing one line per run, then writes
-// results.json, results.md and plots/. Returns the results.json rows.
-std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std::string& out_dir);
+// results.json, results.md and plots/. Returns the results.json rows. Ctrl-C or SIGTERM stops the
+// grid after the current run saves: the summary files then hold the finished runs (none are
+// written before the first has finished), results.md starts with a note naming
+// `continuation.command`, and with continuation.continuing the runs already in out_dir/runs are
+// reused or resumed (grid_cells.h).
+std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std::string& out_dir,
+                                          const GridContinuation& continuation = {});
 
 }  // namespace urpe

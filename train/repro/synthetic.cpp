@@ -13,6 +13,7 @@
 #include "train/encoder_trainer.h"
 #include "train/process_memory.h"
 #include "train/run_config.h"
+#include "train/run_control.h"
 #include "train/run_plots.h"
 #include "train/repro/paper_values.h"
 #include "train/repro/seed_stats.h"
@@ -103,8 +104,10 @@ static std::string utc_now() {
 }
 
 std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::string& out_dir,
-                                          const std::string& experiment) {
+                                          const std::string& experiment, const GridContinuation& continuation) {
   make_directories(out_dir);
+  // Ctrl-C or SIGTERM, during a run or between two, stops the grid after the run saves.
+  const StopOnInterrupt interrupt;
   GridMachine machine;
   machine.machine = machine_description(parse_device(grid.device));
   machine.load_before = load_averages();
@@ -112,40 +115,59 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
   std::vector<ResultRow> rows;
   std::vector<RunCurve> curves;
   const std::vector<int64_t> lengths = grid_lengths(grid);
-  const int64_t total =
-      static_cast<int64_t>(grid.tasks.size() * grid.vocabs.size() * lengths.size() * grid.pes.size()) * grid.seeds;
-  std::map<std::string, double> spreads;  // pe → largest probe spread over its runs
-  GridProgress progress(total);
+  struct Cell {
+    std::string task, pe;
+    int64_t vocab, length, seed;
+  };
+  std::vector<Cell> cells;
   for (const std::string& task : grid.tasks)
     for (int64_t vocab : grid.vocabs)
       for (int64_t length : lengths)
         for (const std::string& pe : grid.pes)
-          for (int64_t seed = grid.first_seed; seed < grid.first_seed + grid.seeds; ++seed) {
-            std::vector<std::string> sets = {"pe=" + pe, "vocab=" + std::to_string(vocab),
-                                             "seed=" + std::to_string(seed), "device=" + grid.device};
-            if (length > 0) sets.push_back("seq_len=" + std::to_string(length));
-            sets.insert(sets.end(), grid.overrides.begin(), grid.overrides.end());
-            const Config config = resolve_config(task + "-" + grid.scale, "", sets);
-            const std::string name = run_name(task, vocab, length, pe, seed);
-            const std::string dir = join_path(join_path(out_dir, "runs"), name);
-            TrainOptions options;
-            options.overwrite = true;
-            options.experiment = experiment;
-            options.grid = &progress;
-            progress.begin_run(name);
-            const TrainOutcome outcome = train_encoder(config, dir, options);
-            progress.end_run();
-            std::printf("[%lld/%lld] %-22s valid accuracy %6.2f%%  (%lld steps, %.1f s)\n",
-                        static_cast<long long>(progress.run()), static_cast<long long>(total), name.c_str(),
-                        100.0 * outcome.result.metric, static_cast<long long>(outcome.result.steps),
-                        outcome.result.seconds);
-            std::fflush(stdout);
-            rows.push_back(outcome.result);
-            // With several lengths each (task, n) gets its own plot group and curves file.
-            const std::string group = length > 0 ? task + "-n" + std::to_string(length) : task;
-            curves.push_back({name, group, vocab, pe, seed - grid.first_seed + 1, dir});
-            if (grid.probe_spread) spreads[pe] = std::max(spreads[pe], grid.probe_spread(dir));
-          }
+          for (int64_t seed = grid.first_seed; seed < grid.first_seed + grid.seeds; ++seed)
+            cells.push_back({task, pe, vocab, length, seed});
+  const int64_t total = static_cast<int64_t>(cells.size());
+  std::map<std::string, double> spreads;  // pe → largest probe spread over its runs
+  GridProgress progress(total);
+  std::string stopped_run;
+  int64_t stopped_step = 0, run_steps = 0;
+  for (const Cell& cell : cells) {
+    if (interrupt.requested()) break;  // a signal between two runs: the next one never starts
+    std::vector<std::string> sets = {"pe=" + cell.pe, "vocab=" + std::to_string(cell.vocab),
+                                     "seed=" + std::to_string(cell.seed), "device=" + grid.device};
+    if (cell.length > 0) sets.push_back("seq_len=" + std::to_string(cell.length));
+    sets.insert(sets.end(), grid.overrides.begin(), grid.overrides.end());
+    const Config config = resolve_config(cell.task + "-" + grid.scale, "", sets);
+    const std::string name = run_name(cell.task, cell.vocab, cell.length, cell.pe, cell.seed);
+    const std::string dir = join_path(join_path(out_dir, "runs"), name);
+    const GridCellStart cell_start = grid_cell_start(dir, config, continuation.continuing);
+    TrainOptions options;
+    options.overwrite = true;
+    options.experiment = experiment;
+    options.grid = &progress;
+    apply_cell_start(cell_start, options);
+    progress.begin_run(name);
+    TrainOutcome outcome;
+    if (cell_start.kind == GridCellStart::finished) outcome.result = cell_start.result;
+    else outcome = train_encoder(config, dir, options);
+    progress.end_run();
+    if (outcome.interrupted) {  // its checkpoint is saved; the grid stops here
+      stopped_run = name;
+      stopped_step = outcome.result.steps;
+      run_steps = config.get_int("steps");
+      break;
+    }
+    std::printf("[%lld/%lld] %-22s valid accuracy %6.2f%%  (%lld steps, %.1f s)%s\n",
+                static_cast<long long>(progress.run()), static_cast<long long>(total), name.c_str(),
+                100.0 * outcome.result.metric, static_cast<long long>(outcome.result.steps), outcome.result.seconds,
+                cell_start.kind == GridCellStart::finished ? "  (finished before: reused)" : "");
+    std::fflush(stdout);
+    rows.push_back(outcome.result);
+    // With several lengths each (task, n) gets its own plot group and curves file.
+    const std::string group = cell.length > 0 ? cell.task + "-n" + std::to_string(cell.length) : cell.task;
+    curves.push_back({name, group, cell.vocab, cell.pe, cell.seed - grid.first_seed + 1, dir});
+    if (grid.probe_spread) spreads[cell.pe] = std::max(spreads[cell.pe], grid.probe_spread(dir));
+  }
   std::string probe_line;
   if (grid.probe_spread) {
     std::vector<std::pair<std::string, double>> ordered;
@@ -158,7 +180,14 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
   json::Value list = json::Value::array();
   for (const ResultRow& r : rows) list.push(result_to_json(r));
   write_text_atomic(join_path(out_dir, "results.json"), list.dump(2) + "\n");
-  write_text_atomic(join_path(out_dir, "results.md"), synthetic_results_markdown(rows, grid, probe_line, &machine));
+  std::string note;
+  if (interrupt.requested()) {
+    note = grid_interruption_note(stop_signal(), static_cast<int64_t>(rows.size()), total, stopped_run, stopped_step,
+                                  run_steps, continuation.command);
+    std::printf("\n%s\n", note.c_str());
+    note += "\n\n";
+  }
+  write_text_atomic(join_path(out_dir, "results.md"), note + synthetic_results_markdown(rows, grid, probe_line, &machine));
   draw_grid_plots(out_dir, rows, curves);
   return rows;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "train/io/run_dir.h"
+#include "train/repro/grid_cells.h"
 
 namespace urpe {
 
@@ -52,8 +53,12 @@ SyntheticGrid synthetic_grid_for_scale(const std::string& scale);
 
 // Trains every (task, V, n, pe, seed) into out_dir/runs/<task>-V<V>[-n<n>]-<pe>-s<seed> (-n<n> when
 // lengths are given), printing one line per run, then writes out_dir/results.json, results.md and plots/. Returns the rows.
+// Ctrl-C or SIGTERM stops the grid after the current run saves: the files then hold the finished
+// runs only, and results.md starts with a note naming the stopped run and `continuation.command`.
+// With continuation.continuing the runs already in out_dir/runs are reused or resumed
+// (grid_cells.h).
 std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::string& out_dir,
-                                          const std::string& experiment);
+                                          const std::string& experiment, const GridContinuation& continuation = {});
 
 // The Figure-1-style table: one row per (task, V[, n]), one column per pe, mean ± spread over
 // seeds; above it the command and the model/training setting per (task, n), under it `probe_line`

@@ -1,0 +1,47 @@
+// Claiming or reopening a grid command's --out (see grid_output.h).
+#include "train/cli/grid_output.h"
+
+#include "tensor/error.h"
+#include "train/run_control.h"
+
+namespace urpe::cli {
+
+static std::string quoted_if_needed(const std::string& word) {
+  if (!word.empty() && word.find_first_of(" \t'\"\\$`*?;&|<>()") == std::string::npos) return word;
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string grid_continue_command(const Args& args) {
+  std::string command = "urpe " + args.command;
+  for (const std::string& word : args.positional) command += " " + quoted_if_needed(word);
+  for (const auto& [name, value] : args.options) {
+    if (name == "overwrite" || name == "resume") continue;
+    command += " --" + name + (value.empty() ? "" : " " + quoted_if_needed(value));
+  }
+  return command + " --resume";
+}
+
+GridOutput::GridOutput(const Args& args, const std::string& out) {
+  continuation_.continuing = args.has("resume");
+  continuation_.command = grid_continue_command(args);
+  if (!continuation_.continuing) {
+    claim_ = std::make_unique<OutputClaim>(
+        out, "--out", args.has("overwrite"),
+        is_directory(join_path(out, "runs")) ? "continue an interrupted grid with --resume, " : "");
+    return;
+  }
+  URPE_CHECK(!args.has("overwrite"), "urpe " << args.command << ": --resume continues the grid in " << out
+                                             << " and --overwrite would replace it; pass one of them");
+  lock_ = std::make_unique<RunDirectoryLock>(out, LockMode::exclusive, "--out");
+  URPE_CHECK(is_directory(join_path(out, "runs")),
+             "urpe " << args.command << " --resume: --out " << out << " holds no grid (no runs/ folder) to continue");
+}
+
+int GridOutput::finish() {
+  if (claim_) claim_->done();
+  return stop_signal() != 0 ? stop_exit_code() : 0;
+}
+
+}  // namespace urpe::cli

@@ -1,0 +1,34 @@
+// The --out directory of a grid command (`urpe repro`, `urpe demo`): claimed afresh (an OutputClaim:
+// another run there is refused unless --overwrite), or, with --resume, reopened to continue the grid
+// a signal stopped (docs/runs.md#interrupted-grids). Either way DIR is locked for the whole command.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "train/cli/command_line.h"
+#include "train/io/run_dir.h"
+#include "train/repro/grid_cells.h"
+
+namespace urpe::cli {
+
+class GridOutput {
+ public:
+  // `out` is the directory as resolved once (normal_directory). Errors: --resume with --overwrite,
+  // --resume of a directory that holds no grid, and everything OutputClaim and RunDirectoryLock refuse.
+  GridOutput(const Args& args, const std::string& out);
+  const GridContinuation& continuation() const { return continuation_; }
+  // The command ran to its end or a signal stopped it (the runs it finished are saved): the claim
+  // is done. Returns the exit code: 0, or 130 / 143 when SIGINT / SIGTERM stopped the grid.
+  int finish();
+
+ private:
+  std::unique_ptr<OutputClaim> claim_;
+  std::unique_ptr<RunDirectoryLock> lock_;
+  GridContinuation continuation_;
+};
+
+// The command line that continues `args`'s grid: the same command, words and options, with --resume
+// (and without --overwrite).
+std::string grid_continue_command(const Args& args);
+
+}  // namespace urpe::cli
