@@ -1,6 +1,6 @@
 // Masked-language-model sequences from a corpus token stream: BERT's pre-training objective
 // (Devlin et al. 2019, §3.1), the task of the paper's Appendix C.4 (APE+RPE vs RPE vs URPE), in
-// small (docs/reproduce.md#c4-ape-rpe-vs-urpe-in-pre-training).
+// small (docs/reproduce.md, "APE+RPE vs URPE in pre-training").
 //
 // Vocabulary of `vocab` ids. The corpus's ids are ordered by train frequency (data/corpus.h:
 // `<eos>` = 0, then by descending count), so the vocab − 2 most frequent tokens keep their ids

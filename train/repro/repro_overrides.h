@@ -1,4 +1,4 @@
-// What every `urpe repro` experiment takes on top of its scale (docs/reproduce.md#every-experiment):
+// What every `urpe repro` experiment takes on top of its scale (docs/reproduce.md#options-every-experiment-takes):
 // `--set key=value` (repeatable), applied to every run of the grid after the scale's own settings,
 // so a user changes attention, accum_steps, a data path, ... without writing a config; and
 // `--tf32`, TF32 tensor-core GEMMs on CUDA for every run. Both are recorded in results.md.
