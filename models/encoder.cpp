@@ -210,6 +210,11 @@ TransformerEncoder::TransformerEncoder(const EncoderConfig& c, uint64_t seed, co
 
 Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dropout_rng,
                                    HiddenStates* states) const {
+  return classify(encode(tokens, training, dropout_rng, states));
+}
+
+Tensor TransformerEncoder::encode(const Tensor& tokens, bool training, Rng* dropout_rng,
+                                  HiddenStates* states) const {
   check_dtype("encoder", "tokens", tokens, DType::i32);
   check_dim("encoder", "tokens", tokens, 2, 2);
   const int64_t n = tokens.size(1);
@@ -274,8 +279,13 @@ Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dro
     x = layer.ffn_norm.forward(add(x, drop(transformed, config_.dropout)));
     if (states) states->blocks.push_back(x);
   }
+  return x;  // (B, N, d)
+}
+
+Tensor TransformerEncoder::classify(const Tensor& features) const {
+  Tensor x = features;  // (..., d)
   if (config_.head == EncoderHead::lm_head) x = head_norm_.forward(gelu(head_dense_.forward(x)));
-  return head_.forward(x);  // (B, N, num_classes); tied: x·E_tokᵀ + b
+  return head_.forward(x);  // (..., num_classes); tied: x·E_tokᵀ + b
 }
 
 }  // namespace urpe

@@ -236,5 +236,5 @@ TEST_CASE("`urpe repro pretrain --device cuda --tf32`: every run on the GPU with
   CHECK(md.find("`--set corpus=") != std::string::npos);
   CHECK(md.find("TF32 tensor-core GEMMs on (`--tf32`)") != std::string::npos);
   for (const char* pe : {"ape+rpe", "rpe", "urpe"})
-    CHECK(read_text_file(dir + "/runs/" + std::string(pe) + "-s1/config.txt").find("device = cuda") != std::string::npos);
+    CHECK(config_from_text(read_text_file(dir + "/runs/" + std::string(pe) + "-s1/config.txt"), "config.txt").get_string("device") == "cuda");
 }

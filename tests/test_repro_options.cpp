@@ -10,12 +10,14 @@
 #include "cli_util.h"
 #include "doctest/doctest.h"
 #include "scratch_dir.h"
+#include "tensor/cuda_backend.h"
 #include "tensor/error.h"
 #include "train/io/json.h"
 #include "train/io/run_dir.h"
 #include "train/repro/molecule_grid.h"
 #include "train/repro/pretrain.h"
 #include "train/repro/repro_overrides.h"
+#include "train/run_config.h"
 
 using namespace urpe;
 
@@ -44,15 +46,19 @@ std::string toy_molecules() {
   const std::string path = test::make_scratch_dir("grid_molecules") + "/toy.csv";
   std::ofstream csv(path);
   csv << "name,smiles,y\n";
-  int row = 0;
   for (int k = 1; k <= 10; ++k) {
     const std::string chain(static_cast<size_t>(k), 'C');
-    csv << "m" << row++ << "," << chain << "," << 0.3 * k << "\n"
-        << "m" << row++ << "," << chain << "O," << 0.3 * k - 1.0 << "\n"
-        << "m" << row++ << "," << chain << "N," << 0.3 * k + 0.5 << "\n"
-        << "m" << row++ << ",c1ccccc1" << chain << "," << 0.2 * k + 1.0 << "\n";
+    csv << "a" << k << "," << chain << "," << 0.3 * k << "\n"
+        << "b" << k << "," << chain << "O," << 0.3 * k - 1.0 << "\n"
+        << "c" << k << "," << chain << "N," << 0.3 * k + 0.5 << "\n"
+        << "d" << k << ",c1ccccc1" << chain << "," << 0.2 * k + 1.0 << "\n";
   }
   return path;
+}
+
+// A run directory's resolved config (its config.txt).
+Config run_config_of(const std::string& dir) {
+  return config_from_text(read_text_file(dir + "/config.txt"), dir + "/config.txt");
 }
 
 ResultRow mae_row(const std::string& pe, const std::string& metric, double value) {
@@ -90,10 +96,9 @@ TEST_CASE("repro --set reaches every run's config and is recorded in results.md 
   INFO(r.output);
   REQUIRE(r.code == 0);
   for (const char* run : {"pi-V100-rpe-s1", "pi-V100-urpe-s1"}) {
-    const std::string config = read_text_file(out + "/runs/" + run + "/config.txt");
-    INFO(config);
-    CHECK(config.find("attention = fused") != std::string::npos);
-    CHECK(config.find("steps = 3") != std::string::npos);
+    const Config config = run_config_of(out + "/runs/" + run);
+    CHECK(config.get_string("attention") == "fused");
+    CHECK(config.get_int("steps") == 3);
   }
   const std::string md = read_text_file(out + "/results.md");
   INFO(md);
@@ -124,6 +129,9 @@ TEST_CASE("repro options that cannot run are one line each, and --out is never c
   check_refused("molecules --set lr=1e-3 --grid lr=1e-3,2e-3", "both set lr");
   check_refused("molecules --grid batch=0,8", "batch");  // every setting's config, before --out
   check_refused("molecules --preset pi-paper", "not a Graphormer preset");
+  if (cuda::device_count() == 0)  // no GPU here: refused before anything is written, for every experiment
+    for (const char* experiment : {"synthetic", "lm", "molecules", "pretrain", "table5"})
+      check_refused(std::string(experiment) + " --set device=cuda", "urpe repro " + std::string(experiment) + " --device cuda");
 }
 
 TEST_CASE("molecule grid: the setting with the lowest mean validation MAE is selected per model") {
@@ -148,8 +156,8 @@ TEST_CASE("repro molecules --grid: every setting runs, each model's selection go
   for (const GridPointResult& p : points) {
     CHECK(p.rows.size() == 6);  // 2 models × (valid, test) + the mean predictor's two
     CHECK(std::filesystem::exists(p.dir + "/results.md"));
-    CHECK(read_text_file(p.dir + "/runs/graphormer-s1/config.txt").find("lr = " + p.point[0].substr(3)) !=
-          std::string::npos);
+    for (const char* run : {"graphormer-s1", "graphormer-urpe-s1"})
+      CHECK(run_config_of(p.dir + "/runs/" + run).get_float("lr") == doctest::Approx(std::stod(p.point[0].substr(3))));
   }
   CHECK(points[0].dir == out + "/grid/lr3e-3");
   const std::string md = read_text_file(out + "/results.md");
@@ -195,9 +203,10 @@ TEST_CASE("`urpe repro pretrain` end to end at tiny scale: three encodings, the 
     CHECK(row.at("steps").as_number() == 8);
   }
   for (const char* pe : {"ape+rpe", "rpe", "urpe"}) {
-    const std::string config = read_text_file(out + "/runs/" + std::string(pe) + "-s1/config.txt");
-    CHECK(config.find("pe = " + std::string(pe)) != std::string::npos);
-    CHECK(config.find("task = mlm") != std::string::npos);
+    const Config config = run_config_of(out + "/runs/" + std::string(pe) + "-s1");
+    CHECK(config.get_string("pe") == pe);
+    CHECK(config.get_string("task") == "mlm");
+    CHECK(config.get_int("seq_len") == 32);
   }
   for (const char* plot : {"plots/curves.png", "plots/loss.png"}) CHECK(std::filesystem::exists(out + "/" + plot));
   CHECK(paper_pretrain_loss("ape+rpe") == 1.86);

@@ -125,7 +125,13 @@ MemoryEstimate estimate_encoder_memory(const Config& config) {
                   {"the attention projections", {layers, constant(4), key_factor(config, "d_model", 2)}},
                   {"the feed-forward weights", {layers, constant(2), d, d_ff}},
                   {"the classifier", {d, classes}}};
-  if (mlm) e.parameters.back() = {"the LM head's dense layer (its output is the tied embedding)", {d, d}};
+  if (mlm) {
+    e.parameters.back() = {"the LM head's dense layer (its output is the tied embedding)", {d, d}};
+    // The head runs on the masked positions only: round(mask_prob · seq_len) per sequence.
+    const double masked = std::max(1.0, std::round(config.get_float("mask_prob") * n.value));
+    for (SizeTerm& t : e.activations)
+      if (t.what == "logits") t.factors = {rows, {"masked positions (mask_prob · seq_len)", masked, 1, {"seq_len", "mask_prob"}}, classes};
+  }
 
   // The positional encoding's own tables (models/encoder.cpp), `pe` = BASE or BASE+urpe.
   const PositionalSpec pe = parse_positional_spec(config.get_string("pe"));

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "autograd/node.h"
+#include "ops/embedding.h"
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "train/dist/data_parallel.h"
@@ -20,7 +21,7 @@ namespace {
 constexpr uint64_t kMaskSeed = 0x6d61736bULL;  // the validation windows' masks, the same for every run
 constexpr int64_t kEvalBatch = 32;
 
-// Masked positions whose argmax is the target, and masked positions.
+// Rows whose argmax is the target, and rows (logits (M, V), targets (M,), every row scored).
 struct Hits {
   int64_t correct = 0, scored = 0;
 };
@@ -41,11 +42,31 @@ Hits hits_of(const Tensor& logits, const Tensor& targets) {
   return hits;
 }
 
-// Mean cross-entropy over the masked positions: logits (B, n, V), targets (B, n).
-Tensor masked_loss(const Tensor& logits, const Tensor& targets) {
-  const int64_t rows = logits.numel() / logits.size(-1);
-  return cross_entropy(reshape(logits, {rows, logits.size(-1)}), reshape(targets, {rows}),
-                       data::MaskedLanguageModel::kIgnoreTarget);
+// The masked positions of a (B, n) target tensor: their flat indices into the B·n positions and
+// their targets, (M,) each, on `device`.
+struct MaskedRows {
+  Tensor rows, targets;
+  int64_t count = 0;
+};
+MaskedRows masked_rows(const Tensor& targets, const Device& device) {
+  const std::vector<int32_t> t = targets.to_vector_i32();
+  std::vector<int32_t> rows, y;
+  for (size_t k = 0; k < t.size(); ++k)
+    if (t[k] != data::MaskedLanguageModel::kIgnoreTarget) {
+      rows.push_back(static_cast<int32_t>(k));
+      y.push_back(t[k]);
+    }
+  const int64_t m = static_cast<int64_t>(rows.size());
+  return {Tensor::from_vector(rows, {m}, device), Tensor::from_vector(y, {m}, device), m};
+}
+
+// The logits of the masked positions only, (M, V): the encoder's features gathered at those
+// positions, then the LM head (BERT computes its output layer at the masked positions alone).
+Tensor masked_logits(const TransformerEncoder& model, const Tensor& tokens, const MaskedRows& masked, bool training,
+                     Rng* dropout_rng) {
+  const Tensor features = model.encode(tokens, training, dropout_rng);  // (B, n, d)
+  const int64_t d = features.size(-1);
+  return model.classify(embedding(reshape(features, {features.numel() / d, d}), masked.rows));  // (M, V)
 }
 
 }  // namespace
@@ -79,12 +100,11 @@ MaskedLmEval evaluate_masked_lm(const TransformerEncoder& model, const data::Mas
   for (int64_t first = 0; first < e.windows; first += kEvalBatch) {
     const int64_t count = std::min(kEvalBatch, e.windows - first);
     const data::MaskedBatch batch = task.windows(stream, first, count, rng);
-    const Tensor logits = model.forward(batch.tokens.to(model.device()), false, nullptr);
-    const Tensor targets = batch.targets.to(model.device());
-    const int64_t scored = count * task.masked_per_sequence();
-    loss_sum += masked_loss(logits, targets).item() * static_cast<double>(scored);
-    correct += hits_of(logits, targets).correct;
-    e.masked += scored;
+    const MaskedRows masked = masked_rows(batch.targets, model.device());
+    const Tensor logits = masked_logits(model, batch.tokens.to(model.device()), masked, false, nullptr);
+    loss_sum += cross_entropy(logits, masked.targets).item() * static_cast<double>(masked.count);
+    correct += hits_of(logits, masked.targets).correct;
+    e.masked += masked.count;
   }
   e.loss = loss_sum / static_cast<double>(e.masked);
   e.accuracy = static_cast<double>(correct) / static_cast<double>(e.masked);
@@ -116,12 +136,11 @@ class MaskedLmTask final : public TrainingTask {
     }
     const dist::Shard rows = micro_rows(shard_, micro);
     const Tensor tokens = dist::shard_rows(global_.tokens, rows).to(model_.device());
-    const Tensor targets = dist::shard_rows(global_.targets, rows).to(model_.device());
-    const Tensor logits = model_.forward(tokens, true, &progress.dropout_rng);
-    const Tensor loss = masked_loss(logits, targets);
-    trained_.push_back(hits_of(logits.detach(), targets));
-    const double scored = static_cast<double>(rows.count * data_.task.masked_per_sequence());
-    return {loss, static_cast<double>(tokens.numel()), scored};
+    const MaskedRows masked = masked_rows(dist::shard_rows(global_.targets, rows), model_.device());
+    const Tensor logits = masked_logits(model_, tokens, masked, true, &progress.dropout_rng);
+    const Tensor loss = cross_entropy(logits, masked.targets);
+    trained_.push_back(hits_of(logits.detach(), masked.targets));
+    return {loss, static_cast<double>(tokens.numel()), static_cast<double>(masked.count)};
   }
   // The masked-token accuracy of the global batch (equal shards: the mean of the ranks').
   double train_metric(double) override {

@@ -119,6 +119,7 @@ ReproRequest read_request(const Args& args) {
   const bool cuda = r.device.rfind("cuda", 0) == 0;
   URPE_CHECK(!r.extra.tf32 || cuda, "urpe repro: --tf32 is a mode of the GPU's tensor cores; it needs --device cuda "
                                     "(or --set device=cuda), got device " << r.device);
+  bench::require_cuda_device("urpe repro " + r.experiment, r.device);  // before --out is claimed
   return r;
 }
 
@@ -227,7 +228,6 @@ int run_repro(const Args& args) {
     Table5Options options;
     options.device = request.device;
     options.tf32 = request.extra.tf32;
-    bench::require_cuda_device("repro table5", options.device);
     if (args.has("lengths")) options.lengths = urpe::parse_lengths(args.get("lengths"));
     options.batch = args.get_int("batch", options.batch);
     options.layers = args.get_int("layers", options.layers);
