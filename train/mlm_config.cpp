@@ -21,8 +21,8 @@ bool is_masked_lm(const Config& config) {
 }
 
 void check_masked_lm_values(const Config& c) {
-  config_check::int_at_least(c, "vocab", 3);
-  const double p = c.get_float("mask_prob");
+  if (is_masked_lm(c)) config_check::int_at_least(c, "vocab", 3);
+  const double p = c.get_float("mask_prob");  // checked for every task, like every other key
   URPE_CHECK(p > 0.0 && p < 1.0, "config: mask_prob must be in (0, 1), got " << c.get_string("mask_prob"));
 }
 

@@ -19,7 +19,8 @@ namespace urpe {
 
 // The mlm keys of the encoder family (corpus, mask_prob; `task` lists mlm itself).
 void add_masked_lm_keys(ConfigSchema& schema);
-// mask_prob in (0, 1), vocab >= 3 (run by check_config_values for task = mlm); errors name the key.
+// mask_prob in (0, 1) (for every task), vocab >= 3 for task = mlm (run by check_config_values);
+// errors name the key.
 void check_masked_lm_values(const Config& config);
 // `corpus` names a directory (unless embedded).
 void check_masked_lm_paths(const Config& config);

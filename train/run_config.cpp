@@ -111,7 +111,7 @@ void check_encoder_values(const Config& c) {
   URPE_CHECK(!rope || (c.get_int("d_model") / c.get_int("heads")) % 2 == 0,
              "config: pe = " << c.get_string("pe") << " needs an even head dimension d_model/heads, got "
                              << c.get_int("d_model") / c.get_int("heads"));
-  if (is_masked_lm(c)) check_masked_lm_values(c);
+  check_masked_lm_values(c);
 }
 
 ConfigSchema build_schema(const std::string& model) {
