@@ -1,5 +1,7 @@
-// `urpe repro`: the paper's experiments as single commands. The --out directory is taken through
-// an OutputClaim: another run there is refused unless --overwrite.
+// `urpe repro`: the paper's experiments as single commands (docs/reproduce.md). Every option, --set
+// and --tf32 included, is checked and every run's config resolved before the --out directory is
+// taken through an OutputClaim (another run there is refused unless --overwrite), so a mistake
+// writes nothing.
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -111,7 +113,9 @@ ReproRequest read_request(const Args& args) {
       r.extra.sets.push_back(s);
       continue;
     }
-    const std::string device = s.substr(s.find('=') + 1);
+    std::string device = s.substr(s.find('=') + 1);
+    device.erase(0, device.find_first_not_of(" \t"));
+    device.erase(device.find_last_not_of(" \t") + 1);
     URPE_CHECK(!args.has("device") || args.get("device") == device,
                "urpe repro: --device " << args.get("device") << " and --set " << s << " name different devices");
     r.device = device;

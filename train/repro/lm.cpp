@@ -358,8 +358,10 @@ std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan
     for (int split = 0; split < 2; ++split) {
       PaperComparison c;
       if (split == 0) {
-        c.quantity = "valid perplexity, " + ours + " (paper Table 4, L = " + std::to_string(paper_depth.layers) +
-                     (same_depth ? "" : ": Transformer-XL base") + ", WikiText-103)";
+        c.quantity = "valid perplexity, " + ours +
+                     (paper_depth.layers == 16 ? std::string(" (paper Tables 1 and 4, L = 16: Transformer-XL base")
+                                               : " (paper Table 4, L = " + std::to_string(paper_depth.layers)) +
+                     ", WikiText-103)";
         c.paper_base = paper_depth.rpe_valid_ppl;
         c.paper_urpe = paper_depth.urpe_valid_ppl;
       } else if (same_depth && layers != 16) {
