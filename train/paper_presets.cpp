@@ -110,7 +110,7 @@ const std::vector<Preset>& paper_presets() {
       {"graphormer-pcqm4m", "Graphormer on PCQM4M as Appendix C.3.2 trains it (Table 3): 6 layers, 32 heads, "
                             "d = ffn = 512, batch 512, Adam, lr 3e-4, 60K warm-up, linear to 0 at 1M steps, dropout "
                             "input 0 / attention 0.1 / hidden 0, weight decay 0; clipping 5.0 and 5 hops from the "
-                            "official GV1 PCQM4M script (set dataset to the PCQM4M file, docs/data.md)",
+                            "official GV1 PCQM4M script (set dataset to the PCQM4M CSV, read with OGB's features: docs/data.md)",
        kPcqm4m},
       {"graphormer-pcqm4m-urpe", "graphormer-pcqm4m + URPE (Appendix C.3.2, Table 3)", with(kPcqm4m, "pe = urpe\n")},
       {"mlm-paper", "masked-LM pre-training as Appendix C.4 runs it: BERT-base (12 layers, d = 768, 12 heads, "
