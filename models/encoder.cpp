@@ -44,7 +44,7 @@ const char* positional_kind_name(PositionalKind kind) {
 const std::vector<std::string>& positional_spec_names() {
   static const std::vector<std::string> names = {
       "none", "ape", "sinusoidal", "rpe", "alibi", "rope", "shaw", "urpe",
-      "none+urpe", "ape+urpe", "sinusoidal+urpe", "alibi+urpe", "rope+urpe", "shaw+urpe"};
+      "none+urpe", "ape+urpe", "sinusoidal+urpe", "alibi+urpe", "rope+urpe", "shaw+urpe", "ape+rpe"};
   return names;
 }
 
@@ -57,6 +57,11 @@ PositionalSpec parse_positional_spec(const std::string& text) {
                                       << " (urpe alone is RPE + URPE)");
   }
   PositionalSpec spec;
+  if (text == "ape+rpe") {  // both encodings, not C on top of APE
+    spec.base = PositionalKind::rpe;
+    spec.with_ape = true;
+    return spec;
+  }
   const size_t plus = text.find('+');
   spec.base = parse_positional_kind(text.substr(0, plus));
   spec.urpe_on_top = plus != std::string::npos;
@@ -64,6 +69,7 @@ PositionalSpec parse_positional_spec(const std::string& text) {
 }
 
 std::string positional_spec_name(const PositionalSpec& spec) {
+  if (spec.with_ape) return std::string("ape+") + positional_kind_name(spec.base);
   return std::string(positional_kind_name(spec.base)) + (spec.urpe_on_top ? "+urpe" : "");
 }
 
@@ -121,6 +127,8 @@ TransformerEncoder::TransformerEncoder(const EncoderConfig& c, uint64_t seed, co
              "encoder: heads (" << c.heads << ") must divide d_model (" << c.d_model << ")");
   URPE_CHECK(!c.urpe_on_top || (c.pe != PositionalKind::rpe && c.pe != PositionalKind::urpe),
              "encoder: pe " << positional_kind_name(c.pe) << "+urpe: use pe = urpe (RPE + URPE)");
+  URPE_CHECK(!c.with_ape || (c.pe == PositionalKind::rpe && !c.urpe_on_top),
+             "encoder: absolute positions as well (with_ape) go with pe = rpe only (pe = ape+rpe)");
   const int64_t head_dim = c.d_model / c.heads;
   URPE_CHECK(c.pe != PositionalKind::rope || head_dim % 2 == 0,
              "encoder: pe = rope needs an even head dimension d_model/heads, got " << head_dim);
@@ -135,7 +143,7 @@ TransformerEncoder::TransformerEncoder(const EncoderConfig& c, uint64_t seed, co
     std::fill_n(table.begin() + c.padding_id * c.d_model, c.d_model, 0.0f);
     tokens_.table.copy_from(Tensor::from_vector(table, tokens_.table.shape()));
   }
-  if (c.pe == PositionalKind::ape)
+  if (c.pe == PositionalKind::ape || c.with_ape)
     positions_ = EmbeddingTable(params_, "embed_positions", c.seq_len, c.d_model, init);
   if (c.pe == PositionalKind::sinusoidal) sinusoid_ = sinusoidal_table(c.seq_len, c.d_model, device);
   if (c.embedding_layer_norm) embedding_norm_ = LayerNorm(params_, "embed_norm", c.d_model, device);
@@ -202,6 +210,11 @@ TransformerEncoder::TransformerEncoder(const EncoderConfig& c, uint64_t seed, co
 
 Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dropout_rng,
                                    HiddenStates* states) const {
+  return classify(encode(tokens, training, dropout_rng, states));
+}
+
+Tensor TransformerEncoder::encode(const Tensor& tokens, bool training, Rng* dropout_rng,
+                                  HiddenStates* states) const {
   check_dtype("encoder", "tokens", tokens, DType::i32);
   check_dim("encoder", "tokens", tokens, 2, 2);
   const int64_t n = tokens.size(1);
@@ -215,7 +228,7 @@ Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dro
 
   Tensor x = config_.padding_id >= 0 ? embedding(tokens_.table, tokens, config_.padding_id)
                                      : tokens_.forward(tokens);  // (B, N, d)
-  if (config_.pe == PositionalKind::ape) {
+  if (positions_.table.defined()) {  // pe = ape or ape+rpe
     const Tensor positions = Tensor::arange(n, DType::i32, device_);
     x = add(x, positions_.forward(positions));  // (N, d) broadcast over the batch
   }
@@ -266,8 +279,13 @@ Tensor TransformerEncoder::forward(const Tensor& tokens, bool training, Rng* dro
     x = layer.ffn_norm.forward(add(x, drop(transformed, config_.dropout)));
     if (states) states->blocks.push_back(x);
   }
+  return x;  // (B, N, d)
+}
+
+Tensor TransformerEncoder::classify(const Tensor& features) const {
+  Tensor x = features;  // (..., d)
   if (config_.head == EncoderHead::lm_head) x = head_norm_.forward(gelu(head_dense_.forward(x)));
-  return head_.forward(x);  // (B, N, num_classes); tied: x·E_tokᵀ + b
+  return head_.forward(x);  // (..., num_classes); tied: x·E_tokᵀ + b
 }
 
 }  // namespace urpe

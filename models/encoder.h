@@ -10,6 +10,8 @@
 //   rope:  rotary embedding of q and k in every layer (ops/rotary.h)
 //   shaw:  Shaw et al.'s learned relative embeddings a^K, a^V clipped at distance k, per layer
 //   BASE+urpe: any base but rpe with URPE's C table on top (README: Which encodings can tell positions apart?)
+//   ape+rpe: learned absolute positions and the relative bias table together, as UniLMv2 (and the
+//         paper's Appendix C.4 baseline) uses them
 // Forward: x = LN_emb(E[t] (+ P[pos])) → Drop; per layer x = LN1(x + Drop(MHA(x))),
 // x = LN2(x + Drop(FFN(x))); logits = x·W_headᵀ + b (head = linear), or the RoBERTa LM head of the
 // official synthetic-task code (head = lm_head): logits = LN_head(GELU(x·W_dᵀ + b_d))·W_headᵀ + b,
@@ -32,10 +34,12 @@ PositionalKind parse_positional_kind(const std::string& text);  // one base name
 const char* positional_kind_name(PositionalKind kind);
 
 // The `pe` value of a run: a base, and with "+urpe" URPE's C table on top of it. "urpe" alone is
-// T5-RPE + URPE (the paper's model), so "rpe+urpe" and "urpe+urpe" are rejected.
+// T5-RPE + URPE (the paper's model), so "rpe+urpe" and "urpe+urpe" are rejected. "ape+rpe" is the
+// base rpe with learned absolute positions added to the token embeddings as well (with_ape).
 struct PositionalSpec {
   PositionalKind base = PositionalKind::urpe;
   bool urpe_on_top = false;
+  bool with_ape = false;
 };
 PositionalSpec parse_positional_spec(const std::string& text);
 std::string positional_spec_name(const PositionalSpec& spec);
@@ -62,6 +66,7 @@ struct EncoderConfig {
   float init_std = 0.02f;
   PositionalKind pe = PositionalKind::urpe;
   bool urpe_on_top = false;   // C on top of `pe` (any base but rpe/urpe): pe = BASE+urpe
+  bool with_ape = false;      // learned absolute positions as well (pe = ape+rpe; base rpe only)
   int64_t shaw_clip = 16;     // Shaw: relative distances clipped to [−k, k]
   RelativeKind rpe_kind = RelativeKind::unique;
   RelativeKind urpe_kind = RelativeKind::unique;
@@ -86,6 +91,11 @@ class TransformerEncoder {
   // and receives every block's input and output (models/hidden_states.h).
   Tensor forward(const Tensor& tokens, bool training, Rng* dropout_rng,
                  HiddenStates* states = nullptr) const;
+  // forward in two halves: the last block's output (B, N, d), and the output head applied to any
+  // (..., d) rows of it → (..., num_classes). The masked LM (train/mlm_trainer.cpp) runs the head
+  // on the masked positions only, as BERT does.
+  Tensor encode(const Tensor& tokens, bool training, Rng* dropout_rng, HiddenStates* states = nullptr) const;
+  Tensor classify(const Tensor& features) const;
 
   const EncoderConfig& config() const { return config_; }
   const ParameterSet& parameters() const { return params_; }

@@ -312,6 +312,7 @@ const std::map<std::string, std::map<std::string, KeyRule>> kKeyRules = {
       {"dropout", {true, false, Huge::refused}},
       {"init_std", {true, true, Huge::refused}},
       {"shaw_clip", {true, true, Huge::refused}},      // 2·shaw_clip + 1 table rows
+      {"mask_prob", {true, true, Huge::refused}},      // a probability in (0, 1), whatever the task
       {"valid_size", {true, true, Huge::accepted}}}},  // a long evaluation, as asked
     {"txl",
      {{"batch", {true, true, Huge::sizes}},  // refused after reading the corpus; the message's token count overflows

@@ -222,3 +222,19 @@ TEST_CASE("`urpe train --device cuda` from the command line") {
   CHECK(r.code == 0);
   CHECK(metrics_of(dir).size() >= 2);
 }
+
+TEST_CASE("`urpe repro pretrain --device cuda --tf32`: every run on the GPU with TF32, recorded in results.md") {
+  const std::string dir = temp_dir("repro_tf32");
+  const test::CliResult r = test::run_urpe(
+      "repro pretrain --scale tiny --device cuda --tf32 --set corpus=" + toy_corpus() +
+      " --set vocab=14 --set seq_len=8 --set layers=1 --set d_model=16 --set heads=2 --set d_ff=32 --set batch=4"
+      " --set steps=2 --set warmup=1 --set eval_every=2 --set valid_size=4 --out " + dir);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const std::string md = read_text_file(dir + "/results.md");
+  INFO(md);
+  CHECK(md.find("`--set corpus=") != std::string::npos);
+  CHECK(md.find("TF32 tensor-core GEMMs on (`--tf32`)") != std::string::npos);
+  for (const char* pe : {"ape+rpe", "rpe", "urpe"})
+    CHECK(config_from_text(read_text_file(dir + "/runs/" + std::string(pe) + "-s1/config.txt"), "config.txt").get_string("device") == "cuda");
+}

@@ -72,6 +72,29 @@ TEST_CASE("pe spellings: BASE+urpe, and the rejected combinations name every acc
   CHECK(parse_positional_spec("rope+urpe").urpe_on_top);
   CHECK(parse_positional_spec("urpe").base == PositionalKind::urpe);
   CHECK(!parse_positional_spec("urpe").urpe_on_top);
+  // ape+rpe (Appendix C.4's baseline, as UniLMv2): the relative bias with learned absolute positions too.
+  CHECK(parse_positional_spec("ape+rpe").base == PositionalKind::rpe);
+  CHECK(parse_positional_spec("ape+rpe").with_ape);
+  CHECK(!parse_positional_spec("ape+rpe").urpe_on_top);
+  CHECK(!parse_positional_spec("ape+urpe").with_ape);  // C on top of APE, no relative bias
+  {
+    EncoderConfig both;
+    both.pe = PositionalKind::rpe;
+    both.with_ape = true;
+    EncoderConfig rpe_only = both;
+    rpe_only.with_ape = false;
+    const TransformerEncoder with(both, 1), without(rpe_only, 1);
+    bool positions = false, bias = false;
+    for (const auto& [name, tensor] : with.parameters().items()) {
+      positions |= name == "embed_positions.weight";
+      bias |= name == "rel_pos_bias";
+    }
+    CHECK(positions);
+    CHECK(bias);
+    CHECK(with.parameters().count() - without.parameters().count() == both.seq_len * both.d_model);
+    both.pe = PositionalKind::ape;
+    CHECK_THROWS_WITH_AS(TransformerEncoder(both, 1), doctest::Contains("pe = ape+rpe"), Error);
+  }
   for (const std::string& name : positional_spec_names()) CHECK(positional_spec_name(parse_positional_spec(name)) == name);
   for (const char* bad : {"rope+rope", "rpe+urpe", "urpe+urpe", "rope+", "+urpe", "RoPE"})
     CHECK_THROWS_WITH_AS(parse_positional_spec(bad), doctest::Contains("expected one of none, ape, sinusoidal"), Error);
@@ -97,6 +120,7 @@ double identical_token_spread(const std::string& pe) {
   const PositionalSpec spec = parse_positional_spec(pe);
   c.pe = spec.base;
   c.urpe_on_top = spec.urpe_on_top;
+  c.with_ape = spec.with_ape;
   TransformerEncoder model(c, 11);
   if (model.c_table().defined()) {  // a trained C: not all ones
     Rng rng(4);
@@ -118,7 +142,7 @@ TEST_CASE("Theorem 2: logit-only encodings cannot tell identical tokens apart; t
     CAPTURE(pe);
     CHECK(identical_token_spread(pe) < 1e-6);
   }
-  for (const std::string pe : {"ape", "sinusoidal", "shaw", "urpe", "alibi+urpe", "rope+urpe", "none+urpe"}) {
+  for (const std::string pe : {"ape", "sinusoidal", "shaw", "urpe", "alibi+urpe", "rope+urpe", "none+urpe", "ape+rpe"}) {
     CAPTURE(pe);
     CHECK(identical_token_spread(pe) > 1e-3);
   }
@@ -166,7 +190,7 @@ TEST_CASE("repro synthetic: a column per encoding, a row per length, the probe l
   CHECK(md.find("(overrides: steps=2 warmup=1 eval_every=2 valid_size=8 batch=4)") != std::string::npos);
   CHECK(md.find(" s wall for 8 runs; load average ") != std::string::npos);
   CHECK(md.find("Ran on ") != std::string::npos);
-  CHECK(md.find("n = 9 (paper Figures 1 and 3) | not transcribed") != std::string::npos);
+  CHECK(md.find("n = 9 (paper Figures 1 and 3) | not printed: Figures 1 and 3 are bar charts") != std::string::npos);
   // One accuracy chart with a group per (task, n), learning curves per length.
   for (const char* plot : {"plots/accuracy.png", "plots/curves_pi-n6.png", "plots/curves_pi-n9.png"}) {
     INFO(plot);

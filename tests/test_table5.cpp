@@ -61,25 +61,35 @@ TEST_CASE("repro table5 on the CPU: every row, results.md/json and plots") {
   CHECK(md.find("| 128 | materialized |") != std::string::npos);
   CHECK(md.find("| 256 | fused |") != std::string::npos);
   CHECK(md.find("Load averages") != std::string::npos);
-  // The paper's printed values (V100) on the materialised rows, with their ratios URPE/RPE:
-  // 4.59 / 4.55 = 1.009, 0.97 / 0.96 = 1.010; 5.66 / 5.60 = 1.011, 1.17 / 1.12 = 1.045.
-  CHECK(md.find("time 4.55 → 4.59 (1.009), memory 0.96 → 0.97 (1.010) |") != std::string::npos);
-  CHECK(md.find("time 5.60 → 5.66 (1.011), memory 1.12 → 1.17 (1.045) |") != std::string::npos);
-  CHECK(md.find("units not printed") != std::string::npos);
-  // The paper-beside-ours section: (4.59 − 4.55) / 4.55 = +0.9%, (1.17 − 1.12) / 1.12 = +4.5%.
+  // The paper's printed values (V100) on the materialised rows, runtime in log₂ ms as Table 5's
+  // caption gives it and in ms: 2^4.55 = 23.4, 2^4.59 = 24.1, ratio 2^0.04 = 1.028; memory in GB,
+  // 0.97 / 0.96 = 1.010. At 256: 2^5.60 = 48.5, 2^5.66 = 50.6, 1.042; 1.17 / 1.12 = 1.045.
+  CHECK(md.find("time 4.55 → 4.59 log₂ ms = 23.4 → 24.1 ms (1.028), memory 0.96 → 0.97 GB (1.010) |") !=
+        std::string::npos);
+  CHECK(md.find("time 5.60 → 5.66 log₂ ms = 48.5 → 50.6 ms (1.042), memory 1.12 → 1.17 GB (1.045) |") !=
+        std::string::npos);
+  CHECK(md.find("units not printed") == std::string::npos);
+  // The rows again in the paper's units: log₂ ms, ms and GB, paper / ours.
+  CHECK(md.find("## In the paper's units (Table 5: log₂ ms and GB)") != std::string::npos);
+  CHECK(md.find("| 128 | 4.55 / ") != std::string::npos);
+  CHECK(md.find("| 0.96 / ") != std::string::npos);
+  CHECK(md.find("TF32 off (full FP32 GEMMs).") != std::string::npos);
+  // The paper-beside-ours section: ms (23.4 → 24.1: +2.8%), log₂ ms without a relative change, GB
+  // ((1.17 − 1.12) / 1.12 = +4.5%).
   CHECK(md.find("## The paper beside ours") != std::string::npos);
-  CHECK(md.find("| forward time, n = 128 (ours: materialized, median ms) | 4.55 → 4.59 (units not printed) | +0.9% |") !=
-        std::string::npos);
-  CHECK(md.find("| peak memory, n = 256 (ours: fused, MiB) | 1.12 → 1.17 (units not printed) | +4.5% |") !=
-        std::string::npos);
+  CHECK(md.find("| forward time, n = 128 (ms; ours: materialized, median) | 23.4 → 24.1 | +2.8% |") != std::string::npos);
+  CHECK(md.find("| forward time, n = 128 (log₂ ms; ours: materialized) | 4.55 → 4.59 | – |") != std::string::npos);
+  CHECK(md.find("| peak memory, n = 256 (GB; ours: fused) | 1.12 → 1.17 | +4.5% |") != std::string::npos);
   for (const json::Value& row : rows.items()) {
     const json::Value& paper = row.at("paper");
     const bool urpe_row = row.at("pe").as_string() == "urpe";
     if (row.at("seq_len").as_integer() == 128) {
-      CHECK(paper.at("time").as_number() == (urpe_row ? 4.59 : 4.55));
-      CHECK(paper.at("memory").as_number() == (urpe_row ? 0.97 : 0.96));
-      CHECK(std::abs(paper.at("urpe_over_rpe_time").as_number() - 4.59 / 4.55) < 1e-12);
+      CHECK(paper.at("time_log2_ms").as_number() == (urpe_row ? 4.59 : 4.55));
+      CHECK(paper.at("time_ms").as_number() == doctest::Approx(urpe_row ? 24.0839 : 23.4254).epsilon(1e-4));
+      CHECK(paper.at("memory_gb").as_number() == (urpe_row ? 0.97 : 0.96));
+      CHECK(std::abs(paper.at("urpe_over_rpe_time").as_number() - std::exp2(0.04)) < 1e-9);
     }
+    CHECK(!row.at("tf32").as_bool());
   }
   CHECK(r.output.find("[8/8] n = 256") != std::string::npos);
 }
@@ -92,4 +102,5 @@ TEST_CASE("repro table5: bad options are one clear line") {
   check_one_line_error(run_urpe("repro table5 --batch 0 --out " + out), "option --batch");
   check_one_line_error(run_urpe("repro table5 --layers 0 --out " + out), "option --layers");
   check_one_line_error(run_urpe("repro table5 --lengths 128"), "--out");
+  check_one_line_error(run_urpe("repro table5 --tf32 --out " + out), "--tf32 is a mode of the GPU's tensor cores");
 }

@@ -9,6 +9,8 @@
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "train/dist/data_parallel.h"
+#include "train/mlm_config.h"
+#include "train/mlm_trainer.h"
 #include "train/run_config.h"
 #include "train/training_loop.h"
 
@@ -53,36 +55,43 @@ Tensor flat_loss(const Tensor& logits, const Tensor& targets, int32_t ignore) {
 }  // namespace
 
 SyntheticTask task_from_config(const Config& config) {
+  URPE_CHECK(!is_masked_lm(config), "config: task = mlm is masked language modelling on a corpus, not a synthetic "
+                                    "task; this command reads the synthetic tasks' sequences (pi, etp) only");
   return SyntheticTask(parse_synthetic_kind(config.get_string("task")), config.get_int("seq_len"),
                        config.get_int("vocab"), parse_task_protocol(config.get_string("task_protocol")));
 }
 
 EncoderConfig encoder_config_from(const Config& config) {
-  const SyntheticTask task = task_from_config(config);
   EncoderConfig c;
-  c.vocab = task.input_ids();
   c.seq_len = config.get_int("seq_len");
   c.layers = config.get_int("layers");
   c.d_model = config.get_int("d_model");
   c.heads = config.get_int("heads");
   c.d_ff = config.get_int("d_ff");
-  c.num_classes = task.num_classes();
   c.dropout = static_cast<float>(config.get_float("dropout"));
   c.init_std = static_cast<float>(config.get_float("init_std"));
   const PositionalSpec pe = parse_positional_spec(config.get_string("pe"));
   c.pe = pe.base;
   c.urpe_on_top = pe.urpe_on_top;
+  c.with_ape = pe.with_ape;
   c.shaw_clip = config.get_int("shaw_clip");
   c.rpe_kind = parse_relative_kind(config.get_string("rpe_kind"));
   c.urpe_kind = parse_relative_kind(config.get_string("urpe_kind"));
   c.attention_norm = parse_attention_norm(config.get_string("attention_norm"));
   c.attention = parse_attention_path(config.get_string("attention"));
-  // The official code's RobertaLMHead, tied to the token embedding for ETP (its scripts pass
-  // --untie-weights-roberta for PI only).
-  if (task.protocol() == TaskProtocol::official) {
-    c.head = EncoderHead::lm_head;
-    c.tie_head = task.kind() == SyntheticKind::even_token_prediction;
-    c.padding_id = task.padding_id();  // nn.Embedding(padding_idx = 1)
+  if (is_masked_lm(config)) {
+    set_masked_lm_model(config, c);
+  } else {
+    const SyntheticTask task = task_from_config(config);
+    c.vocab = task.input_ids();
+    c.num_classes = task.num_classes();
+    // The official code's RobertaLMHead, tied to the token embedding for ETP (its scripts pass
+    // --untie-weights-roberta for PI only).
+    if (task.protocol() == TaskProtocol::official) {
+      c.head = EncoderHead::lm_head;
+      c.tie_head = task.kind() == SyntheticKind::even_token_prediction;
+      c.padding_id = task.padding_id();  // nn.Embedding(padding_idx = 1)
+    }
   }
   URPE_CHECK(c.seq_len > 1, "config: seq_len must be > 1, got " << c.seq_len);
   URPE_CHECK(c.heads > 0 && c.d_model % c.heads == 0,
@@ -203,6 +212,7 @@ class EncoderTask final : public TrainingTask {
 }  // namespace
 
 TrainOutcome train_encoder(const Config& config, const std::string& out_dir, const TrainOptions& options) {
+  if (is_masked_lm(config)) return train_masked_lm(config, out_dir, options);
   TrainingRun run = begin_training_run(config, out_dir, options);
   EncoderTask task(run);
   const TrainingOutcome trained = run_training(run, task);

@@ -113,7 +113,10 @@ MemoryEstimate estimate_encoder_memory(const Config& config) {
   if (official)
     classes = pi && n.value + 1 > vocab + 11 ? SizeFactor{"classes (seq_len + 1)", n.value + 1, 1, {"seq_len"}}
                                              : SizeFactor{"classes (vocab + 11)", vocab + 11, 1, {"vocab"}};
-  const SizeFactor embedding_rows = official ? SizeFactor{"vocab + 11", vocab + 11, 1, {"vocab"}} : key_factor(config, "vocab");
+  SizeFactor embedding_rows = official ? SizeFactor{"vocab + 11", vocab + 11, 1, {"vocab"}} : key_factor(config, "vocab");
+  // mlm (train/mlm_config.h): vocab rows and vocab classes (the head is tied to the embedding).
+  const bool mlm = config.get_string("task") == "mlm";
+  if (mlm) classes = embedding_rows = key_factor(config, "vocab");
   e.activations = {{"attention scores", {rows, heads, n2}},
                    {"the feed-forward hidden layer", {rows, n, d_ff}},
                    {"logits", {rows, n, classes}},
@@ -122,6 +125,13 @@ MemoryEstimate estimate_encoder_memory(const Config& config) {
                   {"the attention projections", {layers, constant(4), key_factor(config, "d_model", 2)}},
                   {"the feed-forward weights", {layers, constant(2), d, d_ff}},
                   {"the classifier", {d, classes}}};
+  if (mlm) {
+    e.parameters.back() = {"the LM head's dense layer (its output is the tied embedding)", {d, d}};
+    // The head runs on the masked positions only: round(mask_prob · seq_len) per sequence.
+    const double masked = std::max(1.0, std::round(config.get_float("mask_prob") * n.value));
+    for (SizeTerm& t : e.activations)
+      if (t.what == "logits") t.factors = {rows, {"masked positions (mask_prob · seq_len)", masked, 1, {"seq_len", "mask_prob"}}, classes};
+  }
 
   // The positional encoding's own tables (models/encoder.cpp), `pe` = BASE or BASE+urpe.
   const PositionalSpec pe = parse_positional_spec(config.get_string("pe"));
@@ -161,6 +171,7 @@ MemoryEstimate estimate_encoder_memory(const Config& config) {
     }
     case PositionalKind::none: break;
   }
+  if (pe.with_ape) e.parameters.push_back({"the position embedding", {n, d}});  // ape+rpe
   if (pe.base == PositionalKind::urpe || pe.urpe_on_top) {
     e.parameters.push_back({"the URPE C table", {heads, buckets("urpe_kind")}});
     ++maps;

@@ -7,9 +7,11 @@
 #include "train/config_checks.h"
 #include "train/molecule_config.h"
 #include "train/lm_config.h"
+#include "train/mlm_config.h"
 #include "train/io/run_dir.h"
 #include "train/config_limits.h"
 #include "train/memory_estimate.h"
+#include "train/paper_presets.h"
 
 #include <fstream>
 #include <sstream>
@@ -42,10 +44,13 @@ void add_common_keys(ConfigSchema& s) {
 
 // The synthetic-task encoder (docs/synthetic_encoder.md).
 void add_encoder_keys(ConfigSchema& s) {
-  s.add_choice("task", {"pi", "etp"}, "pi", "synthetic task: position identification or even token prediction");
+  s.add_choice("task", {"pi", "etp", "mlm"}, "pi",
+               "pi / etp: the synthetic tasks, position identification or even token prediction; mlm: masked "
+               "language modelling on a corpus (the paper's Appendix C.4 in small, docs/reproduce.md)");
   s.add_choice("pe", positional_spec_names(), "urpe",
                "positional encoding: none, ape, sinusoidal, rpe, alibi, rope, shaw, urpe (= rpe + URPE's C), "
-               "or BASE+urpe for C on top of another base (README: Which encodings can tell positions apart?)");
+               "BASE+urpe for C on top of another base (README: Which encodings can tell positions apart?), or "
+               "ape+rpe (learned absolute positions and the relative bias together, Appendix C.4)");
   s.add_int("shaw_clip", 16, "pe = shaw: relative distances are clipped to [-shaw_clip, shaw_clip]");
   s.add_choice("rpe_kind", {"unique", "bucketed"}, "unique", "RPE bias table: one scalar per distance, or T5 buckets");
   s.add_choice("urpe_kind", {"unique", "bucketed"}, "unique", "URPE C table: Toeplitz (per distance) or T5 buckets");
@@ -63,12 +68,14 @@ void add_encoder_keys(ConfigSchema& s) {
   s.add_int("d_ff", 256, "feed-forward hidden width");
   s.add_float("dropout", 0.0, "dropout on embeddings, attention output and FFN output");
   s.add_float("init_std", 0.07, "std of the N(0, std) weight initialisation");
-  s.add_int("valid_size", 512, "validation sequences (a fixed set drawn from another seed)");
+  s.add_int("valid_size", 512, "validation sequences (a fixed set drawn from another seed; mlm: the valid "
+                                "split's first windows)");
   s.add_choice("task_protocol", {"simple", "official"}, "simple",
                "task definition: simple (tokens 0 … V−1, PI targets i, every position scored, linear head) or "
                "official (the paper's fairseq code: tokens 11 … V−10, PI targets 1 + i with position 0 not "
                "scored, 11 + V classes, dense → GELU → LayerNorm → linear head tied to the embedding for ETP; "
                "docs/synthetic_encoder.md#protocols)");
+  add_masked_lm_keys(s);
 }
 
 // What the common keys mean (config_checks.h): the optimizer and loop of every family.
@@ -104,6 +111,7 @@ void check_encoder_values(const Config& c) {
   URPE_CHECK(!rope || (c.get_int("d_model") / c.get_int("heads")) % 2 == 0,
              "config: pe = " << c.get_string("pe") << " needs an even head dimension d_model/heads, got "
                              << c.get_int("d_model") / c.get_int("heads"));
+  check_masked_lm_values(c);
 }
 
 ConfigSchema build_schema(const std::string& model) {
@@ -145,30 +153,22 @@ constexpr const char* kGraphormerTiny =
     "model = graphormer\nlayers = 3\nd_model = 32\nd_ffn = 32\nheads = 4\nmulti_hop_max_dist = 5\n"
     "dropout = 0\nattention_dropout = 0\ninput_dropout = 0\n"
     "batch = 32\nsteps = 1500\nwarmup = 150\nlr = 1e-3\nweight_decay = 0.01\neval_every = 250\n";
-constexpr const char* kGraphormerSlim =
-    "model = graphormer\nbatch = 256\nsteps = 400000\nwarmup = 40000\nlr = 2e-4\nend_lr = 1e-9\n"
-    "weight_decay = 0.01\neval_every = 2000\n";
+// Masked-LM pre-training in small (train/mlm_config.h; the paper's is mlm-paper): T5's bucketed
+// relative bias as in C.4 (UniLMv2's), URPE's C the Toeplitz table of §4.2. Sized so that
+// `urpe repro pretrain --scale tiny` (three encodings) takes minutes on 2 CPU cores.
+constexpr const char* kMlmTiny =
+    "task = mlm\nseq_len = 64\nvocab = 2000\nlayers = 2\nd_model = 64\nheads = 4\nd_ff = 256\ninit_std = 0.02\n"
+    "rpe_kind = bucketed\nurpe_kind = unique\nbatch = 32\nsteps = 1200\nwarmup = 100\nlr = 1e-3\n"
+    "weight_decay = 0.01\neval_every = 200\nvalid_size = 256\n";
+constexpr const char* kMlmSmall =
+    "task = mlm\nseq_len = 128\nvocab = 8000\nlayers = 4\nd_model = 128\nheads = 4\nd_ff = 512\ninit_std = 0.02\n"
+    "dropout = 0.1\nrpe_kind = bucketed\nurpe_kind = unique\nbatch = 32\nsteps = 8000\nwarmup = 500\nlr = 5e-4\n"
+    "weight_decay = 0.01\neval_every = 500\nvalid_size = 512\n";
 
-// The paper's synthetic setting (docs/synthetic_encoder.md#presets-and-training): the official
-// scripts' model, schedule and task protocol; batch 512 (Appendix C.1) in 4 micro-batches of 128.
-// A training step holds about 56 MiB of activations per sequence (peak RSS of batch 8 − batch 4,
-// measured on the CPU), so 7 GiB per micro-batch of 128 against 28 GiB for 512 at once.
-constexpr const char* kSyntheticPaper =
-    "task_protocol = official\nseq_len = 128\nvocab = 1000\nlayers = 3\nd_model = 768\nheads = 12\n"
-    "d_ff = 3072\ninit_std = 0.02\nbatch = 512\naccum_steps = 4\nsteps = 40000\nlr = 7e-5\nwarmup = 6000\n"
-    "eval_every = 2000\nvalid_size = 6400\n";
-
-// Transformer-XL base: the official PyTorch base script (kimiyoung/transformer-xl
-// run_wt103_base.sh, docs/transformer_xl.md#presets), but for the weight decay (0 there).
-constexpr const char* kTxlBase =
-    "model = txl\ncorpus = wikitext-103\nlayers = 16\nd_model = 410\nheads = 10\nd_head = 41\n"
-    "d_inner = 2100\ndropout = 0.1\ndropatt = 0.0\ntgt_len = 150\nmem_len = 150\nclamp_len = -1\n"
-    "cutoffs = 20000,40000,200000\ninit_std = 0.02\nbatch = 60\nlr = 2.5e-4\nschedule = cosine\n"
-    "warmup = 0\nsteps = 200000\nclip = 0.25\nseed = 1111\neval_every = 4000\n"
-    "eval_batch = 10\neval_tgt_len = 64\neval_mem_len = 640\neval_clamp_len = 400\nsame_length = true\n";
-
+// urpe's own presets (CPU sizes), then the paper's (train/paper_presets.h: Appendix C).
 const std::vector<Preset>& presets() {
-  static const std::vector<Preset> list = {
+  static const std::vector<Preset> list = [] {
+    std::vector<Preset> own = {
       {"pi-tiny", "position identification, the demo size (n = 32, d = 64, 2 layers); urpe's own CPU setting, simple protocol",
        "task = pi\nsteps = 800\nwarmup = 200\neval_every = 100\n"},
       {"etp-tiny", "even token prediction at the demo size; urpe's own, simple protocol",
@@ -179,12 +179,6 @@ const std::vector<Preset>& presets() {
       {"etp-small", "even token prediction, n = 64, d = 128, 3 layers; urpe's own, simple protocol",
        "task = etp\nseq_len = 64\nd_model = 128\nheads = 4\nd_ff = 512\nlayers = 3\ninit_std = 0.05\n"
        "steps = 10000\nwarmup = 1000\nlr = 1e-3\neval_every = 500\n"},
-      {"pi-paper", "the paper's synthetic setting with the official task protocol: n = 128, V = 1000, 3 layers, "
-                   "12 heads, d = 768; follows the official scripts (lsj2408/URPE simulate_*.sh: 40k steps, warm-up 6k, "
-                   "lr 7e-5, 6,400 validation sequences, no dropout) and the batch of 512 of the paper's Appendix C.1 "
-                   "(not checked against the appendix text), as 4 micro-batches of 128 (docs/synthetic_encoder.md#presets-and-training)",
-       std::string("task = pi\n") + kSyntheticPaper},
-      {"etp-paper", "as pi-paper (the same sources), even token prediction", std::string("task = etp\n") + kSyntheticPaper},
       {"txl-tiny", "Transformer-XL (+URPE with pe = urpe) on the embedded corpus, a few CPU minutes: 2 layers, "
                    "d = 128, 600 steps of 16 × 32 tokens; urpe's own",
        "model = txl\nlayers = 2\nd_model = 128\nheads = 4\nd_head = 32\nd_inner = 512\ndropout = 0.1\n"
@@ -195,22 +189,19 @@ const std::vector<Preset>& presets() {
        "model = txl\nlayers = 4\nd_model = 256\nheads = 8\nd_head = 32\nd_inner = 1024\ndropout = 0.1\n"
        "tgt_len = 64\nmem_len = 64\ncutoffs = 1000,4000\nbatch = 16\nsteps = 4000\nlr = 1e-3\nwarmup = 200\n"
        "clip = 0.25\neval_every = 250\nmax_eval_tokens = 20000\n"},
-      {"txl-base", "WikiText-103 base as the official Transformer-XL base script trains it (docs/transformer_xl.md#presets, with "
-                   "the official final evaluation); corpus = the wikitext-103 directory (wiki.*.tokens)",
-       std::string(kTxlBase) + "weight_decay = 0\n"},
-      {"txl-base-paper", "txl-base with the paper's weight decay 0.01 (decoupled, AdamW), the value attributed "
-                         "to the paper's Appendix C; every other value is the official base script's. "
-                         "`urpe repro lm --scale paper` uses it",
-       std::string(kTxlBase) + "weight_decay = 0.01\n"},
       {"graphormer-tiny", "Graphormer, CPU size (3 layers, d = 32, 4 heads, multi-hop 5; 1,500 steps of 32 molecules); urpe's own",
        kGraphormerTiny},
       {"graphormer-tiny-urpe", "graphormer-tiny + URPE", std::string(kGraphormerTiny) + "pe = urpe\n"},
-      {"graphormer-slim", "Graphormer, the paper's ZINC sizes (12 layers, d = ffn = 80, 8 heads) and the official Graphormer v1 "
-                          "ZINC script's schedule (microsoft/Graphormer examples/benchmarking-gnns: batch 256, 400k steps, "
-                          "warm-up 40k, lr 2e-4 → 1e-9, weight decay 0.01; docs/graphormer.md#configurations)",
-       kGraphormerSlim},
-      {"graphormer-slim-urpe", "graphormer-slim + URPE (paper Table 2)", std::string(kGraphormerSlim) + "pe = urpe\n"},
-  };
+      {"mlm-tiny", "masked-LM pre-training (Appendix C.4 in small) on the embedded corpus: windows of 64 words, "
+                   "2,000-id vocabulary, 2 layers, d = 64, T5 (bucketed) RPE; urpe's own, minutes on a CPU",
+       kMlmTiny},
+      {"mlm-small", "masked-LM pre-training on the embedded corpus, 4 layers, d = 128, windows of 128 words, "
+                    "8,000-id vocabulary; urpe's own, an hour on a CPU",
+       kMlmSmall},
+    };
+    for (const Preset& p : paper_presets()) own.push_back(p);
+    return own;
+  }();
   return list;
 }
 
@@ -279,6 +270,7 @@ void check_config_values(const Config& config) {
 
 void check_config_paths(const Config& config) {
   const std::string model = config.get_string("model");
+  if (model == "encoder") check_masked_lm_paths(config);
   if (model == "txl") check_txl_paths(config);
   if (model == "graphormer") check_graphormer_paths(config);
 }

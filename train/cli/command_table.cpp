@@ -58,12 +58,18 @@ std::vector<CommandSpec> command_table() {
                      "cpu, cuda or cuda:N: where to evaluate (a run trained on a GPU can be scored on a CPU)"}},
                    run_eval, "", "", 0});
 
-  table.push_back({"repro", "repro synthetic|lm|molecules|table5 [--scale tiny|small|paper] [--seeds K] --out DIR "
-                   "[--overwrite | --resume] [--pes LIST] [--lengths LIST] [--tasks LIST] [--data DIR] [--corpus DIR] [--batch B] [--layers L]",
+  table.push_back({"repro", "repro synthetic|lm|molecules|pretrain|table5 [--scale tiny|small|paper] [--seeds K] "
+                   "[--set key=value]... [--tf32] --out DIR [--overwrite | --resume] [--pes LIST] [--lengths LIST] "
+                   "[--tasks LIST] [--data DIR] [--corpus DIR] [--grid paper|key=v1,v2]... [--preset NAME] [--batch B] "
+                   "[--layers L]",
                    "reproduce one of the paper's experiments and write results.md/json and plots",
-                   {{"scale", "NAME", "tiny", "tiny, small or paper"},
-                    {"seeds", "K", "1", "number of seeds per configuration (molecules --scale paper: 4, as the paper's ZINC "
-                     "results (Appendix C.3.1))", {1, 100}},
+                   {{"scale", "NAME", "tiny", "tiny, small or paper (paper: the presets of Appendix C, docs/reproduce.md)"},
+                    {"seeds", "K", "1", "number of seeds per configuration (molecules --scale paper: 4, as Tables 2 and 3 "
+                     "average (§5.3))", {1, 100}},
+                    {"set", "KEY=VALUE", "",
+                     "override one config key in every run of the grid, after the scale's settings (repeatable; e.g. "
+                     "attention=fused, accum_steps=4, device=cuda, a data path); recorded in results.md"},
+                    {"tf32", "", "", "TF32 tensor-core GEMMs on CUDA in every run (off: full fp32); recorded in results.md"},
                     {"out", "DIR", "", "output directory"},
                     {"overwrite", "", "", kOverwriteHelp},
                     {"resume", "", "", kGridResumeHelp},
@@ -72,8 +78,8 @@ std::vector<CommandSpec> command_table() {
                      "synthetic: the positional encodings, one table column each, e.g. "
                      "none,ape,sinusoidal,rpe,alibi,rope,shaw,urpe,rope+urpe,alibi+urpe"},
                     {"lengths", "LIST", "",
-                     "synthetic: sequence lengths n, one table row each (default the preset's; Figure 3: 256,512); "
-                     "table5: the lengths timed (default 128,256,512)"},
+                     "synthetic: sequence lengths n, one table row each (default the preset's; C.1 Figure 3: 256,512); "
+                     "table5: the lengths timed (default 128,256,512, §5.4)"},
                     {"tasks", "LIST", "pi,etp", "synthetic: the tasks, pi and/or etp"},
                     {"data", "DIR", "",
                      "molecules: the dataset instead of the embedded molecules: a graph-file directory "
@@ -84,19 +90,30 @@ std::vector<CommandSpec> command_table() {
                     {"finetune", "", "",
                      "lm only: then continue every RPE run for half its steps as RPE and as URPE with C = 1 "
                      "(urpe train --init-from; paper 4.2) and compare"},
-                    {"batch", "B", "32", "table5: sequences per forward", {1, 4096}},
-                    {"layers", "L", "12", "table5: encoder layers (the paper's 12; fewer for a quick check)", {1, 96}},
+                    {"grid", "paper|KEY=V1,V2", "",
+                     "molecules: run a grid of settings and select per model by validation MAE (repeatable); paper = "
+                     "Appendix C.3.1's selection: batch {128,256,512} x lr {4e-4,5e-4} x dropout {0,0.1} x weight decay "
+                     "{0,0.01}"},
+                    {"preset", "NAME", "the scale's",
+                     "molecules: the Graphormer preset (graphormer-slim: C.3.1 ZINC subset; graphormer-slim-full: ZINC "
+                     "full; graphormer-pcqm4m: C.3.2), which also picks the paper's row beside ours"},
+                    {"batch", "B", "32", "table5: sequences per forward (§5.4: 32)", {1, 4096}},
+                    {"layers", "L", "12", "table5: encoder layers (§5.4: 12; fewer for a quick check)", {1, 96}},
                     {"repeats", "N", "3", "table5: timed forward passes per row (median reported)", {1, 1000}}},
                    run_repro, "",
-                   "Experiments: synthetic (built: noPE/RPE/URPE on PI and ETP, Figure 1 and 2; --pes picks\n"
-                   "the encodings, --lengths the sequence lengths, --tasks the tasks; a line under the table sorts the\n"
-                   "encodings by Theorem 2's identical-token probe);\n"
-                   "lm (built: Transformer-XL vs Transformer-XL + URPE, Table 4; tiny/small train on the\n"
-                   "embedded corpus on a CPU; paper = the WikiText-103 base at L = 4, 8, 16, needs the\n"
-                   "wikitext-103 directory and a GPU);\n"
-                   "molecules (built: Graphormer vs Graphormer + URPE, Table 2);\n"
-                   "table5 (built: Table 5, inference time and peak memory of RPE vs URPE with the\n"
-                   "materialized and the fused attention, 12 layers, d = 768, 12 heads, batch 32).\n",
+                   "Experiments (docs/reproduce.md; --scale paper uses the presets of Appendix C):\n"
+                   "synthetic: noPE/RPE/URPE on PI and ETP (Figure 1; C.1: pi-paper, etp-paper, V = 10, 1000, 10000;\n"
+                   "Figure 3: --tasks pi --lengths 256,512); --pes picks the encodings; a line under the table sorts\n"
+                   "the encodings by Theorem 2's identical-token probe;\n"
+                   "lm: Transformer-XL vs Transformer-XL + URPE (Tables 1 and 4; C.2: txl-base-paper at L = 4, 8, 16,\n"
+                   "§5.4); tiny/small train on the embedded corpus on a CPU; paper needs the wikitext-103 directory\n"
+                   "(--set corpus=DIR) and a GPU;\n"
+                   "molecules: Graphormer vs Graphormer + URPE (Tables 2 and 3; C.3.1: graphormer-slim, 4 seeds;\n"
+                   "--preset graphormer-slim-full or graphormer-pcqm4m (C.3.2); --grid paper: C.3.1's selection);\n"
+                   "pretrain: masked-LM pre-training, APE+RPE vs RPE vs URPE by validation MLM loss (C.4: the paper's\n"
+                   "1.86 / 1.94 / 1.87 beside ours; tiny and small on the embedded corpus, paper = mlm-paper);\n"
+                   "table5: inference time and peak memory of RPE vs URPE with the materialized and the fused\n"
+                   "attention (§5.4: 12 layers, d = 768, 12 heads, batch 32; the paper's log2 ms and GB beside ours).\n",
                    1});
 
   table.push_back({"plot", "plot --run DIR", "redraw a run's plots from its files",

@@ -9,6 +9,8 @@
 #include "train/io/run_dir.h"
 #include "train/io/run_lock.h"
 #include "train/lm_trainer.h"
+#include "train/mlm_config.h"
+#include "train/mlm_trainer.h"
 #include "train/molecule_trainer.h"
 #include "train/run_config.h"
 #include "train/run_control.h"
@@ -66,6 +68,18 @@ int run_eval(const Args& args) {
                 static_cast<long long>(e.result.predicted), static_cast<long long>(e.settings.tgt_len),
                 static_cast<long long>(e.settings.mem_len), static_cast<long long>(e.settings.clamp_len),
                 e.settings.same_length ? "true" : "false");
+    return 0;
+  }
+  if (is_masked_lm(config)) {  // task = mlm: the split's first valid_size windows, fixed masks
+    TransformerEncoder model(encoder_config_from(config), 0, parse_device(config.get_string("device")));
+    const CheckpointInfo info = load_checkpoint(checkpoint, model.parameters(), nullptr);
+    const MaskedLmData data = masked_lm_data(config);
+    const MaskedLmEval e = evaluate_masked_lm(model, data.task, split == "valid" ? data.valid : data.test,
+                                              config.get_int("valid_size"));
+    std::printf("%s (%s, step %lld): %s MLM loss %.4f, masked-token accuracy %.2f%% over %lld masked tokens of %lld "
+                "windows\n",
+                dir.c_str(), which.c_str(), static_cast<long long>(info.progress.step), split.c_str(), e.loss,
+                100.0 * e.accuracy, static_cast<long long>(e.masked), static_cast<long long>(e.windows));
     return 0;
   }
   const SyntheticTask task = task_from_config(config);

@@ -1,6 +1,8 @@
-// `urpe repro`: the paper's experiments as single commands. The --out directory is taken through
-// an OutputClaim (another run there is refused unless --overwrite), or reopened by --resume to
-// continue a grid that a signal stopped (cli/grid_output.h).
+// `urpe repro`: the paper's experiments as single commands (docs/reproduce.md). Every option, --set
+// and --tf32 included, is checked and every run's config resolved before the --out directory is
+// taken through an OutputClaim (another run there is refused unless --overwrite), so a mistake
+// writes nothing; or reopened by --resume to continue a grid that a signal stopped
+// (cli/grid_output.h).
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -12,8 +14,11 @@
 #include "train/analysis/probe.h"
 #include "train/cli/grid_output.h"
 #include "train/cli/handlers.h"
-#include "train/repro/molecules.h"
 #include "train/repro/lm.h"
+#include "train/repro/molecule_grid.h"
+#include "train/repro/molecules.h"
+#include "train/repro/pretrain.h"
+#include "train/repro/repro_overrides.h"
 #include "train/repro/synthetic.h"
 #include "train/repro/table5.h"
 #include "train/run_config.h"
@@ -104,65 +109,135 @@ void check_repro_data_paths(const Args& args) {
   }
 }
 
-}  // namespace
+// What the user's --set and --tf32 ask for every run (device= becomes the device: it decides
+// where the grid runs and what results.md says it ran on).
+struct ReproRequest {
+  std::string experiment, scale, device, out;
+  long seeds = 1;
+  ReproOverrides extra;
+};
 
-// One of the built experiments at `scale` into `out` (already claimed).
-static void run_experiment(const std::string& experiment, const std::string& scale, long seeds,
-                           const std::string& device, const std::string& out, const Args& args,
-                           const GridContinuation& continuation) {
-  const bool finetune = args.has("finetune");
-  if (experiment == "synthetic") {
-    SyntheticGrid grid = synthetic_grid_for_scale(scale);
-    grid.seeds = seeds;
-    grid.device = device;
-    if (args.has("pes")) grid.pes = parse_pes(args.get("pes"));
-    if (args.has("lengths")) grid.lengths = parse_lengths(args.get("lengths"));
-    if (args.has("tasks")) grid.tasks = parse_tasks(args.get("tasks"));
-    grid.probe_spread = run_probe_spread;
-    run_synthetic_grid(grid, out, "synthetic", continuation);
-  } else if (experiment == "lm") {
-    LmReproPlan plan = lm_plan_for_scale(scale);
-    plan.seeds = seeds;
-    plan.device = device;
-    // --finetune: half the preset's steps again, RPE continued vs URPE fine-tuned (paper §4.2).
-    if (args.has("corpus")) plan.overrides.push_back("corpus=" + args.get("corpus"));  // e.g. wikitext-103
-    if (finetune) plan.finetune_steps = std::max<int64_t>(1, resolve_config(plan.preset, "", {}).get_int("steps") / 2);
-    run_lm_repro(plan, out, continuation);
-  } else {
-    MoleculeRepro repro = molecule_repro_for_scale(scale);
-    if (args.has("seeds")) repro.seeds = seeds;  // else the scale's own (paper: 4)
-    repro.device = device;
-    if (args.has("data")) repro.overrides.push_back("dataset=" + args.get("data"));  // graph file or CSV
-    run_molecule_repro(repro, out, continuation);
+ReproRequest read_request(const Args& args) {
+  ReproRequest r;
+  r.experiment = args.positional[0];
+  r.out = normal_directory(args.get("out"));
+  r.seeds = args.get_int("seeds", 1);
+  r.scale = args.get("scale", "tiny");
+  r.device = args.get("device", "cpu");
+  r.extra.tf32 = args.has("tf32");
+  for (const std::string& s : args.all("set")) {
+    if (override_key(s) != "device") {
+      r.extra.sets.push_back(s);
+      continue;
+    }
+    std::string device = s.substr(s.find('=') + 1);
+    device.erase(0, device.find_first_not_of(" \t"));
+    device.erase(device.find_last_not_of(" \t") + 1);
+    URPE_CHECK(!args.has("device") || args.get("device") == device,
+               "urpe repro: --device " << args.get("device") << " and --set " << s << " name different devices");
+    r.device = device;
   }
+  const bool cuda = r.device.rfind("cuda", 0) == 0;
+  URPE_CHECK(!r.extra.tf32 || cuda, "urpe repro: --tf32 is a mode of the GPU's tensor cores; it needs --device cuda "
+                                    "(or --set device=cuda), got device " << r.device);
+  bench::require_cuda_device("urpe repro " + r.experiment, r.device);  // before --out is claimed
+  return r;
+}
+
+// The plans of the experiments, from the request and the experiment's own options; building one
+// checks every run's config (unknown keys, values, paths), so a mistake stops before --out is claimed.
+SyntheticGrid synthetic_plan(const ReproRequest& r, const Args& args) {
+  refuse_owned_keys(r.extra, {{"pe", "use --pes"}, {"vocab", "the scale sweeps V (paper: 10, 1000, 10000)"},
+                              {"seed", "use --seeds"}, {"task", "use --tasks"}, {"seq_len", "use --lengths"}},
+                    "synthetic");
+  SyntheticGrid grid = synthetic_grid_for_scale(r.scale);
+  grid.seeds = r.seeds;
+  grid.device = r.device;
+  grid.extra = r.extra;
+  if (args.has("pes")) grid.pes = parse_pes(args.get("pes"));
+  if (args.has("lengths")) grid.lengths = parse_lengths(args.get("lengths"));
+  if (args.has("tasks")) grid.tasks = parse_tasks(args.get("tasks"));
+  for (const std::string& task : grid.tasks) {
+    std::vector<std::string> sets = {"device=" + grid.device};
+    sets.insert(sets.end(), grid.extra.sets.begin(), grid.extra.sets.end());
+    resolve_config(task + "-" + grid.scale, "", sets);
+  }
+  return grid;
+}
+
+LmReproPlan lm_plan(const ReproRequest& r, const Args& args) {
+  LmReproPlan plan = lm_plan_for_scale(r.scale);
+  std::vector<OwnedKey> owned = {{"pe", "it compares rpe with urpe"}, {"seed", "use --seeds"}};
+  if (!plan.layers.empty()) owned.push_back({"layers", "--scale paper runs L = 4, 8 and 16 (Table 4)"});
+  refuse_owned_keys(r.extra, owned, "lm");
+  plan.seeds = r.seeds;
+  plan.device = r.device;
+  plan.extra = r.extra;
+  if (args.has("corpus")) plan.overrides.push_back("corpus=" + args.get("corpus"));  // e.g. wikitext-103
+  std::vector<std::string> sets = {"device=" + plan.device};
+  sets.insert(sets.end(), plan.overrides.begin(), plan.overrides.end());
+  sets.insert(sets.end(), plan.extra.sets.begin(), plan.extra.sets.end());
+  check_config_paths(resolve_config(plan.preset, "", sets));
+  return plan;
+}
+
+MoleculeRepro molecule_plan(const ReproRequest& r, const Args& args) {
+  refuse_owned_keys(r.extra, {{"pe", "it compares pe = none with pe = urpe"}, {"seed", "use --seeds"}}, "molecules");
+  MoleculeRepro repro = molecule_repro_for_scale(r.scale);
+  if (args.has("seeds")) repro.seeds = r.seeds;  // else the scale's own (paper: 4)
+  repro.device = r.device;
+  repro.extra = r.extra;
+  if (args.has("data")) repro.overrides.push_back("dataset=" + args.get("data"));  // graph file or CSV
+  if (args.has("preset")) {
+    repro.preset = args.get("preset");
+    URPE_CHECK(resolve_config(repro.preset, "", {}).get_string("model") == "graphormer",
+               "urpe repro molecules: --preset " << repro.preset << " is not a Graphormer preset (e.g. graphormer-slim, "
+                                                 << "graphormer-slim-full, graphormer-pcqm4m)");
+  }
+  check_config_paths(molecule_repro_config(repro, "none", repro.first_seed));
+  return repro;
+}
+
+PretrainPlan pretrain_plan(const ReproRequest& r) {
+  refuse_owned_keys(r.extra, {{"pe", "it compares ape+rpe, rpe and urpe"}, {"seed", "use --seeds"},
+                              {"task", "pre-training is task = mlm"}},
+                    "pretrain");
+  PretrainPlan plan = pretrain_plan_for_scale(r.scale);
+  plan.seeds = r.seeds;
+  plan.device = r.device;
+  plan.extra = r.extra;
+  std::vector<std::string> sets = {"device=" + plan.device};
+  sets.insert(sets.end(), plan.extra.sets.begin(), plan.extra.sets.end());
+  check_config_paths(resolve_config(plan.preset, "", sets));
+  return plan;
+}
+
+void print_results(const std::string& out) {
   std::printf("\n%s\nwrote %s/results.md, %s/results.json and %s/plots/\n",
               read_text_file(join_path(out, "results.md")).c_str(), out.c_str(), out.c_str(), out.c_str());
 }
 
+}  // namespace
+
 int run_repro(const Args& args) {
   URPE_CHECK(args.positional.size() == 1,
-             "urpe repro: name one experiment: synthetic, lm, molecules or table5 (see 'urpe repro --help')");
+             "urpe repro: name one experiment: synthetic, lm, molecules, pretrain or table5 (see 'urpe repro --help')");
   const std::string experiment = args.positional[0];
   URPE_CHECK(!args.get("out").empty(), "urpe repro: --out DIR is required");
-  const std::string out = normal_directory(args.get("out"));
   const long seeds = args.get_int("seeds", 1);
   URPE_CHECK(seeds >= 1 && seeds <= 100, "urpe repro: --seeds must be between 1 and 100, got " << seeds);
   const std::string scale = args.get("scale", "tiny");
   URPE_CHECK(scale == "tiny" || scale == "small" || scale == "paper",
              "urpe repro: --scale '" << scale << "': expected tiny, small or paper");
-  URPE_CHECK(experiment == "synthetic" || experiment == "lm" || experiment == "molecules" || experiment == "table5",
-             "urpe repro: unknown experiment '" << experiment << "' (expected synthetic, lm, molecules or table5)");
+  URPE_CHECK(experiment == "synthetic" || experiment == "lm" || experiment == "molecules" || experiment == "pretrain" ||
+                 experiment == "table5",
+             "urpe repro: unknown experiment '" << experiment << "' (expected synthetic, lm, molecules, pretrain or table5)");
   URPE_CHECK(experiment == "synthetic" || (!args.has("pes") && !args.has("tasks")),
              "urpe repro: --pes and --tasks apply to 'urpe repro synthetic' only");
   URPE_CHECK(experiment == "synthetic" || experiment == "table5" || !args.has("lengths"),
              "urpe repro: --lengths applies to 'urpe repro synthetic' and 'urpe repro table5' only");
   URPE_CHECK(experiment == "table5" || (!args.has("batch") && !args.has("layers") && !args.has("repeats")),
              "urpe repro: --batch, --layers and --repeats apply to 'urpe repro table5' only");
-  if (experiment == "synthetic") {  // a bad list fails before the output directory is claimed
-    if (args.has("pes")) parse_pes(args.get("pes"));
-    if (args.has("lengths")) parse_lengths(args.get("lengths"));
-    if (args.has("tasks")) parse_tasks(args.get("tasks"));
-  }
   URPE_CHECK(!args.has("data") || experiment == "molecules",
              "urpe repro: --data applies to 'repro molecules' only (lm takes --corpus)");
   URPE_CHECK(!args.has("corpus") || experiment == "lm",
@@ -170,26 +245,77 @@ int run_repro(const Args& args) {
   check_repro_data_paths(args);  // a missing dataset or corpus fails before --out is claimed
   URPE_CHECK(!args.has("finetune") || experiment == "lm",
              "urpe repro: --finetune applies to 'repro lm' only (RPE continued vs URPE fine-tuned)");
+  URPE_CHECK(experiment == "molecules" || (!args.has("grid") && !args.has("preset")),
+             "urpe repro: --grid and --preset apply to 'urpe repro molecules' only (the one experiment whose appendix "
+             "section, C.3.1, gives sets to select from)");
+  URPE_CHECK(!args.has("resume") || (experiment != "pretrain" && !args.has("grid")),
+             "urpe repro: --resume continues the synthetic, lm and molecules grids; 'repro pretrain' and "
+             "'repro molecules --grid' start afresh (run them again with --overwrite)");
+  const ReproRequest request = read_request(args);
+  const std::string& out = request.out;
   if (experiment == "table5") {
     URPE_CHECK(!args.has("resume"), "urpe repro table5: --resume continues a grid of training runs; table5 times "
                                     "forward passes and has none (run it again)");
+    URPE_CHECK(request.extra.sets.empty(),
+               "urpe repro table5: --set applies to the training experiments; table5 takes --batch, --layers, "
+               "--lengths, --repeats and --device");
     Table5Options options;
-    options.device = args.get("device", "cpu");
-    bench::require_cuda_device("repro table5", options.device);
+    options.device = request.device;
+    options.tf32 = request.extra.tf32;
     if (args.has("lengths")) options.lengths = urpe::parse_lengths(args.get("lengths"));
     options.batch = args.get_int("batch", options.batch);
     options.layers = args.get_int("layers", options.layers);
     options.repeats = static_cast<int>(args.get_int("repeats", options.repeats));
     OutputClaim claim(out, "--out", args.has("overwrite"));
     run_table5(options, out);
-    std::printf("\n%s\nwrote %s/results.md, %s/results.json and %s/plots/\n",
-                read_text_file(join_path(out, "results.md")).c_str(), out.c_str(), out.c_str(), out.c_str());
+    print_results(out);
     claim.done();
     return 0;
   }
-  GridOutput output(args, out);
-  run_experiment(experiment, scale, seeds, args.get("device", "cpu"), out, args, output.continuation());
-  return output.finish();
+  if (experiment == "synthetic") {
+    SyntheticGrid grid = synthetic_plan(request, args);
+    grid.probe_spread = run_probe_spread;
+    GridOutput output(args, out);
+    run_synthetic_grid(grid, out, "synthetic", output.continuation());
+    print_results(out);
+    return output.finish();
+  } else if (experiment == "lm") {
+    LmReproPlan plan = lm_plan(request, args);
+    // --finetune: half the preset's steps again, RPE continued vs URPE fine-tuned (paper §4.2).
+    if (args.has("finetune")) {
+      std::vector<std::string> sets = {"device=" + plan.device};
+      sets.insert(sets.end(), plan.extra.sets.begin(), plan.extra.sets.end());
+      plan.finetune_steps = std::max<int64_t>(1, resolve_config(plan.preset, "", sets).get_int("steps") / 2);
+    }
+    GridOutput output(args, out);
+    run_lm_repro(plan, out, output.continuation());
+    print_results(out);
+    return output.finish();
+  } else if (experiment == "molecules") {
+    const MoleculeRepro repro = molecule_plan(request, args);
+    const std::vector<GridAxis> axes = parse_grid_options(args.all("grid"), repro.preset);
+    for (const GridAxis& axis : axes)
+      for (const std::string& s : repro.extra.sets)
+        URPE_CHECK(override_key(s) != axis.key,
+                   "urpe repro molecules: --set " << s << " and --grid both set " << axis.key << "; pass one of them");
+    for (const std::vector<std::string>& point : grid_points(axes)) {  // every setting's config, before --out
+      MoleculeRepro one = repro;
+      one.overrides.insert(one.overrides.end(), point.begin(), point.end());
+      molecule_repro_config(one, "none", one.first_seed);
+    }
+    GridOutput output(args, out);
+    if (axes.empty()) run_molecule_repro(repro, out, output.continuation());
+    else run_molecule_grid(repro, axes, out);
+    print_results(out);
+    return output.finish();
+  } else {
+    const PretrainPlan plan = pretrain_plan(request);
+    OutputClaim claim(out, "--out", args.has("overwrite"));
+    run_pretrain_repro(plan, out);
+    print_results(out);
+    claim.done();
+  }
+  return 0;
 }
 
 }  // namespace urpe::cli

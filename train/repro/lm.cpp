@@ -141,6 +141,7 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir,
   // Every run of the plan reads the same corpus: load it once.
   std::vector<std::string> base_sets = {"device=" + plan.device};
   base_sets.insert(base_sets.end(), plan.overrides.begin(), plan.overrides.end());
+  base_sets.insert(base_sets.end(), plan.extra.sets.begin(), plan.extra.sets.end());
   const Config base = resolve_config(plan.preset, "", base_sets);
   const data::Corpus corpus = corpus_from_config(base);
   LmReproSummary summary;
@@ -175,6 +176,7 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir,
         options.grid = &progress;
         const GridCellStart cell = grid_cell_start(r.dir, config, continuation.continuing);
         apply_cell_start(cell, options);
+        options.tf32 = plan.extra.tf32;
         progress.begin_run(run_name(layers, pe, seed));
         LmTrainOutcome outcome;
         if (cell.kind == GridCellStart::finished) outcome.result = cell.result;
@@ -235,6 +237,7 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir,
         options.experiment = "lm-finetune";
         options.init_from = source.dir;
         options.quiet = true;
+        options.tf32 = plan.extra.tf32;
         train_lm(resolve_config(plan.preset, "", run_sets), dir, options, &corpus);
         if (interrupt.requested()) break;  // no half-finished comparison in the results
         const double valid = evaluate_lm_run(dir, "valid", nullptr, &corpus, "", "best").result.perplexity;
@@ -287,7 +290,9 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir,
 
 std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan& plan) {
   std::ostringstream md;
-  const Config base = resolve_config(plan.preset, "", plan.overrides);
+  std::vector<std::string> sets = plan.overrides;
+  sets.insert(sets.end(), plan.extra.sets.begin(), plan.extra.sets.end());
+  const Config base = resolve_config(plan.preset, "", sets);
   const LmEvalSettings eval = eval_settings_from(base);
   md << "# Language modelling: Transformer-XL vs Transformer-XL + URPE\n\n"
      << "Scale `" << plan.scale << "` (preset `" << plan.preset << "`), corpus `" << summary.corpus << "` ("
@@ -302,7 +307,8 @@ std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan
      << "step), as the official Transformer-XL reports test.\n"
      << "Perplexity over the whole split (docs/transformer_xl.md#evaluation-protocol): eval_tgt_len " << eval.tgt_len << ", memory " << eval.mem_len
      << ", clamp_len " << eval.clamp_len << ", same_length " << (eval.same_length ? "true" : "false") << ", "
-     << eval.batch << " columns.\n\n"
+     << eval.batch << " columns.\n"
+     << overrides_markdown_line(plan.extra) << "\n"
      << "Unigram perplexity (train frequencies, no context): valid " << format_seed_stats(seed_stats({summary.unigram_valid_ppl}), 2)
      << ", test " << format_seed_stats(seed_stats({summary.unigram_test_ppl}), 2) << ".\n\n"
      << "| L | model | parameters | valid PPL | test PPL | valid PPL, no memory |\n"
@@ -359,8 +365,9 @@ std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan
      << " s. Plots: plots/curves_L*.png (validation perplexity against step), plots/perplexity.png, "
         "plots/urpe_c_L*.png (the learned C).\n";
 
-  // The paper's WikiText-103 numbers are those of Transformer-XL base (16 layers); its depth table
-  // (L = 4, 8) we could not find, so those rows say so rather than borrow the base values.
+  // The paper's WikiText-103 numbers: Table 4 (§5.4) gives validation perplexity at L = 4, 8, 16,
+  // Table 1 valid and test at L = 16 (Transformer-XL base). A depth of ours the paper has is compared
+  // with that depth; any other (the tiny and small scales) with the base model, and the row says so.
   std::vector<PaperComparison> rows;
   for (int64_t layers : depths_of(summary)) {
     std::vector<double> base_valid, urpe_valid, base_test, urpe_test;
@@ -372,16 +379,25 @@ std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan
       urpe_valid.push_back(r->valid_ppl);
       urpe_test.push_back(r->test_ppl);
     }
-    const bool paper_has = !(plan.scale == "paper" && layers != 16);
+    const PaperValues::DepthRow* same_depth = paper_table4_row(layers);
+    const PaperValues::DepthRow& paper_depth = same_depth ? *same_depth : *paper_table4_row(16);
+    const std::string ours = "ours L = " + std::to_string(layers);
     for (int split = 0; split < 2; ++split) {
       PaperComparison c;
-      c.quantity = std::string(split == 0 ? "valid" : "test") + " perplexity, ours L = " + std::to_string(layers) +
-                   (paper_has ? " (paper: Transformer-XL base, L = 16, WikiText-103)" : "");
-      if (paper_has) {
-        c.paper_base = split == 0 ? PaperValues::txl_base_valid_ppl : PaperValues::txl_base_test_ppl;
-        c.paper_urpe = split == 0 ? PaperValues::txl_urpe_valid_ppl : PaperValues::txl_urpe_test_ppl;
+      if (split == 0) {
+        c.quantity = "valid perplexity, " + ours +
+                     (paper_depth.layers == 16 ? std::string(" (paper Tables 1 and 4, L = 16: Transformer-XL base")
+                                               : " (paper Table 4, L = " + std::to_string(paper_depth.layers)) +
+                     ", WikiText-103)";
+        c.paper_base = paper_depth.rpe_valid_ppl;
+        c.paper_urpe = paper_depth.urpe_valid_ppl;
+      } else if (same_depth && layers != 16) {
+        c.quantity = "test perplexity, " + ours;
+        c.paper_note = "not printed: Table 4 gives validation perplexity only (Table 1: test at L = 16)";
       } else {
-        c.paper_note = "not found: the paper's L = " + std::to_string(layers) + " values were not available to us";
+        c.quantity = "test perplexity, " + ours + " (paper Table 1: Transformer-XL base, L = 16, WikiText-103)";
+        c.paper_base = PaperValues::txl_base_test_ppl;
+        c.paper_urpe = PaperValues::txl_urpe_test_ppl;
       }
       const std::vector<double>& b = split == 0 ? base_valid : base_test;
       const std::vector<double>& u = split == 0 ? urpe_valid : urpe_test;

@@ -11,6 +11,7 @@
 
 #include "train/io/run_dir.h"
 #include "train/repro/grid_cells.h"
+#include "train/repro/repro_overrides.h"
 
 namespace urpe {
 
@@ -24,6 +25,7 @@ struct LmReproPlan {
   std::string device = "cpu";
   std::vector<std::string> overrides;       // extra key=value applied to every run (not pe or seed,
                                             // nor layers when `layers` is set: the plan sets those)
+  ReproOverrides extra;                     // the user's --set (after `overrides`) and --tf32
   // > 0 (--finetune): after the grid, each RPE run is continued for this many steps twice, from
   // its last checkpoint (urpe train --init-from): as RPE, and as URPE with C = 1 (paper §4.2).
   int64_t finetune_steps = 0;
@@ -39,7 +41,7 @@ struct LmFinetuneRecord {
 };
 
 // tiny: txl-tiny on the embedded corpus (≈ 3 minutes per run on 2 CPU cores); small: txl-small;
-// paper: txl-base (WikiText-103, docs/transformer_xl.md#presets) at L = 4, 8 and 16 — a GPU job.
+// paper: txl-base-paper (Appendix C.2, WikiText-103) at L = 4, 8 and 16 (§5.4, Table 4) — a GPU job.
 LmReproPlan lm_plan_for_scale(const std::string& scale);
 
 // What one run achieved (all perplexities over the whole split, docs/transformer_xl.md#evaluation-protocol,

@@ -32,8 +32,8 @@ MoleculeRepro molecule_repro_for_scale(const std::string& scale) {
     r.preset = "graphormer-slim";
     r.overrides = {"batch=64", "steps=20000", "warmup=2000", "eval_every=1000"};
   } else if (scale == "paper") {
-    r.preset = "graphormer-slim";  // the preset is the official GV1 ZINC schedule
-    r.seeds = 4;                   // the paper's ZINC runs: 4 seeds (Appendix C.3.1)
+    r.preset = "graphormer-slim";           // Appendix C.3.1, ZINC subset
+    r.seeds = PaperValues::zinc_seeds;      // §5.3: Tables 2 and 3 average four seeds
   } else {
     URPE_FAIL("--scale '" << scale << "': expected tiny, small or paper");
   }
@@ -94,7 +94,8 @@ std::string results_markdown(const MoleculeRepro& repro, const Config& base, con
      << repro.first_seed << "…" << repro.first_seed + repro.seeds - 1
      << "): " << seed_stats_legend(repro.seeds) << ". MAE on the target's scale ("
      << base.get_string("target_column") << "; lower is better) of each run's best-validation checkpoint "
-     << "(model.best.safetensors), as the official code reports; the per-seed table gives its step.\n\n"
+     << "(model.best.safetensors), as the official code reports; the per-seed table gives its step.\n"
+     << overrides_markdown_line(repro.extra) << "\n"
      << "| model | parameters | valid MAE | test MAE |\n|---|---|---|---|\n"
      << "| predict the training mean | 0 | " << format("%.4f", any.baseline_valid_mae) << " | "
      << format("%.4f", any.baseline_test_mae) << " |\n";
@@ -153,18 +154,10 @@ std::string results_markdown(const MoleculeRepro& repro, const Config& base, con
     if (v.empty()) return std::nullopt;
     return seed_stats(v).mean;
   };
-  PaperComparison mae;
-  mae.quantity = "test MAE (paper Table 2: ZINC subset)";
-  mae.paper_base = PaperValues::zinc_base_test_mae;
-  mae.paper_urpe = PaperValues::zinc_urpe_test_mae;
-  mae.paper_note = format("± %.3f → ± %.3f over seeds", PaperValues::zinc_base_test_mae_std,
-                          PaperValues::zinc_urpe_test_mae_std);
-  mae.ours_base = mean_of(test[0]);
-  mae.ours_urpe = mean_of(test[1]);
-  mae.decimals = 4;
-  mae.paper_decimals = 3;
+  std::vector<PaperComparison> rows =
+      molecule_paper_rows(repro.preset, {mean_of(valid[0]), mean_of(valid[1]), mean_of(test[0]), mean_of(test[1])});
   PaperComparison count;
-  count.quantity = "parameters";
+  count.quantity = "parameters (paper Table 2: ZINC)";
   count.paper_base = static_cast<double>(PaperValues::zinc_base_params);
   count.paper_urpe = static_cast<double>(PaperValues::zinc_urpe_params);
   if (params[0] > 0 && params[1] > 0) {
@@ -172,12 +165,13 @@ std::string results_markdown(const MoleculeRepro& repro, const Config& base, con
     count.ours_urpe = static_cast<double>(params[1]);
   }
   count.decimals = 0;
+  rows.push_back(count);
   md << paper_comparison_markdown(
-      {mae, count}, "Graphormer",
+      rows, "Graphormer",
       "scale `" + repro.scale + "` (preset `" + repro.preset + "`, " + std::to_string(base.get_int("steps")) +
           " steps) on " + data.description + " (a ZINC stand-in unless the config names ZINC itself), mean over " +
-          std::to_string(repro.seeds) + " seed(s), the best-validation checkpoint; the paper: ZINC subset (12k "
-          "molecules), Graphormer-slim at its full schedule.");
+          std::to_string(repro.seeds) + " seed(s), the best-validation checkpoint; the paper: 4 seeds at the "
+          "full schedules of Appendix C.3.1 (ZINC) and C.3.2 (PCQM4M).");
   return md.str();
 }
 
@@ -251,6 +245,39 @@ std::vector<std::string> draw_repro_plots(const std::string& out_dir, const std:
 
 }  // namespace
 
+Config molecule_repro_config(const MoleculeRepro& repro, const std::string& pe, int64_t seed) {
+  std::vector<std::string> sets = {"pe=" + pe, "seed=" + std::to_string(seed), "device=" + repro.device};
+  sets.insert(sets.end(), repro.overrides.begin(), repro.overrides.end());
+  sets.insert(sets.end(), repro.extra.sets.begin(), repro.extra.sets.end());
+  return resolve_config(repro.preset, "", sets);
+}
+
+std::vector<PaperComparison> molecule_paper_rows(const std::string& preset, const MoleculeMeans& ours) {
+  const bool pcqm4m = preset.find("pcqm4m") != std::string::npos;
+  const bool full = preset.find("-full") != std::string::npos;
+  auto spread = [](double base, double urpe) { return format("± %.3f → ± %.3f over 4 seeds", base, urpe); };
+  PaperComparison subset, zinc_full, pcq;
+  subset.quantity = "test MAE (paper Table 2: ZINC subset)";
+  subset.paper_base = PaperValues::zinc_base_test_mae;
+  subset.paper_urpe = PaperValues::zinc_urpe_test_mae;
+  subset.paper_note = spread(PaperValues::zinc_base_test_mae_std, PaperValues::zinc_urpe_test_mae_std);
+  zinc_full.quantity = "test MAE (paper Table 2: ZINC full)";
+  zinc_full.paper_base = PaperValues::zinc_full_base_test_mae;
+  zinc_full.paper_urpe = PaperValues::zinc_full_urpe_test_mae;
+  zinc_full.paper_note = spread(PaperValues::zinc_full_base_test_mae_std, PaperValues::zinc_full_urpe_test_mae_std);
+  pcq.quantity = "valid MAE (paper Table 3: PCQM4M)";
+  pcq.paper_base = PaperValues::pcqm4m_base_valid_mae;
+  pcq.paper_urpe = PaperValues::pcqm4m_urpe_valid_mae;
+  for (PaperComparison* c : {&subset, &zinc_full, &pcq}) {
+    c->decimals = 4;
+    c->paper_decimals = c == &pcq ? 4 : 3;
+  }
+  PaperComparison& mine = pcqm4m ? pcq : full ? zinc_full : subset;
+  mine.ours_base = pcqm4m ? ours.base_valid : ours.base_test;
+  mine.ours_urpe = pcqm4m ? ours.urpe_valid : ours.urpe_test;
+  return {subset, zinc_full, pcq};
+}
+
 std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std::string& out_dir,
                                           const GridContinuation& continuation) {
   URPE_CHECK(repro.seeds >= 1, "repro molecules: seeds must be at least 1, got " << repro.seeds);
@@ -260,11 +287,7 @@ std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std:
   std::string stopped_run;
   int64_t stopped_step = 0, run_steps = 0;
   const auto start = std::chrono::steady_clock::now();
-  auto config_for = [&](const std::string& pe, int64_t seed) {
-    std::vector<std::string> sets = {"pe=" + pe, "seed=" + std::to_string(seed), "device=" + repro.device};
-    sets.insert(sets.end(), repro.overrides.begin(), repro.overrides.end());
-    return resolve_config(repro.preset, "", sets);
-  };
+  auto config_for = [&](const std::string& pe, int64_t seed) { return molecule_repro_config(repro, pe, seed); };
   const Config base = config_for("none", repro.first_seed);
   const MoleculeData data = load_molecule_data(base);  // the same molecules and split for every run
   std::printf("%s\n", data.description.c_str());
@@ -285,6 +308,7 @@ std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std:
       options.overwrite = true;
       options.experiment = "molecules";
       options.grid = &progress;
+      options.tf32 = repro.extra.tf32;
       progress.begin_run(name);
       const auto run_start = std::chrono::steady_clock::now();
       const Config config = config_for(pe, seed);

@@ -13,13 +13,21 @@
 //   tiny   graphormer-tiny (3 layers, d = 32) for 1,500 steps of 32 molecules (6 epochs of the
 //          full training split), sized for 2 models × 2 seeds in under 20 minutes on 2 CPU cores
 //   small  graphormer-slim (paper sizes), 20k steps of batch 64 on the full training split
-//   paper  graphormer-slim with the paper's GV1 schedule (400k steps of batch 256, docs/graphormer.md#configurations)
+//   paper  graphormer-slim, Appendix C.3.1's ZINC-subset setting (600K steps of batch 256,
+//          docs/reproduce.md), 4 seeds as Table 2; another preset with --preset (graphormer-slim-full:
+//          ZINC full, graphormer-pcqm4m: C.3.2), which also picks the paper's row beside ours
+// (Table 2 subset, Table 2 full, Table 3).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "train/io/config.h"
+
 #include "train/io/run_dir.h"
 #include "train/repro/grid_cells.h"
+#include "train/repro/paper_values.h"
+#include "train/repro/repro_overrides.h"
 
 namespace urpe {
 
@@ -27,6 +35,7 @@ struct MoleculeRepro {
   std::string scale;                   // tiny | small | paper
   std::string preset;                  // graphormer-tiny | graphormer-slim (pe is set per model)
   std::vector<std::string> overrides;  // the scale's schedule and data keys, for both models
+  ReproOverrides extra;                // the user's --set (after `overrides`) and --tf32
   int64_t seeds = 1;
   int64_t first_seed = 1;              // seeds first_seed … first_seed + seeds − 1
   std::string device = "cpu";
@@ -42,5 +51,17 @@ MoleculeRepro molecule_repro_for_scale(const std::string& scale);
 // reused or resumed (grid_cells.h).
 std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std::string& out_dir,
                                           const GridContinuation& continuation = {});
+
+// The config of one run of `repro` (pe = none or urpe, a seed): the preset, the scale's overrides,
+// then the user's --set.
+Config molecule_repro_config(const MoleculeRepro& repro, const std::string& pe, int64_t seed);
+
+// The paper's rows beside ours for a preset: Table 2's subset and full test MAE and Table 3's
+// PCQM4M valid MAE, with ours (valid, test means; empty when not measured) in the row the preset
+// is for (pcqm4m: Table 3 with our valid MAE; -full: Table 2 full; others: Table 2 subset).
+struct MoleculeMeans {
+  std::optional<double> base_valid, urpe_valid, base_test, urpe_test;
+};
+std::vector<PaperComparison> molecule_paper_rows(const std::string& preset, const MoleculeMeans& ours);
 
 }  // namespace urpe

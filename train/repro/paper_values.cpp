@@ -1,6 +1,7 @@
 // The paper-beside-ours section of the repro results (see paper_values.h).
 #include "train/repro/paper_values.h"
 
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -8,7 +9,7 @@ namespace urpe {
 
 const char* const kPaperSource =
     "Paper: Luo et al., \"Your Transformer May Not be as Powerful as You Expect\" (NeurIPS 2022); values as "
-    "printed in the tables of the authors' poster (github.com/lsj2408/URPE, doc/poster.png).";
+    "printed in its tables and Appendix C (docs/reproduce.md lists them all).";
 
 namespace {
 
@@ -27,6 +28,14 @@ std::string change(const std::optional<double>& base, const std::optional<double
 }
 
 }  // namespace
+
+double milliseconds_from_log2(double log2_ms) { return std::exp2(log2_ms); }
+
+const PaperValues::DepthRow* paper_table4_row(long layers) {
+  for (const PaperValues::DepthRow& row : PaperValues::table4)
+    if (row.layers == layers) return &row;
+  return nullptr;
+}
 
 const PaperValues::Table5Row* paper_table5_row(long seq_len) {
   for (const PaperValues::Table5Row& row : PaperValues::table5)
@@ -50,12 +59,12 @@ std::string paper_comparison_markdown(const std::vector<PaperComparison>& rows, 
          << (r.paper_note.empty() ? "" : " (" + r.paper_note + ")");
     else
       md << (r.paper_note.empty() ? "not available" : r.paper_note);
-    md << " | " << change(r.paper_base, r.paper_urpe) << " | ";
+    md << " | " << (r.relative_change ? change(r.paper_base, r.paper_urpe) : "–") << " | ";
     if (r.ours_base && r.ours_urpe)
       md << number(r.ours_base, r.decimals, r.scale) << " → " << number(r.ours_urpe, r.decimals, r.scale);
     else
       md << "not measured";
-    md << " | " << change(r.ours_base, r.ours_urpe) << " |\n";
+    md << " | " << (r.relative_change ? change(r.ours_base, r.ours_urpe) : "–") << " |\n";
   }
   return md.str();
 }

@@ -72,6 +72,7 @@ std::string synthetic_command(const SyntheticGrid& grid) {
       << join(grid.tasks) << " --pes " << join(grid.pes);
   if (!grid.lengths.empty()) cmd << " --lengths " << join(grid.lengths);
   if (grid.device != "cpu") cmd << " --device " << grid.device;
+  cmd << overrides_command_text(grid.extra);
   return cmd.str();
 }
 
@@ -80,6 +81,7 @@ static std::string setting_line(const SyntheticGrid& grid, const std::string& ta
   std::vector<std::string> sets = {"vocab=" + std::to_string(grid.vocabs.front())};
   if (length > 0) sets.push_back("seq_len=" + std::to_string(length));
   sets.insert(sets.end(), grid.overrides.begin(), grid.overrides.end());
+  sets.insert(sets.end(), grid.extra.sets.begin(), grid.extra.sets.end());
   const Config c = resolve_config(task + "-" + grid.scale, "", sets);
   std::ostringstream out;
   out << "- " << task << ", n = " << c.get_int("seq_len") << ": preset `" << task << "-" << grid.scale << "`, "
@@ -137,6 +139,7 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
                                      "seed=" + std::to_string(cell.seed), "device=" + grid.device};
     if (cell.length > 0) sets.push_back("seq_len=" + std::to_string(cell.length));
     sets.insert(sets.end(), grid.overrides.begin(), grid.overrides.end());
+    sets.insert(sets.end(), grid.extra.sets.begin(), grid.extra.sets.end());
     const Config config = resolve_config(cell.task + "-" + grid.scale, "", sets);
     const std::string name = run_name(cell.task, cell.vocab, cell.length, cell.pe, cell.seed);
     const std::string dir = join_path(join_path(out_dir, "runs"), name);
@@ -145,6 +148,7 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
     options.overwrite = true;
     options.experiment = experiment;
     options.grid = &progress;
+    options.tf32 = grid.extra.tf32;
     apply_cell_start(cell_start, options);
     progress.begin_run(name);
     TrainOutcome outcome;
@@ -218,6 +222,7 @@ std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const
         "same setting:\n";
   for (const std::string& task : grid.tasks)
     for (int64_t n : lengths) md << setting_line(grid, task, n) << "\n";
+  md << overrides_markdown_line(grid.extra);
   md << "\n| task | V |" << (show_n ? " n |" : "");
   for (const std::string& pe : grid.pes) md << " " << pe << " |";
   md << "\n|---|---|" << (show_n ? "---|" : "");
@@ -255,7 +260,7 @@ std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const
        << machine->load_after << " after.\n";
   }
 
-  // Figure 1 prints no numbers (bars only), so the paper column says so; ours is RPE → URPE.
+  // Figures 1 and 3 print no numbers (bars only), so the paper column says so; ours is RPE → URPE.
   const bool has_pair = std::find(grid.pes.begin(), grid.pes.end(), "rpe") != grid.pes.end() &&
                         std::find(grid.pes.begin(), grid.pes.end(), "urpe") != grid.pes.end();
   std::vector<PaperComparison> comparisons;
@@ -266,7 +271,7 @@ std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const
         // With --lengths the rows are Figure 3's question (PI at n = 256 and 512 in the paper).
         c.quantity = task + " accuracy (%), V = " + std::to_string(vocab) +
                      (show_n ? ", n = " + std::to_string(n) + " (paper Figures 1 and 3)" : " (paper Figure 1)");
-        c.paper_note = show_n ? "not transcribed: the paper's figures give no printed values"
+        c.paper_note = show_n ? "not printed: Figures 1 and 3 are bar charts without values"
                               : "not printed: Figure 1 is a bar chart without values";
         const std::vector<double>& base = cells[key(task, vocab, n, "rpe")];
         const std::vector<double>& urpe = cells[key(task, vocab, n, "urpe")];
@@ -278,9 +283,11 @@ std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const
         comparisons.push_back(c);
       }
   // The grid's task protocol (the scale's presets, or an override): the paper scale's is official.
+  std::vector<std::string> all_sets = grid.overrides;
+  all_sets.insert(all_sets.end(), grid.extra.sets.begin(), grid.extra.sets.end());
   const std::string protocol =
       grid.tasks.empty() ? std::string("simple")
-                         : resolve_config(grid.tasks.front() + "-" + grid.scale, "", grid.overrides).get_string("task_protocol");
+                         : resolve_config(grid.tasks.front() + "-" + grid.scale, "", all_sets).get_string("task_protocol");
   md << paper_comparison_markdown(comparisons, "RPE",
                                   "scale `" + grid.scale + "`, task protocol `" + protocol + "`, on freshly drawn "
                                   "synthetic sequences (docs/synthetic_encoder.md#tasks), mean over " + std::to_string(grid.seeds) +

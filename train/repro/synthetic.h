@@ -8,6 +8,7 @@
 
 #include "train/io/run_dir.h"
 #include "train/repro/grid_cells.h"
+#include "train/repro/repro_overrides.h"
 
 namespace urpe {
 
@@ -20,7 +21,8 @@ struct SyntheticGrid {
   int64_t seeds = 1;
   int64_t first_seed = 1;            // seeds run first_seed … first_seed + seeds − 1
   std::string device = "cpu";
-  std::vector<std::string> overrides;  // extra key=value applied to every run
+  std::vector<std::string> overrides;  // extra key=value applied to every run (the demo's)
+  ReproOverrides extra;                // the user's --set (after `overrides`) and --tf32, every run
   // Theorem 2's probe of a finished run directory: the largest identical-token hidden-state spread
   // over its layers (`urpe theory probe`). The CLI supplies it (train/analysis sits beside
   // train/repro); when set, results.md gets a line sorting the encodings by it.

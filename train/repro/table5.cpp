@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -23,6 +24,9 @@ namespace urpe {
 namespace {
 
 double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
+// Table 5's memory unit: GB, read here as 2³⁰ bytes (what torch.cuda.max_memory_allocated() / 1024³
+// gives; the paper does not say which GB it means, and 10⁹ would make ours 7% larger).
+double gb(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
 
 std::string fixed(double value, int digits) {
   char text[64];
@@ -132,11 +136,13 @@ std::string markdown(const Table5Options& o, const std::vector<Table5Row>& rows,
       }
       // The paper measured its eager code, i.e. the materialised path; its values go on that row.
       const PaperValues::Table5Row* paper = paper_table5_row(n);
-      if (paper != nullptr && std::string(attention) == "materialized")
-        md << " time " << fixed(paper->rpe_time, 2) << " → " << fixed(paper->urpe_time, 2) << " ("
-           << fixed(paper->urpe_time / paper->rpe_time, 3) << "), memory " << fixed(paper->rpe_memory, 2)
-           << " → " << fixed(paper->urpe_memory, 2) << " (" << fixed(paper->urpe_memory / paper->rpe_memory, 3)
-           << ") |\n";
+      if (paper != nullptr && std::string(attention) == "materialized") {
+        const double rpe_ms = milliseconds_from_log2(paper->rpe_time), urpe_ms = milliseconds_from_log2(paper->urpe_time);
+        md << " time " << fixed(paper->rpe_time, 2) << " → " << fixed(paper->urpe_time, 2) << " log₂ ms = "
+           << fixed(rpe_ms, 1) << " → " << fixed(urpe_ms, 1) << " ms (" << fixed(urpe_ms / rpe_ms, 3) << "), memory "
+           << fixed(paper->rpe_memory, 2) << " → " << fixed(paper->urpe_memory, 2) << " GB ("
+           << fixed(paper->urpe_memory / paper->rpe_memory, 3) << ") |\n";
+      }
       else
         md << (std::string(attention) == "materialized" ? " no value at this n |\n" : " — |\n");
     }
@@ -149,35 +155,62 @@ std::string markdown(const Table5Options& o, const std::vector<Table5Row>& rows,
      << (cpu ? "; peak RSS: the process's resident-set high-water mark over the row (model "
                "construction included), reset per row through /proc/self/clear_refs"
              : "")
-     << ".\n\nPaper (V100): RPE → URPE as printed in Table 5 of the paper (inference runtime and peak "
-        "memory of its eager PyTorch code on a V100; "
-     << PaperValues::table5_units << ", so only the ratios URPE/RPE, in brackets, compare with ours), "
-        "taken from the authors' poster (github.com/lsj2408/URPE, doc/poster.png). Shown on the "
-        "materialised rows: the paper's code materialises the attention as well.\n";
+     << ".\n\nPaper (V100): RPE → URPE as printed in the paper's Table 5 (§5.4: inference runtime and peak "
+        "memory of its eager PyTorch code, batch 32, on a 16 GB V100), runtime in "
+     << PaperValues::table5_time_units << " as the caption gives it and in ms (2^value), memory in "
+     << PaperValues::table5_memory_units << "; URPE/RPE in brackets. Shown on the materialised rows: the "
+        "paper's code materialises the attention as well.\n"
+     << (o.tf32 ? "TF32 tensor-core GEMMs on (`--tf32`).\n" : "TF32 off (full FP32 GEMMs).\n");
+  // The same rows in the paper's units.
+  md << "\n## In the paper's units (Table 5: log₂ ms and GB)\n\n"
+     << "Ours: the materialised attention, median ms; GB = 2³⁰ bytes of the " << (cpu ? "host" : "CUDA caching")
+     << " allocator's peak.\n\n"
+     << "| n | RPE log₂ ms: paper / ours | URPE log₂ ms: paper / ours | RPE ms: paper / ours | URPE ms: paper / ours "
+        "| RPE GB: paper / ours | URPE GB: paper / ours |\n|---|---|---|---|---|---|---|\n";
+  for (int64_t n : o.lengths) {
+    const Table5Row& rpe = find_row(rows, n, "rpe", "materialized");
+    const Table5Row& urpe = find_row(rows, n, "urpe", "materialized");
+    const PaperValues::Table5Row* paper = paper_table5_row(n);
+    auto pair = [&](double paper_value, double ours, int digits) {
+      return (paper ? fixed(paper_value, digits) : std::string("–")) + " / " + fixed(ours, digits);
+    };
+    md << "| " << n << " | " << pair(paper ? paper->rpe_time : 0, std::log2(rpe.median_ms), 2) << " | "
+       << pair(paper ? paper->urpe_time : 0, std::log2(urpe.median_ms), 2) << " | "
+       << pair(paper ? milliseconds_from_log2(paper->rpe_time) : 0, rpe.median_ms, 1) << " | "
+       << pair(paper ? milliseconds_from_log2(paper->urpe_time) : 0, urpe.median_ms, 1) << " | "
+       << pair(paper ? paper->rpe_memory : 0, gb(rpe.peak_bytes), 2) << " | "
+       << pair(paper ? paper->urpe_memory : 0, gb(urpe.peak_bytes), 2) << " |\n";
+  }
   std::vector<PaperComparison> comparisons;
   for (int64_t n : o.lengths) {
     const PaperValues::Table5Row* paper = paper_table5_row(n);
     for (const char* attention : {"materialized", "fused"}) {
       const Table5Row& rpe = find_row(rows, n, "rpe", attention);
       const Table5Row& urpe = find_row(rows, n, "urpe", attention);
-      PaperComparison time, memory;
-      time.quantity = "forward time, n = " + std::to_string(n) + " (ours: " + attention + ", median ms)";
-      memory.quantity = "peak memory, n = " + std::to_string(n) + " (ours: " + attention + ", MiB)";
+      PaperComparison log_time, time, memory;
+      log_time.quantity = "forward time, n = " + std::to_string(n) + " (log₂ ms; ours: " + attention + ")";
+      time.quantity = "forward time, n = " + std::to_string(n) + " (ms; ours: " + attention + ", median)";
+      memory.quantity = "peak memory, n = " + std::to_string(n) + " (GB; ours: " + attention + ")";
       if (paper != nullptr) {
-        time.paper_base = paper->rpe_time;
-        time.paper_urpe = paper->urpe_time;
+        log_time.paper_base = paper->rpe_time;
+        log_time.paper_urpe = paper->urpe_time;
+        time.paper_base = milliseconds_from_log2(paper->rpe_time);
+        time.paper_urpe = milliseconds_from_log2(paper->urpe_time);
         memory.paper_base = paper->rpe_memory;
         memory.paper_urpe = paper->urpe_memory;
-        time.paper_note = memory.paper_note = PaperValues::table5_units;
       } else {
-        time.paper_note = memory.paper_note = "no value at this n (the paper has 128, 256, 512)";
+        log_time.paper_note = time.paper_note = memory.paper_note = "no value at this n (the paper has 128, 256, 512)";
       }
-      time.paper_decimals = memory.paper_decimals = 2;
+      log_time.relative_change = false;  // a difference of logarithms is a ratio: see the ms row
+      log_time.ours_base = std::log2(rpe.median_ms);
+      log_time.ours_urpe = std::log2(urpe.median_ms);
       time.ours_base = rpe.median_ms;
       time.ours_urpe = urpe.median_ms;
-      memory.ours_base = mib(rpe.peak_bytes);
-      memory.ours_urpe = mib(urpe.peak_bytes);
-      time.decimals = memory.decimals = 1;
+      memory.ours_base = gb(rpe.peak_bytes);
+      memory.ours_urpe = gb(urpe.peak_bytes);
+      log_time.decimals = memory.decimals = 2;
+      time.decimals = 1;
+      comparisons.push_back(log_time);
       comparisons.push_back(time);
       comparisons.push_back(memory);
     }
@@ -242,6 +275,9 @@ std::vector<Table5Row> run_table5(const Table5Options& o, const std::string& out
   URPE_CHECK(o.batch >= 1 && o.layers >= 1 && o.repeats >= 1,
              "table5: batch, layers and repeats must be at least 1");
   const Device device = parse_device(o.device);
+  URPE_CHECK(!o.tf32 || device.is_cuda(), "urpe repro table5: --tf32 needs a CUDA device (--device cuda), got "
+                                              << o.device);
+  if (device.is_cuda()) cuda::set_tf32(device.context(), o.tf32);
   make_directories(out_dir);
   const std::string machine = machine_description(device);
   const std::string load_before = load_averages();
@@ -277,7 +313,7 @@ std::vector<Table5Row> run_table5(const Table5Options& o, const std::string& out
         .set("runs", r.runs).set("peak_bytes", r.peak_bytes)
         .set("peak_rss_bytes", r.peak_rss_bytes < 0 ? json::Value() : json::Value(r.peak_rss_bytes))
         .set("batch", o.batch).set("layers", o.layers).set("d_model", o.d_model)
-        .set("heads", o.heads).set("device", o.device).set("machine", machine);
+        .set("heads", o.heads).set("device", o.device).set("machine", machine).set("tf32", o.tf32);
     // The paper's value for this n and positional encoding (its eager, materialised code), and
     // its URPE/RPE ratio; null where the paper has no value at this n.
     const PaperValues::Table5Row* paper = paper_table5_row(r.seq_len);
@@ -285,12 +321,13 @@ std::vector<Table5Row> run_table5(const Table5Options& o, const std::string& out
     if (paper != nullptr) {
       const bool is_urpe = r.pe == "urpe";
       p = json::Value::object();
-      p.set("time", is_urpe ? paper->urpe_time : paper->rpe_time)
-          .set("memory", is_urpe ? paper->urpe_memory : paper->rpe_memory)
-          .set("urpe_over_rpe_time", paper->urpe_time / paper->rpe_time)
+      const double time = is_urpe ? paper->urpe_time : paper->rpe_time;
+      p.set("time_log2_ms", time)
+          .set("time_ms", milliseconds_from_log2(time))
+          .set("memory_gb", is_urpe ? paper->urpe_memory : paper->rpe_memory)
+          .set("urpe_over_rpe_time", milliseconds_from_log2(paper->urpe_time) / milliseconds_from_log2(paper->rpe_time))
           .set("urpe_over_rpe_memory", paper->urpe_memory / paper->rpe_memory)
-          .set("units", PaperValues::table5_units)
-          .set("source", "Table 5 as printed on the authors' poster, github.com/lsj2408/URPE doc/poster.png (V100)");
+          .set("source", "Table 5 of the paper (§5.4; runtime in log2 ms, memory in GB; V100 16 GB, batch 32)");
     }
     row.set("paper", p);
     list.push(row);

@@ -1,11 +1,13 @@
-// The paper's Table 5: what URPE costs over RPE at inference. `urpe repro table5` runs the
-// paper's model (the post-LN encoder, 12 layers, d = 768, 12 heads, d_ff = 3072, batch 32) with
+// The paper's Table 5 (§5.4): what URPE costs over RPE at inference. `urpe repro table5` runs the
+// paper's model (§5.4: the vanilla post-LN encoder, 12 layers, d = 768, 12 heads, batch 32, N = 128,
+// 256, 512; d_ff = 3072 as RoBERTa base, where §5.4 is silent) with
 // RPE and with URPE (unique Toeplitz B and C), each with the materialised attention (QKᵀ, the URPE
 // core, A·V: (B, H, n, n) tensors) and with the fused one (ops/urpe_flash_attention: nothing
 // n×n), at each sequence length, and writes
 //   results.md    per length and attention path: median forward time and peak memory for RPE and
 //                 URPE, the ratios URPE/RPE, the paper's V100 values with their ratios
-//                 (PaperValues::table5), and a "paper beside ours" section of relative changes
+//                 (PaperValues::table5), the same rows in the paper's units (log₂ ms and GB, and
+//                 ms), and a "paper beside ours" section of relative changes
 //   results.json  one row per (length, pe, attention), with the paper's value for it
 //   plots/time.png, plots/memory.png   time and peak memory against n, one line per row kind
 // Memory: on the CPU the host allocator's peak of tensor storage (parameters included: what the
@@ -26,6 +28,7 @@ struct Table5Options {
   int64_t layers = 12;  // the paper's 12; tests use fewer to stay fast
   int64_t d_model = 768, heads = 12, d_ff = 3072, vocab = 1000;
   int repeats = 3;      // timed forward passes per row (the median is reported)
+  bool tf32 = false;    // TF32 tensor-core GEMMs on CUDA (--tf32)
 };
 
 struct Table5Row {
