@@ -62,8 +62,9 @@ int run_profile(const Args& args) {
   options.profile_steps = steps_text;
   options.overwrite = true;  // DIR/run is this command's own scratch run
   options.label = "[profile]";
-  const Device device = parse_device(config.get_string("device"));
-  options.on_trace = trace_sink(output, device, options.quiet);
+  // The peaks' device is a temporary: its context (and anything measuring cached) is gone before
+  // the run opens its own.
+  options.on_trace = trace_sink(output, parse_device(config.get_string("device")), options.quiet);
   const std::string run_dir = join_path(out, "run");
   const int code = train_config(config, run_dir, options);
   // The scratch run keeps its config.txt and metrics.csv; its checkpoints are not the profile's.

@@ -24,8 +24,9 @@ std::function<void(profile::Recording&&)> trace_sink(const std::shared_ptr<Trace
   std::string source;
   auto peaks = std::make_shared<profile::MachinePeaks>(bench::peaks_for(device, &source));
   const std::string blas = kernels::blas_core_name();
-  const std::string machine =
-      machine_description(device) + (device.is_cuda() ? "" : ", " + (blas.empty() ? std::string("built-in GEMM") : "OpenBLAS " + blas));
+  // The report names the device already; here the host (the CPU's model, threads and BLAS).
+  const std::string machine = (device.is_cuda() ? "host " : "") + machine_description(Device::cpu()) + ", " +
+                              (blas.empty() ? std::string("built-in GEMM") : "OpenBLAS " + blas);
   return [output, peaks, source, machine, quiet](profile::Recording&& recording) {
     const profile::ReportHeader header{output->title, output->command, machine, source};
     const profile::ProfileSummary s = profile::write_profile(output->dir, recording, *peaks, header);

@@ -91,7 +91,13 @@ int run_train(const Args& args) {
     trace->command = command_text(args);
     options.on_trace = trace_sink(trace, parse_device(config.get_string("device")), options.quiet);
   }
-  if (resume) return train_config(config, out, options);
+  auto untraced = [&](int code) {  // a resumed run can start after the whole window
+    if (trace && !trace->written && code == 0 && dist::world().is_root())
+      std::printf("--trace: no step of the window %s ran in this run; no profile written\n",
+                  (options.profile_steps.empty() ? default_trace_window(config.get_int("steps")) : options.profile_steps).c_str());
+    return code;
+  };
+  if (resume) return untraced(train_config(config, out, options));
   URPE_CHECK(options.init_from.empty() ||
                  std::filesystem::path(options.init_from).lexically_normal() != std::filesystem::path(out).lexically_normal(),
              "urpe train: --init-from and --out name the same directory; the new run needs its own --out");
@@ -113,7 +119,7 @@ int run_train(const Args& args) {
   options.overwrite = true;  // the claim has checked DIR and moved an old run aside
   const int code = train_config(config, out, options);
   if (claim) claim->done();
-  return code;
+  return untraced(code);
 }
 
 }  // namespace urpe::cli

@@ -111,8 +111,12 @@ double roofline_bound_ms(const MachinePeaks& peaks, double flops, double bytes) 
 
 std::string describe(const MachinePeaks& p) {
   char line[256];
-  std::snprintf(line, sizeof line, "sgemm %.1f GFLOP/s, bandwidth %.1f GB/s (copy %.1f, triad %.1f), measured %s",
-                p.gemm_gflops, p.bandwidth_gbs, p.copy_gbs, p.triad_gbs, p.measured.c_str());
+  if (p.triad_gbs > 0)
+    std::snprintf(line, sizeof line, "sgemm %.1f GFLOP/s, bandwidth %.1f GB/s (copy %.1f, triad %.1f), measured %s",
+                  p.gemm_gflops, p.bandwidth_gbs, p.copy_gbs, p.triad_gbs, p.measured.c_str());
+  else
+    std::snprintf(line, sizeof line, "sgemm %.1f GFLOP/s, bandwidth %.1f GB/s (copy), measured %s", p.gemm_gflops,
+                  p.bandwidth_gbs, p.measured.c_str());
   return std::string(line) + (p.smoke ? " at smoke sizes (not the machine's limits: run 'urpe bench peaks')" : "");
 }
 
