@@ -9,7 +9,8 @@
 //        best of several runs (STREAM's convention).
 //   CUDA the ceilings of bench/cuda_peaks.h (device-to-device copy, cuBLAS sgemm and TF32) and
 //        the same model GEMM shapes through urpe's cuBLAS path, timed with CUDA events.
-// The compute ceiling is the best square sgemm; the memory ceiling the better of copy and triad.
+// The compute ceiling is the best sgemm rate measured (squares and model shapes alike); the memory
+// ceiling the better of copy and triad.
 #pragma once
 #include <string>
 

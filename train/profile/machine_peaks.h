@@ -1,6 +1,6 @@
 // The machine's measured limits, which a profile cites for its roofline: the compute ceiling
-// (sgemm GFLOP/s, the best large square GEMM) and the memory ceiling (the better of a STREAM copy
-// and triad, GB/s), with every rate measured on the way (the model's own GEMM shapes too).
+// (sgemm GFLOP/s, the best GEMM rate measured: large squares and the model's own shapes) and the
+// memory ceiling (the better of a STREAM copy and triad, GB/s), with every rate measured.
 // `urpe bench peaks` measures them (bench/peaks.h) and keeps them in a small JSON cache, one entry
 // per machine (its key names the device, CPU or GPU model, threads and BLAS), so that every later
 // profile on the same machine reads them instead of measuring again.

@@ -100,8 +100,8 @@ plot::Canvas render_roofline(const ProfileSummary& summary) {
   // Left of a point of the slanted part, at its height: above the line, which rises to the right.
   const int bw_w = plot::Canvas::text_width(bw, 2);
   double label_x = ridge / 4;
-  while (x.at(label_x) - 10 - bw_w < area.x + 4 && label_x < ridge) label_x *= 1.5;
-  const double bx = x.at(label_x) - 10 - bw_w, by = y.at(peaks.bandwidth_gbs * label_x) - label_h / 2.0;
+  while (x.at(label_x) - 18 - bw_w < area.x + 4 && label_x < ridge) label_x *= 1.5;
+  const double bx = x.at(label_x) - 18 - bw_w, by = y.at(peaks.bandwidth_gbs * label_x) - label_h / 2.0;
   c.text(bx, by, bw, roof, 2);
   placed.push_back({int(bx), int(by), bw_w, label_h});
 
