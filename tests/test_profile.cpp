@@ -83,7 +83,7 @@ struct TraceEvent {
   std::string name, ph;
   double ts = 0, dur = 0;
   int64_t tid = 0;
-  std::string scope;
+  std::string scope, device;
 };
 
 std::vector<TraceEvent> parse_trace(const std::string& text) {
@@ -98,7 +98,10 @@ std::vector<TraceEvent> parse_trace(const std::string& text) {
     t.ts = e.at("ts").as_number();
     t.tid = e.at("tid").as_integer();
     if (t.ph == "X") t.dur = e.at("dur").as_number();
-    if (const json::Value* args = e.find("args"); args && args->contains("scope")) t.scope = args->at("scope").as_string();
+    if (const json::Value* args = e.find("args"); args && args->contains("scope")) {
+      t.scope = args->at("scope").as_string();
+      t.device = args->at("device").as_string();
+    }
     events.push_back(t);
   }
   return events;
@@ -276,7 +279,8 @@ TEST_CASE("profile: the Chrome trace parses and every begin has its end, properl
       max_depth = std::max(max_depth, stack.size());
       const size_t d = stack.size();
       if (e.name == "urpe_attention" && d == 4 && stack[0].rfind("step ", 0) == 0 && stack[1] == "encoder.layer0" &&
-          stack[2] == "encoder.layer0.attention" && e.tid == 1 && e.scope == "encoder.layer0.attention")
+          stack[2] == "encoder.layer0.attention" && e.tid == 1 && e.scope == "encoder.layer0.attention" &&
+          e.device == "cpu")
         core_nested = true;
       if (e.name == "urpe_attention backward" && d >= 3 && stack[d - 2].find(".attention") != std::string::npos && e.tid == 2)
         backward_nested = true;

@@ -72,8 +72,8 @@ std::string chrome_trace_json(const Recording& rec) {
     std::string args;
     if (s.kind == SpanKind::op) {
       const std::string scope = scope_of[k] >= 0 ? rec.name_of(rec.spans[static_cast<size_t>(scope_of[k])]) : "";
-      args = "{\"scope\":" + json::quote(scope) + ",\"flops\":" + json::format_number(s.cost.flops) +
-             ",\"bytes\":" + json::format_number(s.cost.bytes) + "}";
+      args = "{\"scope\":" + json::quote(scope) + ",\"device\":" + json::quote(s.cuda ? rec.device : "cpu") +
+             ",\"flops\":" + json::format_number(s.cost.flops) + ",\"bytes\":" + json::format_number(s.cost.bytes) + "}";
     }
     events.push_back({s.begin_us, 1, begin_end('B', name, category, s.begin_us, tid, args)});
     events.push_back({s.end_us, 0, begin_end('E', name, category, s.end_us, tid, "")});

@@ -2,7 +2,7 @@
 // chrome://tracing open. One process; one track (thread) per phase — forward, backward,
 // optimizer, communication — holding each recorded step and, nested in it, the model scopes
 // (encoder.layer0 → encoder.layer0.attention, named as the NVTX ranges Nsight shows) and the ops,
-// as begin/end ("B"/"E") pairs. An op's arguments are its scope, FLOPs and bytes. On a GPU run
+// as begin/end ("B"/"E") pairs. An op's arguments are its scope, device, FLOPs and bytes. On a GPU run
 // every op also appears on a "cuda stream" track as a complete ("X") event at its stream time.
 // Timestamps are microseconds on the host's steady clock from the recording's start.
 #pragma once
