@@ -21,6 +21,7 @@
 #include "scratch_dir.h"
 #include "test_util.h"
 #include "train/io/json.h"
+#include "train/dist/communicator.h"
 #include "train/io/run_dir.h"
 #include "train/optimizer.h"
 #include "train/profile/chrome_trace.h"
@@ -191,6 +192,28 @@ TEST_CASE("profile: backward runs under the forward's scopes, each phase on its 
   CHECK(forward_core);
   CHECK(backward_core);
   CHECK(adam);
+}
+
+TEST_CASE("profile: a sharded optimizer's collectives are the communication phase") {
+  // One process: ZeRO-1 over a world of one still reduce-scatters and all-gathers (its own range).
+  const Tensor w = test::random_param({6, 5}, 11), b = test::random_param({5}, 12);
+  Adam adam({w, b}, AdamConfig{}, dist::world());
+  profile::OpRecorder recorder{Device::cpu()};
+  recorder.begin_step(1);
+  sum_all(add(matmul(test::random_values({3, 6}, 13), w), b)).backward();
+  adam.step_sharded(1e-3f, 0.5, 1.0, false);
+  recorder.end_step();
+  const Recording r = recorder.take();
+  const std::vector<Span> scatter = ops_named(r, "reduce_scatter_gradients"), gather = ops_named(r, "all_gather_parameters");
+  REQUIRE(scatter.size() == 1);
+  REQUIRE(gather.size() == 1);
+  CHECK(scatter[0].phase == Phase::communication);
+  CHECK(gather[0].phase == Phase::communication);
+  CHECK(scatter[0].cost.bytes == 4.0 * (30 + 5));  // the gradients this rank contributes
+  const std::vector<Span> update = ops_named(r, "adam_update");
+  REQUIRE(update.size() == 1);
+  CHECK(update[0].phase == Phase::optimizer);  // back to the optimizer's phase after the collective
+  CHECK(update[0].cost.bytes == 28.0 * 35);
 }
 
 TEST_CASE("profile: off, the hooks record nothing and nodes carry no scope") {
