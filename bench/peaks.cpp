@@ -151,6 +151,7 @@ MachinePeaks measure_cpu(bool smoke) {
 
 // ---- CUDA ----
 
+#if defined(URPE_WITH_CUDA)
 MachinePeaks measure_cuda(const Device& device, bool smoke) {
   MachinePeaks p;
   p.device = "cuda";
@@ -177,6 +178,11 @@ MachinePeaks measure_cuda(const Device& device, bool smoke) {
   }
   return p;
 }
+#else
+MachinePeaks measure_cuda(const Device&, bool) {
+  URPE_FAIL("bench peaks --device cuda: this urpe build has no CUDA backend");
+}
+#endif
 
 // "  label ....   12.34 unit", the label padded to 50 characters (not bytes: labels hold × and ᵀ).
 void print_rate(const std::string& label, double value, const char* unit) {
