@@ -46,6 +46,7 @@ Tensor record(Tensor output, const char* op, std::vector<Tensor> inputs, Backwar
   node->op = op;
   node->inputs = std::move(inputs);
   node->backward = std::move(backward);
+  node->scope = profile::current_scope_path();
   output.impl().grad_fn = std::move(node);
   output.impl().requires_grad = true;
   return output;
@@ -75,6 +76,9 @@ static void accumulate(std::shared_ptr<TensorImpl>& total, Tensor g, const Tenso
     return;
   }
   Tensor t(total);
+  const profile::OpRange range("accumulate_grad", t.device());
+  // total += g: one add per element; reads both, writes total.
+  URPE_PROFILE_COST((profile::Cost{double(t.numel()), 3 * profile::kElementBytes * double(t.numel())}));
   if (t.device().is_cpu()) {
     float* dst = t.f32();
     const float* src = g.f32();
@@ -121,6 +125,13 @@ void Tensor::backward(const Tensor& gradient) const {
     }
   }
 
+  // Per-op profiler: everything below is the backward phase, each node under its forward scopes.
+  const profile::PhaseRange phase(profile::Phase::backward);
+  struct LeaveScopes {
+    ~LeaveScopes() {
+      if (profile::Recorder* recorder = profile::active()) recorder->enter_scopes(nullptr);
+    }
+  } leave_scopes;
   std::unordered_map<Node*, std::shared_ptr<TensorImpl>> grads;  // gradient of each node's output
   grads[grad_fn().get()] = seed.clone().impl_ptr();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -133,7 +144,10 @@ void Tensor::backward(const Tensor& gradient) const {
       // of it (reshape's backward) is then its only owner and can be adopted without a copy.
       const Tensor grad_out(std::move(found->second));
       grads.erase(found);
-      const NvtxRange range(grad_out.device(), node->op + " backward");
+      if (profile::Recorder* recorder = profile::active()) recorder->enter_scopes(node->scope);
+      const std::string name = node->op + " backward";
+      const NvtxRange range(grad_out.device(), name);
+      const profile::OpRange op_range(name, grad_out.device());
       input_grads = node->backward(grad_out);
     }
     URPE_CHECK(input_grads.size() == node->inputs.size(),

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/op_profile.h"
 #include "tensor/tensor.h"
 
 namespace urpe::autograd {
@@ -22,6 +23,9 @@ struct Node {
   // keeps an activation alive only where a backward function captured it because it needs it.
   std::vector<Tensor> inputs;
   BackwardFn backward;
+  // The model scopes open when the op ran (per-op profiler only, else null): its backward is
+  // recorded under the same names (tensor/op_profile.h).
+  profile::ScopePath scope;
 };
 
 // A stand-in for t without its data: the same shape, dtype, device, requires_grad, producing node

@@ -20,6 +20,10 @@
 #   bench/gpu_session.sh compare    urpe against PyTorch eager on the same GPU: the bench training
 #                                   step, Table 5, the attention alone (tools/torch_reference.py,
 #                                   bench/torch_attention.py)
+#   bench/gpu_session.sh profile    urpe's per-op profile of the bench step on the GPU (peaks, then
+#                                   `urpe profile --device cuda`), torch.profiler on the same step,
+#                                   and Nsight Systems' kernel/NVTX sums of the same window when
+#                                   nsys is there (docs/profiling.md)
 # Logs go to $OUT (the folder the device tool brings back) or ./gpu_logs; the last lines of each
 # step are printed so the tool's reply carries them.
 set -uo pipefail
@@ -146,8 +150,25 @@ case "$1" in
     step attention_urpe "./$BUILD/urpe" bench attention --device cuda --batch 32 --lengths 512,1024,2048 --repeats 10
     step attention_torch python3 bench/torch_attention.py --device cuda --batch 32 --lengths 512,1024,2048 --repeats 10
     ;;
+  profile)
+    # The bench configuration (n = 128, d = 128, 4 heads, 2 layers, d_ff 512, batch 32) as a preset.
+    local bench_cfg="--preset pi-tiny --set seq_len=128 --set d_model=128 --set d_ff=512 --set batch=32 --set init_std=0.02"
+    export URPE_PEAKS_CACHE="$LOGS/peaks.json"
+    step peaks "./$BUILD/urpe" bench peaks --device cuda
+    step profile_urpe "./$BUILD/urpe" profile $bench_cfg --device cuda --steps 6:15 --out "$LOGS/profile" --overwrite
+    step profile_torch python3 tools/torch_reference.py --profile --device cuda --steps 10 --out "$LOGS/profile"
+    if command -v nsys >/dev/null; then
+      step nsys nsys profile --capture-range=cudaProfilerApi --capture-range-end=stop --trace=cuda,nvtx,cublas \
+        --sample=none --force-overwrite true -o "$LOGS/profile/nsys_steps" \
+        "./$BUILD/urpe" train $bench_cfg --set device=cuda --set steps=15 --set warmup=1 --set eval_every=15 \
+        --out "$LOGS/profile/nsys_run" --overwrite --quiet --profile-steps 6:15
+      step nsys_stats nsys stats --report cuda_gpu_kern_sum --report nvtx_sum "$LOGS/profile/nsys_steps.nsys-rep"
+    else
+      echo "== nsys: not on PATH, Nsight Systems' side left out"
+    fi
+    ;;
   *)
-    echo "usage: bench/gpu_session.sh STEP... (STEP: build, parity, core, sanitize, bench, ncu, ncu_times, nccl, compare)" >&2
+    echo "usage: bench/gpu_session.sh STEP... (STEP: build, parity, core, sanitize, bench, ncu, ncu_times, nccl, compare, profile)" >&2
     exit 2
     ;;
 esac

@@ -11,7 +11,7 @@
 #include "ops/rotary.h"
 #include "ops/elementwise.h"
 #include "ops/shape.h"
-#include "tensor/nvtx_range.h"
+#include "tensor/op_profile.h"  // ScopeRange: NVTX range + profiler scope
 
 namespace urpe {
 
@@ -263,9 +263,9 @@ Tensor TransformerEncoder::encode(const Tensor& tokens, bool training, Rng* drop
       extras.shaw_values = embedding(layer.shaw_values, shaw_map);
     }
     const std::string block = "encoder.layer" + std::to_string(l);  // NVTX names (Nsight)
-    const NvtxRange layer_range(x.device(), block);
+    const profile::ScopeRange layer_range(x.device(), block);
     {
-      const NvtxRange range(x.device(), block + ".attention");
+      const profile::ScopeRange range(x.device(), block + ".attention");
       Tensor weights;
       const bool keep = states && states->keep_attention;
       const Tensor attended = layer.attention.forward(x, positional, config_.attention_dropout, dropout_rng,
@@ -274,7 +274,7 @@ Tensor TransformerEncoder::encode(const Tensor& tokens, bool training, Rng* drop
       x = layer.attention_norm.forward(add(x, drop(attended, config_.dropout)));
     }
     if (states && states->keep_after_attention) states->after_attention.push_back(x);
-    const NvtxRange range(x.device(), block + ".ffn");
+    const profile::ScopeRange range(x.device(), block + ".ffn");
     const Tensor transformed = layer.ffn.forward(x, 0.0f, dropout_rng, training);
     x = layer.ffn_norm.forward(add(x, drop(transformed, config_.dropout)));
     if (states) states->blocks.push_back(x);

@@ -16,7 +16,7 @@
 #include "ops/matmul.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
-#include "tensor/nvtx_range.h"
+#include "tensor/op_profile.h"  // ScopeRange: NVTX range + profiler scope
 
 namespace urpe {
 
@@ -322,14 +322,14 @@ Tensor Graphormer::forward(const data::GraphBatch& batch, bool training, Rng* dr
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& layer = layers_[l];
     const std::string block = "graphormer.layer" + std::to_string(l);  // NVTX names (Nsight)
-    const NvtxRange layer_range(device_, block);
+    const profile::ScopeRange layer_range(device_, block);
     {
-      const NvtxRange range(device_, block + ".attention");
+      const profile::ScopeRange range(device_, block + ".attention");
       const Tensor attended =
           attention(layer, layer.attention_norm.forward(x), bias, core, training, dropout_rng);
       x = add(x, drop(attended, config_.dropout));
     }
-    const NvtxRange range(device_, block + ".ffn");
+    const profile::ScopeRange range(device_, block + ".ffn");
     const Tensor transformed = layer.ffn.forward(layer.ffn_norm.forward(x), 0.0f, dropout_rng, training);
     x = add(x, drop(transformed, config_.dropout));
   }

@@ -18,7 +18,7 @@
 #include "ops/matmul.h"
 #include "ops/relative_shift.h"
 #include "ops/shape.h"
-#include "tensor/nvtx_range.h"
+#include "tensor/op_profile.h"  // ScopeRange: NVTX range + profiler scope
 
 namespace urpe {
 
@@ -223,17 +223,17 @@ TxlHidden TransformerXL::forward_hidden(const Tensor& tokens, const TxlMemory& m
     const Layer& layer = layers_[l];
     const Tensor memory = mlen > 0 ? mems[l] : Tensor();
     const std::string block = "txl.layer" + std::to_string(l);  // NVTX names (Nsight)
-    const NvtxRange layer_range(device_, block);
+    const profile::ScopeRange layer_range(device_, block);
     Tensor x;
     {
-      const NvtxRange range(device_, block + ".attention");
+      const profile::ScopeRange range(device_, block + ".attention");
       Tensor weights;
       const bool keep = states && states->keep_attention;
       x = attention(layer, hids.back(), memory, pos, core, training, dropout_rng, keep ? &weights : nullptr);
       if (keep) states->attention.push_back(weights);
     }
     if (states && states->keep_after_attention) states->after_attention.push_back(x);
-    const NvtxRange range(device_, block + ".ffn");
+    const profile::ScopeRange range(device_, block + ".ffn");
     const Tensor transformed = layer.ffn.forward(x, training ? config_.dropout : 0.0f, dropout_rng, training);
     hids.push_back(layer.ffn_norm.forward(add(x, drop(transformed))));
   }

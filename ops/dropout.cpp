@@ -12,15 +12,18 @@ Tensor dropout(const Tensor& x, float p, uint64_t seed, bool training) {
   // Checked even when not training, so a bad rate fails on the first call, not the first step.
   URPE_CHECK(p >= 0.0f && p < 1.0f,
              "dropout: the drop probability p must be in [0, 1), got " << p << " (for " << x.describe() << ")");
-  if (!training || p == 0.0f) return x;
+  if (!training || p == 0.0f) return x;  // no op runs (and none is profiled)
+  const profile::OpRange range("dropout", x);
 
   // ---- forward: y_k = x_k·keep_k/(1 − p) ----
   Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
+  URPE_PROFILE_COST(dropout_cost(x.numel()));
   URPE_DISPATCH("dropout", x.device(), kernels::dropout_apply_cpu(x, p, seed, y),
                 kernels::dropout_apply_cuda(x, p, seed, y));
   // ---- backward: ∂x_k = g_k·keep_k/(1 − p), the same mask regenerated from the seed ----
   return autograd::record(y, "dropout", {x}, [p, seed](const Tensor& g) {
     Tensor gx = Tensor::empty(g.shape(), DType::f32, g.device());
+    URPE_PROFILE_COST(dropout_cost(g.numel()));
     URPE_DISPATCH("dropout", g.device(), kernels::dropout_apply_cpu(g, p, seed, gx),
                   kernels::dropout_apply_cuda(g, p, seed, gx));
     return std::vector<Tensor>{gx};

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 
+#include "tensor/op_profile.h"
 #include "tensor/tensor.h"
 
 namespace urpe {
@@ -16,5 +17,10 @@ namespace kernels {
 void dropout_apply_cpu(const Tensor& x, float p, uint64_t seed, Tensor& out);
 void dropout_apply_cuda(const Tensor& x, float p, uint64_t seed, Tensor& out);
 }  // namespace kernels
+
+// ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
+// n elements, either direction: reads x (or ∂y), writes y (or ∂x); one multiply per element
+// (drawing the mask is integer work, not counted).
+inline profile::Cost dropout_cost(int64_t n) { return {double(n), 2 * profile::kElementBytes * double(n)}; }
 
 }  // namespace urpe

@@ -24,6 +24,7 @@ static bool is_suffix(const Shape& small, const Shape& large) {
 
 static Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = binary_name(op);
+  const profile::OpRange range(name, a);
   check_dtype(name, "a", a, DType::f32);
   check_dtype(name, "b", b, DType::f32);
   check_same_device(name, a, b);
@@ -32,6 +33,7 @@ static Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
                   << " do not broadcast (one must equal the trailing dims of the other)");
   const Tensor& larger = a.numel() >= b.numel() ? a : b;
   Tensor out = Tensor::empty(larger.shape(), DType::f32, a.device());
+  URPE_PROFILE_COST(binary_forward_cost(a.numel(), b.numel()));
   URPE_DISPATCH(name, a.device(), kernels::binary_forward_cpu(op, a, b, out),
                 kernels::binary_forward_cuda(op, a, b, out));
   // add and sub need only the operands' shapes in backward: capturing data-less stand-ins lets
@@ -53,6 +55,7 @@ static Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
     if (compute_a) ga = Tensor::empty(a.shape(), DType::f32, a.device());
     if (compute_b) gb = Tensor::empty(b.shape(), DType::f32, b.device());
     if (compute_a || compute_b) {
+      URPE_PROFILE_COST(binary_backward_cost(op, a.numel(), b.numel(), compute_a, compute_b));
       URPE_DISPATCH(name, g.device(),
                     kernels::binary_backward_cpu(op, a, b, g, compute_a ? &ga : nullptr,
                                                  compute_b ? &gb : nullptr),
@@ -69,12 +72,15 @@ Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::mul, a, b
 Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::div, a, b); }
 
 Tensor affine(const Tensor& x, float alpha, float beta) {
+  const profile::OpRange range("affine", x);
   check_dtype("affine", "x", x, DType::f32);
   Tensor out = Tensor::empty(x.shape(), DType::f32, x.device());
+  URPE_PROFILE_COST(affine_cost(x.numel(), false));
   URPE_DISPATCH("affine", x.device(), kernels::affine_cpu(x, alpha, beta, out),
                 kernels::affine_cuda(x, alpha, beta, out));
   return autograd::record(out, "affine", {x}, [alpha](const Tensor& g) {
     Tensor gx = Tensor::empty(g.shape(), DType::f32, g.device());
+    URPE_PROFILE_COST(affine_cost(g.numel(), true));
     URPE_DISPATCH("affine", g.device(), kernels::affine_cpu(g, alpha, 0.0f, gx),
                   kernels::affine_cuda(g, alpha, 0.0f, gx));
     return std::vector<Tensor>{gx};

@@ -9,6 +9,7 @@
 //   add: ∂a = g,   ∂b = g          sub: ∂a = g,   ∂b = −g
 //   mul: ∂a = g·b, ∂b = g·a        div: ∂a = g/b, ∂b = −g·a/b²
 #pragma once
+#include "tensor/op_profile.h"
 #include "tensor/tensor.h"
 
 namespace urpe {
@@ -34,5 +35,30 @@ void binary_backward_cuda(BinaryOp op, const Tensor& a, const Tensor& b, const T
 void affine_cpu(const Tensor& x, float alpha, float beta, Tensor& out);
 void affine_cuda(const Tensor& x, float alpha, float beta, Tensor& out);
 }  // namespace kernels
+
+// ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
+// a: na elements, b: nb, the output n = max(na, nb). Forward reads a and b, writes out: one
+// operation per output element. Backward reads g (and a, b where the gradient needs their values:
+// mul, div) and writes each gradient asked for, one operation per element of g for each (two for
+// mul's products summed over repeats, two for div's ∂a, four for ∂b = −g·a/b²).
+inline profile::Cost binary_forward_cost(int64_t na, int64_t nb) {
+  const double n = double(na > nb ? na : nb);
+  return {n, profile::kElementBytes * (double(na) + double(nb) + n)};
+}
+inline profile::Cost binary_backward_cost(kernels::BinaryOp op, int64_t na, int64_t nb, bool grad_a, bool grad_b) {
+  using kernels::BinaryOp;
+  const double n = double(na > nb ? na : nb);
+  const bool reads_values = op == BinaryOp::mul || op == BinaryOp::div;
+  const double per_a = op == BinaryOp::mul || op == BinaryOp::div ? 2 : 1;
+  const double per_b = op == BinaryOp::div ? 4 : op == BinaryOp::mul ? 2 : 1;
+  double bytes = n + (reads_values ? double(na) + double(nb) : 0.0);
+  if (grad_a) bytes += double(na);
+  if (grad_b) bytes += double(nb);
+  return {(grad_a ? per_a * n : 0.0) + (grad_b ? per_b * n : 0.0), profile::kElementBytes * bytes};
+}
+// affine: forward 2 operations (·α, +β), backward 1 (·α), per element; reads one tensor, writes one.
+inline profile::Cost affine_cost(int64_t n, bool backward) {
+  return {(backward ? 1.0 : 2.0) * double(n), 2 * profile::kElementBytes * double(n)};
+}
 
 }  // namespace urpe

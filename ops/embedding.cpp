@@ -26,6 +26,7 @@ static void check_indices(const char* op, const char* arg, const Tensor& indices
 
 Tensor embedding(const Tensor& table, const Tensor& ids, int64_t padding_idx) {
   const char* op = "embedding";
+  const profile::OpRange range(op, table);
   check_dtype(op, "table", table, DType::f32);
   check_dtype(op, "ids", ids, DType::i32);
   check_dim(op, "table", table, 2, 2);
@@ -41,6 +42,7 @@ Tensor embedding(const Tensor& table, const Tensor& ids, int64_t padding_idx) {
   Shape out_shape = ids.shape();
   out_shape.push_back(D);
   Tensor out = Tensor::empty(out_shape, DType::f32, table.device());
+  URPE_PROFILE_COST(embedding_forward_cost(ids.numel(), D));
   URPE_DISPATCH(op, table.device(), kernels::embedding_forward_cpu(table, ids, out),
                 kernels::embedding_forward_cuda(table, ids, out));
 
@@ -48,6 +50,7 @@ Tensor embedding(const Tensor& table, const Tensor& ids, int64_t padding_idx) {
   const Shape table_shape = table.shape();
   return autograd::record(out, op, {table, ids}, [op, ids, table_shape, padding_idx](const Tensor& g) {
     Tensor gtable = Tensor::empty(table_shape, DType::f32, g.device());
+    URPE_PROFILE_COST(embedding_backward_cost(ids.numel(), table_shape[0], table_shape[1]));
     URPE_DISPATCH(op, g.device(), kernels::embedding_backward_cpu(ids, g, gtable, padding_idx),
                   kernels::embedding_backward_cuda(ids, g, gtable, padding_idx));
     return std::vector<Tensor>{gtable, Tensor()};  // ids are indices: no gradient
@@ -59,6 +62,7 @@ Tensor embedding(const Tensor& table, const Tensor& ids, int64_t padding_idx) {
 
 Tensor gather_table(const Tensor& table, const Tensor& map) {
   const char* op = "gather_table";
+  const profile::OpRange range(op, table);
   check_dtype(op, "table", table, DType::f32);
   check_dtype(op, "map", map, DType::i32);
   check_dim(op, "table", table, 2, 2);
@@ -69,6 +73,7 @@ Tensor gather_table(const Tensor& table, const Tensor& map) {
 
   // ---- forward ----
   Tensor out = Tensor::empty({H, map.size(0), map.size(1)}, DType::f32, table.device());
+  URPE_PROFILE_COST(gather_table_forward_cost(H, K, map.numel()));
   URPE_DISPATCH(op, table.device(), kernels::gather_table_forward_cpu(table, map, out),
                 kernels::gather_table_forward_cuda(table, map, out));
 
@@ -76,6 +81,7 @@ Tensor gather_table(const Tensor& table, const Tensor& map) {
   const Shape table_shape = table.shape();
   return autograd::record(out, op, {table, map}, [op, map, table_shape](const Tensor& g) {
     Tensor gtable = Tensor::empty(table_shape, DType::f32, g.device());
+    URPE_PROFILE_COST(gather_table_backward_cost(table_shape[0], table_shape[1], map.numel()));
     URPE_DISPATCH(op, g.device(), kernels::gather_table_backward_cpu(map, g, gtable),
                   kernels::gather_table_backward_cuda(map, g, gtable));
     return std::vector<Tensor>{gtable, Tensor()};  // the map holds indices: no gradient

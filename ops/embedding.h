@@ -10,6 +10,7 @@
 //   backward: ∂table[h, k] = Σ_{i,j: map[i,j] = k} g[h, i, j]
 // Ids out of range are an error naming the op, the bad id and the table size.
 #pragma once
+#include "tensor/op_profile.h"
 #include "tensor/tensor.h"
 
 namespace urpe {
@@ -33,5 +34,24 @@ void gather_table_forward_cuda(const Tensor& table, const Tensor& map, Tensor& o
 void gather_table_backward_cpu(const Tensor& map, const Tensor& grad_out, Tensor& grad_table);
 void gather_table_backward_cuda(const Tensor& map, const Tensor& grad_out, Tensor& grad_table);
 }  // namespace kernels
+
+// ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
+// embedding, R ids into a (V, D) table: forward reads the ids and R table rows, writes (R, D);
+// backward reads the ids and g (R, D), writes ∂table (V, D) whole, one add per element of g.
+inline profile::Cost embedding_forward_cost(int64_t ids, int64_t d) {
+  return {0.0, profile::kElementBytes * (double(ids) + 2.0 * double(ids) * d)};
+}
+inline profile::Cost embedding_backward_cost(int64_t ids, int64_t vocab, int64_t d) {
+  return {double(ids) * d, profile::kElementBytes * (double(ids) + double(ids) * d + double(vocab) * d)};
+}
+// gather_table, an (Nq, Nk) map into an (H, K) table: forward reads the map and the table,
+// writes (H, Nq, Nk); backward reads the map and g, writes ∂table, one add per element of g.
+inline profile::Cost gather_table_forward_cost(int64_t heads, int64_t buckets, int64_t map_elements) {
+  return {0.0, profile::kElementBytes * (double(map_elements) + double(heads) * buckets + double(heads) * map_elements)};
+}
+inline profile::Cost gather_table_backward_cost(int64_t heads, int64_t buckets, int64_t map_elements) {
+  return {double(heads) * map_elements,
+          profile::kElementBytes * (double(map_elements) + double(heads) * map_elements + double(heads) * buckets)};
+}
 
 }  // namespace urpe

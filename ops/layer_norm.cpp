@@ -11,6 +11,7 @@ namespace urpe {
 
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps) {
   const char* op = "layer_norm";
+  const profile::OpRange range(op, x);
   check_dtype(op, "x", x, DType::f32);
   check_dtype(op, "gamma", gamma, DType::f32);
   check_dtype(op, "beta", beta, DType::f32);
@@ -33,6 +34,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, floa
   Tensor y = Tensor::empty({rows, D}, DType::f32, x.device());
   Tensor mean = Tensor::empty({rows}, DType::f32, x.device());
   Tensor rstd = Tensor::empty({rows}, DType::f32, x.device());
+  URPE_PROFILE_COST(layer_norm_forward_cost(rows, D));
   URPE_DISPATCH(op, x.device(), kernels::layer_norm_forward_cpu(x2, gamma, beta, eps, y, mean, rstd),
                 kernels::layer_norm_forward_cuda(x2, gamma, beta, eps, y, mean, rstd));
 
@@ -43,6 +45,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, floa
     Tensor gx = Tensor::empty(x2.shape(), DType::f32, g.device());
     Tensor ggamma = Tensor::empty(gamma.shape(), DType::f32, g.device());
     Tensor gbeta = Tensor::empty(gamma.shape(), DType::f32, g.device());
+    URPE_PROFILE_COST(layer_norm_backward_cost(x2.size(0), x2.size(1)));
     URPE_DISPATCH(op, g.device(),
                   kernels::layer_norm_backward_cpu(x2, gamma, mean, rstd, g2, gx, ggamma, gbeta),
                   kernels::layer_norm_backward_cuda(x2, gamma, mean, rstd, g2, gx, ggamma, gbeta));

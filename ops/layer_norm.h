@@ -4,6 +4,7 @@
 //   ∂x = r·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)),   ∂γ = Σ_rows g·x̂,   ∂β = Σ_rows g
 // Forward saves μ and r per row (2 floats) so backward reads x once more instead of recomputing.
 #pragma once
+#include "tensor/op_profile.h"
 #include "tensor/tensor.h"
 
 namespace urpe {
@@ -24,5 +25,16 @@ void layer_norm_backward_cuda(const Tensor& x, const Tensor& gamma, const Tensor
                               const Tensor& rstd, const Tensor& grad_y, Tensor& grad_x,
                               Tensor& grad_gamma, Tensor& grad_beta);
 }  // namespace kernels
+
+// ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
+// (rows, D). Forward reads x, γ, β and writes y, μ, r; backward reads x, ∂y, γ, μ, r and writes
+// ∂x, ∂γ, ∂β. FLOPs per element: forward 8 (mean 1, variance 2, (x − μ)·r 2, γ·x̂ + β 2, and the
+// row's r amortised as 1); backward 13 (x̂ 2, ĝ 1, the two row means 3, ∂x 4, ∂γ 2, ∂β 1).
+inline profile::Cost layer_norm_forward_cost(int64_t rows, int64_t d) {
+  return {8.0 * double(rows) * d, profile::kElementBytes * (2 * double(rows) * d + 2.0 * d + 2.0 * rows)};
+}
+inline profile::Cost layer_norm_backward_cost(int64_t rows, int64_t d) {
+  return {13.0 * double(rows) * d, profile::kElementBytes * (3 * double(rows) * d + 3.0 * d + 2.0 * rows)};
+}
 
 }  // namespace urpe

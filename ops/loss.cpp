@@ -8,6 +8,7 @@
 #include "autograd/node.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
+#include "tensor/op_profile.h"
 
 namespace urpe {
 
@@ -16,6 +17,7 @@ namespace urpe {
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore_index) {
   const char* op = "cross_entropy";
+  const profile::OpRange range(op, logits);
   check_dtype(op, "logits", logits, DType::f32);
   check_dtype(op, "targets", targets, DType::i32);
   check_dim(op, "logits", logits, 2, 2);
@@ -36,6 +38,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore
   Tensor loss = Tensor::empty({}, DType::f32, logits.device());
   Tensor lse = Tensor::empty({N}, DType::f32, logits.device());
   int64_t count = 0;
+  URPE_PROFILE_COST(cross_entropy_forward_cost(N, C));
   URPE_DISPATCH(op, logits.device(),
                 kernels::cross_entropy_forward_cpu(logits, targets, ignore_index, loss, lse, count),
                 kernels::cross_entropy_forward_cuda(logits, targets, ignore_index, loss, lse, count));
@@ -43,6 +46,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore
   // ---- backward: recomputes the softmax from logits and lse ----
   return autograd::record(loss, op, {logits, targets}, [=](const Tensor& g) {
     Tensor glogits = Tensor::empty(logits.shape(), DType::f32, g.device());
+    URPE_PROFILE_COST(cross_entropy_backward_cost(N, C));
     URPE_DISPATCH(op, g.device(),
                   kernels::cross_entropy_backward_cpu(logits, targets, ignore_index, lse, count, g, glogits),
                   kernels::cross_entropy_backward_cuda(logits, targets, ignore_index, lse, count, g, glogits));
@@ -55,6 +59,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore
 
 Tensor l1_loss(const Tensor& pred, const Tensor& target) {
   const char* op = "l1_loss";
+  const profile::OpRange range(op, pred);
   check_dtype(op, "pred", pred, DType::f32);
   check_dtype(op, "target", target, DType::f32);
   check_same_device(op, pred, target);
@@ -62,17 +67,20 @@ Tensor l1_loss(const Tensor& pred, const Tensor& target) {
 
   // ---- forward ----
   Tensor loss = Tensor::empty({}, DType::f32, pred.device());
+  URPE_PROFILE_COST(l1_loss_forward_cost(pred.numel()));
   URPE_DISPATCH(op, pred.device(), kernels::l1_loss_forward_cpu(pred, target, loss),
                 kernels::l1_loss_forward_cuda(pred, target, loss));
 
   // ---- backward ----
   return autograd::record(loss, op, {pred, target}, [op, pred, target](const Tensor& g) {
     Tensor gpred = Tensor::empty(pred.shape(), DType::f32, g.device());
+    URPE_PROFILE_COST(l1_loss_backward_cost(pred.numel()));
     URPE_DISPATCH(op, g.device(), kernels::l1_loss_backward_cpu(pred, target, g, gpred),
                   kernels::l1_loss_backward_cuda(pred, target, g, gpred));
     Tensor gtarget;
     if (target.requires_grad()) {
       gtarget = Tensor::empty(target.shape(), DType::f32, g.device());
+      URPE_PROFILE_COST(affine_cost(target.numel(), true));
       URPE_DISPATCH(op, g.device(), kernels::affine_cpu(gpred, -1.0f, 0.0f, gtarget),
                     kernels::affine_cuda(gpred, -1.0f, 0.0f, gtarget));
     }

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 
+#include "tensor/op_profile.h"
 #include "tensor/tensor.h"
 
 namespace urpe {
@@ -36,5 +37,24 @@ void l1_loss_backward_cpu(const Tensor& pred, const Tensor& target, const Tensor
 void l1_loss_backward_cuda(const Tensor& pred, const Tensor& target, const Tensor& grad_loss,
                            Tensor& grad_pred);
 }  // namespace kernels
+
+// ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
+// cross_entropy over (N, C) logits: forward reads logits and targets, writes lse and the loss,
+// 4 operations per logit (max, −, exp, Σ); backward reads logits, targets, lse and the upstream
+// scalar, writes ∂logits, 4 per logit (−, exp, ·g/M, − [c = t]).
+inline profile::Cost cross_entropy_forward_cost(int64_t rows, int64_t classes) {
+  return {4.0 * double(rows) * classes, profile::kElementBytes * (double(rows) * classes + 2.0 * rows + 1)};
+}
+inline profile::Cost cross_entropy_backward_cost(int64_t rows, int64_t classes) {
+  return {4.0 * double(rows) * classes, profile::kElementBytes * (2 * double(rows) * classes + 2.0 * rows + 1)};
+}
+// l1_loss over n elements: forward reads pred and target, writes the scalar, 3 per element
+// (−, |·|, Σ); backward reads pred, target and the scalar, writes ∂pred, 2 per element (sign, ·g/n).
+inline profile::Cost l1_loss_forward_cost(int64_t n) {
+  return {3.0 * double(n), profile::kElementBytes * (2.0 * double(n) + 1)};
+}
+inline profile::Cost l1_loss_backward_cost(int64_t n) {
+  return {2.0 * double(n), profile::kElementBytes * (3.0 * double(n) + 1)};
+}
 
 }  // namespace urpe

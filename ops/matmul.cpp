@@ -37,12 +37,14 @@ void run_gemm(const Device& device, const Operand& x, bool tx, const Operand& y,
   g.c = c; g.ldc = g.n; g.stride_c = g.m * g.n;
   g.batch = batch;
   g.beta = accumulate ? 1.0f : 0.0f;
+  URPE_PROFILE_COST(gemm_cost(g));
   URPE_DISPATCH("matmul", device, kernels::gemm_cpu(g), kernels::gemm_cuda(device, g));
 }
 
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  const profile::OpRange range("matmul", a);
   check_dtype("matmul", "a", a, DType::f32);
   check_dtype("matmul", "b", b, DType::f32);
   check_dim("matmul", "a", a, 2, 4);
@@ -121,6 +123,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
 //   y = x·Wᵀ + 1·bᵀ      ∂x = g·W      ∂W = gᵀ·x      ∂b = Σ_rows g
 // x is read as (rows, in), rows the product of its leading dims: linear never needs them apart.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  const profile::OpRange range("linear", x);
   check_dim("linear", "weight", weight, 2, 2);
   URPE_CHECK(x.defined() && x.size(-1) == weight.size(1),
              "linear: input " << x.describe() << " does not match weight " << weight.describe()
@@ -140,6 +143,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   out_shape.push_back(out_features);
   Tensor y = Tensor::empty(out_shape, DType::f32, x.device());
   const Device& device = x.device();
+  URPE_PROFILE_COST(broadcast_axis_cost(1, rows, out_features, 1.0f));
   URPE_DISPATCH("linear", device, kernels::broadcast_axis_cpu(bias, 1, rows, out_features, 1.0f, y),
                 kernels::broadcast_axis_cuda(bias, 1, rows, out_features, 1.0f, y));
   const Operand x_rows{x.f32(), rows, in, 0}, w = operand(weight, true);
@@ -158,6 +162,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     }
     if (bias.requires_grad()) {  // ∂b = Σ over rows
       gb = Tensor::empty(bias.shape(), DType::f32, device);
+      URPE_PROFILE_COST(sum_axis_cost(1, rows, out_features));
       URPE_DISPATCH("linear", device, kernels::sum_axis_cpu(g, 1, rows, out_features, 1.0f, gb),
                     kernels::sum_axis_cuda(g, 1, rows, out_features, 1.0f, gb));
     }

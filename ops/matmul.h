@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 
+#include "tensor/op_profile.h"
 #include "tensor/tensor.h"
 
 namespace urpe {
@@ -33,5 +34,17 @@ struct GemmArgs {
 void gemm_cpu(const GemmArgs& args);
 void gemm_cuda(const Device& device, const GemmArgs& args);
 }  // namespace kernels
+
+// ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
+// One GEMM: 2·m·n·k FLOPs per batch item (a multiply-add is two), exactly. Bytes: A, B and C once
+// each (an operand with stride 0 is one matrix shared by every item, read once), plus C read
+// again when it accumulates (beta ≠ 0).
+inline profile::Cost gemm_cost(const kernels::GemmArgs& g) {
+  const double items = double(g.batch);
+  const double a = double(g.m) * g.k * (g.stride_a == 0 ? 1.0 : items);
+  const double b = double(g.k) * g.n * (g.stride_b == 0 ? 1.0 : items);
+  const double c = double(g.m) * g.n * items * (g.beta != 0.0f ? 2.0 : 1.0);
+  return {2.0 * items * double(g.m) * double(g.n) * double(g.k), profile::kElementBytes * (a + b + c)};
+}
 
 }  // namespace urpe

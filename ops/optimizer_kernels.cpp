@@ -25,10 +25,24 @@ Device common_device(const char* op, const std::vector<Tensor>& tensors) {
   return first ? first->device() : Device::cpu();
 }
 
+// Elements of every defined tensor in the list (the parameters of a slot list).
+int64_t total_elements(const std::vector<Tensor>& tensors) {
+  int64_t n = 0;
+  for (const Tensor& t : tensors)
+    if (t.defined()) n += t.numel();
+  return n;
+}
+int64_t total_elements(const std::vector<AdamSlot>& slots) {
+  int64_t n = 0;
+  for (const AdamSlot& s : slots) n += s.param.numel();
+  return n;
+}
+
 }  // namespace
 
 void adam_update(const std::vector<AdamSlot>& slots, const AdamHyper& hyper) {
   constexpr const char* op = "adam_update";
+  const profile::OpRange range(op, slots.empty() ? Tensor() : slots[0].param);
   URPE_CHECK(hyper.step >= 1, op << ": step must be counted from 1, got " << hyper.step);
   URPE_CHECK(std::isfinite(hyper.lr) && hyper.lr >= 0, op << ": lr must be finite and ≥ 0, got " << hyper.lr);
   URPE_CHECK(hyper.beta1 >= 0 && hyper.beta1 < 1 && hyper.beta2 >= 0 && hyper.beta2 < 1,
@@ -50,12 +64,15 @@ void adam_update(const std::vector<AdamSlot>& slots, const AdamHyper& hyper) {
     check_same_device(op, slots[0].param, s.param);
   }
   const Device& device = slots[0].param.device();
+  URPE_PROFILE_COST(adam_cost(total_elements(slots), hyper.weight_decay > 0));
   URPE_DISPATCH(op, device, kernels::adam_update_cpu(slots, hyper),
                 kernels::adam_update_cuda(slots, hyper));
 }
 
 double grad_sum_of_squares(const std::vector<Tensor>& grads) {
   const Device device = common_device("global_grad_norm", grads);
+  const profile::OpRange range("global_grad_norm", device);
+  URPE_PROFILE_COST(sum_of_squares_cost(total_elements(grads)));
   double total = 0;
   URPE_DISPATCH("global_grad_norm", device, total = kernels::sum_of_squares_cpu(grads),
                 total = kernels::sum_of_squares_cuda(grads));
@@ -68,8 +85,10 @@ float global_grad_norm(const std::vector<Tensor>& grads) {
 
 void scale_grads(const std::vector<Tensor>& grads, float factor) {
   const Device device = common_device("scale_grads", grads);
+  const profile::OpRange range("scale_grads", device);
   for (const Tensor& g : grads) {
     if (!g.defined()) continue;
+    URPE_PROFILE_COST(scale_in_place_cost(g.numel()));
     URPE_DISPATCH("scale_grads", device, kernels::scale_in_place_cpu(g, factor),
                   kernels::scale_in_place_cuda(g, factor));
   }

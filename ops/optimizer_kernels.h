@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tensor/op_profile.h"
 #include "tensor/tensor.h"
 
 namespace urpe {
@@ -49,5 +50,16 @@ double sum_of_squares_cuda(const std::vector<Tensor>& tensors);
 void scale_in_place_cpu(const Tensor& x, float factor);
 void scale_in_place_cuda(const Tensor& x, float factor);
 }  // namespace kernels
+
+// ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
+// Adam over n parameters: reads θ, g, m, v and writes θ, m, v (28 bytes per parameter); FLOPs per
+// parameter: m 3, v 4, the update 7 (two bias corrections, √, + ε, ÷, × lr, −), weight decay 2.
+inline profile::Cost adam_cost(int64_t n, bool weight_decay) {
+  return {(14.0 + (weight_decay ? 2.0 : 0.0)) * double(n), 7 * profile::kElementBytes * double(n)};
+}
+// Σ g² over n elements: reads them, 2 operations each. Scaling n elements in place: reads and
+// writes them, one multiply each.
+inline profile::Cost sum_of_squares_cost(int64_t n) { return {2.0 * double(n), profile::kElementBytes * double(n)}; }
+inline profile::Cost scale_in_place_cost(int64_t n) { return {double(n), 2 * profile::kElementBytes * double(n)}; }
 
 }  // namespace urpe

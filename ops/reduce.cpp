@@ -23,6 +23,7 @@ AxisView view_around(const Shape& shape, int axis) {
 }
 
 Tensor reduce_axis(const char* op, const Tensor& x, int axis, bool keepdim, bool average) {
+  const profile::OpRange range(op, x);
   check_dtype(op, "x", x, DType::f32);
   const int d = x.dim();
   const int a = axis < 0 ? axis + d : axis;
@@ -33,11 +34,13 @@ Tensor reduce_axis(const char* op, const Tensor& x, int axis, bool keepdim, bool
   else out_shape.erase(out_shape.begin() + a);
   const float alpha = average ? (v.n > 0 ? 1.0f / static_cast<float>(v.n) : 0.0f) : 1.0f;
   Tensor out = Tensor::empty(out_shape, DType::f32, x.device());
+  URPE_PROFILE_COST(sum_axis_cost(v.outer, v.n, v.inner));
   URPE_DISPATCH(op, x.device(), kernels::sum_axis_cpu(x, v.outer, v.n, v.inner, alpha, out),
                 kernels::sum_axis_cuda(x, v.outer, v.n, v.inner, alpha, out));
   const Shape in_shape = x.shape();
   return autograd::record(out, op, {x}, [=](const Tensor& g) {
     Tensor gx = Tensor::empty(in_shape, DType::f32, g.device());
+    URPE_PROFILE_COST(broadcast_axis_cost(v.outer, v.n, v.inner, alpha));
     URPE_DISPATCH(op, g.device(), kernels::broadcast_axis_cpu(g, v.outer, v.n, v.inner, alpha, gx),
                   kernels::broadcast_axis_cuda(g, v.outer, v.n, v.inner, alpha, gx));
     return std::vector<Tensor>{gx};
@@ -45,17 +48,20 @@ Tensor reduce_axis(const char* op, const Tensor& x, int axis, bool keepdim, bool
 }
 
 Tensor reduce_all(const char* op, const Tensor& x, bool average) {
+  const profile::OpRange range(op, x);
   check_dtype(op, "x", x, DType::f32);
   // Reduce the flattened tensor as one axis of a 1-D view.
   Tensor flat = x.view({x.numel()});
   const int64_t n = x.numel();
   const float alpha = average ? (n > 0 ? 1.0f / static_cast<float>(n) : 0.0f) : 1.0f;
   Tensor out = Tensor::empty({}, DType::f32, x.device());
+  URPE_PROFILE_COST(sum_axis_cost(1, n, 1));
   URPE_DISPATCH(op, x.device(), kernels::sum_axis_cpu(flat, 1, n, 1, alpha, out),
                 kernels::sum_axis_cuda(flat, 1, n, 1, alpha, out));
   const Shape in_shape = x.shape();
   return autograd::record(out, op, {x}, [=](const Tensor& g) {
     Tensor gx = Tensor::empty(in_shape, DType::f32, g.device());
+    URPE_PROFILE_COST(broadcast_axis_cost(1, n, 1, alpha));
     URPE_DISPATCH(op, g.device(), kernels::broadcast_axis_cpu(g, 1, n, 1, alpha, gx),
                   kernels::broadcast_axis_cuda(g, 1, n, 1, alpha, gx));
     return std::vector<Tensor>{gx};

@@ -6,6 +6,7 @@
 // Reductions accumulate in double on the CPU and use fixed-order block partials on CUDA, so the
 // result does not depend on thread count or scheduling.
 #pragma once
+#include "tensor/op_profile.h"
 #include "tensor/tensor.h"
 
 namespace urpe {
@@ -23,5 +24,18 @@ void sum_axis_cuda(const Tensor& x, int64_t outer, int64_t n, int64_t inner, flo
 void broadcast_axis_cpu(const Tensor& g, int64_t outer, int64_t n, int64_t inner, float alpha, Tensor& out);
 void broadcast_axis_cuda(const Tensor& g, int64_t outer, int64_t n, int64_t inner, float alpha, Tensor& out);
 }  // namespace kernels
+
+// ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
+// Around the axis, (outer, n, inner): sum_axis reads x and writes (outer, inner), one add per
+// element of x; broadcast_axis reads (outer, inner) and writes (outer, n, inner), one multiply by
+// alpha per element written (none for alpha = 1: a copy, as linear's bias).
+inline profile::Cost sum_axis_cost(int64_t outer, int64_t n, int64_t inner) {
+  const double all = double(outer) * n * inner, out = double(outer) * inner;
+  return {all, profile::kElementBytes * (all + out)};
+}
+inline profile::Cost broadcast_axis_cost(int64_t outer, int64_t n, int64_t inner, float alpha) {
+  const double all = double(outer) * n * inner, in = double(outer) * inner;
+  return {alpha == 1.0f ? 0.0 : all, profile::kElementBytes * (all + in)};
+}
 
 }  // namespace urpe

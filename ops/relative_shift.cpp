@@ -11,6 +11,7 @@ namespace urpe {
 
 Tensor relative_shift(const Tensor& x) {
   const char* op = "relative_shift";
+  const profile::OpRange range(op, x);
   check_dtype(op, "x", x, DType::f32);
   check_dim(op, "x", x, 2, kMaxDims);
   URPE_CHECK(x.size(-2) > 0, op << ": x " << x.describe() << " has no queries");
@@ -20,12 +21,14 @@ Tensor relative_shift(const Tensor& x) {
 
   // ---- forward: y[..., i, j] = x[..., i, j + Nq − 1 − i] for j ≤ Nk − Nq + i, else 0 ----
   Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
+  URPE_PROFILE_COST(relative_shift_cost(x.numel()));
   URPE_DISPATCH(op, x.device(), kernels::relative_shift_forward_cpu(x, y),
                 kernels::relative_shift_forward_cuda(x, y));
 
   // ---- backward: ∂x[..., i, k] = g[..., i, k − (Nq − 1 − i)] for k ≥ Nq − 1 − i, else 0 ----
   return autograd::record(y, op, {x}, [op](const Tensor& g) {
     Tensor grad_x = Tensor::empty(g.shape(), DType::f32, g.device());
+    URPE_PROFILE_COST(relative_shift_cost(g.numel()));
     URPE_DISPATCH(op, g.device(), kernels::relative_shift_backward_cpu(g, grad_x),
                   kernels::relative_shift_backward_cuda(g, grad_x));
     return std::vector<Tensor>{grad_x};

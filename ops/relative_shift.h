@@ -17,6 +17,7 @@
 // attention output is the same. Each direction is a pure gather: no reduction, bit-exact, and the
 // memory traffic is one read and one write of the (…, Nq, Nk) tensor.
 #pragma once
+#include "tensor/op_profile.h"
 #include "tensor/tensor.h"
 
 namespace urpe {
@@ -31,5 +32,9 @@ void relative_shift_forward_cuda(const Tensor& x, Tensor& y);
 void relative_shift_backward_cpu(const Tensor& g, Tensor& grad_x);
 void relative_shift_backward_cuda(const Tensor& g, Tensor& grad_x);
 }  // namespace kernels
+
+// ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
+// n elements of (..., Nq, Nk), either direction: one read and one write each, no arithmetic.
+inline profile::Cost relative_shift_cost(int64_t n) { return {0.0, 2 * profile::kElementBytes * double(n)}; }
 
 }  // namespace urpe

@@ -27,6 +27,7 @@ std::pair<Tensor, Tensor> rotary_tables(int64_t positions, int64_t dim, double b
 
 Tensor rotary(const Tensor& x, const Tensor& cos, const Tensor& sin) {
   const char* op = "rotary";
+  const profile::OpRange range(op, x);
   check_dtype(op, "x", x, DType::f32);
   check_dtype(op, "cos", cos, DType::f32);
   check_dtype(op, "sin", sin, DType::f32);
@@ -44,11 +45,13 @@ Tensor rotary(const Tensor& x, const Tensor& cos, const Tensor& sin) {
                 << x.describe());
 
   Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
+  URPE_PROFILE_COST(rotary_cost(x.numel(), n, d));
   URPE_DISPATCH(op, x.device(), kernels::rotary_cpu(x, cos, sin, false, y),
                 kernels::rotary_cuda(x, cos, sin, false, y));
 
-  return autograd::record(y, op, {x}, [op, cos, sin](const Tensor& g) {
+  return autograd::record(y, op, {x}, [op, cos, sin, n, d](const Tensor& g) {
     Tensor grad_x = Tensor::empty(g.shape(), DType::f32, g.device());
+    URPE_PROFILE_COST(rotary_cost(g.numel(), n, d));
     URPE_DISPATCH(op, g.device(), kernels::rotary_cpu(g, cos, sin, true, grad_x),
                   kernels::rotary_cuda(g, cos, sin, true, grad_x));
     return std::vector<Tensor>{grad_x};

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "tensor/op_profile.h"
 #include "tensor/tensor.h"
 
 namespace urpe {
@@ -33,5 +34,12 @@ namespace kernels {
 void rotary_cpu(const Tensor& x, const Tensor& cos, const Tensor& sin, bool inverse, Tensor& y);
 void rotary_cuda(const Tensor& x, const Tensor& cos, const Tensor& sin, bool inverse, Tensor& y);
 }  // namespace kernels
+
+// ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
+// x (..., N, D), either direction: reads x and the N rows of cos and sin, writes y; 3 operations
+// per element (two products and a sum).
+inline profile::Cost rotary_cost(int64_t n_elements, int64_t positions, int64_t d) {
+  return {3.0 * double(n_elements), profile::kElementBytes * (2.0 * double(n_elements) + double(positions) * d)};
+}
 
 }  // namespace urpe

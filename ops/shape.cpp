@@ -13,6 +13,7 @@ static int normalise_axis(const char* op, const Tensor& x, int axis) {
 }
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
+  const profile::OpRange range("reshape", x);  // a view: no kernel, no cost, only bookkeeping
   check_defined("reshape", "x", x);
   Shape target = shape;
   int64_t known = 1;
@@ -40,6 +41,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
 }
 
 Tensor permute(const Tensor& x, const std::vector<int>& order) {
+  const profile::OpRange range("permute", x);
   check_defined("permute", "x", x);
   URPE_CHECK(static_cast<int>(order.size()) == x.dim(),
              "permute: order has " << order.size() << " axes for " << x.describe());
@@ -53,10 +55,12 @@ Tensor permute(const Tensor& x, const std::vector<int>& order) {
     out_shape[d] = x.shape()[src];
   }
   Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
+  URPE_PROFILE_COST(permute_cost(x.numel()));
   URPE_DISPATCH("permute", x.device(), kernels::permute_cpu(x, order, out),
                 kernels::permute_cuda(x, order, out));
   return autograd::record(out, "permute", {x}, [inverse, shape = x.shape()](const Tensor& g) {
     Tensor gx = Tensor::empty(shape, DType::f32, g.device());
+    URPE_PROFILE_COST(permute_cost(g.numel()));
     URPE_DISPATCH("permute", g.device(), kernels::permute_cpu(g, inverse, gx),
                   kernels::permute_cuda(g, inverse, gx));
     return std::vector<Tensor>{gx};
@@ -83,6 +87,7 @@ void split_around(const Shape& shape, int axis, int64_t& outer, int64_t& inner) 
 
 void copy_window(const Tensor& src, int64_t src_n, int64_t src_start, Tensor& dst, int64_t dst_n,
                  int64_t dst_start, int64_t outer, int64_t count, int64_t inner, bool accumulate) {
+  URPE_PROFILE_COST(copy_window_cost(outer * count * inner, accumulate));
   URPE_DISPATCH("copy_window", src.device(),
                 kernels::copy_window_cpu(src, src_n, src_start, dst, dst_n, dst_start, outer, count, inner, accumulate),
                 kernels::copy_window_cuda(src, src_n, src_start, dst, dst_n, dst_start, outer, count, inner, accumulate));
@@ -91,6 +96,7 @@ void copy_window(const Tensor& src, int64_t src_n, int64_t src_start, Tensor& ds
 
 Tensor concat(const std::vector<Tensor>& pieces, int axis) {
   URPE_CHECK(!pieces.empty(), "concat: no tensors given");
+  const profile::OpRange range("concat", pieces[0]);
   const Tensor& first = pieces[0];
   check_defined("concat", "pieces[0]", first);
   const int a = normalise_axis("concat", first, axis);
@@ -128,6 +134,7 @@ Tensor concat(const std::vector<Tensor>& pieces, int axis) {
 }
 
 Tensor slice(const Tensor& x, int axis, int64_t start, int64_t end) {
+  const profile::OpRange range("slice", x);
   check_defined("slice", "x", x);
   const int a = normalise_axis("slice", x, axis);
   const int64_t n = x.shape()[a];
@@ -142,6 +149,7 @@ Tensor slice(const Tensor& x, int axis, int64_t start, int64_t end) {
   copy_window(x, n, start, out, end - start, 0, outer, end - start, inner, false);
   return autograd::record(out, "slice", {x}, [=, shape = x.shape()](const Tensor& g) {
     Tensor gx = Tensor::zeros(shape, DType::f32, g.device());
+    URPE_PROFILE_COST(fill_cost(gx.numel()));
     copy_window(g, end - start, 0, gx, n, start, outer, end - start, inner, false);
     return std::vector<Tensor>{gx};
   });

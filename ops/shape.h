@@ -6,6 +6,7 @@
 #pragma once
 #include <vector>
 
+#include "tensor/op_profile.h"
 #include "tensor/tensor.h"
 
 namespace urpe {
@@ -29,5 +30,15 @@ void copy_window_cuda(const Tensor& src, int64_t src_n, int64_t src_start, Tenso
                       int64_t dst_n, int64_t dst_start, int64_t outer, int64_t count,
                       int64_t inner, bool accumulate);
 }  // namespace kernels
+
+// ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
+// Copies, no arithmetic: permute reads and writes n elements; copy_window reads `elements` and
+// writes them (reading the destination too when it accumulates, one add each); filling n
+// elements (slice's backward zeroes ∂x before the window) writes them.
+inline profile::Cost permute_cost(int64_t n) { return {0.0, 2 * profile::kElementBytes * double(n)}; }
+inline profile::Cost copy_window_cost(int64_t elements, bool accumulate) {
+  return {accumulate ? double(elements) : 0.0, (accumulate ? 3 : 2) * profile::kElementBytes * double(elements)};
+}
+inline profile::Cost fill_cost(int64_t n) { return {0.0, profile::kElementBytes * double(n)}; }
 
 }  // namespace urpe

@@ -5,6 +5,7 @@
 // Its gradient is zero too: for log_softmax, backward writes ∂x = 0 on any row whose outputs are
 // all exactly 0 (only a fully masked row, or n = 1, where g − e^0·g = 0 anyway).
 #pragma once
+#include "tensor/op_profile.h"
 #include "tensor/tensor.h"
 
 namespace urpe {
@@ -23,5 +24,16 @@ void log_softmax_forward_cuda(const Tensor& x, Tensor& y);
 void log_softmax_backward_cpu(const Tensor& y, const Tensor& grad_y, Tensor& grad_x);
 void log_softmax_backward_cuda(const Tensor& y, const Tensor& grad_y, Tensor& grad_x);
 }  // namespace kernels
+
+// ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
+// Over (rows, n): forward reads x, writes y, 5 operations per element (max, −, exp, Σ, ·1/Σ; for
+// log_softmax: max, −, exp, Σ, − log Σ); backward reads y and ∂y, writes ∂x, 4 per element
+// (softmax: Σ g·y 2, (g − Σ)·y 2; log_softmax: Σ g, e^y, ·Σ, g −).
+inline profile::Cost softmax_forward_cost(int64_t rows, int64_t n) {
+  return {5.0 * double(rows) * n, 2 * profile::kElementBytes * double(rows) * n};
+}
+inline profile::Cost softmax_backward_cost(int64_t rows, int64_t n) {
+  return {4.0 * double(rows) * n, 3 * profile::kElementBytes * double(rows) * n};
+}
 
 }  // namespace urpe

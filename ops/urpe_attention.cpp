@@ -32,6 +32,7 @@ void validate(const Tensor& scores, const UrpeAttentionParams& p) {
 // ---- forward and backward ----
 
 Tensor urpe_attention(const Tensor& scores, const UrpeAttentionParams& params) {
+  const profile::OpRange range(kOp, scores);
   validate(scores, params);
   // P is kept only for a backward; with gradients off (NoGrad, or nothing requires one) the
   // kernels write A alone, so inference holds one (Bsz, H, Nq, Nk) tensor here, not two.
@@ -39,6 +40,8 @@ Tensor urpe_attention(const Tensor& scores, const UrpeAttentionParams& params) {
   Tensor probs = saving ? Tensor::empty(scores.shape(), DType::f32, scores.device())  // (Bsz, H, Nq, Nk)
                         : Tensor();
   Tensor out = Tensor::empty(scores.shape(), DType::f32, scores.device());    // (Bsz, H, Nq, Nk)
+  URPE_PROFILE_COST(urpe_attention_forward_cost(
+      attention_cost_sizes(scores.size(0), scores.size(1), scores.size(2), scores.size(3), params), saving));
   URPE_DISPATCH(kOp, scores.device(),
                 kernels::urpe_attention_forward_cpu(scores, params, probs, out),
                 kernels::urpe_attention_forward_cuda(scores, params, probs, out));
@@ -56,11 +59,61 @@ Tensor urpe_attention(const Tensor& scores, const UrpeAttentionParams& params) {
           grad_c = Tensor::empty(params.c_table.shape(), DType::f32, probs.device());
         Tensor* gb = grad_bias.defined() ? &grad_bias : nullptr;
         Tensor* gc = grad_c.defined() ? &grad_c : nullptr;
+        URPE_PROFILE_COST(urpe_attention_backward_cost(
+            attention_cost_sizes(probs.size(0), probs.size(1), probs.size(2), probs.size(3), params), gb != nullptr,
+            gc != nullptr));
         URPE_DISPATCH(kOp, grad_out.device(),
                       kernels::urpe_attention_backward_cpu(grad_out, probs, params, grad_scores, gb, gc),
                       kernels::urpe_attention_backward_cuda(grad_out, probs, params, grad_scores, gb, gc));
         return std::vector<Tensor>{grad_scores, grad_bias, grad_c};
       });
+}
+
+// ---- cost ----
+
+AttentionCostSizes attention_cost_sizes(int64_t batch, int64_t heads, int64_t nq, int64_t nk,
+                                        const UrpeAttentionParams& params) {
+  AttentionCostSizes s;
+  s.batch = batch;
+  s.heads = heads;
+  s.nq = nq;
+  s.nk = nk;
+  s.norm = params.norm;
+  const bool bias = params.bias_table.defined(), c = params.c_table.defined();
+  if (bias) {
+    s.bias_entries = double(params.bias_table.numel());
+    s.map_elements += double(params.bias_map.numel());
+  }
+  if (c) {
+    s.c_entries = double(params.c_table.numel());
+    if (!(bias && params.c_map.same_as(params.bias_map))) s.map_elements += double(params.c_map.numel());
+  }
+  if (params.key_padding.defined()) s.padding_elements = double(params.key_padding.numel());
+  return s;
+}
+
+double attention_core_forward_flops(const AttentionCostSizes& s) {
+  const double per = 1.0 + (s.bias_entries > 0 ? 1 : 0) + (s.norm == AttentionNorm::exp ? 1 : 5) +
+                     (s.c_entries > 0 ? 1 : 0);
+  return per * s.elements();
+}
+
+double attention_core_backward_flops(const AttentionCostSizes& s, bool grad_bias, bool grad_c) {
+  const double per = (s.c_entries > 0 ? 1 : 0) + (s.norm == AttentionNorm::exp ? 1 : 4) + 1.0 +
+                     (grad_c ? 2 : 0) + (grad_bias ? 1 : 0);
+  return per * s.elements();
+}
+
+profile::Cost urpe_attention_forward_cost(const AttentionCostSizes& s, bool saves_probs) {
+  const double tensors = (saves_probs ? 3.0 : 2.0) * s.elements();
+  return {attention_core_forward_flops(s),
+          profile::kElementBytes * (tensors + s.map_elements + s.bias_entries + s.c_entries + s.padding_elements)};
+}
+
+profile::Cost urpe_attention_backward_cost(const AttentionCostSizes& s, bool grad_bias, bool grad_c) {
+  const double tables = s.c_entries + (grad_bias ? s.bias_entries : 0.0) + (grad_c ? s.c_entries : 0.0);
+  return {attention_core_backward_flops(s, grad_bias, grad_c),
+          profile::kElementBytes * (3.0 * s.elements() + s.map_elements + tables + s.padding_elements)};
 }
 
 // ---- the normalisation ----

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <string>
 
+#include "tensor/op_profile.h"
 #include "tensor/tensor.h"
 
 namespace urpe {
@@ -73,5 +74,29 @@ void urpe_attention_backward_cuda(const Tensor& grad_out, const Tensor& probs,
                                   const UrpeAttentionParams& params, Tensor& grad_scores,
                                   Tensor* grad_bias_table, Tensor* grad_c_table);
 }  // namespace kernels
+
+// ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
+// E = Bsz·H·Nq·Nk attention elements, masked ones included. Besides the (…, Nq, Nk) tensors an
+// op reads each distinct bucket map once (i32), the tables (H·K each) and the key padding.
+struct AttentionCostSizes {
+  int64_t batch = 0, heads = 0, nq = 0, nk = 0;
+  double map_elements = 0;              // entries of the distinct maps (one map shared by B and C counts once)
+  double bias_entries = 0, c_entries = 0;  // H·K of each table; 0 without it
+  double padding_elements = 0;          // Bsz·Nk, or 0
+  AttentionNorm norm = AttentionNorm::softmax;
+  double elements() const { return double(batch) * heads * nq * nk; }
+};
+AttentionCostSizes attention_cost_sizes(int64_t batch, int64_t heads, int64_t nq, int64_t nk,
+                                        const UrpeAttentionParams& params);
+// FLOPs per element of the core. Forward: ·scale 1, + B 1 (with a bias table), softmax 5 (exp
+// without the denominator: 1), · C 1 (with a C table). Backward: dP = G·C 1 (with C), the softmax
+// backward 4 (exp: dZ = E·dP, 1), ·scale 1, ∂C's G·P summed 2 and ∂B's sum 1 (when wanted).
+double attention_core_forward_flops(const AttentionCostSizes& s);
+double attention_core_backward_flops(const AttentionCostSizes& s, bool grad_bias, bool grad_c);
+// Forward reads S and writes A, and P when it saves it (a backward can run): 12·E bytes then.
+// Backward reads G and P, writes ∂S (12·E); it reads the C table (dP = G·C; B is not needed once P
+// is saved) and writes ∂B and ∂C.
+profile::Cost urpe_attention_forward_cost(const AttentionCostSizes& s, bool saves_probs);
+profile::Cost urpe_attention_backward_cost(const AttentionCostSizes& s, bool grad_bias, bool grad_c);
 
 }  // namespace urpe

@@ -46,6 +46,7 @@ void validate(const Tensor& q, const Tensor& k, const Tensor& v, const UrpeAtten
 
 Tensor urpe_flash_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                             const UrpeAttentionParams& params, const AttentionDropout& dropout) {
+  const profile::OpRange range(kOp, q);
   validate(q, k, v, params, dropout);
   const Device& device = q.device();
   const int64_t bsz = q.size(0), heads = q.size(1), nq = q.size(2), dv = v.size(3);
@@ -54,6 +55,8 @@ Tensor urpe_flash_attention(const Tensor& q, const Tensor& k, const Tensor& v,
   Tensor out = Tensor::empty({bsz, heads, nq, dv}, DType::f32, device);  // (Bsz, H, Nq, dv)
   // The log-sum-exp per row is all the backward needs besides O; inference saves nothing.
   Tensor lse = saving ? Tensor::empty({bsz, heads, nq}, DType::f32, device) : Tensor();
+  URPE_PROFILE_COST(urpe_flash_attention_forward_cost(attention_cost_sizes(bsz, heads, nq, k.size(2), params),
+                                                      q.size(3), dv, saving));
   URPE_DISPATCH(kOp, device,
                 kernels::urpe_flash_attention_forward_cpu(q, k, v, params, dropout, out, lse),
                 kernels::urpe_flash_attention_forward_cuda(q, k, v, params, dropout, out, lse));
@@ -76,6 +79,9 @@ Tensor urpe_flash_attention(const Tensor& q, const Tensor& k, const Tensor& v,
           grad_c = Tensor::empty(params.c_table.shape(), DType::f32, d);
         Tensor* gb = grad_bias.defined() ? &grad_bias : nullptr;
         Tensor* gc = grad_c.defined() ? &grad_c : nullptr;
+        URPE_PROFILE_COST(urpe_flash_attention_backward_cost(
+            attention_cost_sizes(saved_q.size(0), saved_q.size(1), saved_q.size(2), saved_k.size(2), params),
+            saved_q.size(3), saved_v.size(3), gb != nullptr, gc != nullptr));
         URPE_DISPATCH(kOp, d,
                       kernels::urpe_flash_attention_backward_cpu(
                           saved_q, saved_k, saved_v, saved_out, lse, grad_out, params, dropout,
@@ -85,6 +91,29 @@ Tensor urpe_flash_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                           grad_q, grad_k, grad_v, gb, gc));
         return std::vector<Tensor>{grad_q, grad_k, grad_v, grad_bias, grad_c};
       });
+}
+
+// ---- cost ----
+
+profile::Cost urpe_flash_attention_forward_cost(const AttentionCostSizes& s, int64_t dh, int64_t dv, bool saves_lse) {
+  const double e = s.elements(), rows = double(s.batch) * s.heads * s.nq, keys = double(s.batch) * s.heads * s.nk;
+  const double flops = 2.0 * e * double(dh) + 2.0 * e * double(dv) + attention_core_forward_flops(s);
+  const double reads = rows * dh + keys * dh + keys * dv + s.map_elements + s.bias_entries + s.c_entries +
+                       s.padding_elements;
+  const double writes = rows * dv + (saves_lse ? rows : 0.0);
+  return {flops, profile::kElementBytes * (reads + writes)};
+}
+
+profile::Cost urpe_flash_attention_backward_cost(const AttentionCostSizes& s, int64_t dh, int64_t dv, bool grad_bias,
+                                                 bool grad_c) {
+  const double e = s.elements(), rows = double(s.batch) * s.heads * s.nq, keys = double(s.batch) * s.heads * s.nk;
+  const double flops = 6.0 * e * double(dh) + 4.0 * e * double(dv) + 2.0 * rows * double(dv) +
+                       attention_core_backward_flops(s, grad_bias, grad_c);
+  const double reads = rows * dh + keys * dh + keys * dv + 2.0 * rows * dv + rows + s.map_elements + s.c_entries +
+                       s.padding_elements;
+  const double writes = rows * dh + keys * dh + keys * dv + (grad_bias ? s.bias_entries : 0.0) +
+                        (grad_c ? s.c_entries : 0.0);
+  return {flops, profile::kElementBytes * (reads + writes)};
 }
 
 // ---- the Toeplitz relative map ----

@@ -104,4 +104,16 @@ void urpe_flash_attention_backward_cuda(const Tensor& q, const Tensor& k, const 
                                         Tensor* grad_c_table);
 }  // namespace kernels
 
+// ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
+// E = Bsz·H·Nq·Nk, head dims dh (q, k) and dv (v). Forward: QKᵀ (2·E·dh) and A·V (2·E·dv) plus
+// the core's per-element FLOPs (urpe_attention.h); it reads q, k, v, the maps, tables and padding
+// and writes O and the log-sum-exp per row (when saved). No (…, Nq, Nk) tensor is moved: that
+// is the point of the fused op. Backward recomputes S = QKᵀ (2·E·dh) and forms dV = Aᵀ·dO
+// (2·E·dv), dA = dO·Vᵀ (2·E·dv), dQ = dS·K and dK = dSᵀ·Q (2·E·dh each), D = rowsum(dO ⊙ O)
+// (2·Bsz·H·Nq·dv) and the core's backward; it reads q, k, v, O, dO and the lse, the maps, the C
+// table and the padding, and writes dq, dk, dv and the table gradients.
+profile::Cost urpe_flash_attention_forward_cost(const AttentionCostSizes& s, int64_t dh, int64_t dv, bool saves_lse);
+profile::Cost urpe_flash_attention_backward_cost(const AttentionCostSizes& s, int64_t dh, int64_t dv, bool grad_bias,
+                                                 bool grad_c);
+
 }  // namespace urpe

@@ -10,6 +10,9 @@ them (no PyTorch needed at test time) and compare.
   python3 tools/torch_reference.py --bench                            # time the bench step
   python3 tools/torch_reference.py --bench --seq-len 1024 --batch 4   # the long-sequence bench
   python3 tools/torch_reference.py --bench --device cuda              # the same step on a GPU
+  python3 tools/torch_reference.py --profile [--out DIR] [--device cuda]
+                                   # torch.profiler on the bench step: key averages in the layout of
+                                   # `urpe profile`'s profile.md (docs/profiling.md#beside-pytorch)
   python3 tools/torch_reference.py --table5 [--device cpu|cuda] [--lengths 128,256,512] [--batch 32]
                                                                       # Table 5 in PyTorch eager
 
@@ -452,6 +455,136 @@ def bench(warmup, steps, threads, seq_len=None, batch=None, device="cpu"):
               f"(from {rss_before:.1f} MiB resident before it)")
 
 
+# ---- profile: torch.profiler on the bench step, in the layout of `urpe profile` ----
+
+def phase_of(event):
+    """The phase urpe would give an op: backward inside the autograd engine's evaluate_function,
+    optimizer inside Optimizer.step, else forward."""
+    e = event
+    while e is not None:
+        if e.name.startswith("autograd::engine::evaluate_function"):
+            return "backward"
+        if e.name.startswith("Optimizer.step"):
+            return "optimizer"
+        e = e.cpu_parent
+    return "forward"
+
+
+def urpe_peaks(device_type, path=None):
+    """This machine's entry of urpe's peaks cache (`urpe bench peaks --device cpu|cuda`) for
+    device_type, or None: the same file and host-name field urpe reads
+    (train/profile/machine_peaks.h)."""
+    if path is None:
+        path = os.environ.get("URPE_PEAKS_CACHE") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "urpe", "peaks.json")
+    try:
+        with open(path) as f:
+            machines = json.load(f)["machines"]
+    except (OSError, ValueError, KeyError):
+        return None
+    host = os.uname().nodename
+    for m in machines:
+        if m.get("device") == device_type and m["key"].split(" | ")[-1] == host:
+            return m
+    return None
+
+
+def profile_bench(warmup, steps, threads, out_dir, seq_len=None, batch=None, device="cpu"):
+    """torch.profiler over `steps` bench steps after `warmup`; writes the key averages per step in
+    urpe's columns (op, phase, calls, self, total, % of step, GFLOP/s, GB/s, % of roofline) to
+    OUT/profile_torch.md and the Chrome trace to OUT/trace_torch.json. PyTorch counts FLOPs for
+    matmul-like ops only and no bytes, so GB/s is "—" and % of roofline is the compute bound
+    (FLOPs / urpe's measured sgemm peak) over self time, for the ops that have FLOPs."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+    torch.set_num_threads(threads)
+    dev = torch.device(device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    cfg = dict(BENCH)
+    if seq_len:
+        cfg["seq_len"] = seq_len
+    if batch:
+        cfg["batch"] = batch
+    cfg["num_classes"] = cfg["seq_len"]
+    g = torch.Generator().manual_seed(0)
+    params = {name: w.to(dev).requires_grad_(True) for name, w in bench_parameters(cfg, g).items()}
+    opt = torch.optim.Adam(params.values(), lr=1e-4)
+    B, N = cfg["batch"], cfg["seq_len"]
+
+    def one_step():
+        tokens = torch.randint(0, cfg["vocab"], (B, N), generator=g).to(dev)
+        targets = torch.arange(N).repeat(B, 1).to(dev)
+        opt.zero_grad()
+        logits = encoder_forward(cfg, params, tokens)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(B * N, -1), targets.reshape(-1))
+        loss.backward()
+        opt.step()
+        sync()
+
+    for _ in range(warmup):
+        one_step()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+    step_ms = []
+    with profile(activities=activities, with_flops=True) as prof:
+        for s in range(steps):
+            t0 = time.perf_counter()
+            with record_function(f"step {s + 1}"):
+                one_step()
+            step_ms.append((time.perf_counter() - t0) * 1000)
+    events = [e for e in prof.events() if not e.name.startswith("step ")]
+    rows = {}
+    for e in events:
+        key = (e.name, phase_of(e))
+        r = rows.setdefault(key, {"calls": 0, "self": 0.0, "total": 0.0, "flops": 0.0})
+        r["calls"] += 1
+        # On a GPU the kernels' time attributed to the op (as urpe's stream times), else CPU time.
+        on_gpu = dev.type == "cuda"
+        r["self"] += (e.self_cuda_time_total if on_gpu else e.self_cpu_time_total) / 1000.0
+        r["total"] += (e.cuda_time_total if on_gpu else e.cpu_time_total) / 1000.0
+        r["flops"] += getattr(e, "flops", 0) or 0
+    step = sum(step_ms) / len(step_ms)
+    peaks = urpe_peaks(dev.type)
+    ops_self = sum(r["self"] for r in rows.values()) / steps
+
+    def fmt_rate(amount, ms):
+        return f"{amount / (ms * 1e-3) / 1e9:.2f}" if amount > 0 and ms > 0 else "—"
+
+    lines = [f"# torch.profiler: the bench step, {device}", "",
+             f"- PyTorch {torch.__version__}, {threads} threads" +
+             (f", BLAS: {blas_in_use()}" if dev.type == "cpu" else f", {torch.cuda.get_device_name(dev)}"),
+             f"- bench config: n={N} d={cfg['d_model']} heads={cfg['heads']} layers={cfg['layers']} "
+             f"d_ff={cfg['d_ff']} batch={B} pe=urpe; {steps} profiled steps after {warmup} warm-up; "
+             f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+             "- op times: " + ("the CUDA kernel time torch.profiler attributes to each op" if dev.type == "cuda"
+                              else "the CPU time torch.profiler records per op") +
+             " (self excludes the ops it calls); every time is per step",
+             "- roofline: " + (f"compute only, FLOPs / {peaks['gemm_gflops']:.1f} GFLOP/s (urpe's measured sgemm); "
+                               "PyTorch reports no bytes" if peaks else "no urpe peaks for this machine (urpe bench peaks)"),
+             "", "## The step", "", "| | ms per step | % of step |", "|---|--:|--:|",
+             f"| measured step (mean; median {sorted(step_ms)[len(step_ms) // 2]:.3f}) | {step:.3f} | 100.0 |",
+             f"| Σ self time of the ops | {ops_self:.3f} | {100 * ops_self / step:.1f} |", "",
+             "## Ops (key averages, sorted by self time)", "",
+             "| op | phase | calls | self ms | total ms | % of step | GFLOP/s | GB/s | % of roofline |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+    for (name, phase), r in sorted(rows.items(), key=lambda kv: (-kv[1]["self"], kv[0][0])):
+        calls, self_ms, total_ms, flops = r["calls"] / steps, r["self"] / steps, r["total"] / steps, r["flops"] / steps
+        bound = flops / (peaks["gemm_gflops"] * 1e9) * 1e3 if peaks and flops > 0 else 0.0
+        lines.append(f"| {name} | {phase} | {calls:g} | {self_ms:.3f} | {total_ms:.3f} | {100 * self_ms / step:.1f} | "
+                     f"{fmt_rate(flops, self_ms)} | — | {f'{100 * bound / self_ms:.1f}' if bound > 0 and self_ms > 0 else '—'} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+        def write_text(path):
+            with open(path, "w") as f:
+                f.write(text)
+
+        for name, write in (("profile_torch.md", write_text), ("trace_torch.json", prof.export_chrome_trace)):
+            tmp = os.path.join(out_dir, name + ".tmp")
+            write(tmp)
+            os.replace(tmp, os.path.join(out_dir, name))
+        print(f"written: {os.path.join(out_dir, 'profile_torch.md')}, {os.path.join(out_dir, 'trace_torch.json')}")
+
+
 # ---- Table 5: the paper's model, inference, RPE vs URPE, in PyTorch eager ----
 
 def table5(device, lengths, batch, layers, repeats, threads):
@@ -504,6 +637,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures"))
     ap.add_argument("--only", default="", help="comma-separated fixture names to write (default: all)")
     ap.add_argument("--bench", action="store_true", help="time the bench training step instead")
+    ap.add_argument("--profile", action="store_true",
+                    help="torch.profiler on the bench step (--warmup, --steps default 5, --out DIR for the files)")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
@@ -518,6 +653,10 @@ def main():
     if args.table5:
         lengths = [int(x) for x in args.lengths.split(",")]
         table5(args.device, lengths, args.batch or 32, args.layers, args.repeats, args.threads)
+    elif args.profile:
+        out = None if args.out == ap.get_default("out") else args.out
+        profile_bench(args.warmup, 5 if args.steps == ap.get_default("steps") else args.steps, args.threads, out,
+                      args.seq_len, args.batch, args.device)
     elif args.bench:
         bench(args.warmup, args.steps, args.threads, args.seq_len, args.batch, args.device)
     else:

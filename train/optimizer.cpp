@@ -8,6 +8,7 @@
 
 #include "autograd/node.h"
 #include "ops/optimizer_kernels.h"
+#include "tensor/op_profile.h"
 
 namespace urpe {
 
@@ -79,6 +80,7 @@ std::optional<float> Adam::step(float lr) {
   URPE_CHECK(std::isfinite(lr) && lr >= 0, "Adam.step: lr must be finite and ≥ 0, got " << lr);
   URPE_CHECK(!sharded(), "Adam.step: a sharded optimizer steps with step_sharded (internal error)");
   autograd::NoGrad no_grad;
+  const profile::PhaseRange phase(profile::Phase::optimizer);
   std::vector<AdamSlot> slots;
   std::vector<Tensor> grads;
   for (size_t k = 0; k < params_.size(); ++k) {

@@ -20,6 +20,7 @@
 
 #include "autograd/node.h"
 #include "ops/optimizer_kernels.h"
+#include "tensor/op_profile.h"
 #include "train/optimizer.h"
 
 namespace urpe {
@@ -56,6 +57,7 @@ dist::StepSync Adam::step_sharded(float lr, double local_loss, double weight, bo
   URPE_CHECK(sharded(), "Adam.step_sharded: the optimizer is not sharded (internal error)");
   URPE_CHECK(std::isfinite(lr) && lr >= 0, "Adam.step: lr must be finite and ≥ 0, got " << lr);
   autograd::NoGrad no_grad;
+  const profile::PhaseRange phase(profile::Phase::optimizer);  // its collectives: communication
   const dist::ShardedStepSync synced =
       dist::reduce_scatter_gradients(*comm_, params_, local_loss, weight, stop_requested, device_);
   // This rank's range of the parameters, piece by piece (the updated values go back from here).

@@ -8,6 +8,7 @@
 #include "tensor/cuda_backend.h"
 #include "tensor/error.h"
 #include "tensor/nvtx_range.h"
+#include "train/profile/op_recorder.h"
 
 namespace urpe {
 
@@ -42,7 +43,8 @@ ProfileWindow::~ProfileWindow() {
 
 ProfileWindow::ProfileWindow(ProfileWindow&& other) noexcept
     : first_(other.first_), last_(other.last_), open_(other.open_),
-      profiler_started_(other.profiler_started_), step_range_(std::move(other.step_range_)) {
+      profiler_started_(other.profiler_started_), step_range_(std::move(other.step_range_)),
+      recorder_(std::move(other.recorder_)), recording_done_(std::move(other.recording_done_)) {
   other.open_ = other.profiler_started_ = false;
 }
 
@@ -54,6 +56,8 @@ ProfileWindow& ProfileWindow::operator=(ProfileWindow&& other) noexcept {
     open_ = other.open_;
     profiler_started_ = other.profiler_started_;
     step_range_ = std::move(other.step_range_);
+    recorder_ = std::move(other.recorder_);
+    recording_done_ = std::move(other.recording_done_);
     other.open_ = other.profiler_started_ = false;
   }
   return *this;
@@ -77,8 +81,15 @@ void ProfileWindow::check_within(int64_t total_steps) const {
                                        << " steps");
 }
 
+void ProfileWindow::record_ops(const Device& device, std::function<void(profile::Recording&&)> done) {
+  URPE_CHECK(enabled(), "profile: the per-op recorder needs a window of steps A:B");
+  recorder_ = std::make_unique<profile::OpRecorder>(device);
+  recording_done_ = std::move(done);
+}
+
 void ProfileWindow::before_step(int64_t step) {
   step_range_ = std::make_unique<NvtxRange>("train_step");
+  if (recorder_ && contains(step)) recorder_->begin_step(step);
   if (contains(step) && !open_) {
     open_ = true;
     if (cuda::device_count() > 0) {
@@ -89,6 +100,13 @@ void ProfileWindow::before_step(int64_t step) {
 }
 
 void ProfileWindow::after_step(int64_t step) {
+  if (recorder_ && recorder_->recording()) {
+    recorder_->end_step();
+    if (step >= last_) {
+      std::unique_ptr<profile::OpRecorder> recorder = std::move(recorder_);
+      if (recording_done_) recording_done_(recorder->take());
+    }
+  }
   step_range_.reset();
   if (open_ && step >= last_) close();
 }

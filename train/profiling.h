@@ -6,12 +6,20 @@
 // evaluation. Every step, in or out of the window, is also an NVTX range named "train_step".
 // Without a CUDA device the profiler is not called, so a CPU run accepts the option and only
 // marks the steps.
+//
+// `urpe train --trace` (and `urpe profile`) add urpe's own per-op recorder to the same window
+// (record_ops): it records every op of steps A..B (train/profile/) and hands the recording over
+// after step B.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "tensor/device.h"
+
 namespace urpe { class NvtxRange; }
+namespace urpe::profile { class OpRecorder; struct Recording; }
 
 namespace urpe {
 
@@ -39,6 +47,10 @@ class ProfileWindow {
   // An error naming --profile-steps when the window ends after the run's last step.
   void check_within(int64_t total_steps) const;
 
+  // Records every op of the window's steps on `device` (the run's); after step B the recording
+  // goes to `done` (which writes the profile). Needs an enabled window.
+  void record_ops(const Device& device, std::function<void(profile::Recording&&)> done);
+
   // Around each training step (steps counted from 1). before_step opens the step's NVTX range and
   // starts the capture at the first step inside the window (step A, or the first step after a
   // resume that lands inside it); after_step closes the range and stops the capture after step B.
@@ -51,6 +63,8 @@ class ProfileWindow {
   int64_t first_ = 0, last_ = 0;
   bool open_ = false, profiler_started_ = false;
   std::unique_ptr<NvtxRange> step_range_;
+  std::unique_ptr<profile::OpRecorder> recorder_;
+  std::function<void(profile::Recording&&)> recording_done_;
 };
 
 }  // namespace urpe

@@ -32,10 +32,20 @@ struct TrainOptions {
   // Called after every step with its training loss, before the loop checks that it is finite (so
   // an experiment can record the first non-finite step before the run stops with its error).
   std::function<void(int64_t step, double loss)> on_step;
+  // --trace (urpe profile too): urpe's per-op recorder over the --profile-steps window, or over
+  // default_trace_window without one; after the window's last step its recording goes here (the
+  // command writes profile.md, trace.json and the roofline). Every rank of a data-parallel run
+  // records its own steps.
+  std::function<void(profile::Recording&&)> on_trace;
 };
 
+// The steps --trace records without --profile-steps: from the second step (the first pays for
+// every first allocation) to at most the sixth.
+std::string default_trace_window(int64_t steps);
+
 // Validates --tf32 and --profile-steps against the run's device and length, switches TF32 on
-// when asked, and returns the profiling window (disabled when no --profile-steps was given).
+// when asked, and returns the profiling window (disabled when neither --profile-steps nor
+// --trace was given), with the per-op recorder attached for --trace.
 ProfileWindow apply_device_options(const TrainOptions& options, const Device& device, int64_t steps);
 
 }  // namespace urpe

@@ -3,6 +3,7 @@
 #include "bench/bench_attention.h"
 #include "bench/bench_kernels.h"
 #include "bench/bench_step.h"
+#include "bench/peaks.h"
 #include "tensor/error.h"
 #include "train/cli/handlers.h"
 #include "train/repro/table5.h"
@@ -24,7 +25,17 @@ int repeats_option(const Args& args, long fallback) {
 int run_bench(const Args& args) {
   const std::string what = args.positional.empty() ? "" : args.positional[0];
   URPE_CHECK(args.positional.size() <= 1,
-             "bench: expected one of kernels|step|attention, got '" << args.positional[1] << "' after '" << what << "'");
+             "bench: expected one of peaks|kernels|step|attention, got '" << args.positional[1] << "' after '" << what << "'");
+  if (what == "peaks") {
+    bench::PeaksOptions options;
+    options.device = args.get("device", "cpu");
+    bench::require_cuda_device("bench peaks", options.device);
+    const std::string sizes = args.get("sizes", "full");
+    URPE_CHECK(sizes == "full" || sizes == "smoke",
+               "option --sizes: bench peaks measures full sizes, or smoke (tiny: checks it runs); got '" << sizes << "'");
+    options.smoke = sizes == "smoke";
+    return bench::run_peaks_bench(options);
+  }
   if (what == "kernels") {
     bench::KernelBenchOptions options;
     options.device = args.get("device", "cpu");
@@ -67,7 +78,7 @@ int run_bench(const Args& args) {
     options.repeats = repeats_option(args, options.repeats);
     return bench::run_attention_bench(options);
   }
-  URPE_FAIL("bench: expected 'urpe bench kernels', 'urpe bench step' or 'urpe bench attention', got '"
+  URPE_FAIL("bench: expected 'urpe bench peaks', 'urpe bench kernels', 'urpe bench step' or 'urpe bench attention', got '"
             << (what.empty() ? std::string("nothing") : what) << "'");
 }
 

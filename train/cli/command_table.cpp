@@ -44,6 +44,8 @@ std::vector<CommandSpec> command_table() {
                      "may be missing there and stays ones (fine-tune an RPE run into URPE, paper 4.2); logs a "
                      "step-0 validation"},
                     {"profile-steps", "A:B", "", "wrap training steps A..B in cudaProfilerStart/Stop (for nsys/ncu --profile-from-start off)"},
+                    {"trace", "", "", "record every op of the --profile-steps window (default steps 2..6) and write DIR/profile/: "
+                     "profile.md, trace.json (Perfetto), plots/roofline.png (docs/profiling.md)"},
                     {"tf32", "", "", "allow TF32 tensor-core GEMMs on CUDA (off by default: full fp32)"},
                     {"quiet", "", "", "no progress output"}},
                    run_train, "", run_config_help(), 0});
@@ -120,19 +122,48 @@ std::vector<CommandSpec> command_table() {
                    {{"run", "DIR", "", "run directory"}},
                    run_plot, "", "", 0});
 
-  table.push_back({"bench", "bench kernels|step|attention [--device cpu|cuda] [--tf32] [--sizes table5|smoke] "
+  table.push_back({"profile",
+                   "profile --run DIR | --preset NAME [--config FILE] [--set key=value]... [--steps A:B] "
+                   "[--device cpu|cuda] --out DIR [--overwrite]",
+                   "every op's time, FLOPs and bytes against the machine's roofline: a table, a trace and a picture",
+                   {{"run", "DIR", "", "profile the config of this run directory"},
+                    {"preset", "NAME", "", "profile a built-in configuration"},
+                    {"config", "FILE", "", "profile a config file"},
+                    {"set", "KEY=VALUE", "", "override one config key (repeatable; not with --run)"},
+                    {"steps", "A:B", "2:6", "record training steps A..B (the run trains B steps)"},
+                    {"device", "NAME", "the config's", "cpu, cuda or cuda:N"},
+                    {"out", "DIR", "", "writes DIR/profile.md, DIR/trace.json, DIR/plots/roofline.png and DIR/run/"},
+                    {"overwrite", "", "", "replace a profile already in DIR"},
+                    {"quiet", "", "", "no progress output"}},
+                   run_profile, "",
+                   "Trains the config for B steps (steps, eval_every and warmup cut to B; one evaluation after the\n"
+                   "window) and records every op of steps A..B: forward, backward, optimizer and collectives, each\n"
+                   "with its scope (the NVTX range names), FLOPs and bytes from the op's own formula. Times are the\n"
+                   "host's on a CPU and the CUDA stream's (an event pair per op) on a GPU. The roofline uses the\n"
+                   "machine's measured peaks (urpe bench peaks; measured once and cached when missing).\n"
+                   "profile.md: the key-averages table sorted by self time (op, phase, calls, self, total, % of\n"
+                   "step, GFLOP/s, GB/s, % of the roofline bound) and the step against the ops' bounds;\n"
+                   "trace.json: open in ui.perfetto.dev. docs/profiling.md explains them.\n",
+                   0});
+
+  table.push_back({"bench", "bench peaks|kernels|step|attention [--device cpu|cuda] [--tf32] [--sizes table5|smoke] "
                             "[--seq-len N] [--batch B] [--attention fused|materialized] [--lengths N,N]",
-                   "time the kernels or a training step",
+                   "measure the machine's peaks, time the kernels or a training step",
                    {{"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
                     {"repeats", "N", "50", "timed runs per measurement (the median is reported)", {1, 1000000}},
                     {"tf32", "", "off", "TF32 tensor-core GEMMs (CUDA only)"},
                     {"sizes", "NAME", "table5",
-                     "CUDA table sizes: table5, or smoke (a tiny model that checks the table runs)"},
+                     "CUDA table sizes: table5, or smoke (a tiny model that checks the table runs); bench peaks: "
+                     "smoke measures tiny sizes (checks it runs, not the machine's limits)"},
                     {"seq-len", "N", "128", "bench step: sequence length n"},
                     {"batch", "B", "32", "bench step: sequences per step"},
                     {"attention", "PATH", "materialized", "bench step: materialized (the training default) or fused attention"},
                     {"lengths", "N,N,...", "1024,4096", "bench attention: sequence lengths"}},
                    run_bench, "",
+                   "'bench peaks' measures the machine's ceilings for the roofline of 'urpe profile': sgemm\n"
+                   "GFLOP/s at large square sizes and the bench model's GEMM shapes, and memory bandwidth (STREAM\n"
+                   "copy and triad on a CPU; device copy, cuBLAS sgemm and TF32 on CUDA); it stores them in the\n"
+                   "peaks cache ($URPE_PEAKS_CACHE, else ~/.cache/urpe/peaks.json); --sizes smoke only checks it runs.\n"
                    "'bench kernels' times each kernel beside its references (copy bandwidth, sgemm);\n"
                    "with --device cuda: CUDA events, L2 flushed before every run, median of --repeats\n"
                    "runs, at the paper's Table 5 sizes (batch 32, 12 heads, head dim 64, N = 128/256/512),\n"

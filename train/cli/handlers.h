@@ -1,6 +1,8 @@
 // Entry points of the subcommands (each in its own file), referenced from the command table.
 #pragma once
 #include "train/cli/command_line.h"
+#include "train/io/config.h"
+#include "train/train_options.h"
 
 namespace urpe::cli {
 
@@ -15,5 +17,10 @@ int run_theory_construction(const Args& args);  // theory.cpp
 int run_theory_rowsums(const Args& args);       // theory.cpp
 int run_theory_denominator(const Args& args);   // theory.cpp
 int run_analyze(const Args& args);              // analyze.cpp
+int run_profile(const Args& args);              // profile.cpp
+
+// Trains `config` into `out` with the trainer of its family and prints its summary; returns the
+// exit code (train.cpp; `urpe profile` trains its window this way too).
+int train_config(const Config& config, const std::string& out, const TrainOptions& options);
 
 }  // namespace urpe::cli

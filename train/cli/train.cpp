@@ -14,6 +14,7 @@
 #include "train/run_config.h"
 #include "train/io/run_dir.h"
 #include "train/run_control.h"
+#include "train/cli/trace_output.h"
 
 namespace urpe::cli {
 
@@ -37,7 +38,7 @@ static int train_graphormer_command(const Config& config, const std::string& out
 }
 
 // Trains `config` into `out` with the trainer of its family; returns the exit code.
-static int train_command(const Config& config, const std::string& out, const TrainOptions& options) {
+int train_config(const Config& config, const std::string& out, const TrainOptions& options) {
   const std::string model = config.get_string("model");
   if (model == "graphormer") return train_graphormer_command(config, out, options);
   if (model == "txl") {
@@ -98,7 +99,23 @@ int run_train(const Args& args) {
   options.tf32 = args.has("tf32");
   options.init_from = args.get("init-from");
   URPE_CHECK(!args.has("init-from") || !options.init_from.empty(), "urpe train: --init-from needs a run directory");
-  if (resume) return train_command(config, out, options);
+  // --trace: urpe's per-op profile of the --profile-steps window (default_trace_window without
+  // one) into DIR/profile/.
+  std::shared_ptr<TraceOutput> trace;
+  if (args.has("trace")) {
+    trace = std::make_shared<TraceOutput>();
+    trace->dir = join_path(out, "profile");
+    trace->title = out + ", steps " + (options.profile_steps.empty() ? "(default window)" : options.profile_steps);
+    trace->command = command_text(args);
+    options.on_trace = trace_sink(trace, parse_device(config.get_string("device")), options.quiet);
+  }
+  auto untraced = [&](int code) {  // a resumed run can start after the whole window
+    if (trace && !trace->written && code == 0 && dist::world().is_root())
+      std::printf("--trace: no step of the window %s ran in this run; no profile written\n",
+                  (options.profile_steps.empty() ? default_trace_window(config.get_int("steps")) : options.profile_steps).c_str());
+    return code;
+  };
+  if (resume) return untraced(train_config(config, out, options));
   URPE_CHECK(options.init_from.empty() || !same_directory(options.init_from, out),
              "urpe train: --init-from and --out name the same directory; the new run needs its own --out");
   check_config_paths(config);  // a missing corpus fails here, before DIR is touched
@@ -116,9 +133,9 @@ int run_train(const Args& args) {
   }
   dist::check_collective(ranks, refused.empty(), refused);
   options.overwrite = true;  // the claim has checked DIR and moved an old run aside
-  const int code = train_command(config, out, options);
+  const int code = train_config(config, out, options);
   if (claim) claim->done();
-  return code;
+  return untraced(code);
 }
 
 }  // namespace urpe::cli

@@ -8,6 +8,7 @@
 
 #include "tensor/cuda_backend.h"
 #include "tensor/error.h"
+#include "tensor/op_profile.h"
 
 namespace urpe::dist {
 
@@ -142,6 +143,11 @@ StepSync average_gradients_on_device(Communicator& comm, DeviceCollectives& devi
 StepSync average_gradients(Communicator& comm, const std::vector<Tensor>& parameters, double local_loss,
                            double weight, bool stop_requested, DeviceCollectives* device) {
   if (comm.size() == 1 && !device) return {local_loss, stop_requested};
+  // Per-op profiler: one op of the communication phase; its bytes are the gradients this rank
+  // contributes (its GB/s is the collective's algorithm bandwidth, not a memory roofline).
+  const profile::PhaseRange phase(profile::Phase::communication);
+  const profile::OpRange range("all_reduce_gradients", parameters.empty() ? Device::cpu() : parameters[0].device());
+  URPE_PROFILE_COST((profile::Cost{0.0, profile::kElementBytes * double(total_elements(parameters))}));
   URPE_CHECK(weight > 0, "data parallel: a step's loss weight must be positive, got " << weight);
   if (device && !parameters.empty())
     return average_gradients_on_device(comm, *device, parameters, local_loss, weight, stop_requested);
@@ -178,6 +184,9 @@ ShardedStepSync reduce_scatter_gradients(Communicator& comm, const std::vector<T
                                          double local_loss, double weight, bool stop_requested,
                                          DeviceCollectives* device) {
   const int64_t total = total_elements(parameters);
+  const profile::PhaseRange phase(profile::Phase::communication);
+  const profile::OpRange range("reduce_scatter_gradients", parameters.empty() ? Device::cpu() : parameters[0].device());
+  URPE_PROFILE_COST((profile::Cost{0.0, profile::kElementBytes * double(total)}));
   const int64_t stride = optimizer_shard_stride(comm, total);
   const bool one = comm.size() == 1 && !device;  // the gradients as they are (as average_gradients)
   URPE_CHECK(one || weight > 0, "data parallel: a step's loss weight must be positive, got " << weight);
@@ -226,6 +235,9 @@ std::vector<float> all_gather_ranges(Communicator& comm, int64_t total, const st
 void all_gather_parameters(Communicator& comm, const std::vector<Tensor>& parameters, const Tensor& mine,
                            DeviceCollectives* device) {
   const int64_t total = total_elements(parameters);
+  const profile::PhaseRange phase(profile::Phase::communication);
+  const profile::OpRange range("all_gather_parameters", mine);
+  URPE_PROFILE_COST((profile::Cost{0.0, profile::kElementBytes * double(total)}));
   Tensor all;
   if (device) {
     const int64_t stride = optimizer_shard_stride(comm, total);
