@@ -26,7 +26,7 @@ bool access_hooks_available() { return true; }
 namespace {
 
 // Names the access, the allocation and the kernel argument that points into it.
-[[noreturn]] void report_global(const char* check, const char* what, const void* p, size_t bytes,
+void report_global(const char* check, const char* what, const void* p, size_t bytes,
                                 bool write) {
   std::ostringstream out;
   out << check << ": " << describe_thread(*g_access.thread) << (write ? " writes " : " reads ")
@@ -37,7 +37,14 @@ namespace {
       out << " (kernel argument " << argument << " points into it)";
       break;
     }
-  stop_thread(out.str());
+  record_failure(out.str());
+}
+
+// Owns nothing when it stops the thread (its stack is abandoned, never unwound).
+[[noreturn]] void stop_at_global(const char* check, const char* what, const void* p, size_t bytes,
+                                 bool write) {
+  report_global(check, what, p, bytes, write);
+  stop_thread();
 }
 
 void global_access(const char* p, size_t bytes, bool write) {
@@ -47,14 +54,14 @@ void global_access(const char* p, size_t bytes, bool write) {
   for (size_t w = first; w <= last; ++w) {
     const uint8_t shadow = g_device.shadow[w];
     if (!(shadow & kAddressable)) {
-      if (g_access.checks.memcheck) report_global("memcheck", "", p, bytes, write);
+      if (g_access.checks.memcheck) stop_at_global("memcheck", "", p, bytes, write);
       continue;
     }
     if (write) {
       if (recording() && !(shadow & kLogged)) log_word(w);
       g_device.shadow[w] |= kWritten;
     } else if (g_access.checks.initcheck && !(shadow & kWritten)) {
-      report_global("initcheck", ", which nothing has written", p, bytes, write);
+      stop_at_global("initcheck", ", which nothing has written", p, bytes, write);
     }
   }
   if (g_access.switch_at_access) switch_thread();

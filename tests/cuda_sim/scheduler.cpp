@@ -344,8 +344,9 @@ std::string describe_thread(const ThreadInfo& t) {
 
 std::string describe_linear_thread(int linear) { return describe_thread(g_run->threads[linear].info); }
 
-void stop_thread(const std::string& failure) {
-  fail(failure);
+void record_failure(const std::string& failure) { fail(failure); }
+
+void stop_thread() {
   suspend(Wait::Stopped);
   std::abort();  // not reached: a stopped thread is never resumed
 }

@@ -87,7 +87,7 @@ std::string describe_word(size_t word) {
   return "shared " + element_name(*p.site, index) + declared_at(*p.site);
 }
 
-[[noreturn]] void report_out_of_bounds(size_t offset, size_t bytes, bool write) {
+void report_out_of_bounds(size_t offset, size_t bytes, bool write) {
   std::ostringstream out;
   out << "memcheck: " << describe_thread(*g_access.thread) << (write ? " writes " : " reads ")
       << bytes << " bytes of shared memory outside every array: ";
@@ -104,10 +104,10 @@ std::string describe_word(size_t word) {
     out << "index " << index << " of shared '" << p.site->name << "', which has "
         << p.bytes / p.site->element_bytes << " elements" << declared_at(*p.site);
   }
-  stop_thread(out.str());
+  record_failure(out.str());
 }
 
-[[noreturn]] void report_race(const char* kind, size_t word, int earlier, const char* verb) {
+void report_race(const char* kind, size_t word, int earlier, const char* verb) {
   const ThreadInfo& self = *g_access.thread;
   const bool same_warp = warp_of(earlier) == warp_of(self.linear);
   std::ostringstream out;
@@ -116,7 +116,12 @@ std::string describe_word(size_t word) {
       << describe_linear_thread(earlier) << " of warp " << warp_of(earlier)
       << (same_warp ? ", with no __syncwarp() or warp collective between them"
                     : ", with no __syncthreads() between them");
-  stop_thread(out.str());
+  record_failure(out.str());
+}
+
+void report_unwritten(size_t word) {
+  record_failure("initcheck: " + describe_thread(*g_access.thread) + " reads " +
+                 describe_word(word) + ", which no thread of this block has written");
 }
 
 // An earlier access by `other` at collective count `other_sync` is ordered before the current
@@ -128,27 +133,38 @@ bool ordered(int other, uint32_t other_sync, const ThreadInfo& self) {
          (warp_of(other) == warp_of(self.linear) && uint32_t(self.sync) > other_sync);
 }
 
+// The report functions build and free their message in their own frame; the stop_at_* wrappers
+// own nothing when they stop the thread (its stack is abandoned, never unwound).
+[[noreturn]] void stop_at_race(const char* kind, size_t word, int earlier, const char* verb) {
+  report_race(kind, word, earlier, verb);
+  stop_thread();
+}
+[[noreturn]] void stop_at_unwritten(size_t word) {
+  report_unwritten(word);
+  stop_thread();
+}
+
 void check_word(size_t word, bool write) {
   WordState& s = g_words[word];
   const ThreadInfo& self = *g_access.thread;
   const uint32_t epoch = g_access.epoch, sync = uint32_t(self.sync);
-  const int lane = self.linear % kWarp;
+  const int lane = self.linear % kWarp, warp = warp_of(self.linear);
   const bool racecheck = g_access.checks.racecheck;
   const bool written_before = s.write_epoch == epoch && s.writer != kNoThread;
   if (!write) {
-    if (g_access.checks.initcheck && s.written_block != g_access.block_serial) {
-      stop_thread("initcheck: " + describe_thread(self) + " reads " + describe_word(word) +
-                  ", which no thread of this block has written");
-    }
+    if (g_access.checks.initcheck && s.written_block != g_access.block_serial)
+      stop_at_unwritten(word);
     if (racecheck && written_before && !ordered(s.writer, s.writer_sync, self))
-      report_race("read-after-write", word, s.writer, "reads what was written by");
+      stop_at_race("read-after-write", word, s.writer, "reads what was written by");
     if (s.read_epoch != epoch) {
       s.read_epoch = epoch;
       s.first_reader = uint16_t(self.linear);
       s.outside_reader = kNoThread;
       s.reader_sync = sync;
       s.reader_lanes = 1u << lane;
-    } else if (warp_of(s.first_reader) == warp_of(self.linear)) {
+    } else if (warp_of(s.first_reader) == warp) {
+      // Lanes that read at an earlier collective count are ordered before any later access of
+      // the warp: only the latest count's readers matter.
       if (sync != s.reader_sync) s.reader_lanes = 0, s.reader_sync = sync;
       s.reader_lanes |= 1u << lane;
     } else if (s.outside_reader == kNoThread) {
@@ -158,24 +174,40 @@ void check_word(size_t word, bool write) {
   }
   if (racecheck) {
     if (written_before && !ordered(s.writer, s.writer_sync, self))
-      report_race("write-after-write", word, s.writer, "overwrites what was written by");
+      stop_at_race("write-after-write", word, s.writer, "overwrites what was written by");
     if (s.read_epoch == epoch) {
-      const int warp = warp_of(self.linear);
-      if (warp_of(s.first_reader) != warp) {
-        report_race("write-after-read", word, s.first_reader, "writes what was read by");
-      }
+      if (warp_of(s.first_reader) != warp)
+        stop_at_race("write-after-read", word, s.first_reader, "writes what was read by");
       if (s.outside_reader != kNoThread)
-        report_race("write-after-read", word, s.outside_reader, "writes what was read by");
+        stop_at_race("write-after-read", word, s.outside_reader, "writes what was read by");
       const uint32_t others = s.reader_lanes & ~(1u << lane);
       if (sync == s.reader_sync && others != 0)
-        report_race("write-after-read", word, warp * kWarp + __builtin_ctz(others),
-                    "writes what was read by");
+        stop_at_race("write-after-read", word, warp * kWarp + __builtin_ctz(others),
+                     "writes what was read by");
     }
   }
   s.write_epoch = epoch;
   s.writer = uint16_t(self.linear);
   s.writer_sync = sync;
   s.written_block = g_access.block_serial;
+}
+
+void report_too_much_shared(const SharedSite& site, size_t bytes) {
+  std::ostringstream out;
+  out << "the block declares more than " << (kStaticSharedLimit >> 10)
+      << " KiB of static __shared__ memory (" << bytes << " bytes with '" << site.name << "'"
+      << declared_at(site) << ")";
+  record_failure(out.str());
+}
+
+[[noreturn]] void stop_at_too_much_shared(const SharedSite& site, size_t bytes) {
+  report_too_much_shared(site, bytes);
+  stop_thread();
+}
+
+[[noreturn]] void stop_at_out_of_bounds(size_t offset, size_t bytes, bool write) {
+  report_out_of_bounds(offset, bytes, write);
+  stop_thread();
 }
 
 }  // namespace
@@ -209,13 +241,8 @@ void* shared_array(SharedSite& site, size_t align) {
   const size_t bytes = site.element_bytes * site.elements;
   const size_t alignment = std::max<size_t>(align, 16);
   const size_t offset = (g_top + kRedZone + alignment - 1) / alignment * alignment;
-  if (g_declared + bytes > kStaticSharedLimit || offset + bytes + kRedZone > kArenaBytes) {
-    std::ostringstream out;
-    out << "the block declares more than " << (kStaticSharedLimit >> 10)
-        << " KiB of static __shared__ memory (" << g_declared + bytes << " bytes with '"
-        << site.name << "'" << declared_at(site) << ")";
-    stop_thread(out.str());
-  }
+  if (g_declared + bytes > kStaticSharedLimit || offset + bytes + kRedZone > kArenaBytes)
+    stop_at_too_much_shared(site, g_declared + bytes);
   g_placed.push_back({&site, offset, bytes});
   const uint16_t owner = uint16_t(g_placed.size());
   for (size_t w = offset / 4; w < (offset + bytes + 3) / 4; ++w) g_owner[w] = owner;
@@ -239,7 +266,7 @@ void shared_access(char* p, size_t bytes, bool write) {
   if (any_check) {
     for (size_t w = first; w <= last; ++w) {
       if (g_owner[w] == 0) {
-        if (g_access.checks.memcheck) report_out_of_bounds(offset, bytes, write);
+        if (g_access.checks.memcheck) stop_at_out_of_bounds(offset, bytes, write);
         continue;
       }
       check_word(w, write);

@@ -94,9 +94,11 @@ struct AccessContext {
 };
 extern AccessContext g_access;
 
-// Records `failure` for the launch and suspends the calling thread for good (the scheduler then
-// abandons the block), so that the access that broke a rule never happens.
-[[noreturn]] void stop_thread(const std::string& failure);
+// A check that finds a broken rule records the failure for the launch, returns, and then (from a
+// frame that owns no objects: the thread's stack is abandoned, never unwound) stops the thread
+// for good, so that the access never happens; the scheduler then abandons the block.
+void record_failure(const std::string& failure);
+[[noreturn]] void stop_thread();
 // Lets the scheduler run another thread (schedules with switch_at_access).
 void switch_thread();
 // "thread (3,0,0)" and, for racecheck, "thread (3,0,0) of warp 0".

@@ -14,6 +14,9 @@
 #include <algorithm>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,6 +30,11 @@ using urpe_sim::Schedule;
 namespace {
 
 const bool kNoHooks = !urpe_sim::access_hooks_available();
+#if defined(__SANITIZE_ADDRESS__)
+const bool kAsan = true;
+#else
+const bool kAsan = false;
+#endif
 
 // ---- helpers ----
 
@@ -359,6 +367,52 @@ TEST_CASE("memcheck: device accesses just past the end or before the start of an
   copy_kernel<<<1, 32>>>(in, out, 1, -1);
   CHECK(contains(launch_error(), "memcheck: thread (0,0,0) reads 4 bytes at byte -4 of a 240-byte "
                                  "allocation (before its start)"));
+  cudaFree(in);
+  cudaFree(out);
+}
+
+// Runs `launch` in a child process; returns its stderr, and whether it exited with status 0.
+template <typename Launch>
+std::string stderr_of_child(Launch launch, bool* exited_cleanly) {
+  char path[] = "/tmp/urpe_sim_child_XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    dup2(fd, 2);
+    launch();
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  *exited_cleanly = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  close(fd);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::remove(path);
+  return text.str();
+}
+
+TEST_CASE("in the AddressSanitizer build the shared red zones and the slack around an allocation "
+          "are poisoned, so ASan reports the off-by-one accesses" * doctest::skip(!kAsan)) {
+  float* in = to_device(std::vector<float>(60, 1.0f));  // 240 bytes: 16 bytes of slack after
+  float* out = to_device(std::vector<float>(64, 0.0f));
+  bool clean = true;
+  std::string report = stderr_of_child([&] { shifted_tile_kernel<<<1, 64>>>(in, out, 1); }, &clean);
+  CHECK_FALSE(clean);
+  CHECK(contains(report, "AddressSanitizer"));
+  CHECK(contains(report, "shifted_tile_kernel"));
+  report = stderr_of_child([&] { copy_kernel<<<1, 32>>>(in, out, 61, 0); }, &clean);
+  CHECK_FALSE(clean);
+  CHECK(contains(report, "AddressSanitizer"));
+  CHECK(contains(report, "copy_kernel"));
+  report = stderr_of_child([&] { copy_kernel<<<1, 32>>>(in, out, 1, -1); }, &clean);
+  CHECK_FALSE(clean);
+  CHECK(contains(report, "AddressSanitizer"));
+  report = stderr_of_child([&] { copy_kernel<<<1, 32>>>(in, out, 60, 0); }, &clean);
+  CHECK(clean);  // the whole allocation, and nothing past it: no report
   cudaFree(in);
   cudaFree(out);
 }
