@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <sstream>
 #include <string>
@@ -87,6 +88,9 @@ struct BlockRun {
 
 BlockRun* g_run = nullptr;
 uint64_t g_launches = 0;
+// The running launch's kernel: the name written before <<<, or, when that is a function
+// pointer, the name its body announces (name_kernel).
+std::string g_kernel_name;
 
 // One stack per possible thread of a block, each above a guard page (an overflow faults at once
 // instead of corrupting the neighbour), mapped once and reused by every launch.
@@ -326,7 +330,7 @@ std::string run_schedule(const LaunchConfig& config, void (*thread_main)(void*),
   g_access.thread = nullptr;
   if (run.failure.empty()) return "";
   std::ostringstream out;
-  out << config.kernel_name << " in block (" << blockIdx.x << "," << blockIdx.y << ","
+  out << g_kernel_name << " in block (" << blockIdx.x << "," << blockIdx.y << ","
       << blockIdx.z << ")";
   if (settings().schedules.size() > 1 || schedule.order != Order::Forward || schedule.switch_at_access)
     out << " under the " << describe(schedule) << " schedule";
@@ -371,8 +375,9 @@ void run_grid(const LaunchConfig& config, void (*thread_main)(void*), void* clos
     return;
   }
   ++g_launches;
-  LaunchRecord& record = launch_record(config.kernel_name);
-  ++record.launches;
+  g_kernel_name = config.kernel_name;
+  LaunchRecord record;  // added to the kernel's record at the end, under its final name
+  record.launches = 1;
   // Several schedules: run each from the same memory (undo log) and compare what they wrote.
   const std::vector<Schedule>& schedules = settings().schedules;
   const size_t runs = access_hooks_available() ? schedules.size() : 1;
@@ -391,7 +396,7 @@ void run_grid(const LaunchConfig& config, void (*thread_main)(void*), void* clos
       const std::string difference = compare_runs(*first, describe(schedules[0]).c_str(), *writes,
                                                   describe(schedules[r]).c_str());
       free_run(writes);
-      if (!difference.empty()) failure = std::string(config.kernel_name) + ": " + difference;
+      if (!difference.empty()) failure = g_kernel_name + ": " + difference;
     }
   }
   if (first) free_run(first);
@@ -401,6 +406,22 @@ void run_grid(const LaunchConfig& config, void (*thread_main)(void*), void* clos
   } else if (runs > 1) {
     ++record.replayed;
   }
+  LaunchRecord& total = launch_record(g_kernel_name);
+  total.launches += record.launches;
+  total.replayed += record.replayed;
+  total.blocks += record.blocks;
+  total.shared_accesses += record.shared_accesses;
+  total.global_accesses += record.global_accesses;
+  total.failures += record.failures;
+}
+
+void name_kernel(const char* name) {
+  // Keep the launch's own text when it names this kernel (with its template arguments).
+  const size_t n = std::strlen(name);
+  if (g_kernel_name.compare(0, n, name) == 0 &&
+      (g_kernel_name.size() == n || g_kernel_name[n] == '<'))
+    return;
+  g_kernel_name = name;
 }
 
 uint64_t launch_count() { return g_launches; }

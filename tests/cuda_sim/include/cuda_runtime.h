@@ -167,6 +167,9 @@ struct SharedSite {
 };
 void* shared_array(SharedSite& site, size_t align);
 void sync_warp(unsigned mask);
+// Called first by every kernel body (tests/cuda_sim/rewrite_launches.cmake adds the call): the
+// kernel's own name, for a launch written through a function pointer.
+void name_kernel(const char* name);
 }  // namespace urpe_sim
 
 // URPE_SHARED(float, tile, [32][129]) declares `float tile[32][129]` in shared memory: plain
