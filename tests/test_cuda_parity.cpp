@@ -975,12 +975,12 @@ TEST_CASE("parity: fused URPE attention kernels and op (O, L, dQ, dK, dV, dB, dC
       {"shared dense maps, causal", 2, 2, 35, 35, 9, 33, true, true, 3, false, true, 0, 0.0f},
       {"per-batch dense maps, padding", 3, 2, 34, 33, 40, 7, true, true, 4, true, false, 0, 0.0f},
       {"no tables, dropout", 2, 2, 17, 67, 12, 12, false, false, 1, false, false, 0, 0.2f},
-      // More row tiles than the simulator's grid of 32 blocks (45 forward, 81 dq, 45 dkdv
-      // tasks): each block takes a second task, after the barrier that waits for the first
-      // task's reads of its shared tiles (racecheck reports that barrier missing). dh = 12: a
-      // warp's load of the Q tile then writes rows other warps read (with dh = 8 it would write
-      // exactly its own).
-      {"more row tiles than one grid", 3, 3, 65, 40, 12, 10, true, true, 1, false, true, 4, 0.0f},
+      // More query row tiles than the simulator's grid of 32 blocks (45 forward and 81 dq
+      // tasks; "no tables" above has 36 dkdv tasks): each block takes a second task, after the
+      // barrier that waits for the first task's reads of its shared tiles (racecheck reports
+      // that barrier missing). dh = 12: a warp's load of the Q tile then writes rows other warps
+      // read (with dh = 8 it would write exactly its own).
+      {"more row tiles than one grid", 3, 3, 65, 9, 12, 10, true, true, 1, false, true, 4, 0.0f},
   };
   for (const FlashParityCase& c : cases) {
     CAPTURE(c.name);
