@@ -12,7 +12,9 @@
 // schedules every such access then lets another thread run. Accesses to anything else (the
 // thread's own stack, host globals) are not checked.
 // Without URPE_SIM_ACCESS_HOOKS (the AddressSanitizer build, where -fsanitize=thread cannot be
-// added) nothing here is compiled and access_hooks_available() is false.
+// added) nothing here is compiled and access_hooks_available() is false. Atomic operations would
+// be instrumented as __tsan_atomic* calls, which are not here: no kernel file uses atomics (urpe's
+// reductions are deterministic), and one that did would fail to link, naming them.
 #include <sstream>
 
 #include "sim_state.h"
