@@ -42,7 +42,8 @@ test: build
 # nvcc's device code is not instrumented), and so is MPI (LeakSanitizer reports OpenMPI's own
 # allocations at exit; test_dist reports itself skipped there); the CUDA simulator's suites still run every kernel's
 # source, compiled by the host compiler and so instrumented.
-# SANITIZE_FLAGS passes more CMake options (CI: -DURPE_CUDA_SIM=OFF, see .ci/run).
+# SANITIZE_FLAGS passes more CMake options (CI: -DURPE_CUDA_SIM_SUITES=kernels, only the
+# simulator's own tests and parity suite; see .ci/run and docs/cuda.md).
 SANITIZE_BUILD ?= build-sanitize
 SANITIZE_FLAGS ?=
 sanitize: deps

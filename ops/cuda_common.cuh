@@ -10,6 +10,14 @@
 #include "tensor/cuda_context.h"
 #include "tensor/tensor.h"
 
+// URPE_SHARED(type, name, dims) declares a shared-memory array, `__shared__ type name dims`,
+// e.g. URPE_SHARED(float, tile, [32][129]). The CUDA simulator (tests/cuda_sim) defines it
+// instead to place the array where its racecheck, memcheck and initcheck see every access; it
+// refuses a plain __shared__, so every shared array of the kernels is checked there.
+#ifndef URPE_SHARED
+#define URPE_SHARED(type, name, dims) __shared__ type name dims
+#endif
+
 namespace urpe::kernels {
 
 // The context of a CUDA tensor, made current for this host thread.

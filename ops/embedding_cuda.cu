@@ -65,7 +65,7 @@ __global__ void gather_table_backward_kernel(const float* __restrict__ grad_out,
                                              const int32_t* __restrict__ positions,
                                              const int32_t* __restrict__ offsets, int64_t heads,
                                              int64_t buckets, float* __restrict__ grad_table) {
-  __shared__ double shared[32];
+  URPE_SHARED(double, shared, [32]);
   for (int64_t hk = blockIdx.x; hk < heads * buckets; hk += gridDim.x) {
     const int64_t h = hk / buckets, key = hk % buckets;
     const int32_t begin = offsets[key], end = offsets[key + 1];

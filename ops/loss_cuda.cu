@@ -60,8 +60,8 @@ __global__ void cross_entropy_mean_kernel(const double* __restrict__ term,
                                           const int32_t* __restrict__ counted, int64_t rows,
                                           float* __restrict__ loss,
                                           long long* __restrict__ count_out) {
-  __shared__ double shared_sum[32];
-  __shared__ long long shared_count[32];
+  URPE_SHARED(double, shared_sum, [32]);
+  URPE_SHARED(long long, shared_count, [32]);
   double total = 0;
   long long count = 0;
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
@@ -98,7 +98,7 @@ __global__ void cross_entropy_backward_kernel(const float* __restrict__ logits,
 // partial[b] = Σ_{k in chunk b} |p_k − t_k|; one block per chunk (grid-strided).
 __global__ void l1_partial_kernel(const float* __restrict__ pred, const float* __restrict__ target,
                                   int64_t n, int64_t chunks, double* __restrict__ partial) {
-  __shared__ double shared[32];
+  URPE_SHARED(double, shared, [32]);
   for (int64_t b = blockIdx.x; b < chunks; b += gridDim.x) {
     const int64_t begin = b * kL1Chunk, end = min(n, begin + kL1Chunk);
     double total = 0;
@@ -112,7 +112,7 @@ __global__ void l1_partial_kernel(const float* __restrict__ pred, const float* _
 // One block: loss = Σ partial / n, partials added in a fixed order.
 __global__ void l1_finish_kernel(const double* __restrict__ partial, int64_t chunks, int64_t n,
                                  float* __restrict__ loss) {
-  __shared__ double shared[32];
+  URPE_SHARED(double, shared, [32]);
   double total = 0;
   for (int64_t b = threadIdx.x; b < chunks; b += blockDim.x) total += partial[b];
   total = block_sum(total, shared);

@@ -64,7 +64,7 @@ __global__ void sum_of_squares_partial_kernel(const float* const* __restrict__ t
                                               const int64_t* __restrict__ sizes,
                                               const TensorChunk* __restrict__ chunks,
                                               int64_t num_chunks, double* __restrict__ partial) {
-  __shared__ double shared[32];
+  URPE_SHARED(double, shared, [32]);
   for (int64_t c = blockIdx.x; c < num_chunks; c += gridDim.x) {
     const float* x = tensors[chunks[c].tensor];
     const int64_t end = min(sizes[chunks[c].tensor], chunks[c].start + kChunk);
@@ -80,7 +80,7 @@ __global__ void sum_of_squares_partial_kernel(const float* const* __restrict__ t
 
 __global__ void sum_partials_in_order_kernel(const double* __restrict__ partial, int64_t n,
                                              double* __restrict__ result) {
-  __shared__ double shared[32];
+  URPE_SHARED(double, shared, [32]);
   double total = 0;
   for (int64_t k = threadIdx.x; k < n; k += blockDim.x) total += partial[k];
   total = block_sum(total, shared);

@@ -22,7 +22,7 @@ constexpr int64_t kRowChunk = 8192;
 // partial[o·chunks + c] = Σ_{j in chunk c} x[o, j]; one block per (o, c), blocks grid-strided.
 __global__ void sum_rows_partial_kernel(const float* __restrict__ x, int64_t outer, int64_t n,
                                         int64_t chunks, double* __restrict__ partial) {
-  __shared__ double shared[32];
+  URPE_SHARED(double, shared, [32]);
   for (int64_t block = blockIdx.x; block < outer * chunks; block += gridDim.x) {
     const int64_t o = block / chunks, c = block % chunks;
     const int64_t begin = c * kRowChunk, end = min(n, begin + kRowChunk);

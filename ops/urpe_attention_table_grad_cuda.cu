@@ -50,7 +50,7 @@ __device__ __forceinline__ void table_grad_blocks(const AttentionGeometry& geo,
                                                   const int32_t* __restrict__ offsets,
                                                   int64_t buckets, bool shared_map,
                                                   float* __restrict__ grad_table) {
-  __shared__ double shared[32];
+  URPE_SHARED(double, shared, [32]);
   const int64_t cells = geo.nq * geo.nk;
   for (int64_t hk = blockIdx.x; hk < geo.heads * buckets; hk += gridDim.x) {
     const int64_t h = hk / buckets, key = hk % buckets;

@@ -198,9 +198,9 @@ __global__ void urpe_flash_attention_forward_kernel(FlashGeometry g, const float
                                                     const float* __restrict__ v,
                                                     float* __restrict__ out,
                                                     float* __restrict__ lse) {
-  __shared__ float q_s[kForwardRows][kMaxDim];
-  __shared__ float k_s[kTile][kMaxDim + 1];
-  __shared__ float v_s[kTile][kMaxDim];
+  URPE_SHARED(float, q_s, [kForwardRows][kMaxDim]);
+  URPE_SHARED(float, k_s, [kTile][kMaxDim + 1]);
+  URPE_SHARED(float, v_s, [kTile][kMaxDim]);
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int64_t tasks = row_tiles(g, g.nq, kForwardRows);
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
@@ -273,10 +273,10 @@ __global__ void urpe_flash_attention_backward_dq_kernel(
     FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k,
     const float* __restrict__ v, const float* __restrict__ grad_out, const float* __restrict__ lse,
     const double* __restrict__ d_row, float* __restrict__ grad_q) {
-  __shared__ float q_s[kBackwardRows][kMaxDim];
-  __shared__ float go_s[kBackwardRows][kMaxDim];
-  __shared__ float k_s[kTile][kMaxDim + 1];
-  __shared__ float v_s[kTile][kMaxDim + 1];
+  URPE_SHARED(float, q_s, [kBackwardRows][kMaxDim]);
+  URPE_SHARED(float, go_s, [kBackwardRows][kMaxDim]);
+  URPE_SHARED(float, k_s, [kTile][kMaxDim + 1]);
+  URPE_SHARED(float, v_s, [kTile][kMaxDim + 1]);
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int64_t tasks = row_tiles(g, g.nq, kBackwardRows);
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
@@ -319,12 +319,12 @@ __global__ void urpe_flash_attention_backward_dkdv_kernel(
     FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k,
     const float* __restrict__ v, const float* __restrict__ grad_out, const float* __restrict__ lse,
     const double* __restrict__ d_row, float* __restrict__ grad_k, float* __restrict__ grad_v) {
-  __shared__ float k_s[kBackwardRows][kMaxDim];
-  __shared__ float v_s[kBackwardRows][kMaxDim];
-  __shared__ float q_s[kTile][kMaxDim + 1];
-  __shared__ float go_s[kTile][kMaxDim + 1];
-  __shared__ float lse_s[kTile];
-  __shared__ double d_s[kTile];
+  URPE_SHARED(float, k_s, [kBackwardRows][kMaxDim]);
+  URPE_SHARED(float, v_s, [kBackwardRows][kMaxDim]);
+  URPE_SHARED(float, q_s, [kTile][kMaxDim + 1]);
+  URPE_SHARED(float, go_s, [kTile][kMaxDim + 1]);
+  URPE_SHARED(float, lse_s, [kTile]);
+  URPE_SHARED(double, d_s, [kTile]);
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int64_t tasks = row_tiles(g, g.nk, kBackwardRows);
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
@@ -392,7 +392,7 @@ __device__ __forceinline__ void table_grad_blocks(
     const int32_t* __restrict__ offsets, int64_t buckets, const float* __restrict__ q,
     const float* __restrict__ k, const float* __restrict__ v, const float* __restrict__ grad_out,
     const float* __restrict__ lse, const double* __restrict__ d_row, float* __restrict__ grad_table) {
-  __shared__ double shared[32];
+  URPE_SHARED(double, shared, [32]);
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int warps = blockDim.x / kWarp;
   const int64_t cells = g.nq * g.nk;

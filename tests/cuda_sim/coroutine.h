@@ -1,13 +1,14 @@
 // CUDA simulator: the smallest coroutine its scheduler needs — run a function on a stack of its
 // own, and switch between it and the scheduler. On x86-64 a switch saves the callee-saved
-// registers and the stack pointer (a few instructions, coroutine.cpp). Elsewhere, and under
-// AddressSanitizer (which must see every stack switch), it falls back to ucontext, whose
-// swapcontext also saves the signal mask with a system call and the FPU environment: profiled
-// here, that made up ~85% of the simulator's time.
+// registers and the stack pointer (a few instructions, coroutine.cpp); under AddressSanitizer the
+// switch is announced to ASan (__sanitizer_start/finish_switch_fiber), which must know which
+// stack runs. Elsewhere it falls back to ucontext, whose swapcontext also saves the signal mask
+// with a system call and the FPU environment (and, under ASan, clears the target stack's shadow
+// on every switch): profiled here, that made up ~85% of the simulator's time.
 #pragma once
 #include <cstddef>
 
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__)
 #define URPE_SIM_FAST_SWITCH 1
 #else
 #define URPE_SIM_FAST_SWITCH 0
@@ -28,8 +29,15 @@ class Coroutine {
 
  private:
 #if URPE_SIM_FAST_SWITCH
-  void* stack_pointer_ = nullptr;   // the coroutine's, while it is suspended
+  friend void enter_coroutine();
+  void* stack_pointer_ = nullptr;    // the coroutine's, while it is suspended
   void* resumer_pointer_ = nullptr;  // the scheduler's, while the coroutine runs
+  void (*entry_)() = nullptr;
+  // The stacks on either side of the switch, for AddressSanitizer.
+  char* stack_ = nullptr;
+  size_t stack_bytes_ = 0;
+  const void* resumer_stack_ = nullptr;
+  size_t resumer_stack_bytes_ = 0;
 #else
   ucontext_t context_{};
   ucontext_t resumer_{};

@@ -5,8 +5,11 @@
 // (every batch of it) must lie inside one block of device memory: a wrong leading dimension or
 // stride in urpe's wrappers shows up here instead of as a silent read of a neighbour's memory.
 // As in cuBLAS, C is not read when β = 0 (it may hold NaN), and the TF32 mode changes nothing here.
+// With initcheck on, an element of A, B (or C when β ≠ 0) that nothing has written is a launch
+// failure, as compute-sanitizer's initcheck reports cuBLAS's kernels; C counts as written after.
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "cublas_v2.h"
 #include "sim_state.h"
@@ -23,6 +26,31 @@ bool inside_device(const float* p, int rows, int cols, int ld) {
   if (rows == 0 || cols == 0) return true;
   const size_t elements = size_t(ld) * size_t(cols - 1) + size_t(rows);
   return urpe_sim::is_device_range(p, elements * sizeof(float));
+}
+
+// The first element of the column-major rows×cols matrix at p that nothing has written, as
+// "(i, j)", or "" when all are written.
+std::string first_unwritten(const float* p, int rows, int cols, int ld) {
+  for (int j = 0; j < cols; ++j) {
+    const float* column = p + size_t(j) * ld;
+    if (urpe_sim::all_written(column, size_t(rows) * sizeof(float))) continue;
+    for (int i = 0; i < rows; ++i)
+      if (!urpe_sim::all_written(column + i, sizeof(float)))
+        return "(" + std::to_string(i) + ", " + std::to_string(j) + ")";
+  }
+  return "";
+}
+
+bool initcheck_on() {
+  return urpe_sim::access_hooks_available() && urpe_sim::settings().checks.initcheck;
+}
+
+cublasStatus_t unwritten(const char* call, const char* matrix, const std::string& element, int q) {
+  urpe_sim::record_launch_error(
+      cudaErrorLaunchFailure, std::string(call) + ": initcheck: element " + element + " of " +
+                                  matrix + " (batch " + std::to_string(q) +
+                                  ") is read, but nothing has written it");
+  return CUBLAS_STATUS_EXECUTION_FAILED;
 }
 
 cublasStatus_t invalid(const char* call, const char* why) {
@@ -58,6 +86,15 @@ cublasStatus_t gemm_batched(const char* call, cublasHandle_t handle, cublasOpera
       return invalid(call, "B (with ldb and stride) reaches outside device memory");
     if (!inside_device(cq, m, n, ldc))
       return invalid(call, "C (with ldc and stride) reaches outside device memory");
+    if (initcheck_on()) {
+      std::string element;
+      if (read_ab && !(element = first_unwritten(aq, a_rows, a_cols, lda)).empty())
+        return unwritten(call, "A", element, q);
+      if (read_ab && !(element = first_unwritten(bq, b_rows, b_cols, ldb)).empty())
+        return unwritten(call, "B", element, q);
+      if (*beta != 0.0f && !(element = first_unwritten(cq, m, n, ldc)).empty())
+        return unwritten(call, "C", element, q);
+    }
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < m; ++i) {
         double sum = 0.0;
@@ -71,6 +108,7 @@ cublasStatus_t gemm_batched(const char* call, cublasHandle_t handle, cublasOpera
         const double scaled = double(*alpha) * sum;
         out = static_cast<float>(*beta == 0.0f ? scaled : scaled + double(*beta) * out);
       }
+    for (int j = 0; j < n; ++j) urpe_sim::mark_written(cq + size_t(j) * ldc, size_t(m) * sizeof(float));
   }
   return CUBLAS_STATUS_SUCCESS;
 }

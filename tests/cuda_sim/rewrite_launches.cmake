@@ -3,7 +3,12 @@
 #   name<<<grid, block, shared, stream>>>(args)  →  name | ::urpe_sim::Config("name", grid, block, shared, stream)(args)
 # A #line directive keeps compiler messages and debugger locations on the original file.
 # Usage: cmake -DSOURCE=ops/x_cuda.cu -DOUTPUT=build/.../x_cuda.cpp -P rewrite_launches.cmake
+# Each kernel's body also starts by naming the kernel (urpe_sim::name_kernel), so that a launch
+# through a function pointer (`kernel<<<...>>>`) is recorded and reported under its real name:
+#   __global__ void name(params) {  →  __global__ void name(params) { ::urpe_sim::name_kernel("name");
 file(READ "${SOURCE}" text)
+string(REGEX REPLACE "(__global__[ \t\n]+void[ \t\n]+)([A-Za-z_][A-Za-z0-9_]*)([ \t\n]*\\([^;{]*\\)[ \t\n]*{)"
+       "\\1\\2\\3 ::urpe_sim::name_kernel(\"\\2\");" text "${text}")
 string(REGEX REPLACE "([A-Za-z_][A-Za-z0-9_]*(<[^<>;{}()]*>)?)[ \t]*<<<"
        "\\1 | ::urpe_sim::Config(\"\\1\", " text "${text}")
 string(FIND "${text}" "<<<" left)

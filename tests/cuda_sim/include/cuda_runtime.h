@@ -23,9 +23,9 @@
 #define __forceinline__ inline
 #define __noinline__
 #define __launch_bounds__(...)
-// Blocks run one at a time and all threads of a block share one host thread, so a function-local
-// static is exactly "one copy per block".
-#define __shared__ static
+// Shared memory is declared with URPE_SHARED(type, name, dims) (below), which the simulator
+// places in a checked arena: a plain __shared__ would escape the checks, so it does not compile.
+#define __shared__ urpe_sim_declare_shared_arrays_with_URPE_SHARED
 
 // ---- vector types and built-in indices ----
 struct uint3 {
@@ -150,6 +150,44 @@ int vote_any(unsigned mask, int predicate);
 }  // namespace urpe_sim
 
 void __syncthreads();
+
+// ---- shared memory (tests/cuda_sim/shared_memory.cpp) ----
+namespace urpe_sim {
+// One URPE_SHARED declaration: what the checks' messages name, and where the array lives in the
+// current block (placed at the first thread's arrival, once per block).
+struct SharedSite {
+  const char* name;
+  const char* file;
+  int line;
+  size_t element_bytes;
+  size_t elements;
+  size_t row_elements;  // 2-D arrays: elements per row (0 for 1-D)
+  uint32_t block_serial;
+  size_t offset;
+};
+void* shared_array(SharedSite& site, size_t align);
+void sync_warp(unsigned mask);
+// Called first by every kernel body (tests/cuda_sim/rewrite_launches.cmake adds the call): the
+// kernel's own name, for a launch written through a function pointer.
+void name_kernel(const char* name);
+}  // namespace urpe_sim
+
+// URPE_SHARED(float, tile, [32][129]) declares `float tile[32][129]` in shared memory: plain
+// `__shared__` under nvcc (ops/cuda_common.cuh), an array of the block's checked arena here.
+#define URPE_SHARED(type, name, dims)                                                          \
+  using urpe_shared_type_##name = type dims;                                                   \
+  static_assert(std::rank<urpe_shared_type_##name>::value <= 2,                               \
+                "URPE_SHARED: the simulator names elements of 1-D and 2-D arrays");            \
+  static ::urpe_sim::SharedSite urpe_shared_site_##name = {                                    \
+      #name, __FILE__, __LINE__, sizeof(type),                                                 \
+      sizeof(urpe_shared_type_##name) / sizeof(type),                                          \
+      std::extent<urpe_shared_type_##name, 1>::value, 0, 0};                                   \
+  urpe_shared_type_##name& name = *static_cast<urpe_shared_type_##name*>(                      \
+      ::urpe_sim::shared_array(urpe_shared_site_##name, alignof(type)))
+
+// Orders the shared-memory accesses of the warp's lanes before it against those after it (the
+// simulator waits for every lane that has not exited, whatever the mask).
+inline void __syncwarp(unsigned mask = 0xffffffffu) { urpe_sim::sync_warp(mask); }
 
 template <typename T>
 T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = warpSize) {

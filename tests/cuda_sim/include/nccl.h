@@ -20,6 +20,11 @@
 #include <random>
 #include <vector>
 
+namespace urpe_sim {
+// What a collective writes counts as written for the simulator's initcheck (device_memory.cpp).
+void mark_written(const void* p, size_t bytes);
+}
+
 #define NCCL_MAJOR 2
 #define NCCL_MINOR 28
 #define NCCL_PATCH 0
@@ -123,6 +128,7 @@ inline ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t c
     MPI_Allreduce(MPI_IN_PLACE, mine.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 #endif
   std::memcpy(recvbuff, mine.data(), count * sizeof(float));
+  urpe_sim::mark_written(recvbuff, count * sizeof(float));
   return ncclSuccess;
 }
 
@@ -137,10 +143,12 @@ inline ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size
 #if URPE_SIM_NCCL_MPI
   if (comm->mpi) {
     MPI_Reduce_scatter_block(mine.data(), recvbuff, static_cast<int>(recvcount), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    urpe_sim::mark_written(recvbuff, recvcount * sizeof(float));
     return ncclSuccess;
   }
 #endif
   std::memcpy(recvbuff, mine.data(), recvcount * sizeof(float));
+  urpe_sim::mark_written(recvbuff, recvcount * sizeof(float));
   return ncclSuccess;
 }
 
@@ -154,9 +162,11 @@ inline ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t s
     std::vector<float> mine(static_cast<const float*>(sendbuff), static_cast<const float*>(sendbuff) + sendcount);
     MPI_Allgather(mine.data(), static_cast<int>(sendcount), MPI_FLOAT, recvbuff, static_cast<int>(sendcount),
                   MPI_FLOAT, MPI_COMM_WORLD);
+    urpe_sim::mark_written(recvbuff, size_t(comm->nranks) * sendcount * sizeof(float));
     return ncclSuccess;
   }
 #endif
   std::memmove(recvbuff, sendbuff, sendcount * sizeof(float));
+  urpe_sim::mark_written(recvbuff, sendcount * sizeof(float));
   return ncclSuccess;
 }

@@ -30,6 +30,9 @@ uint64_t launch_count();
 // A pointer kernel argument must be null or point into memory from cudaMalloc: a host pointer
 // would work here but fault on a GPU. Records a launch error naming the argument otherwise.
 bool check_kernel_pointer(const LaunchConfig& config, int argument, const void* pointer);
+// Forgets the previous launch's pointer arguments (the checks name the argument an access went
+// through).
+void begin_launch();
 
 template <typename... A>
 struct PendingLaunch {
@@ -67,6 +70,7 @@ void operator|(void (*kernel)(P...), PendingLaunch<A...>&& launch) {
     std::tuple<P...> args;
   };
   Closure closure{kernel, std::make_from_tuple<std::tuple<P...>>(std::move(launch.args))};
+  begin_launch();
   if (!check_arguments(launch.config, closure.args, std::index_sequence_for<P...>{})) return;
   run_grid(
       launch.config,

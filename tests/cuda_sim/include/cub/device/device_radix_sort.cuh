@@ -11,6 +11,7 @@
 
 namespace urpe_sim {
 bool is_device_range(const void* pointer, size_t bytes);
+void mark_written(const void* p, size_t bytes);
 }
 
 namespace cub {
@@ -47,6 +48,8 @@ struct DeviceRadixSort {
     for (size_t i = 0; i < n; ++i) keys[i] = keys_in[order[i]], values[i] = values_in[order[i]];
     std::copy(keys.begin(), keys.end(), keys_out);
     std::copy(values.begin(), values.end(), values_out);
+    urpe_sim::mark_written(keys_out, n * sizeof(Key));  // for initcheck
+    urpe_sim::mark_written(values_out, n * sizeof(Value));
     return cudaSuccess;
   }
 };

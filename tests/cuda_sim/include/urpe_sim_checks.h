@@ -1,0 +1,76 @@
+// CUDA simulator: how it runs and checks kernels, as a compute-sanitizer would on a GPU. Chosen by
+// two environment variables, read at the first launch (tests may also call set_settings()):
+//
+//   URPE_SIM_SCHEDULES  the thread orders each launch runs under, comma-separated, default
+//                       "forward,reverse". Each is forward, reverse or random[:SEED], optionally
+//                       followed by "+switch" (switch threads at every shared or global access,
+//                       not only at barriers and warp collectives). With two or more, every
+//                       launch runs under each in turn, from the same memory, and must write the
+//                       same words with the same bits (the kernels promise determinism).
+//   URPE_SIM_CHECKS     which checks run: "all" (default), "none", or a comma-separated subset of
+//                       racecheck (shared-memory hazards between barriers, warp scope included),
+//                       memcheck (out-of-bounds shared and device accesses), initcheck (reads of
+//                       shared or device words that nothing has written).
+//
+// The checks and the switching need the access hooks: the kernels' translation units are compiled
+// with the compiler's ThreadSanitizer instrumentation, which calls a hook before every load and
+// store (access_hooks.cpp; TSan's own runtime is never linked). A build without them (the
+// AddressSanitizer build, where the two instrumentations cannot be combined) runs the first
+// schedule only, without these checks: ASan then checks the accesses itself.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace urpe_sim {
+
+enum class Order { Forward, Reverse, Random };
+
+struct Schedule {
+  Order order = Order::Forward;
+  uint64_t seed = 0;              // Random only
+  bool switch_at_access = false;  // preempt at every shared or global access
+};
+
+struct Checks {
+  bool racecheck = true;
+  bool memcheck = true;
+  bool initcheck = true;
+};
+
+struct Settings {
+  std::vector<Schedule> schedules{Schedule{Order::Forward}, Schedule{Order::Reverse}};
+  Checks checks;
+};
+
+// "forward", "reverse+switch", "random:7" (the spelling URPE_SIM_SCHEDULES accepts).
+std::string describe(const Schedule& schedule);
+
+// Parses the two variables' values (null: the default). Returns false and sets *error (naming the
+// variable, the bad word and what was expected) for a bad value.
+bool parse_settings(const char* schedules, const char* checks, Settings* out, std::string* error);
+
+// The settings in force: from the environment at the first call (a bad value is one error line
+// and exit status 2), or as last given to set_settings().
+const Settings& settings();
+void set_settings(const Settings& settings);
+
+// True when this build has the access hooks (see above).
+bool access_hooks_available();
+
+// What the checked launches covered, for the record in bench/results/.
+struct LaunchRecord {
+  uint64_t launches = 0;        // valid launches of this kernel
+  uint64_t replayed = 0;        // of them, run under every schedule and compared
+  uint64_t blocks = 0;          // blocks run, summed over schedules
+  uint64_t shared_accesses = 0;  // checked accesses, summed over schedules
+  uint64_t global_accesses = 0;
+  uint64_t failures = 0;        // launches that reported an error
+};
+struct KernelRecord {
+  std::string kernel;
+  LaunchRecord record;
+};
+std::vector<KernelRecord> launch_records();
+
+}  // namespace urpe_sim

@@ -1,0 +1,623 @@
+// The CUDA simulator's checks (part of CTest's test_cuda_sim_self): for each hazard class a
+// deliberately broken kernel that the checked simulator reports, naming the kernel, the array
+// (shared array or allocation), the index and the threads, and that an unchecked run (one forward
+// schedule, URPE_SIM_CHECKS=none) would have passed silently; beside each, the fixed kernel passes
+// under every schedule. Then the schedules themselves: their orders, and a result that depends
+// on the order or on the interleaving caught by running a launch under two of them.
+// The checks need the access hooks: in the AddressSanitizer build those cases report themselves
+// skipped.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "doctest/doctest.h"
+#include "urpe_sim_checks.h"
+
+using urpe_sim::Checks;
+using urpe_sim::Order;
+using urpe_sim::Schedule;
+
+namespace {
+
+const bool kNoHooks = !urpe_sim::access_hooks_available();
+#if defined(__SANITIZE_ADDRESS__)
+const bool kAsan = true;
+#else
+const bool kAsan = false;
+#endif
+
+// ---- helpers ----
+
+// Sets the simulator's schedules and checks for one test, and puts the previous ones back.
+struct ScopedSettings {
+  urpe_sim::Settings saved = urpe_sim::settings();
+  ScopedSettings(std::vector<Schedule> schedules, Checks checks) {
+    urpe_sim::Settings s;
+    s.schedules = std::move(schedules);
+    s.checks = checks;
+    urpe_sim::set_settings(s);
+  }
+  ~ScopedSettings() { urpe_sim::set_settings(saved); }
+};
+
+const Schedule kForward{Order::Forward};
+const Schedule kReverse{Order::Reverse};
+const Schedule kForwardSwitch{Order::Forward, 0, true};
+const Schedule kRandomSwitch{Order::Random, 11, true};
+const Checks kAll{true, true, true};
+const Checks kNone{false, false, false};
+const Checks kRacecheck{true, false, false};
+const Checks kMemcheck{false, true, false};
+const Checks kInitcheck{false, false, true};
+
+// Every schedule, each launch compared between them: what the fixed kernels must pass.
+std::vector<Schedule> every_schedule() {
+  return {kForward, kReverse, kForwardSwitch, kRandomSwitch};
+}
+
+template <typename T>
+T* to_device(const std::vector<T>& host) {
+  void* p = nullptr;
+  REQUIRE(cudaMalloc(&p, host.size() * sizeof(T)) == cudaSuccess);
+  REQUIRE(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice) ==
+          cudaSuccess);
+  return static_cast<T*>(p);
+}
+
+template <typename T>
+std::vector<T> to_host(const T* device, size_t n) {
+  std::vector<T> host(n);
+  REQUIRE(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
+  return host;
+}
+
+// The launch error since the last call ("" for none), with the simulator's message.
+std::string launch_error() {
+  const cudaError_t error = cudaGetLastError();
+  return error == cudaSuccess ? "" : cudaGetErrorString(error);
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// ---- kernels: each broken one beside its fix ----
+
+// out[block] = Σ in over the block: one partial per warp in shared memory, then thread 0 adds
+// them. Without the barrier thread 0 reads partials other warps may not have written yet.
+__global__ void block_total_kernel(const float* in, float* out, int with_barrier) {
+  URPE_SHARED(float, partial, [32]);
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  float v = in[blockIdx.x * blockDim.x + threadIdx.x];
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  if (lane == 0) partial[warp] = v;
+  if (with_barrier) __syncthreads();
+  if (threadIdx.x == 0) {
+    float total = 0;
+    for (unsigned w = 0; w < blockDim.x / 32; ++w) total += partial[w];
+    out[blockIdx.x] = total;
+  }
+}
+
+// Each thread reads the slot one warp ahead, then overwrites its own: without the second barrier
+// a warp may overwrite slots that the warp before it has not read yet (write-after-read).
+__global__ void shift_by_a_warp_kernel(float* out, int with_barrier) {
+  URPE_SHARED(float, tile, [128]);
+  const unsigned t = threadIdx.x, n = blockDim.x;
+  tile[t] = float(t);
+  __syncthreads();
+  const float ahead = tile[(t + 32) % n];
+  if (with_barrier) __syncthreads();
+  tile[t] = ahead;
+  __syncthreads();
+  out[t] = tile[t];
+}
+
+// Lane 0 of every warp records its warp: without a barrier between, the writes of two warps to
+// the one word are unordered (write-after-write).
+__global__ void last_warp_kernel(int* out, int with_barrier) {
+  URPE_SHARED(int, owner, [1]);
+  const unsigned warp = threadIdx.x / 32;
+  for (unsigned w = 0; w < blockDim.x / 32; ++w) {
+    if (warp == w && threadIdx.x % 32 == 0) owner[0] = int(w);
+    if (with_barrier) __syncthreads();
+  }
+  if (threadIdx.x == 0) out[0] = owner[0];
+}
+
+// out[t] = in[t − shift] through a shared tile of blockDim.x elements; shift = 1 writes one
+// element past its end (the classic off-by-one), shift = −1 one before its start.
+__global__ void shifted_tile_kernel(const float* in, float* out, int shift) {
+  URPE_SHARED(float, tile, [64]);
+  const int t = int(threadIdx.x);
+  tile[t + (shift > 0 ? 1 : shift < 0 ? -1 : 0)] = in[t];
+  __syncthreads();
+  if (t > 0 && t < 63) out[t] = tile[t];
+}
+
+// out[k] = in[first + k] for k < n (first < 0 reads before the start of `in`).
+__global__ void copy_kernel(const float* in, float* out, int n, int first) {
+  for (int k = threadIdx.x; k < n; k += blockDim.x) out[k] = in[first + k];
+}
+
+// Reads a shared array that only the first `written` lanes have written.
+__global__ void partly_written_tile_kernel(float* out, int written) {
+  URPE_SHARED(float, tile, [32]);
+  if (int(threadIdx.x) < written) tile[threadIdx.x] = 1.0f;
+  __syncthreads();
+  out[threadIdx.x] = tile[threadIdx.x];
+}
+
+// out[lane] = the next lane's value, exchanged through shared memory. Lanes of one warp need a
+// __syncwarp() (mode 1) or a warp collective (mode 2) between the write and the read: without
+// (mode 0) lane 0 may read lane 1's slot before lane 1 writes it.
+__global__ void rotate_lanes_kernel(float* out, int mode) {
+  URPE_SHARED(float, lanes, [32]);
+  const int lane = int(threadIdx.x);
+  lanes[lane] = float(lane) * 2.0f;
+  if (mode == 1) __syncwarp();
+  if (mode == 2) (void)__shfl_sync(0xffffffffu, 0, 0);
+  out[lane] = lanes[(lane + 1) % 32];
+}
+
+// Every thread adds 1 to out[0] without an atomic: a lost update, unless threads never switch
+// between the read and the write.
+__global__ void count_threads_kernel(float* out) { out[0] += 1.0f; }
+
+// Every thread writes its index to out[0]: the result is whichever thread ran last.
+__global__ void last_writer_kernel(float* out) { out[0] = float(threadIdx.x); }
+
+// order[k] = the k-th thread to pass through (a race on purpose: it records the schedule).
+__global__ void record_order_kernel(int* order, int* counter) {
+  const int k = counter[0];
+  counter[0] = k + 1;
+  order[k] = int(threadIdx.x);
+}
+
+// Two shared arrays of 32 KiB each: past the 48 KiB a block may declare statically.
+__global__ void too_much_shared_kernel(float* out) {
+  URPE_SHARED(float, first, [8192]);
+  URPE_SHARED(float, second, [8192]);
+  first[threadIdx.x] = 1.0f;
+  second[threadIdx.x] = 2.0f;
+  out[threadIdx.x] = first[threadIdx.x] + second[threadIdx.x];
+}
+
+}  // namespace
+
+// ---- racecheck ----
+
+TEST_CASE("racecheck: a missing __syncthreads() is a read-after-write hazard naming the kernel, "
+          "array, index and threads" * doctest::skip(kNoHooks)) {
+  const int blocks = 2, threads = 128;
+  std::vector<float> in(blocks * threads);
+  for (size_t k = 0; k < in.size(); ++k) in[k] = float(k % 7);
+  float* d_in = to_device(in);
+  float* d_out = to_device(std::vector<float>(blocks, 0.0f));
+  {
+    ScopedSettings unchecked({kForward}, kNone);
+    block_total_kernel<<<blocks, threads>>>(d_in, d_out, 0);
+    CHECK(launch_error() == "");  // passes silently
+  }
+  {
+    // Reverse: warps 3, 2, 1 write their partials before thread 0 reads them.
+    ScopedSettings checked({kReverse}, kRacecheck);
+    block_total_kernel<<<blocks, threads>>>(d_in, d_out, 0);
+    const std::string message = launch_error();
+    INFO(message);
+    CHECK(contains(message, "block_total_kernel in block (0,0,0)"));
+    CHECK(contains(message, "racecheck: read-after-write hazard on shared 'partial'[1]"));
+    CHECK(contains(message, "test_checks.cu:"));
+    CHECK(contains(message, "thread (0,0,0) of warp 0 reads what was written by thread (32,0,0) "
+                            "of warp 1, with no __syncthreads() between them"));
+  }
+  {
+    // Forward: thread 0 reads partial[1] before warp 1 writes it; the write is then the hazard.
+    ScopedSettings checked({kForward}, kRacecheck);
+    block_total_kernel<<<blocks, threads>>>(d_in, d_out, 0);
+    const std::string message = launch_error();
+    INFO(message);
+    CHECK(contains(message, "write-after-read hazard on shared 'partial'[1]"));
+    CHECK(contains(message, "thread (32,0,0) of warp 1 writes what was read by thread (0,0,0)"));
+  }
+  ScopedSettings fixed(every_schedule(), kAll);
+  block_total_kernel<<<blocks, threads>>>(d_in, d_out, 1);
+  CHECK(launch_error() == "");
+  const std::vector<float> got = to_host(d_out, blocks);
+  for (int b = 0; b < blocks; ++b) {
+    float want = 0;
+    for (int t = 0; t < threads; ++t) want += in[b * threads + t];
+    CHECK(got[b] == want);
+  }
+  cudaFree(d_in);
+  cudaFree(d_out);
+}
+
+TEST_CASE("racecheck: a write-after-read and a write-after-write between warps" *
+          doctest::skip(kNoHooks)) {
+  float* out = to_device(std::vector<float>(128, 0.0f));
+  int* owner = to_device(std::vector<int>(1, -1));
+  {
+    ScopedSettings unchecked({kForward}, kNone);
+    shift_by_a_warp_kernel<<<1, 128>>>(out, 0);
+    last_warp_kernel<<<1, 96>>>(owner, 0);
+    CHECK(launch_error() == "");
+  }
+  ScopedSettings checked({kForward}, kAll);
+  shift_by_a_warp_kernel<<<1, 128>>>(out, 0);
+  std::string message = launch_error();
+  INFO(message);
+  CHECK(contains(message, "shift_by_a_warp_kernel in block (0,0,0)"));
+  CHECK(contains(message, "write-after-read hazard on shared 'tile'[32]"));
+  CHECK(contains(message, "thread (32,0,0) of warp 1 writes what was read by thread (0,0,0) of "
+                          "warp 0, with no __syncthreads() between them"));
+  last_warp_kernel<<<1, 96>>>(owner, 0);
+  message = launch_error();
+  CHECK(contains(message, "last_warp_kernel in block (0,0,0)"));
+  CHECK(contains(message, "write-after-write hazard on shared 'owner'[0]"));
+  CHECK(contains(message, "thread (32,0,0) of warp 1 overwrites what was written by thread "
+                          "(0,0,0) of warp 0"));
+
+  ScopedSettings fixed(every_schedule(), kAll);
+  shift_by_a_warp_kernel<<<1, 128>>>(out, 1);
+  last_warp_kernel<<<1, 96>>>(owner, 1);
+  CHECK(launch_error() == "");
+  const std::vector<float> shifted = to_host(out, 128);
+  for (int t = 0; t < 128; ++t) CHECK(shifted[t] == float((t + 32) % 128));
+  CHECK(to_host(owner, 1)[0] == 2);
+  cudaFree(out);
+  cudaFree(owner);
+}
+
+TEST_CASE("racecheck at warp scope: lanes exchanging through shared memory need __syncwarp() or "
+          "a warp collective" * doctest::skip(kNoHooks)) {
+  float* out = to_device(std::vector<float>(32, 0.0f));
+  {
+    ScopedSettings unchecked({kForward}, kNone);
+    rotate_lanes_kernel<<<1, 32>>>(out, 0);
+    CHECK(launch_error() == "");
+  }
+  {
+    ScopedSettings checked({kForward}, kRacecheck);
+    rotate_lanes_kernel<<<1, 32>>>(out, 0);
+    const std::string message = launch_error();
+    INFO(message);
+    CHECK(contains(message, "rotate_lanes_kernel in block (0,0,0)"));
+    CHECK(contains(message, "write-after-read hazard on shared 'lanes'[1]"));
+    CHECK(contains(message, "thread (1,0,0) of warp 0 writes what was read by thread (0,0,0) of "
+                            "warp 0, with no __syncwarp() or warp collective between them"));
+  }
+  {
+    ScopedSettings checked({kReverse}, kRacecheck);  // lane 31 writes, lane 30 then reads it
+    rotate_lanes_kernel<<<1, 32>>>(out, 0);
+    const std::string message = launch_error();
+    INFO(message);
+    CHECK(contains(message, "read-after-write hazard on shared 'lanes'[31]"));
+    CHECK(contains(message, "thread (30,0,0) of warp 0 reads what was written by thread (31,0,0)"));
+  }
+  ScopedSettings fixed(every_schedule(), kAll);
+  for (int mode : {1, 2}) {
+    INFO("mode " << mode);
+    rotate_lanes_kernel<<<1, 32>>>(out, mode);
+    CHECK(launch_error() == "");
+    const std::vector<float> got = to_host(out, 32);
+    for (int lane = 0; lane < 32; ++lane) CHECK(got[lane] == float((lane + 1) % 32) * 2.0f);
+  }
+  cudaFree(out);
+}
+
+// ---- memcheck ----
+
+TEST_CASE("memcheck: an off-by-one shared index names the array, the index and the thread" *
+          doctest::skip(kNoHooks)) {
+  float* in = to_device(std::vector<float>(64, 3.0f));
+  float* out = to_device(std::vector<float>(64, 0.0f));
+  {
+    ScopedSettings unchecked({kForward}, kNone);
+    shifted_tile_kernel<<<1, 64>>>(in, out, 1);  // writes a red zone: nothing notices
+    shifted_tile_kernel<<<1, 64>>>(in, out, -1);
+    CHECK(launch_error() == "");
+  }
+  ScopedSettings checked({kForward}, kMemcheck);
+  shifted_tile_kernel<<<1, 64>>>(in, out, 1);
+  std::string message = launch_error();
+  INFO(message);
+  CHECK(contains(message, "shifted_tile_kernel in block (0,0,0)"));
+  CHECK(contains(message, "memcheck: thread (63,0,0) writes 4 bytes of shared memory outside "
+                          "every array: index 64 of shared 'tile', which has 64 elements"));
+  shifted_tile_kernel<<<1, 64>>>(in, out, -1);
+  message = launch_error();
+  CHECK(contains(message, "memcheck: thread (0,0,0) writes 4 bytes of shared memory outside every "
+                          "array: index -1 of shared 'tile'"));
+  ScopedSettings fixed(every_schedule(), kAll);
+  shifted_tile_kernel<<<1, 64>>>(in, out, 0);
+  CHECK(launch_error() == "");
+  CHECK(to_host(out, 64)[5] == 3.0f);
+  cudaFree(in);
+  cudaFree(out);
+}
+
+TEST_CASE("memcheck: device accesses just past the end or before the start of an allocation" *
+          doctest::skip(kNoHooks)) {
+  // 60 floats = 240 bytes: the 16 bytes up to cudaMalloc's 256-byte granule are no guard page.
+  float* in = to_device(std::vector<float>(60, 1.0f));
+  float* out = to_device(std::vector<float>(61, 0.0f));
+  {
+    ScopedSettings unchecked({kForward}, kNone);
+    copy_kernel<<<1, 32>>>(in, out, 61, 0);
+    CHECK(launch_error() == "");
+  }
+  ScopedSettings checked({kForward}, kMemcheck);
+  copy_kernel<<<1, 32>>>(in, out, 61, 0);
+  const std::string message = launch_error();
+  INFO(message);
+  CHECK(contains(message, "copy_kernel in block (0,0,0)"));
+  CHECK(contains(message, "memcheck: thread (28,0,0) reads 4 bytes at byte 240 of a 240-byte "
+                          "allocation (past its end) (kernel argument 0 points into it)"));
+  copy_kernel<<<1, 32>>>(in, out, 1, -1);
+  CHECK(contains(launch_error(), "memcheck: thread (0,0,0) reads 4 bytes at byte -4 of a 240-byte "
+                                 "allocation (before its start)"));
+  cudaFree(in);
+  cudaFree(out);
+}
+
+// Runs `launch` in a child process; returns its stderr, and whether it exited with status 0.
+template <typename Launch>
+std::string stderr_of_child(Launch launch, bool* exited_cleanly) {
+  char path[] = "/tmp/urpe_sim_child_XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    dup2(fd, 2);
+    launch();
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  *exited_cleanly = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  close(fd);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::remove(path);
+  return text.str();
+}
+
+TEST_CASE("in the AddressSanitizer build the shared red zones and the slack around an allocation "
+          "are poisoned, so ASan reports the off-by-one accesses" * doctest::skip(!kAsan)) {
+  float* in = to_device(std::vector<float>(60, 1.0f));  // 240 bytes: 16 bytes of slack after
+  float* out = to_device(std::vector<float>(64, 0.0f));
+  bool clean = true;
+  std::string report = stderr_of_child([&] { shifted_tile_kernel<<<1, 64>>>(in, out, 1); }, &clean);
+  CHECK_FALSE(clean);
+  CHECK(contains(report, "AddressSanitizer"));
+  CHECK(contains(report, "shifted_tile_kernel"));
+  report = stderr_of_child([&] { copy_kernel<<<1, 32>>>(in, out, 61, 0); }, &clean);
+  CHECK_FALSE(clean);
+  CHECK(contains(report, "AddressSanitizer"));
+  CHECK(contains(report, "copy_kernel"));
+  report = stderr_of_child([&] { copy_kernel<<<1, 32>>>(in, out, 1, -1); }, &clean);
+  CHECK_FALSE(clean);
+  CHECK(contains(report, "AddressSanitizer"));
+  report = stderr_of_child([&] { copy_kernel<<<1, 32>>>(in, out, 60, 0); }, &clean);
+  CHECK(clean);  // the whole allocation, and nothing past it: no report
+  cudaFree(in);
+  cudaFree(out);
+}
+
+TEST_CASE("device memory has a guard page before its start and after its end: far misses fault "
+          "in any build") {
+  // 1024 floats fill a page: element −1 lies in the guard page before, element 1024 in the one
+  // after. Unchecked, so only the guard pages can stop the access.
+  float* in = to_device(std::vector<float>(1024, 1.0f));
+  float* out = to_device(std::vector<float>(1, 0.0f));
+  for (int offset : {-1, 1024}) {
+    INFO("element " << offset);
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      std::signal(SIGSEGV, SIG_DFL);  // die of the fault, without doctest's crash report
+      std::signal(SIGBUS, SIG_DFL);
+      ScopedSettings unchecked({kForward}, kNone);
+      copy_kernel<<<1, 1>>>(in, out, 1, offset);
+      _exit(0);  // not reached when the guard page works
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    CHECK(WIFSIGNALED(status));
+  }
+  copy_kernel<<<1, 1>>>(in, out, 1, 1023);  // the last element: fine
+  CHECK(launch_error() == "");
+  CHECK(to_host(out, 1)[0] == 1.0f);
+  cudaFree(in);
+  cudaFree(out);
+}
+
+TEST_CASE("more than 48 KiB of static shared memory is a launch failure") {
+  float* out = to_device(std::vector<float>(32, 0.0f));
+  too_much_shared_kernel<<<1, 32>>>(out);
+  const std::string message = launch_error();
+  INFO(message);
+  CHECK(contains(message, "too_much_shared_kernel in block (0,0,0)"));
+  CHECK(contains(message, "more than 48 KiB of static __shared__ memory (65536 bytes with 'second'"));
+  cudaFree(out);
+}
+
+// ---- initcheck ----
+
+TEST_CASE("initcheck: reads of device or shared words that nothing has written" *
+          doctest::skip(kNoHooks)) {
+  // 64 floats allocated, 32 of them copied in: the kernel copies all 64.
+  void* p = nullptr;
+  REQUIRE(cudaMalloc(&p, 64 * sizeof(float)) == cudaSuccess);
+  float* in = static_cast<float*>(p);
+  const std::vector<float> half(32, 2.0f);
+  REQUIRE(cudaMemcpy(in, half.data(), 32 * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
+  float* out = to_device(std::vector<float>(64, 0.0f));
+  {
+    ScopedSettings unchecked({kForward}, kNone);
+    copy_kernel<<<1, 64>>>(in, out, 64, 0);
+    partly_written_tile_kernel<<<1, 32>>>(out, 16);
+    CHECK(launch_error() == "");  // NaN in out[32..63], but no error
+  }
+  ScopedSettings checked({kForward}, kInitcheck);
+  copy_kernel<<<1, 64>>>(in, out, 64, 0);
+  std::string message = launch_error();
+  INFO(message);
+  CHECK(contains(message, "copy_kernel in block (0,0,0)"));
+  CHECK(contains(message, "initcheck: thread (32,0,0) reads 4 bytes at byte 128 of a 256-byte "
+                          "allocation, which nothing has written (kernel argument 0 points into "
+                          "it)"));
+  partly_written_tile_kernel<<<1, 32>>>(out, 16);
+  message = launch_error();
+  CHECK(contains(message, "initcheck: thread (16,0,0) reads shared 'tile'[16]"));
+  CHECK(contains(message, "which no thread of this block has written"));
+
+  // A device-to-device copy carries the written bits: the copy of an unwritten word is unwritten.
+  float* copy = to_device(std::vector<float>(64, 0.0f));
+  REQUIRE(cudaMemcpy(copy, in, 64 * sizeof(float), cudaMemcpyDeviceToDevice) == cudaSuccess);
+  copy_kernel<<<1, 64>>>(copy, out, 32, 0);
+  CHECK(launch_error() == "");
+  copy_kernel<<<1, 64>>>(copy, out, 64, 0);
+  CHECK(contains(launch_error(), "byte 128 of a 256-byte allocation, which nothing has written"));
+  REQUIRE(cudaMemset(in, 0, 64 * sizeof(float)) == cudaSuccess);
+  ScopedSettings fixed(every_schedule(), kAll);
+  copy_kernel<<<1, 64>>>(in, out, 64, 0);
+  partly_written_tile_kernel<<<1, 32>>>(out, 32);
+  CHECK(launch_error() == "");
+  cudaFree(in);
+  cudaFree(out);
+  cudaFree(copy);
+}
+
+TEST_CASE("initcheck: a cuBLAS GEMM that reads an unwritten element of A" *
+          doctest::skip(kNoHooks)) {
+  void* p = nullptr;
+  REQUIRE(cudaMalloc(&p, 16 * sizeof(float)) == cudaSuccess);  // A: 4×4, column 2 left unwritten
+  float* a = static_cast<float*>(p);
+  const std::vector<float> ones(16, 1.0f);
+  REQUIRE(cudaMemcpy(a, ones.data(), 8 * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
+  REQUIRE(cudaMemcpy(a + 12, ones.data(), 4 * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
+  float* b = to_device(ones);
+  void* c = nullptr;
+  REQUIRE(cudaMalloc(&c, 16 * sizeof(float)) == cudaSuccess);  // unwritten: fine, β = 0
+  cublasHandle_t handle = nullptr;
+  REQUIRE(cublasCreate(&handle) == CUBLAS_STATUS_SUCCESS);
+  const float one = 1.0f, zero = 0.0f;
+  {
+    ScopedSettings checked({kForward}, kInitcheck);
+    CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, a, 4, b, 4, &zero,
+                      static_cast<float*>(c), 4) == CUBLAS_STATUS_EXECUTION_FAILED);
+    CHECK(launch_error() == "cublasSgemm: initcheck: element (0, 2) of A (batch 0) is read, but "
+                            "nothing has written it");
+    // B·B into C, then C as an input with β = 1: C now counts as written.
+    CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, b, 4, b, 4, &zero,
+                      static_cast<float*>(c), 4) == CUBLAS_STATUS_SUCCESS);
+    CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, b, 4, b, 4, &one,
+                      static_cast<float*>(c), 4) == CUBLAS_STATUS_SUCCESS);
+    CHECK(launch_error() == "");
+  }
+  cublasDestroy(handle);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(c);
+}
+
+// ---- schedules ----
+
+TEST_CASE("schedules: forward, reverse and seeded random orders of the threads") {
+  const int n = 64;
+  int* order = to_device(std::vector<int>(n, -1));
+  int* counter = to_device(std::vector<int>(1, 0));
+  auto run = [&](Schedule schedule) {
+    ScopedSettings one({schedule}, kNone);
+    REQUIRE(cudaMemset(counter, 0, sizeof(int)) == cudaSuccess);
+    record_order_kernel<<<1, n>>>(order, counter);
+    REQUIRE(launch_error() == "");
+    return to_host(order, n);
+  };
+  std::vector<int> forward(n), reverse(n);
+  for (int k = 0; k < n; ++k) forward[k] = k, reverse[k] = n - 1 - k;
+  CHECK(run(kForward) == forward);
+  // Reverse: warps in reverse order, and lanes inside each in reverse order.
+  CHECK(run(kReverse) == reverse);
+  const std::vector<int> random = run(Schedule{Order::Random, 5, false});
+  CHECK(random != forward);
+  CHECK(random != reverse);
+  CHECK(std::is_permutation(random.begin(), random.end(), forward.begin()));
+  CHECK(run(Schedule{Order::Random, 5, false}) != random);  // a new permutation per launch
+  cudaFree(order);
+  cudaFree(counter);
+}
+
+TEST_CASE("schedules: a launch whose result depends on the order or on the interleaving fails "
+          "when run under two of them" * doctest::skip(kNoHooks)) {
+  float* out = to_device(std::vector<float>(1, 0.0f));
+  {
+    // One schedule, no checks: every thread adds 1 without switching in between, and the lost
+    // update never happens: 64, the right answer.
+    ScopedSettings unchecked({kForward}, kNone);
+    count_threads_kernel<<<1, 64>>>(out);
+    CHECK(launch_error() == "");
+    CHECK(to_host(out, 1)[0] == 64.0f);
+  }
+  {
+    REQUIRE(cudaMemset(out, 0, sizeof(float)) == cudaSuccess);
+    ScopedSettings two({kForward, kForwardSwitch}, kAll);
+    count_threads_kernel<<<1, 64>>>(out);
+    const std::string message = launch_error();
+    INFO(message);
+    CHECK(contains(message, "count_threads_kernel: the forward and forward+switch schedules give "
+                            "different results: byte 0 of a 4-byte allocation is 0x42800000 (64 "
+                            "as float) under forward but 0x3f800000 (1 as float) under "
+                            "forward+switch"));
+  }
+  {
+    ScopedSettings two({kForward, kReverse}, kAll);
+    last_writer_kernel<<<1, 64>>>(out);
+    const std::string message = launch_error();
+    INFO(message);
+    CHECK(contains(message, "last_writer_kernel: the forward and reverse schedules give different "
+                            "results"));
+  }
+  cudaFree(out);
+}
+
+TEST_CASE("schedules: the settings' spelling, and one clear error for a bad value") {
+  urpe_sim::Settings s;
+  std::string error;
+  REQUIRE(urpe_sim::parse_settings("forward,reverse+switch,random:42", "racecheck,initcheck", &s,
+                                   &error));
+  REQUIRE(s.schedules.size() == 3);
+  CHECK(urpe_sim::describe(s.schedules[0]) == "forward");
+  CHECK(urpe_sim::describe(s.schedules[1]) == "reverse+switch");
+  CHECK(urpe_sim::describe(s.schedules[2]) == "random:42");
+  CHECK(s.checks.racecheck);
+  CHECK_FALSE(s.checks.memcheck);
+  CHECK(s.checks.initcheck);
+  REQUIRE(urpe_sim::parse_settings(nullptr, nullptr, &s, &error));
+  CHECK(s.schedules.size() == 2);  // forward, reverse
+  CHECK((s.checks.racecheck && s.checks.memcheck && s.checks.initcheck));
+  REQUIRE(urpe_sim::parse_settings(nullptr, "none", &s, &error));
+  CHECK_FALSE((s.checks.racecheck || s.checks.memcheck || s.checks.initcheck));
+  CHECK_FALSE(urpe_sim::parse_settings("forward,backward", nullptr, &s, &error));
+  CHECK(error == "URPE_SIM_SCHEDULES: 'backward' is not a schedule (expected forward, reverse or "
+                 "random[:SEED], each optionally followed by +switch, separated by commas)");
+  CHECK_FALSE(urpe_sim::parse_settings("random:x", nullptr, &s, &error));
+  CHECK_FALSE(urpe_sim::parse_settings("", nullptr, &s, &error));
+  CHECK_FALSE(urpe_sim::parse_settings(nullptr, "racecheck,synccheck", &s, &error));
+  CHECK(error == "URPE_SIM_CHECKS: 'synccheck' is not a check (expected all, none, or racecheck, "
+                 "memcheck, initcheck separated by commas)");
+}
