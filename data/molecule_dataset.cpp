@@ -84,7 +84,7 @@ double penalized_logp(double logp, double sas, int32_t cycle_penalty, bool norma
 }
 
 MoleculeDataset load_zinc250k_csv(const std::string& path, bool normalized, bool grow_vocabulary,
-                                  AtomVocabulary vocabulary) {
+                                  AtomVocabulary vocabulary, int64_t max_atoms) {
   const CsvTable table = read_csv(path);
   const int smiles_col = table.column("smiles"), logp_col = table.column("logP"),
             sas_col = table.column("SAS");
@@ -93,9 +93,12 @@ MoleculeDataset load_zinc250k_csv(const std::string& path, bool normalized, bool
   ds.vocabulary = std::move(vocabulary);
   ds.smiles.resize(table.rows.size());
   for (size_t r = 0; r < table.rows.size(); ++r) {
-    ds.graphs.push_back(row_graph(table, r, smiles_col, ds.vocabulary, grow_vocabulary, &ds.smiles[r]));
+    ds.graphs.push_back(
+        row_graph(table, r, smiles_col, ds.vocabulary, grow_vocabulary, &ds.smiles[r], max_atoms));
+    const MoleculeGraph& graph = ds.graphs.back();
+    const bool kept = max_atoms <= 0 || graph.num_nodes <= max_atoms;  // else only its atom count is kept
     const double target = penalized_logp(table.number(r, logp_col), table.number(r, sas_col),
-                                         cycle_penalty(ds.graphs.back()), normalized);
+                                         kept ? cycle_penalty(graph) : 0, normalized);
     ds.targets.push_back(float_target(target, table, r, logp_col, "a penalized logP"));
   }
   return ds;

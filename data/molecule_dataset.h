@@ -69,8 +69,10 @@ double penalized_logp(double logp, double sas, int32_t cycle_penalty, bool norma
 // The ZINC-250k CSV layout (smiles,logP,qed,SAS): target = penalized logP computed from the logP
 // and SAS columns and the cycle penalty of each SMILES' graph; normalized = benchmark scale.
 // Aromatic SMILES type [nH] as "N H1", which ZINC's 28 types lack: grow_vocabulary decides.
+// max_atoms as in MoleculeCsvOptions (a molecule past it keeps only its atom count and gets no
+// cycle penalty: it is left out of every batch).
 MoleculeDataset load_zinc250k_csv(const std::string& path, bool normalized, bool grow_vocabulary,
-                                  AtomVocabulary vocabulary = AtomVocabulary::zinc());
+                                  AtomVocabulary vocabulary = AtomVocabulary::zinc(), int64_t max_atoms = 0);
 
 struct MoleculeSplit {
   std::vector<int64_t> train, valid, test;  // row indices into the dataset

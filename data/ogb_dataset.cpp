@@ -24,7 +24,7 @@ MoleculeGraph ogb_molecule_graph(const OgbFeatures& f) {
 }
 
 MoleculeDataset load_ogb_molecule_csv(const std::string& path, const std::string& smiles_column,
-                                      const std::string& target_column) {
+                                      const std::string& target_column, int64_t max_atoms) {
   const CsvTable table = read_csv(path);
   const int smiles_col = table.column(smiles_column), target_col = table.column(target_column);
   MoleculeDataset ds;
@@ -34,7 +34,14 @@ MoleculeDataset load_ogb_molecule_csv(const std::string& path, const std::string
   for (size_t r = 0; r < table.rows.size(); ++r) {
     const std::string& smiles = table.rows[r][smiles_col];
     try {
-      ds.graphs.push_back(ogb_molecule_graph(ogb_features(parse_smiles(smiles, table.row_line[r]))));
+      const Molecule molecule = parse_smiles(smiles, table.row_line[r]);
+      if (max_atoms > 0 && static_cast<int64_t>(molecule.atoms.size()) > max_atoms) {
+        MoleculeGraph too_large;  // left out of every batch: its size is all that is kept
+        too_large.num_nodes = static_cast<int32_t>(molecule.atoms.size());
+        ds.graphs.push_back(std::move(too_large));
+      } else {
+        ds.graphs.push_back(ogb_molecule_graph(ogb_features(molecule)));
+      }
     } catch (const Error& e) {
       throw Error(table.source + ": " + e.what());
     }

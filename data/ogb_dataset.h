@@ -17,7 +17,9 @@ MoleculeGraph ogb_molecule_graph(const OgbFeatures& features);
 // A CSV (plain or .gz) with a header; SMILES and target columns by name. A SMILES error or a target
 // that is empty or not a finite number is an error naming the file and line. The vocabulary lists
 // element symbols by atomic number − 1 (the node types).
+// max_atoms > 0: a molecule with more atoms keeps only its atom count (no features, bonds or (N, N)
+// tables), as in load_molecule_csv: Graphormer's max_nodes leaves it out of every batch.
 MoleculeDataset load_ogb_molecule_csv(const std::string& path, const std::string& smiles_column,
-                                      const std::string& target_column);
+                                      const std::string& target_column, int64_t max_atoms = 0);
 
 }  // namespace urpe::data

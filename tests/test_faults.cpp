@@ -542,6 +542,26 @@ TEST_CASE("cli: limits before work: a 10^6-atom SMILES line, OMP_NUM_THREADS=100
   INFO(molecules.err);
   CHECK(!molecules.timed_out);
   CHECK(molecules.code == 0);
+  // The same limit in the other CSV readers: OGB features and the ZINC-250k layout.
+  std::vector<std::string> ogb_args = graphormer_args(fresh_dir("huge_smiles_ogb"), huge);
+  ogb_args.insert(ogb_args.end(), {"--set", "dataset_format=ogb"});
+  const Outcome ogb = run(ogb_args, 30);
+  INFO(ogb.err);
+  CHECK(!ogb.timed_out);
+  CHECK(ogb.code == 0);
+  std::string zinc_text = "smiles,logP,qed,SAS\n" + std::string(1000000, 'C') + ",1.0,0.5,2.0\n";
+  for (int k = 0; k < 24; ++k)
+    zinc_text += "CC" + std::string(static_cast<size_t>(k % 5), 'C') + "O," + std::to_string(0.1 * k) + ",0.5,2.0\n";
+  const std::string zinc = scratch() + "/huge_zinc.csv";
+  write_file(zinc, zinc_text);
+  std::vector<std::string> zinc_args = graphormer_args(fresh_dir("huge_smiles_zinc"), zinc);
+  for (std::string& a : zinc_args)
+    if (a == "target_column=target") a = "target_column=penalized_logp_normalized";
+  zinc_args.insert(zinc_args.end(), {"--set", "dataset_format=zinc250k"});
+  const Outcome zinc250k = run(zinc_args, 30);
+  INFO(zinc250k.err);
+  CHECK(!zinc250k.timed_out);
+  CHECK(zinc250k.code == 0);
 
   // Thread counts above the machine's CPUs are clamped with a warning, not a crash in the GEMM.
   Launch threads{train_args(fresh_dir("threads"), {"--set", "steps=2", "--set", "eval_every=2"})};

@@ -31,8 +31,11 @@ ConfiguredMolecules load_configured_molecules(const Config& config) {
                                                         << data::kGraphFileName << "; dataset_format = " << m.format
                                                         << " expects a CSV file (plain or .gz)");
   const std::string target = config.get_string("target_column");
+  // Molecules over max_nodes keep only their atom count: none of their O(N²) tables is built
+  // (a 10⁶-atom line would need terabytes), and the trainer leaves them out of every batch.
+  const int64_t max_atoms = config.get_int("max_nodes");
   if (m.format == "ogb") {
-    m.dataset = data::load_ogb_molecule_csv(source, config.get_string("smiles_column"), target);
+    m.dataset = data::load_ogb_molecule_csv(source, config.get_string("smiles_column"), target, max_atoms);
     m.label = source + " (OGB features: 9 atom, 3 bond columns)";
     return m;
   }
@@ -42,7 +45,8 @@ ConfiguredMolecules load_configured_molecules(const Config& config) {
                                          << "logP and SAS columns; expected penalized_logp_normalized (the benchmark's "
                                          << "scale) or penalized_logp");
     // Aromatic [nH] is typed "N H1", which ZINC's 28 types lack: such types get new ids.
-    m.dataset = data::load_zinc250k_csv(source, target == "penalized_logp_normalized", /*grow_vocabulary=*/true);
+    m.dataset = data::load_zinc250k_csv(source, target == "penalized_logp_normalized", /*grow_vocabulary=*/true,
+                                        data::AtomVocabulary::zinc(), max_atoms);
     m.label = source + " (ZINC-250k CSV, target " + target + " from logP, SAS and the cycle penalty)";
     return m;
   }
@@ -50,6 +54,7 @@ ConfiguredMolecules load_configured_molecules(const Config& config) {
   csv.smiles_column = config.get_string("smiles_column");
   csv.target_column = target;
   csv.grow_vocabulary = true;  // atom types beyond ZINC's 28 get new ids (the model checks its table)
+  csv.max_atoms = max_atoms;
   m.dataset = data::load_molecule_csv(source, csv);
   m.label = source;
   return m;
