@@ -183,22 +183,29 @@ json::Value rowsums_to_json(const RowSumsResult& r) {
   return doc;
 }
 
+plot::LineChartSpec rowsums_chart(const RowSumsResult& r, size_t head_index) {
+  const RowSumsHead& h = r.heads.at(head_index);
+  plot::LineChartSpec spec;
+  spec.title = "head " + std::to_string(h.head) + ": row sums A·1 per position, " + r.run;
+  spec.x_label = "query position i";
+  spec.y_label = "(A·1)_i";
+  spec.integer_x = true;
+  spec.references = {{1.0, "RPE (C = 1): A·1 = 1"}};
+  std::vector<double> x;
+  for (int64_t i = 0; i < r.n; ++i) x.push_back(static_cast<double>(i));
+  spec.series.push_back({"C alone: v_i = mean_j C[i,j]", x, h.c_prediction});
+  for (int64_t l = 0; l < r.layers; ++l) {
+    spec.series.push_back({"layer " + std::to_string(l + 1) + ", identical tokens", x, h.identical[l]});
+    spec.series.push_back({"layer " + std::to_string(l + 1) + ", task data", x, h.real[l]});
+  }
+  return spec;
+}
+
 std::vector<std::string> draw_rowsums_plots(const std::string& plot_dir, const RowSumsResult& r) {
   std::vector<std::string> paths;
-  for (const RowSumsHead& h : r.heads) {
-    plot::LineChartSpec spec;
-    spec.title = "head " + std::to_string(h.head) + ": row sums of A, " + r.run;
-    spec.x_label = "query position i";
-    spec.y_label = "(A 1)_i";
-    std::vector<double> x;
-    for (int64_t i = 0; i < r.n; ++i) x.push_back(static_cast<double>(i));
-    spec.series.push_back({"C's prediction v_i = mean_j C[i,j]", x, h.c_prediction});
-    for (int64_t l = 0; l < r.layers; ++l) {
-      spec.series.push_back({"layer " + std::to_string(l + 1) + ", identical tokens", x, h.identical[l]});
-      spec.series.push_back({"layer " + std::to_string(l + 1) + ", task data", x, h.real[l]});
-    }
-    const std::string path = join_path(plot_dir, "rowsums_head" + std::to_string(h.head) + ".png");
-    plot::line_chart(path, spec);
+  for (size_t k = 0; k < r.heads.size(); ++k) {
+    const std::string path = join_path(plot_dir, "rowsums_head" + std::to_string(r.heads[k].head) + ".png");
+    plot::line_chart(path, rowsums_chart(r, k));
     paths.push_back(path);
   }
   return paths;
