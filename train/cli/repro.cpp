@@ -9,6 +9,7 @@
 #include "tensor/error.h"
 #include "train/analysis/analysis_model.h"
 #include "train/analysis/probe.h"
+#include "train/analysis/run_summary.h"
 #include "train/cli/handlers.h"
 #include "train/repro/molecules.h"
 #include "train/repro/lm.h"
@@ -102,6 +103,7 @@ static void run_experiment(const std::string& experiment, const std::string& sca
     if (args.has("tasks")) grid.tasks = parse_tasks(args.get("tasks"));
     grid.probe_spread = run_probe_spread;
     run_synthetic_grid(grid, out, "synthetic");
+    std::printf("\nAll on one page: %s\n", draw_grid_summary(out).c_str());
   } else if (experiment == "lm") {
     LmReproPlan plan = lm_plan_for_scale(scale);
     plan.seeds = seeds;
