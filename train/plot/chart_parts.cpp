@@ -118,7 +118,8 @@ Rect draw_legend(Canvas& c, int x, int y, const std::vector<LegendEntry>& entrie
     const double cy = y + 5 + kLegendRow * (i + 0.5);
     const SeriesStyle& s = entries[i].style;
     if (entries[i].reference) {
-      c.dashed_polyline({x + 12.0, x + 12.0 + kSwatch}, {cy, cy}, colors::reference, 1.6, {9, 5});
+      const double row = std::floor(cy) + 0.5;  // on pixel centres, as on the plot
+      c.dashed_polyline({x + 12.0, x + 12.0 + kSwatch}, {row, row}, colors::reference, 1.6, {9, 5});
     } else if (bars) {
       c.fill_rect(x + 21, cy - 8, x + 37, cy + 8, s.color);
     } else {
