@@ -119,11 +119,15 @@ rowsums_json_values() {
 }
 step6_layer1_is_layer2() {
   rowsums_json_values | awk '
-    $3 == "identical" { x[$1, $2, $4] = $5; heads[$1] = 1; n = $4 + 1 > n ? $4 + 1 : n }
-    END { for (h in heads) for (i = 0; i < n; i++) { d = x[h, 1, i] - x[h, 2, i]; if (d < 0) d = -d; if (d > 0.001) bad = 1 }
-          exit (bad || n == 0) }'
+    $3 != "c" { x[$1, $2, $3, $4] = $5; heads[$1] = 1; n = $4 + 1 > n ? $4 + 1 : n }
+    END {
+      for (h in heads) for (i = 0; i < n; i++) for (k = 0; k < 2; k++) {
+        d = x[h, 1, "identical", i] - x[h, 2, k ? "task" : "identical", i]; if (d < 0) d = -d
+        if (d > 0.001) bad = 1
+      }
+      exit (bad || n == 0) }'
 }
-claim full "step 6: layer 2 matches layer 1 on identical tokens (softmax(B) ⊙ C) to within 0.001" step6_layer1_is_layer2
+claim full "step 6: layer 2, on both inputs, matches layer 1 on identical tokens (softmax(B) ⊙ C) to within 0.001" step6_layer1_is_layer2
 step6_head2_picture() {
   output_of "theory rowsums" | rowsums_rows | awk '
     { dev = $6 + 0 > $7 + 0 ? $6 + 0 : $7 + 0; if (dev > best) { best = dev; head = $1 } }
