@@ -249,7 +249,8 @@ std::vector<int> draw_references(Canvas& c, const Rect& plot, const AxisMap& y,
     rows.push_back(py);
     bool placed = r.label.empty();
     if (labels && !r.label.empty()) {
-      // Candidates: right end above, left end above, right end below, left end below (inside the plot).
+      // Candidates: the right end, the left end, then every 8 px from right to left; above the
+      // line first, then below (inside the plot).
       const int w = Canvas::text_width(r.label, kBody);
       struct Place {
         Rect box;
@@ -263,9 +264,14 @@ std::vector<int> draw_references(Canvas& c, const Rect& plot, const AxisMap& y,
         places.push_back({{plot.right() - 6 - w, top, w, th}, HAlign::right, above});
         places.push_back({{plot.x + 6, top, w, th}, HAlign::left, above});
       }
+      for (bool above : {true, false}) {
+        const int top = above ? py - 5 - th : py + 6;
+        if (top < plot.y + 2 || top + th > plot.bottom() - 2 || w > plot.w - 12) continue;
+        for (int x = plot.right() - 14 - w; x > plot.x + 6; x -= 8) places.push_back({{x, top, w, th}, HAlign::left, above});
+      }
       auto put = [&](const Place& p) {
-        c.text(p.h == HAlign::right ? plot.right() - 6 : plot.x + 6, p.above ? py - 5 : py + 6, r.label,
-               colors::reference, kBody, p.h, p.above ? VAlign::bottom : VAlign::top);
+        c.text(p.h == HAlign::right ? p.box.right() : p.box.x, p.above ? py - 5 : py + 6, r.label, colors::reference,
+               kBody, p.h, p.above ? VAlign::bottom : VAlign::top);
         placed = true;
       };
       const Place* least = nullptr;
