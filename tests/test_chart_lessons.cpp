@@ -22,13 +22,13 @@ using namespace urpe::test;
 
 namespace {
 
-// A demo grid trained for a few steps (three runs of one layer, a few seconds in all), shared by
+// A demo grid trained for a few steps (three runs of one small layer, seconds in all), shared by
 // the cases below.
 const std::string& tiny_demo() {
   static const std::string dir = [] {
     const std::string out = join_path(make_scratch_dir("urpe_test_chart_lessons"), "demo");
     const CliResult r = run_urpe("demo --out " + out +
-                                 " --set steps=40 --set warmup=10 --set eval_every=10 --set valid_size=64 --set layers=1");
+                                 " --set steps=24 --set warmup=6 --set eval_every=8 --set valid_size=32 --set layers=1 --set d_model=32 --set d_ff=64");
     INFO(r.output);
     REQUIRE(r.code == 0);
     CHECK(r.output.find("All on one page: " + out + "/plots/summary.png") != std::string::npos);
