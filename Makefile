@@ -11,10 +11,12 @@ DEB_PACKAGES := cmake g++ make libopenblas-dev libopenblas-openmp-dev zlib1g-dev
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 # ccache, when installed, caches compiled objects across build directories and checkouts.
 CCACHE    := $(shell command -v ccache 2>/dev/null)
+# A GPU is visible when nvidia-smi lists one (no nvidia-smi: none).
+GPU_VISIBLE := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 CMAKE_FLAGS := -DURPE_CUDA=$(URPE_CUDA) -DURPE_MPI=$(URPE_MPI) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC)) \
   $(if $(CCACHE),-DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -DCMAKE_CUDA_COMPILER_LAUNCHER=$(CCACHE))
 
-.PHONY: deps configure build test sanitize demo bench clean fuzz
+.PHONY: deps configure build test sanitize demo bench clean fuzz walkthrough
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -53,11 +55,29 @@ sanitize: deps
 	cd $(SANITIZE_BUILD) && ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1:allocator_may_return_null=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 
-# The demo and the bench need only the binary, not the test suites (nor their simulator copy).
-demo: configure
+# The demo needs only the binary, not the test suites (nor their simulator copy), and it runs on
+# the CPU: on a fresh checkout with no visible GPU (nvidia-smi lists none) it configures the build
+# without CUDA, which saves the minutes nvcc would spend on kernels nothing runs. A build
+# directory that is already configured is used as it is; a later `make build` or `make test`
+# turns CUDA on (URPE_CUDA=AUTO) for the CUDA suites. `make demo URPE_CUDA=ON` asks for CUDA.
+DEMO_CUDA := $(if $(filter command line environment,$(origin URPE_CUDA)),$(URPE_CUDA),$(if $(filter-out 0,$(GPU_VISIBLE)),AUTO,OFF))
+demo: deps
+	@if [ ! -f $(BUILD)/CMakeCache.txt ] || [ -n "$(filter command line environment,$(origin URPE_CUDA))" ]; then \
+	  if [ "$(DEMO_CUDA)" = OFF ]; then echo "make demo: no GPU visible, so a CPU-only build (make build adds CUDA for the tests)"; fi; \
+	  cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DURPE_CUDA=$(DEMO_CUDA) >/dev/null; \
+	fi
 	cmake --build $(BUILD) -j $(JOBS) --target urpe
 	./$(BUILD)/urpe demo --overwrite
 
+# docs/walkthrough.md step by step, into runs/walkthrough (docs/testing.md#the-walkthrough):
+# WALKTHROUGH=--quick for the short form CI runs, --write to put the outputs into the page.
+WALKTHROUGH ?=
+walkthrough: deps
+	@if [ ! -f $(BUILD)/CMakeCache.txt ]; then cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DURPE_CUDA=$(DEMO_CUDA) >/dev/null; fi
+	cmake --build $(BUILD) -j $(JOBS) --target urpe test_urpe_attention test_cuda_sim_parity
+	docs/run_walkthrough.sh --build $(BUILD) $(WALKTHROUGH)
+
+# The bench needs only the binary too.
 bench: configure
 	cmake --build $(BUILD) -j $(JOBS) --target urpe
 	./$(BUILD)/urpe bench kernels

@@ -1,6 +1,8 @@
 // PNG charts: axis ticks and labels, then each chart written to a temp directory (PNG signature,
 // IHDR size) and rendered in memory to check that data, legend and colour scales were drawn;
-// bad input and unwritable paths give errors naming the file.
+// bad input and unwritable paths give errors naming the file. Then what the pictures teach:
+// overlapping series all visible (and the check catching a hidden one), reference lines, the
+// "0" band of a log axis, headroom, colour bar ticks, labels inside the image, the raised "·".
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +10,7 @@
 
 #include "doctest/doctest.h"
 #include "tensor/error.h"
+#include "chart_checks.h"
 #include "train/plot/charts.h"
 
 using namespace urpe;
@@ -410,4 +413,224 @@ TEST_CASE("plots: bar chart errors name the file") {
   b.y_max = 5;
   CHECK_THROWS_WITH_AS(bar_chart(path, b), doctest::Contains("y range [5, 5] is empty"), Error);
   CHECK_FALSE(std::filesystem::exists(path));
+}
+
+// ---- what the pictures teach (tests/chart_checks.h) ----
+
+namespace {
+
+using urpe::test::has_text;
+using urpe::test::least_visible_series;
+using urpe::test::pixels_of;
+using urpe::test::reference_coverage;
+using urpe::test::texts_outside;
+
+// Three series over 32 positions: `a` and `b` exactly equal, `c` apart.
+LineChartSpec equal_pair() {
+  LineChartSpec s;
+  s.title = "spread per layer";
+  s.x_label = "position";
+  s.y_label = "value";
+  Series a{"RPE", {}, {}}, c{"APE", {}, {}};
+  for (int i = 0; i < 32; ++i) {
+    a.x.push_back(i);
+    a.y.push_back(0.5 + 0.01 * i);
+    c.x.push_back(i);
+    c.y.push_back(2.0 - 0.02 * i);
+  }
+  Series b = a;
+  b.name = "URPE";
+  s.series = {a, b, c};
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("plots: series that lie on top of each other all stay visible, with a note saying so") {
+  ChartLayout layout;
+  std::vector<SeriesStyle> styles;
+  const Canvas c = render_line_chart(equal_pair(), &layout, &styles);
+  // Every series has pixels of its own colour in the plot: URPE, drawn dashed and narrower over
+  // RPE, leaves RPE showing at its edges and through its gaps.
+  CHECK(least_visible_series(c, layout, 3) > 150);
+  CHECK(styles[0].width > styles[1].width);
+  CHECK(styles[0].dash.solid());
+  CHECK_FALSE(styles[1].dash.solid());
+  CHECK(styles[0].draw_rank < styles[1].draw_rank);  // the wide one first
+  CHECK(styles[2].width == styles[1].width);          // APE overlaps nothing: the plain style
+  CHECK(styles[0].marker != styles[1].marker);
+  REQUIRE(layout.notes.size() == 1);
+  CHECK(layout.notes[0] == "RPE = URPE at every point (URPE drawn dashed on top)");
+  CHECK(has_text(c, "RPE = URPE at every"));
+  CHECK(texts_outside(c).empty());
+
+  // Close but not equal: the same drawing, and a note that they overlap (not "at every point").
+  LineChartSpec close = equal_pair();
+  for (double& y : close.series[1].y) y += 1e-4;
+  const Canvas k = render_line_chart(close, &layout, &styles);
+  CHECK(least_visible_series(k, layout, 3) > 150);
+  REQUIRE(layout.notes.size() == 1);
+  CHECK(layout.notes[0] == "URPE drawn dashed over RPE: the lines overlap");
+
+  // The check itself: paint the plot's RPE pixels over in URPE's colour and RPE has none left.
+  Canvas hidden = render_line_chart(equal_pair(), &layout);
+  for (int y = layout.plot.y; y < layout.plot.bottom(); ++y)
+    for (int x = layout.plot.x; x < layout.plot.right(); ++x)
+      if (hidden.pixel(x, y) == series_color(0)) hidden.fill_rect(x, y, x + 1, y + 1, series_color(1));
+  CHECK(least_visible_series(hidden, layout, 3) == 0);
+}
+
+TEST_CASE("plots: reference lines are drawn across the plot and labelled") {
+  LineChartSpec s = equal_pair();
+  s.references = {{1.0, "chance 1/32 = 3.1%"}, {1e-3, ""}};
+  s.series.pop_back();
+  ChartLayout layout;
+  // The axis reaches down to 1e-3 for the second line; both rows are drawn, dashed.
+  const Canvas c = render_line_chart(s, &layout);
+  REQUIRE(layout.reference_rows.size() == 2);
+  CHECK(reference_coverage(c, layout, 0) > 0.4);
+  CHECK(reference_coverage(c, layout, 1) > 0.4);
+  CHECK(layout.reference_rows[1] > layout.reference_rows[0]);  // 1e-3 lies lower
+  CHECK(has_text(c, "chance 1/32 = 3.1%"));
+  CHECK(texts_outside(c).empty());
+  // The check itself: a chart without the line has no coverage on that row.
+  LineChartSpec none = s;
+  none.references.clear();
+  ChartLayout bare;
+  const Canvas b = render_line_chart(none, &bare);
+  bare.reference_rows = layout.reference_rows;
+  CHECK(reference_coverage(b, bare, 0) < 0.05);
+
+  // Bar charts draw the line over the bars and name it in the legend.
+  BarChartSpec bars;
+  bars.groups = {"PI, V=100"};
+  bars.series = {{"noPE", {3.0}}, {"RPE", {3.2}}, {"URPE", {100.0}}};
+  bars.references = {{3.125, "chance 1/32 = 3.1%"}};
+  bars.y_min = 0;
+  bars.y_max = 112;
+  const Canvas bc = render_bar_chart(bars, &layout);
+  CHECK(reference_coverage(bc, layout, 0) > 0.3);
+  CHECK(has_text(bc, "chance 1/32"));
+  CHECK(pixels_of(bc, colors::reference, layout.legend) > 10);  // its dashed swatch
+  for (size_t k = 0; k < 3; ++k) CHECK(pixels_of(bc, series_color(k), layout.plot) > 100);
+  CHECK(texts_outside(bc).empty());
+  CHECK_THROWS_WITH_AS(render_line_chart([] {
+                         LineChartSpec l = equal_pair();
+                         l.log_y = true;
+                         l.references = {{0.0, "zero"}};
+                         return l;
+                       }()),
+                       doctest::Contains("reference line 'zero' at 0 cannot be drawn on this axis"), Error);
+}
+
+TEST_CASE("plots: a log axis shows zero in a band labelled 0, not as a made-up decade") {
+  LineChartSpec s;
+  s.log_y = true;
+  s.zero_band = "0 (below float rounding)";
+  s.integer_x = true;
+  s.series = {{"noPE", {0, 1, 2}, {0, 2e-7, 3e-7}}, {"URPE", {0, 1, 2}, {0, 0.09, 1.98}}};
+  ChartLayout layout;
+  const Canvas c = render_line_chart(s, &layout);
+  CHECK(layout.zero_band_row > layout.plot.y + layout.plot.h / 2);
+  CHECK(pixels_of(c, colors::band, layout.plot) > 1000);
+  CHECK(has_text(c, "0 (below float rounding)"));
+  bool zero_tick = false, fake_decade = false;
+  for (const Canvas::TextRecord& t : c.texts()) {
+    zero_tick = zero_tick || t.text == "0";
+    fake_decade = fake_decade || t.text == "1e-9" || t.text == "1e-8";
+  }
+  CHECK(zero_tick);
+  CHECK_FALSE(fake_decade);  // the axis starts near the smallest positive value, 2e-7
+  // Both series' zeros sit in the band: each colour has pixels on the band's row.
+  for (size_t k = 0; k < 2; ++k)
+    CHECK(pixels_of(c, series_color(k), {layout.plot.x, layout.zero_band_row - 3, layout.plot.w, 7}) > 5);
+  // Without zero_band the zeros are skipped as before, and no band is drawn.
+  s.zero_band.clear();
+  const Canvas plain = render_line_chart(s, &layout);
+  CHECK(layout.zero_band_row == -1);
+  CHECK(pixels_of(plain, colors::band, layout.plot) == 0);
+}
+
+TEST_CASE("plots: axes have headroom and end at the data") {
+  // Accuracy reaching exactly 100 and a line at exactly 1.0: neither lies on the frame.
+  LineChartSpec s;
+  s.series = {{"URPE", {}, {}}, {"RPE", {}, {}}};
+  for (int i = 0; i < 32; ++i) {
+    s.series[0].x.push_back(i);
+    s.series[0].y.push_back(i < 10 ? 10.0 * i : 100.0);
+    s.series[1].x.push_back(i);
+    s.series[1].y.push_back(1.0);
+  }
+  s.integer_x = true;
+  ChartLayout layout;
+  const Canvas c = render_line_chart(s, &layout);
+  int top = c.height();
+  for (int y = layout.plot.y; y < layout.plot.bottom() && top == c.height(); ++y)
+    for (int x = layout.plot.x; x < layout.plot.right(); ++x)
+      if (c.pixel(x, y) == series_color(0)) {
+        top = y;
+        break;
+      }
+  CHECK(top >= layout.plot.y + 6);  // 100 is below the frame's top edge
+  // x: positions 0 … 31 get ticks up to 30, never 35.
+  CHECK(has_text(c, "30"));
+  for (const Canvas::TextRecord& t : c.texts()) CHECK(t.text != "35");
+}
+
+TEST_CASE("plots: colour bars carry a tick per nice step, the centre among them") {
+  const std::vector<double> t = colorbar_ticks(-0.2, 1.0, 2.2);
+  CHECK(t.size() >= 4);
+  CHECK(std::find(t.begin(), t.end(), 1.0) != t.end());
+  CHECK(t.front() >= -0.2);
+  CHECK(t.back() <= 2.2);
+  const std::vector<double> u = colorbar_ticks(-1, 0.13, 1);  // an odd centre joins the nice steps
+  CHECK(std::find(u.begin(), u.end(), 0.13) != u.end());
+  HeatmapSpec h;
+  h.rows = h.cols = 32;
+  h.center = 1;
+  for (int i = 0; i < 32; ++i)
+    for (int j = 0; j < 32; ++j) h.values.push_back(static_cast<float>(1.0 + 0.035 * (j - i)));
+  const Canvas c = render_heatmap_grid({h, h, h, h}, 4, "C per head");
+  int bar_labels = 0;
+  for (const Canvas::TextRecord& r : c.texts()) bar_labels += r.text.find('.') != std::string::npos;
+  CHECK(bar_labels >= 4);  // "0.0", "0.5", "1.0", "1.5", "2.0": not only the ends and the centre
+  CHECK(texts_outside(c).empty());
+}
+
+TEST_CASE("plots: every label fits inside the image, titles included") {
+  LineChartSpec s = three_series();
+  s.title = "Validation accuracy during training (position identification, V = 100, mean of 3 seeds)";
+  s.width = 700;
+  s.height = 420;
+  const Canvas c = render_line_chart(s);
+  CHECK(texts_outside(c).empty());
+  CHECK(has_text(c, "seeds"));  // wrapped, not cut
+  BarChartSpec b;
+  b.title = s.title;
+  b.groups = {"PI"};
+  b.series = {{"URPE", {100}}};
+  CHECK(texts_outside(render_bar_chart(b)).empty());
+  // A page of charts keeps their texts, moved into place.
+  const Canvas page = render_page("Summary", {{c, render_bar_chart(b)}});
+  CHECK(page.width() >= c.width() + 640);
+  CHECK(texts_outside(page).empty());
+  CHECK(has_text(page, "Summary"));
+  CHECK(has_text(page, "seeds"));
+}
+
+TEST_CASE("plots: the middle dot of A·1 is drawn at mid-height, not as a full stop") {
+  Canvas dot(120, 40), stop(120, 40);
+  dot.text(10, 10, "A\xC2\xB7" "1", colors::black, 2);
+  stop.text(10, 10, "A.1", colors::black, 2);
+  auto lowest_between = [](const Canvas& k, int x0, int x1) {  // lowest inked row between the letters
+    int lowest = -1;
+    for (int y = 0; y < k.height(); ++y)
+      for (int x = x0; x < x1; ++x)
+        if (k.pixel(x, y) == colors::black) lowest = y;
+    return lowest;
+  };
+  const int gap0 = 10 + Canvas::text_width("A", 2), gap1 = 10 + Canvas::text_width("A.", 2);
+  CHECK(lowest_between(dot, gap0 + 1, gap1) < lowest_between(stop, gap0 + 1, gap1) - 3);
+  CHECK(dot.texts().size() == 1);
+  CHECK(dot.texts()[0].box.w == Canvas::text_width("A.1", 2));
 }

@@ -3,26 +3,67 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <map>
+#include <tuple>
 
+#include "data/synthetic.h"
 #include "models/positional.h"
 #include "train/checkpoint.h"
+#include "train/encoding_names.h"
 #include "train/io/config.h"
 #include "train/molecule_plots.h"
 #include "train/plot/charts.h"
 #include "train/run_config.h"
 #include "train/io/safetensors.h"
+#include "tensor/error.h"
 
 namespace urpe {
 
 namespace {
 
-std::string display_name(const std::string& pe) {
-  if (pe == "none") return "noPE";
-  if (pe == "ape") return "APE";
-  if (pe == "rpe") return "RPE";
-  if (pe == "urpe") return "URPE";
-  return pe;
+std::string display_name(const std::string& pe) { return encoding_display_name(pe); }
+
+std::string percent_text(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * fraction);
+  return buf;
+}
+
+// The scored positions of a position-identification config (n, or n − 1 under the official
+// protocol); 0 for other tasks.
+int64_t pi_scored_positions(const Config& c) {
+  if (c.get_string("model") != "encoder" || c.get_string("task") != "pi") return 0;
+  const SyntheticTask task(SyntheticKind::position_identification, c.get_int("seq_len"), c.get_int("vocab"),
+                           parse_task_protocol(c.get_string("task_protocol")));
+  return task.scored_per_sequence();
+}
+
+// "chance 1/32 = 3.1%" as a reference line at `scale` × 1/scored (100 for percent axes).
+std::vector<plot::ReferenceLine> pi_chance_lines(const Config& c, double scale) {
+  const int64_t scored = pi_scored_positions(c);
+  if (scored <= 0) return {};
+  return {{scale / static_cast<double>(scored),
+           "chance 1/" + std::to_string(scored) + " = " + percent_text(1.0 / static_cast<double>(scored))}};
+}
+
+}  // namespace
+
+std::vector<plot::ReferenceLine> pi_chance_loss_lines(const Config& c) {
+  const int64_t scored = pi_scored_positions(c);
+  if (scored <= 0) return {};
+  char label[64];
+  std::snprintf(label, sizeof label, "chance: ln %lld = %.3f", static_cast<long long>(scored),
+                std::log(static_cast<double>(scored)));
+  return {{std::log(static_cast<double>(scored)), label}};
+}
+
+namespace {
+
+Config run_config(const std::string& run_dir) {
+  const std::string path = join_path(run_dir, "config.txt");
+  return config_from_text(read_text_file(path), path);
 }
 
 plot::Series metric_series(const std::vector<MetricsRow>& rows, const std::string& split, bool loss,
@@ -136,6 +177,7 @@ std::vector<std::string> draw_run_plots(const std::string& run_dir) {
     accuracy.y_label = "accuracy (%)";
     accuracy.series = {metric_series(rows, "valid", false, "validation", 100.0),
                        metric_series(rows, "train", false, "training batch", 100.0)};
+    accuracy.references = pi_chance_lines(config, 100.0);
     written.push_back(join_path(plots, "curves.png"));
     plot::line_chart(written.back(), accuracy);
     plot::LineChartSpec loss;
@@ -145,6 +187,7 @@ std::vector<std::string> draw_run_plots(const std::string& run_dir) {
     loss.log_y = true;
     loss.series = {metric_series(rows, "train", true, "training (mean since last point)"),
                    metric_series(rows, "valid", true, "validation")};
+    loss.references = pi_chance_loss_lines(config);
     written.push_back(join_path(plots, "loss.png"));
     plot::line_chart(written.back(), loss);
   }
@@ -164,11 +207,38 @@ std::vector<std::string> draw_run_plots(const std::string& run_dir) {
   return written;
 }
 
-std::vector<std::string> draw_grid_plots(const std::string& out_dir, const std::vector<ResultRow>& rows,
-                                         const std::vector<RunCurve>& curves) {
-  const std::string plots = join_path(out_dir, "plots");
-  make_directories(plots);
-  std::vector<std::string> written;
+double chance_accuracy(const std::string& run_dir) {
+  const int64_t scored = pi_scored_positions(run_config(run_dir));
+  return scored > 0 ? 1.0 / static_cast<double>(scored) : NAN;
+}
+
+int64_t seeds_of(const std::vector<RunCurve>& curves) {
+  std::vector<int64_t> seeds;
+  for (const RunCurve& c : curves)
+    if (std::find(seeds.begin(), seeds.end(), c.seed) == seeds.end()) seeds.push_back(c.seed);
+  return static_cast<int64_t>(seeds.size());
+}
+
+// "1 seed", "mean of 3 seeds"
+static std::string seeds_text(int64_t seeds) {
+  return seeds == 1 ? "1 seed" : "mean of " + std::to_string(seeds) + " seeds";
+}
+
+// Chance lines of the PI groups (one per distinct chance level), from the runs' configs.
+static std::vector<plot::ReferenceLine> grid_chance_lines(const std::vector<RunCurve>& curves, const std::string& task) {
+  std::vector<plot::ReferenceLine> lines;
+  for (const RunCurve& c : curves) {
+    if (!task.empty() && c.task != task) continue;
+    for (const plot::ReferenceLine& r : pi_chance_lines(run_config(c.dir), 100.0)) {
+      bool seen = false;
+      for (const plot::ReferenceLine& l : lines) seen = seen || std::fabs(l.value - r.value) < 1e-12;
+      if (!seen) lines.push_back(r);
+    }
+  }
+  return lines;
+}
+
+plot::BarChartSpec grid_accuracy_chart(const std::vector<ResultRow>& rows, const std::vector<RunCurve>& curves) {
   // Figure 1: mean accuracy per (task, V) group and pe.
   std::vector<std::string> groups, pes;
   std::map<std::pair<std::string, std::string>, std::pair<double, int>> sums;
@@ -183,12 +253,13 @@ std::vector<std::string> draw_grid_plots(const std::string& out_dir, const std::
     cell.second += 1;
   }
   plot::BarChartSpec bars;
-  bars.title = "Accuracy (%), seed mean";  // short: two groups make a narrow chart
+  bars.title = "Validation accuracy, " + seeds_text(seeds_of(curves));  // short: two groups make a narrow chart
   bars.y_label = "accuracy (%)";
   bars.groups = groups;
   bars.y_min = 0;
-  bars.y_max = 100;
+  bars.y_max = 112;  // room for "100.0" above a full bar
   bars.decimals = 1;
+  bars.references = grid_chance_lines(curves, "");
   for (const std::string& pe : pes) {
     plot::BarSeries s;
     s.name = display_name(pe);
@@ -198,7 +269,49 @@ std::vector<std::string> draw_grid_plots(const std::string& out_dir, const std::
     }
     bars.series.push_back(s);
   }
-  if (!groups.empty()) {
+  return bars;
+}
+
+plot::LineChartSpec grid_curves_chart(const std::string& task, const std::vector<RunCurve>& curves) {
+  std::vector<int64_t> vocabs;
+  for (const RunCurve& c : curves)
+    if (c.task == task && c.seed == 1 && std::find(vocabs.begin(), vocabs.end(), c.vocab) == vocabs.end())
+      vocabs.push_back(c.vocab);
+  plot::LineChartSpec chart;
+  const int64_t seeds = seeds_of(curves);
+  chart.title = "Validation accuracy during training (" + task + (vocabs.size() == 1 ? ", V = " + std::to_string(vocabs[0]) : "") +
+                (seeds == 1 ? ", 1 seed)" : ", seed 1 of " + std::to_string(seeds) + ")");
+  chart.x_label = "step";
+  chart.y_label = "accuracy (%)";
+  chart.references = grid_chance_lines(curves, task);
+  for (const RunCurve& c : curves) {
+    if (c.task != task || c.seed != 1) continue;
+    chart.series.push_back(metric_series(read_metrics(join_path(c.dir, "metrics.csv")), "valid", false,
+                                         display_name(c.pe) + (vocabs.size() == 1 ? "" : " V=" + std::to_string(c.vocab)),
+                                         100.0));
+  }
+  return chart;
+}
+
+std::vector<plot::HeatmapSpec> grid_c_panels(const std::string& task, const std::vector<RunCurve>& curves,
+                                             std::string* title) {
+  const RunCurve* urpe_run = nullptr;
+  for (const RunCurve& c : curves)
+    if (c.task == task && c.seed == 1 && c.pe == "urpe" && (!urpe_run || c.vocab > urpe_run->vocab)) urpe_run = &c;
+  if (!urpe_run) return {};
+  const TensorFile file = load_safetensors(join_path(urpe_run->dir, "model.safetensors"));
+  const Config config = config_of_checkpoint(file);
+  if (title) *title = "Learned URPE matrix C per head (" + title_of(config) + ", seed " + config.get_string("seed") + ")";
+  return table_panels(file, config, "urpe_c", "urpe_kind", 1.0);
+}
+
+std::vector<std::string> draw_grid_plots(const std::string& out_dir, const std::vector<ResultRow>& rows,
+                                         const std::vector<RunCurve>& curves) {
+  const std::string plots = join_path(out_dir, "plots");
+  make_directories(plots);
+  std::vector<std::string> written;
+  const plot::BarChartSpec bars = grid_accuracy_chart(rows, curves);
+  if (!bars.groups.empty()) {
     written.push_back(join_path(plots, "accuracy.png"));
     plot::bar_chart(written.back(), bars);
   }
@@ -207,29 +320,73 @@ std::vector<std::string> draw_grid_plots(const std::string& out_dir, const std::
   for (const RunCurve& c : curves)
     if (std::find(tasks.begin(), tasks.end(), c.task) == tasks.end()) tasks.push_back(c.task);
   for (const std::string& task : tasks) {
-    plot::LineChartSpec chart;
-    chart.title = "Validation accuracy during training (" + task + ", seed 1)";
-    chart.x_label = "step";
-    chart.y_label = "accuracy (%)";
-    const RunCurve* urpe_run = nullptr;
-    for (const RunCurve& c : curves) {
-      if (c.task != task || c.seed != 1) continue;
-      chart.series.push_back(metric_series(read_metrics(join_path(c.dir, "metrics.csv")), "valid", false,
-                                           display_name(c.pe) + " V=" + std::to_string(c.vocab), 100.0));
-      if (c.pe == "urpe" && (!urpe_run || c.vocab > urpe_run->vocab)) urpe_run = &c;
-    }
     written.push_back(join_path(plots, "curves_" + task + ".png"));
-    plot::line_chart(written.back(), chart);
-    if (urpe_run) {
-      const TensorFile file = load_safetensors(join_path(urpe_run->dir, "model.safetensors"));
-      const Config config = config_of_checkpoint(file);
-      const auto panels = table_panels(file, config, "urpe_c", "urpe_kind", 1.0);
+    plot::line_chart(written.back(), grid_curves_chart(task, curves));
+    std::string title;
+    const std::vector<plot::HeatmapSpec> panels = grid_c_panels(task, curves, &title);
+    if (!panels.empty()) {
       written.push_back(join_path(plots, "urpe_c_" + task + ".png"));
-      plot::heatmap_grid(written.back(), panels, static_cast<int>(std::min<size_t>(panels.size(), 4)),
-                         "Learned URPE matrix C per head (" + title_of(config) + ")", true);
+      plot::heatmap_grid(written.back(), panels, static_cast<int>(std::min<size_t>(panels.size(), 4)), title, true);
     }
   }
   return written;
+}
+
+std::vector<RunCurve> grid_runs_on_disk(const std::string& out_dir, std::vector<ResultRow>* rows) {
+  const std::string runs_dir = join_path(out_dir, "runs");
+  URPE_CHECK(is_directory(runs_dir), "'" << out_dir << "' has no runs/ folder (is it written by 'urpe repro synthetic' or 'urpe demo'?)");
+  struct Found {
+    RunCurve curve;
+    int64_t seq_len;
+    ResultRow row;
+  };
+  std::vector<Found> found;
+  std::vector<std::string> pe_order;  // as the grid ran them: results.json's order
+  if (path_exists(join_path(out_dir, "results.json"))) {
+    const json::Value list = json::read_file(join_path(out_dir, "results.json"));
+    for (size_t k = 0; k < list.size(); ++k) {
+      const std::string pe = list[k].at("pe").as_string();
+      if (std::find(pe_order.begin(), pe_order.end(), pe) == pe_order.end()) pe_order.push_back(pe);
+    }
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(runs_dir)) {
+    const std::string dir = entry.path().string();
+    if (!entry.is_directory() || !path_exists(join_path(dir, "results.json")) || !path_exists(join_path(dir, "config.txt")))
+      continue;
+    const Config c = run_config(dir);
+    if (c.get_string("model") != "encoder") continue;
+    Found f{{entry.path().filename().string(), c.get_string("task"), c.get_int("vocab"), c.get_string("pe"),
+             c.get_int("seed"), dir},
+            c.get_int("seq_len"),
+            result_from_json(json::read_file(join_path(dir, "results.json")))};
+    found.push_back(f);
+  }
+  URPE_CHECK(!found.empty(), "'" << runs_dir << "' holds no finished encoder run (config.txt and results.json)");
+  // Seeds numbered from 1 as in the grid; tasks with several lengths get one group per length.
+  int64_t first_seed = found[0].curve.seed;
+  for (const Found& f : found) first_seed = std::min(first_seed, f.curve.seed);
+  for (Found& f : found) {
+    f.curve.seed -= first_seed - 1;
+    for (const Found& g : found)
+      if (g.curve.task == f.curve.task && g.seq_len != f.seq_len) {
+        f.curve.task += "-n" + std::to_string(f.seq_len);
+        break;
+      }
+  }
+  auto pe_rank = [&](const std::string& pe) {
+    return static_cast<size_t>(std::find(pe_order.begin(), pe_order.end(), pe) - pe_order.begin());
+  };
+  std::sort(found.begin(), found.end(), [&](const Found& a, const Found& b) {
+    return std::make_tuple(a.curve.task, a.curve.vocab, a.seq_len, pe_rank(a.curve.pe), a.curve.pe, a.curve.seed) <
+           std::make_tuple(b.curve.task, b.curve.vocab, b.seq_len, pe_rank(b.curve.pe), b.curve.pe, b.curve.seed);
+  });
+  std::vector<RunCurve> curves;
+  if (rows) rows->clear();
+  for (const Found& f : found) {
+    curves.push_back(f.curve);
+    if (rows) rows->push_back(f.row);
+  }
+  return curves;
 }
 
 }  // namespace urpe

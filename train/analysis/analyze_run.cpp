@@ -16,6 +16,7 @@
 #include "train/encoder_trainer.h"
 #include "train/io/run_dir.h"
 #include "train/lm_trainer.h"
+#include "train/encoding_names.h"
 #include "train/plot/charts.h"
 
 namespace urpe {
@@ -587,9 +588,13 @@ std::vector<std::string> draw_compare_plots(const std::string& plot_dir, const s
     spec.markers = 1;
     spec.log_y = m.log;
     bool any = false;
+    // Legends name the encoding (noPE, RPE, URPE); the run only where two runs share one.
+    std::vector<std::string> names;
+    for (const RunAnalysis& r : runs) names.push_back(encoding_display_name(r.pe));
     for (const RunAnalysis& r : runs) {
+      const std::string name = encoding_display_name(r.pe);
       plot::Series s;
-      s.name = r.run;
+      s.name = std::count(names.begin(), names.end(), name) > 1 ? name + ", " + r.run : name;
       for (const LayerAnalysis& a : r.layers) {
         s.x.push_back(static_cast<double>(a.layer));
         s.y.push_back(m.get(a));

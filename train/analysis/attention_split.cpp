@@ -224,9 +224,11 @@ std::vector<std::string> draw_attention_plots(const std::string& plot_dir, const
     return p;
   };
   plot::LineChartSpec sums;
-  sums.title = run + ": row sums A.1 of URPE heads (context 0)";
+  sums.title = run + ": row sums A·1 of URPE heads (context 0)";
   sums.x_label = "query position s";
-  sums.y_label = "(A 1)_s";
+  sums.y_label = "(A·1)_s";
+  sums.integer_x = true;
+  sums.references = {{1.0, "RPE (C = 1): A·1 = 1"}};
   for (const AttentionSplit& b : blocks) {
     const std::string suffix = "_" + run + "_block" + std::to_string(b.block) + ".png";
     // Each row centred over the keys: the softmax ignores a row's constant, which would otherwise

@@ -119,11 +119,12 @@ json::Value construction_to_json(const ConstructionResult& r) {
   return doc;
 }
 
-void draw_construction_plot(const std::string& path, const ConstructionResult& r) {
+plot::LineChartSpec construction_chart(const ConstructionResult& r) {
   plot::LineChartSpec spec;
   spec.title = "Proposition 4: row sums of A for identical tokens (n = " + std::to_string(r.n) + ")";
   spec.x_label = "position i";
-  spec.y_label = "(A 1)_i";
+  spec.y_label = "(A·1)_i";
+  spec.integer_x = true;
   plot::Series urpe{"URPE, C upper-triangular ones: (n - i)/n", {}, r.row_sums};
   plot::Series rpe{"RPE, C = 1: all ones", {}, r.rpe_row_sums};
   for (int64_t i = 0; i < r.n; ++i) {
@@ -131,7 +132,11 @@ void draw_construction_plot(const std::string& path, const ConstructionResult& r
     rpe.x.push_back(static_cast<double>(i));
   }
   spec.series = {urpe, rpe};
-  plot::line_chart(path, spec);
+  return spec;
+}
+
+void draw_construction_plot(const std::string& path, const ConstructionResult& r) {
+  plot::line_chart(path, construction_chart(r));
 }
 
 }  // namespace urpe

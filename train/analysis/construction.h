@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "train/io/json.h"
+#include "train/plot/charts.h"
 
 namespace urpe {
 
@@ -32,6 +33,7 @@ ConstructionResult proposition4_construction(int64_t n);
 
 std::string construction_report(const ConstructionResult& r);
 json::Value construction_to_json(const ConstructionResult& r);
+plot::LineChartSpec construction_chart(const ConstructionResult& r);
 void draw_construction_plot(const std::string& path, const ConstructionResult& r);
 
 }  // namespace urpe

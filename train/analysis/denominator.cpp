@@ -14,6 +14,7 @@
 #include "train/plot/charts.h"
 #include "train/progress.h"
 #include "train/run_config.h"
+#include "train/run_plots.h"
 
 namespace urpe {
 
@@ -132,11 +133,12 @@ std::vector<DenominatorRun> run_denominator(const DenominatorPlan& plan, const s
   write_text_atomic(join_path(out_dir, "denominator.json"), denominator_to_json(runs, plan).dump(2) + "\n");
   write_text_atomic(join_path(out_dir, "denominator.md"), denominator_markdown(runs, plan));
   plot::LineChartSpec spec;
-  spec.title = "training loss per step, seed 1 (" + plan.preset + ")";
+  spec.title = "Training loss per step, seed 1 of " + std::to_string(plan.seeds) + " (" + plan.preset + ")";
   spec.x_label = "step";
   spec.y_label = "cross-entropy";
   spec.log_y = true;
   spec.markers = 0;
+  if (!runs.empty()) spec.references = pi_chance_loss_lines(config_from_text(read_text_file(join_path(runs[0].dir, "config.txt")), runs[0].dir));
   for (const DenominatorRun& r : runs) {
     if (r.seed != 1) continue;
     plot::Series s;

@@ -9,6 +9,7 @@
 
 #include "autograd/node.h"
 #include "tensor/rng.h"
+#include "train/encoding_names.h"
 #include "train/plot/charts.h"
 
 namespace urpe {
@@ -16,7 +17,6 @@ namespace urpe {
 namespace {
 
 constexpr int64_t kProbeBatch = 64;      // sequences per forward pass
-constexpr double kRoundingBound = 1e-5;  // "zero up to float rounding"
 
 std::string percent(double x) {
   char text[32];
@@ -213,7 +213,7 @@ std::string probe_report(const std::vector<ProbeRun>& runs) {
     const double chance = 1.0 / static_cast<double>(r.n);
     const bool has_accuracy = !std::isnan(r.identical_token_accuracy);
     if (theorem2_applies(r)) {
-      const bool spread_ok = largest <= kRoundingBound;
+      const bool spread_ok = largest <= kSpreadBound;
       const bool accuracy_ok = !has_accuracy || r.identical_token_accuracy <= chance + 1e-12;
       out << r.run << ": Theorem 2 applies (" << reason(r) << "): largest spread " << spread_text(largest)
           << (spread_ok ? " ≤ 1e-5" : " > 1e-5");
@@ -231,24 +231,42 @@ std::string probe_report(const std::vector<ProbeRun>& runs) {
   return out.str();
 }
 
-void draw_probe_plot(const std::string& path, const std::vector<ProbeRun>& runs) {
+plot::LineChartSpec probe_chart(const std::vector<ProbeRun>& runs) {
   plot::LineChartSpec spec;
-  spec.title = "Theorem 2 probe: spread per layer (0 drawn at 1e-9)";
+  std::string n_text;
+  if (!runs.empty()) {
+    bool same_n = true;
+    for (const ProbeRun& r : runs) same_n = same_n && r.n == runs[0].n;
+    if (same_n) n_text = " (n = " + std::to_string(runs[0].n) + ")";
+  }
+  bool untrained = !runs.empty();
+  for (const ProbeRun& r : runs) untrained = untrained && r.step == 0;
+  spec.title = "Theorem 2 probe: spread of identical tokens' hidden states" + n_text + (untrained ? ", untrained" : "");
   spec.x_label = "layer (0 = input to block 1)";
   spec.y_label = "max |h_i - h_j| / mean |h_i|";
   spec.log_y = true;
+  spec.zero_band = "0 (below float rounding)";
   spec.markers = 1;
   spec.integer_x = true;
-  for (const ProbeRun& r : runs) {
+  spec.references = {{kSpreadBound, "Theorem 2: spread ≤ 1e-5"}};
+  // Legends name the encoding; the run's name only where two runs share one (seeds, presets).
+  std::vector<std::string> names;
+  for (const ProbeRun& r : runs) names.push_back(encoding_display_name(r.pe) + (r.step == 0 && !untrained ? " (untrained)" : ""));
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto shared = std::count(names.begin(), names.end(), names[i]);
     plot::Series s;
-    s.name = r.run;
-    for (const ProbeLayer& l : r.layers) {
+    s.name = shared > 1 ? names[i] + ", " + runs[i].run : names[i];
+    for (const ProbeLayer& l : runs[i].layers) {
       s.x.push_back(static_cast<double>(l.layer));
-      s.y.push_back(std::max(l.spread, kProbePlotFloor));
+      s.y.push_back(l.spread);
     }
     spec.series.push_back(s);
   }
-  plot::line_chart(path, spec);
+  return spec;
+}
+
+void draw_probe_plot(const std::string& path, const std::vector<ProbeRun>& runs) {
+  plot::line_chart(path, probe_chart(runs));
 }
 
 }  // namespace urpe

@@ -17,6 +17,7 @@
 #include "tensor/tensor.h"
 #include "train/analysis/analysis_model.h"
 #include "train/io/json.h"
+#include "train/plot/charts.h"
 
 namespace urpe {
 
@@ -63,8 +64,10 @@ bool theorem2_applies(const ProbeRun& run);
 json::Value probe_to_json(const std::vector<ProbeRun>& runs);
 // The table the command prints: one row per run and layer, then one verdict line per run.
 std::string probe_report(const std::vector<ProbeRun>& runs);
-// Spread against layer on a log axis, one line per run (exact zeros drawn at kProbePlotFloor).
-constexpr double kProbePlotFloor = 1e-9;
+// Spread against layer on a log axis, one line per run named by its encoding, with Theorem 2's
+// bound (kSpreadBound) as a labelled line and exact zeros in a "0" band under the axis.
+constexpr double kSpreadBound = 1e-5;
+plot::LineChartSpec probe_chart(const std::vector<ProbeRun>& runs);
 void draw_probe_plot(const std::string& path, const std::vector<ProbeRun>& runs);
 
 }  // namespace urpe

@@ -36,11 +36,18 @@ void accumulate(const HiddenStates& states, int64_t batch, std::vector<std::vect
   }
 }
 
-std::string range_text(const std::vector<double>& v) {
+// "1.2419 → 0.7478": the first and last position's value, so a tilt's direction shows.
+std::string ends_text(const std::vector<double>& v) {
   char text[64];
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  std::snprintf(text, sizeof text, "%.4f … %.4f", *lo, *hi);
+  std::snprintf(text, sizeof text, "%.4f → %.4f", v.front(), v.back());
   return text;
+}
+
+// max_i |a_i − b_i|
+double largest_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  double d = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
+  return d;
 }
 
 }  // namespace
@@ -133,21 +140,28 @@ std::string rowsums_report(const RowSumsResult& r) {
   std::ostringstream out;
   out << r.run << " (step " << r.step << "), n = " << r.n << ": A·1 per layer and head, the mean over "
       << r.identical_sequences << " identical-token sequences and over " << r.real_sequences
-      << " task sequences;\nv_i = (1/n) Σ_j C[i,j] is what A·1 would be under a uniform softmax.\n\n";
-  out << pad("head", 4) << "  " << pad("v_i range; smallest gap (i, j)", 36) << "  " << pad("layer", 5) << "  "
-      << pad("A·1 identical tokens", 20) << "  " << pad("A·1 task data", 20) << "\n";
+      << " task sequences, from the first position to the last;\nv_i = (1/n) Σ_j C[i,j] is what A·1 would be under a "
+         "uniform softmax; max |A·1 − v| over positions, on identical tokens / task data.\n\n";
+  const std::string last = std::to_string(r.n - 1);
+  out << pad("head", 4) << "  " << pad("v_0 → v_" + last + "; smallest gap (i, j)", 34) << "  " << pad("layer", 5) << "  "
+      << pad("A·1 identical tokens", 20) << "  " << pad("A·1 task data", 18) << "  " << pad("max |A·1 − v|", 15) << "  "
+      << "max |identical − task|\n";
   for (const RowSumsHead& h : r.heads) {
     for (int64_t l = 0; l < r.layers; ++l) {
       std::string left;
       if (l == 0) {
         char text[96];
-        std::snprintf(text, sizeof text, "%s; %.3g (%lld, %lld)", range_text(h.c_prediction).c_str(), h.min_gap,
+        std::snprintf(text, sizeof text, "%s; %.3g (%lld, %lld)", ends_text(h.c_prediction).c_str(), h.min_gap,
                       static_cast<long long>(h.gap_i), static_cast<long long>(h.gap_j));
         left = text;
       }
-      out << pad(l == 0 ? std::to_string(h.head) : "", 4) << "  " << pad(left, 36) << "  "
-          << pad(std::to_string(l + 1), 5) << "  " << pad(range_text(h.identical[l]), 20) << "  "
-          << range_text(h.real[l]) << "\n";
+      char deviations[64], between[32];
+      std::snprintf(deviations, sizeof deviations, "%.3f / %.3f", largest_difference(h.identical[l], h.c_prediction),
+                    largest_difference(h.real[l], h.c_prediction));
+      std::snprintf(between, sizeof between, "%.4f", largest_difference(h.identical[l], h.real[l]));
+      out << pad(l == 0 ? std::to_string(h.head) : "", 4) << "  " << pad(left, 34) << "  "
+          << pad(std::to_string(l + 1), 5) << "  " << pad(ends_text(h.identical[l]), 20) << "  "
+          << pad(ends_text(h.real[l]), 18) << "  " << pad(deviations, 15) << "  " << between << "\n";
     }
   }
   int64_t distinct = 0;
@@ -183,22 +197,29 @@ json::Value rowsums_to_json(const RowSumsResult& r) {
   return doc;
 }
 
+plot::LineChartSpec rowsums_chart(const RowSumsResult& r, size_t head_index) {
+  const RowSumsHead& h = r.heads.at(head_index);
+  plot::LineChartSpec spec;
+  spec.title = "head " + std::to_string(h.head) + ": row sums A·1 per position, " + r.run;
+  spec.x_label = "query position i";
+  spec.y_label = "(A·1)_i";
+  spec.integer_x = true;
+  spec.references = {{1.0, "RPE (C = 1): A·1 = 1"}};
+  std::vector<double> x;
+  for (int64_t i = 0; i < r.n; ++i) x.push_back(static_cast<double>(i));
+  spec.series.push_back({"C alone: v_i = mean_j C[i,j]", x, h.c_prediction});
+  for (int64_t l = 0; l < r.layers; ++l) {
+    spec.series.push_back({"layer " + std::to_string(l + 1) + ", identical tokens", x, h.identical[l]});
+    spec.series.push_back({"layer " + std::to_string(l + 1) + ", task data", x, h.real[l]});
+  }
+  return spec;
+}
+
 std::vector<std::string> draw_rowsums_plots(const std::string& plot_dir, const RowSumsResult& r) {
   std::vector<std::string> paths;
-  for (const RowSumsHead& h : r.heads) {
-    plot::LineChartSpec spec;
-    spec.title = "head " + std::to_string(h.head) + ": row sums of A, " + r.run;
-    spec.x_label = "query position i";
-    spec.y_label = "(A 1)_i";
-    std::vector<double> x;
-    for (int64_t i = 0; i < r.n; ++i) x.push_back(static_cast<double>(i));
-    spec.series.push_back({"C's prediction v_i = mean_j C[i,j]", x, h.c_prediction});
-    for (int64_t l = 0; l < r.layers; ++l) {
-      spec.series.push_back({"layer " + std::to_string(l + 1) + ", identical tokens", x, h.identical[l]});
-      spec.series.push_back({"layer " + std::to_string(l + 1) + ", task data", x, h.real[l]});
-    }
-    const std::string path = join_path(plot_dir, "rowsums_head" + std::to_string(h.head) + ".png");
-    plot::line_chart(path, spec);
+  for (size_t k = 0; k < r.heads.size(); ++k) {
+    const std::string path = join_path(plot_dir, "rowsums_head" + std::to_string(r.heads[k].head) + ".png");
+    plot::line_chart(path, rowsums_chart(r, k));
     paths.push_back(path);
   }
   return paths;

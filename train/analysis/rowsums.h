@@ -12,6 +12,7 @@
 
 #include "train/analysis/analysis_model.h"
 #include "train/io/json.h"
+#include "train/plot/charts.h"
 
 namespace urpe {
 
@@ -45,6 +46,9 @@ std::vector<std::vector<double>> c_row_means(const std::vector<float>& c_table, 
 
 std::string rowsums_report(const RowSumsResult& r);
 json::Value rowsums_to_json(const RowSumsResult& r);
+// One head's chart: C's prediction and every layer's A·1 (identical tokens, task data) against the
+// query position, with RPE's row sum 1 as a reference line.
+plot::LineChartSpec rowsums_chart(const RowSumsResult& r, size_t head_index);
 // plots/rowsums_head<h>.png, one per head; returns the paths.
 std::vector<std::string> draw_rowsums_plots(const std::string& plot_dir, const RowSumsResult& r);
 

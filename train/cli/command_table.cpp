@@ -19,13 +19,14 @@ static const char* const kGridResumeHelp =
 std::vector<CommandSpec> command_table() {
   std::vector<CommandSpec> table;
 
-  table.push_back({"demo", "demo [--out DIR] [--overwrite | --resume] [--device cpu|cuda]",
+  table.push_back({"demo", "demo [--out DIR] [--overwrite | --resume] [--device cpu|cuda] [--set KEY=VALUE]...",
                    "tiny URPE vs RPE vs noPE run on the synthetic tasks; prints a table, writes plots",
                    {{"out", "DIR", "runs/demo", "where the runs, table and plots go"},
                     {"overwrite", "", "", kOverwriteHelp},
                     {"resume", "", "", kGridResumeHelp},
                     {"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
-                    {"seed", "N", "1", "random seed", {0, 4294967295}}},
+                    {"seed", "N", "1", "random seed", {0, 4294967295}},
+                    {"set", "KEY=VALUE", "", "override one config key of every run (repeatable; not task, pe, vocab, seed, device), e.g. steps=200"}},
                    run_demo, "", "", 0});
 
   table.push_back({"train", "train --preset NAME | --config FILE [--set key=value]... --out DIR [--overwrite]",

@@ -12,6 +12,7 @@
 #include "tensor/error.h"
 #include "train/analysis/analysis_model.h"
 #include "train/analysis/probe.h"
+#include "train/analysis/run_summary.h"
 #include "train/cli/grid_output.h"
 #include "train/cli/handlers.h"
 #include "train/repro/lm.h"
@@ -278,6 +279,7 @@ int run_repro(const Args& args) {
     GridOutput output(args, out);
     run_synthetic_grid(grid, out, "synthetic", output.continuation());
     print_results(out);
+    std::printf("All on one page: %s\n", draw_grid_summary(out).c_str());
     return output.finish();
   } else if (experiment == "lm") {
     LmReproPlan plan = lm_plan(request, args);

@@ -1,11 +1,25 @@
 // Charts written as PNG files: line charts (training curves), heatmaps (the learned B and C
-// matrices of the paper's Figure 2, one panel per head) and grouped bar charts (accuracy per task
-// and model, like Figure 1). Everything is drawn by train/plots_canvas.h; no plotting library.
+// matrices of the paper's Figure 2, one panel per head), grouped bar charts (accuracy per task
+// and model, like Figure 1) and pages of several charts. Everything is drawn by
+// train/plot/canvas.h; no plotting library.
 //
 //   plot::LineChartSpec s;
 //   s.title = "copy task: validation loss"; s.x_label = "step"; s.y_label = "loss"; s.log_y = true;
 //   s.series = {{"URPE", steps, urpe_loss}, {"RPE", steps, rpe_loss}};
+//   s.references = {{3.47, "chance: ln 32"}};
 //   plot::line_chart(run_dir + "/plots/loss.png", s);
+//
+// What the charts do so that a picture teaches rather than misleads:
+// - series that lie on top of each other are drawn distinguishably: the first of a group of
+//   overlapping lines widest and solid, each later one narrower and dashed on top, with its own
+//   marker shape, so every one stays visible; series with exactly equal values get a note beside
+//   the legend ("RPE = URPE at every point");
+// - reference lines (chance, a theorem's bound) are dashed, labelled, and inside the axis range;
+// - a log axis never invents a decade for zero: with `zero_band` set, values <= 0 sit in a band
+//   under the axis labelled "0";
+// - axis ranges have headroom (no line on the frame) and end near the data (no x axis running
+//   to 35 for 32 positions);
+// - colour bars have a tick every nice step, not only their ends.
 //
 // Bad input (no data, mismatched sizes, an unwritable path) throws urpe::Error naming the file.
 // Files are written atomically (path.tmp, then rename).
@@ -21,6 +35,22 @@ namespace urpe::plot {
 // The i-th series colour (a 10-colour qualitative palette, repeating).
 Color series_color(size_t index);
 
+// A horizontal line at y = value across the plot, dashed, with its label at the right end
+// ("chance 1/n = 3.1%", "Theorem 2: 1e-5"). The value is always inside the axis range.
+struct ReferenceLine {
+  double value = 0;
+  std::string label;
+};
+
+// Where a chart put its parts, for tests (and for pages that place charts side by side).
+struct ChartLayout {
+  Rect plot;                        // the plotting area, frame included
+  Rect legend;                      // the legend box (w = 0: none)
+  std::vector<int> reference_rows;  // pixel row of each reference line, in spec order
+  std::vector<std::string> notes;   // the notes drawn under the legend (equal series, spec notes)
+  int zero_band_row = -1;           // centre row of the "0" band of a log axis, -1 when not drawn
+};
+
 // ---- line chart ----
 
 struct Series {
@@ -28,17 +58,36 @@ struct Series {
   std::vector<double> x, y;  // same length; points with a NaN/inf coordinate are skipped
 };
 
+// How a series was drawn (chosen by the chart: see draw order above).
+struct SeriesStyle {
+  Color color;
+  double width = 2.5;
+  Dash dash;
+  MarkerShape marker = MarkerShape::circle;
+  double marker_radius = 3.5;
+  bool hollow = false;
+  int draw_rank = 0;  // position in the drawing order (0 first)
+};
+
 struct LineChartSpec {
   std::string title, x_label, y_label;
   std::vector<Series> series;
-  bool log_y = false;    // points with y <= 0 are skipped on a log axis
-  int markers = -1;      // draw a dot at each point: 1 yes, 0 no, -1 when a series has <= 40 points
+  std::vector<ReferenceLine> references;
+  std::vector<std::string> notes;  // extra lines under the legend, wrapped to its width
+  bool log_y = false;    // points with y <= 0 are skipped on a log axis, unless zero_band is set
+  // log_y only: draw values <= 0 in a band under the axis, with this text in it (e.g.
+  // "0 (below float rounding)"); empty: skip them. The band appears only when such values exist.
+  std::string zero_band;
+  int markers = -1;      // draw a marker at each point: 1 yes, 0 no, -1 when a series has <= 40 points
   bool integer_x = false;  // x ticks at whole numbers only (layers, positions), never 0.5
   int width = 960, height = 600;
 };
 
 void line_chart(const std::string& path, const LineChartSpec& spec);
-Canvas render_line_chart(const LineChartSpec& spec);  // the same image, in memory
+// The same image, in memory; `layout` (optional) receives where the parts went and `styles` how
+// each series was drawn.
+Canvas render_line_chart(const LineChartSpec& spec, ChartLayout* layout = nullptr,
+                         std::vector<SeriesStyle>* styles = nullptr);
 
 // ---- heatmaps ----
 
@@ -70,6 +119,9 @@ Canvas render_heatmap_grid(const std::vector<HeatmapSpec>& panels, int columns,
 
 // The colour of `t` in [0, 1] along a map (0.5 is the diverging map's centre). Exposed for tests.
 Color colormap_color(ColorMap map, double t);
+// The values labelled on a colour bar over [lo, hi]: about `target` nice steps inside the range,
+// with the centre `mid` among them. Exposed for tests.
+std::vector<double> colorbar_ticks(double lo, double mid, double hi, int target = 6);
 
 // ---- grouped bar chart ----
 
@@ -82,6 +134,7 @@ struct BarChartSpec {
   std::string title, x_label, y_label;
   std::vector<std::string> groups;  // e.g. tasks
   std::vector<BarSeries> series;
+  std::vector<ReferenceLine> references;
   bool value_labels = true;  // the value above each bar
   int decimals = -1;         // digits after the point in value labels; -1: 3 significant digits
   double y_min = NAN, y_max = NAN;  // axis range; NaN: from the data (always including 0)
@@ -89,7 +142,12 @@ struct BarChartSpec {
 };
 
 void bar_chart(const std::string& path, const BarChartSpec& spec);
-Canvas render_bar_chart(const BarChartSpec& spec);
+Canvas render_bar_chart(const BarChartSpec& spec, ChartLayout* layout = nullptr);
+
+// ---- pages ----
+
+// Charts side by side: each inner vector is one row, left to right, under a page title.
+Canvas render_page(const std::string& title, const std::vector<std::vector<Canvas>>& rows);
 
 // ---- axis helpers (exposed for tests) ----
 

@@ -1,6 +1,6 @@
 // Heatmaps: one matrix per panel, cells coloured through a diverging or sequential map, a colour
-// bar labelled at its bottom, middle and top, and a grid of panels (one per attention head) under
-// one title. For URPE's C matrices use the diverging map centred at 1 (their initial value), so
+// bar with a tick at every nice step (and at the centre), and a grid of panels (one per attention
+// head) under one title. For URPE's C matrices use the diverging map centred at 1 (their initial value), so
 // white means "unchanged" and red/blue show where training scaled attention up or down.
 #include <algorithm>
 #include <cmath>
@@ -91,16 +91,20 @@ std::vector<int> index_ticks(int n, int cell) {
 
 int widest_index_label(int n) { return Canvas::text_width(std::to_string(std::max(0, n - 1)), kBody); }
 
-// Colour bar: a vertical gradient of height h at (x, y), labels on its right.
+// Colour bar: a vertical gradient of height h at (x, y), tick labels on its right.
 constexpr int kBarWidth = 18;
-std::vector<std::string> bar_labels(const Scale& s) {
-  const double step = (s.hi - s.lo) / 20;
-  return {format_tick(s.hi, step), format_tick(s.mid, step), format_tick(s.lo, step)};
+int bar_ticks_target(int h) { return std::clamp(h / 34, 2, 6); }
+std::vector<std::string> bar_labels(const Scale& s, const std::vector<double>& ticks) {
+  const double step = ticks.size() > 1 ? std::fabs(ticks[1] - ticks[0]) : (s.hi - s.lo) / 4;
+  std::vector<std::string> labels;
+  for (double t : ticks) labels.push_back(format_tick(t, step));
+  return labels;
 }
-int bar_extent(const Scale& s) {  // horizontal space a bar and its labels take
+int bar_extent(const Scale& s, int h) {  // horizontal space a bar and its labels take
   int w = 0;
-  for (const std::string& l : bar_labels(s)) w = std::max(w, Canvas::text_width(l, kBody));
-  return kBarWidth + 8 + w;
+  for (const std::string& l : bar_labels(s, colorbar_ticks(s.lo, s.mid, s.hi, bar_ticks_target(h))))
+    w = std::max(w, Canvas::text_width(l, kBody));
+  return kBarWidth + 10 + w;
 }
 void draw_bar(Canvas& c, const Scale& s, int x, int y, int h) {
   for (int row = 0; row < h; ++row) {
@@ -108,12 +112,13 @@ void draw_bar(Canvas& c, const Scale& s, int x, int y, int h) {
     c.fill_rect(x, y + row, x + kBarWidth, y + row + 1, s.color(v));
   }
   c.outline_rect(x, y, x + kBarWidth, y + h, colors::axis);
-  const std::vector<std::string> labels = bar_labels(s);
-  const double mid_y = y + h * (1 - (s.mid - s.lo) / (s.hi - s.lo));
-  c.text(x + kBarWidth + 6, y, labels[0], colors::text, kBody, HAlign::left, VAlign::middle);
-  c.text(x + kBarWidth + 6, mid_y, labels[1], colors::text, kBody, HAlign::left, VAlign::middle);
-  c.text(x + kBarWidth + 6, y + h, labels[2], colors::text, kBody, HAlign::left, VAlign::middle);
-  c.fill_rect(x + kBarWidth, std::round(mid_y), x + kBarWidth + 4, std::round(mid_y) + 1, colors::axis);
+  const std::vector<double> ticks = colorbar_ticks(s.lo, s.mid, s.hi, bar_ticks_target(h));
+  const std::vector<std::string> labels = bar_labels(s, ticks);
+  for (size_t k = 0; k < ticks.size(); ++k) {
+    const double ty = y + h * (s.hi - ticks[k]) / (s.hi - s.lo);
+    c.fill_rect(x + kBarWidth, std::round(ty), x + kBarWidth + 4, std::round(ty) + 1, colors::axis);
+    c.text(x + kBarWidth + 7, ty, labels[k], colors::text, kBody, HAlign::left, VAlign::middle);
+  }
 }
 
 std::string prefix(const std::string& path) { return path.empty() ? "" : path + ": "; }
@@ -129,6 +134,23 @@ void check_panel(const std::string& path, const HeatmapSpec& p) {
 }
 
 }  // namespace
+
+std::vector<double> colorbar_ticks(double lo, double mid, double hi, int target) {
+  const std::vector<double> all = nice_ticks(lo, hi, target);
+  const double step = all.size() > 1 ? all[1] - all[0] : hi - lo;
+  std::vector<double> ticks;
+  const bool mid_inside = mid > lo && mid < hi;
+  for (double t : all) {
+    if (t < lo - 1e-9 * step || t > hi + 1e-9 * step) continue;
+    if (mid_inside && std::fabs(t - mid) < 0.4 * step && std::fabs(t - mid) > 1e-9 * step) continue;  // too close to the centre's tick
+    ticks.push_back(t);
+  }
+  if (mid_inside && std::none_of(ticks.begin(), ticks.end(), [&](double t) { return std::fabs(t - mid) <= 1e-9 * step; })) {
+    ticks.push_back(mid);
+    std::sort(ticks.begin(), ticks.end());
+  }
+  return ticks;
+}
 
 Color colormap_color(ColorMap map, double t) {
   return map == ColorMap::diverging ? interpolate(kDiverging, t) : interpolate(kViridis, t);
@@ -174,7 +196,7 @@ static Canvas draw_heatmap_grid(const std::vector<HeatmapSpec>& panels, int colu
     any_x = any_x || !p.x_label.empty();
     any_y = any_y || !p.y_label.empty();
     index_w = std::max(index_w, widest_index_label(p.rows));
-    bar_w = std::max(bar_w, bar_extent(scales[i]));
+    bar_w = std::max(bar_w, bar_extent(scales[i], cell * max_rows));
   }
   const std::string main_title = panels.size() == 1 && title.empty() ? panels[0].title : title;
   const int top_pad = any_title ? th + 10 : 0;

@@ -1,0 +1,179 @@
+# The claims docs/walkthrough.md's text makes about numbers and pictures, each checked on the
+# numbers a run of docs/run_walkthrough.sh produced (that script sources this file; `claim`,
+# `output_of` and $OUT come from it). A claim is `claim any|full "the page's words" CHECK`:
+# `full` ones need the full training (they are skipped by --quick), `any` ones hold after any
+# run. When a regenerated run breaks one, change the page's sentence, not the check.
+
+# A number in awk from a string like "3.12%".
+num_awk='function num(s) { gsub(/[%,]/, "", s); return s + 0 }'
+
+# ---- step 1 ----
+step1_row_sums_checked() {
+  output_of 'test-case="C = ones' | grep -q 'SUCCESS: CHECK( s == doctest::Approx(1.0)'
+}
+claim any "step 1: the core's test checks that a softmax row sums to 1, and it passes" step1_row_sums_checked
+
+# ---- step 2: the untrained probe. Rows: "pi-tiny (untrained, pe = X)  X  step  layer  spread  [acc]" ----
+probe_rows() {  # pe layer spread accuracy, one line per row of the probe's table
+  awk '/^pi-tiny \(untrained, pe = / { sub(/^[^)]*\)/, ""); print $1, $3, $4, ($5 == "" ? "-" : $5) }'
+}
+step2_theorem_holds() {
+  output_of "theory probe --preset" | probe_rows | awk "$num_awk"'
+    $1 == "none" || $1 == "rpe" || $1 == "urpe" {
+      rows++
+      if (num($3) > 1e-6) bad = bad " " $1 " layer " $2 " spread " $3
+      if ($4 != "-" && $4 != "3.12%") bad = bad " " $1 " accuracy " $4
+    }
+    END { if (bad != "" || rows != 9) { print "  " rows " rows;" bad > "/dev/stderr"; exit 1 } }'
+}
+claim any "step 2: noPE, RPE and URPE spread at most 1e-5 at every layer (below 1e-6 here), accuracy 1/32 = 3.12%" step2_theorem_holds
+step2_ape_differs() {
+  output_of "theory probe --preset" | probe_rows | awk "$num_awk"'
+    $1 == "ape" { rows++; if (num($3) <= 1) bad = 1 } END { exit (bad || rows != 3) }'
+}
+claim any "step 2: APE's spread is above 1 at every layer" step2_ape_differs
+step2_urpe_is_rpe() {
+  local rows
+  rows=$(output_of "theory probe --preset" | probe_rows)
+  [ -n "$(printf '%s\n' "$rows" | awk '$1 == "rpe"')" ] &&
+    [ "$(printf '%s\n' "$rows" | awk '$1 == "rpe" { print $2, $3, $4 }')" = \
+      "$(printf '%s\n' "$rows" | awk '$1 == "urpe" { print $2, $3, $4 }')" ]
+}
+claim any "step 2: the untrained URPE model computes exactly what RPE computes, digit for digit" step2_urpe_is_rpe
+step2_verdicts() {
+  local out
+  out=$(output_of "theory probe --preset")
+  for pe in none rpe urpe; do
+    printf '%s\n' "$out" | grep -q "^pi-tiny (untrained, pe = $pe): Theorem 2 applies.*as the theorem says$" || return 1
+  done
+}
+claim any "step 2: the probe's verdict for noPE, RPE and URPE is 'as the theorem says'" step2_verdicts
+
+# ---- step 3 ----
+step3_exact() {
+  output_of "theory construction" |
+    grep -qF 'max |A·1 − (n − i)/n| = 0, max |output/u − (n − i)/n| = 0; with C ≡ 1 (RPE): max |A·1 − 1| = 0'
+}
+claim any "step 3: A·1 = (n − i)/n exactly, the output too, and every row sums to exactly 1 with C ≡ 1" step3_exact
+
+# ---- step 4: the demo's table row "| pi | 100 | none | rpe | urpe |" ----
+step4_accuracies() {
+  output_of "urpe demo" | awk -F'|' "$num_awk"'
+    $2 ~ /^ *pi *$/ && $3 ~ /^ *100 *$/ {
+      found = 1
+      none = num($4); rpe = num($5); urpe = num($6)
+      if (none < 2.925 || none > 3.325 || rpe < 2.925 || rpe > 3.325 || urpe != 100) bad = 1
+    }
+    END { exit (!found || bad) }'
+}
+claim full "step 4: noPE and RPE within 0.2 points of 1/32 = 3.12%; URPE 100%" step4_accuracies
+
+# ---- step 5: the trained probe ----
+step5_verdicts() {
+  local out
+  out=$(output_of "theory probe --repro")
+  printf '%s\n' "$out" | grep -q '^pi-V100-none-s1: Theorem 2 applies.*as the theorem says$' &&
+    printf '%s\n' "$out" | grep -q '^pi-V100-rpe-s1: Theorem 2 applies.*as the theorem says$' &&
+    printf '%s\n' "$out" | grep -q '^pi-V100-urpe-s1: not bound by Theorem 2 (URPE with a learned C).*accuracy 100.00%'
+}
+claim full "step 5: noPE and RPE still obey the theorem after training; URPE identifies every position (100%)" step5_verdicts
+
+# ---- step 6: the row sums. Table rows: "head  v0 → v31; gap (i, j)  layer  a → b  c → d  dev_id / dev_task  between" ----
+rowsums_rows() {  # head layer v0 v31 gap dev_identical dev_task identical_vs_task
+  awk '
+    /^[0-9]+ +[-0-9.]+ → [-0-9.]+; / { head = $1; v0 = $2; v31 = $4; gap = $5; sub(/;$/, "", v31); layer = $8
+      print head, layer, v0, v31, gap, $15, $17, $18; next }
+    /^ +[0-9]+ +[-0-9.]+ → / && head != "" { print head, $1, v0, v31, gap, $8, $10, $11 }'
+}
+step6_positions_differ() {
+  output_of "theory rowsums" | grep -q '^4 of 4 heads have all v_i distinct' &&
+    output_of "theory rowsums" | rowsums_rows | awk '
+      $2 == 1 { rows++; d = $3 - $4; if (d < 0) d = -d; if (d < 0.35) bad = 1
+                if (($1 == 3) != ($4 > $3)) bad = 1 }   # falling in heads 0-2, rising in head 3
+      END { exit (bad || rows != 4) }'
+}
+claim full "step 6: v_i falls in heads 0, 1, 2 and rises in head 3, by at least 0.35; all v_i distinct in 4 of 4 heads" step6_positions_differ
+step6_follows_c() {
+  output_of "theory rowsums" | rowsums_rows | awk '
+    { rows++; if ($6 + 0 >= 0.1 || $7 + 0 >= 0.1) bad = 1 } END { exit (bad || rows != 8) }'
+}
+claim full "step 6: A·1 within 0.1 of v_i at every position, every head and layer, both inputs" step6_follows_c
+step6_layer2_same() {
+  output_of "theory rowsums" | rowsums_rows | awk '
+    $2 == 2 && $8 + 0 > 0.001 { bad = 1 }
+    $2 == 1 && $8 + 0 < 0.01 { bad = 1 }
+    END { exit bad }'
+}
+claim full "step 6: layer 2 on task data within 0.001 of identical tokens; layer 1 differs by 0.01 or more" step6_layer2_same
+
+# rowsums.json → "head layer kind i value" (kind: c, identical, task; layer 0 for c).
+rowsums_json_values() {
+  awk '
+    /"head":/ { h = $2; sub(/,/, "", h); layer = 0 }
+    /"layer":/ { layer = $2; sub(/,/, "", layer) }
+    /"c_prediction": \[/ { kind = "c"; i = 0; next }
+    /"identical_tokens": \[/ { kind = "identical"; i = 0; next }
+    /"task_data": \[/ { kind = "task"; i = 0; next }
+    /\]/ { kind = "" }
+    kind != "" && /^ *-?[0-9]/ { v = $1; sub(/,/, "", v); print h, layer, kind, i++, v }' "$OUT/trained/rowsums.json"
+}
+step6_layer1_is_layer2() {
+  rowsums_json_values | awk '
+    $3 != "c" { x[$1, $2, $3, $4] = $5; heads[$1] = 1; n = $4 + 1 > n ? $4 + 1 : n }
+    END {
+      for (h in heads) for (i = 0; i < n; i++) for (k = 0; k < 2; k++) {
+        d = x[h, 1, "identical", i] - x[h, 2, k ? "task" : "identical", i]; if (d < 0) d = -d
+        if (d > 0.001) bad = 1
+      }
+      exit (bad || n == 0) }'
+}
+claim full "step 6: layer 2, on both inputs, matches layer 1 on identical tokens (softmax(B) ⊙ C) to within 0.001" step6_layer1_is_layer2
+step6_head2_picture() {
+  output_of "theory rowsums" | rowsums_rows | awk '
+    { dev = $6 + 0 > $7 + 0 ? $6 + 0 : $7 + 0; if (dev > best) { best = dev; head = $1 } }
+    END { exit !(head == 2 && best >= 0.085 && best < 0.095) }' &&
+    rowsums_json_values | awk '
+      $1 == 2 && $3 == "c" { c[$4] = $5 }
+      $1 == 2 && $3 != "c" { x[$2, $3, $4] = $5; n = $4 + 1 > n ? $4 + 1 : n }
+      END {
+        for (i = 0; i < n; i++) {
+          for (l = 1; l <= 2; l++) for (k = 0; k < 2; k++) {
+            d = x[l, k ? "task" : "identical", i] - c[i]; if (d < 0) d = -d
+            if (d > best) { best = d; at = i }
+          }
+          a = x[1, "identical", i] - x[2, "identical", i]; b = x[2, "identical", i] - x[2, "task", i]
+          if (a < 0) a = -a; if (b < 0) b = -b; if (a > 0.001 || b > 0.001) apart = 1
+        }
+        exit (apart || at < n - 4) }'
+}
+claim full "step 6: head 2 strays farthest from v_i (up to 0.09, at the last positions); three of its lines coincide" step6_head2_picture
+
+# ---- steps 9 and 10: the suites pass ----
+step9_passes() { output_of 'test-case="gradcheck' | grep -q 'Status: SUCCESS!'; }
+claim any "step 9: every gradient check passes" step9_passes
+step10_passes() {
+  [ ! -x "$BUILD/test_cuda_sim_parity" ] || output_of 'test_cuda_sim_parity' | grep -q 'Status: SUCCESS!'
+}
+claim any "step 10: the simulator's parity case passes" step10_passes
+
+# ---- step 12: the denominator. Rows "| variant | pe | attention | seed | acc | non-finite | spike (step) | loss |" ----
+denominator_rows() {  # variant seed accuracy nonfinite spike loss
+  output_of "theory denominator" | awk -F'|' '
+    $2 ~ /^ *(urpe-softmax|urpe-exp|rpe-exp) *$/ {
+      v = $2; gsub(/ /, "", v); s = $5; gsub(/ /, "", s); a = $6; gsub(/[ %]/, "", a)
+      f = $7; gsub(/ /, "", f); sp = $8; sub(/^ */, "", sp); sub(/ .*/, "", sp); l = $9; gsub(/ /, "", l)
+      print v, s, a, f, sp, l }'
+}
+step12_measured() {
+  denominator_rows | awk '
+    { rows++; if ($4 != "none") bad = "a non-finite loss" }
+    $1 == "urpe-softmax" { if ($3 != "100.00") bad = "softmax below 100%"; if ($5 > soft) soft = $5 }
+    $1 != "urpe-softmax" { if (exp_low == "" || $5 < exp_low) exp_low = $5 }
+    $1 == "rpe-exp" && $3 == "100.00" { escaped++ }
+    END { if (rows != 9 || bad != "" || !escaped || exp_low + 0 <= soft + 0) exit 1 }'
+}
+claim full "step 12: nothing overflows, every softmax run reaches 100%, some rpe-exp seed escapes, every exp spike > every softmax spike" step12_measured
+step12_collapse() {
+  denominator_rows | awk '$1 == "rpe-exp" && $2 != 1 && ($6 - log(32)) < 0.01 && ($6 - log(32)) > -0.01 { found = 1 } END { exit !found }'
+}
+claim full "step 12: an rpe-exp seed other than the one drawn ended at chance, ln 32" step12_collapse

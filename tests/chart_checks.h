@@ -1,0 +1,58 @@
+// What can be checked about a chart's picture without looking at it: that every series left
+// pixels of its own colour in the plotting area (none is hidden under another), that a reference
+// line's row is drawn in the reference colour, and that every text lies inside the image. Each
+// check returns what it measured, so a test can also show that it fails on a bad picture.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "train/plot/charts.h"
+
+namespace urpe::test {
+
+// Pixels of exactly `color` inside `area`.
+inline size_t pixels_of(const plot::Canvas& c, plot::Color color, const plot::Rect& area) {
+  size_t n = 0;
+  for (int y = std::max(0, area.y); y < std::min(c.height(), area.bottom()); ++y)
+    for (int x = std::max(0, area.x); x < std::min(c.width(), area.right()); ++x) n += c.pixel(x, y) == color;
+  return n;
+}
+
+// The fewest pixels any of the first `series` series has in the plotting area (its own exact
+// colour; antialiased edges do not count).
+inline size_t least_visible_series(const plot::Canvas& c, const plot::ChartLayout& layout, size_t series) {
+  size_t least = SIZE_MAX;
+  for (size_t k = 0; k < series; ++k) least = std::min(least, pixels_of(c, plot::series_color(k), layout.plot));
+  return least;
+}
+
+// The share of the plot's width along reference line k's row drawn in the reference colour (a
+// dashed line covers about 9 in 14 pixels).
+inline double reference_coverage(const plot::Canvas& c, const plot::ChartLayout& layout, size_t k) {
+  if (k >= layout.reference_rows.size()) return 0;
+  const int row = layout.reference_rows[k];
+  if (row < 0 || row >= c.height()) return 0;
+  return static_cast<double>(pixels_of(c, plot::colors::reference, {layout.plot.x, row, layout.plot.w, 1})) /
+         layout.plot.w;
+}
+
+// The texts whose box leaves the image, as "text (x, y, w, h)".
+inline std::vector<std::string> texts_outside(const plot::Canvas& c) {
+  std::vector<std::string> out;
+  for (const plot::Canvas::TextRecord& t : c.texts())
+    if (t.box.x < 0 || t.box.y < 0 || t.box.right() > c.width() || t.box.bottom() > c.height())
+      out.push_back(t.text + " (" + std::to_string(t.box.x) + ", " + std::to_string(t.box.y) + ", " +
+                    std::to_string(t.box.w) + ", " + std::to_string(t.box.h) + ")");
+  return out;
+}
+
+// Whether some text drawn on the canvas contains `part`.
+inline bool has_text(const plot::Canvas& c, const std::string& part) {
+  for (const plot::Canvas::TextRecord& t : c.texts())
+    if (t.text.find(part) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace urpe::test

@@ -1,0 +1,174 @@
+// Grouped bar charts (accuracy per task and model, like the paper's Figure 1): the value axis
+// includes 0 and any reference line, with headroom for the value labels; labels turn vertical
+// when there are many bars; reference lines (chance) are drawn over the bars.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "tensor/error.h"
+#include "train/plot/chart_parts.h"
+#include "train/plot/charts.h"
+
+namespace urpe::plot {
+
+using namespace parts;
+
+namespace {
+
+std::string bar_value_text(double v, int decimals) {
+  char buf[64];
+  if (decimals < 0) {
+    decimals = v == 0 ? 0 : std::clamp(2 - static_cast<int>(std::floor(std::log10(std::fabs(v)))), 0, 4);
+  }
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+}  // namespace
+
+static Canvas draw_bar_chart(const BarChartSpec& spec, const std::string& path, ChartLayout* layout) {
+  const std::string here = where(path, "bar chart", spec.title);
+  const size_t groups = spec.groups.size(), n_series = spec.series.size();
+  URPE_CHECK(groups > 0, here << " has no groups");
+  URPE_CHECK(n_series > 0, here << " has no series");
+  double lo = 0, hi = 0;
+  bool any = false;
+  for (const ReferenceLine& r : spec.references) {
+    URPE_CHECK(std::isfinite(r.value), here << ": reference line '" << r.label << "' is not finite");
+    lo = std::min(lo, r.value);
+    hi = std::max(hi, r.value);
+  }
+  for (const BarSeries& s : spec.series) {
+    URPE_CHECK(s.values.size() == groups, here << ": series '" << s.name << "' has " << s.values.size()
+                                               << " values for " << groups << " groups");
+    for (double v : s.values) {
+      if (!std::isfinite(v)) continue;
+      any = true;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+  }
+  URPE_CHECK(any, here << " has no finite values");
+
+  // ---- bar width: room for the value labels; with many bars the labels turn vertical ----
+  int widest_value = 0;
+  for (const BarSeries& s : spec.series)
+    for (double v : s.values)
+      if (std::isfinite(v)) widest_value = std::max(widest_value, Canvas::text_width(bar_value_text(v, spec.decimals), kBody));
+  int bar_w = spec.value_labels ? std::clamp(widest_value + 8, 24, 72) : 36;
+  const bool vertical_labels = spec.value_labels && static_cast<int>(groups * n_series) * bar_w > 1400;
+  if (vertical_labels) bar_w = Canvas::text_height(kBody) + 10;
+  // How far a label reaches past its bar's end, in pixels.
+  const int label_len = vertical_labels ? widest_value : Canvas::text_height(kBody);
+
+  // ---- value axis: from the data (with 0), headroom for the value labels, or as given ----
+  if (spec.value_labels) {
+    const double room = (label_len + 10.0) / std::max(100, spec.height - 170);
+    if (hi > 0) hi += room * (hi - lo);
+    if (lo < 0) lo -= room * (hi - lo);
+  }
+  std::vector<double> ticks = nice_ticks(lo, hi, 6);
+  const double step = ticks[1] - ticks[0];
+  double axis_lo = std::isfinite(spec.y_min) ? spec.y_min : ticks.front();
+  double axis_hi = std::isfinite(spec.y_max) ? spec.y_max : ticks.back();
+  URPE_CHECK(axis_hi > axis_lo, here << ": y range [" << axis_lo << ", " << axis_hi << "] is empty");
+  if (std::isfinite(spec.y_min) || std::isfinite(spec.y_max)) {
+    ticks = nice_ticks(axis_lo, axis_hi, 6);
+    std::vector<double> inside;
+    for (double t : ticks)
+      if (t >= axis_lo - 1e-9 * std::fabs(axis_hi - axis_lo) && t <= axis_hi + 1e-9 * std::fabs(axis_hi - axis_lo))
+        inside.push_back(t);
+    ticks = inside;
+  }
+  const double tick_step = ticks.size() > 1 ? ticks[1] - ticks[0] : step;
+
+  // ---- horizontal layout ----
+  int longest_word = 0;
+  for (const std::string& g : spec.groups)
+    for (const std::string& w : wrap(g, 0)) longest_word = std::max(longest_word, Canvas::text_width(w, kBody));
+  const int group_w = std::max(static_cast<int>(n_series) * bar_w + std::max(24, bar_w), longest_word + 16);
+  int label_lines = 1;
+  for (const std::string& g : spec.groups) label_lines = std::max(label_lines, static_cast<int>(wrap(g, group_w - 8).size()));
+
+  std::vector<LegendEntry> legend;
+  for (size_t i = 0; i < n_series; ++i) {
+    SeriesStyle style;
+    style.color = series_color(i);
+    legend.push_back({spec.series[i].name, style, false});
+  }
+  // Reference lines are named in the legend (a label on the line would collide with the bars'
+  // value labels).
+  for (const ReferenceLine& r : spec.references) legend.push_back({r.label, {}, false, true});
+  Rect plot;
+  plot.x = kMargin + (spec.y_label.empty() ? 0 : Canvas::text_height(kBody) + 14) +
+           max_label_width(ticks, tick_step, false) + 12;
+  const int width = std::max(640, plot.x + static_cast<int>(groups) * group_w + 16 + legend_width(legend) + kMargin);
+  plot.y = title_band(spec.title, width);
+  plot.w = width - kMargin - legend_width(legend) - 16 - plot.x;
+  const int line_h = Canvas::text_height(kBody) + 8;
+  plot.h = spec.height - plot.y - kMargin - 10 - line_h * label_lines - (spec.x_label.empty() ? 0 : line_h + 8);
+  URPE_CHECK(plot.h >= 80, here << ": height " << spec.height << " is too small for this chart");
+  const double slot = plot.w / static_cast<double>(groups);  // may exceed group_w on a min-width canvas
+
+  const AxisMap ym{axis_lo, axis_hi, static_cast<double>(plot.bottom()), static_cast<double>(plot.y), false};
+  Canvas c(width, spec.height);
+  draw_y_axis(c, plot, ym, ticks, tick_step, false);
+  const double base = ym(std::clamp(0.0, axis_lo, axis_hi));
+
+  c.set_clip({plot.x + 1, plot.y + 1, plot.w - 1, plot.h - 1});
+  auto bar_left = [&](size_t g, size_t s) {
+    return std::round(plot.x + slot * g + (slot - n_series * bar_w) / 2.0 + s * bar_w);
+  };
+  for (size_t g = 0; g < groups; ++g)
+    for (size_t s = 0; s < n_series; ++s) {
+      const double v = spec.series[s].values[g];
+      if (!std::isfinite(v)) continue;
+      const double bx = bar_left(g, s), top = ym(v);
+      c.fill_rect(bx + 1, std::min(base, top), bx + bar_w - 1, std::max(base, top), series_color(s));
+    }
+  c.reset_clip();
+  // Value labels sit just past the end of each bar; one that would leave the plotting area (a
+  // bar reaching a fixed y_max) goes inside the bar's end, in white.
+  for (size_t g = 0; g < groups && spec.value_labels; ++g)
+    for (size_t s = 0; s < n_series; ++s) {
+      const double v = spec.series[s].values[g];
+      if (!std::isfinite(v)) continue;
+      const double bx = bar_left(g, s);
+      const double end = std::clamp(ym(v), static_cast<double>(plot.y), static_cast<double>(plot.bottom()));
+      const bool up = v >= 0;
+      const std::string text = bar_value_text(v, spec.decimals);
+      const int len = vertical_labels ? Canvas::text_width(text, kBody) : Canvas::text_height(kBody);
+      const bool outside_plot = up ? end - 5 - len < plot.y + 2 : end + 5 + len > plot.bottom() - 2;
+      const bool in_bar = outside_plot && std::fabs(base - end) >= len + 10;
+      const bool goes_up = up != in_bar;  // the label extends up from its anchor
+      const double ly = goes_up ? end - 5 : end + 5;
+      const Color color = in_bar ? colors::white : colors::text;
+      if (vertical_labels)
+        c.text(bx + bar_w / 2.0, ly, text, color, kBody, goes_up ? HAlign::left : HAlign::right,
+               VAlign::middle, true);
+      else
+        c.text(bx + bar_w / 2.0, ly, text, color, kBody, HAlign::center,
+               goes_up ? VAlign::bottom : VAlign::top);
+    }
+  if (base > plot.y && base < plot.bottom()) c.fill_rect(plot.x, std::round(base), plot.right(), std::round(base) + 1, colors::axis);
+  const std::vector<int> reference_rows = draw_references(c, plot, ym, spec.references, false, nullptr);
+  c.outline_rect(plot.x, plot.y, plot.right() + 1, plot.bottom() + 1, colors::axis);
+
+  for (size_t g = 0; g < groups; ++g) {
+    const double cx = plot.x + slot * (g + 0.5);
+    const std::vector<std::string> lines = wrap(spec.groups[g], group_w - 8);
+    for (size_t l = 0; l < lines.size(); ++l)
+      c.text(cx, plot.bottom() + 10 + line_h * l, lines[l], colors::text, kBody, HAlign::center);
+  }
+  draw_plot_labels(c, plot, spec.title, spec.x_label, spec.y_label, plot.bottom() + 10 + line_h * label_lines + 8);
+  const Rect legend_box = draw_legend(c, plot.right() + 16, plot.y, legend, true);
+  if (layout) *layout = {plot, legend_box, reference_rows, {}, -1};
+  return c;
+}
+
+Canvas render_bar_chart(const BarChartSpec& spec, ChartLayout* layout) { return draw_bar_chart(spec, "", layout); }
+void bar_chart(const std::string& path, const BarChartSpec& spec) {
+  draw_bar_chart(spec, path, nullptr).save_png(path);
+}
+
+}  // namespace urpe::plot
