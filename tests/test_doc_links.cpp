@@ -2,6 +2,7 @@
 // `docs/x.md#anchor` in comments and help texts, paths of the source tree, README "Section"
 // citations (tests/doc_links.h says what counts as each). A renamed section, a moved file or a
 // deleted page fails here, naming the file and line that still points to it.
+// Also: docs/testing.md's table names every suite, so a new suite cannot go undescribed.
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,6 +17,7 @@ namespace fs = std::filesystem;
 using urpe::test::doc_links::Checker;
 using urpe::test::doc_links::heading_anchor;
 using urpe::test::doc_links::markdown_anchors;
+using urpe::test::doc_links::read_text;
 
 namespace {
 
@@ -100,4 +102,21 @@ TEST_CASE("every cross-reference in the sources and docs resolves") {
   CHECK(checker.problems().empty());
   CHECK(markdown >= 15);       // README, docs/, bench/: the scan did reach them
   CHECK(references >= 1000);   // and found the references they hold
+}
+
+TEST_CASE("docs/testing.md names every suite") {
+  // Its table says what each tests/test_*.cpp checks: a new suite without its row fails here.
+  const fs::path root(URPE_SOURCE_DIR);
+  const std::string page = read_text(root / "docs/testing.md");
+  REQUIRE_MESSAGE(!page.empty(), "docs/testing.md is missing or empty");
+  int suites = 0;
+  for (const auto& entry : fs::directory_iterator(root / "tests")) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("test_", 0) != 0 || entry.path().extension() != ".cpp") continue;
+    ++suites;
+    const std::string suite = entry.path().stem().string();
+    CHECK_MESSAGE(page.find("`" + suite + "`") != std::string::npos,
+                  "docs/testing.md has no row naming `" << suite << "` (tests/" << name << ")");
+  }
+  CHECK(suites >= 40);
 }
