@@ -113,7 +113,7 @@ Snapshot snapshot(const std::string& dir) {
       continue;
     }
     const std::string bytes = read_file(entry.path().string());
-    uint64_t h = 1469598103934665603ULL;
+    uint64_t h = 14695981039346656037ULL;  // the FNV-1a 64 offset basis
     for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ULL;
     s[name] = std::to_string(h) + "/" + std::to_string(bytes.size());
   }
