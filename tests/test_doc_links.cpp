@@ -65,6 +65,9 @@ TEST_CASE("the checker finds each kind of dangling reference") {
   write(root / "ops/softmax.cpp",
         "// README \"Tests\", README \"Build options\", README \"Benchmarks\", README: Which one\n"
         "// docs/b.md and docs/old.md\n");
+  // A user's downloaded data and a virtual environment are not the repository's text.
+  write(root / "data/zinc-subset/README.md", "[gone](nowhere.md) `ops/missing.h`\n");
+  write(root / ".venv/lib/x.py", "# see ops/missing.h\n");
   Checker checker(root);
   int references = 0;
   for (const fs::path& file : checker.text_files()) references += checker.check_file(file);
