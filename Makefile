@@ -15,8 +15,12 @@ CCACHE    := $(shell command -v ccache 2>/dev/null)
 GPU_VISIBLE := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 CMAKE_FLAGS := -DURPE_CUDA=$(URPE_CUDA) -DURPE_MPI=$(URPE_MPI) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(NVCC),-DCMAKE_CUDA_COMPILER=$(NVCC)) \
   $(if $(CCACHE),-DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -DCMAKE_CUDA_COMPILER_LAUNCHER=$(CCACHE))
+# Any other CMake options, passed last so they win (README "Build options"), e.g.
+#   make build CMAKE_ARGS="-DURPE_NATIVE=OFF -DURPE_CUDA_SIM=OFF"
+# CMake keeps them in the build directory's cache: later runs without them keep those values.
+CMAKE_ARGS ?=
 
-.PHONY: deps configure build test sanitize demo bench clean fuzz walkthrough
+.PHONY: deps configure build test sanitize demo bench clean fuzz walkthrough gpu docs docs-check
 
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
@@ -31,7 +35,7 @@ deps:
 	fi
 
 configure: deps
-	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) $(CMAKE_ARGS) >/dev/null
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -64,7 +68,7 @@ DEMO_CUDA := $(if $(filter command line environment,$(origin URPE_CUDA)),$(URPE_
 demo: deps
 	@if [ ! -f $(BUILD)/CMakeCache.txt ] || [ -n "$(filter command line environment,$(origin URPE_CUDA))" ]; then \
 	  if [ "$(DEMO_CUDA)" = OFF ]; then echo "make demo: no GPU visible, so a CPU-only build (make build adds CUDA for the tests)"; fi; \
-	  cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DURPE_CUDA=$(DEMO_CUDA) >/dev/null; \
+	  cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DURPE_CUDA=$(DEMO_CUDA) $(CMAKE_ARGS) >/dev/null; \
 	fi
 	cmake --build $(BUILD) -j $(JOBS) --target urpe
 	./$(BUILD)/urpe demo --overwrite
@@ -73,9 +77,32 @@ demo: deps
 # WALKTHROUGH=--quick for the short form CI runs, --write to put the outputs into the page.
 WALKTHROUGH ?=
 walkthrough: deps
-	@if [ ! -f $(BUILD)/CMakeCache.txt ]; then cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DURPE_CUDA=$(DEMO_CUDA) >/dev/null; fi
+	@if [ ! -f $(BUILD)/CMakeCache.txt ]; then cmake -S . -B $(BUILD) $(CMAKE_FLAGS) -DURPE_CUDA=$(DEMO_CUDA) $(CMAKE_ARGS) >/dev/null; fi
 	cmake --build $(BUILD) -j $(JOBS) --target urpe test_urpe_attention test_cuda_sim_parity
 	docs/run_walkthrough.sh --build $(BUILD) $(WALKTHROUGH)
+
+# The GPU build, for profiling and benchmarks on an H100/H200 (docs/profiling.md): CUDA on, the
+# CUDA simulator off (it would compile every library a second time for nothing a GPU needs), in a
+# directory of its own, the one bench/gpu_session.sh uses. No `deps`: GPU machines often have no
+# package registry, and CMake says what it found (OpenBLAS, MPI and NCCL are optional).
+GPU_BUILD ?= build-cuda
+gpu:
+	@cmake -S . -B $(GPU_BUILD) $(CMAKE_FLAGS) -DURPE_CUDA=ON -DURPE_CUDA_SIM=OFF $(CMAKE_ARGS) >/dev/null
+	cmake --build $(GPU_BUILD) -j $(JOBS)
+
+# The manual's generated parts (docs/testing.md#documentation-that-cannot-rot): `make docs` rewrites
+# the command reference in docs/cli.md from train/cli/command_table.cpp and runs the walkthrough in
+# full, putting its outputs into docs/walkthrough.md; `make docs-check` runs the checks CI runs
+# (every cross-reference resolves, docs/cli.md matches the command table, the quick walkthrough).
+DOCS_TESTS := test_doc_links test_cli_reference
+docs: configure
+	cmake --build $(BUILD) -j $(JOBS) --target $(DOCS_TESTS) urpe test_urpe_attention test_cuda_sim_parity
+	URPE_WRITE_DOCS=1 ./$(BUILD)/test_cli_reference
+	docs/run_walkthrough.sh --build $(BUILD) --write
+
+docs-check: configure
+	cmake --build $(BUILD) -j $(JOBS) --target $(DOCS_TESTS) urpe test_urpe_attention test_cuda_sim_parity
+	cd $(BUILD) && ctest --output-on-failure -R '^(test_doc_links|test_cli_reference|walkthrough_quick)$$'
 
 # The bench needs only the binary too.
 bench: configure
@@ -85,7 +112,7 @@ bench: configure
 clean:
 	rm -rf $(BUILD)
 
-# Fuzzing (README "Fuzzing", tests/fuzz): libFuzzer with AddressSanitizer and UBSan needs clang,
+# Fuzzing (docs/testing.md#fuzzing, tests/fuzz): libFuzzer with AddressSanitizer and UBSan needs clang,
 # so the fuzzers get their own build directory. Each target runs SECONDS seconds on its seeds;
 # new inputs go to $(FUZZ_BUILD)/corpus/<target>, crashes to tests/fuzz/crashes/<target>/.
 #   make fuzz SECONDS=300 FUZZ_TARGETS="smiles json" FUZZ_FLAGS="-jobs=2"

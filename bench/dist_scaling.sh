@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Data-parallel scaling on the CPU (README "Training on several processes / GPUs"): training
+# Data-parallel scaling on the CPU (docs/distributed.md#measured): training
 # tokens/s of `urpe train` on the bench config (n = 128, d = 128, 4 heads, 2 layers, d_ff 512,
 # batch 32, URPE; 20 steps, one evaluation at the end, which metrics.csv's train row excludes)
 # with 1 process, 2 MPI ranks, and 2 ranks with shard_optimizer = true, one OpenMP thread per

@@ -9,7 +9,7 @@
 //   alibi: a fixed bias −m_h·|i − j| (Press et al.'s geometric slopes) through the bias table/map
 //   rope:  rotary embedding of q and k in every layer (ops/rotary.h)
 //   shaw:  Shaw et al.'s learned relative embeddings a^K, a^V clipped at distance k, per layer
-//   BASE+urpe: any base but rpe with URPE's C table on top (README: Which encodings can tell positions apart?)
+//   BASE+urpe: any base but rpe with URPE's C table on top (docs/theory.md#which-encodings-can-tell-positions-apart)
 //   ape+rpe: learned absolute positions and the relative bias table together, as UniLMv2 (and the
 //         paper's Appendix C.4 baseline) uses them
 // Forward: x = LN_emb(E[t] (+ P[pos])) → Drop; per layer x = LN1(x + Drop(MHA(x))),

@@ -1,7 +1,7 @@
 // Rotary position embedding (RoPE; Su et al. 2021, "RoFormer"), in the half-split layout of
 // GPT-NeoX / Llama (`rotate_half`): feature i of the first half is paired with feature i + D/2.
 // Applied to queries and keys before q·kᵀ, it makes the score of (i, j) depend on i − j only
-// through the rotation, so RoPE changes nothing but the attention logits (README: Which encodings can tell positions apart?).
+// through the rotation, so RoPE changes nothing but the attention logits (docs/theory.md#which-encodings-can-tell-positions-apart).
 //
 // Tables (built once on the host, not learned): for position n < N and pair i < D/2,
 //   θ_i = base^(−2i/D),   cos[n, i] = cos(n·θ_i),   sin[n, i] = sin(n·θ_i)

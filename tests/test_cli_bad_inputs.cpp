@@ -1,5 +1,5 @@
 // Bad command-line input, as a table. Every row is one `urpe` invocation that must fail the way
-// the README's "Command line" section promises: exactly one line on stderr, starting with
+// docs/cli.md#bad-input-one-line-nothing-written promises: exactly one line on stderr, starting with
 // "urpe: error:", a non-zero exit, no signal (no crash, no abort), and no file that was there
 // before changed (each watched directory is hashed before and after). The rows for the numeric
 // config keys are generated from the schema of each family (schema_for_model), so a key added

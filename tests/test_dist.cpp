@@ -1,4 +1,4 @@
-// Data-parallel training (README "Training on several processes / GPUs", train/dist):
+// Data-parallel training (docs/distributed.md, train/dist):
 // `mpirun -np 2 urpe train` must train like one process with the same global batch, for every model
 // family; a batch that does not divide, or ranks that run different configs, is one clear error; a
 // failure on one rank ends every rank (no hang); Ctrl-C on one rank stops both with a checkpoint,

@@ -8,7 +8,7 @@
 //
 // The cases named "cli: ..." use nothing but the binary, so they also run against another build:
 // URPE_FAULTS_BINARY=/path/to/old/urpe ./test_faults -tc="cli:*" shows which of them an older
-// urpe fails (README "Tests" and docs/runs.md record what today's main did). Every case is small:
+// urpe fails (docs/testing.md and docs/runs.md record what today's main did). Every case is small:
 // tiny configs, a few steps, the whole suite in seconds on 2 cores.
 #include <fcntl.h>
 #include <poll.h>

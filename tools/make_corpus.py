@@ -3,7 +3,7 @@
 
 Sources (Debian packages, public-domain texts; see data/assets/README):
   * Jane Austen's six novels from r-cran-janeaustenr. Its lazy-load data base
-    (data/Rdata.rdx + data/Rdata.rdb) is read directly: R's XDR serialisation is parsed just far
+    (Rdata.rdx + Rdata.rdb in its data folder) is read directly: R's XDR serialisation is parsed just far
     enough to pull out the character vectors, so R itself is not needed.
   * The King James Bible, printed verse by verse by the `bible` program (bible-kjv) from the data
     of bible-kjv-text.

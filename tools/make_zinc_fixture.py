@@ -2,7 +2,7 @@
 """Writes tests/fixtures/zinc_bgnn/: a small ZINC folder in the benchmarking-GNNs layout, made the
 way that layout is made (pickle.dump of lists of dicts of torch tensors, the vocabularies as
 pickled `__main__.Dictionary` objects, .index files of one comma-separated line ending in CR LF),
-for the converter's test (tests/test_zinc_graphs.cpp). Needs torch and RDKit:
+for the converter's test (tests/test_real_data.cpp). Needs torch and RDKit:
 
     python3 -m venv /tmp/v && /tmp/v/bin/pip install torch rdkit
     /tmp/v/bin/python tools/make_zinc_fixture.py

@@ -31,7 +31,7 @@ import time
 
 
 def _runtime_environment():
-    """The runtime settings urpe itself applies (train/runtime_env.h), so both programs run the
+    """The runtime settings urpe itself applies (train/cli/runtime_env.h), so both programs run the
     same BLAS kernels and OpenMP spinning: OpenBLAS 0.3.21 falls back to SSE3 kernels on CPU
     models it does not know (VMs), and long OpenMP spin-waits steal busy cores. Set before torch
     (and its BLAS and OpenMP runtimes) is loaded; a value already in the environment is kept."""
@@ -320,7 +320,7 @@ ENCODER_FIXTURES = {
     "rpe": ("rpe", "unique", "unique", 7, 102),
     "urpe": ("urpe", "unique", "unique", 7, 103),
     "urpe_bucketed": ("urpe", "bucketed", "bucketed", 21, 104),
-    # the other encodings, and URPE on top of them (README: Which encodings can tell positions apart?)
+    # the other encodings, and URPE on top of them (docs/theory.md#which-encodings-can-tell-positions-apart)
     "sinusoidal": ("sinusoidal", "unique", "unique", 7, 105),
     "alibi": ("alibi", "unique", "unique", 7, 106),
     "rope": ("rope", "unique", "unique", 7, 107),

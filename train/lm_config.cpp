@@ -25,7 +25,7 @@ void add_txl_keys(ConfigSchema& s) {
                "shared Toeplitz C (docs/transformer_xl.md#urpe-variant); alibi = ALiBi's fixed bias "
                "-m_h*distance instead of the relative term, alibi+urpe = plus C "
                "(docs/transformer_xl.md#alibi-variant; the other encodings are not offered for Transformer-XL: "
-               "README, Which encodings can tell positions apart?)");
+               "docs/theory.md#transformer-xl-which-encodings-fit)");
   s.add_string("corpus", "embedded",
                "WikiText-format corpus directory (train/valid/test .txt or wiki.*.tokens, plain or "
                "gzip); embedded = the Austen + King James Bible corpus shipped in data/assets/corpus");

@@ -17,8 +17,8 @@
 namespace urpe {
 
 // The `pe` values of Transformer-XL: its own relative encoding (rpe) or ALiBi's fixed bias in its
-// place (alibi), each with URPE's C on top (urpe, alibi+urpe). README: Which encodings can tell
-// positions apart? says why the encoder's other encodings are not offered here.
+// place (alibi), each with URPE's C on top (urpe, alibi+urpe). docs/theory.md#transformer-xl-which-encodings-fit
+// says why the encoder's other encodings are not offered here.
 const std::vector<std::string>& txl_positional_names();
 
 // Adds the txl keys (pe, corpus, token_mode, layers, ..., eval_batch) to a schema.

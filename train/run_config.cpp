@@ -49,7 +49,7 @@ void add_encoder_keys(ConfigSchema& s) {
                "language modelling on a corpus (the paper's Appendix C.4 in small, docs/reproduce.md)");
   s.add_choice("pe", positional_spec_names(), "urpe",
                "positional encoding: none, ape, sinusoidal, rpe, alibi, rope, shaw, urpe (= rpe + URPE's C), "
-               "BASE+urpe for C on top of another base (README: Which encodings can tell positions apart?), or "
+               "BASE+urpe for C on top of another base (docs/theory.md#which-encodings-can-tell-positions-apart), or "
                "ape+rpe (learned absolute positions and the relative bias together, Appendix C.4)");
   s.add_int("shaw_clip", 16, "pe = shaw: relative distances are clipped to [-shaw_clip, shaw_clip]");
   s.add_choice("rpe_kind", {"unique", "bucketed"}, "unique", "RPE bias table: one scalar per distance, or T5 buckets");

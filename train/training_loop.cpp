@@ -120,7 +120,7 @@ void check_data_parallel_run(dist::Communicator& comm, const Config& config) {
 }
 
 // device = cuda (no index) on several ranks: each rank takes GPU local_rank % (visible GPUs), the
-// usual one-rank-per-GPU mapping (README "Training on several processes / GPUs"); an explicit
+// usual one-rank-per-GPU mapping (docs/distributed.md#gpus); an explicit
 // cuda:N is used as given (e.g. with a CUDA_VISIBLE_DEVICES per rank).
 std::string rank_device_name(const dist::Communicator& comm, const std::string& name) {
   if (name != "cuda" || comm.size() == 1) return name;

@@ -30,7 +30,7 @@ namespace urpe {
 
 // A run about to train: its resolved config (on resume, the one stored in the checkpoint), where
 // it writes, and the keys every family shares (steps, eval_every, seed, device). `comm` is the
-// run's processes (README "Training on several processes / GPUs"): each trains on its shard of
+// run's processes (docs/distributed.md): each trains on its shard of
 // every global batch (dist::batch_shard), and only its rank 0 writes files and prints progress.
 struct TrainingRun {
   Config config;

@@ -43,7 +43,7 @@ picture() {  # picture FROM NAME: copy into docs/images atomically
   echo "docs/images/$2 <- $1"
 }
 
-# README "Where position lives": the demo's encoders analysed.
+# docs/theory.md#where-position-lives-urpe-analyze: the demo's encoders analysed.
 run "$URPE" analyze --compare runs/walkthrough/demo --save-hidden --out "$OUT/analyze" --overwrite
 picture "$OUT/analyze/plots/attention_terms_pi-V100-urpe-s1_block2.png" analyze_demo_attention_terms_urpe.png
 picture "$OUT/analyze/plots/gram_pi-V100-urpe-s1.png" analyze_demo_gram_urpe.png
@@ -51,24 +51,24 @@ picture "$OUT/analyze/plots/compare_pos_share.png" analyze_demo_pos_share.png
 picture "$OUT/analyze/plots/spiral12_pi-V100-urpe-s1.png" analyze_demo_spiral_urpe.png
 picture "$OUT/analyze/plots/urpe_rowsums_pi-V100-urpe-s1.png" analyze_demo_urpe_rowsums.png
 
-# README "Where position lives", Transformer-XL: txl-tiny, 300 steps, baseline and URPE.
+# docs/theory.md#where-position-lives-urpe-analyze, Transformer-XL: txl-tiny, 300 steps, baseline and URPE.
 trained "$OUT/txl-rpe" "$URPE" train --preset txl-tiny --set pe=rpe --set steps=300 --out "$OUT/txl-rpe" --quiet
 trained "$OUT/txl-urpe" "$URPE" train --preset txl-tiny --set pe=urpe --set steps=300 --out "$OUT/txl-urpe" --quiet
 run "$URPE" analyze --compare "$OUT/txl-rpe" "$OUT/txl-urpe" --contexts 512 --out "$OUT/analyze-txl" --overwrite
 picture "$OUT/analyze-txl/plots/gram_txl-urpe.png" analyze_txl_gram_urpe.png
 
-# README "Which encodings can tell positions apart?"
+# docs/theory.md#which-encodings-can-tell-positions-apart
 trained "$OUT/encodings" "$URPE" repro synthetic --scale tiny --seeds 2 --tasks pi \
   --pes none,ape,sinusoidal,rpe,alibi,rope,shaw,urpe,rope+urpe,alibi+urpe --out "$OUT/encodings"
 run "$URPE" plot --run "$OUT/encodings"
 picture "$OUT/encodings/plots/accuracy.png" encodings_accuracy.png
 
-# README "Reproducing the paper's synthetic tasks": the learned C on ETP.
+# docs/reproduce.md#synthetic-tasks-at-tiny-scale-on-a-cpu: the learned C on ETP.
 trained "$OUT/synthetic" "$URPE" repro synthetic --scale tiny --seeds 2 --out "$OUT/synthetic"
 run "$URPE" plot --run "$OUT/synthetic"
 picture "$OUT/synthetic/plots/urpe_c_etp.png" repro_urpe_c_etp.png
 
-# README "Graphormer + URPE on molecules": C against distance, the URPE run of the first seed.
+# docs/reproduce.md#graphormer-at-tiny-scale-on-a-cpu: C against distance, the URPE run of the first seed.
 trained "$OUT/molecules" "$URPE" repro molecules --scale tiny --seeds 2 --out "$OUT/molecules"
 urpe_run=$(ls -d "$OUT"/molecules/runs/*urpe*s1 | head -1)
 run "$URPE" plot --run "$urpe_run"

@@ -1,4 +1,4 @@
-// Fuzz target: config files and --set overrides (train/config), against a schema with a key of
+// Fuzz target: config files and --set overrides (train/io/config), against a schema with a key of
 // every type. Text that applies must round-trip: to_text() parses again to the same values and
 // writes the same text (config.txt of a run directory is read back by `urpe train --resume` and
 // `urpe eval`). The first line is also tried as a `--set key=value` override.

@@ -1,4 +1,4 @@
-// Fuzz target: JSON (train/json), the format of safetensors headers and results.json. Text that
+// Fuzz target: JSON (train/io/json), the format of safetensors headers and results.json. Text that
 // parses must round-trip: dump() (compact and indented) parses again to an equal value, and
 // dumping that gives the same text.
 #include <cmath>

@@ -1,4 +1,4 @@
-// Fuzz target: safetensors files (train/safetensors), the format of checkpoints and fixtures. The
+// Fuzz target: safetensors files (train/io/safetensors), the format of checkpoints and fixtures. The
 // bytes are written to a scratch file and loaded. A file that loads must be self-consistent (the
 // tensors tile the data buffer) and survive save → load unchanged; a file that does not is one
 // urpe::Error naming it.

@@ -1,8 +1,8 @@
 // The `urpe` binary: hands argv to the CLI, which turns every failure into one readable line
-// (cli::report_errors). First it puts the runtime settings of train/runtime_env.h in place (BLAS
+// (cli::report_errors). First it puts the runtime settings of train/cli/runtime_env.h in place (BLAS
 // kernels, OpenMP spinning), re-executing itself once when one was missing.
 //
-// Under mpirun (README "Training on several processes / GPUs"), a failure that every rank detected
+// Under mpirun (docs/distributed.md), a failure that every rank detected
 // together (dist::check_collective) is reported by rank 0 alone and the ranks end normally; any
 // other failure on one rank aborts every rank (MPI_Abort) instead of leaving them waiting forever.
 // A run stopped by Ctrl-C or SIGTERM (exit code 130 or 143) stopped on every rank together, with

@@ -1,5 +1,5 @@
 // The processes of a data-parallel run and the collectives the training loop needs between them
-// (README "Training on several processes / GPUs"). One process is the default and costs nothing:
+// (docs/distributed.md). One process is the default and costs nothing:
 // world() is a single-rank communicator unless the binary was built with MPI (URPE_MPI) and
 // launched by mpirun, in which case it is MPI_COMM_WORLD. Only this folder includes mpi.h; the loop
 // and the model families see ranks, sums and broadcasts.
@@ -51,8 +51,7 @@ bool built_with_mpi();
 // before MPI starts.
 int launcher_rank();
 // This process's index among the ranks on its machine (0 when not launched by a launcher that
-// tells it): the GPU a rank uses is local_rank % (visible GPUs), README "Training on several
-// processes / GPUs".
+// tells it): the GPU a rank uses is local_rank % (visible GPUs), docs/distributed.md#gpus.
 int launcher_local_rank();
 // Ends MPI cleanly at exit (no-op without it).
 void finalize();

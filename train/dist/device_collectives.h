@@ -1,5 +1,4 @@
-// Collectives on device memory, for ranks that train on GPUs (README "Training on several
-// processes / GPUs"): NCCL all-reduces, reduce-scatters and all-gathers the gradient buffer where
+// Collectives on device memory, for ranks that train on GPUs (docs/distributed.md#gpus): NCCL all-reduces, reduce-scatters and all-gathers the gradient buffer where
 // it lives, instead of staging it through the host for MPI. Built when the CUDA toolkit ships NCCL
 // (URPE_NCCL) and MPI is on; the ranks' NCCL communicator is set up from a unique id that rank 0
 // broadcasts over MPI. In the CUDA simulator (tests/cuda_sim) a stand-in nccl.h runs each

@@ -218,7 +218,7 @@ std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const
      << (grid.first_seed != 1 ? " with seeds from " + std::to_string(grid.first_seed) : std::string())  // demo --seed
      << ": scale `" << grid.scale << "`, " << seed_stats_legend(grid.seeds) << ".\n"
      << "PI = position identification, ETP = even token prediction (docs/synthetic_encoder.md#tasks); chance on PI is 1/n.\n"
-     << "Columns are the `pe` values (README: Which encodings can tell positions apart?); every run of a row has the "
+     << "Columns are the `pe` values (docs/theory.md#which-encodings-can-tell-positions-apart); every run of a row has the "
         "same setting:\n";
   for (const std::string& task : grid.tasks)
     for (int64_t n : lengths) md << setting_line(grid, task, n) << "\n";
