@@ -83,6 +83,12 @@ int run_bench(const Args& args) {
                "option --batch: expected a batch size between 1 and 65536, got " << args.get("batch"));
     options.batch = batch;
     options.repeats = repeats_option(args, options.repeats);
+    if (args.has("attention")) {
+      const std::string path = args.get("attention");
+      URPE_CHECK(path == "fused" || path == "materialized",
+                 "option --attention: expected fused or materialized, got '" << path << "'");
+      options.paths = {path};
+    }
     return bench::run_attention_bench(options);
   }
   URPE_FAIL("bench: expected 'urpe bench peaks', 'urpe bench kernels', 'urpe bench step' or 'urpe bench attention', got '"

@@ -158,7 +158,7 @@ std::vector<CommandSpec> command_table() {
                     {"model", "NAME", "encoder", "bench step: the family, encoder, txl or graphormer (bench/step_models.h)"},
                     {"seq-len", "N", "128", "bench step: sequence length n (encoder; txl: tgt_len = mem_len)"},
                     {"batch", "B", "32", "bench step: sequences (encoder 32, txl 16) or graphs (graphormer 128) per step"},
-                    {"attention", "PATH", "materialized", "bench step: materialized (the training default) or fused attention"},
+                    {"attention", "PATH", "materialized", "bench step: materialized (the training default) or fused attention; bench attention: only this path (default both)"},
                     {"lengths", "N,N,...", "1024,4096", "bench attention: sequence lengths"}},
                    run_bench, "",
                    "'bench peaks' measures the machine's ceilings for the roofline of 'urpe profile': sgemm\n"
