@@ -15,6 +15,7 @@
 #include "ops/activation.h"
 #include "ops/elementwise.h"
 #include "ops/fast_math_cpu.h"
+#include "ops/layer_norm.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
@@ -278,6 +279,32 @@ TEST_CASE("gelu kernels: value and slope against the double formulas over [-13, 
   CHECK(std::isnan(s[1]));
   CHECK(s[2] == 0.0f);  // −30·Φ(−30) underflows (to −0)
   CHECK(s[3] == 30.0f);
+}
+
+TEST_CASE("layer norm's float passes keep the double expression's accuracy for rows far from 0") {
+  // Rows of mean 10^4 and spread 1: float(μ) alone is off by up to half an ulp of 10^4 (5e-4),
+  // which would shift every x̂ by that much; μ as float hi + lo keeps x̂ within float rounding.
+  const int64_t rows = 64, d = 96;
+  std::vector<float> values(rows * d);
+  Rng rng(331);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < d; ++k) values[r * d + k] = 1.0e4f + static_cast<float>(r % 7) + (2 * rng.uniform() - 1);
+  const Tensor x = Tensor::from_vector(values, {rows, d});
+  const Tensor gamma = random_values({d}, 332, 0.5f, 1.5f), beta = random_values({d}, 333);
+  Tensor y = Tensor::empty({rows, d}), mean = Tensor::empty({rows}), rstd = Tensor::empty({rows});
+  kernels::layer_norm_forward_cpu(x, gamma, beta, 1e-5f, y, mean, rstd);
+  const std::vector<float> out = y.to_vector_f32(), g = gamma.to_vector_f32(), b = beta.to_vector_f32();
+  double worst = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double mu = 0, var = 0;
+    for (int64_t k = 0; k < d; ++k) mu += values[r * d + k];
+    mu /= d;
+    for (int64_t k = 0; k < d; ++k) var += (values[r * d + k] - mu) * (values[r * d + k] - mu);
+    const double inv = 1.0 / std::sqrt(var / d + 1e-5);
+    for (int64_t k = 0; k < d; ++k)
+      worst = std::max(worst, std::fabs(out[r * d + k] - (g[k] * (values[r * d + k] - mu) * inv + b[k])));
+  }
+  CHECK(worst < 2e-5);
 }
 
 namespace {
