@@ -94,7 +94,7 @@ static Split split_of(const GemmArgs& g) {
   return Split::none;
 }
 
-static void gemm_rows(const GemmArgs& g) {
+static void gemm_rows(const GemmArgs& g, const RowsFn* before) {
   const int64_t parts = (g.m + kRowPart - 1) / kRowPart;
 #pragma omp parallel for schedule(dynamic)
   for (int64_t p = 0; p < parts; ++p) {
@@ -103,6 +103,7 @@ static void gemm_rows(const GemmArgs& g) {
     part.m = std::min(g.m, r0 + kRowPart) - r0;
     part.a = g.trans_a ? g.a + r0 : g.a + r0 * g.lda;  // op(A) rows: stored columns when transposed
     part.c = g.c + r0 * g.ldc;
+    if (before) (*before)(r0, r0 + part.m);
     gemm_one(part, part.a, part.b, part.c);
   }
 }
@@ -157,13 +158,25 @@ void gemm_cpu(const GemmArgs& g) {
   }
 #if defined(URPE_WITH_OPENBLAS)
   switch (split_of(g)) {
-    case Split::rows: return gemm_rows(g);
+    case Split::rows: return gemm_rows(g, nullptr);
     case Split::depth: return gemm_depth(g);
     case Split::none: break;
   }
 #endif
   for (int64_t i = 0; i < g.batch; ++i)
     gemm_one(g, g.a + i * g.stride_a, g.b + i * g.stride_b, g.c + i * g.stride_c);
+}
+
+void gemm_cpu(const GemmArgs& g, const RowsFn& before) {
+  URPE_CHECK(g.batch == 1, "gemm_cpu: row hooks need a single product, got a batch of " << g.batch);
+#if defined(URPE_WITH_OPENBLAS)
+  if (split_of(g) == Split::rows) return gemm_rows(g, &before);
+#endif
+  constexpr int64_t kBlock = 64;  // rows per call of `before` around an unsplit product
+  const int64_t blocks = (g.m + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (g.m * g.n > 32768)
+  for (int64_t b = 0; b < blocks; ++b) before(b * kBlock, std::min(g.m, (b + 1) * kBlock));
+  gemm_cpu(g);
 }
 
 }  // namespace urpe::kernels
