@@ -59,6 +59,12 @@ def number(pattern, text, what):
     return float(m.group(1))
 
 
+def first_line(text, prefixes=("urpe ", "PyTorch ")):
+    """The program's description line (the first starting with one of prefixes: library warnings
+    may come before it)."""
+    return next((l for l in text.splitlines() if l.startswith(prefixes)), text.splitlines()[0])
+
+
 def shell(cmd):
     return "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE " + " ".join(cmd)
 
@@ -108,9 +114,9 @@ def main():
     for name, cmd in sides[1:]:
         if name.endswith("compile"):
             continue
-        first = run(cmd[:2] + ["--steps", "1", "--warmup", "0", "--sgemm"]).splitlines()
-        sgemm = next((l for l in first if l.startswith("this PyTorch's sgemm")), "")
-        emit(f"- {name}: {first[0]}; {sgemm}")
+        first = run(cmd[:2] + ["--steps", "1", "--warmup", "0", "--sgemm"])
+        sgemm = next((l for l in first.splitlines() if l.startswith("this PyTorch's sgemm")), "")
+        emit(f"- {name}: {first_line(first)}; {sgemm}")
     emit("- every command below ran as `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE COMMAND`; each time is the "
          f"median of {args.steps} timed steps after 5 warm-up steps (torch.compile's compilation is in the warm-up)")
 
@@ -142,26 +148,35 @@ def main():
                 config = next(l for l in outputs["urpe"].splitlines() if l.startswith("bench config"))
                 emit(f"{config}; {flops:.3f} GFLOP a step (urpe's count)")
                 for name, _ in model_sides:
-                    emit(f"- {name}: {outputs[name].splitlines()[0]}")
+                    emit(f"- {name}: {first_line(outputs[name])}")
+                emit()
+                emit("Wall-clock ratios are fair only when the load stayed put over the round; the CPU-time "
+                     "ratio (urpe's CPU time of a step over the fastest peer's, both on 2 threads) moves much "
+                     "less with the load.")
                 emit()
                 names = [n for n, _ in model_sides]
                 emit("| round | load before → after | " + " | ".join(f"{n} ms (CPU ms)" for n in names) +
-                     " | " + " | ".join(f"urpe / {n}" for n in names[1:]) + " | urpe / fastest PyTorch |")
-                emit("|---|---|" + "--:|" * (2 * len(names)))
+                     " | " + " | ".join(f"urpe / {n}" for n in names[1:]) +
+                     " | urpe / fastest PyTorch | CPU time: urpe / fastest |")
+                emit("|---|---|" + "--:|" * (2 * len(names) + 1))
             peers = [n for n, _ in model_sides[1:]]
             fastest = min(times[n] for n in peers) if peers else float("nan")
+            fastest_cpu = min(cpu[n] for n in peers) if peers else float("nan")
             row = {"times": times, "cpu": cpu, "ratios": {n: times["urpe"] / times[n] for n in peers},
-                   "fastest": times["urpe"] / fastest, "load": (before, after)}
+                   "fastest": times["urpe"] / fastest, "fastest_cpu": cpu["urpe"] / fastest_cpu,
+                   "load": (before, after)}
             rows.append(row)
             emit(f"| {r + 1} (order: {', '.join(n for n, _ in order)}) | {before:.2f} → {after:.2f} | " +
                  " | ".join(f"{times[n]:.2f} ({cpu[n]:.1f})" for n, _ in model_sides) + " | " +
-                 " | ".join(f"{row['ratios'][n]:.3f}" for n in peers) + f" | {row['fastest']:.3f} |")
+                 " | ".join(f"{row['ratios'][n]:.3f}" for n in peers) + f" | {row['fastest']:.3f} | "
+                 f"{row['fastest_cpu']:.3f} |")
         med = {n: statistics.median(r["times"][n] for r in rows) for n, _ in model_sides}
         med_cpu = {n: statistics.median(r["cpu"][n] for r in rows) for n, _ in model_sides}
         peers = [n for n, _ in model_sides[1:]]
         emit(f"| **median** | | " + " | ".join(f"**{med[n]:.2f}** ({med_cpu[n]:.1f})" for n, _ in model_sides) + " | " +
              " | ".join(f"**{statistics.median(r['ratios'][n] for r in rows):.3f}**" for n in peers) +
-             f" | **{statistics.median(r['fastest'] for r in rows):.3f}** |")
+             f" | **{statistics.median(r['fastest'] for r in rows):.3f}** | "
+             f"**{statistics.median(r['fastest_cpu'] for r in rows):.3f}** |")
         emit()
         emit(f"FLOP rate ({flops:.3f} GFLOP a step over the median step; share of the {peak:.1f} GFLOP/s sgemm rate):")
         emit()
