@@ -11,7 +11,7 @@
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "tensor/error.h"
-#include "train/optimizer.h"
+#include "train/optim/optimizer.h"
 
 namespace urpe::bench {
 

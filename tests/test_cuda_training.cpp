@@ -26,10 +26,10 @@
 #include "tensor/cuda_backend.h"
 #include "test_util.h"
 #include "toy_corpus.h"
-#include "train/encoder_trainer.h"
-#include "train/lm_trainer.h"
-#include "train/molecule_trainer.h"
-#include "train/run_config.h"
+#include "train/families/encoder/encoder_trainer.h"
+#include "train/families/txl/txl_trainer.h"
+#include "train/families/graphormer/graphormer_trainer.h"
+#include "train/config/run_config.h"
 #include "train/io/safetensors.h"
 
 using namespace urpe;

@@ -1,4 +1,4 @@
-// Gradient accumulation (`accum_steps`, train/grad_accumulation.h): a batch trained as micro-batches
+// Gradient accumulation (`accum_steps`, train/loop/grad_accumulation.h): a batch trained as micro-batches
 // takes the same optimizer steps as the batch in one piece, to float rounding, for every family
 // (the encoder, Transformer-XL with its memory carried per column, Graphormer with each
 // micro-batch padded on its own); and the official synthetic-task protocol (data/synthetic.h).
@@ -17,11 +17,11 @@
 #include "ops/layer_norm.h"
 #include "ops/matmul.h"
 #include "test_util.h"
-#include "train/encoder_trainer.h"
+#include "train/families/encoder/encoder_trainer.h"
 #include "train/io/safetensors.h"
-#include "train/lm_trainer.h"
-#include "train/molecule_trainer.h"
-#include "train/run_config.h"
+#include "train/families/txl/txl_trainer.h"
+#include "train/families/graphormer/graphormer_trainer.h"
+#include "train/config/run_config.h"
 
 using namespace urpe;
 namespace fs = std::filesystem;

@@ -21,10 +21,10 @@
 #include "cli_util.h"
 #include "same_tensors.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/lm_trainer.h"
+#include "train/loop/checkpoint.h"
+#include "train/families/txl/txl_trainer.h"
 #include "train/repro/lm.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 #include "train/io/safetensors.h"
 
 using namespace urpe;

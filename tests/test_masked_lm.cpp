@@ -1,4 +1,4 @@
-// The masked-LM task of Appendix C.4 in small (data/masked_lm.h, train/mlm_trainer.h): BERT's
+// The masked-LM task of Appendix C.4 in small (data/masked_lm.h, train/families/encoder/encoder_mlm_trainer.h): BERT's
 // masking counted over many windows, the vocabulary cap, windows independent of batching, the
 // errors, and an encoder that learns a patterned corpus far below the unigram loss.
 #include <cmath>
@@ -10,12 +10,12 @@
 #include "doctest/doctest.h"
 #include "scratch_dir.h"
 #include "tensor/error.h"
-#include "train/checkpoint.h"
-#include "train/encoder_trainer.h"
+#include "train/loop/checkpoint.h"
+#include "train/families/encoder/encoder_trainer.h"
 #include "train/io/json.h"
 #include "train/io/run_dir.h"
-#include "train/mlm_trainer.h"
-#include "train/run_config.h"
+#include "train/families/encoder/encoder_mlm_trainer.h"
+#include "train/config/run_config.h"
 
 using namespace urpe;
 using data::MaskedLanguageModel;

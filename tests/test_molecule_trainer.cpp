@@ -13,11 +13,11 @@
 #include "cli_util.h"
 #include "doctest/doctest.h"
 #include "same_tensors.h"
-#include "train/checkpoint.h"
-#include "train/molecule_config.h"
-#include "train/molecule_trainer.h"
+#include "train/loop/checkpoint.h"
+#include "train/families/graphormer/graphormer_config.h"
+#include "train/families/graphormer/graphormer_trainer.h"
 #include "train/repro/molecules.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 #include "train/io/safetensors.h"
 
 using namespace urpe;

@@ -21,9 +21,9 @@
 #include "models/graphormer.h"
 #include "scratch_dir.h"
 #include "tensor/error.h"
-#include "train/molecule_config.h"
-#include "train/molecule_trainer.h"
-#include "train/run_config.h"
+#include "train/families/graphormer/graphormer_config.h"
+#include "train/families/graphormer/graphormer_trainer.h"
+#include "train/config/run_config.h"
 
 using namespace urpe;
 using namespace urpe::data;

@@ -23,7 +23,7 @@
 #include "train/io/json.h"
 #include "train/dist/communicator.h"
 #include "train/io/run_dir.h"
-#include "train/optimizer.h"
+#include "train/optim/optimizer.h"
 #include "train/profile/chrome_trace.h"
 #include "train/profile/key_averages.h"
 #include "train/profile/machine_peaks.h"

@@ -18,10 +18,10 @@
 #include "scratch_dir.h"
 #include "train/io/json.h"
 #include "train/io/run_dir.h"
-#include "train/molecule_trainer.h"
+#include "train/families/graphormer/graphormer_trainer.h"
 #include "train/repro/lm.h"
 #include "train/repro/molecules.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 using namespace urpe;
 using urpe::test::run_command;

@@ -20,12 +20,12 @@
 #include "train/analysis/denominator.h"
 #include "train/analysis/probe.h"
 #include "train/analysis/rowsums.h"
-#include "train/checkpoint.h"
+#include "train/loop/checkpoint.h"
 #include "train/cli/command_line.h"
-#include "train/encoder_trainer.h"
+#include "train/families/encoder/encoder_trainer.h"
 #include "train/io/run_dir.h"
-#include "train/lm_config.h"
-#include "train/run_config.h"
+#include "train/families/txl/txl_config.h"
+#include "train/config/run_config.h"
 
 using namespace urpe;
 using urpe::test::run_urpe;

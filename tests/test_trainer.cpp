@@ -9,10 +9,10 @@
 #include "data/synthetic.h"
 #include "same_tensors.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/encoder_trainer.h"
-#include "train/init_from.h"
-#include "train/run_config.h"
+#include "train/loop/checkpoint.h"
+#include "train/families/encoder/encoder_trainer.h"
+#include "train/loop/init_from.h"
+#include "train/config/run_config.h"
 #include "train/io/safetensors.h"
 
 using namespace urpe;

@@ -10,12 +10,12 @@
 
 #include "data/synthetic.h"
 #include "models/positional.h"
-#include "train/checkpoint.h"
+#include "train/loop/checkpoint.h"
 #include "train/encoding_names.h"
 #include "train/io/config.h"
-#include "train/molecule_plots.h"
+#include "train/families/graphormer/graphormer_plots.h"
 #include "train/plot/charts.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 #include "train/io/safetensors.h"
 #include "tensor/error.h"
 

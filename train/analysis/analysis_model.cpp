@@ -6,11 +6,11 @@
 #include <filesystem>
 
 #include "tensor/error.h"
-#include "train/checkpoint.h"
-#include "train/encoder_trainer.h"
+#include "train/loop/checkpoint.h"
+#include "train/families/encoder/encoder_trainer.h"
 #include "train/io/run_dir.h"
-#include "train/lm_trainer.h"
-#include "train/run_config.h"
+#include "train/families/txl/txl_trainer.h"
+#include "train/config/run_config.h"
 
 namespace urpe {
 

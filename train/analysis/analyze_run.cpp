@@ -13,9 +13,9 @@
 #include "tensor/error.h"
 #include "tensor/rng.h"
 #include "train/analysis/corpus_topics.h"
-#include "train/encoder_trainer.h"
+#include "train/families/encoder/encoder_trainer.h"
 #include "train/io/run_dir.h"
-#include "train/lm_trainer.h"
+#include "train/families/txl/txl_trainer.h"
 #include "train/encoding_names.h"
 #include "train/plot/charts.h"
 

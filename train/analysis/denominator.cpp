@@ -9,11 +9,11 @@
 #include <sstream>
 
 #include "tensor/error.h"
-#include "train/encoder_trainer.h"
+#include "train/families/encoder/encoder_trainer.h"
 #include "train/io/run_dir.h"
 #include "train/plot/charts.h"
-#include "train/progress.h"
-#include "train/run_config.h"
+#include "train/loop/progress.h"
+#include "train/config/run_config.h"
 #include "train/run_plots.h"
 
 namespace urpe {

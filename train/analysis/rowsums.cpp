@@ -13,7 +13,7 @@
 #include "ops/reduce.h"
 #include "tensor/rng.h"
 #include "train/analysis/probe.h"
-#include "train/encoder_trainer.h"
+#include "train/families/encoder/encoder_trainer.h"
 #include "train/io/run_dir.h"
 #include "train/analysis/text_columns.h"
 #include "train/plot/charts.h"

@@ -7,9 +7,9 @@
 #include "train/analysis/analysis_model.h"
 #include "train/analysis/analyze_files.h"
 #include "train/analysis/analyze_run.h"
-#include "train/checkpoint.h"
+#include "train/loop/checkpoint.h"
 #include "train/cli/handlers.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 #include "train/io/run_dir.h"
 #include "train/io/run_lock.h"
 

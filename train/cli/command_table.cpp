@@ -3,7 +3,7 @@
 #include "train/cli/command_table.h"
 
 #include "train/cli/handlers.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace urpe::cli {
 

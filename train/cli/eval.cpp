@@ -3,17 +3,17 @@
 #include <cstdio>
 
 #include "autograd/node.h"
-#include "train/checkpoint.h"
+#include "train/loop/checkpoint.h"
 #include "train/cli/handlers.h"
-#include "train/encoder_trainer.h"
+#include "train/families/encoder/encoder_trainer.h"
 #include "train/io/run_dir.h"
 #include "train/io/run_lock.h"
-#include "train/lm_trainer.h"
-#include "train/mlm_config.h"
-#include "train/mlm_trainer.h"
-#include "train/molecule_trainer.h"
-#include "train/run_config.h"
-#include "train/run_control.h"
+#include "train/families/txl/txl_trainer.h"
+#include "train/families/encoder/encoder_mlm_config.h"
+#include "train/families/encoder/encoder_mlm_trainer.h"
+#include "train/families/graphormer/graphormer_trainer.h"
+#include "train/config/run_config.h"
+#include "train/loop/run_control.h"
 
 namespace urpe::cli {
 

@@ -22,7 +22,7 @@
 #include "train/repro/repro_overrides.h"
 #include "train/repro/synthetic.h"
 #include "train/repro/table5.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 #include "train/io/run_dir.h"
 
 namespace urpe::cli {

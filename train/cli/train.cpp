@@ -5,15 +5,15 @@
 #include <memory>
 
 #include "autograd/node.h"
-#include "train/checkpoint.h"
-#include "train/checkpoint_identity.h"
+#include "train/loop/checkpoint.h"
+#include "train/loop/checkpoint_identity.h"
 #include "train/dist/communicator.h"
-#include "train/encoder_trainer.h"
-#include "train/molecule_trainer.h"
-#include "train/lm_trainer.h"
-#include "train/run_config.h"
+#include "train/families/encoder/encoder_trainer.h"
+#include "train/families/graphormer/graphormer_trainer.h"
+#include "train/families/txl/txl_trainer.h"
+#include "train/config/run_config.h"
 #include "train/io/run_dir.h"
-#include "train/run_control.h"
+#include "train/loop/run_control.h"
 #include "train/cli/trace_output.h"
 
 namespace urpe::cli {

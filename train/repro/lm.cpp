@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "data/corpus.h"
-#include "train/lm_trainer.h"
+#include "train/families/txl/txl_trainer.h"
 #include "train/plot/charts.h"
-#include "train/run_config.h"
-#include "train/run_control.h"
+#include "train/config/run_config.h"
+#include "train/loop/run_control.h"
 #include "train/run_plots.h"
 #include "train/io/safetensors.h"
 #include "train/repro/paper_values.h"

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "tensor/error.h"
-#include "train/paper_presets.h"
+#include "train/config/paper_presets.h"
 #include "train/plot/charts.h"
 #include "train/repro/seed_stats.h"
 

@@ -9,11 +9,11 @@
 
 #include "data/corpus.h"
 #include "tensor/error.h"
-#include "train/checkpoint.h"
-#include "train/lm_config.h"
-#include "train/mlm_trainer.h"
+#include "train/loop/checkpoint.h"
+#include "train/families/txl/txl_config.h"
+#include "train/families/encoder/encoder_mlm_trainer.h"
 #include "train/plot/charts.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 #include "train/repro/paper_values.h"
 #include "train/repro/seed_stats.h"
 

@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "tensor/device.h"
-#include "train/encoder_trainer.h"
+#include "train/families/encoder/encoder_trainer.h"
 #include "train/process_memory.h"
-#include "train/run_config.h"
-#include "train/run_control.h"
+#include "train/config/run_config.h"
+#include "train/loop/run_control.h"
 #include "train/run_plots.h"
 #include "train/repro/paper_values.h"
 #include "train/repro/seed_stats.h"
