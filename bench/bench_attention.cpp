@@ -13,7 +13,7 @@
 #include "ops/urpe_flash_attention.h"
 #include "tensor/cuda_backend.h"
 #include "tensor/host_allocator.h"
-#include "train/process_memory.h"
+#include "bench/process_memory.h"
 
 namespace urpe::bench {
 

@@ -13,7 +13,7 @@
 #include "ops/blas_runtime.h"
 #include "tensor/cuda_backend.h"
 #include "tensor/host_allocator.h"
-#include "train/process_memory.h"
+#include "bench/process_memory.h"
 #include "train/profile/op_recorder.h"
 
 #if defined(_OPENMP)

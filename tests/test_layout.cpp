@@ -46,7 +46,7 @@ const std::map<std::string, std::set<std::string>>& allowed_includes() {
       {"bench",
        {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot", "train/dist", "train/profile", "train", "train/loop", "train/optim", "train/config", "train/families", "train/families/encoder", "train/families/txl", "train/families/graphormer"}},
       {"train/repro",
-       {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot", "train/dist", "train/profile", "train", "train/loop", "train/optim", "train/config", "train/families", "train/families/encoder", "train/families/txl", "train/families/graphormer"}},
+       {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot", "train/dist", "train/profile", "train", "train/loop", "train/optim", "train/config", "train/families", "train/families/encoder", "train/families/txl", "train/families/graphormer", "bench"}},
       {"train/analysis",
        {"tensor", "autograd", "ops", "data", "models", "train/io", "train/plot", "train/dist", "train/profile", "train", "train/loop", "train/optim", "train/config", "train/families", "train/families/encoder", "train/families/txl", "train/families/graphormer"}},
       {"train/cli",

@@ -11,7 +11,7 @@
 
 #include "tensor/device.h"
 #include "train/families/encoder/encoder_trainer.h"
-#include "train/process_memory.h"
+#include "bench/process_memory.h"
 #include "train/config/run_config.h"
 #include "train/loop/run_control.h"
 #include "train/run_plots.h"

@@ -1,5 +1,5 @@
 // Readers of /proc for the benchmarks; see process_memory.h.
-#include "train/process_memory.h"
+#include "bench/process_memory.h"
 
 #include <sys/resource.h>
 
