@@ -203,21 +203,50 @@ class GraphormerStep final : public StepModel {
 
 }  // namespace
 
+namespace {
+
+// The step model of each model family (`--model NAME`), and the options it takes.
+struct StepModelEntry {
+  std::string name;
+  bool fused_attention;  // --attention fused (else only the materialized core)
+  bool seq_len;          // --seq-len (Graphormer's molecules set their own sizes)
+  std::unique_ptr<StepModel> (*make)(const StepModelOptions& options, const Device& device);
+};
+
+template <class Step>
+std::unique_ptr<StepModel> make_step(const StepModelOptions& options, const Device& device) {
+  return std::make_unique<Step>(options, device);
+}
+
+const std::vector<StepModelEntry>& step_model_table() {
+  static const std::vector<StepModelEntry> table = {
+      {"encoder", true, true, make_step<EncoderStep>},
+      {"txl", false, true, make_step<TransformerXLStep>},
+      {"graphormer", false, false, make_step<GraphormerStep>},
+  };
+  return table;
+}
+
+}  // namespace
+
 const std::vector<std::string>& step_model_names() {
-  static const std::vector<std::string> names = {"encoder", "txl", "graphormer"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> list;
+    for (const StepModelEntry& entry : step_model_table()) list.push_back(entry.name);
+    return list;
+  }();
   return names;
 }
 
 std::unique_ptr<StepModel> make_step_model(const StepModelOptions& o, const Device& device) {
-  URPE_CHECK(o.model == "encoder" || o.attention == "materialized",
-             "option --attention: " << o.model << " has one attention path (the materialized core); "
-                                    << "--attention fused is the encoder's");
-  if (o.model == "encoder") return std::make_unique<EncoderStep>(o, device);
-  if (o.model == "txl") return std::make_unique<TransformerXLStep>(o, device);
-  if (o.model == "graphormer") {
-    URPE_CHECK(o.seq_len == 0, "option --seq-len: graphormer's molecules set their own sizes; "
-                               "use --batch for the number of graphs");
-    return std::make_unique<GraphormerStep>(o, device);
+  for (const StepModelEntry& entry : step_model_table()) {
+    if (entry.name != o.model) continue;
+    URPE_CHECK(entry.fused_attention || o.attention == "materialized",
+               "option --attention: " << o.model << " has one attention path (the materialized core); "
+                                      << "--attention fused is the encoder's");
+    URPE_CHECK(entry.seq_len || o.seq_len == 0, "option --seq-len: " << o.model << "'s molecules set their own sizes; "
+                                                                     << "use --batch for the number of graphs");
+    return entry.make(o, device);
   }
   URPE_FAIL("option --model: expected encoder, txl or graphormer, got '" << o.model << "'");
 }

@@ -6,6 +6,7 @@
 #include "bench/peaks.h"
 #include "tensor/error.h"
 #include "train/cli/handlers.h"
+#include "train/families/model_family.h"
 #include "train/repro/table5.h"
 
 namespace urpe::cli {
@@ -52,7 +53,7 @@ int run_bench(const Args& args) {
     URPE_CHECK(!options.tf32 || options.device != "cpu",
                "option --tf32: TF32 is a mode of the GPU's tensor cores; use it with --device cuda");
     options.model = args.get("model", options.model);
-    URPE_CHECK(options.model == "encoder" || options.model == "txl" || options.model == "graphormer",
+    URPE_CHECK(is_model_family(options.model),
                "option --model: expected encoder, txl or graphormer, got '" << options.model << "'");
     options.steps = repeats_option(args, options.steps);
     if (args.has("seq-len")) {

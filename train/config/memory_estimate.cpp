@@ -20,6 +20,7 @@
 #include "tensor/cuda_backend.h"
 #include "tensor/error.h"
 #include "tensor/tensor.h"
+#include "train/families/model_family.h"
 #include "train/families/txl/txl_config.h"
 
 namespace urpe {
@@ -301,10 +302,7 @@ MemoryEstimate estimate_graphormer_memory(const Config& config) {
 }
 
 MemoryEstimate estimate_memory(const Config& config) {
-  const std::string model = config.get_string("model");
-  if (model == "txl") return estimate_txl_memory(config, 0);
-  if (model == "graphormer") return estimate_graphormer_memory(config);
-  return estimate_encoder_memory(config);
+  return family_of(config).estimate_memory(config);
 }
 
 // ---- the bound ----

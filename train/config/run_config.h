@@ -2,8 +2,8 @@
 // meaning), the built-in presets, and resolution of preset / file / --set overrides.
 //
 // Keys come in two layers: the common keys of every run (model, seed, steps, batch, lr, ...) and
-// the keys of the model family the `model` key picks (encoder: the synthetic tasks; further
-// families register theirs in run_config.cpp). Keys are pinned: presets, docs, tests and external
+// the keys of the model family the `model` key picks (each family adds its own through the
+// registry, train/families/model_family.h). Keys are pinned: presets, docs, tests and external
 // scripts rely on their names.
 #pragma once
 #include <string>

@@ -18,7 +18,7 @@
 #include "train/optim/optimizer.h"
 #include "train/loop/progress.h"
 #include "train/loop/run_control.h"
-#include "train/run_plots.h"
+#include "train/families/run_plots.h"
 
 namespace urpe {
 

@@ -14,7 +14,7 @@
 #include "train/plot/charts.h"
 #include "train/config/run_config.h"
 #include "train/loop/run_control.h"
-#include "train/run_plots.h"
+#include "train/families/run_plots.h"
 #include "train/io/safetensors.h"
 #include "train/repro/paper_values.h"
 #include "train/repro/seed_stats.h"

@@ -369,7 +369,7 @@ std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std:
   ResultRow baseline;
   baseline.experiment = "molecules";
   baseline.task = base.get_string("target_column");
-  baseline.model = "mean-predictor";
+  baseline.model = kMeanPredictorModel;
   baseline.pe = "none";
   baseline.device = runs.front().outcome.result.device;
   baseline.metric_name = "valid_mae";

@@ -14,7 +14,7 @@
 #include "bench/process_memory.h"
 #include "train/config/run_config.h"
 #include "train/loop/run_control.h"
-#include "train/run_plots.h"
+#include "train/families/run_plots.h"
 #include "train/repro/paper_values.h"
 #include "train/repro/seed_stats.h"
 

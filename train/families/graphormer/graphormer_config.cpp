@@ -126,4 +126,6 @@ void check_graphormer_paths(const Config& c) {
   if (split != "auto" && split != "seeded") check_file_key(c, "split", "auto, seeded or a row,split CSV file");
 }
 
+bool is_graphormer_config(const Config& config) { return config.get_string("model") == "graphormer"; }
+
 }  // namespace urpe

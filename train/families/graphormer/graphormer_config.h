@@ -38,5 +38,7 @@ data::CollateOptions collate_options_from(const Config& config);
 void check_graphormer_values(const Config& config);
 // `dataset` (unless embedded) and a `split` path name existing files (run by check_config_paths).
 void check_graphormer_paths(const Config& config);
+// Whether `config` is one of this family's (`urpe repro molecules --preset` takes only those).
+bool is_graphormer_config(const Config& config);
 
 }  // namespace urpe

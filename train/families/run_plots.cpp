@@ -1,5 +1,5 @@
 // Run and grid pictures from metrics.csv files and checkpoints (see run_plots.h).
-#include "train/run_plots.h"
+#include "train/families/run_plots.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,7 @@
 #include "train/loop/checkpoint.h"
 #include "train/encoding_names.h"
 #include "train/io/config.h"
-#include "train/families/graphormer/graphormer_plots.h"
+#include "train/families/model_family.h"
 #include "train/plot/charts.h"
 #include "train/config/run_config.h"
 #include "train/io/safetensors.h"
@@ -161,15 +161,30 @@ plot::LineChartSpec urpe_c_chart(const Tensor& c_table, const std::string& title
 }
 
 std::vector<std::string> draw_run_plots(const std::string& run_dir) {
+  make_directories(join_path(run_dir, "plots"));
+  read_metrics(join_path(run_dir, "metrics.csv"));  // a missing or malformed file is the first error
+  const std::string checkpoint = join_path(run_dir, "model.safetensors");
+  const Config config = config_from_text(read_checkpoint_info(checkpoint).config_text, checkpoint + " (config)");
+  return family_of(config).draw_run_plots(run_dir);
+}
+
+std::vector<std::string> draw_txl_run_plots(const std::string& run_dir) {
+  const std::string plots = join_path(run_dir, "plots");
+  make_directories(plots);
+  const std::vector<MetricsRow> rows = read_metrics(join_path(run_dir, "metrics.csv"));
+  const TensorFile file = load_safetensors(join_path(run_dir, "model.safetensors"));
+  const Config config = config_of_checkpoint(file);
+  return draw_lm_run_plots(plots, rows, file, config, title_of(config));
+}
+
+std::vector<std::string> draw_encoder_run_plots(const std::string& run_dir) {
   const std::string plots = join_path(run_dir, "plots");
   make_directories(plots);
   std::vector<std::string> written;
   const std::vector<MetricsRow> rows = read_metrics(join_path(run_dir, "metrics.csv"));
   const TensorFile file = load_safetensors(join_path(run_dir, "model.safetensors"));
   const Config config = config_of_checkpoint(file);
-  if (config.get_string("model") == "graphormer") return draw_graphormer_run_plots(run_dir);
   const std::string title = title_of(config);
-  if (config.get_string("model") == "txl") return draw_lm_run_plots(plots, rows, file, config, title);
   if (!rows.empty()) {
     plot::LineChartSpec accuracy;
     accuracy.title = "Token accuracy (" + title + ")";
@@ -191,7 +206,6 @@ std::vector<std::string> draw_run_plots(const std::string& run_dir) {
     written.push_back(join_path(plots, "loss.png"));
     plot::line_chart(written.back(), loss);
   }
-  if (config.get_string("model") != "encoder") return written;  // tables below: encoder maps
   const auto bias = table_panels(file, config, "rel_pos_bias", "rpe_kind", 0.0);
   if (!bias.empty()) {
     written.push_back(join_path(plots, "rpe_bias.png"));

@@ -1,5 +1,6 @@
 // The pictures of a run and of a repro grid, drawn from the files on disk (so `urpe plot --run DIR`
-// can redraw them any time):
+// can redraw them any time); shared by the encoder and txl families (Graphormer's are
+// graphormer/graphormer_plots.h):
 //   run:  plots/curves.png (token accuracy against step), plots/loss.png (cross-entropy),
 //         plots/rpe_bias.png and plots/urpe_c.png (the learned B and C matrices per head, gathered
 //         through their bucket maps: the paper's Figure 2)
@@ -33,8 +34,11 @@ struct RunCurve {
 // The Transformer-XL URPE table (H, max_klen) as one line per head against the distance.
 plot::LineChartSpec urpe_c_chart(const Tensor& c_table, const std::string& title);
 
-// Returns the paths written.
+// Returns the paths written. draw_run_plots draws the pictures of the run's family (the
+// registry's draw_run_plots); the encoder's and txl's are these two.
 std::vector<std::string> draw_run_plots(const std::string& run_dir);
+std::vector<std::string> draw_encoder_run_plots(const std::string& run_dir);
+std::vector<std::string> draw_txl_run_plots(const std::string& run_dir);
 std::vector<std::string> draw_grid_plots(const std::string& out_dir, const std::vector<ResultRow>& rows,
                                          const std::vector<RunCurve>& curves);
 
