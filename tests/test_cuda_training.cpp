@@ -110,7 +110,7 @@ Config family_config(const std::string& family, const std::string& device) {
 void train_family(const std::string& family, const Config& config, const std::string& dir,
                   const TrainOptions& options) {
   if (family.rfind("encoder", 0) == 0) train_encoder(config, dir, options);
-  else if (family.rfind("txl", 0) == 0) train_lm(config, dir, options);
+  else if (family.rfind("txl", 0) == 0) train_txl(config, dir, options);
   else train_graphormer(config, dir, options);
 }
 

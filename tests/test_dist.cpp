@@ -93,7 +93,7 @@ struct Worker {
         options.stop_after_step = std::atoi(std::getenv("URPE_TEST_DIST_STOP_STEP"));
       const char* corpus = std::getenv("URPE_TEST_DIST_CORPUS");
       const Config config = worker_config(corpus);
-      const bool interrupted = corpus ? train_lm(config, out, options).interrupted
+      const bool interrupted = corpus ? train_txl(config, out, options).interrupted
                                       : train_encoder(config, out, options).interrupted;
       code = interrupted ? 130 : 0;
     } catch (const std::exception& e) {

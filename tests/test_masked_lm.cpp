@@ -204,14 +204,14 @@ TEST_CASE("an mlm run stopped and resumed ends exactly where an uninterrupted on
   options.quiet = true;
   options.overwrite = true;
   const std::string whole = test::make_scratch_dir("mlm_whole"), parts = test::make_scratch_dir("mlm_parts");
-  const TrainOutcome uninterrupted = train_masked_lm(config, whole, options);
+  const EncoderTrainOutcome uninterrupted = train_masked_lm(config, whole, options);
   TrainOptions stop = options;
   stop.stop_after_step = 2;
   CHECK(train_masked_lm(config, parts, stop).interrupted);
   TrainOptions resume = options;
   resume.resume = true;
   resume.overwrite = false;
-  const TrainOutcome resumed = train_masked_lm(config, parts, resume);
+  const EncoderTrainOutcome resumed = train_masked_lm(config, parts, resume);
   CHECK(resumed.final_valid_loss == uninterrupted.final_valid_loss);
   CHECK(resumed.result.metric == uninterrupted.result.metric);
 }

@@ -156,7 +156,7 @@ PretrainSummary run_pretrain_repro(const PretrainPlan& plan, const std::string& 
       options.grid = &progress;
       options.tf32 = plan.extra.tf32;
       progress.begin_run(name);
-      const TrainOutcome outcome = train_masked_lm(config, r.dir, options, &corpus);
+      const EncoderTrainOutcome outcome = train_masked_lm(config, r.dir, options, &corpus);
       r.params = outcome.result.params;
       r.steps = outcome.result.steps;
       r.seconds = outcome.result.seconds;

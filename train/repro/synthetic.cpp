@@ -151,7 +151,7 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
     options.tf32 = grid.extra.tf32;
     apply_cell_start(cell_start, options);
     progress.begin_run(name);
-    TrainOutcome outcome;
+    EncoderTrainOutcome outcome;
     if (cell_start.kind == GridCellStart::finished) outcome.result = cell_start.result;
     else outcome = train_encoder(config, dir, options);
     progress.end_run();

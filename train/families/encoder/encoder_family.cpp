@@ -17,7 +17,7 @@ namespace urpe {
 namespace {
 
 FamilyTrainResult train(const Config& config, const std::string& out_dir, const TrainOptions& options) {
-  const TrainOutcome o = train_encoder(config, out_dir, options);
+  const EncoderTrainOutcome o = train_encoder(config, out_dir, options);
   return {o.interrupted,
           printf_text("%s %s, valid accuracy %.2f%% (loss %.4f) after %lld steps, %lld parameters, %.1f s",
                       o.result.task.c_str(), o.result.pe.c_str(), 100.0 * o.result.metric, o.final_valid_loss,
@@ -43,7 +43,7 @@ std::string evaluate(const std::string& dir, const Config& config, const std::st
   const CheckpointInfo info = load_checkpoint(checkpoint, model.parameters(), nullptr);
   // The synthetic tasks have one fixed held-out set; `test` scores a second, disjoint draw.
   const int64_t size = config.get_int("valid_size");
-  const EvalResult r = evaluate_encoder(model, task, size, 64, split == "valid" ? EvalSplit::valid : EvalSplit::test);
+  const EncoderEvalResult r = evaluate_encoder(model, task, size, 64, split == "valid" ? EvalSplit::valid : EvalSplit::test);
   check_finite_score(dir, which, split, r.loss);
   return printf_text("%s (%s, step %lld): %s accuracy %.2f%%, loss %.4f over %lld sequences", dir.c_str(),
                      which.c_str(), static_cast<long long>(info.progress.step), split.c_str(), 100.0 * r.accuracy,

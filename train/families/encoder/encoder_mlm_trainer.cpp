@@ -187,7 +187,7 @@ class MaskedLmTask final : public TrainingTask {
 
 }  // namespace
 
-TrainOutcome train_masked_lm(const Config& config, const std::string& out_dir, const TrainOptions& options,
+EncoderTrainOutcome train_masked_lm(const Config& config, const std::string& out_dir, const TrainOptions& options,
                              const data::Corpus* corpus) {
   TrainingRun run = begin_training_run(config, out_dir, options);
   MaskedLmTask task(run, corpus);

@@ -38,7 +38,7 @@ MaskedLmEval evaluate_masked_lm(const TransformerEncoder& model, const data::Mas
 // Trains per `config` (task = mlm) into `out_dir`; metric = the final validation masked-token
 // accuracy, final_valid_loss = the validation MLM loss (the paper's C.4 quantity). `corpus`, when
 // given, is the one the config names (a repro reads it once for all its runs).
-TrainOutcome train_masked_lm(const Config& config, const std::string& out_dir, const TrainOptions& options,
+EncoderTrainOutcome train_masked_lm(const Config& config, const std::string& out_dir, const TrainOptions& options,
                              const data::Corpus* corpus = nullptr);
 
 }  // namespace urpe

@@ -101,11 +101,11 @@ EncoderConfig encoder_config_from(const Config& config) {
   return c;
 }
 
-EvalResult evaluate_encoder(const TransformerEncoder& model, const SyntheticTask& task,
+EncoderEvalResult evaluate_encoder(const TransformerEncoder& model, const SyntheticTask& task,
                             int64_t valid_size, int64_t batch, EvalSplit split) {
   autograd::NoGrad no_grad;
   Rng valid_rng(split == EvalSplit::valid ? kValidationSeed : kTestSeed);
-  EvalResult result;
+  EncoderEvalResult result;
   int64_t seen = 0;
   while (seen < valid_size) {
     const int64_t b = std::min(batch, valid_size - seen);
@@ -191,7 +191,7 @@ class EncoderTask final : public TrainingTask {
       last_eval_ = evaluate_encoder(model_, task_, valid_size_, kEvalBatch);
     return {task_name_, "encoder", "valid_accuracy", last_eval_.accuracy};
   }
-  const EvalResult& last_eval() const { return last_eval_; }
+  const EncoderEvalResult& last_eval() const { return last_eval_; }
 
  private:
   const SyntheticTask task_;
@@ -205,13 +205,13 @@ class EncoderTask final : public TrainingTask {
   };
   SyntheticBatch global_;               // the step's global batch
   std::vector<TrainedPart> trained_;    // the step's micro-batches so far
-  EvalResult last_eval_;
+  EncoderEvalResult last_eval_;
   bool evaluated_ = false;
 };
 
 }  // namespace
 
-TrainOutcome train_encoder(const Config& config, const std::string& out_dir, const TrainOptions& options) {
+EncoderTrainOutcome train_encoder(const Config& config, const std::string& out_dir, const TrainOptions& options) {
   if (is_masked_lm(config)) return train_masked_lm(config, out_dir, options);
   TrainingRun run = begin_training_run(config, out_dir, options);
   EncoderTask task(run);

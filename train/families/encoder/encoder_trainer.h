@@ -12,7 +12,7 @@
 namespace urpe {
 
 
-struct TrainOutcome {
+struct EncoderTrainOutcome {
   ResultRow result;          // metric = final validation accuracy
   double final_valid_loss = 0;
   bool interrupted = false;  // stopped by Ctrl-C (a checkpoint was saved)
@@ -20,9 +20,9 @@ struct TrainOutcome {
 
 // Trains per `config` into `out_dir` (config.txt, metrics.csv, model.safetensors, results.json,
 // plots/). With resume, the run continues from its checkpoint and config.txt.
-TrainOutcome train_encoder(const Config& config, const std::string& out_dir, const TrainOptions& options);
+EncoderTrainOutcome train_encoder(const Config& config, const std::string& out_dir, const TrainOptions& options);
 
-struct EvalResult {
+struct EncoderEvalResult {
   double loss = 0;
   double accuracy = 0;  // token-level, over the scored positions of the validation set
 };
@@ -34,7 +34,7 @@ EncoderConfig encoder_config_from(const Config& config);
 // task is scored on the same sequences; `test` is a second, disjoint draw.
 enum class EvalSplit { valid, test };
 // Token accuracy and mean cross-entropy over the scored positions of `size` held-out sequences.
-EvalResult evaluate_encoder(const TransformerEncoder& model, const SyntheticTask& task, int64_t size,
+EncoderEvalResult evaluate_encoder(const TransformerEncoder& model, const SyntheticTask& task, int64_t size,
                             int64_t batch, EvalSplit split = EvalSplit::valid);
 
 }  // namespace urpe

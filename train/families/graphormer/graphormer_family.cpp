@@ -12,7 +12,7 @@ namespace urpe {
 namespace {
 
 FamilyTrainResult train(const Config& config, const std::string& out_dir, const TrainOptions& options) {
-  const MoleculeTrainOutcome o = train_graphormer(config, out_dir, options);
+  const GraphormerTrainOutcome o = train_graphormer(config, out_dir, options);
   if (o.interrupted)
     return {true, printf_text("graphormer %s stopped at step %lld, valid MAE %.4f", o.result.pe.c_str(),
                               static_cast<long long>(o.result.steps), o.valid_mae)};
@@ -24,7 +24,7 @@ FamilyTrainResult train(const Config& config, const std::string& out_dir, const 
 }
 
 std::string evaluate(const std::string& dir, const Config& config, const std::string& split, const std::string& which) {
-  const MoleculeEval e = evaluate_graphormer_run(dir, config, split, which);
+  const GraphormerEval e = evaluate_graphormer_run(dir, config, split, which);
   check_finite_score(dir, which, split, e.mae);
   return printf_text("%s (%s, step %lld): %s MAE %.6f over %lld molecules (predict-the-training-mean: %.6f)",
                      dir.c_str(), which.c_str(), static_cast<long long>(e.step), split.c_str(), e.mae,

@@ -35,7 +35,7 @@ std::vector<int64_t> shuffled(std::vector<int64_t> rows, Rng& rng) {
 
 // ---- data ----
 
-MoleculeData load_molecule_data(const Config& config) {
+GraphormerData load_graphormer_data(const Config& config) {
   const std::string source = config.get_string("dataset");
   const std::string split_key = config.get_string("split");
   const int64_t max_nodes = config.get_int("max_nodes");
@@ -45,7 +45,7 @@ MoleculeData load_molecule_data(const Config& config) {
   csv.target_column = config.get_string("target_column");
   csv.max_atoms = max_nodes;  // larger molecules are left out below; none of their O(N²) tables is built
 
-  MoleculeData d;
+  GraphormerData d;
   std::string split_file;
   std::string source_label = source == "embedded" ? "embedded molecules" : source;
   std::optional<data::MoleculeSplit> own_split;  // a graph file's split column
@@ -146,16 +146,16 @@ double graphormer_mae(const Graphormer& model, const std::vector<data::GraphBatc
   return total / static_cast<double>(count);
 }
 
-MoleculeEval evaluate_graphormer_run(const std::string& run_dir, const Config& config, const std::string& split,
-                                     const std::string& which, const MoleculeData* given) {
+GraphormerEval evaluate_graphormer_run(const std::string& run_dir, const Config& config, const std::string& split,
+                                     const std::string& which, const GraphormerData* given) {
   URPE_CHECK(split == "valid" || split == "test", "evaluate: split must be valid or test, got '" << split << "'");
   Graphormer model(graphormer_config_from(config), 0, parse_device(config.get_string("device")));
   const CheckpointInfo info = load_checkpoint(run_checkpoint_path(run_dir, which), model.parameters(), nullptr);
-  MoleculeData loaded;
-  if (!given) loaded = load_molecule_data(config);
-  const MoleculeData& data = given ? *given : loaded;
+  GraphormerData loaded;
+  if (!given) loaded = load_graphormer_data(config);
+  const GraphormerData& data = given ? *given : loaded;
   const std::vector<int64_t>& rows = split == "valid" ? data.split.valid : data.split.test;
-  MoleculeEval e;
+  GraphormerEval e;
   e.mae = graphormer_mae(model, collate_in_order(data.dataset, rows, config.get_int("eval_batch"),
                                                  collate_options_from(config)));
   e.baseline_mae = mean_predictor_mae(data.dataset.targets, data.split.train, rows);
@@ -170,9 +170,9 @@ namespace {
 
 // Graphormer's adapter to the training loop: shuffled epochs of collated molecule batches, mean
 // L1 loss, validation MAE, and at the end a test MAE beside the predict-the-training-mean baseline.
-class MoleculeTask final : public TrainingTask {
+class GraphormerTask final : public TrainingTask {
  public:
-  MoleculeTask(const TrainingRun& run, const MoleculeData& data)
+  GraphormerTask(const TrainingRun& run, const GraphormerData& data)
       : data_(data),
         model_(graphormer_config_from(run.config), run.seed, run.device),
         collate_(collate_options_from(run.config)),
@@ -243,7 +243,7 @@ class MoleculeTask final : public TrainingTask {
     }
     return {target_column_, "graphormer", "valid_mae", valid_mae_};
   }
-  MoleculeTrainOutcome& outcome() { return outcome_; }
+  GraphormerTrainOutcome& outcome() { return outcome_; }
 
  private:
   double valid_split_mae() {
@@ -251,7 +251,7 @@ class MoleculeTask final : public TrainingTask {
     return graphormer_mae(model_, valid_batches_);
   }
 
-  const MoleculeData& data_;
+  const GraphormerData& data_;
   Graphormer model_;
   const data::CollateOptions collate_;
   const int64_t batch_;
@@ -265,19 +265,19 @@ class MoleculeTask final : public TrainingTask {
   std::vector<data::GraphBatch> valid_batches_;
   double valid_mae_ = 0;
   bool evaluated_ = false, reached_end_ = false;
-  MoleculeTrainOutcome outcome_;
+  GraphormerTrainOutcome outcome_;
 };
 
 }  // namespace
 
-MoleculeTrainOutcome train_graphormer(const Config& config, const std::string& out_dir,
-                                      const TrainOptions& options, const MoleculeData* given_data) {
+GraphormerTrainOutcome train_graphormer(const Config& config, const std::string& out_dir,
+                                      const TrainOptions& options, const GraphormerData* given_data) {
   TrainingRun run = begin_training_run(config, out_dir, options);
-  MoleculeData loaded;
-  if (!given_data) loaded = load_molecule_data(run.config);
-  MoleculeTask task(run, given_data ? *given_data : loaded);
+  GraphormerData loaded;
+  if (!given_data) loaded = load_graphormer_data(run.config);
+  GraphormerTask task(run, given_data ? *given_data : loaded);
   const TrainingOutcome trained = run_training(run, task);
-  MoleculeTrainOutcome outcome = task.outcome();
+  GraphormerTrainOutcome outcome = task.outcome();
   outcome.result = trained.result;
   outcome.interrupted = trained.interrupted;
   return outcome;

@@ -27,7 +27,7 @@
 
 namespace urpe {
 
-struct MoleculeData {
+struct GraphormerData {
   data::MoleculeDataset dataset;
   data::MoleculeSplit split;  // rows used: train (after train_subset), valid, test
   int64_t too_large = 0;      // molecules removed from the split for having > max_nodes atoms
@@ -36,7 +36,7 @@ struct MoleculeData {
 
 // Loads the dataset and split a config names (dataset, smiles_column, target_column, split,
 // split_seed, train_subset, max_nodes). Errors name the file, line or key.
-MoleculeData load_molecule_data(const Config& config);
+GraphormerData load_graphormer_data(const Config& config);
 
 // MAE of predicting the mean target of `fit_rows` for every row of `eval_rows`.
 double mean_predictor_mae(const std::vector<float>& targets, const std::vector<int64_t>& fit_rows,
@@ -49,7 +49,7 @@ std::vector<data::GraphBatch> collate_in_order(const data::MoleculeDataset& data
 // MAE of the model (no dropout) over the batches' molecules.
 double graphormer_mae(const Graphormer& model, const std::vector<data::GraphBatch>& batches);
 
-struct MoleculeTrainOutcome {
+struct GraphormerTrainOutcome {
   ResultRow result;  // metric_name "valid_mae"
   double valid_mae = 0, test_mae = 0;  // test_mae: 0 when interrupted (scored only at the end)
   double baseline_valid_mae = 0, baseline_test_mae = 0;  // predict the training mean
@@ -57,11 +57,11 @@ struct MoleculeTrainOutcome {
 };
 
 // Trains per `config` into `out_dir` (config.txt, metrics.csv, model.safetensors, results.json,
-// plots/). `data`, when given, must be load_molecule_data(config) (repro loads it once).
-MoleculeTrainOutcome train_graphormer(const Config& config, const std::string& out_dir,
-                                      const TrainOptions& options, const MoleculeData* data = nullptr);
+// plots/). `data`, when given, must be load_graphormer_data(config) (repro loads it once).
+GraphormerTrainOutcome train_graphormer(const Config& config, const std::string& out_dir,
+                                      const TrainOptions& options, const GraphormerData* data = nullptr);
 
-struct MoleculeEval {
+struct GraphormerEval {
   double mae = 0;           // the model from the run's checkpoint
   double baseline_mae = 0;  // predict the training mean
   int64_t molecules = 0, step = 0;
@@ -69,8 +69,8 @@ struct MoleculeEval {
 // Rebuilds a run's model from its checkpoint (config = its stored config) and scores `split`
 // ("valid" or "test") exactly as training did: the same rows, batches and order.
 // `checkpoint`: "last" or "best" (train/loop/checkpoint.h).
-// `data`, when given, must be what load_molecule_data(config) reads (saves reading it again).
-MoleculeEval evaluate_graphormer_run(const std::string& run_dir, const Config& config, const std::string& split,
-                                     const std::string& checkpoint = "last", const MoleculeData* data = nullptr);
+// `data`, when given, must be what load_graphormer_data(config) reads (saves reading it again).
+GraphormerEval evaluate_graphormer_run(const std::string& run_dir, const Config& config, const std::string& split,
+                                     const std::string& checkpoint = "last", const GraphormerData* data = nullptr);
 
 }  // namespace urpe

@@ -155,8 +155,8 @@ TransformerXLConfig txl_config_from(const Config& config, int64_t vocab) {
   return c;
 }
 
-LmEvalSettings eval_settings_from(const Config& config) {
-  LmEvalSettings e;
+TxlEvalSettings eval_settings_from(const Config& config) {
+  TxlEvalSettings e;
   // The keys the eval_* ones fall back on are checked first, so their errors name the key the
   // user set (tgt_len = 0, not the eval_tgt_len derived from it).
   URPE_CHECK(config.get_int("tgt_len") > 0, "config: tgt_len must be positive, got " << config.get_int("tgt_len"));

@@ -47,7 +47,7 @@ TransformerXLConfig txl_config_from(const Config& config, int64_t vocab);
 // batch columns, mem_len
 // cached states, clamp_len, same_length; max_tokens > 0 scores only the first max_tokens tokens
 // of the split (a quick in-training estimate), 0 the whole split.
-struct LmEvalSettings {
+struct TxlEvalSettings {
   int64_t batch = 10;
   int64_t tgt_len = 64;
   int64_t mem_len = 640;
@@ -57,6 +57,6 @@ struct LmEvalSettings {
 };
 // The eval_* keys of a config (eval_tgt_len = 0 means tgt_len, eval_mem_len = -1 means mem_len;
 // eval_clamp_len ≤ 0 is no clamp) and same_length; max_tokens = 0.
-LmEvalSettings eval_settings_from(const Config& config);
+TxlEvalSettings eval_settings_from(const Config& config);
 
 }  // namespace urpe

@@ -12,7 +12,7 @@ namespace urpe {
 namespace {
 
 FamilyTrainResult train(const Config& config, const std::string& out_dir, const TrainOptions& options) {
-  const LmTrainOutcome o = train_lm(config, out_dir, options);
+  const TxlTrainOutcome o = train_txl(config, out_dir, options);
   return {o.interrupted,
           printf_text("Transformer-XL %s, valid perplexity %.2f (loss %.4f) after %lld steps, %lld parameters, %.1f s",
                       o.result.pe.c_str(), o.result.metric, o.final_valid_loss, static_cast<long long>(o.result.steps),
@@ -20,7 +20,7 @@ FamilyTrainResult train(const Config& config, const std::string& out_dir, const 
 }
 
 std::string evaluate(const std::string& dir, const Config& config, const std::string& split, const std::string& which) {
-  const LmRunEval e = evaluate_lm_run(dir, split, nullptr, nullptr, config.get_string("device"), which);
+  const TxlRunEval e = evaluate_txl_run(dir, split, nullptr, nullptr, config.get_string("device"), which);
   check_finite_score(dir, which, split, e.result.loss);
   return printf_text("%s (%s, step %lld): %s perplexity %.2f, loss %.4f over %lld tokens (eval_tgt_len %lld, "
                      "mem_len %lld, clamp_len %lld, same_length %s)",

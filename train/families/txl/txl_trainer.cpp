@@ -99,7 +99,7 @@ double PerplexityMeter::perplexity() const { return std::exp(loss()); }
 
 // ---- evaluation ----
 
-LmEvalResult evaluate_lm(TransformerXL& model, const std::vector<int32_t>& stream, const LmEvalSettings& s) {
+TxlEvalResult evaluate_txl(TransformerXL& model, const std::vector<int32_t>& stream, const TxlEvalSettings& s) {
   autograd::NoGrad no_grad;
   const bool partial = s.max_tokens > 0 && s.max_tokens < static_cast<int64_t>(stream.size());
   const data::LMOrderedBatches batches(
@@ -114,7 +114,7 @@ LmEvalResult evaluate_lm(TransformerXL& model, const std::vector<int32_t>& strea
     mems = std::move(out.mems);
     meter.add(segment.length, out.loss.item());
   }
-  LmEvalResult r;
+  TxlEvalResult r;
   r.loss = meter.loss();
   r.perplexity = meter.perplexity();
   r.predicted = meter.length() * batches.batch_size();
@@ -136,9 +136,9 @@ namespace {
 
 // Transformer-XL's adapter to the training loop: ordered segments with memory carried from one to
 // the next, reset at every epoch; evaluation with memory; the stream position in the checkpoint.
-class LanguageModelTask final : public TrainingTask {
+class TxlTask final : public TrainingTask {
  public:
-  LanguageModelTask(const TrainingRun& run, const data::Corpus& corpus)
+  TxlTask(const TrainingRun& run, const data::Corpus& corpus)
       : corpus_(corpus),
         model_(txl_config_from(run.config, corpus.vocab.size()), run.seed, run.device),
         batch_(run.config.get_int("batch")),
@@ -226,7 +226,7 @@ class LanguageModelTask final : public TrainingTask {
 
   // The last evaluation scores the whole split: it is the run's result.
   ValidationReport validate(int64_t step, bool last) override {
-    last_eval_ = evaluate_lm(model_, corpus_.valid.ids, last ? final_eval_ : quick_eval_);
+    last_eval_ = evaluate_txl(model_, corpus_.valid.ids, last ? final_eval_ : quick_eval_);
     scored_ = true;
     scored_whole_split_ = last || quick_eval_.max_tokens == 0;
     char text[160];
@@ -242,10 +242,10 @@ class LanguageModelTask final : public TrainingTask {
   // interrupted one keeps its last evaluation.
   Result finish(const Loop& loop) override {
     if (loop.interrupted ? !scored_ : !scored_whole_split_)
-      last_eval_ = evaluate_lm(model_, corpus_.valid.ids, loop.interrupted ? quick_eval_ : final_eval_);
+      last_eval_ = evaluate_txl(model_, corpus_.valid.ids, loop.interrupted ? quick_eval_ : final_eval_);
     return {"lm", "transformer_xl", "valid_ppl", last_eval_.perplexity};
   }
-  const LmEvalResult& last_eval() const { return last_eval_; }
+  const TxlEvalResult& last_eval() const { return last_eval_; }
 
  private:
   static const std::vector<int32_t>& checked_train_stream(const data::Corpus& corpus, int64_t batch) {
@@ -284,32 +284,32 @@ class LanguageModelTask final : public TrainingTask {
   dist::Communicator& comm_;
   const dist::Shard shard_;
   const data::LMOrderedBatches train_batches_;
-  const LmEvalSettings final_eval_;
-  LmEvalSettings quick_eval_;
+  const TxlEvalSettings final_eval_;
+  TxlEvalSettings quick_eval_;
   const std::string checkpoint_path_, label_;
   const DecayKind decay_;
   StreamPosition position_;
   data::LMSegment segment_;            // the step's segment
   std::vector<TxlMemory> micro_mems_;  // the step's micro-batches' new memories
-  LmEvalResult last_eval_;
+  TxlEvalResult last_eval_;
   bool scored_ = false, scored_whole_split_ = false;
 };
 
 }  // namespace
 
-LmTrainOutcome train_lm(const Config& config, const std::string& out_dir, const TrainOptions& options,
+TxlTrainOutcome train_txl(const Config& config, const std::string& out_dir, const TrainOptions& options,
                         const data::Corpus* corpus_in) {
   TrainingRun run = begin_training_run(config, out_dir, options);
   data::Corpus loaded;
   if (!corpus_in) loaded = corpus_from_config(run.config);
   const data::Corpus& corpus = corpus_in ? *corpus_in : loaded;
   URPE_CHECK(corpus.mode == data::parse_token_mode(run.config.get_string("token_mode")),
-             "train_lm: the corpus given was read in " << data::token_mode_name(corpus.mode)
+             "train_txl: the corpus given was read in " << data::token_mode_name(corpus.mode)
                                                        << " mode, the config asks for "
                                                        << run.config.get_string("token_mode"));
-  LanguageModelTask task(run, corpus);
+  TxlTask task(run, corpus);
   const TrainingOutcome trained = run_training(run, task);
-  LmTrainOutcome outcome;
+  TxlTrainOutcome outcome;
   outcome.result = trained.result;
   outcome.final_valid_loss = task.last_eval().loss;
   outcome.interrupted = trained.interrupted;
@@ -318,11 +318,11 @@ LmTrainOutcome train_lm(const Config& config, const std::string& out_dir, const 
 
 // ---- evaluating a run directory ----
 
-LmRunEval evaluate_lm_run(const std::string& run_dir, const std::string& split, const LmEvalSettings* settings,
+TxlRunEval evaluate_txl_run(const std::string& run_dir, const std::string& split, const TxlEvalSettings* settings,
                           const data::Corpus* corpus_in, const std::string& device, const std::string& which) {
   URPE_CHECK(split == "valid" || split == "test", "evaluation split must be valid or test, got '" << split << "'");
   const std::string checkpoint = run_checkpoint_path(run_dir, which);
-  LmRunEval out{config_from_text(read_checkpoint_info(checkpoint).config_text, checkpoint + " (config)"), 0, 0, {}, {}};
+  TxlRunEval out{config_from_text(read_checkpoint_info(checkpoint).config_text, checkpoint + " (config)"), 0, 0, {}, {}};
   URPE_CHECK(out.config.get_string("model") == "txl",
              checkpoint << ": a '" << out.config.get_string("model") << "' run, not a language model (model = txl)");
   data::Corpus loaded;
@@ -333,7 +333,7 @@ LmRunEval evaluate_lm_run(const std::string& run_dir, const std::string& split, 
   out.step = load_checkpoint(checkpoint, model.parameters(), nullptr).progress.step;
   out.params = model.parameters().count();
   out.settings = settings ? *settings : eval_settings_from(out.config);
-  out.result = evaluate_lm(model, corpus.split(split).ids, out.settings);
+  out.result = evaluate_txl(model, corpus.split(split).ids, out.settings);
   return out;
 }
 

@@ -41,7 +41,7 @@ class PerplexityMeter {
   int64_t total_len_ = 0;
 };
 
-struct LmEvalResult {
+struct TxlEvalResult {
   double loss = 0;        // mean NLL per predicted token (nats)
   double perplexity = 0;  // exp(loss)
   int64_t predicted = 0;  // tokens scored: rows × columns
@@ -49,10 +49,10 @@ struct LmEvalResult {
 
 // Scores `stream` (one split's ids) with `settings`; the model's memory options are switched to
 // the evaluation ones and restored afterwards.
-LmEvalResult evaluate_lm(TransformerXL& model, const std::vector<int32_t>& stream,
-                         const LmEvalSettings& settings);
+TxlEvalResult evaluate_txl(TransformerXL& model, const std::vector<int32_t>& stream,
+                         const TxlEvalSettings& settings);
 
-struct LmTrainOutcome {
+struct TxlTrainOutcome {
   ResultRow result;            // metric_name valid_ppl: the final evaluation over the whole valid split
   double final_valid_loss = 0;
   bool interrupted = false;    // stopped by Ctrl-C or stop_after_step (a checkpoint was saved)
@@ -64,22 +64,22 @@ data::Corpus corpus_from_config(const Config& config);
 // Trains per `config` into `out_dir` (config.txt, metrics.csv with metric = perplexity,
 // model.safetensors, results.json, plots/). `corpus`, when given, must be the one the config
 // names (repro loads it once for all its runs); otherwise it is read from disk.
-LmTrainOutcome train_lm(const Config& config, const std::string& out_dir, const TrainOptions& options,
+TxlTrainOutcome train_txl(const Config& config, const std::string& out_dir, const TrainOptions& options,
                         const data::Corpus* corpus = nullptr);
 
 // A run directory's checkpoint evaluated on "valid" or "test" with the run's eval settings, or
 // with `settings` when given (e.g. eval_mem_len = 0 to measure what the memory buys), on
 // `device` ("cpu", "cuda:1"; empty: the run's own `device` key), from its "last" or "best"
 // `checkpoint` (train/loop/checkpoint.h).
-struct LmRunEval {
+struct TxlRunEval {
   Config config;
   int64_t step = 0;
   int64_t params = 0;
-  LmEvalSettings settings;
-  LmEvalResult result;
+  TxlEvalSettings settings;
+  TxlEvalResult result;
 };
-LmRunEval evaluate_lm_run(const std::string& run_dir, const std::string& split,
-                          const LmEvalSettings* settings = nullptr, const data::Corpus* corpus = nullptr,
+TxlRunEval evaluate_txl_run(const std::string& run_dir, const std::string& split,
+                          const TxlEvalSettings* settings = nullptr, const data::Corpus* corpus = nullptr,
                           const std::string& device = "", const std::string& checkpoint = "last");
 
 }  // namespace urpe
