@@ -1,5 +1,5 @@
 // The `urpe` binary: hands argv to the CLI, which turns every failure into one readable line
-// (cli::report_errors). First it puts the runtime settings of train/runtime_env.h in place (BLAS
+// (cli::report_errors). First it puts the runtime settings of train/cli/runtime_env.h in place (BLAS
 // kernels, OpenMP spinning), re-executing itself once when one was missing.
 //
 // Under mpirun (README "Training on several processes / GPUs"), a failure that every rank detected

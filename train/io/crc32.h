@@ -1,5 +1,5 @@
 // CRC-32 (the zlib / gzip / PNG polynomial) of checkpoint data, so that a flipped bit in a saved
-// file is reported instead of loaded silently (train/safetensors.cpp stores it in the metadata).
+// file is reported instead of loaded silently (train/io/safetensors.cpp stores it in the metadata).
 // zlib's crc32 is used when the build has zlib (URPE_WITH_ZLIB); otherwise a byte-at-a-time
 // table gives the same values, so files written by either build verify in the other.
 #pragma once

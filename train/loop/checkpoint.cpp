@@ -1,4 +1,4 @@
-// Checkpoint layout on top of safetensors (train/safetensors.h).
+// Checkpoint layout on top of safetensors (train/io/safetensors.h).
 #include "train/loop/checkpoint.h"
 
 #include <cctype>
