@@ -90,11 +90,17 @@ std::string upward_include(const std::string& from_folder, const std::string& ta
 
 // A comparison of a string with a family's name ("model == \"txl\"", "\"txl\" != m"), or "".
 std::string family_branch(const std::string& line) {
-  for (const urpe::ModelFamily& family : urpe::model_family_table()) {
-    const std::string name = "\"" + family.name + "\"";
-    const std::regex branch("(==|!=)\\s*" + name + "|" + name + "\\s*(==|!=)");
-    if (std::regex_search(line, branch)) return family.name;
-  }
+  static const std::vector<std::pair<std::string, std::regex>> branches = [] {
+    std::vector<std::pair<std::string, std::regex>> list;
+    for (const urpe::ModelFamily& family : urpe::model_family_table()) {
+      const std::string name = "\"" + family.name + "\"";
+      list.emplace_back(family.name, std::regex("(==|!=)\\s*" + name + "|" + name + "\\s*(==|!=)"));
+    }
+    return list;
+  }();
+  if (line.find('"') == std::string::npos || line.find('=') == std::string::npos) return "";  // the common case, fast
+  for (const auto& [name, branch] : branches)
+    if (std::regex_search(line, branch)) return name;
   return "";
 }
 
