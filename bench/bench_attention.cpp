@@ -13,7 +13,7 @@
 #include "ops/urpe_flash_attention.h"
 #include "tensor/cuda_backend.h"
 #include "tensor/host_allocator.h"
-#include "train/process_memory.h"
+#include "bench/process_memory.h"
 
 namespace urpe::bench {
 
@@ -84,7 +84,8 @@ int run_attention_bench(const AttentionBenchOptions& o) {
     fused.c_table = materialized.c_table = c;
     fused.bias_map = fused.c_map = toeplitz_relative_map(n, n, device);
     materialized.bias_map = materialized.c_map = toeplitz_map(n, n, device);
-    for (const char* path : {"fused", "materialized"}) {
+    for (const std::string& path_name : o.paths) {
+      const char* path = path_name.c_str();
       const bool is_fused = path[0] == 'f';
       auto forward = [&] {
         return is_fused ? urpe_flash_attention(q, k, v, fused)

@@ -16,6 +16,7 @@ struct AttentionBenchOptions {
   std::vector<int64_t> lengths{1024, 4096};
   int64_t batch = 1, heads = 4, head_dim = 32;
   int repeats = 3;  // timed runs per row (median), after one warm-up
+  std::vector<std::string> paths{"fused", "materialized"};  // --attention PATH keeps one
 };
 
 // Prints the table; returns the process exit code.

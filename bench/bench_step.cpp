@@ -5,17 +5,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <vector>
 
-#include "data/synthetic.h"
-#include "models/encoder.h"
+#include "bench/peaks.h"
+#include "bench/step_models.h"
 #include "ops/blas_runtime.h"
-#include "ops/loss.h"
-#include "ops/shape.h"
 #include "tensor/cuda_backend.h"
 #include "tensor/host_allocator.h"
-#include "train/optimizer.h"
-#include "train/process_memory.h"
+#include "bench/process_memory.h"
+#include "train/profile/op_recorder.h"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -23,29 +22,52 @@
 
 namespace urpe::bench {
 
+namespace {
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+struct StepFlops {
+  double total = 0;  // every op's cost formula
+  double gemm = 0;   // of which the products of matmul and linear (forward and backward)
+};
+
+// The FLOPs of one step, from the ops' cost formulas: the step runs once under the per-op
+// recorder (after the timed steps, so they ran without it), and its op spans' costs are summed.
+StepFlops count_step_flops(StepModel& model, const Device& device) {
+  model.next_batch();
+  profile::OpRecorder recorder(device);
+  recorder.begin_step(0);
+  model.step();
+  recorder.end_step();
+  const profile::Recording recording = recorder.take();
+  StepFlops flops;
+  for (const profile::Span& span : recording.spans) {
+    if (span.kind != profile::SpanKind::op) continue;
+    flops.total += span.cost.flops;
+    const std::string& name = recording.name_of(span);
+    if (name.rfind("matmul", 0) == 0 || name.rfind("linear", 0) == 0) flops.gemm += span.cost.flops;
+  }
+  return flops;
+}
+
+}  // namespace
+
 double run_step_benchmark(const StepBenchOptions& options) {
   const Device device = parse_device(options.device);
   if (device.is_cuda()) cuda::set_tf32(device.context(), options.tf32);
-  EncoderConfig c;
-  c.seq_len = options.seq_len;
-  c.vocab = 100;
-  c.layers = 2;
-  c.d_model = 128;
-  c.heads = 4;
-  c.d_ff = 512;
-  c.num_classes = options.seq_len;  // position identification: one class per position
-  c.pe = PositionalKind::urpe;
-  c.init_std = 0.02f;
-  c.attention = parse_attention_path(options.attention);
-  const int64_t batch = options.batch;
-  TransformerEncoder model(c, 0, device);
-  Adam optimizer(model.parameters().tensors());
-  SyntheticTask task(SyntheticKind::position_identification, c.seq_len, c.vocab);
-  Rng data_rng(1);
-
   URPE_CHECK(options.steps >= 1 && options.warmup >= 0,
              "bench step: needs at least one timed step, got " << options.steps);  // a median of none
-  std::vector<double> times;
+  StepModelOptions model_options;
+  model_options.model = options.model;
+  model_options.seq_len = options.seq_len;
+  model_options.batch = options.batch;
+  model_options.attention = options.attention;
+  const std::unique_ptr<StepModel> model = make_step_model(model_options, device);
+
+  std::vector<double> times, cpu_times;
   size_t peak = 0;  // the most bytes a step held on top of what was live before it
   // The resident set's growth over the first step: every buffer then comes fresh from the
   // system (later steps reuse the host cache, so their growth is 0). The PyTorch bench reports
@@ -53,9 +75,11 @@ double run_step_benchmark(const StepBenchOptions& options) {
   const double rss_before = resident_bytes();
   const bool rss_window = reset_peak_resident();
   double rss_first_step = -1;
+  host::CacheStats cache_at_start;
   for (int step = 0; step < options.warmup + options.steps; ++step) {
     if (step == 1 && rss_window && rss_before >= 0) rss_first_step = peak_resident_bytes() - rss_before;
-    const SyntheticBatch data = task.sample(batch, data_rng, device);
+    if (step == options.warmup) cache_at_start = host::cache_stats();
+    model->next_batch();
     if (device.is_cuda()) cuda::synchronize(device.context());
     size_t before = 0;
     if (device.is_cuda()) {
@@ -65,21 +89,23 @@ double run_step_benchmark(const StepBenchOptions& options) {
       host::reset_peak();
       before = host::in_use_bytes();
     }
+    const double cpu_start = process_cpu_seconds();
     const auto start = std::chrono::steady_clock::now();
-    optimizer.zero_grad();
-    const Tensor logits = model.forward(data.tokens, true, nullptr);
-    const Tensor loss = cross_entropy(reshape(logits, {batch * c.seq_len, c.num_classes}),
-                                      reshape(data.targets, {batch * c.seq_len}));
-    loss.backward();
-    optimizer.step(1e-4f);
+    model->step();
     if (device.is_cuda()) cuda::synchronize(device.context());
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (step >= options.warmup) times.push_back(ms);
+    const double cpu_ms = (process_cpu_seconds() - cpu_start) * 1e3;
+    if (step >= options.warmup) {
+      times.push_back(ms);
+      cpu_times.push_back(cpu_ms);
+    }
     const size_t after = device.is_cuda() ? cuda::peak_bytes(device.context()) : host::peak_bytes();
     peak = std::max(peak, after - before);
   }
-  std::sort(times.begin(), times.end());
-  const double median = times[times.size() / 2];
+  const host::CacheStats cache_at_end = host::cache_stats();
+  const StepFlops flops = count_step_flops(*model, device);
+
+  const double median = median_of(times);
   int threads = 1;
 #if defined(_OPENMP)
   threads = omp_get_max_threads();
@@ -96,19 +122,34 @@ double run_step_benchmark(const StepBenchOptions& options) {
   if (device.is_cuda())
     std::printf("GPU: %s, TF32 tensor-core GEMMs %s\n", cuda::device_name(device.context()).c_str(),
                 options.tf32 ? "on (--tf32)" : "off (full FP32)");
-  std::printf("bench config: n=%lld d=%lld heads=%lld layers=%lld d_ff=%lld batch=%lld pe=urpe "
-              "attention=%s; %d timed steps after %d warm-up\n",
-              static_cast<long long>(c.seq_len), static_cast<long long>(c.d_model),
-              static_cast<long long>(c.heads), static_cast<long long>(c.layers),
-              static_cast<long long>(c.d_ff), static_cast<long long>(batch),
-              attention_path_name(c.attention), options.steps, options.warmup);
-  std::printf("median %.2f ms per step (min %.2f, max %.2f)\n", median, times.front(), times.back());
+  std::printf("bench config: %s; %d timed steps after %d warm-up\n", model->description().c_str(),
+              options.steps, options.warmup);
+  std::printf("median %.2f ms per step (min %.2f, max %.2f)\n", median,
+              *std::min_element(times.begin(), times.end()), *std::max_element(times.begin(), times.end()));
+  if (device.is_cpu())
+    std::printf("CPU time per step: median %.2f ms (all threads; wall × threads = %.2f ms)\n", median_of(cpu_times),
+                median * threads);
+  std::printf("FLOPs per step: %.3f GFLOP (GEMMs %.3f; the ops' cost formulas) = %.1f GFLOP/s\n", flops.total / 1e9,
+              flops.gemm / 1e9, flops.total / (median * 1e-3) / 1e9);
+  std::string peaks_source;
+  const std::optional<profile::MachinePeaks> peaks = profile::cached_peaks(machine_key(device));
+  if (peaks && !peaks->smoke)
+    std::printf("of the measured sgemm rate: %.1f%% (%.1f GFLOP/s, urpe bench peaks %s)\n",
+                100.0 * flops.total / (median * 1e-3) / 1e9 / peaks->gemm_gflops, peaks->gemm_gflops,
+                peaks->measured.c_str());
+  else
+    std::printf("of the measured sgemm rate: unknown (no peaks for this machine: run urpe bench peaks)\n");
   std::printf("peak memory of a step: %.1f MiB (%s, tensor storage allocated during the step)\n",
               static_cast<double>(peak) / (1024.0 * 1024.0),
               device.is_cuda() ? "CUDA caching allocator" : "host allocator");
   if (rss_first_step >= 0)
     std::printf("peak RSS growth during the first step: %.1f MiB (from %.1f MiB resident before it)\n",
                 rss_first_step / 1048576.0, rss_before / 1048576.0);
+  if (device.is_cpu())
+    std::printf("host allocator over the timed steps: %zu blocks reused from its cache, %zu from the system "
+                "(+ %zu below %zu bytes from malloc)\n",
+                cache_at_end.hits - cache_at_start.hits, cache_at_end.misses - cache_at_start.misses,
+                cache_at_end.small - cache_at_start.small, host::kMinCachedBytes);
   std::printf("load averages (1, 5, 15 min) at the end: %s\n", load_averages().c_str());
   return median;
 }

@@ -15,7 +15,7 @@
 #include "ops/matmul.h"
 #include "tensor/cuda_backend.h"
 #include "tensor/error.h"
-#include "train/process_memory.h"
+#include "bench/process_memory.h"
 
 #if defined(_OPENMP)
 #include <omp.h>

@@ -2,18 +2,22 @@
 """PyTorch's side of `urpe bench attention`: the same shapes and rows, timed the same way.
 
 Why: urpe's fused URPE attention has no PyTorch equivalent (the C multiply after the softmax is
-not in any fused kernel), so it is compared against the two things a PyTorch user has:
-  materialized  softmax(QKᵀ·s + B) ⊙ C then ·V in eager ops (what the reference model does), and
+not in any fused kernel), so it is compared against the things a PyTorch user has:
+  materialized  softmax(QKᵀ·s + B) ⊙ C then ·V in eager ops (what the reference model does),
   sdpa+bias     torch.nn.functional.scaled_dot_product_attention with B as a float mask (no C:
-                plain RPE attention, PyTorch's fused path for it).
+                plain RPE attention, PyTorch's fused path for it), and
+  sdpa          scaled_dot_product_attention with no mask at all: PyTorch's flash kernel (on the
+                CPU since 2.2), the fastest attention PyTorch has, without any positional term.
 Rows match urpe's: forward under no_grad, and forward + backward into Q, K, V, B (and C).
 Time: wall clock around the call with a device synchronisation, median of --repeats after one
 warm-up; peak MiB: torch.cuda.max_memory_allocated above what was allocated before the call.
 
   python3 bench/torch_attention.py --device cuda --batch 32 --lengths 512,1024,2048
+  /work/venv-torch2/bin/python bench/torch_attention.py --device cpu --batch 4 --paths sdpa,sdpa+bias
 """
 import argparse
 import math
+import os
 import time
 
 import torch
@@ -55,10 +59,13 @@ def main():
     ap.add_argument("--head-dim", type=int, default=32)
     ap.add_argument("--lengths", default="1024,4096")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--paths", default="materialized,sdpa+bias,sdpa", help="comma-separated rows to time")
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads")
     args = ap.parse_args()
+    torch.set_num_threads(args.threads)
     dev = torch.device(args.device)
     torch.backends.cuda.matmul.allow_tf32 = False  # urpe's default: full FP32 GEMMs
-    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu"
+    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"cpu, {torch.get_num_threads()} threads"
     print(f"PyTorch {torch.__version__} attention — device {args.device} ({name}), batch {args.batch}, "
           f"{args.heads} heads, head dim {args.head_dim}, fp32, TF32 off; median of {args.repeats} runs after one warm-up")
     print(f"{'n':<7} {'path':<13} {'direction':<17} {'median ms':>10} {'peak MiB':>10}")
@@ -81,7 +88,14 @@ def main():
         def sdpa_bias():
             return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias_table[:, index], scale=scale)
 
-        for path, forward in (("materialized", materialized), ("sdpa+bias", sdpa_bias)):
+        def sdpa():
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=scale)
+
+        paths = {"materialized": materialized, "sdpa+bias": sdpa_bias, "sdpa": sdpa}
+        for path in args.paths.split(","):
+            if path not in paths:
+                ap.error(f"--paths: unknown path {path}; expected some of {', '.join(paths)}")
+            forward = paths[path]
             for direction in ("forward", "forward+backward"):
                 backward = direction != "forward"
                 for t in leaves:
@@ -101,7 +115,9 @@ def main():
                 try:
                     ms, mib = measure(dev, args.repeats, reset, call)
                     print(f"{n:<7} {path:<13} {direction:<17} {ms:>10.2f} {mib:>10.3f}", flush=True)
-                except torch.cuda.OutOfMemoryError:
+                except (torch.cuda.OutOfMemoryError, MemoryError, RuntimeError) as error:
+                    if not isinstance(error, torch.cuda.OutOfMemoryError) and "memory" not in str(error).lower():
+                        raise
                     print(f"{n:<7} {path:<13} {direction:<17} {'out of memory':>21}", flush=True)
                     torch.cuda.empty_cache()
 

@@ -10,6 +10,7 @@
 #include "ops/rotary.h"
 #include "ops/shape.h"
 #include "ops/urpe_flash_attention.h"
+#include "ops/urpe_self_attention.h"
 
 namespace urpe {
 
@@ -64,14 +65,30 @@ Tensor SelfAttention::forward(const Tensor& x, UrpeAttentionParams positional,
                               float attention_dropout, Rng* dropout_rng, bool training,
                               Tensor* weights, const PositionExtras* extras) const {
   const int64_t batch = x.size(0), n = x.size(1), d_model = x.size(2);
+  const PositionExtras none;
+  const PositionExtras& pos = extras ? *extras : none;
+  // The materialised path as one op on packed q/k/v weights (ops/urpe_self_attention.h), when
+  // nothing needs the heads apart: no RoPE or Shaw terms, no attention dropout, no weights out.
+  const bool dropping = training && attention_dropout > 0.0f;
+  const bool block = path == AttentionPath::materialized && weights == nullptr && !dropping &&
+                     !pos.rope_cos.defined() && !pos.shaw_keys.defined() && !pos.shaw_values.defined() &&
+                     q_proj.bias.defined() && k_proj.bias.defined() && v_proj.bias.defined();
+  if (block) {
+    positional.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    if (positional.bias_map.defined() && positional.bias_map.dim() == 1)
+      positional.bias_map = square_from_relative(positional.bias_map, n);
+    if (positional.c_map.defined() && positional.c_map.dim() == 1)
+      positional.c_map = square_from_relative(positional.c_map, n);
+    const SelfAttentionWeights projections{q_proj.weight, k_proj.weight, v_proj.weight,
+                                           q_proj.bias,   k_proj.bias,   v_proj.bias};
+    return out_proj.forward(urpe_self_attention(x, projections, heads, positional));  // (B, N, d)
+  }
   auto split_heads = [&](const Tensor& t) {  // (B, N, d) → (B, H, N, dh)
     return permute(reshape(t, {batch, n, heads, head_dim}), {0, 2, 1, 3});
   };
   Tensor q = split_heads(q_proj.forward(x));
   Tensor k = split_heads(k_proj.forward(x));
   const Tensor v = split_heads(v_proj.forward(x));
-  const PositionExtras none;
-  const PositionExtras& pos = extras ? *extras : none;
   if (pos.rope_cos.defined()) {
     q = rotary(q, pos.rope_cos, pos.rope_sin);
     k = rotary(k, pos.rope_cos, pos.rope_sin);

@@ -92,7 +92,7 @@ class TransformerEncoder {
   Tensor forward(const Tensor& tokens, bool training, Rng* dropout_rng,
                  HiddenStates* states = nullptr) const;
   // forward in two halves: the last block's output (B, N, d), and the output head applied to any
-  // (..., d) rows of it → (..., num_classes). The masked LM (train/mlm_trainer.cpp) runs the head
+  // (..., d) rows of it → (..., num_classes). The masked LM (train/families/encoder/encoder_mlm_trainer.cpp) runs the head
   // on the masked positions only, as BERT does.
   Tensor encode(const Tensor& tokens, bool training, Rng* dropout_rng, HiddenStates* states = nullptr) const;
   Tensor classify(const Tensor& features) const;

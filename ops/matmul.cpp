@@ -2,6 +2,8 @@
 // ∂B) and autograd. The GEMM itself is matmul_cpu.cpp (OpenBLAS or blocked loops) / _cuda.cu.
 #include "ops/matmul.h"
 
+#include <algorithm>
+
 #include "autograd/node.h"
 #include "ops/dispatch.h"
 #include "ops/reduce.h"
@@ -23,9 +25,10 @@ Operand operand(const Tensor& t, bool shared) {
   return {t.f32(), rows, cols, shared ? 0 : rows * cols};
 }
 
-// C[i] = op(X[i])·op(Y[i]) (+ C[i] when accumulate); c_rows × c_cols output.
+// C[i] = op(X[i])·op(Y[i]) (+ C[i] when accumulate); c_rows × c_cols output. On the CPU,
+// `before` (when given) prepares each block of C's rows just before the GEMM computes them.
 void run_gemm(const Device& device, const Operand& x, bool tx, const Operand& y, bool ty,
-              float* c, int64_t batch, bool accumulate) {
+              float* c, int64_t batch, bool accumulate, const kernels::RowsFn* before = nullptr) {
   GemmArgs g;
   g.trans_a = tx;
   g.trans_b = ty;
@@ -38,6 +41,7 @@ void run_gemm(const Device& device, const Operand& x, bool tx, const Operand& y,
   g.batch = batch;
   g.beta = accumulate ? 1.0f : 0.0f;
   URPE_PROFILE_COST(gemm_cost(g));
+  if (before != nullptr && device.is_cpu()) return kernels::gemm_cpu(g, *before);
   URPE_DISPATCH("matmul", device, kernels::gemm_cpu(g), kernels::gemm_cuda(device, g));
 }
 
@@ -143,11 +147,22 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   out_shape.push_back(out_features);
   Tensor y = Tensor::empty(out_shape, DType::f32, x.device());
   const Device& device = x.device();
-  URPE_PROFILE_COST(broadcast_axis_cost(1, rows, out_features, 1.0f));
-  URPE_DISPATCH("linear", device, kernels::broadcast_axis_cpu(bias, 1, rows, out_features, 1.0f, y),
-                kernels::broadcast_axis_cuda(bias, 1, rows, out_features, 1.0f, y));
   const Operand x_rows{x.f32(), rows, in, 0}, w = operand(weight, true);
-  run_gemm(device, x_rows, false, w, true, y.f32(), 1, true);
+  URPE_PROFILE_COST(broadcast_axis_cost(1, rows, out_features, 1.0f));
+  if (device.is_cpu()) {
+    // The bias into each block of rows right before the GEMM adds onto it: the rows are written
+    // and read back in the cache instead of in one pass over y ahead of the GEMM.
+    const float* b = bias.f32();
+    float* out = y.f32();
+    const kernels::RowsFn bias_rows = [b, out, out_features](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) std::copy(b, b + out_features, out + r * out_features);
+    };
+    run_gemm(device, x_rows, false, w, true, y.f32(), 1, true, &bias_rows);
+  } else {
+    URPE_DISPATCH("linear", device, kernels::broadcast_axis_cpu(bias, 1, rows, out_features, 1.0f, y),
+                  kernels::broadcast_axis_cuda(bias, 1, rows, out_features, 1.0f, y));
+    run_gemm(device, x_rows, false, w, true, y.f32(), 1, true);
+  }
 
   return autograd::record(y, "linear", {x, weight, bias}, [=](const Tensor& g) {
     const Operand g_rows{g.f32(), rows, out_features, 0};

@@ -8,6 +8,7 @@
 // shared; each is again one GEMM with the right transpose flags.
 #pragma once
 #include <cstdint>
+#include <functional>
 
 #include "tensor/op_profile.h"
 #include "tensor/tensor.h"
@@ -32,6 +33,12 @@ struct GemmArgs {
   int64_t batch = 1;
 };
 void gemm_cpu(const GemmArgs& args);
+// The same product (batch 1) with `before(r0, r1)` run on rows [r0, r1) of C just before they are
+// computed, by the thread that computes them, while they are in its cache: linear writes its
+// bias there for the GEMM (β = 1) to accumulate onto. Rows come in blocks of the GEMM's row parts
+// (ops/matmul_cpu.cpp), or of 64 rows around an unsplit product.
+using RowsFn = std::function<void(int64_t r0, int64_t r1)>;
+void gemm_cpu(const GemmArgs& args, const RowsFn& before);
 void gemm_cuda(const Device& device, const GemmArgs& args);
 }  // namespace kernels
 

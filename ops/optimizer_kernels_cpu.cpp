@@ -11,6 +11,12 @@ namespace urpe::kernels {
 
 // ---- Adam / AdamW ----
 
+// The parameters' elements in chunks of kAdamChunk, one parallel loop over the chunks of every
+// parameter: a model's many small tensors (biases, norms) keep both threads busy instead of each
+// running alone below a size threshold, and there is one parallel region per step, not one per
+// parameter. Each element's update is independent, so the result is the same for any split.
+constexpr int64_t kAdamChunk = 16384;
+
 void adam_update_cpu(const std::vector<AdamSlot>& slots, const AdamHyper& hyper) {
   const double t = static_cast<double>(hyper.step);
   const float correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(hyper.beta1), t));
@@ -18,14 +24,22 @@ void adam_update_cpu(const std::vector<AdamSlot>& slots, const AdamHyper& hyper)
   const float lr = hyper.lr, b1 = hyper.beta1, b2 = hyper.beta2, eps = hyper.eps;
   const float wd = hyper.weight_decay;
   const bool decoupled = hyper.decoupled_weight_decay;
-  for (const AdamSlot& slot : slots) {
-    float* theta = slot.param.f32();
-    const float* grad = slot.grad.f32();
-    float* m = slot.m.f32();
-    float* v = slot.v.f32();
-    const int64_t n = slot.param.numel();
-#pragma omp parallel for if (n > 65536)
-    for (int64_t k = 0; k < n; ++k) {
+  struct Chunk {
+    const AdamSlot* slot;
+    int64_t begin, end;
+  };
+  std::vector<Chunk> chunks;
+  for (const AdamSlot& slot : slots)
+    for (int64_t begin = 0; begin < slot.param.numel(); begin += kAdamChunk)
+      chunks.push_back({&slot, begin, std::min(slot.param.numel(), begin + kAdamChunk)});
+#pragma omp parallel for schedule(dynamic) if (chunks.size() > 1)
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const Chunk& chunk = chunks[c];
+    float* __restrict theta = chunk.slot->param.f32();
+    const float* __restrict grad = chunk.slot->grad.f32();
+    float* __restrict m = chunk.slot->m.f32();
+    float* __restrict v = chunk.slot->v.f32();
+    for (int64_t k = chunk.begin; k < chunk.end; ++k) {
       float g = grad[k];
       if (decoupled) theta[k] -= lr * wd * theta[k];  // AdamW: decay outside the moments
       else g += wd * theta[k];                         // Adam + L2: decay inside the gradient

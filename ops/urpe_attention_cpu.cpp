@@ -1,5 +1,7 @@
 // CPU reference of the URPE attention core: one query row (b, h, i) at a time, written to be
-// read next to the maths in urpe_attention.h. The CUDA kernel is checked against this file.
+// read next to the maths in urpe_attention.h. The CUDA kernel is checked against this file. The
+// row and slice functions (urpe_attention_rows_cpu.h) are also what the fused self-attention
+// block runs on each (b, h) slice.
 //
 // Forward, per row: z_j = s_j·scale + B_h[bias_map(i,j)] over unmasked keys, m = max_j z_j,
 //   P_j = e^{z_j − m} / Σ_k e^{z_k − m} (each e ≤ 1 in float, from ops/fast_math_cpu.h, their
@@ -21,8 +23,11 @@
 
 #include "ops/fast_math_cpu.h"
 #include "ops/urpe_attention.h"
+#include "ops/urpe_attention_rows_cpu.h"
 
 namespace urpe::kernels {
+
+namespace attention_rows {
 
 namespace {
 
@@ -37,64 +42,6 @@ std::vector<char> contiguous_rows(const int32_t* map, int64_t rows, int64_t nk) 
     contiguous[row] = mismatch == 0;
   }
   return contiguous;
-}
-
-// Everything a row needs, as raw pointers: the tensors are contiguous, so (b, h, i) → offsets.
-struct RowContext {
-  int64_t bsz = 0, heads = 0, nq = 0, nk = 0;
-  float scale = 1.0f;
-  const float* bias_table = nullptr;  // (H, Kb) or nullptr
-  const int32_t* bias_map = nullptr;  // (Nq, Nk) or (Bsz, Nq, Nk)
-  bool bias_map_per_batch = false;
-  int64_t bias_buckets = 0;
-  const float* c_table = nullptr;     // (H, Kc) or nullptr: C ≡ 1
-  const int32_t* c_map = nullptr;     // (Nq, Nk) or (Bsz, Nq, Nk)
-  bool c_map_per_batch = false;
-  int64_t c_buckets = 0;
-  const int32_t* key_padding = nullptr;  // (Bsz, Nk) or nullptr
-  bool causal = false;
-  int64_t causal_offset = 0;
-  bool normalize = true;  // false: AttentionNorm::exp
-  std::vector<char> bias_row_contiguous, c_row_contiguous;  // per map row, see contiguous_rows
-
-  // Row (b, i) of a map: (Nk,).
-  const int32_t* map_row(const int32_t* map, bool per_batch, int64_t b, int64_t i) const {
-    return map + ((per_batch ? b * nq : 0) + i) * nk;
-  }
-  bool bias_contiguous(int64_t b, int64_t i) const {
-    return bias_row_contiguous[(bias_map_per_batch ? b * nq : 0) + i] != 0;
-  }
-  bool c_contiguous(int64_t b, int64_t i) const {
-    return c_row_contiguous[(c_map_per_batch ? b * nq : 0) + i] != 0;
-  }
-};
-
-RowContext make_context(const Tensor& scores, const UrpeAttentionParams& p) {
-  RowContext c;
-  c.bsz = scores.size(0);
-  c.heads = scores.size(1);
-  c.nq = scores.size(2);
-  c.nk = scores.size(3);
-  c.scale = p.scale;
-  if (p.bias_table.defined()) {
-    c.bias_table = p.bias_table.f32();
-    c.bias_map = p.bias_map.i32();
-    c.bias_map_per_batch = p.bias_map.dim() == 3;
-    c.bias_buckets = p.bias_table.size(1);
-    c.bias_row_contiguous = contiguous_rows(c.bias_map, (c.bias_map_per_batch ? c.bsz : 1) * c.nq, c.nk);
-  }
-  if (p.c_table.defined()) {
-    c.c_table = p.c_table.f32();
-    c.c_map = p.c_map.i32();
-    c.c_map_per_batch = p.c_map.dim() == 3;
-    c.c_buckets = p.c_table.size(1);
-    c.c_row_contiguous = contiguous_rows(c.c_map, (c.c_map_per_batch ? c.bsz : 1) * c.nq, c.nk);
-  }
-  if (p.key_padding.defined()) c.key_padding = p.key_padding.i32();
-  c.causal = p.causal;
-  c.causal_offset = p.causal_offset;
-  c.normalize = p.norm == AttentionNorm::softmax;
-  return c;
 }
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -133,11 +80,171 @@ void scatter_add(const int32_t* map, bool contiguous, const double* terms, int64
 
 }  // namespace
 
+RowContext make_context(int64_t bsz, int64_t heads, int64_t nq, int64_t nk, const UrpeAttentionParams& p) {
+  RowContext c;
+  c.bsz = bsz;
+  c.heads = heads;
+  c.nq = nq;
+  c.nk = nk;
+  c.scale = p.scale;
+  if (p.bias_table.defined()) {
+    c.bias_table = p.bias_table.f32();
+    c.bias_map = p.bias_map.i32();
+    c.bias_map_per_batch = p.bias_map.dim() == 3;
+    c.bias_buckets = p.bias_table.size(1);
+    c.bias_row_contiguous = contiguous_rows(c.bias_map, (c.bias_map_per_batch ? c.bsz : 1) * c.nq, c.nk);
+  }
+  if (p.c_table.defined()) {
+    c.c_table = p.c_table.f32();
+    c.c_map = p.c_map.i32();
+    c.c_map_per_batch = p.c_map.dim() == 3;
+    c.c_buckets = p.c_table.size(1);
+    c.c_row_contiguous = contiguous_rows(c.c_map, (c.c_map_per_batch ? c.bsz : 1) * c.nq, c.nk);
+  }
+  if (p.key_padding.defined()) c.key_padding = p.key_padding.i32();
+  c.causal = p.causal;
+  c.causal_offset = p.causal_offset;
+  c.normalize = p.norm == AttentionNorm::softmax;
+  return c;
+}
+
+RowScratch::RowScratch(int64_t nk)
+    : z(static_cast<size_t>(nk)), e(static_cast<size_t>(nk)), bias(static_cast<size_t>(nk)),
+      c(static_cast<size_t>(nk)), dp(static_cast<size_t>(nk)), gp(static_cast<size_t>(nk)),
+      dz(static_cast<size_t>(nk)) {}
+
+// ---- forward ----
+
+void forward_row(const RowContext& ctx, int64_t b, int64_t h, int64_t i, const float* s_row, float* p_row,
+                 float* a_row, RowScratch& scratch) {
+  const int64_t nk = ctx.nk;
+  const int32_t* bmap = ctx.bias_table ? ctx.map_row(ctx.bias_map, ctx.bias_map_per_batch, b, i) : nullptr;
+  const int32_t* cmap = ctx.c_table ? ctx.map_row(ctx.c_map, ctx.c_map_per_batch, b, i) : nullptr;
+  const float* bias_h = ctx.bias_table ? ctx.bias_table + h * ctx.bias_buckets : nullptr;
+  const float* c_h = ctx.c_table ? ctx.c_table + h * ctx.c_buckets : nullptr;
+
+  // Logits, then the masks as −∞ (a causal row ends at key i + offset; padded keys anywhere).
+  // Each loop is simple enough to vectorise.
+  float* zr = scratch.z.data();
+  float* er = scratch.e.data();
+  const float* bias_r = bias_h ? table_row(bias_h, bmap, ctx.bias_contiguous(b, i), nk, scratch.bias.data()) : nullptr;
+  const float* c_r = c_h ? table_row(c_h, cmap, ctx.c_contiguous(b, i), nk, scratch.c.data()) : nullptr;
+  if (bias_r != nullptr) {
+    for (int64_t j = 0; j < nk; ++j) zr[j] = s_row[j] * ctx.scale + bias_r[j];
+  } else {
+    for (int64_t j = 0; j < nk; ++j) zr[j] = s_row[j] * ctx.scale;
+  }
+  if (ctx.causal) {
+    for (int64_t j = std::max<int64_t>(0, i + ctx.causal_offset + 1); j < nk; ++j) zr[j] = kNegInf;
+  }
+  if (ctx.key_padding != nullptr) {
+    const int32_t* padded = ctx.key_padding + b * nk;
+    for (int64_t j = 0; j < nk; ++j) zr[j] = padded[j] != 0 ? kNegInf : zr[j];
+  }
+  if (!ctx.normalize) {  // E = e^Z, A = E·C: no maximum, no denominator (e^−∞ = 0 where masked)
+    for (int64_t j = 0; j < nk; ++j) er[j] = fast::exp_fast(zr[j]);
+    for (int64_t j = 0; j < nk; ++j) a_row[j] = c_r != nullptr ? er[j] * c_r[j] : er[j];
+    if (p_row) std::copy(er, er + nk, p_row);
+    return;
+  }
+  float m = kNegInf;
+#pragma omp simd reduction(max : m)
+  for (int64_t j = 0; j < nk; ++j) m = zr[j] > m ? zr[j] : m;  // (std::max does not vectorise)
+  if (m == kNegInf) {  // nothing to attend to: P = A = 0 (not NaN)
+    if (p_row) std::fill(p_row, p_row + nk, 0.0f);
+    std::fill(a_row, a_row + nk, 0.0f);
+    return;
+  }
+  // Max-subtracted softmax; exp(−∞) = 0 for masked keys. Each e ≤ 1 after the max
+  // subtraction, so float is exact enough; fast::exp_fast vectorises (libm's expf does not).
+  // The sum is double, in a fixed order for a given build (the SIMD lanes' partial sums).
+  for (int64_t j = 0; j < nk; ++j) er[j] = fast::exp_fast(zr[j] - m);
+  double total = 0;
+#pragma omp simd reduction(+ : total)
+  for (int64_t j = 0; j < nk; ++j) total += er[j];
+  const float inv_total = static_cast<float>(1.0 / total);
+  if (c_r != nullptr) {
+    for (int64_t j = 0; j < nk; ++j) a_row[j] = er[j] * inv_total * c_r[j];  // 0 where masked
+    if (p_row)
+      for (int64_t j = 0; j < nk; ++j) p_row[j] = er[j] * inv_total;
+  } else {
+    for (int64_t j = 0; j < nk; ++j) a_row[j] = er[j] * inv_total;
+    if (p_row) std::copy(a_row, a_row + nk, p_row);
+  }
+}
+
+void probs_times_c_row(const RowContext& ctx, int64_t b, int64_t h, int64_t i, const float* p_row, float* a_row,
+                       RowScratch& scratch) {
+  const int64_t nk = ctx.nk;
+  if (ctx.c_table == nullptr) {
+    std::copy(p_row, p_row + nk, a_row);
+    return;
+  }
+  const int32_t* cmap = ctx.map_row(ctx.c_map, ctx.c_map_per_batch, b, i);
+  const float* c_r = table_row(ctx.c_table + h * ctx.c_buckets, cmap, ctx.c_contiguous(b, i), nk, scratch.c.data());
+  // (e·(1/Σ))·c as forward_row computes A, with P = e·(1/Σ): the same rounding, so the same A
+  for (int64_t j = 0; j < nk; ++j) a_row[j] = p_row[j] * c_r[j];
+}
+
+// ---- backward ----
+
+void backward_slice(const RowContext& ctx, int64_t b, int64_t h, const float* g_slice, const float* p_slice,
+                    float* ds_slice, double* db, double* dc, RowScratch& scratch) {
+  const int64_t nq = ctx.nq, nk = ctx.nk;
+  const float* c_h = ctx.c_table ? ctx.c_table + h * ctx.c_buckets : nullptr;
+  const int32_t* padded = ctx.key_padding ? ctx.key_padding + b * nk : nullptr;
+  for (int64_t i = 0; i < nq; ++i) {
+    const float* g = g_slice + i * nk;
+    const float* p = p_slice + i * nk;
+    float* ds = ds_slice + i * nk;
+    const int32_t* bmap = ctx.bias_table ? ctx.map_row(ctx.bias_map, ctx.bias_map_per_batch, b, i) : nullptr;
+    const int32_t* cmap = ctx.c_table ? ctx.map_row(ctx.c_map, ctx.c_map_per_batch, b, i) : nullptr;
+    // Keys j ≥ end are causally masked; padded keys are zeroed after each loop. The loops
+    // themselves have no condition, so they vectorise.
+    const int64_t end = ctx.causal ? std::clamp<int64_t>(i + ctx.causal_offset + 1, 0, nk) : nk;
+    float* dpr = scratch.dp.data();
+    double* gpr = scratch.gp.data();
+    double* dzr = scratch.dz.data();
+
+    // dP = G·C and r = Σ_j P·dP over unmasked keys (r = 0 without the denominator), r in
+    // double, summed in the SIMD lanes' fixed order.
+    if (c_h != nullptr) {
+      const float* c_r = table_row(c_h, cmap, ctx.c_contiguous(b, i), nk, scratch.c.data());
+      for (int64_t j = 0; j < end; ++j) dpr[j] = g[j] * c_r[j];
+    } else {
+      std::copy(g, g + end, dpr);
+    }
+    zero_masked(dpr, end, nk, padded);
+    double r = 0;
+    if (ctx.normalize) {
+#pragma omp simd reduction(+ : r)
+      for (int64_t j = 0; j < nk; ++j) r += static_cast<double>(p[j]) * dpr[j];
+    }
+    // dZ = P·(dP − r); ∂S = scale·dZ.
+    for (int64_t j = 0; j < end; ++j) dzr[j] = static_cast<double>(p[j]) * (dpr[j] - r);
+    zero_masked(dzr, end, nk, padded);
+    for (int64_t j = 0; j < nk; ++j) ds[j] = static_cast<float>(ctx.scale * dzr[j]);
+    // ∂C gathers G·P and ∂B gathers dZ by bucket (a masked key adds 0).
+    if (dc) {
+      for (int64_t j = 0; j < end; ++j) gpr[j] = static_cast<double>(g[j]) * p[j];
+      zero_masked(gpr, end, nk, padded);
+      scatter_add(cmap, ctx.c_contiguous(b, i), gpr, nk, dc);
+    }
+    if (db) scatter_add(bmap, ctx.bias_contiguous(b, i), dzr, nk, db);
+  }
+}
+
+}  // namespace attention_rows
+
+using attention_rows::RowContext;
+using attention_rows::RowScratch;
+
 // ---- forward ----
 
 void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams& params,
                                 Tensor& probs, Tensor& out) {
-  const RowContext ctx = make_context(scores, params);
+  const RowContext ctx =
+      attention_rows::make_context(scores.size(0), scores.size(1), scores.size(2), scores.size(3), params);
   const float* s = scores.f32();  // (Bsz, H, Nq, Nk)
   float* p_all = probs.defined() ? probs.f32() : nullptr;  // (Bsz, H, Nq, Nk); none when not saved
   float* a_all = out.f32();       // (Bsz, H, Nq, Nk)
@@ -145,68 +252,12 @@ void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams&
 
 #pragma omp parallel
   {
-    std::vector<float> z(static_cast<size_t>(nk));        // logits of one row, −∞ where masked
-    std::vector<float> e(static_cast<size_t>(nk));        // exponentials of one row
-    std::vector<float> bias_scratch(static_cast<size_t>(nk)), c_scratch(static_cast<size_t>(nk));
+    RowScratch scratch(nk);
 #pragma omp for schedule(static)
     for (int64_t row = 0; row < rows; ++row) {
       const int64_t i = row % ctx.nq, h = (row / ctx.nq) % ctx.heads, b = row / (ctx.nq * ctx.heads);
-      const float* s_row = s + row * nk;
-      float* p_row = p_all ? p_all + row * nk : nullptr;
-      float* a_row = a_all + row * nk;
-      const int32_t* bmap = ctx.bias_table ? ctx.map_row(ctx.bias_map, ctx.bias_map_per_batch, b, i) : nullptr;
-      const int32_t* cmap = ctx.c_table ? ctx.map_row(ctx.c_map, ctx.c_map_per_batch, b, i) : nullptr;
-      const float* bias_h = ctx.bias_table ? ctx.bias_table + h * ctx.bias_buckets : nullptr;
-      const float* c_h = ctx.c_table ? ctx.c_table + h * ctx.c_buckets : nullptr;
-
-      // Logits, then the masks as −∞ (a causal row ends at key i + offset; padded keys anywhere).
-      // Each loop is simple enough to vectorise.
-      float* zr = z.data();
-      float* er = e.data();
-      const float* bias_r = bias_h ? table_row(bias_h, bmap, ctx.bias_contiguous(b, i), nk, bias_scratch.data()) : nullptr;
-      const float* c_r = c_h ? table_row(c_h, cmap, ctx.c_contiguous(b, i), nk, c_scratch.data()) : nullptr;
-      if (bias_r != nullptr) {
-        for (int64_t j = 0; j < nk; ++j) zr[j] = s_row[j] * ctx.scale + bias_r[j];
-      } else {
-        for (int64_t j = 0; j < nk; ++j) zr[j] = s_row[j] * ctx.scale;
-      }
-      if (ctx.causal) {
-        for (int64_t j = std::max<int64_t>(0, i + ctx.causal_offset + 1); j < nk; ++j) zr[j] = kNegInf;
-      }
-      if (ctx.key_padding != nullptr) {
-        const int32_t* padded = ctx.key_padding + b * nk;
-        for (int64_t j = 0; j < nk; ++j) zr[j] = padded[j] != 0 ? kNegInf : zr[j];
-      }
-      if (!ctx.normalize) {  // E = e^Z, A = E·C: no maximum, no denominator (e^−∞ = 0 where masked)
-        for (int64_t j = 0; j < nk; ++j) er[j] = fast::exp_fast(zr[j]);
-        for (int64_t j = 0; j < nk; ++j) a_row[j] = c_r != nullptr ? er[j] * c_r[j] : er[j];
-        if (p_row) std::copy(er, er + nk, p_row);
-        continue;
-      }
-      float m = kNegInf;
-#pragma omp simd reduction(max : m)
-      for (int64_t j = 0; j < nk; ++j) m = zr[j] > m ? zr[j] : m;  // (std::max does not vectorise)
-      if (m == kNegInf) {  // nothing to attend to: P = A = 0 (not NaN)
-        if (p_row) std::fill(p_row, p_row + nk, 0.0f);
-        std::fill(a_row, a_row + nk, 0.0f);
-        continue;
-      }
-      // Max-subtracted softmax; exp(−∞) = 0 for masked keys. Each e ≤ 1 after the max
-      // subtraction, so float is exact enough; fast::exp_fast vectorises (libm's expf does not).
-      // The sum is double, in a fixed order for a given build (the SIMD lanes' partial sums).
-      for (int64_t j = 0; j < nk; ++j) er[j] = fast::exp_fast(zr[j] - m);
-      double total = 0;
-#pragma omp simd reduction(+ : total)
-      for (int64_t j = 0; j < nk; ++j) total += er[j];
-      const float inv_total = static_cast<float>(1.0 / total);
-      if (c_r != nullptr) {
-        for (int64_t j = 0; j < nk; ++j) a_row[j] = er[j] * inv_total * c_r[j];  // 0 where masked
-        if (p_row)
-          for (int64_t j = 0; j < nk; ++j) p_row[j] = er[j] * inv_total;
-      } else {
-        for (int64_t j = 0; j < nk; ++j) a_row[j] = er[j] * inv_total;
-        if (p_row) std::copy(a_row, a_row + nk, p_row);
-      }
+      attention_rows::forward_row(ctx, b, h, i, s + row * nk, p_all ? p_all + row * nk : nullptr, a_all + row * nk,
+                                  scratch);
     }
   }
 }
@@ -216,7 +267,8 @@ void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams&
 void urpe_attention_backward_cpu(const Tensor& grad_out, const Tensor& probs,
                                  const UrpeAttentionParams& params, Tensor& grad_scores,
                                  Tensor* grad_bias_table, Tensor* grad_c_table) {
-  const RowContext ctx = make_context(probs, params);
+  const RowContext ctx =
+      attention_rows::make_context(probs.size(0), probs.size(1), probs.size(2), probs.size(3), params);
   const float* g_all = grad_out.f32();  // (Bsz, H, Nq, Nk)
   const float* p_all = probs.f32();     // (Bsz, H, Nq, Nk)
   float* ds_all = grad_scores.f32();    // (Bsz, H, Nq, Nk)
@@ -231,73 +283,30 @@ void urpe_attention_backward_cpu(const Tensor& grad_out, const Tensor& probs,
 
 #pragma omp parallel
   {
-    std::vector<float> dp(static_cast<size_t>(nk));    // dP of one row, 0 where masked
-    std::vector<double> gp(static_cast<size_t>(nk));   // G·P, the ∂C terms, 0 where masked
-    std::vector<double> dz(static_cast<size_t>(nk));   // dZ, the ∂B terms, 0 where masked
-    std::vector<float> c_scratch(static_cast<size_t>(nk));
+    RowScratch scratch(nk);
 #pragma omp for schedule(static)
     for (int64_t slice = 0; slice < slices; ++slice) {
-      const int64_t b = slice / ctx.heads, h = slice % ctx.heads;
-      const float* c_h = ctx.c_table ? ctx.c_table + h * ctx.c_buckets : nullptr;
-      double* db = want_bias ? bias_partial.data() + slice * kb : nullptr;
-      double* dc = want_c ? c_partial.data() + slice * kc : nullptr;
-      const int32_t* padded = ctx.key_padding ? ctx.key_padding + b * nk : nullptr;
-      for (int64_t i = 0; i < nq; ++i) {
-        const int64_t row = slice * nq + i;
-        const float* g = g_all + row * nk;
-        const float* p = p_all + row * nk;
-        float* ds = ds_all + row * nk;
-        const int32_t* bmap = ctx.bias_table ? ctx.map_row(ctx.bias_map, ctx.bias_map_per_batch, b, i) : nullptr;
-        const int32_t* cmap = ctx.c_table ? ctx.map_row(ctx.c_map, ctx.c_map_per_batch, b, i) : nullptr;
-        // Keys j ≥ end are causally masked; padded keys are zeroed after each loop. The loops
-        // themselves have no condition, so they vectorise.
-        const int64_t end = ctx.causal ? std::clamp<int64_t>(i + ctx.causal_offset + 1, 0, nk) : nk;
-        float* dpr = dp.data();
-        double* gpr = gp.data();
-        double* dzr = dz.data();
-
-        // dP = G·C and r = Σ_j P·dP over unmasked keys (r = 0 without the denominator), r in
-        // double, summed in the SIMD lanes' fixed order.
-        if (c_h != nullptr) {
-          const float* c_r = table_row(c_h, cmap, ctx.c_contiguous(b, i), nk, c_scratch.data());
-          for (int64_t j = 0; j < end; ++j) dpr[j] = g[j] * c_r[j];
-        } else {
-          std::copy(g, g + end, dpr);
-        }
-        zero_masked(dpr, end, nk, padded);
-        double r = 0;
-        if (ctx.normalize) {
-#pragma omp simd reduction(+ : r)
-          for (int64_t j = 0; j < nk; ++j) r += static_cast<double>(p[j]) * dpr[j];
-        }
-        // dZ = P·(dP − r); ∂S = scale·dZ.
-        for (int64_t j = 0; j < end; ++j) dzr[j] = static_cast<double>(p[j]) * (dpr[j] - r);
-        zero_masked(dzr, end, nk, padded);
-        for (int64_t j = 0; j < nk; ++j) ds[j] = static_cast<float>(ctx.scale * dzr[j]);
-        // ∂C gathers G·P and ∂B gathers dZ by bucket (a masked key adds 0).
-        if (dc) {
-          for (int64_t j = 0; j < end; ++j) gpr[j] = static_cast<double>(g[j]) * p[j];
-          zero_masked(gpr, end, nk, padded);
-          scatter_add(cmap, ctx.c_contiguous(b, i), gpr, nk, dc);
-        }
-        if (db) scatter_add(bmap, ctx.bias_contiguous(b, i), dzr, nk, db);
-      }
+      const int64_t b = slice / ctx.heads, h = slice % ctx.heads, offset = slice * nq * nk;
+      attention_rows::backward_slice(ctx, b, h, g_all + offset, p_all + offset, ds_all + offset,
+                                     want_bias ? bias_partial.data() + slice * kb : nullptr,
+                                     want_c ? c_partial.data() + slice * kc : nullptr, scratch);
     }
   }
 
   // Merge the partials per head, b in increasing order: a fixed order, whatever the threads did.
-  auto merge = [&](const std::vector<double>& partial, int64_t buckets, Tensor& table_grad) {
-    float* out = table_grad.f32();  // (H, K)
-    for (int64_t h = 0; h < ctx.heads; ++h) {
-      for (int64_t k = 0; k < buckets; ++k) {
-        double total = 0;
-        for (int64_t b = 0; b < ctx.bsz; ++b) total += partial[(b * ctx.heads + h) * buckets + k];
-        out[h * buckets + k] = static_cast<float>(total);
-      }
+  if (want_bias) merge_table_partials(bias_partial.data(), ctx.bsz, ctx.heads, kb, *grad_bias_table);
+  if (want_c) merge_table_partials(c_partial.data(), ctx.bsz, ctx.heads, kc, *grad_c_table);
+}
+
+void merge_table_partials(const double* partial, int64_t bsz, int64_t heads, int64_t buckets, Tensor& table_grad) {
+  float* out = table_grad.f32();  // (H, K)
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t k = 0; k < buckets; ++k) {
+      double total = 0;
+      for (int64_t b = 0; b < bsz; ++b) total += partial[(b * heads + h) * buckets + k];
+      out[h * buckets + k] = static_cast<float>(total);
     }
-  };
-  if (want_bias) merge(bias_partial, kb, *grad_bias_table);
-  if (want_c) merge(c_partial, kc, *grad_c_table);
+  }
 }
 
 }  // namespace urpe::kernels

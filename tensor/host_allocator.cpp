@@ -21,7 +21,7 @@ struct Cache {
 };
 
 // Lock-free: blocks below kMinCachedBytes never take the cache's mutex.
-std::atomic<size_t> g_in_use{0}, g_peak{0};
+std::atomic<size_t> g_in_use{0}, g_peak{0}, g_small{0};
 
 void count_allocated(size_t capacity) {
   const size_t now = g_in_use.fetch_add(capacity, std::memory_order_relaxed) + capacity;
@@ -59,7 +59,10 @@ size_t size_class(size_t bytes) {
 
 // A block of exactly `capacity` bytes: from the cache when one is free, else from the system.
 static void* allocate_block(size_t capacity) {
-  if (capacity < kMinCachedBytes) return system_allocate(capacity);
+  if (capacity < kMinCachedBytes) {
+    g_small.fetch_add(1, std::memory_order_relaxed);
+    return system_allocate(capacity);
+  }
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mutex);
@@ -104,7 +107,9 @@ void release(void* data, size_t bytes) {
 CacheStats cache_stats() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  return c.stats;
+  CacheStats stats = c.stats;
+  stats.small = g_small.load(std::memory_order_relaxed);
+  return stats;
 }
 
 size_t in_use_bytes() { return g_in_use.load(std::memory_order_relaxed); }

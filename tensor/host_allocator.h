@@ -34,6 +34,7 @@ struct CacheStats {
   size_t cached_blocks = 0;
   size_t hits = 0;           // allocations served from the cache
   size_t misses = 0;         // allocations that went to the system (cacheable sizes only)
+  size_t small = 0;          // allocations below kMinCachedBytes (straight to aligned_alloc)
 };
 CacheStats cache_stats();
 void empty_cache();  // returns every cached free block to the system

@@ -21,11 +21,11 @@
 #include "train/analysis/attention_split.h"
 #include "train/analysis/corpus_topics.h"
 #include "train/analysis/position_context.h"
-#include "train/checkpoint.h"
+#include "train/loop/checkpoint.h"
 #include "train/io/json.h"
 #include "train/io/run_dir.h"
 #include "train/io/safetensors.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 using namespace urpe;
 using urpe::test::run_urpe;

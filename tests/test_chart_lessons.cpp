@@ -15,7 +15,7 @@
 #include "train/analysis/rowsums.h"
 #include "train/analysis/run_summary.h"
 #include "train/io/run_dir.h"
-#include "train/run_plots.h"
+#include "train/families/run_plots.h"
 
 using namespace urpe;
 using namespace urpe::test;

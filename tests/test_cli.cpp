@@ -13,13 +13,13 @@
 #include "cli_util.h"
 #include "doctest/doctest.h"
 #include "tensor/cuda_backend.h"
-#include "train/checkpoint.h"
-#include "train/encoder_trainer.h"
-#include "train/lm_config.h"
-#include "train/lm_trainer.h"
-#include "train/molecule_config.h"
-#include "train/run_config.h"
-#include "train/run_control.h"
+#include "train/loop/checkpoint.h"
+#include "train/families/encoder/encoder_trainer.h"
+#include "train/families/txl/txl_config.h"
+#include "train/families/txl/txl_trainer.h"
+#include "train/families/graphormer/graphormer_config.h"
+#include "train/config/run_config.h"
+#include "train/loop/run_control.h"
 
 namespace {
 

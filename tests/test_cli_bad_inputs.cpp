@@ -28,7 +28,7 @@
 #include "doctest/doctest.h"
 #include "train/io/config.h"
 #include "train/io/printable.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 
 #include "doctest/doctest.h"
 #include "train/cli/command_table.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace fs = std::filesystem;
 using urpe::cli::CommandSpec;

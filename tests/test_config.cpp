@@ -12,12 +12,12 @@
 #include "data/smiles.h"
 #include "models/encoder.h"
 #include "models/graphormer.h"
-#include "train/encoder_trainer.h"
+#include "train/families/encoder/encoder_trainer.h"
 #include "train/io/config.h"
-#include "train/lm_config.h"
-#include "train/memory_estimate.h"
-#include "train/molecule_config.h"
-#include "train/run_config.h"
+#include "train/families/txl/txl_config.h"
+#include "train/config/memory_estimate.h"
+#include "train/families/graphormer/graphormer_config.h"
+#include "train/config/run_config.h"
 
 using namespace urpe;
 
@@ -233,7 +233,7 @@ TEST_CASE("config: edit distance") {
   CHECK(edit_distance("abc", "abc") == 0);
 }
 
-// ---- ranges of the run keys and the memory estimate (train/config_limits.h, memory_estimate.h) ----
+// ---- ranges of the run keys and the memory estimate (train/config/config_limits.h, memory_estimate.h) ----
 
 namespace {
 

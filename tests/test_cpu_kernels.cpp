@@ -1,7 +1,8 @@
 // CPU fast paths checked against their one-element-at-a-time references: the caching host
 // allocator, permute's run copies, broadcasting without modulo, the autograd engine adopting
 // (not copying) a gradient it exclusively owns, the vectorisable float exp/erfc/GELU of
-// ops/fast_math_cpu.h against double libm over dense grids (the error bounds quoted there), and
+// ops/fast_math_cpu.h against double libm over dense grids (the error bounds quoted there), the
+// large GEMMs urpe splits over its threads (ops/matmul_cpu.cpp) against a double reference, and
 // the vectorised kernels giving the same bits for any thread count.
 #include <algorithm>
 #include <cmath>
@@ -14,6 +15,8 @@
 #include "ops/activation.h"
 #include "ops/elementwise.h"
 #include "ops/fast_math_cpu.h"
+#include "ops/layer_norm.h"
+#include "ops/matmul.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/urpe_attention.h"
@@ -278,10 +281,114 @@ TEST_CASE("gelu kernels: value and slope against the double formulas over [-13, 
   CHECK(s[3] == 30.0f);
 }
 
+TEST_CASE("layer norm's float passes keep the double expression's accuracy for rows far from 0") {
+  // Rows of mean 10^4 and spread 1: float(μ) alone is off by up to half an ulp of 10^4 (5e-4),
+  // which would shift every x̂ by that much; μ as float hi + lo keeps x̂ within float rounding.
+  const int64_t rows = 64, d = 96;
+  std::vector<float> values(rows * d);
+  Rng rng(331);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < d; ++k) values[r * d + k] = 1.0e4f + static_cast<float>(r % 7) + (2 * rng.uniform() - 1);
+  const Tensor x = Tensor::from_vector(values, {rows, d});
+  const Tensor gamma = random_values({d}, 332, 0.5f, 1.5f), beta = random_values({d}, 333);
+  Tensor y = Tensor::empty({rows, d}), mean = Tensor::empty({rows}), rstd = Tensor::empty({rows});
+  kernels::layer_norm_forward_cpu(x, gamma, beta, 1e-5f, y, mean, rstd);
+  const std::vector<float> out = y.to_vector_f32(), g = gamma.to_vector_f32(), b = beta.to_vector_f32();
+  double worst = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double mu = 0, var = 0;
+    for (int64_t k = 0; k < d; ++k) mu += values[r * d + k];
+    mu /= d;
+    for (int64_t k = 0; k < d; ++k) var += (values[r * d + k] - mu) * (values[r * d + k] - mu);
+    const double inv = 1.0 / std::sqrt(var / d + 1e-5);
+    for (int64_t k = 0; k < d; ++k)
+      worst = std::max(worst, std::fabs(out[r * d + k] - (g[k] * (values[r * d + k] - mu) * inv + b[k])));
+  }
+  CHECK(worst < 2e-5);
+}
+
+namespace {
+
+// C = α·op(A)·op(B) + β·C0 by gemm_cpu, for stored A, B (row-major, transposed per the flags).
+struct GemmCase {
+  bool ta, tb;
+  int64_t m, n, k;
+  float beta;
+};
+
+std::vector<float> run_gemm_case(const GemmCase& c, const Tensor& a, const Tensor& b, const Tensor& c0) {
+  Tensor out = c0.detach().clone();
+  kernels::GemmArgs g;
+  g.trans_a = c.ta;
+  g.trans_b = c.tb;
+  g.m = c.m;
+  g.n = c.n;
+  g.k = c.k;
+  g.alpha = 0.5f;
+  g.beta = c.beta;
+  g.a = a.f32();
+  g.lda = c.ta ? c.m : c.k;
+  g.b = b.f32();
+  g.ldb = c.tb ? c.k : c.n;
+  g.c = out.f32();
+  g.ldc = c.n;
+  kernels::gemm_cpu(g);
+  return out.to_vector_f32();
+}
+
+// Shapes past the split threshold (m·n·k ≥ 2^24): a row split (m ≥ 1024, in 512-row parts with a
+// short last one) and a depth split (k ≥ 2048 and ≥ 8·max(m, n)), each with either transpose.
+const std::vector<GemmCase> kSplitCases = {
+    {false, true, 1100, 70, 300, 0.0f}, {true, false, 1100, 70, 300, 1.0f},
+    {true, false, 64, 72, 4500, 0.0f},  {false, true, 64, 72, 4500, 1.0f}, {true, true, 70, 64, 4200, 1.0f}};
+
+}  // namespace
+
+TEST_CASE("large GEMMs split over the threads by rows or depth: against a double reference") {
+  for (const GemmCase& c : kSplitCases) {
+    CAPTURE(c.m);
+    CAPTURE(c.k);
+    CAPTURE(c.ta);
+    const Tensor a = random_values(c.ta ? Shape{c.k, c.m} : Shape{c.m, c.k}, 311);
+    const Tensor b = random_values(c.tb ? Shape{c.n, c.k} : Shape{c.k, c.n}, 312);
+    const Tensor c0 = random_values({c.m, c.n}, 313);
+    const std::vector<float> out = run_gemm_case(c, a, b, c0);
+    const std::vector<float> pa = a.to_vector_f32(), pb = b.to_vector_f32(), pc = c0.to_vector_f32();
+    int64_t bad = 0;
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        double sum = 0, magnitude = 0;
+        for (int64_t p = 0; p < c.k; ++p) {
+          const double x = c.ta ? pa[p * c.m + i] : pa[i * c.k + p];
+          const double y = c.tb ? pb[j * c.k + p] : pb[p * c.n + j];
+          sum += x * y;
+          magnitude += std::fabs(x * y);
+        }
+        const double ref = 0.5 * sum + c.beta * pc[i * c.n + j];
+        // float accumulation over k terms: within k·ε of Σ|x·y| (a loose bound, far above the
+        // typical error, far below any indexing mistake's)
+        if (std::fabs(out[i * c.n + j] - ref) > 1e-5 + 1e-6 * static_cast<double>(c.k) * magnitude) ++bad;
+      }
+    CHECK(bad == 0);
+  }
+}
+
 #if defined(_OPENMP)
 // The vectorised loops must not make results depend on where a thread's chunk (and so its vector
 // loop and scalar remainder) starts: 1 and 3 threads give the same bits. Odd sizes, above the
 // kernels' OpenMP thresholds.
+TEST_CASE("large GEMMs split over the threads give the same bits for any thread count") {
+  test::check_same_bits_with_1_and_3_threads([] {
+    std::vector<std::vector<float>> out;
+    for (const GemmCase& c : kSplitCases) {
+      const Tensor a = random_values(c.ta ? Shape{c.k, c.m} : Shape{c.m, c.k}, 321);
+      const Tensor b = random_values(c.tb ? Shape{c.n, c.k} : Shape{c.k, c.n}, 322);
+      out.push_back(run_gemm_case(c, a, b, random_values({c.m, c.n}, 323)));
+    }
+    return out;
+  });
+}
+
 TEST_CASE("gelu and the urpe attention core are bit-identical for any thread count") {
   test::check_same_bits_with_1_and_3_threads([] {
     std::vector<std::vector<float>> out;

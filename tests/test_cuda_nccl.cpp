@@ -30,7 +30,7 @@
 #include "train/dist/data_parallel.h"
 #include "train/dist/device_collectives.h"
 #include "train/io/run_dir.h"
-#include "train/optimizer.h"
+#include "train/optim/optimizer.h"
 
 using namespace urpe;
 

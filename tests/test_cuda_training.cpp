@@ -26,10 +26,10 @@
 #include "tensor/cuda_backend.h"
 #include "test_util.h"
 #include "toy_corpus.h"
-#include "train/encoder_trainer.h"
-#include "train/lm_trainer.h"
-#include "train/molecule_trainer.h"
-#include "train/run_config.h"
+#include "train/families/encoder/encoder_trainer.h"
+#include "train/families/txl/txl_trainer.h"
+#include "train/families/graphormer/graphormer_trainer.h"
+#include "train/config/run_config.h"
 #include "train/io/safetensors.h"
 
 using namespace urpe;
@@ -110,7 +110,7 @@ Config family_config(const std::string& family, const std::string& device) {
 void train_family(const std::string& family, const Config& config, const std::string& dir,
                   const TrainOptions& options) {
   if (family.rfind("encoder", 0) == 0) train_encoder(config, dir, options);
-  else if (family.rfind("txl", 0) == 0) train_lm(config, dir, options);
+  else if (family.rfind("txl", 0) == 0) train_txl(config, dir, options);
   else train_graphormer(config, dir, options);
 }
 

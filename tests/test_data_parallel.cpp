@@ -9,7 +9,7 @@
 #include "doctest/doctest.h"
 #include "tensor/error.h"
 #include "train/dist/data_parallel.h"
-#include "train/optimizer.h"
+#include "train/optim/optimizer.h"
 
 using namespace urpe;
 
@@ -92,7 +92,7 @@ TEST_CASE("batch shards: equal rows per rank, or one error naming the key and th
   CHECK(dist::shard_rows(x, {1, 1}, 0).to_vector_i32() == std::vector<int32_t>{4, 5, 6, 7});
 }
 
-// ---- ZeRO-1 (Adam's sharded mode, train/optimizer_sharded.cpp) without MPI ----
+// ---- ZeRO-1 (Adam's sharded mode, train/optim/optimizer_sharded.cpp) without MPI ----
 
 namespace {
 

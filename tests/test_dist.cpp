@@ -38,13 +38,13 @@
 #include "cli_util.h"
 #include "scratch_dir.h"
 #include "toy_corpus.h"
-#include "train/checkpoint.h"
+#include "train/loop/checkpoint.h"
 #include "train/dist/communicator.h"
-#include "train/encoder_trainer.h"
+#include "train/families/encoder/encoder_trainer.h"
 #include "train/io/run_dir.h"
 #include "train/io/safetensors.h"
-#include "train/lm_trainer.h"
-#include "train/run_config.h"
+#include "train/families/txl/txl_trainer.h"
+#include "train/config/run_config.h"
 
 using namespace urpe;
 
@@ -93,7 +93,7 @@ struct Worker {
         options.stop_after_step = std::atoi(std::getenv("URPE_TEST_DIST_STOP_STEP"));
       const char* corpus = std::getenv("URPE_TEST_DIST_CORPUS");
       const Config config = worker_config(corpus);
-      const bool interrupted = corpus ? train_lm(config, out, options).interrupted
+      const bool interrupted = corpus ? train_txl(config, out, options).interrupted
                                       : train_encoder(config, out, options).interrupted;
       code = interrupted ? 130 : 0;
     } catch (const std::exception& e) {
@@ -304,7 +304,7 @@ TEST_CASE("a stop on one rank stops both with a checkpoint, and a 2-rank resume 
 
 TEST_CASE("2 ranks × 2 micro-batches (accum_steps) train like 1 process with the whole batch") {
   // Each rank's half of the batch in two micro-batches: the ranks weigh their accumulated
-  // gradients by their targets, as the micro-batches are weighed (train/grad_accumulation.h).
+  // gradients by their targets, as the micro-batches are weighed (train/loop/grad_accumulation.h).
   // Transformer-XL also splits every rank's memory by micro-batch and joins it again.
   const std::vector<std::pair<std::string, std::string>> families = {
       {"encoder", std::string(kEncoderSettings) + " --set batch=8"},

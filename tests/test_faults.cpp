@@ -36,12 +36,12 @@
 #include "doctest/doctest.h"
 #include "scratch_dir.h"
 #include "tensor/error.h"
-#include "train/checkpoint_identity.h"
+#include "train/loop/checkpoint_identity.h"
 #include "train/io/run_lock.h"
 #include "train/io/safetensors.h"
 #include "train/repro/grid_cells.h"
-#include "train/run_config.h"
-#include "train/run_control.h"
+#include "train/config/run_config.h"
+#include "train/loop/run_control.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Gradient accumulation (`accum_steps`, train/grad_accumulation.h): a batch trained as micro-batches
+// Gradient accumulation (`accum_steps`, train/loop/grad_accumulation.h): a batch trained as micro-batches
 // takes the same optimizer steps as the batch in one piece, to float rounding, for every family
 // (the encoder, Transformer-XL with its memory carried per column, Graphormer with each
 // micro-batch padded on its own); and the official synthetic-task protocol (data/synthetic.h).
@@ -17,11 +17,11 @@
 #include "ops/layer_norm.h"
 #include "ops/matmul.h"
 #include "test_util.h"
-#include "train/encoder_trainer.h"
+#include "train/families/encoder/encoder_trainer.h"
 #include "train/io/safetensors.h"
-#include "train/lm_trainer.h"
-#include "train/molecule_trainer.h"
-#include "train/run_config.h"
+#include "train/families/txl/txl_trainer.h"
+#include "train/families/graphormer/graphormer_trainer.h"
+#include "train/config/run_config.h"
 
 using namespace urpe;
 namespace fs = std::filesystem;
@@ -168,7 +168,7 @@ TEST_CASE("accum_steps: Transformer-XL's micro-batches carry their columns' memo
                                          "d_head=8", "d_inner=32", "tgt_len=6", "mem_len=6", "batch=4",
                                          "steps=6", "warmup=1", "eval_every=3", "lr=0.01", "dropout=0",
                                          "dropatt=0", "eval_batch=2", "cutoffs=", "max_eval_tokens=0"};
-  check_accumulation([](const Config& c, const std::string& d, const TrainOptions& o) { train_lm(c, d, o); }, sets,
+  check_accumulation([](const Config& c, const std::string& d, const TrainOptions& o) { train_txl(c, d, o); }, sets,
                      2, dir + "/runs");
   fs::remove_all(dir);
 }
@@ -265,7 +265,7 @@ TEST_CASE("official PI: position 0 is not scored by the loss or the accuracy") {
   const Config config = resolve_config("", "", with(kEncoderSets, {"task_protocol=official", "task=pi"}));
   const TransformerEncoder model(encoder_config_from(config), 3);
   const SyntheticTask task = task_from_config(config);
-  const EvalResult full = evaluate_encoder(model, task, 8, 64);
+  const EncoderEvalResult full = evaluate_encoder(model, task, 8, 64);
   // By hand: mean cross-entropy and accuracy over positions 1 … n − 1 of the same held-out set
   // (encoder_trainer.cpp's validation seed).
   Rng valid_rng(0x7a11d5e7ULL);

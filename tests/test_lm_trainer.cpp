@@ -21,10 +21,10 @@
 #include "cli_util.h"
 #include "same_tensors.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/lm_trainer.h"
+#include "train/loop/checkpoint.h"
+#include "train/families/txl/txl_trainer.h"
 #include "train/repro/lm.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 #include "train/io/safetensors.h"
 
 using namespace urpe;
@@ -123,7 +123,7 @@ TEST_CASE("perplexity: Σ L·mean NLL over Σ L, then exp (docs/transformer_xl.m
   CHECK_THROWS_WITH_AS(meter.add(0, 1.0), doctest::Contains("at least one row"), Error);
 }
 
-TEST_CASE("evaluate_lm: a model that predicts the train unigram distribution scores its hand value") {
+TEST_CASE("evaluate_txl: a model that predicts the train unigram distribution scores its hand value") {
   // Every parameter 0 except the output bias = log p(w): LayerNorm gains of 0 make every hidden
   // state 0, so each prediction is p whatever the context or memory.
   const std::vector<int32_t> stream = {0, 1, 2, 1, 1, 3, 0, 2, 1, 1, 2, 3, 3, 1, 0, 1, 2, 2, 1, 0, 3, 1, 1};
@@ -143,7 +143,7 @@ TEST_CASE("evaluate_lm: a model that predicts the train unigram distribution sco
   for (double x : p) log_p.push_back(static_cast<float>(std::log(x)));
   model.parameters().find("out_bias").copy_from(Tensor::from_vector(log_p, {4}));
 
-  LmEvalSettings s;
+  TxlEvalSettings s;
   s.batch = 3;  // 23 tokens: 7 rows per column, the last 2 tokens dropped
   s.tgt_len = 4;  // segments of 4 and 2 rows
   s.mem_len = 5;
@@ -154,14 +154,14 @@ TEST_CASE("evaluate_lm: a model that predicts the train unigram distribution sco
   int count = 0;
   for (int b = 0; b < 3; ++b)
     for (int t = 1; t < 7; ++t, ++count) nll -= std::log(p[stream[7 * b + t]]);
-  const LmEvalResult r = evaluate_lm(model, stream, s);
+  const TxlEvalResult r = evaluate_txl(model, stream, s);
   CHECK(r.predicted == 18);
   CHECK(count == 18);
   CHECK(r.loss == doctest::Approx(nll / count).epsilon(1e-6));
   CHECK(r.perplexity == doctest::Approx(std::exp(nll / count)).epsilon(1e-6));
   // max_tokens keeps only the head of the split: 12 tokens → 4 rows per column.
   s.max_tokens = 12;
-  CHECK(evaluate_lm(model, stream, s).predicted == 9);
+  CHECK(evaluate_txl(model, stream, s).predicted == 9);
   CHECK(model.config().mem_len == 3);  // the model's own memory options are restored
 }
 
@@ -170,7 +170,7 @@ TEST_CASE("evaluate_lm: a model that predicts the train unigram distribution sco
 TEST_CASE("a txl run writes its directory; eval reproduces the logged perplexity; memory matters") {
   const std::string corpus = make_corpus("files");
   const std::string dir = temp_dir("files_run");
-  const LmTrainOutcome outcome = train_lm(tiny_config(corpus), dir, quiet());
+  const TxlTrainOutcome outcome = train_txl(tiny_config(corpus), dir, quiet());
   for (const char* file : {"config.txt", "metrics.csv", "results.json", "model.safetensors", "plots/perplexity.png",
                            "plots/urpe_c.png"}) {
     INFO(file);
@@ -193,20 +193,20 @@ TEST_CASE("a txl run writes its directory; eval reproduces the logged perplexity
   CHECK(outcome.result.metric < 0.8 * unigram);
 
   // The checkpoint alone reproduces the number.
-  const LmRunEval again = evaluate_lm_run(dir, "valid");
+  const TxlRunEval again = evaluate_txl_run(dir, "valid");
   CHECK(again.step == 30);
   CHECK(again.result.perplexity == doctest::Approx(outcome.result.metric).epsilon(1e-9));
   CHECK(again.settings.tgt_len == 5);
   CHECK(again.settings.mem_len == 10);
-  const LmRunEval test = evaluate_lm_run(dir, "test");
+  const TxlRunEval test = evaluate_txl_run(dir, "test");
   CHECK(test.result.perplexity != again.result.perplexity);
   CHECK(std::isfinite(test.result.perplexity));
 
   // Without memory the same checkpoint scores differently (the first tokens of each segment lose
   // their context).
-  LmEvalSettings no_memory = again.settings;
+  TxlEvalSettings no_memory = again.settings;
   no_memory.mem_len = 0;
-  const LmRunEval forgetful = evaluate_lm_run(dir, "valid", &no_memory);
+  const TxlRunEval forgetful = evaluate_txl_run(dir, "valid", &no_memory);
   CHECK(forgetful.result.predicted == again.result.predicted);
   CHECK(std::fabs(forgetful.result.perplexity - again.result.perplexity) > 1e-3);
 }
@@ -218,11 +218,11 @@ TEST_CASE("pe = alibi and alibi+urpe: a txl run trains, learns, and its checkpoi
   for (const std::string pe : {"alibi", "alibi+urpe"}) {
     INFO(pe);
     const std::string dir = temp_dir("alibi_run_" + std::string(pe == "alibi" ? "plain" : "urpe"));
-    const LmTrainOutcome outcome = train_lm(tiny_config(corpus, {"pe=" + pe}), dir, quiet());
+    const TxlTrainOutcome outcome = train_txl(tiny_config(corpus, {"pe=" + pe}), dir, quiet());
     CHECK(outcome.result.pe == pe);
     CHECK(outcome.result.metric < 0.8 * unigram);
     CHECK(fs::exists(join_path(dir, "plots/urpe_c.png")) == (pe == "alibi+urpe"));
-    const LmRunEval again = evaluate_lm_run(dir, "valid");
+    const TxlRunEval again = evaluate_txl_run(dir, "valid");
     CHECK(again.result.perplexity == doctest::Approx(outcome.result.metric).epsilon(1e-9));
   }
 }
@@ -236,10 +236,10 @@ TEST_CASE("resume continues bit-identically across an epoch boundary (dropout on
   REQUIRE(segments < 40);
   REQUIRE(segments > 13);
   const std::string full = temp_dir("resume_full"), split = temp_dir("resume_split");
-  train_lm(config, full, quiet());
+  train_txl(config, full, quiet());
   TrainOptions stop = quiet();
   stop.stop_after_step = 13;  // between evaluations, in the middle of the first epoch
-  CHECK(train_lm(config, split, stop).interrupted);
+  CHECK(train_txl(config, split, stop).interrupted);
   const CheckpointInfo info = read_checkpoint_info(join_path(split, "model.safetensors"));
   CHECK(info.progress.step == 13);
   CHECK(info.state.meta.at("epoch") == "0");
@@ -249,7 +249,7 @@ TEST_CASE("resume continues bit-identically across an epoch boundary (dropout on
 
   TrainOptions resume = quiet();
   resume.resume = true;
-  const LmTrainOutcome second = train_lm(Config(schema_for_model("txl")), split, resume);
+  const TxlTrainOutcome second = train_txl(Config(schema_for_model("txl")), split, resume);
   CHECK_FALSE(second.interrupted);
   CHECK(second.result.steps == 40);
   // Step t trains segment (t − 1) mod segments of epoch (t − 1) / segments.
@@ -276,13 +276,13 @@ TEST_CASE("resume: a stream position that does not fit the run is one error nami
   const std::string dir = temp_dir("badpos_run");
   TrainOptions stop = quiet();
   stop.stop_after_step = 13;
-  train_lm(config, dir, stop);
+  train_txl(config, dir, stop);
   const std::string path = join_path(dir, "model.safetensors");
   const TensorFile original = load_safetensors(path);
   TrainOptions resume = quiet();
   resume.resume = true;
   auto resume_fails_with = [&](const std::string& expected) {
-    CHECK_THROWS_WITH_AS(train_lm(Config(schema_for_model("txl")), dir, resume),
+    CHECK_THROWS_WITH_AS(train_txl(Config(schema_for_model("txl")), dir, resume),
                          doctest::Contains((path + ": " + expected).c_str()), Error);
   };
 
@@ -343,7 +343,7 @@ TEST_CASE("resume: a stream position that does not fit the run is one error nami
 
   // The checkpoint as written resumes (nothing above changed the run directory).
   save_safetensors(path, original.tensors, original.metadata);
-  CHECK(train_lm(Config(schema_for_model("txl")), dir, resume).result.steps == 40);
+  CHECK(train_txl(Config(schema_for_model("txl")), dir, resume).result.steps == 40);
 }
 
 TEST_CASE("urpe train and urpe eval on a txl run print the same valid perplexity") {
@@ -391,7 +391,7 @@ TEST_CASE("txl presets: txl-base is the paper's WikiText-103 base (docs/transfor
   CHECK(base.get_float("clip") == doctest::Approx(0.25));
   CHECK(parse_cutoffs(base.get_string("cutoffs")) == std::vector<int64_t>{20000, 40000, 200000});
   CHECK(base.get_int("seed") == 1111);
-  const LmEvalSettings e = eval_settings_from(base);
+  const TxlEvalSettings e = eval_settings_from(base);
   CHECK(e.batch == 10);
   CHECK(e.tgt_len == 64);
   CHECK(e.mem_len == 640);
@@ -416,22 +416,22 @@ TEST_CASE("txl presets: txl-base is the paper's WikiText-103 base (docs/transfor
 TEST_CASE("bad inputs give one clear error") {
   const std::string corpus = make_corpus("bad");
   const std::string dir = temp_dir("bad_run");
-  CHECK_THROWS_WITH_AS(train_lm(tiny_config(corpus + "_missing"), dir, quiet()),
+  CHECK_THROWS_WITH_AS(train_txl(tiny_config(corpus + "_missing"), dir, quiet()),
                        doctest::Contains((corpus + "_missing").c_str()), Error);
   // A valid token that train never saw.
   const std::string oov = make_corpus("bad_oov");
   write_text(oov + "/valid.txt", "the cat sat on the zeppelin .\n");
-  CHECK_THROWS_WITH_AS(train_lm(tiny_config(oov), dir, quiet()), doctest::Contains("zeppelin"), Error);
-  CHECK_THROWS_WITH_AS(train_lm(tiny_config(corpus, {"cutoffs=5,500"}), dir, quiet()),
+  CHECK_THROWS_WITH_AS(train_txl(tiny_config(oov), dir, quiet()), doctest::Contains("zeppelin"), Error);
+  CHECK_THROWS_WITH_AS(train_txl(tiny_config(corpus, {"cutoffs=5,500"}), dir, quiet()),
                        doctest::Contains("cutoffs"), Error);
-  CHECK_THROWS_WITH_AS(train_lm(tiny_config(corpus, {"same_length=true", "eval_mem_len=0"}), dir, quiet()),
+  CHECK_THROWS_WITH_AS(train_txl(tiny_config(corpus, {"same_length=true", "eval_mem_len=0"}), dir, quiet()),
                        doctest::Contains("same_length"), Error);
-  CHECK_THROWS_WITH_AS(train_lm(tiny_config(corpus, {"d_model=15"}), dir, quiet()),
+  CHECK_THROWS_WITH_AS(train_txl(tiny_config(corpus, {"d_model=15"}), dir, quiet()),
                        doctest::Contains("even"), Error);
   CHECK_THROWS_WITH_AS(resolve_config("", "", {"model=txl", "pe=none"}), doctest::Contains("pe"), Error);
   CHECK_THROWS_WITH_AS(resolve_config("", "", {"model=txl", "mem_lenn=3"}), doctest::Contains("did you mean 'mem_len'"),
                        Error);
-  CHECK_THROWS_WITH_AS(evaluate_lm_run(dir + "_none", "valid"), doctest::Contains("no model.safetensors"), Error);
+  CHECK_THROWS_WITH_AS(evaluate_txl_run(dir + "_none", "valid"), doctest::Contains("no model.safetensors"), Error);
   CHECK_THROWS_WITH_AS(lm_plan_for_scale("huge"), doctest::Contains("tiny, small or paper"), Error);
 }
 

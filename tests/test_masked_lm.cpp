@@ -1,4 +1,4 @@
-// The masked-LM task of Appendix C.4 in small (data/masked_lm.h, train/mlm_trainer.h): BERT's
+// The masked-LM task of Appendix C.4 in small (data/masked_lm.h, train/families/encoder/encoder_mlm_trainer.h): BERT's
 // masking counted over many windows, the vocabulary cap, windows independent of batching, the
 // errors, and an encoder that learns a patterned corpus far below the unigram loss.
 #include <cmath>
@@ -10,12 +10,12 @@
 #include "doctest/doctest.h"
 #include "scratch_dir.h"
 #include "tensor/error.h"
-#include "train/checkpoint.h"
-#include "train/encoder_trainer.h"
+#include "train/loop/checkpoint.h"
+#include "train/families/encoder/encoder_trainer.h"
 #include "train/io/json.h"
 #include "train/io/run_dir.h"
-#include "train/mlm_trainer.h"
-#include "train/run_config.h"
+#include "train/families/encoder/encoder_mlm_trainer.h"
+#include "train/config/run_config.h"
 
 using namespace urpe;
 using data::MaskedLanguageModel;
@@ -204,14 +204,14 @@ TEST_CASE("an mlm run stopped and resumed ends exactly where an uninterrupted on
   options.quiet = true;
   options.overwrite = true;
   const std::string whole = test::make_scratch_dir("mlm_whole"), parts = test::make_scratch_dir("mlm_parts");
-  const TrainOutcome uninterrupted = train_masked_lm(config, whole, options);
+  const EncoderTrainOutcome uninterrupted = train_masked_lm(config, whole, options);
   TrainOptions stop = options;
   stop.stop_after_step = 2;
   CHECK(train_masked_lm(config, parts, stop).interrupted);
   TrainOptions resume = options;
   resume.resume = true;
   resume.overwrite = false;
-  const TrainOutcome resumed = train_masked_lm(config, parts, resume);
+  const EncoderTrainOutcome resumed = train_masked_lm(config, parts, resume);
   CHECK(resumed.final_valid_loss == uninterrupted.final_valid_loss);
   CHECK(resumed.result.metric == uninterrupted.result.metric);
 }

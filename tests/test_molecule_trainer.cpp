@@ -13,11 +13,11 @@
 #include "cli_util.h"
 #include "doctest/doctest.h"
 #include "same_tensors.h"
-#include "train/checkpoint.h"
-#include "train/molecule_config.h"
-#include "train/molecule_trainer.h"
+#include "train/loop/checkpoint.h"
+#include "train/families/graphormer/graphormer_config.h"
+#include "train/families/graphormer/graphormer_trainer.h"
 #include "train/repro/molecules.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 #include "train/io/safetensors.h"
 
 using namespace urpe;
@@ -108,7 +108,7 @@ TEST_CASE("molecule data: split file, train_subset and the baseline on a toy spl
   split << "row,split\n";
   for (int r = 0; r < 40; ++r) split << r << "," << (r < 30 ? "train" : r < 35 ? "valid" : "test") << "\n";
   const std::string split_path = write_file("toy_split.csv", split.str());
-  const MoleculeData d = load_molecule_data(toy_config(toy.csv, {"split=" + split_path}));
+  const GraphormerData d = load_graphormer_data(toy_config(toy.csv, {"split=" + split_path}));
   REQUIRE(d.split.train.size() == 30);
   REQUIRE(d.split.valid.size() == 5);
   REQUIRE(d.split.test.size() == 5);
@@ -122,9 +122,9 @@ TEST_CASE("molecule data: split file, train_subset and the baseline on a toy spl
   CHECK(mean_predictor_mae(d.dataset.targets, d.split.train, d.split.test) == doctest::Approx(mae / 5).epsilon(1e-6));
 
   // train_subset: a fixed draw from split_seed, not from the run seed.
-  const MoleculeData a = load_molecule_data(toy_config(toy.csv, {"split=" + split_path, "train_subset=10", "seed=1"}));
-  const MoleculeData b = load_molecule_data(toy_config(toy.csv, {"split=" + split_path, "train_subset=10", "seed=7"}));
-  const MoleculeData c = load_molecule_data(toy_config(toy.csv, {"split=" + split_path, "train_subset=10", "split_seed=2"}));
+  const GraphormerData a = load_graphormer_data(toy_config(toy.csv, {"split=" + split_path, "train_subset=10", "seed=1"}));
+  const GraphormerData b = load_graphormer_data(toy_config(toy.csv, {"split=" + split_path, "train_subset=10", "seed=7"}));
+  const GraphormerData c = load_graphormer_data(toy_config(toy.csv, {"split=" + split_path, "train_subset=10", "split_seed=2"}));
   CHECK(a.split.train.size() == 10);
   CHECK(a.split.train == b.split.train);
   CHECK(a.split.train != c.split.train);
@@ -132,7 +132,7 @@ TEST_CASE("molecule data: split file, train_subset and the baseline on a toy spl
   CHECK(a.description.find("train 10 of 30") != std::string::npos);
 
   // max_nodes removes larger molecules from every part (benzene + C_k has 6 + k atoms).
-  const MoleculeData small = load_molecule_data(toy_config(toy.csv, {"max_nodes=10"}));
+  const GraphormerData small = load_graphormer_data(toy_config(toy.csv, {"max_nodes=10"}));
   CHECK(small.too_large == 8);  // benzene + C_k for k = 5..10 (11..16 atoms), C_10O and C_10N (11)
 }
 
@@ -141,7 +141,7 @@ TEST_CASE("a graphormer run writes its directory, and eval reproduces the logged
   const std::string dir = temp_dir("run");
   TrainOptions options;
   options.quiet = true;
-  const MoleculeTrainOutcome outcome = train_graphormer(toy_config(toy.csv, {"pe=urpe"}), dir, options);
+  const GraphormerTrainOutcome outcome = train_graphormer(toy_config(toy.csv, {"pe=urpe"}), dir, options);
   for (const char* file : {"config.txt", "metrics.csv", "results.json", "model.safetensors", "plots/curves.png",
                            "plots/spatial_bias.png", "plots/urpe_c.png"}) {
     INFO(file);
@@ -165,7 +165,7 @@ TEST_CASE("a graphormer run writes its directory, and eval reproduces the logged
 
   // The checkpoint alone gives the same numbers: in-process and through the binary.
   const Config config = config_from_text(read_checkpoint_info(join_path(dir, "model.safetensors")).config_text, "ckpt");
-  const MoleculeEval valid = evaluate_graphormer_run(dir, config, "valid");
+  const GraphormerEval valid = evaluate_graphormer_run(dir, config, "valid");
   CHECK(valid.mae == outcome.valid_mae);
   CHECK(valid.baseline_mae == doctest::Approx(outcome.baseline_valid_mae).epsilon(1e-12));
   CHECK(valid.step == 12);
@@ -185,7 +185,7 @@ TEST_CASE("a graphormer run writes its directory, and eval reproduces the logged
       best = r.metric;
       best_step = r.step;
     }
-  const MoleculeEval best_valid = evaluate_graphormer_run(dir, config, "valid", "best");
+  const GraphormerEval best_valid = evaluate_graphormer_run(dir, config, "valid", "best");
   CHECK(best_valid.step == best_step);
   CHECK(best_valid.mae == doctest::Approx(best).epsilon(1e-6));
   CHECK(best_checkpoint_metric(join_path(dir, kBestCheckpointName)) == doctest::Approx(best).epsilon(1e-6));
@@ -207,19 +207,19 @@ TEST_CASE("resume continues bit-identically, mid-epoch and at an epoch boundary 
   const std::string full = temp_dir("full");
   TrainOptions options;
   options.quiet = true;
-  const MoleculeTrainOutcome reference = train_graphormer(toy_config(toy.csv, dropout), full, options);
+  const GraphormerTrainOutcome reference = train_graphormer(toy_config(toy.csv, dropout), full, options);
   const std::vector<MetricsRow> expected = read_metrics(join_path(full, "metrics.csv"));
   for (int64_t stop : {4, 6}) {
     INFO("interrupted after step " << stop);
     const std::string split = temp_dir("split" + std::to_string(stop));
     options.stop_after_step = stop;
-    const MoleculeTrainOutcome first = train_graphormer(toy_config(toy.csv, dropout), split, options);
+    const GraphormerTrainOutcome first = train_graphormer(toy_config(toy.csv, dropout), split, options);
     CHECK(first.interrupted);
     CHECK(read_checkpoint_info(join_path(split, "model.safetensors")).progress.step == stop);
     TrainOptions resume;
     resume.quiet = true;
     resume.resume = true;
-    const MoleculeTrainOutcome second = train_graphormer(Config(schema_for_model("graphormer")), split, resume);
+    const GraphormerTrainOutcome second = train_graphormer(Config(schema_for_model("graphormer")), split, resume);
     CHECK_FALSE(second.interrupted);
     CHECK(second.result.steps == 12);
     CHECK(second.valid_mae == reference.valid_mae);
@@ -323,17 +323,17 @@ TEST_CASE("graphormer presets: paper sizes, the GV1 script's schedule, tiny, and
 
 TEST_CASE("bad molecule inputs give one clear error naming the file, line or key") {
   const ToySet toy = toy_set();
-  CHECK_THROWS_WITH_AS(load_molecule_data(toy_config("/nonexistent/mols.csv")),
+  CHECK_THROWS_WITH_AS(load_graphormer_data(toy_config("/nonexistent/mols.csv")),
                        doctest::Contains("dataset '/nonexistent/mols.csv' does not exist"), Error);
-  CHECK_THROWS_WITH_AS(load_molecule_data(toy_config(toy.csv, {"target_column=logP"})),
+  CHECK_THROWS_WITH_AS(load_graphormer_data(toy_config(toy.csv, {"target_column=logP"})),
                        doctest::Contains("toy.csv line 1: expected a column named \"logP\""), Error);
   const std::string bad = write_file("bad.csv", "smiles,y\nCCO,1\nCC,2\nC1CC,3\n");
-  CHECK_THROWS_WITH_AS(load_molecule_data(toy_config(bad)),
+  CHECK_THROWS_WITH_AS(load_graphormer_data(toy_config(bad)),
                        doctest::Contains("bad.csv: SMILES line 4, column 5: expected ring bond 1"), Error);
   const std::string bad_split = write_file("bad_split.csv", "row,split\n0,train\n1,holdout\n");
-  CHECK_THROWS_WITH_AS(load_molecule_data(toy_config(toy.csv, {"split=" + bad_split})),
+  CHECK_THROWS_WITH_AS(load_graphormer_data(toy_config(toy.csv, {"split=" + bad_split})),
                        doctest::Contains("bad_split.csv line 3, column \"split\": expected train, valid or test"), Error);
-  CHECK_THROWS_WITH_AS(load_molecule_data(toy_config(toy.csv, {"split=/nonexistent/split.csv"})),
+  CHECK_THROWS_WITH_AS(load_graphormer_data(toy_config(toy.csv, {"split=/nonexistent/split.csv"})),
                        doctest::Contains("split file '/nonexistent/split.csv' does not exist"), Error);
   TrainOptions options;
   options.quiet = true;

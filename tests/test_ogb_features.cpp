@@ -21,9 +21,9 @@
 #include "models/graphormer.h"
 #include "scratch_dir.h"
 #include "tensor/error.h"
-#include "train/molecule_config.h"
-#include "train/molecule_trainer.h"
-#include "train/run_config.h"
+#include "train/families/graphormer/graphormer_config.h"
+#include "train/families/graphormer/graphormer_trainer.h"
+#include "train/config/run_config.h"
 
 using namespace urpe;
 using namespace urpe::data;
@@ -249,7 +249,7 @@ TEST_CASE("dataset_format = ogb: a PCQM4Mv2-layout CSV (idx,smiles,homolumogap) 
       out << r << "," << fixture.rows[r][0] << "," << 3.0 + 0.05 * static_cast<double>(r % 17) << "\n";
   }
   const std::vector<std::string> sets = {"dataset=" + csv, "dataset_format=ogb", "target_column=homolumogap"};
-  const MoleculeData d = load_molecule_data(resolve_config("graphormer-tiny", "", sets));
+  const GraphormerData d = load_graphormer_data(resolve_config("graphormer-tiny", "", sets));
   CHECK(d.dataset.size() == 40);
   CHECK(d.dataset.graphs[0].atom_feature_count == kOgbAtomFeatures);
   CHECK(d.description.find("OGB features") != std::string::npos);
@@ -298,7 +298,7 @@ TEST_CASE("pcqm4m_to_urpe: OGB's pcqm4m-v2 folder (data.csv.gz, split_dict.pt) â
   CHECK(r.output.find("train 16, valid 5, test 4") != std::string::npos);  // OGB: 20 train, 5 valid, 5 unlabelled
   const std::vector<std::string> sets = {"dataset=" + out + "/molecules.csv", "dataset_format=ogb",
                                          "target_column=homolumogap", "split=" + out + "/split.csv"};
-  const MoleculeData d = load_molecule_data(resolve_config("graphormer-tiny", "", sets));
+  const GraphormerData d = load_graphormer_data(resolve_config("graphormer-tiny", "", sets));
   CHECK(d.dataset.size() == 25);
   CHECK(d.split.valid == std::vector<int64_t>{20, 21, 22, 23, 24});
   CHECK(d.split.train.size() == 16);

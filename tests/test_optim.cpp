@@ -1,5 +1,5 @@
 // Optimizer kernels, the Adam/AdamW class and the learning-rate schedules, checked against numbers
-// worked out by hand from the formulas in ops/optimizer_kernels.h and train/schedule.h.
+// worked out by hand from the formulas in ops/optimizer_kernels.h and train/loop/schedule.h.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -8,8 +8,8 @@
 #include "ops/optimizer_kernels.h"
 #include "ops/reduce.h"
 #include "test_util.h"
-#include "train/optimizer.h"
-#include "train/schedule.h"
+#include "train/optim/optimizer.h"
+#include "train/loop/schedule.h"
 
 using namespace urpe;
 using urpe::test::random_param;

@@ -1,6 +1,6 @@
 // The presets of the paper's experiments against the paper's Appendix C, value by value: one
 // table per preset, each row citing the section (or, where the section is silent, the official
-// code) it comes from (train/paper_presets.h, docs/reproduce.md). Also the ZINC heads arithmetic
+// code) it comes from (train/config/paper_presets.h, docs/reproduce.md). Also the ZINC heads arithmetic
 // of paper_presets.h, the selection sets `repro molecules --grid paper` runs, and the repro plans
 // of §5.3 and §5.4.
 #include <algorithm>
@@ -10,16 +10,16 @@
 #include "doctest/doctest.h"
 #include "models/graphormer.h"
 #include "tensor/error.h"
-#include "train/molecule_config.h"
-#include "train/optimizer.h"
-#include "train/paper_presets.h"
+#include "train/families/graphormer/graphormer_config.h"
+#include "train/optim/optimizer.h"
+#include "train/config/paper_presets.h"
 #include "train/repro/lm.h"
 #include "train/repro/molecule_grid.h"
 #include "train/repro/molecules.h"
 #include "train/repro/pretrain.h"
 #include "train/repro/synthetic.h"
 #include "train/repro/table5.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 using namespace urpe;
 
@@ -53,7 +53,7 @@ TEST_CASE("C.1: pi-paper and etp-paper are the synthetic setting of Appendix C.1
       {"seq_len", "128", "C.1: sequence length 128"},
       {"vocab", "1000", "C.1: V from {10, 1000, 10000}, one documented choice (repro --scale paper runs all)"},
       {"lr", "7e-5", "C.1: peak learning rate 7e-5"},
-      {"warmup", "6000", "C.1: 6K-step warm-up, then linear decay to 0 (train/schedule.h)"},
+      {"warmup", "6000", "C.1: 6K-step warm-up, then linear decay to 0 (train/loop/schedule.h)"},
       {"steps", "40000", "C.1: 40K steps"},
       {"batch", "512", "C.1: batch size 512"},
       {"dropout", "0", "C.1: dropout 0.0"},

@@ -23,7 +23,7 @@
 #include "train/io/json.h"
 #include "train/dist/communicator.h"
 #include "train/io/run_dir.h"
-#include "train/optimizer.h"
+#include "train/optim/optimizer.h"
 #include "train/profile/chrome_trace.h"
 #include "train/profile/key_averages.h"
 #include "train/profile/machine_peaks.h"
@@ -169,14 +169,15 @@ TEST_CASE("profile: backward runs under the forward's scopes, each phase on its 
     if (s.kind != SpanKind::op) continue;
     const std::vector<std::string> up = ancestors(r, k);
     CHECK(up.back() == "step 1");  // everything inside the step
-    if (r.name_of(s) == "urpe_attention" && !forward_core) {
+    // The encoder's attention on the CPU: the fused block op (ops/urpe_self_attention.h).
+    if (r.name_of(s) == "urpe_self_attention" && !forward_core) {
       forward_core = true;
       CHECK(s.phase == Phase::forward);
       REQUIRE(up.size() == 3);
       CHECK(up[0] == "encoder.layer0.attention");
       CHECK(up[1] == "encoder.layer0");
     }
-    if (r.name_of(s) == "urpe_attention backward") {
+    if (r.name_of(s) == "urpe_self_attention backward") {
       backward_core = true;
       CHECK(s.phase == Phase::backward);
       REQUIRE(up.size() >= 2);
@@ -301,11 +302,12 @@ TEST_CASE("profile: the Chrome trace parses and every begin has its end, properl
       stack.push_back(e.name);
       max_depth = std::max(max_depth, stack.size());
       const size_t d = stack.size();
-      if (e.name == "urpe_attention" && d == 4 && stack[0].rfind("step ", 0) == 0 && stack[1] == "encoder.layer0" &&
+      if (e.name == "urpe_self_attention" && d == 4 && stack[0].rfind("step ", 0) == 0 && stack[1] == "encoder.layer0" &&
           stack[2] == "encoder.layer0.attention" && e.tid == 1 && e.scope == "encoder.layer0.attention" &&
           e.device == "cpu")
         core_nested = true;
-      if (e.name == "urpe_attention backward" && d >= 3 && stack[d - 2].find(".attention") != std::string::npos && e.tid == 2)
+      if (e.name == "urpe_self_attention backward" && d >= 3 && stack[d - 2].find(".attention") != std::string::npos &&
+          e.tid == 2)
         backward_nested = true;
     } else {
       REQUIRE_FALSE(stack.empty());
@@ -372,7 +374,7 @@ TEST_CASE("urpe bench peaks, urpe profile and urpe train --trace on tiny configs
   const std::string md = read_text_file(join_path(out, "profile.md"));
   CHECK(md.find("| op | phase | calls | self ms | total ms | % of step | GFLOP/s | GB/s | % of roofline |") !=
         std::string::npos);
-  CHECK(md.find("| urpe_attention backward | backward | 2 |") != std::string::npos);  // 2 layers a step
+  CHECK(md.find("| urpe_self_attention backward | backward | 2 |") != std::string::npos);  // 2 layers a step
   CHECK(md.find("steps recorded: 2, 3") != std::string::npos);
   CHECK(md.find("at smoke sizes") != std::string::npos);  // the cache's entry is cited as it is
   CHECK(path_exists(join_path(out, "plots/roofline.png")));

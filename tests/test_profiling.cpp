@@ -1,11 +1,11 @@
-// --profile-steps A:B (train/profiling.h): parsing and its errors, window membership, and the
+// --profile-steps A:B (train/loop/profiling.h): parsing and its errors, window membership, and the
 // open/close sequence a trainer drives with before_step / after_step (the profiler itself is only
 // called on a machine with a CUDA device; the window's state is checked everywhere).
 #include <string>
 
 #include "doctest/doctest.h"
 #include "tensor/error.h"
-#include "train/profiling.h"
+#include "train/loop/profiling.h"
 
 using urpe::ProfileWindow;
 

@@ -18,10 +18,10 @@
 #include "scratch_dir.h"
 #include "train/io/json.h"
 #include "train/io/run_dir.h"
-#include "train/molecule_trainer.h"
+#include "train/families/graphormer/graphormer_trainer.h"
 #include "train/repro/lm.h"
 #include "train/repro/molecules.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 using namespace urpe;
 using urpe::test::run_command;
@@ -260,7 +260,7 @@ TEST_CASE("dataset = a converted ZINC directory: its split column, and `urpe tra
   }
   const std::string dir = converted_subset();
   const Config config = resolve_config("graphormer-tiny", "", {"dataset=" + dir});
-  const MoleculeData d = load_molecule_data(config);
+  const GraphormerData d = load_graphormer_data(config);
   CHECK(d.split.train.size() == 8);
   CHECK(d.split.valid.size() == 3);
   CHECK(d.split.test.size() == 3);
@@ -331,21 +331,21 @@ TEST_CASE("repro molecules --data DIR: both models on the converted ZINC split")
 
 TEST_CASE("dataset_format = zinc250k: the ZINC-250k CSV layout, target computed from logP and SAS") {
   const std::string csv = data::embedded_molecules_dir() + "/zim100.csv";  // 250k_rndm_zinc_drugs_clean_3's layout
-  const MoleculeData d = load_molecule_data(resolve_config("graphormer-tiny", "", {"dataset=" + csv, "dataset_format=zinc250k"}));
+  const GraphormerData d = load_graphormer_data(resolve_config("graphormer-tiny", "", {"dataset=" + csv, "dataset_format=zinc250k"}));
   const data::MoleculeDataset want = data::load_zinc250k_csv(csv, /*normalized=*/true, /*grow_vocabulary=*/true);
   REQUIRE(d.dataset.size() == want.size());
   CHECK(d.dataset.targets == want.targets);
   CHECK(d.description.find("ZINC-250k CSV") != std::string::npos);
-  const MoleculeData raw = load_molecule_data(
+  const GraphormerData raw = load_graphormer_data(
       resolve_config("graphormer-tiny", "", {"dataset=" + csv, "dataset_format=zinc250k", "target_column=penalized_logp"}));
   CHECK(raw.dataset.targets == data::load_zinc250k_csv(csv, false, true).targets);
   CHECK_THROWS_WITH_AS(
-      load_molecule_data(resolve_config("graphormer-tiny", "", {"dataset=" + csv, "dataset_format=zinc250k", "target_column=qed"})),
+      load_graphormer_data(resolve_config("graphormer-tiny", "", {"dataset=" + csv, "dataset_format=zinc250k", "target_column=qed"})),
       doctest::Contains("target_column 'qed': dataset_format = zinc250k computes the target"), Error);
   CHECK_THROWS_WITH_AS(resolve_config("graphormer-tiny", "", {"dataset_format=zinc250k"}),
                        doctest::Contains("dataset_format = zinc250k applies to a dataset path"), Error);
   // Read as a plain CSV instead, the same file has no penalized_logp_normalized column.
-  CHECK_THROWS_WITH_AS(load_molecule_data(resolve_config("graphormer-tiny", "", {"dataset=" + csv})),
+  CHECK_THROWS_WITH_AS(load_graphormer_data(resolve_config("graphormer-tiny", "", {"dataset=" + csv})),
                        doctest::Contains("penalized_logp_normalized"), Error);
 }
 

@@ -17,7 +17,7 @@
 #include "train/repro/molecule_grid.h"
 #include "train/repro/pretrain.h"
 #include "train/repro/repro_overrides.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 using namespace urpe;
 

@@ -18,7 +18,7 @@
 #include "test_util.h"
 #include "train/io/json.h"
 #include "train/io/safetensors.h"
-#include "train/checkpoint.h"
+#include "train/loop/checkpoint.h"
 #include "train/io/crc32.h"
 
 using namespace urpe;

@@ -20,12 +20,12 @@
 #include "train/analysis/denominator.h"
 #include "train/analysis/probe.h"
 #include "train/analysis/rowsums.h"
-#include "train/checkpoint.h"
+#include "train/loop/checkpoint.h"
 #include "train/cli/command_line.h"
-#include "train/encoder_trainer.h"
+#include "train/families/encoder/encoder_trainer.h"
 #include "train/io/run_dir.h"
-#include "train/lm_config.h"
-#include "train/run_config.h"
+#include "train/families/txl/txl_config.h"
+#include "train/config/run_config.h"
 
 using namespace urpe;
 using urpe::test::run_urpe;
@@ -223,6 +223,7 @@ TEST_CASE("Theorem 2 in Transformer-XL: the baseline keeps identical tokens iden
     m.pe = urpe ? "urpe" : "rpe";
     m.config = std::make_unique<Config>(config);
     m.txl = std::make_unique<TransformerXL>(c, 2);
+    m.positions = config.get_int("tgt_len");  // as the txl family's analysed_model sets it
     if (urpe) {  // a C that is no longer ones: a ramp over the distances
       float* table = m.txl->c_table().f32();
       for (int64_t k = 0; k < m.txl->c_table().numel(); ++k) table[k] = 0.2f + 0.3f * static_cast<float>(k % 6);

@@ -9,10 +9,10 @@
 #include "data/synthetic.h"
 #include "same_tensors.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/encoder_trainer.h"
-#include "train/init_from.h"
-#include "train/run_config.h"
+#include "train/loop/checkpoint.h"
+#include "train/families/encoder/encoder_trainer.h"
+#include "train/loop/init_from.h"
+#include "train/config/run_config.h"
 #include "train/io/safetensors.h"
 
 using namespace urpe;
@@ -59,7 +59,7 @@ TEST_CASE("a run writes its directory, and eval reproduces the logged accuracy")
   const std::string dir = temp_dir("files");
   TrainOptions options;
   options.quiet = true;
-  const TrainOutcome outcome = train_encoder(tiny_config(), dir, options);
+  const EncoderTrainOutcome outcome = train_encoder(tiny_config(), dir, options);
   for (const char* file : {"config.txt", "metrics.csv", "results.json", "model.safetensors",
                            "plots/curves.png", "plots/rpe_bias.png", "plots/urpe_c.png"}) {
     INFO(file);
@@ -74,7 +74,7 @@ TEST_CASE("a run writes its directory, and eval reproduces the logged accuracy")
   const Config stored = config_from_text(read_checkpoint_info(join_path(dir, "model.safetensors")).config_text, "checkpoint");
   TransformerEncoder model(encoder_config_from(stored), 99);
   load_checkpoint(join_path(dir, "model.safetensors"), model.parameters(), nullptr);
-  const EvalResult again = evaluate_encoder(model, task_from_config(stored), 16, 64);
+  const EncoderEvalResult again = evaluate_encoder(model, task_from_config(stored), 16, 64);
   CHECK(again.accuracy == outcome.result.metric);
   CHECK(again.loss == doctest::Approx(outcome.final_valid_loss).epsilon(1e-6));
 }
@@ -85,13 +85,13 @@ TEST_CASE("resume continues bit-identically (dropout on)") {
   options.quiet = true;
   train_encoder(tiny_config(), full, options);
   options.stop_after_step = 5;  // an "interruption" between evaluations
-  const TrainOutcome first = train_encoder(tiny_config(), split, options);
+  const EncoderTrainOutcome first = train_encoder(tiny_config(), split, options);
   CHECK(first.interrupted);
   CHECK(read_checkpoint_info(join_path(split, "model.safetensors")).progress.step == 5);
   TrainOptions resume;
   resume.quiet = true;
   resume.resume = true;
-  const TrainOutcome second = train_encoder(Config(schema_for_model("encoder")), split, resume);
+  const EncoderTrainOutcome second = train_encoder(Config(schema_for_model("encoder")), split, resume);
   CHECK_FALSE(second.interrupted);
   CHECK(second.result.steps == 12);
 
@@ -157,7 +157,7 @@ TEST_CASE("--init-from: a URPE run starts from an RPE run (C = 1), its step-0 va
   const std::string rpe = temp_dir("init_rpe"), urpe_dir = temp_dir("init_urpe");
   TrainOptions options;
   options.quiet = true;
-  const TrainOutcome source = train_encoder(tiny_config("4", "0.01", {"pe=rpe"}), rpe, options);
+  const EncoderTrainOutcome source = train_encoder(tiny_config("4", "0.01", {"pe=rpe"}), rpe, options);
 
   // The copy itself: every RPE tensor bit for bit, urpe_c left at ones.
   const Config urpe_config = tiny_config("4", "0.01", {"pe=urpe"});

@@ -31,23 +31,27 @@ import time
 
 
 def _runtime_environment():
-    """The runtime settings urpe itself applies (train/cli/runtime_env.h), so both programs run the
-    same BLAS kernels and OpenMP spinning: OpenBLAS 0.3.21 falls back to SSE3 kernels on CPU
-    models it does not know (VMs), and long OpenMP spin-waits steal busy cores. Set before torch
-    (and its BLAS and OpenMP runtimes) is loaded; a value already in the environment is kept."""
+    """The OpenMP spinning urpe itself applies (train/cli/runtime_env.h): long OpenMP spin-waits
+    steal busy cores. Set before torch (and its OpenMP runtime) is loaded; a value already in the
+    environment is kept. The BLAS kernels are chosen in _prefer_openmp_blas, as urpe chooses them."""
     if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
         os.environ["GOMP_SPINCOUNT"] = "1000"
-    if "OPENBLAS_CORETYPE" in os.environ:
-        return
+
+
+def _debian_torch():
+    """True for Debian's python3-torch (it links the system libblas.so.3); PyTorch from PyPI
+    brings its own BLAS (MKL on x86), which the system OpenBLAS must not shadow."""
+    import importlib.util
+    spec = importlib.util.find_spec("torch")
+    return bool(spec and spec.origin and spec.origin.startswith("/usr/lib/python3/"))
+
+
+def _cpu_flags():
     try:
         with open("/proc/cpuinfo") as f:
-            flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+            return next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
     except OSError:
-        return
-    if "avx512f" in flags:
-        os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
-    elif "avx2" in flags:
-        os.environ["OPENBLAS_CORETYPE"] = "Haswell"
+        return []
 
 
 def _prefer_openmp_blas():
@@ -56,8 +60,12 @@ def _prefer_openmp_blas():
     for the cores (measured on 2 cores: a training step 151-160 ms with the OpenMP build, 165-231
     ms with the pthreads one). urpe links the OpenMP build, so torch gets it too: loading it first
     by full path makes the loader resolve torch's libblas.so.3 to the library already loaded.
-    URPE_TORCH_BLAS=system keeps whatever the system links."""
-    if os.environ.get("URPE_TORCH_BLAS") == "system":
+    URPE_TORCH_BLAS=system keeps whatever the system links.
+    Kernels, as urpe does (ops/blas_runtime.h): OpenBLAS picks them from the CPU model when it is
+    loaded, and falls back to its SSE3 "Prescott" kernels on models it does not know (VMs); only
+    then is OPENBLAS_CORETYPE set (SkylakeX or Haswell, by the CPU's flags) and the script run
+    again, since OpenBLAS reads the variable once, at load. A value in the environment is kept."""
+    if os.environ.get("URPE_TORCH_BLAS") == "system" or not _debian_torch():
         return
     import ctypes
     folder = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
@@ -65,6 +73,32 @@ def _prefer_openmp_blas():
         path = os.path.join(folder, name)
         if os.path.exists(path):
             ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    core = openblas_core()
+    if core == "Prescott" and "OPENBLAS_CORETYPE" not in os.environ:
+        flags = _cpu_flags()
+        better = "SkylakeX" if "avx512f" in flags else "Haswell" if "avx2" in flags else ""
+        if better:
+            os.environ["OPENBLAS_CORETYPE"] = better
+            os.execv(sys.executable, [sys.executable] + sys.argv)
+
+
+def openblas_core():
+    """The kernel family of the OpenBLAS loaded in this process ("Cooperlake", "Haswell", ...), or
+    None when none is loaded."""
+    import ctypes
+    try:
+        with open("/proc/self/maps") as f:
+            paths = sorted({l.split()[-1] for l in f if "libopenblas" in l and ".so" in l})
+    except OSError:
+        return None
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            return lib.openblas_get_corename().decode()
+        except (OSError, AttributeError):
+            continue
+    return None
 
 
 _runtime_environment()
@@ -440,7 +474,7 @@ def bench(warmup, steps, threads, seq_len=None, batch=None, device="cpu"):
         print(f"peak CUDA memory over the timed steps: {torch.cuda.max_memory_allocated(dev) / 2**20:.1f} MiB")
         return
     blas = blas_in_use()
-    print(f"PyTorch {torch.__version__}, {threads} threads, BLAS: {blas}, "
+    print(f"PyTorch {torch.__version__}, {threads} threads, BLAS: {blas} ({openblas_core() or 'no OpenBLAS'} kernels), "
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}, "
           f"GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT', 'unset')}")
     if "openblas" not in blas:

@@ -177,9 +177,8 @@ def urpe_c_matrix(cfg, P, inp):
     bucket[:, 1:, 0] = m + 2   # node -> graph token
     bucket[:, 0, 0] = m + 3    # graph token itself
     C = P["urpe_c"][:, bucket].permute(1, 0, 2, 3)  # (B, H, n+1, n+1)
-    key_real = torch.zeros(B, 1, 1, n + 1)
-    for g in range(B):
-        key_real[g, :, :, : nodes[g] + 1] = 1.0
+    # keys 0..num_nodes (graph token and real nodes) are 1, padded keys 0
+    key_real = (torch.arange(n + 1)[None, :] <= nodes.long()[:, None]).to(C.dtype)[:, None, None, :]
     return C * key_real  # padded keys 0
 
 

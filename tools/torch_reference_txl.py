@@ -98,7 +98,7 @@ def urpe_c_matrix(cfg, P, qlen, mlen):
     i = torch.arange(qlen)[:, None]
     j = torch.arange(klen)[None, :]
     delta = mlen + i - j
-    visible = (delta >= 0).to(torch.float64)
+    visible = (delta >= 0).to(P["urpe_c"].dtype)  # the table's dtype: float64 fixtures, float32 benches
     index = delta.clamp(min=0, max=longest)
     C = P["urpe_c"][:, index] * visible  # (H, qlen, klen)
     return C.permute(1, 2, 0)[:, :, None, :]  # (qlen, klen, 1, H)
@@ -107,10 +107,10 @@ def urpe_c_matrix(cfg, P, qlen, mlen):
 def alibi_bias(cfg, qlen, mlen):
     """bias[i, j, 1, h] = -m_h * min(mlen + i - j, clamp_len) for visible keys (0 for the masked future)."""
     klen = mlen + qlen
-    delta = (mlen + torch.arange(qlen)[:, None] - torch.arange(klen)[None, :]).clamp(min=0).to(torch.float64)
+    delta = (mlen + torch.arange(qlen)[:, None] - torch.arange(klen)[None, :]).clamp(min=0).to(torch.get_default_dtype())
     if cfg["clamp_len"] > 0:
         delta = delta.clamp(max=cfg["clamp_len"])
-    slopes = torch.tensor(alibi_slopes(cfg["heads"]), dtype=torch.float64)
+    slopes = torch.tensor(alibi_slopes(cfg["heads"]), dtype=torch.get_default_dtype())
     return (-delta[:, :, None] * slopes[None, None, :])[:, :, None, :]  # (qlen, klen, 1, H)
 
 

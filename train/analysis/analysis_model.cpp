@@ -6,11 +6,10 @@
 #include <filesystem>
 
 #include "tensor/error.h"
-#include "train/checkpoint.h"
-#include "train/encoder_trainer.h"
+#include "train/loop/checkpoint.h"
 #include "train/io/run_dir.h"
-#include "train/lm_trainer.h"
-#include "train/run_config.h"
+#include "train/families/model_family.h"
+#include "train/config/run_config.h"
 
 namespace urpe {
 
@@ -29,13 +28,12 @@ void build(AnalysisModel& m, const Config& config) {
   m.family = config.get_string("model");
   m.pe = config.get_string("pe");
   const uint64_t seed = static_cast<uint64_t>(config.get_int("seed"));
-  if (m.family == "encoder") {
-    m.encoder = std::make_unique<TransformerEncoder>(encoder_config_from(config), seed, Device::cpu());
-  } else {
-    const data::Corpus corpus = corpus_from_config(config);  // its vocabulary sizes the model
-    m.txl = std::make_unique<TransformerXL>(txl_config_from(config, static_cast<int64_t>(corpus.vocab.size())),
-                                            seed, Device::cpu());
-  }
+  const ModelFamily& family = family_of(config);
+  URPE_CHECK(family.analysed_model != nullptr, "model family " << family.name << " has no token model to analyse");
+  AnalysedModel built = family.analysed_model(config, seed);
+  m.encoder = std::move(built.encoder);
+  m.txl = std::move(built.txl);
+  m.positions = built.seq_len;
 }
 
 // `what` names the source ("'runs/x'", "preset graphormer-tiny"), `kind` what it holds ("run",
@@ -49,13 +47,7 @@ void check_family(const std::string& family, const std::string& what, const std:
 
 }  // namespace
 
-int64_t AnalysisModel::seq_len() const {
-  return family == "encoder" ? config->get_int("seq_len") : config->get_int("tgt_len");
-}
-
-int64_t AnalysisModel::vocab() const {
-  return family == "encoder" ? encoder->config().vocab : txl->config().vocab;
-}
+int64_t AnalysisModel::vocab() const { return encoder ? encoder->config().vocab : txl->config().vocab; }
 
 AnalysisModel load_run_model(const std::string& dir, const std::string& command,
                              const std::vector<std::string>& families) {

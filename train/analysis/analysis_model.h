@@ -18,15 +18,17 @@ namespace urpe {
 struct AnalysisModel {
   std::string name;    // the run directory's name, or "pi-tiny (untrained, pe = rpe)"
   std::string source;  // the run directory, or "preset pi-tiny"
-  std::string family;  // "encoder" or "txl"
+  std::string family;  // the run's model family (a family with an analysed_model: encoder, txl)
   std::string pe;      // none|ape|rpe|urpe; Transformer-XL: rpe (the baseline) or urpe
   int64_t step = 0;    // the checkpoint's training steps (0: untrained)
   std::unique_ptr<Config> config;
-  std::unique_ptr<TransformerEncoder> encoder;  // family == "encoder"
-  std::unique_ptr<TransformerXL> txl;           // family == "txl"
+  // The family's token model (train/families/model_family.h, AnalysedModel): one of the two is set.
+  std::unique_ptr<TransformerEncoder> encoder;
+  std::unique_ptr<TransformerXL> txl;
+  int64_t positions = 0;  // one input window: encoder seq_len, Transformer-XL tgt_len
 
-  int64_t seq_len() const;  // encoder: seq_len; txl: tgt_len
-  int64_t vocab() const;    // input token ids are in [0, vocab)
+  int64_t seq_len() const { return positions; }
+  int64_t vocab() const;  // input token ids are in [0, vocab)
 };
 
 // Reads `dir`/model.safetensors into the model its config describes. `command` names the caller

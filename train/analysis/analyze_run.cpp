@@ -13,9 +13,10 @@
 #include "tensor/error.h"
 #include "tensor/rng.h"
 #include "train/analysis/corpus_topics.h"
-#include "train/encoder_trainer.h"
+#include "train/families/encoder/encoder_trainer.h"
+#include "train/families/model_family.h"
 #include "train/io/run_dir.h"
-#include "train/lm_trainer.h"
+#include "train/families/txl/txl_trainer.h"
 #include "train/encoding_names.h"
 #include "train/plot/charts.h"
 
@@ -60,7 +61,12 @@ std::string analysis_file_stem(const std::string& name) {
 }
 
 const std::vector<std::string>& analyze_families() {
-  static const std::vector<std::string> families = {"encoder", "txl"};
+  static const std::vector<std::string> families = [] {  // those with a token model to look inside
+    std::vector<std::string> names;
+    for (const ModelFamily& family : model_family_table())
+      if (family.analysed_model) names.push_back(family.name);
+    return names;
+  }();
   return families;
 }
 
@@ -97,7 +103,7 @@ RunAnalysis analyze_run(const AnalysisModel& model, const AnalyzeOptions& option
   const int64_t T = model.seq_len();
   URPE_CHECK(T >= 2, "urpe analyze: '" << model.source << "' has sequences of " << T
                                        << " position(s); the decomposition needs at least 2");
-  const bool encoder = model.family == "encoder";
+  const bool encoder = model.encoder != nullptr;
   const int64_t d = encoder ? model.encoder->config().d_model : model.txl->config().d_model;
   const int64_t depth = encoder ? model.encoder->config().layers : model.txl->config().layers;
   std::vector<int64_t> layers = options.layers;

@@ -136,7 +136,7 @@ AttentionSplit split_attention_logits(const HiddenCube& x, const Decomposition& 
 }
 
 bool attention_split_applies(const AnalysisModel& model, std::string& why) {
-  if (model.family != "encoder") {
+  if (!model.encoder) {
     why = "Transformer-XL's relative attention has its own position terms (not split here)";
     return false;
   }

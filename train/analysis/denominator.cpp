@@ -9,12 +9,13 @@
 #include <sstream>
 
 #include "tensor/error.h"
-#include "train/encoder_trainer.h"
+#include "train/families/encoder/encoder_trainer.h"
+#include "train/families/encoder/encoder_config.h"
 #include "train/io/run_dir.h"
 #include "train/plot/charts.h"
-#include "train/progress.h"
-#include "train/run_config.h"
-#include "train/run_plots.h"
+#include "train/loop/progress.h"
+#include "train/config/run_config.h"
+#include "train/families/run_plots.h"
 
 namespace urpe {
 
@@ -74,7 +75,7 @@ std::vector<DenominatorRun> run_denominator(const DenominatorPlan& plan, const s
                                              << " itself for each run");
   // Resolve once up front, so a bad preset or key fails before any training.
   const Config probe_config = resolve_config(plan.preset, "", plan.overrides);
-  URPE_CHECK(probe_config.get_string("model") == "encoder",
+  URPE_CHECK(is_encoder_config(probe_config),
              "urpe theory denominator: preset " << plan.preset << " is a " << probe_config.get_string("model")
                                                 << " preset; the experiment trains the encoder (e.g. pi-tiny)");
   make_directories(join_path(out_dir, "plots"));

@@ -55,7 +55,7 @@ bool table_is_ones(const Tensor& table) {
 std::string reason(const ProbeRun& r) {
   if (r.attention_norm == "exp") return "attention without the softmax denominator: rows of A sum to anything";
   if (r.pe == "none") return "no positional encoding";
-  if (r.pe == "rpe") return r.family == "txl" ? "Transformer-XL's relative attention: softmax rows sum to 1"
+  if (r.pe == "rpe") return r.transformer_xl ? "Transformer-XL's relative attention: softmax rows sum to 1"
                                               : "RPE: softmax rows sum to 1";
   if (r.pe == "ape") return "APE: positions are added to the input";
   if (r.pe == "sinusoidal") return "sinusoidal: positions are added to the input";
@@ -117,10 +117,11 @@ ProbeRun probe_identical_tokens(const AnalysisModel& model, const ProbeOptions& 
   r.source = model.source;
   r.family = model.family;
   r.pe = model.pe;
-  if (model.family == "encoder") r.attention_norm = model.config->get_string("attention_norm");
+  r.transformer_xl = model.txl != nullptr;
+  if (model.encoder) r.attention_norm = model.config->get_string("attention_norm");
   r.step = model.step;
   r.n = model.seq_len();
-  const bool encoder = model.family == "encoder";
+  const bool encoder = model.encoder != nullptr;
   r.c_is_ones = table_is_ones(encoder ? model.encoder->c_table() : model.txl->c_table());
   const bool pi = encoder && model.config->get_string("task") == "pi";
   const std::vector<int32_t> values = probe_token_values(model.vocab(), options.max_tokens, options.seed);

@@ -34,6 +34,7 @@ struct ProbeLayer {
 struct ProbeRun {
   std::string run, source, family, pe;
   std::string attention_norm = "softmax";  // or "exp" (no denominator: the theorem does not apply)
+  bool transformer_xl = false;             // Transformer-XL's relative attention (else the encoder's)
   int64_t step = 0;           // training steps of the checkpoint (0: untrained)
   int64_t n = 0;              // sequence length probed
   int64_t tokens_probed = 0;  // identical-token sequences (one per token value)

@@ -13,7 +13,7 @@
 #include "ops/reduce.h"
 #include "tensor/rng.h"
 #include "train/analysis/probe.h"
-#include "train/encoder_trainer.h"
+#include "train/families/encoder/encoder_trainer.h"
 #include "train/io/run_dir.h"
 #include "train/analysis/text_columns.h"
 #include "train/plot/charts.h"
@@ -66,7 +66,7 @@ std::vector<std::vector<double>> c_row_means(const std::vector<float>& c_table, 
 }
 
 RowSumsResult learned_row_sums(const AnalysisModel& model, const RowSumsOptions& options) {
-  URPE_CHECK(model.family == "encoder" && model.pe == "urpe",
+  URPE_CHECK(model.encoder && model.pe == "urpe",
              "urpe theory rowsums: '" << model.source << "' is a " << model.family << " run with pe = " << model.pe
                                       << "; rowsums reads encoder runs with pe = urpe (without C every row of A sums to 1)");
   URPE_CHECK(options.real_sequences > 0, "urpe theory rowsums: --sequences must be positive");

@@ -1,5 +1,5 @@
 // The one-page summary of a synthetic grid (see run_summary.h). The charts are the grid's own
-// (train/run_plots.h) and the probe's (probe.h), drawn smaller and placed two by two:
+// (train/families/run_plots.h) and the probe's (probe.h), drawn smaller and placed two by two:
 //   accuracy with chance      | learning curves (first task) with chance
 //   learned C per head (URPE) | Theorem 2 probe of every run (first seed)
 #include "train/analysis/run_summary.h"
@@ -10,7 +10,7 @@
 #include "train/analysis/probe.h"
 #include "train/io/run_dir.h"
 #include "train/plot/charts.h"
-#include "train/run_plots.h"
+#include "train/families/run_plots.h"
 
 namespace urpe {
 

@@ -7,9 +7,10 @@
 #include "train/analysis/analysis_model.h"
 #include "train/analysis/analyze_files.h"
 #include "train/analysis/analyze_run.h"
-#include "train/checkpoint.h"
+#include "train/loop/checkpoint.h"
 #include "train/cli/handlers.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
+#include "train/families/model_family.h"
 #include "train/io/run_dir.h"
 #include "train/io/run_lock.h"
 
@@ -19,19 +20,22 @@ namespace {
 
 const std::string kCommand = "urpe analyze";
 
-// Graphormer gets its own reason rather than the generic family error.
-void refuse_graphormer(const std::string& dir) {
+// A family without a token model to analyse (Graphormer) gets its own reason rather than the
+// generic family error.
+void refuse_unanalysable(const std::string& dir) {
   const std::string checkpoint = join_path(dir, "model.safetensors");
   if (!path_exists(checkpoint)) return;  // load_run_model names what is missing
   const Config config = config_from_text(read_checkpoint_info(checkpoint).config_text, checkpoint + " (config)");
-  URPE_CHECK(config.get_string("model") != "graphormer",
-             kCommand << ": '" << dir << "' is a Graphormer run, which is not supported: a molecule's atoms have no "
-                      << "sequence positions (Graphormer encodes graph distances, and molecules differ in size), so "
-                      << "there is no position t to average over; analyze reads encoder and txl runs");
+  const ModelFamily& family = family_of(config);
+  std::string readable;
+  for (const std::string& name : analyze_families())
+    readable += (readable.empty() ? "" : name == analyze_families().back() ? " and " : ", ") + name;
+  URPE_CHECK(family.analysed_model != nullptr,
+             kCommand << ": '" << dir << "' " << family.not_analysed_because << "; analyze reads " << readable << " runs");
 }
 
 RunAnalysis analyze_dir(const std::string& dir, const AnalyzeOptions& options) {
-  refuse_graphormer(dir);
+  refuse_unanalysable(dir);
   return analyze_run(load_run_model(dir, kCommand, analyze_families()), options);
 }
 

@@ -6,6 +6,7 @@
 #include "bench/peaks.h"
 #include "tensor/error.h"
 #include "train/cli/handlers.h"
+#include "train/families/model_family.h"
 #include "train/repro/table5.h"
 
 namespace urpe::cli {
@@ -51,15 +52,22 @@ int run_bench(const Args& args) {
     bench::require_cuda_device("bench step", options.device);
     URPE_CHECK(!options.tf32 || options.device != "cpu",
                "option --tf32: TF32 is a mode of the GPU's tensor cores; use it with --device cuda");
+    options.model = args.get("model", options.model);
+    URPE_CHECK(is_model_family(options.model),
+               "option --model: expected encoder, txl or graphormer, got '" << options.model << "'");
     options.steps = repeats_option(args, options.steps);
-    const long seq_len = args.get_int("seq-len", options.seq_len);
-    URPE_CHECK(seq_len >= 2 && seq_len <= 65536,
-               "option --seq-len: expected a sequence length between 2 and 65536, got " << args.get("seq-len"));
-    const long batch = args.get_int("batch", options.batch);
-    URPE_CHECK(batch >= 1 && batch <= 65536,
-               "option --batch: expected a batch size between 1 and 65536, got " << args.get("batch"));
-    options.seq_len = seq_len;
-    options.batch = batch;
+    if (args.has("seq-len")) {
+      const long seq_len = args.get_int("seq-len", 0);
+      URPE_CHECK(seq_len >= 2 && seq_len <= 65536,
+                 "option --seq-len: expected a sequence length between 2 and 65536, got " << args.get("seq-len"));
+      options.seq_len = seq_len;
+    }
+    if (args.has("batch")) {
+      const long batch = args.get_int("batch", 0);
+      URPE_CHECK(batch >= 1 && batch <= 65536,
+                 "option --batch: expected a batch size between 1 and 65536, got " << args.get("batch"));
+      options.batch = batch;
+    }
     options.attention = args.get("attention", options.attention);
     URPE_CHECK(options.attention == "fused" || options.attention == "materialized",
                "option --attention: expected fused or materialized, got '" << options.attention << "'");
@@ -76,6 +84,12 @@ int run_bench(const Args& args) {
                "option --batch: expected a batch size between 1 and 65536, got " << args.get("batch"));
     options.batch = batch;
     options.repeats = repeats_option(args, options.repeats);
+    if (args.has("attention")) {
+      const std::string path = args.get("attention");
+      URPE_CHECK(path == "fused" || path == "materialized",
+                 "option --attention: expected fused or materialized, got '" << path << "'");
+      options.paths = {path};
+    }
     return bench::run_attention_bench(options);
   }
   URPE_FAIL("bench: expected 'urpe bench peaks', 'urpe bench kernels', 'urpe bench step' or 'urpe bench attention', got '"

@@ -3,7 +3,7 @@
 #include "train/cli/command_table.h"
 
 #include "train/cli/handlers.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 
 namespace urpe::cli {
 
@@ -148,7 +148,7 @@ std::vector<CommandSpec> command_table() {
                    0});
 
   table.push_back({"bench", "bench peaks|kernels|step|attention [--device cpu|cuda] [--tf32] [--sizes table5|smoke] "
-                            "[--seq-len N] [--batch B] [--attention fused|materialized] [--lengths N,N]",
+                            "[--model encoder|txl|graphormer] [--seq-len N] [--batch B] [--attention fused|materialized] [--lengths N,N]",
                    "measure the machine's peaks, time the kernels or a training step",
                    {{"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
                     {"repeats", "N", "50", "timed runs per measurement (the median is reported)", {1, 1000000}},
@@ -156,9 +156,10 @@ std::vector<CommandSpec> command_table() {
                     {"sizes", "NAME", "table5",
                      "CUDA table sizes: table5, or smoke (a tiny model that checks the table runs); bench peaks: "
                      "smoke measures tiny sizes (checks it runs, not the machine's limits)"},
-                    {"seq-len", "N", "128", "bench step: sequence length n"},
-                    {"batch", "B", "32", "bench step: sequences per step"},
-                    {"attention", "PATH", "materialized", "bench step: materialized (the training default) or fused attention"},
+                    {"model", "NAME", "encoder", "bench step: the family, encoder, txl or graphormer (bench/step_models.h)"},
+                    {"seq-len", "N", "128", "bench step: sequence length n (encoder; txl: tgt_len = mem_len)"},
+                    {"batch", "B", "32", "bench step: sequences (encoder 32, txl 16) or graphs (graphormer 128) per step"},
+                    {"attention", "PATH", "materialized", "bench step: materialized (the training default) or fused attention; bench attention: only this path (default both)"},
                     {"lengths", "N,N,...", "1024,4096", "bench attention: sequence lengths"}},
                    run_bench, "",
                    "'bench peaks' measures the machine's ceilings for the roofline of 'urpe profile': sgemm\n"
@@ -169,9 +170,12 @@ std::vector<CommandSpec> command_table() {
                    "with --device cuda: CUDA events, L2 flushed before every run, median of --repeats\n"
                    "runs, at the paper's Table 5 sizes (batch 32, 12 heads, head dim 64, N = 128/256/512),\n"
                    "each row as a % of the copy bandwidth and sgemm rate measured at start on the device.\n"
-                   "'bench step' times a full training step of the URPE encoder (n=128, d=128, 4 heads,\n"
-                   "2 layers, d_ff 512, batch 32) and its peak memory; --repeats sets its timed steps\n"
-                   "(default 20); --seq-len 1024 --batch 4 is the long-sequence bench.\n"
+                   "'bench step' times a full training step (forward, backward, Adam) of a family at its bench\n"
+                   "configuration: the URPE encoder (n=128, d=128, 4 heads, 2 layers, d_ff 512, batch 32),\n"
+                   "--model txl (Transformer-XL + URPE) or --model graphormer (Graphormer + URPE), with its CPU\n"
+                   "time, FLOPs (the ops' cost formulas) as a share of the measured sgemm rate, peak memory and\n"
+                   "the allocator's reuse; --repeats sets its timed steps (default 20); --seq-len 1024 --batch 4\n"
+                   "is the long-sequence bench. tools/torch_bench.py times the same steps in PyTorch.\n"
                    "'bench attention' times the attention alone, fused against materialized, forward and\n"
                    "forward + backward, with the peak memory each call allocates (batch 1, 4 heads, head\n"
                    "dim 32 unless --batch; --lengths 1024,4096 by default; --repeats runs, default 3).\n",

@@ -2,7 +2,7 @@
 #include "train/cli/grid_output.h"
 
 #include "tensor/error.h"
-#include "train/run_control.h"
+#include "train/loop/run_control.h"
 
 namespace urpe::cli {
 

@@ -2,7 +2,7 @@
 #pragma once
 #include "train/cli/command_line.h"
 #include "train/io/config.h"
-#include "train/train_options.h"
+#include "train/loop/train_options.h"
 
 namespace urpe::cli {
 

@@ -7,7 +7,7 @@
 #include "train/io/run_dir.h"
 #include "train/analysis/run_summary.h"
 #include "train/io/run_lock.h"
-#include "train/run_plots.h"
+#include "train/families/run_plots.h"
 
 namespace urpe::cli {
 

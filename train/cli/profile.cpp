@@ -10,9 +10,9 @@
 #include "train/cli/trace_output.h"
 #include "train/dist/communicator.h"
 #include "train/io/run_dir.h"
-#include "train/profiling.h"
-#include "train/run_config.h"
-#include "train/run_control.h"
+#include "train/loop/profiling.h"
+#include "train/config/run_config.h"
+#include "train/loop/run_control.h"
 
 namespace urpe::cli {
 

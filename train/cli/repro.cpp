@@ -22,7 +22,8 @@
 #include "train/repro/repro_overrides.h"
 #include "train/repro/synthetic.h"
 #include "train/repro/table5.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
+#include "train/families/graphormer/graphormer_config.h"
 #include "train/io/run_dir.h"
 
 namespace urpe::cli {
@@ -191,7 +192,7 @@ MoleculeRepro molecule_plan(const ReproRequest& r, const Args& args) {
   if (args.has("data")) repro.overrides.push_back("dataset=" + args.get("data"));  // graph file or CSV
   if (args.has("preset")) {
     repro.preset = args.get("preset");
-    URPE_CHECK(resolve_config(repro.preset, "", {}).get_string("model") == "graphormer",
+    URPE_CHECK(is_graphormer_config(resolve_config(repro.preset, "", {})),
                "urpe repro molecules: --preset " << repro.preset << " is not a Graphormer preset (e.g. graphormer-slim, "
                                                  << "graphormer-slim-full, graphormer-pcqm4m)");
   }

@@ -10,6 +10,14 @@
 //                      150 demo-size steps 7.5 → 4.8 s going from 10,000 to 1,000 (bench step
 //                      unchanged at ~205 ms), hence 1,000.
 // tools/torch_reference.py --bench applies the same two settings, so comparisons stay fair.
+// One more, in-process (no re-execution needed), unless MALLOC_MMAP_THRESHOLD_ or
+// MALLOC_TRIM_THRESHOLD_ is set:
+//   glibc malloc       a step's host-side buffers (a batch's index maps, kernels' scratch vectors)
+//                      are freed and allocated again every step; by default each one above 128 KiB
+//                      is a fresh mmap whose pages the kernel clears on first touch, and the heap's
+//                      top is returned early. With the mmap threshold at 32 MiB and the trim
+//                      threshold at 512 MiB they stay in the heap: Graphormer's bench step spent 15%
+//                      of its CPU time in the kernel (page clearing, faults), 9% after.
 #pragma once
 
 namespace urpe {

@@ -6,7 +6,7 @@
 #include "bench/peaks.h"
 #include "ops/blas_runtime.h"
 #include "train/dist/communicator.h"
-#include "train/process_memory.h"
+#include "bench/process_memory.h"
 #include "train/profile/profile_report.h"
 
 namespace urpe::cli {

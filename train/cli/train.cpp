@@ -5,15 +5,13 @@
 #include <memory>
 
 #include "autograd/node.h"
-#include "train/checkpoint.h"
-#include "train/checkpoint_identity.h"
+#include "train/loop/checkpoint.h"
+#include "train/loop/checkpoint_identity.h"
 #include "train/dist/communicator.h"
-#include "train/encoder_trainer.h"
-#include "train/molecule_trainer.h"
-#include "train/lm_trainer.h"
-#include "train/run_config.h"
+#include "train/families/model_family.h"
+#include "train/config/run_config.h"
 #include "train/io/run_dir.h"
-#include "train/run_control.h"
+#include "train/loop/run_control.h"
 #include "train/cli/trace_output.h"
 
 namespace urpe::cli {
@@ -21,42 +19,11 @@ namespace urpe::cli {
 // Under mpirun only rank 0 prints the run's summary (and writes its files).
 static bool prints_summary() { return dist::world().is_root(); }
 
-// model = graphormer: train, then print the validation and test MAE beside the mean baseline.
-static int train_graphormer_command(const Config& config, const std::string& out, const TrainOptions& options) {
-  const MoleculeTrainOutcome o = train_graphormer(config, out, options);
-  if (!prints_summary()) return o.interrupted ? stop_exit_code() : 0;
-  if (o.interrupted) {
-    std::printf("%s: graphormer %s stopped at step %lld, valid MAE %.4f\n", out.c_str(), o.result.pe.c_str(),
-                static_cast<long long>(o.result.steps), o.valid_mae);
-    return stop_exit_code();
-  }
-  std::printf("%s: graphormer %s, valid MAE %.4f, test MAE %.4f (predict-the-training-mean: %.4f, %.4f) "
-              "after %lld steps, %lld parameters, %.1f s\n",
-              out.c_str(), o.result.pe.c_str(), o.valid_mae, o.test_mae, o.baseline_valid_mae, o.baseline_test_mae,
-              static_cast<long long>(o.result.steps), static_cast<long long>(o.result.params), o.result.seconds);
-  return 0;
-}
-
 // Trains `config` into `out` with the trainer of its family; returns the exit code.
 int train_config(const Config& config, const std::string& out, const TrainOptions& options) {
-  const std::string model = config.get_string("model");
-  if (model == "graphormer") return train_graphormer_command(config, out, options);
-  if (model == "txl") {
-    const LmTrainOutcome lm = train_lm(config, out, options);
-    if (prints_summary())
-      std::printf("%s: Transformer-XL %s, valid perplexity %.2f (loss %.4f) after %lld steps, %lld parameters, %.1f s\n",
-                  out.c_str(), lm.result.pe.c_str(), lm.result.metric, lm.final_valid_loss,
-                  static_cast<long long>(lm.result.steps), static_cast<long long>(lm.result.params), lm.result.seconds);
-    return lm.interrupted ? stop_exit_code() : 0;
-  }
-  const TrainOutcome outcome = train_encoder(config, out, options);
-  if (prints_summary())
-    std::printf("%s: %s %s, valid accuracy %.2f%% (loss %.4f) after %lld steps, %lld parameters, %.1f s\n",
-                out.c_str(), outcome.result.task.c_str(), outcome.result.pe.c_str(),
-                100.0 * outcome.result.metric, outcome.final_valid_loss,
-                static_cast<long long>(outcome.result.steps), static_cast<long long>(outcome.result.params),
-                outcome.result.seconds);
-  return outcome.interrupted ? stop_exit_code() : 0;
+  const FamilyTrainResult trained = family_of(config).train(config, out, options);
+  if (prints_summary()) std::printf("%s: %s\n", out.c_str(), trained.summary.c_str());
+  return trained.interrupted ? stop_exit_code() : 0;
 }
 
 int run_train(const Args& args) {

@@ -4,10 +4,10 @@
 #include <csignal>
 
 #include "tensor/error.h"
-#include "train/checkpoint.h"
-#include "train/checkpoint_identity.h"
-#include "train/run_config.h"
-#include "train/run_control.h"
+#include "train/loop/checkpoint.h"
+#include "train/loop/checkpoint_identity.h"
+#include "train/config/run_config.h"
+#include "train/loop/run_control.h"
 
 namespace urpe {
 

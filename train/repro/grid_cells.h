@@ -9,7 +9,7 @@
 
 #include "train/io/config.h"
 #include "train/io/run_dir.h"
-#include "train/train_options.h"
+#include "train/loop/train_options.h"
 
 namespace urpe {
 

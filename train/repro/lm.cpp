@@ -10,11 +10,11 @@
 #include <sstream>
 
 #include "data/corpus.h"
-#include "train/lm_trainer.h"
+#include "train/families/txl/txl_trainer.h"
 #include "train/plot/charts.h"
-#include "train/run_config.h"
-#include "train/run_control.h"
-#include "train/run_plots.h"
+#include "train/config/run_config.h"
+#include "train/loop/run_control.h"
+#include "train/families/run_plots.h"
 #include "train/io/safetensors.h"
 #include "train/repro/paper_values.h"
 #include "train/repro/seed_stats.h"
@@ -178,9 +178,9 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir,
         apply_cell_start(cell, options);
         options.tf32 = plan.extra.tf32;
         progress.begin_run(run_name(layers, pe, seed));
-        LmTrainOutcome outcome;
+        TxlTrainOutcome outcome;
         if (cell.kind == GridCellStart::finished) outcome.result = cell.result;
-        else outcome = train_lm(config, r.dir, options, &corpus);
+        else outcome = train_txl(config, r.dir, options, &corpus);
         if (outcome.interrupted) {  // its checkpoint is saved; the grid stops here
           progress.end_run();
           stopped_run = run_name(layers, pe, seed);
@@ -192,15 +192,15 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir,
         r.steps = outcome.result.steps;
         r.seconds = outcome.result.seconds;
         // The official protocol: valid and test of the checkpoint with the best validation.
-        r.valid_ppl = evaluate_lm_run(r.dir, "valid", nullptr, &corpus, "", "best").result.perplexity;
-        const LmRunEval test = evaluate_lm_run(r.dir, "test", nullptr, &corpus, "", "best");
+        r.valid_ppl = evaluate_txl_run(r.dir, "valid", nullptr, &corpus, "", "best").result.perplexity;
+        const TxlRunEval test = evaluate_txl_run(r.dir, "test", nullptr, &corpus, "", "best");
         r.test_ppl = test.result.perplexity;
         r.best_step = test.step;
         r.eval_mem_len = test.settings.mem_len;
-        LmEvalSettings no_memory = test.settings;
+        TxlEvalSettings no_memory = test.settings;
         no_memory.mem_len = 0;
         no_memory.same_length = false;  // needs a memory
-        r.valid_ppl_no_memory = evaluate_lm_run(r.dir, "valid", &no_memory, &corpus, "", "best").result.perplexity;
+        r.valid_ppl_no_memory = evaluate_txl_run(r.dir, "valid", &no_memory, &corpus, "", "best").result.perplexity;
         progress.end_run();
         std::printf("[%lld/%lld] %-14s best (step %lld) valid ppl %8.2f (without memory %8.2f, %+.1f%%), "
                     "test ppl %8.2f  (%lld steps, %.0f s)\n",
@@ -238,10 +238,10 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir,
         options.init_from = source.dir;
         options.quiet = true;
         options.tf32 = plan.extra.tf32;
-        train_lm(resolve_config(plan.preset, "", run_sets), dir, options, &corpus);
+        train_txl(resolve_config(plan.preset, "", run_sets), dir, options, &corpus);
         if (interrupt.requested()) break;  // no half-finished comparison in the results
-        const double valid = evaluate_lm_run(dir, "valid", nullptr, &corpus, "", "best").result.perplexity;
-        const double test = evaluate_lm_run(dir, "test", nullptr, &corpus, "", "best").result.perplexity;
+        const double valid = evaluate_txl_run(dir, "valid", nullptr, &corpus, "", "best").result.perplexity;
+        const double test = evaluate_txl_run(dir, "test", nullptr, &corpus, "", "best").result.perplexity;
         (pe == "urpe" ? f.urpe_dir : f.rpe_dir) = dir;
         (pe == "urpe" ? f.urpe_valid_ppl : f.rpe_valid_ppl) = valid;
         (pe == "urpe" ? f.urpe_test_ppl : f.rpe_test_ppl) = test;
@@ -293,7 +293,7 @@ std::string lm_results_markdown(const LmReproSummary& summary, const LmReproPlan
   std::vector<std::string> sets = plan.overrides;
   sets.insert(sets.end(), plan.extra.sets.begin(), plan.extra.sets.end());
   const Config base = resolve_config(plan.preset, "", sets);
-  const LmEvalSettings eval = eval_settings_from(base);
+  const TxlEvalSettings eval = eval_settings_from(base);
   md << "# Language modelling: Transformer-XL vs Transformer-XL + URPE\n\n"
      << "Scale `" << plan.scale << "` (preset `" << plan.preset << "`), corpus `" << summary.corpus << "` ("
      << summary.token_mode << " tokens, vocabulary " << summary.vocab << "), " << plan.seeds

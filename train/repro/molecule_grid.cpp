@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "tensor/error.h"
-#include "train/paper_presets.h"
+#include "train/config/paper_presets.h"
 #include "train/plot/charts.h"
 #include "train/repro/seed_stats.h"
 
@@ -29,7 +29,7 @@ std::vector<std::string> comma_list(const std::string& text) {
 std::vector<double> values_of(const GridPointResult& point, const std::string& pe, const std::string& metric) {
   std::vector<double> values;
   for (const ResultRow& r : point.rows)
-    if (r.pe == pe && r.model == "graphormer" && r.metric_name == metric) values.push_back(r.metric);
+    if (r.pe == pe && r.model != kMeanPredictorModel && r.metric_name == metric) values.push_back(r.metric);
   return values;
 }
 
@@ -133,7 +133,7 @@ std::vector<GridPointResult> run_molecule_grid(const MoleculeRepro& repro, const
   for (size_t k = 0; k < results.size(); ++k)
     for (const ResultRow& row : results[k].rows) {
       json::Value v = result_to_json(row);
-      const bool selected = row.model == "graphormer" && chosen[row.pe == "urpe"] == static_cast<int>(k);
+      const bool selected = row.model != kMeanPredictorModel && chosen[row.pe == "urpe"] == static_cast<int>(k);
       v.set("grid", joined(results[k].point, " ")).set("selected", selected);
       list.push(v);
     }

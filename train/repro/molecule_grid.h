@@ -1,7 +1,7 @@
 // The paper's hyper-parameter selection for the molecule experiment (`urpe repro molecules --grid`):
 // Appendix C.3.1 selects ZINC's batch from {128, 256, 512}, the peak learning rate from
 // {4e-4, 5e-4}, the dropout from {0, 0.1} and the weight decay from {0, 0.01}; `--grid paper` runs
-// all 24 settings (train/paper_presets.h, paper_selection), `--grid key=a,b,...` (repeatable) any
+// all 24 settings (train/config/paper_presets.h, paper_selection), `--grid key=a,b,...` (repeatable) any
 // other grid. Each setting is a whole `repro molecules` (both models, every seed) in
 // out/grid/<setting>/; then, per model, the setting with the lowest mean validation MAE is
 // selected (the paper does not say its criterion; validation is the one that leaves test unseen)

@@ -10,11 +10,11 @@
 
 #include "data/molecule_graph.h"
 #include "tensor/error.h"
-#include "train/molecule_plots.h"
-#include "train/molecule_trainer.h"
+#include "train/families/graphormer/graphormer_plots.h"
+#include "train/families/graphormer/graphormer_trainer.h"
 #include "train/plot/charts.h"
-#include "train/run_config.h"
-#include "train/run_control.h"
+#include "train/config/run_config.h"
+#include "train/loop/run_control.h"
 #include "train/io/printable.h"
 #include "train/io/safetensors.h"
 #include "train/repro/paper_values.h"
@@ -46,7 +46,7 @@ struct RunSummary {
   std::string pe;
   int64_t seed = 0;
   std::string dir;
-  MoleculeTrainOutcome outcome;  // valid_mae, test_mae: of the best-validation checkpoint
+  GraphormerTrainOutcome outcome;  // valid_mae, test_mae: of the best-validation checkpoint
   int64_t best_step = 0;
   double wall_seconds = 0;  // training + evaluation + files
 };
@@ -61,7 +61,7 @@ std::string format(const char* pattern, double a, double b = 0) {
 
 // Longest finite shortest-path distance over the molecules the runs use (the plots' x range); the
 // ones over max_nodes were left out of the split before any O(N²) work was done on them.
-int64_t longest_distance(const MoleculeData& data) {
+int64_t longest_distance(const GraphormerData& data) {
   int32_t longest = 0;
   for (const auto* part : {&data.split.train, &data.split.valid, &data.split.test})
     for (int64_t row : *part)
@@ -69,7 +69,7 @@ int64_t longest_distance(const MoleculeData& data) {
   return longest;
 }
 
-std::string results_markdown(const MoleculeRepro& repro, const Config& base, const MoleculeData& data,
+std::string results_markdown(const MoleculeRepro& repro, const Config& base, const GraphormerData& data,
                              const std::vector<RunSummary>& runs, double wall_seconds) {
   std::vector<double> valid[2], test[2];
   int64_t params[2] = {0, 0};
@@ -79,7 +79,7 @@ std::string results_markdown(const MoleculeRepro& repro, const Config& base, con
     test[k].push_back(r.outcome.test_mae);
     params[k] = r.outcome.result.params;
   }
-  const MoleculeTrainOutcome& any = runs.front().outcome;
+  const GraphormerTrainOutcome& any = runs.front().outcome;
   std::ostringstream md;
   md << "# Molecules: Graphormer vs Graphormer + URPE (paper Table 2)\n\n"
      << "Scale `" << repro.scale << "`: preset `" << repro.preset << "` (" << base.get_int("layers") << " layers, d = "
@@ -289,7 +289,7 @@ std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std:
   const auto start = std::chrono::steady_clock::now();
   auto config_for = [&](const std::string& pe, int64_t seed) { return molecule_repro_config(repro, pe, seed); };
   const Config base = config_for("none", repro.first_seed);
-  const MoleculeData data = load_molecule_data(base);  // the same molecules and split for every run
+  const GraphormerData data = load_graphormer_data(base);  // the same molecules and split for every run
   std::printf("%s\n", data.description.c_str());
   std::fflush(stdout);
 
@@ -327,9 +327,9 @@ std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std:
         continue;
       }
       // As the official code reports: valid and test of the checkpoint with the best valid MAE.
-      const MoleculeEval best_valid = evaluate_graphormer_run(run.dir, config, "valid", "best", &data);
+      const GraphormerEval best_valid = evaluate_graphormer_run(run.dir, config, "valid", "best", &data);
       run.outcome.valid_mae = best_valid.mae;
-      const MoleculeEval best_test = evaluate_graphormer_run(run.dir, config, "test", "best", &data);
+      const GraphormerEval best_test = evaluate_graphormer_run(run.dir, config, "test", "best", &data);
       run.outcome.test_mae = best_test.mae;
       if (cell.kind == GridCellStart::finished) {  // a reused run: its baselines as train_graphormer gives them
         run.outcome.baseline_valid_mae = best_valid.baseline_mae;
@@ -369,7 +369,7 @@ std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std:
   ResultRow baseline;
   baseline.experiment = "molecules";
   baseline.task = base.get_string("target_column");
-  baseline.model = "mean-predictor";
+  baseline.model = kMeanPredictorModel;
   baseline.pe = "none";
   baseline.device = runs.front().outcome.result.device;
   baseline.metric_name = "valid_mae";

@@ -2,7 +2,7 @@
 // on the same split, over seeds. `urpe repro molecules` writes
 //   runs/graphormer-s<seed>, runs/graphormer-urpe-s<seed>   one run directory each (urpe train's files)
 //   results.json   rows: per run valid_mae and test_mae, plus the predict-the-training-mean baseline
-//                  (model "mean-predictor", params 0)
+//                  (model "mean-predictor" = kMeanPredictorModel, params 0)
 //   results.md     the Table-2-style table: parameters (and URPE's overhead), valid and test MAE
 //                  mean ± half-range over seeds, the baseline, the URPE − Graphormer difference
 //   plots/         curves.png (validation MAE against step, every run), mae.png (valid and test MAE bars),
@@ -30,6 +30,9 @@
 #include "train/repro/repro_overrides.h"
 
 namespace urpe {
+
+// The `model` of the predict-the-training-mean row beside the trained Graphormer rows.
+constexpr const char* kMeanPredictorModel = "mean-predictor";
 
 struct MoleculeRepro {
   std::string scale;                   // tiny | small | paper

@@ -9,11 +9,11 @@
 
 #include "data/corpus.h"
 #include "tensor/error.h"
-#include "train/checkpoint.h"
-#include "train/lm_config.h"
-#include "train/mlm_trainer.h"
+#include "train/loop/checkpoint.h"
+#include "train/families/txl/txl_config.h"
+#include "train/families/encoder/encoder_mlm_trainer.h"
 #include "train/plot/charts.h"
-#include "train/run_config.h"
+#include "train/config/run_config.h"
 #include "train/repro/paper_values.h"
 #include "train/repro/seed_stats.h"
 
@@ -156,7 +156,7 @@ PretrainSummary run_pretrain_repro(const PretrainPlan& plan, const std::string& 
       options.grid = &progress;
       options.tf32 = plan.extra.tf32;
       progress.begin_run(name);
-      const TrainOutcome outcome = train_masked_lm(config, r.dir, options, &corpus);
+      const EncoderTrainOutcome outcome = train_masked_lm(config, r.dir, options, &corpus);
       r.params = outcome.result.params;
       r.steps = outcome.result.steps;
       r.seconds = outcome.result.seconds;

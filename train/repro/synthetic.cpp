@@ -10,11 +10,11 @@
 #include <sstream>
 
 #include "tensor/device.h"
-#include "train/encoder_trainer.h"
-#include "train/process_memory.h"
-#include "train/run_config.h"
-#include "train/run_control.h"
-#include "train/run_plots.h"
+#include "train/families/encoder/encoder_trainer.h"
+#include "bench/process_memory.h"
+#include "train/config/run_config.h"
+#include "train/loop/run_control.h"
+#include "train/families/run_plots.h"
 #include "train/repro/paper_values.h"
 #include "train/repro/seed_stats.h"
 
@@ -151,7 +151,7 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
     options.tf32 = grid.extra.tf32;
     apply_cell_start(cell_start, options);
     progress.begin_run(name);
-    TrainOutcome outcome;
+    EncoderTrainOutcome outcome;
     if (cell_start.kind == GridCellStart::finished) outcome.result = cell_start.result;
     else outcome = train_encoder(config, dir, options);
     progress.end_run();

@@ -16,7 +16,7 @@
 #include "train/io/json.h"
 #include "train/io/run_dir.h"
 #include "train/plot/charts.h"
-#include "train/process_memory.h"
+#include "bench/process_memory.h"
 #include "train/repro/paper_values.h"
 
 namespace urpe {

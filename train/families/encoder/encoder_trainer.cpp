@@ -1,0 +1,222 @@
+// The synthetic-task encoder's part of training: fresh batches from a seeded stream,
+// cross-entropy over every scored position, token accuracy on fixed held-out draws. The loop itself
+// (Adam, schedule, evaluation cadence, checkpoints, Ctrl-C) is train/loop/training_loop.h.
+#include "train/families/encoder/encoder_trainer.h"
+
+#include <cmath>
+
+#include "autograd/node.h"
+#include "ops/loss.h"
+#include "ops/shape.h"
+#include "train/dist/data_parallel.h"
+#include "train/families/encoder/encoder_mlm_config.h"
+#include "train/families/encoder/encoder_mlm_trainer.h"
+#include "train/config/run_config.h"
+#include "train/loop/training_loop.h"
+
+namespace urpe {
+
+namespace {
+
+
+constexpr uint64_t kValidationSeed = 0x7a11d5e7ULL;  // the same held-out sets for every run
+constexpr uint64_t kTestSeed = 0x7e575e7ULL;
+constexpr int64_t kEvalBatch = 64;  // fixed, so the held-out sets and their scores never depend on it
+
+// Scored positions whose argmax equals the target, and scored positions (a target equal to
+// `ignore` is not scored: official PI's position 0).
+struct Hits {
+  int64_t correct = 0, scored = 0;
+  double fraction() const { return scored == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(scored); }
+};
+Hits hits_of(const Tensor& logits, const Tensor& targets, int32_t ignore) {
+  const std::vector<float> l = logits.to_vector_f32();
+  const std::vector<int32_t> t = targets.to_vector_i32();
+  const int64_t classes = logits.size(-1);
+  Hits hits;
+  for (size_t row = 0; row < t.size(); ++row) {
+    if (t[row] == ignore) continue;
+    const float* p = l.data() + row * classes;
+    int64_t best = 0;
+    for (int64_t c = 1; c < classes; ++c)
+      if (p[c] > p[best]) best = c;
+    hits.correct += best == t[row];
+    ++hits.scored;
+  }
+  return hits;
+}
+
+// Mean cross-entropy over the scored positions.
+Tensor flat_loss(const Tensor& logits, const Tensor& targets, int32_t ignore) {
+  const int64_t rows = logits.numel() / logits.size(-1);
+  return cross_entropy(reshape(logits, {rows, logits.size(-1)}), reshape(targets, {rows}), ignore);
+}
+
+}  // namespace
+
+SyntheticTask task_from_config(const Config& config) {
+  URPE_CHECK(!is_masked_lm(config), "config: task = mlm is masked language modelling on a corpus, not a synthetic "
+                                    "task; this command reads the synthetic tasks' sequences (pi, etp) only");
+  return SyntheticTask(parse_synthetic_kind(config.get_string("task")), config.get_int("seq_len"),
+                       config.get_int("vocab"), parse_task_protocol(config.get_string("task_protocol")));
+}
+
+EncoderConfig encoder_config_from(const Config& config) {
+  EncoderConfig c;
+  c.seq_len = config.get_int("seq_len");
+  c.layers = config.get_int("layers");
+  c.d_model = config.get_int("d_model");
+  c.heads = config.get_int("heads");
+  c.d_ff = config.get_int("d_ff");
+  c.dropout = static_cast<float>(config.get_float("dropout"));
+  c.init_std = static_cast<float>(config.get_float("init_std"));
+  const PositionalSpec pe = parse_positional_spec(config.get_string("pe"));
+  c.pe = pe.base;
+  c.urpe_on_top = pe.urpe_on_top;
+  c.with_ape = pe.with_ape;
+  c.shaw_clip = config.get_int("shaw_clip");
+  c.rpe_kind = parse_relative_kind(config.get_string("rpe_kind"));
+  c.urpe_kind = parse_relative_kind(config.get_string("urpe_kind"));
+  c.attention_norm = parse_attention_norm(config.get_string("attention_norm"));
+  c.attention = parse_attention_path(config.get_string("attention"));
+  if (is_masked_lm(config)) {
+    set_masked_lm_model(config, c);
+  } else {
+    const SyntheticTask task = task_from_config(config);
+    c.vocab = task.input_ids();
+    c.num_classes = task.num_classes();
+    // The official code's RobertaLMHead, tied to the token embedding for ETP (its scripts pass
+    // --untie-weights-roberta for PI only).
+    if (task.protocol() == TaskProtocol::official) {
+      c.head = EncoderHead::lm_head;
+      c.tie_head = task.kind() == SyntheticKind::even_token_prediction;
+      c.padding_id = task.padding_id();  // nn.Embedding(padding_idx = 1)
+    }
+  }
+  URPE_CHECK(c.seq_len > 1, "config: seq_len must be > 1, got " << c.seq_len);
+  URPE_CHECK(c.heads > 0 && c.d_model % c.heads == 0,
+             "config: heads (" << c.heads << ") must divide d_model (" << c.d_model << ")");
+  URPE_CHECK(c.dropout >= 0.0f && c.dropout < 1.0f, "config: dropout must be in [0, 1), got " << c.dropout);
+  URPE_CHECK(c.init_std > 0.0f, "config: init_std must be positive, got " << c.init_std);
+  return c;
+}
+
+EncoderEvalResult evaluate_encoder(const TransformerEncoder& model, const SyntheticTask& task,
+                            int64_t valid_size, int64_t batch, EvalSplit split) {
+  autograd::NoGrad no_grad;
+  Rng valid_rng(split == EvalSplit::valid ? kValidationSeed : kTestSeed);
+  EncoderEvalResult result;
+  int64_t seen = 0;
+  while (seen < valid_size) {
+    const int64_t b = std::min(batch, valid_size - seen);
+    const SyntheticBatch data = task.sample(b, valid_rng, model.device());
+    const Tensor logits = model.forward(data.tokens, false, nullptr);
+    result.loss += flat_loss(logits, data.targets, task.ignore_index()).item() * static_cast<double>(b);
+    result.accuracy += hits_of(logits, data.targets, task.ignore_index()).fraction() * static_cast<double>(b);
+    seen += b;
+  }
+  result.loss /= static_cast<double>(valid_size);
+  result.accuracy /= static_cast<double>(valid_size);
+  return result;
+}
+
+// ---- training: the encoder's adapter to the training loop ----
+
+namespace {
+
+class EncoderTask final : public TrainingTask {
+ public:
+  EncoderTask(const TrainingRun& run)
+      : task_(task_from_config(run.config)),
+        model_(encoder_config_from(run.config), run.seed, run.device),
+        batch_(run.config.get_int("batch")),
+        valid_size_(run.config.get_int("valid_size")),
+        comm_(*run.comm),
+        shard_(dist::batch_shard(comm_, batch_)),
+        task_name_(run.config.get_string("task")),
+        label_("[" + run.config.get_string("task") + "/" + run.config.get_string("pe") + "]") {
+    URPE_CHECK(batch_ > 0, "config: batch must be positive, got " << batch_);
+    URPE_CHECK(valid_size_ > 0, "config: valid_size must be positive, got " << valid_size_);
+  }
+
+  const ParameterSet& parameters() const override { return model_.parameters(); }
+  std::string progress_label() const override { return label_; }
+
+  // Fresh sequences from the data stream every step; cross-entropy over every scored position.
+  // Every rank draws the whole global batch (the stream stays the same whatever the number of
+  // ranks, and of micro-batches) and trains on its rows, micro-batch by micro-batch.
+  StepOutput step(int64_t, const MicroBatch& micro, TrainingProgress& progress) override {
+    if (micro.first()) {
+      // On the host: each micro-batch's rows are cut from it there and uploaded on their own.
+      global_ = task_.sample(batch_, progress.data_rng, Device::cpu());
+      trained_.clear();
+    }
+    const dist::Shard rows = micro_rows(shard_, micro);
+    SyntheticBatch part{dist::shard_rows(global_.tokens, rows).to(model_.device()),
+                        dist::shard_rows(global_.targets, rows).to(model_.device())};
+    const Tensor logits = model_.forward(part.tokens, true, &progress.dropout_rng);
+    const Tensor loss = flat_loss(logits, part.targets, task_.ignore_index());
+    trained_.push_back({logits.detach(), part.targets});  // for the train metric, without the graph
+    const double scored = static_cast<double>(rows.count * task_.scored_per_sequence());
+    return {loss, static_cast<double>(part.tokens.numel()), scored};
+  }
+  // The accuracy of the global batch: the shards are equal, so the mean of the ranks' accuracies.
+  double train_metric(double) override {
+    Hits hits;
+    for (const TrainedPart& part : trained_) {
+      const Hits h = hits_of(part.logits, part.targets, task_.ignore_index());
+      hits.correct += h.correct;
+      hits.scored += h.scored;
+    }
+    double accuracy = hits.fraction();
+    comm_.all_reduce_sum(&accuracy, 1);
+    return accuracy / comm_.size();
+  }
+
+  ValidationReport validate(int64_t step, bool) override {
+    last_eval_ = evaluate_encoder(model_, task_, valid_size_, kEvalBatch);
+    evaluated_ = true;
+    char text[160];
+    std::snprintf(text, sizeof text, "step %lld: valid loss %.4f, accuracy %.2f%%", static_cast<long long>(step),
+                  last_eval_.loss, 100.0 * last_eval_.accuracy);
+    char metric[32];
+    std::snprintf(metric, sizeof metric, "acc %.2f%%", 100.0 * last_eval_.accuracy);
+    return {last_eval_.loss, last_eval_.accuracy, text, metric};
+  }
+
+  bool metric_higher_is_better() const override { return true; }  // accuracy
+
+  Result finish(const Loop&) override {
+    if (!evaluated_)  // resumed a finished run: score the stored model
+      last_eval_ = evaluate_encoder(model_, task_, valid_size_, kEvalBatch);
+    return {task_name_, "encoder", "valid_accuracy", last_eval_.accuracy};
+  }
+  const EncoderEvalResult& last_eval() const { return last_eval_; }
+
+ private:
+  const SyntheticTask task_;
+  TransformerEncoder model_;
+  const int64_t batch_, valid_size_;
+  dist::Communicator& comm_;
+  const dist::Shard shard_;
+  const std::string task_name_, label_;
+  struct TrainedPart {
+    Tensor logits, targets;
+  };
+  SyntheticBatch global_;               // the step's global batch
+  std::vector<TrainedPart> trained_;    // the step's micro-batches so far
+  EncoderEvalResult last_eval_;
+  bool evaluated_ = false;
+};
+
+}  // namespace
+
+EncoderTrainOutcome train_encoder(const Config& config, const std::string& out_dir, const TrainOptions& options) {
+  if (is_masked_lm(config)) return train_masked_lm(config, out_dir, options);
+  TrainingRun run = begin_training_run(config, out_dir, options);
+  EncoderTask task(run);
+  const TrainingOutcome trained = run_training(run, task);
+  return {trained.result, task.last_eval().loss, trained.interrupted};
+}
+
+}  // namespace urpe

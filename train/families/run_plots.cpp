@@ -1,0 +1,406 @@
+// Run and grid pictures from metrics.csv files and checkpoints (see run_plots.h).
+#include "train/families/run_plots.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <tuple>
+
+#include "data/synthetic.h"
+#include "models/positional.h"
+#include "train/loop/checkpoint.h"
+#include "train/encoding_names.h"
+#include "train/io/config.h"
+#include "train/families/model_family.h"
+#include "train/plot/charts.h"
+#include "train/config/run_config.h"
+#include "train/io/safetensors.h"
+#include "tensor/error.h"
+
+namespace urpe {
+
+namespace {
+
+std::string display_name(const std::string& pe) { return encoding_display_name(pe); }
+
+std::string percent_text(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * fraction);
+  return buf;
+}
+
+// The scored positions of a position-identification config (n, or n − 1 under the official
+// protocol); 0 for other tasks.
+int64_t pi_scored_positions(const Config& c) {
+  if (c.get_string("model") != "encoder" || c.get_string("task") != "pi") return 0;
+  const SyntheticTask task(SyntheticKind::position_identification, c.get_int("seq_len"), c.get_int("vocab"),
+                           parse_task_protocol(c.get_string("task_protocol")));
+  return task.scored_per_sequence();
+}
+
+// "chance 1/32 = 3.1%" as a reference line at `scale` × 1/scored (100 for percent axes).
+std::vector<plot::ReferenceLine> pi_chance_lines(const Config& c, double scale) {
+  const int64_t scored = pi_scored_positions(c);
+  if (scored <= 0) return {};
+  return {{scale / static_cast<double>(scored),
+           "chance 1/" + std::to_string(scored) + " = " + percent_text(1.0 / static_cast<double>(scored))}};
+}
+
+}  // namespace
+
+std::vector<plot::ReferenceLine> pi_chance_loss_lines(const Config& c) {
+  const int64_t scored = pi_scored_positions(c);
+  if (scored <= 0) return {};
+  char label[64];
+  std::snprintf(label, sizeof label, "chance: ln %lld = %.3f", static_cast<long long>(scored),
+                std::log(static_cast<double>(scored)));
+  return {{std::log(static_cast<double>(scored)), label}};
+}
+
+namespace {
+
+Config run_config(const std::string& run_dir) {
+  const std::string path = join_path(run_dir, "config.txt");
+  return config_from_text(read_text_file(path), path);
+}
+
+plot::Series metric_series(const std::vector<MetricsRow>& rows, const std::string& split, bool loss,
+                           const std::string& name, double scale = 1.0) {
+  plot::Series s;
+  s.name = name;
+  for (const MetricsRow& r : rows)
+    if (r.split == split) {
+      s.x.push_back(static_cast<double>(r.step));
+      s.y.push_back(scale * (loss ? r.loss : r.metric));
+    }
+  return s;
+}
+
+// One panel per head: M_h[i, j] = table[h, map(i, j)] for the run's seq_len.
+std::vector<plot::HeatmapSpec> table_panels(const TensorFile& file, const Config& config,
+                                            const std::string& tensor, const std::string& kind_key,
+                                            double center) {
+  std::vector<plot::HeatmapSpec> panels;
+  if (!file.contains("model." + tensor)) return panels;
+  const Tensor table = file.at("model." + tensor);
+  const int64_t n = config.get_int("seq_len");
+  const Tensor map = relative_bucket_map(n, parse_relative_kind(config.get_string(kind_key)), true);
+  const std::vector<float> values = table.to_vector_f32();
+  const std::vector<int32_t> buckets = map.to_vector_i32();
+  const int64_t heads = table.size(0), width = table.size(1);
+  for (int64_t h = 0; h < heads; ++h) {
+    plot::HeatmapSpec p;
+    p.title = "head " + std::to_string(h);
+    p.x_label = "key j";
+    p.y_label = "query i";
+    p.rows = static_cast<int>(n);
+    p.cols = static_cast<int>(n);
+    p.center = center;
+    for (int64_t k = 0; k < n * n; ++k) p.values.push_back(values[h * width + buckets[k]]);
+    panels.push_back(std::move(p));
+  }
+  return panels;
+}
+
+Config config_of_checkpoint(const TensorFile& file) {
+  return config_from_text(file.meta("config"), file.path + " (config)");
+}
+
+std::string title_of(const Config& c) {
+  if (c.get_string("model") != "encoder") return c.get_string("model") + ", " + c.get_string("pe");
+  return c.get_string("task") + ", " + display_name(c.get_string("pe")) + ", n = " +
+         std::to_string(c.get_int("seq_len")) + ", V = " + std::to_string(c.get_int("vocab"));
+}
+
+// A language-model run: perplexity (log axis) against step, and the URPE C by distance per head.
+std::vector<std::string> draw_lm_run_plots(const std::string& plots, const std::vector<MetricsRow>& rows,
+                                           const TensorFile& file, const Config& config, const std::string& title) {
+  std::vector<std::string> written;
+  if (!rows.empty()) {
+    plot::LineChartSpec ppl;
+    ppl.title = "Perplexity (" + title + ")";
+    ppl.x_label = "step";
+    ppl.y_label = "perplexity";
+    ppl.log_y = true;
+    ppl.series = {metric_series(rows, "train", false, "training (mean loss since last point)"),
+                  metric_series(rows, "valid", false, "validation")};
+    const int64_t subset = config.get_int("max_eval_tokens");
+    if (subset > 0)
+      ppl.series[1].name = "validation (first " + std::to_string(subset) + " tokens; last point: whole split)";
+    written.push_back(join_path(plots, "perplexity.png"));
+    plot::line_chart(written.back(), ppl);
+  }
+  if (file.contains("model.urpe_c")) {
+    written.push_back(join_path(plots, "urpe_c.png"));
+    plot::line_chart(written.back(), urpe_c_chart(file.at("model.urpe_c"), "Learned URPE C by distance (" + title + ")"));
+  }
+  return written;
+}
+
+}  // namespace
+
+plot::LineChartSpec urpe_c_chart(const Tensor& c_table, const std::string& title) {
+  plot::LineChartSpec chart;
+  chart.title = title;
+  chart.x_label = "relative distance i - j (query to key)";
+  chart.y_label = "C";
+  const std::vector<float> values = c_table.to_vector_f32();
+  const int64_t heads = c_table.size(0), width = c_table.size(1);
+  for (int64_t h = 0; h < heads; ++h) {
+    plot::Series s;
+    s.name = "head " + std::to_string(h);
+    for (int64_t k = 0; k < width; ++k) {
+      s.x.push_back(static_cast<double>(k));
+      s.y.push_back(values[h * width + k]);
+    }
+    chart.series.push_back(std::move(s));
+  }
+  return chart;
+}
+
+std::vector<std::string> draw_run_plots(const std::string& run_dir) {
+  make_directories(join_path(run_dir, "plots"));
+  read_metrics(join_path(run_dir, "metrics.csv"));  // a missing or malformed file is the first error
+  const std::string checkpoint = join_path(run_dir, "model.safetensors");
+  const Config config = config_from_text(read_checkpoint_info(checkpoint).config_text, checkpoint + " (config)");
+  return family_of(config).draw_run_plots(run_dir);
+}
+
+std::vector<std::string> draw_txl_run_plots(const std::string& run_dir) {
+  const std::string plots = join_path(run_dir, "plots");
+  make_directories(plots);
+  const std::vector<MetricsRow> rows = read_metrics(join_path(run_dir, "metrics.csv"));
+  const TensorFile file = load_safetensors(join_path(run_dir, "model.safetensors"));
+  const Config config = config_of_checkpoint(file);
+  return draw_lm_run_plots(plots, rows, file, config, title_of(config));
+}
+
+std::vector<std::string> draw_encoder_run_plots(const std::string& run_dir) {
+  const std::string plots = join_path(run_dir, "plots");
+  make_directories(plots);
+  std::vector<std::string> written;
+  const std::vector<MetricsRow> rows = read_metrics(join_path(run_dir, "metrics.csv"));
+  const TensorFile file = load_safetensors(join_path(run_dir, "model.safetensors"));
+  const Config config = config_of_checkpoint(file);
+  const std::string title = title_of(config);
+  if (!rows.empty()) {
+    plot::LineChartSpec accuracy;
+    accuracy.title = "Token accuracy (" + title + ")";
+    accuracy.x_label = "step";
+    accuracy.y_label = "accuracy (%)";
+    accuracy.series = {metric_series(rows, "valid", false, "validation", 100.0),
+                       metric_series(rows, "train", false, "training batch", 100.0)};
+    accuracy.references = pi_chance_lines(config, 100.0);
+    written.push_back(join_path(plots, "curves.png"));
+    plot::line_chart(written.back(), accuracy);
+    plot::LineChartSpec loss;
+    loss.title = "Cross-entropy (" + title + ")";
+    loss.x_label = "step";
+    loss.y_label = "loss";
+    loss.log_y = true;
+    loss.series = {metric_series(rows, "train", true, "training (mean since last point)"),
+                   metric_series(rows, "valid", true, "validation")};
+    loss.references = pi_chance_loss_lines(config);
+    written.push_back(join_path(plots, "loss.png"));
+    plot::line_chart(written.back(), loss);
+  }
+  const auto bias = table_panels(file, config, "rel_pos_bias", "rpe_kind", 0.0);
+  if (!bias.empty()) {
+    written.push_back(join_path(plots, "rpe_bias.png"));
+    plot::heatmap_grid(written.back(), bias, static_cast<int>(std::min<size_t>(bias.size(), 4)),
+                       "Learned RPE bias B per head (" + title + ")", true);
+  }
+  const auto c = table_panels(file, config, "urpe_c", "urpe_kind", 1.0);
+  if (!c.empty()) {
+    written.push_back(join_path(plots, "urpe_c.png"));
+    plot::heatmap_grid(written.back(), c, static_cast<int>(std::min<size_t>(c.size(), 4)),
+                       "Learned URPE matrix C per head (" + title + ")", true);
+  }
+  return written;
+}
+
+double chance_accuracy(const std::string& run_dir) {
+  const int64_t scored = pi_scored_positions(run_config(run_dir));
+  return scored > 0 ? 1.0 / static_cast<double>(scored) : NAN;
+}
+
+int64_t seeds_of(const std::vector<RunCurve>& curves) {
+  std::vector<int64_t> seeds;
+  for (const RunCurve& c : curves)
+    if (std::find(seeds.begin(), seeds.end(), c.seed) == seeds.end()) seeds.push_back(c.seed);
+  return static_cast<int64_t>(seeds.size());
+}
+
+// "1 seed", "mean of 3 seeds"
+static std::string seeds_text(int64_t seeds) {
+  return seeds == 1 ? "1 seed" : "mean of " + std::to_string(seeds) + " seeds";
+}
+
+// Chance lines of the PI groups (one per distinct chance level), from the runs' configs.
+static std::vector<plot::ReferenceLine> grid_chance_lines(const std::vector<RunCurve>& curves, const std::string& task) {
+  std::vector<plot::ReferenceLine> lines;
+  for (const RunCurve& c : curves) {
+    if (!task.empty() && c.task != task) continue;
+    for (const plot::ReferenceLine& r : pi_chance_lines(run_config(c.dir), 100.0)) {
+      bool seen = false;
+      for (const plot::ReferenceLine& l : lines) seen = seen || std::fabs(l.value - r.value) < 1e-12;
+      if (!seen) lines.push_back(r);
+    }
+  }
+  return lines;
+}
+
+plot::BarChartSpec grid_accuracy_chart(const std::vector<ResultRow>& rows, const std::vector<RunCurve>& curves) {
+  // Figure 1: mean accuracy per (task, V) group and pe.
+  std::vector<std::string> groups, pes;
+  std::map<std::pair<std::string, std::string>, std::pair<double, int>> sums;
+  for (size_t k = 0; k < rows.size() && k < curves.size(); ++k) {
+    const RunCurve& c = curves[k];
+    const std::string group = c.task == "pi" ? "PI" : c.task == "etp" ? "ETP" : c.task;
+    const std::string label = group + ", V=" + std::to_string(c.vocab);
+    if (std::find(groups.begin(), groups.end(), label) == groups.end()) groups.push_back(label);
+    if (std::find(pes.begin(), pes.end(), c.pe) == pes.end()) pes.push_back(c.pe);
+    auto& cell = sums[{label, c.pe}];
+    cell.first += 100.0 * rows[k].metric;
+    cell.second += 1;
+  }
+  plot::BarChartSpec bars;
+  bars.title = "Validation accuracy, " + seeds_text(seeds_of(curves));  // short: two groups make a narrow chart
+  bars.y_label = "accuracy (%)";
+  bars.groups = groups;
+  bars.y_min = 0;
+  bars.y_max = 112;  // room for "100.0" above a full bar
+  bars.decimals = 1;
+  bars.references = grid_chance_lines(curves, "");
+  for (const std::string& pe : pes) {
+    plot::BarSeries s;
+    s.name = display_name(pe);
+    for (const std::string& g : groups) {
+      auto it = sums.find({g, pe});
+      s.values.push_back(it == sums.end() ? NAN : it->second.first / it->second.second);
+    }
+    bars.series.push_back(s);
+  }
+  return bars;
+}
+
+plot::LineChartSpec grid_curves_chart(const std::string& task, const std::vector<RunCurve>& curves) {
+  std::vector<int64_t> vocabs;
+  for (const RunCurve& c : curves)
+    if (c.task == task && c.seed == 1 && std::find(vocabs.begin(), vocabs.end(), c.vocab) == vocabs.end())
+      vocabs.push_back(c.vocab);
+  plot::LineChartSpec chart;
+  const int64_t seeds = seeds_of(curves);
+  chart.title = "Validation accuracy during training (" + task + (vocabs.size() == 1 ? ", V = " + std::to_string(vocabs[0]) : "") +
+                (seeds == 1 ? ", 1 seed)" : ", seed 1 of " + std::to_string(seeds) + ")");
+  chart.x_label = "step";
+  chart.y_label = "accuracy (%)";
+  chart.references = grid_chance_lines(curves, task);
+  for (const RunCurve& c : curves) {
+    if (c.task != task || c.seed != 1) continue;
+    chart.series.push_back(metric_series(read_metrics(join_path(c.dir, "metrics.csv")), "valid", false,
+                                         display_name(c.pe) + (vocabs.size() == 1 ? "" : " V=" + std::to_string(c.vocab)),
+                                         100.0));
+  }
+  return chart;
+}
+
+std::vector<plot::HeatmapSpec> grid_c_panels(const std::string& task, const std::vector<RunCurve>& curves,
+                                             std::string* title) {
+  const RunCurve* urpe_run = nullptr;
+  for (const RunCurve& c : curves)
+    if (c.task == task && c.seed == 1 && c.pe == "urpe" && (!urpe_run || c.vocab > urpe_run->vocab)) urpe_run = &c;
+  if (!urpe_run) return {};
+  const TensorFile file = load_safetensors(join_path(urpe_run->dir, "model.safetensors"));
+  const Config config = config_of_checkpoint(file);
+  if (title) *title = "Learned URPE matrix C per head (" + title_of(config) + ", seed " + config.get_string("seed") + ")";
+  return table_panels(file, config, "urpe_c", "urpe_kind", 1.0);
+}
+
+std::vector<std::string> draw_grid_plots(const std::string& out_dir, const std::vector<ResultRow>& rows,
+                                         const std::vector<RunCurve>& curves) {
+  const std::string plots = join_path(out_dir, "plots");
+  make_directories(plots);
+  std::vector<std::string> written;
+  const plot::BarChartSpec bars = grid_accuracy_chart(rows, curves);
+  if (!bars.groups.empty()) {
+    written.push_back(join_path(plots, "accuracy.png"));
+    plot::bar_chart(written.back(), bars);
+  }
+  // Learning curves and the URPE C matrices, first seed, per task.
+  std::vector<std::string> tasks;
+  for (const RunCurve& c : curves)
+    if (std::find(tasks.begin(), tasks.end(), c.task) == tasks.end()) tasks.push_back(c.task);
+  for (const std::string& task : tasks) {
+    written.push_back(join_path(plots, "curves_" + task + ".png"));
+    plot::line_chart(written.back(), grid_curves_chart(task, curves));
+    std::string title;
+    const std::vector<plot::HeatmapSpec> panels = grid_c_panels(task, curves, &title);
+    if (!panels.empty()) {
+      written.push_back(join_path(plots, "urpe_c_" + task + ".png"));
+      plot::heatmap_grid(written.back(), panels, static_cast<int>(std::min<size_t>(panels.size(), 4)), title, true);
+    }
+  }
+  return written;
+}
+
+std::vector<RunCurve> grid_runs_on_disk(const std::string& out_dir, std::vector<ResultRow>* rows) {
+  const std::string runs_dir = join_path(out_dir, "runs");
+  URPE_CHECK(is_directory(runs_dir), "'" << out_dir << "' has no runs/ folder (is it written by 'urpe repro synthetic' or 'urpe demo'?)");
+  struct Found {
+    RunCurve curve;
+    int64_t seq_len;
+    ResultRow row;
+  };
+  std::vector<Found> found;
+  std::vector<std::string> pe_order;  // as the grid ran them: results.json's order
+  if (path_exists(join_path(out_dir, "results.json"))) {
+    const json::Value list = json::read_file(join_path(out_dir, "results.json"));
+    for (size_t k = 0; k < list.size(); ++k) {
+      const std::string pe = list[k].at("pe").as_string();
+      if (std::find(pe_order.begin(), pe_order.end(), pe) == pe_order.end()) pe_order.push_back(pe);
+    }
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(runs_dir)) {
+    const std::string dir = entry.path().string();
+    if (!entry.is_directory() || !path_exists(join_path(dir, "results.json")) || !path_exists(join_path(dir, "config.txt")))
+      continue;
+    const Config c = run_config(dir);
+    if (c.get_string("model") != "encoder") continue;
+    Found f{{entry.path().filename().string(), c.get_string("task"), c.get_int("vocab"), c.get_string("pe"),
+             c.get_int("seed"), dir},
+            c.get_int("seq_len"),
+            result_from_json(json::read_file(join_path(dir, "results.json")))};
+    found.push_back(f);
+  }
+  URPE_CHECK(!found.empty(), "'" << runs_dir << "' holds no finished encoder run (config.txt and results.json)");
+  // Seeds numbered from 1 as in the grid; tasks with several lengths get one group per length.
+  int64_t first_seed = found[0].curve.seed;
+  for (const Found& f : found) first_seed = std::min(first_seed, f.curve.seed);
+  for (Found& f : found) {
+    f.curve.seed -= first_seed - 1;
+    for (const Found& g : found)
+      if (g.curve.task == f.curve.task && g.seq_len != f.seq_len) {
+        f.curve.task += "-n" + std::to_string(f.seq_len);
+        break;
+      }
+  }
+  auto pe_rank = [&](const std::string& pe) {
+    return static_cast<size_t>(std::find(pe_order.begin(), pe_order.end(), pe) - pe_order.begin());
+  };
+  std::sort(found.begin(), found.end(), [&](const Found& a, const Found& b) {
+    return std::make_tuple(a.curve.task, a.curve.vocab, a.seq_len, pe_rank(a.curve.pe), a.curve.pe, a.curve.seed) <
+           std::make_tuple(b.curve.task, b.curve.vocab, b.seq_len, pe_rank(b.curve.pe), b.curve.pe, b.curve.seed);
+  });
+  std::vector<RunCurve> curves;
+  if (rows) rows->clear();
+  for (const Found& f : found) {
+    curves.push_back(f.curve);
+    if (rows) rows->push_back(f.row);
+  }
+  return curves;
+}
+
+}  // namespace urpe

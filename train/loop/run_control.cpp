@@ -1,0 +1,76 @@
+// Run-directory opening, the Ctrl-C flag, and Adam and the schedule from the common keys.
+#include "train/loop/run_control.h"
+
+#include <csignal>
+
+#include "train/loop/checkpoint.h"
+#include "train/loop/checkpoint_identity.h"
+#include "train/config/run_config.h"
+#include "train/io/run_dir.h"
+
+namespace urpe {
+
+namespace {
+volatile std::sig_atomic_t g_stop_signal = 0;  // 0, or the signal that asked to stop
+int g_stop_scopes = 0;                         // StopOnInterrupt objects alive (nested)
+void request_stop(int signal) { g_stop_signal = signal; }
+}  // namespace
+
+std::string open_run_directory(const std::string& out_dir, const TrainOptions& options, Config& config) {
+  make_directories(out_dir);
+  const std::string checkpoint_path = join_path(out_dir, "model.safetensors");
+  URPE_CHECK(options.resume || options.overwrite || !path_exists(checkpoint_path),
+             "'" << out_dir << "' already holds a run (model.safetensors); continue it with --resume "
+                 << out_dir << " or choose another --out");
+  if (options.resume) {
+    URPE_CHECK(path_exists(checkpoint_path),
+               "cannot resume: no checkpoint at '" << checkpoint_path << "' (is this a run directory?)");
+    config = resumed_config(out_dir, options.resume_overrides);
+    check_resume_identity(out_dir, config);
+  }
+  return checkpoint_path;
+}
+
+Config stored_run_config(const std::string& dir) {
+  URPE_CHECK(path_exists(dir), "run directory '" << dir << "' does not exist");
+  const std::string checkpoint = join_path(dir, "model.safetensors");
+  URPE_CHECK(path_exists(checkpoint), "'" << dir << "' has no model.safetensors (not a run directory, or the "
+                                          "run never reached its first checkpoint)");
+  return config_from_text(read_checkpoint_info(checkpoint).config_text, checkpoint + " (config)");
+}
+
+StopOnInterrupt::StopOnInterrupt() {
+  if (g_stop_scopes++ > 0) return;  // an outer scope (a repro grid) already catches them
+  g_stop_signal = 0;
+  previous_interrupt_ = std::signal(SIGINT, request_stop);
+  previous_terminate_ = std::signal(SIGTERM, request_stop);
+}
+
+StopOnInterrupt::~StopOnInterrupt() {
+  if (--g_stop_scopes > 0) return;
+  std::signal(SIGINT, previous_interrupt_);
+  std::signal(SIGTERM, previous_terminate_);
+}
+
+bool StopOnInterrupt::requested() const { return g_stop_signal != 0; }
+
+int stop_signal() { return g_stop_signal; }
+
+int stop_exit_code() { return g_stop_signal == SIGTERM ? 143 : 130; }
+
+AdamConfig adam_config_from(const Config& config) {
+  AdamConfig adam;
+  adam.weight_decay = static_cast<float>(config.get_float("weight_decay"));
+  adam.clip_norm = static_cast<float>(config.get_float("clip"));
+  return adam;
+}
+
+LrSchedule lr_schedule_from(const Config& config, int64_t steps) {
+  LrSchedule schedule;
+  schedule.peak_lr = static_cast<float>(config.get_float("lr"));
+  schedule.warmup = config.get_int("warmup");
+  schedule.total = steps;
+  return schedule;
+}
+
+}  // namespace urpe
