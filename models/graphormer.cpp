@@ -16,6 +16,7 @@
 #include "ops/matmul.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
+#include "ops/urpe_self_attention.h"
 #include "tensor/op_profile.h"  // ScopeRange: NVTX range + profiler scope
 
 namespace urpe {
@@ -284,6 +285,16 @@ Tensor Graphormer::urpe_c_map(const data::GraphBatch& batch) const {
 Tensor Graphormer::attention(const Layer& layer, const Tensor& x, const Tensor& bias,
                              const UrpeAttentionParams& core, bool training, Rng* rng) const {
   const int64_t B = x.size(0), N = x.size(1), d = config_.d_model, H = config_.heads, dh = d / H;
+  if (!(training && config_.attention_dropout > 0.0f)) {
+    // The block as one op on packed q/k/v weights (ops/urpe_self_attention.h). GV1 scales q by
+    // dh^−½ and adds b to the scores; the block scales the scores instead (the same function)
+    // and takes b as its logit bias.
+    UrpeAttentionParams scaled = core;
+    scaled.scale = 1.0f / std::sqrt(static_cast<float>(dh));
+    const SelfAttentionWeights projections{layer.q.weight, layer.k.weight, layer.v.weight,
+                                           layer.q.bias,   layer.k.bias,   layer.v.bias};
+    return layer.out.forward(urpe_self_attention(x, projections, H, scaled, bias));  // (B, N, d)
+  }
   auto split_heads = [&](const Tensor& t) {  // (B, N, d) → (B, H, N, dh)
     return permute(reshape(t, {B, N, H, dh}), {0, 2, 1, 3});
   };

@@ -116,7 +116,7 @@ RowScratch::RowScratch(int64_t nk)
 // ---- forward ----
 
 void forward_row(const RowContext& ctx, int64_t b, int64_t h, int64_t i, const float* s_row, float* p_row,
-                 float* a_row, RowScratch& scratch) {
+                 float* a_row, RowScratch& scratch, const float* logit_bias) {
   const int64_t nk = ctx.nk;
   const int32_t* bmap = ctx.bias_table ? ctx.map_row(ctx.bias_map, ctx.bias_map_per_batch, b, i) : nullptr;
   const int32_t* cmap = ctx.c_table ? ctx.map_row(ctx.c_map, ctx.c_map_per_batch, b, i) : nullptr;
@@ -134,6 +134,8 @@ void forward_row(const RowContext& ctx, int64_t b, int64_t h, int64_t i, const f
   } else {
     for (int64_t j = 0; j < nk; ++j) zr[j] = s_row[j] * ctx.scale;
   }
+  if (logit_bias != nullptr)
+    for (int64_t j = 0; j < nk; ++j) zr[j] += logit_bias[j];
   if (ctx.causal) {
     for (int64_t j = std::max<int64_t>(0, i + ctx.causal_offset + 1); j < nk; ++j) zr[j] = kNegInf;
   }
@@ -189,7 +191,7 @@ void probs_times_c_row(const RowContext& ctx, int64_t b, int64_t h, int64_t i, c
 // ---- backward ----
 
 void backward_slice(const RowContext& ctx, int64_t b, int64_t h, const float* g_slice, const float* p_slice,
-                    float* ds_slice, double* db, double* dc, RowScratch& scratch) {
+                    float* ds_slice, double* db, double* dc, RowScratch& scratch, float* dz_slice) {
   const int64_t nq = ctx.nq, nk = ctx.nk;
   const float* c_h = ctx.c_table ? ctx.c_table + h * ctx.c_buckets : nullptr;
   const int32_t* padded = ctx.key_padding ? ctx.key_padding + b * nk : nullptr;
@@ -224,6 +226,8 @@ void backward_slice(const RowContext& ctx, int64_t b, int64_t h, const float* g_
     for (int64_t j = 0; j < end; ++j) dzr[j] = static_cast<double>(p[j]) * (dpr[j] - r);
     zero_masked(dzr, end, nk, padded);
     for (int64_t j = 0; j < nk; ++j) ds[j] = static_cast<float>(ctx.scale * dzr[j]);
+    if (dz_slice != nullptr)
+      for (int64_t j = 0; j < nk; ++j) dz_slice[i * nk + j] = static_cast<float>(dzr[j]);
     // ∂C gathers G·P and ∂B gathers dZ by bucket (a masked key adds 0).
     if (dc) {
       for (int64_t j = 0; j < end; ++j) gpr[j] = static_cast<double>(g[j]) * p[j];

@@ -54,17 +54,20 @@ struct RowScratch {
 };
 
 // Forward of row (b, h, i): its scores s (nk) → A (nk) and, when p is not null, P (nk).
+// logit_bias (nk), when given, is added to the row's logits after the scale and the table bias:
+// z = s·scale + B[map] + logit_bias (the fused block's dense bias, Graphormer's).
 void forward_row(const RowContext& ctx, int64_t b, int64_t h, int64_t i, const float* s, float* p, float* a,
-                 RowScratch& scratch);
+                 RowScratch& scratch, const float* logit_bias = nullptr);
 
 // The C row of (b, h, i) times P: A = P ⊙ C (P's masked zeros stay 0), the forward's A exactly.
 void probs_times_c_row(const RowContext& ctx, int64_t b, int64_t h, int64_t i, const float* p, float* a,
                        RowScratch& scratch);
 
 // Backward of the (b, h) slice: G and P (nq × nk, rows nk apart) → ∂S (same layout). Adds the
-// slice's ∂B and ∂C terms to db and dc ((Kb,) and (Kc,) doubles, each null when not wanted).
+// slice's ∂B and ∂C terms to db and dc ((Kb,) and (Kc,) doubles, each null when not wanted), and
+// writes dZ = ∂S/scale, the gradient of a logit bias, to dz (same layout) when it is not null.
 void backward_slice(const RowContext& ctx, int64_t b, int64_t h, const float* g, const float* p, float* ds,
-                    double* db, double* dc, RowScratch& scratch);
+                    double* db, double* dc, RowScratch& scratch, float* dz = nullptr);
 
 }  // namespace urpe::kernels::attention_rows
 

@@ -73,8 +73,8 @@ struct Sizes {
 // ---- forward ----
 
 void urpe_self_attention_forward_cpu(const Tensor& x, const Tensor& wcat, const Tensor& bcat, int64_t batch,
-                                     int64_t heads, const UrpeAttentionParams& params, Tensor& qkv, Tensor& probs,
-                                     Tensor& context) {
+                                     int64_t heads, const UrpeAttentionParams& params, const Tensor& logit_bias,
+                                     Tensor& qkv, Tensor& probs, Tensor& context) {
   const Sizes z(x, wcat, batch, heads);
   const int64_t n = z.n, D = z.full(), d3 = z.d3, dh = z.dh;
   // [Q|K|V] = x·Wcatᵀ + bcat: the bias in every row, then the GEMM accumulates onto it (as linear).
@@ -85,6 +85,7 @@ void urpe_self_attention_forward_cpu(const Tensor& x, const Tensor& wcat, const 
   const float* packed = qkv.f32();                       // (B·N, 3D): row r = [q_r | k_r | v_r]
   float* p_all = probs.defined() ? probs.f32() : nullptr;  // (B, H, N, N)
   float* out = context.f32();                            // (B·N, D)
+  const float* l_all = logit_bias.defined() ? logit_bias.f32() : nullptr;  // (B, H, N, N)
   const Tensor scratch = Tensor::empty({max_threads(), 2 * n * n});  // per thread: S and A
 #pragma omp parallel
   {
@@ -99,8 +100,10 @@ void urpe_self_attention_forward_cpu(const Tensor& x, const Tensor& wcat, const 
       const float* v = q + 2 * D;
       product(false, true, n, n, dh, q, d3, k, d3, s, n);  // S = Q·Kᵀ
       float* p = p_all ? p_all + slice * n * n : nullptr;
+      const float* l = l_all ? l_all + slice * n * n : nullptr;
       for (int64_t i = 0; i < n; ++i)
-        attention_rows::forward_row(ctx, b, h, i, s + i * n, p ? p + i * n : nullptr, a + i * n, rows);
+        attention_rows::forward_row(ctx, b, h, i, s + i * n, p ? p + i * n : nullptr, a + i * n, rows,
+                                    l ? l + i * n : nullptr);
       product(false, false, n, dh, n, a, n, v, d3, out + b * n * D + h * dh, D);  // context[b, :, h] = A·V
     }
   }
@@ -111,7 +114,8 @@ void urpe_self_attention_forward_cpu(const Tensor& x, const Tensor& wcat, const 
 void urpe_self_attention_backward_cpu(const Tensor& x, const Tensor& wcat, const Tensor& qkv, const Tensor& probs,
                                       const Tensor& grad_context, int64_t batch, int64_t heads,
                                       const UrpeAttentionParams& params, Tensor& grad_x, Tensor& grad_wcat,
-                                      Tensor& grad_bcat, Tensor* grad_bias_table, Tensor* grad_c_table) {
+                                      Tensor& grad_bcat, Tensor* grad_bias_table, Tensor* grad_c_table,
+                                      Tensor* grad_logit_bias) {
   const Sizes z(x, wcat, batch, heads);
   const int64_t n = z.n, D = z.full(), d3 = z.d3, dh = z.dh, slices = batch * heads;
   const RowContext ctx = attention_rows::make_context(batch, heads, n, n, params);
@@ -126,6 +130,7 @@ void urpe_self_attention_backward_cpu(const Tensor& x, const Tensor& wcat, const
   const float* g_all = grad_context.f32();  // (B·N, D)
   float* gp_all = grad_qkv.f32();
   const float* p_all = probs.f32();         // (B, H, N, N)
+  float* gl_all = grad_logit_bias ? grad_logit_bias->f32() : nullptr;  // (B, H, N, N): dZ
   const Tensor scratch = Tensor::empty({max_threads(), 3 * n * n});  // per thread: A, ∂A, ∂S
 #pragma omp parallel
   {
@@ -148,7 +153,8 @@ void urpe_self_attention_backward_cpu(const Tensor& x, const Tensor& wcat, const
       product(false, true, n, n, dh, g, D, v, d3, da, n);   // ∂A = G·Vᵀ
       product(true, false, n, dh, n, a, n, g, D, gv, d3);   // ∂V = Aᵀ·G
       attention_rows::backward_slice(ctx, b, h, da, p, ds, want_bias ? bias_partial.data() + slice * kb : nullptr,
-                                     want_c ? c_partial.data() + slice * kc : nullptr, rows);
+                                     want_c ? c_partial.data() + slice * kc : nullptr, rows,
+                                     gl_all ? gl_all + slice * n * n : nullptr);
       product(false, false, n, dh, n, ds, n, k, d3, gq, d3);  // ∂Q = ∂S·K
       product(true, false, n, dh, n, ds, n, q, d3, gk, d3);   // ∂K = ∂Sᵀ·Q
     }

@@ -20,20 +20,25 @@ using urpe::test::random_values;
 
 namespace {
 
-// x (B, N, d), the weights (D, d) / (D,), the tables (H, K): all requiring grad. C random around 1.
+// x (B, N, d), the weights (D, d) / (D,), the tables (H, K), the logit bias (B, H, N, N): all
+// requiring grad. C random around 1.
 struct Block {
   int64_t batch, n, d, heads, D;
   Tensor x;
   SelfAttentionWeights w;
-  Tensor bias_table, c_table;
+  Tensor bias_table, c_table, logit_bias;
   UrpeAttentionParams params;
-  std::vector<Tensor> inputs() const { return {x, w.wq, w.wk, w.wv, w.bq, w.bk, w.bv, bias_table, c_table}; }
+  std::vector<Tensor> inputs() const {
+    return {x, w.wq, w.wk, w.wv, w.bq, w.bk, w.bv, bias_table, c_table, logit_bias};
+  }
 };
 
-enum class Variant { toeplitz, per_batch_padded_causal, no_tables, exp_norm };
+// graphormer: Graphormer's use, a dense logit bias with −∞ on padded keys (and one far pair),
+// C over a per-batch map, key padding, no bias table.
+enum class Variant { toeplitz, per_batch_padded_causal, no_tables, exp_norm, graphormer };
 
 Block make_block(int64_t batch, int64_t n, int64_t d, int64_t heads, int64_t D, Variant variant, uint64_t seed) {
-  Block b{batch, n, d, heads, D, {}, {}, {}, {}, {}};
+  Block b{batch, n, d, heads, D, {}, {}, {}, {}, {}, {}};
   b.x = random_param({batch, n, d}, seed);
   b.w.wq = random_param({D, d}, seed + 1, -0.5f, 0.5f);
   b.w.wk = random_param({D, d}, seed + 2, -0.5f, 0.5f);
@@ -43,6 +48,24 @@ Block make_block(int64_t batch, int64_t n, int64_t d, int64_t heads, int64_t D, 
   b.w.bv = random_param({D}, seed + 6);
   b.params.scale = 1.0f / std::sqrt(static_cast<float>(D / heads));
   if (variant == Variant::no_tables) return b;
+  if (variant == Variant::graphormer) {
+    std::vector<float> logits = random_values({batch, heads, n, n}, seed + 9).to_vector_f32();
+    std::vector<int32_t> padding(batch * n, 0), c_map(batch * n * n);
+    for (int64_t j = n - 2; j < n; ++j) padding[(batch - 1) * n + j] = 1;
+    for (int64_t k = 0; k < batch * heads * n * n; ++k) {
+      const int64_t j = k % n, bb = k / (heads * n * n);
+      if (padding[bb * n + j] != 0) logits[k] = -INFINITY;  // as the collated attn_bias
+    }
+    logits[n + 2] = -INFINITY;  // a far pair (SPD beyond spatial_pos_max) of item 0, head 0
+    for (int64_t k = 0; k < batch * n * n; ++k) c_map[k] = static_cast<int32_t>((k * 3 + 1) % 5);
+    b.logit_bias = Tensor::from_vector(logits, {batch, heads, n, n});
+    b.logit_bias.set_requires_grad(true);
+    b.c_table = random_param({heads, 5}, seed + 8, 0.3f, 1.7f);
+    b.params.c_table = b.c_table;
+    b.params.c_map = Tensor::from_vector(c_map, {batch, n, n});
+    b.params.key_padding = Tensor::from_vector(padding, {batch, n});
+    return b;
+  }
   b.bias_table = random_param({heads, 2 * n - 1}, seed + 7);
   b.c_table = random_param({heads, 2 * n - 1}, seed + 8, 0.3f, 1.7f);
   b.params.bias_table = b.bias_table;
@@ -75,7 +98,8 @@ autograd::TensorFn block_fn(const Block& b, bool fused) {
     p.bias_table = v[7];
     p.c_table = v[8];
     const SelfAttentionWeights w{v[1], v[2], v[3], v[4], v[5], v[6]};
-    return fused ? urpe_self_attention(v[0], w, b.heads, p) : urpe_self_attention_reference(v[0], w, b.heads, p);
+    return fused ? urpe_self_attention(v[0], w, b.heads, p, v[9])
+                 : urpe_self_attention_reference(v[0], w, b.heads, p, v[9]);
   };
 }
 
@@ -101,9 +125,8 @@ double max_abs(const Tensor& t) {
 void check_against_reference(const Block& b) {
   const std::vector<Tensor> fused = run_with_grads(b, true), reference = run_with_grads(b, false);
   REQUIRE(fused.size() == reference.size());
-  const char* names[] = {"output", "x", "wq", "wk", "wv", "bq", "bk", "bv", "bias_table", "c_table"};
   for (size_t k = 0; k < fused.size(); ++k) {
-    CAPTURE(names[k]);
+    CAPTURE(k);  // output, x, wq, wk, wv, bq, bk, bv, then the defined ones of bias_table, c_table, logit_bias
     CHECK(fused[k].shape() == reference[k].shape());
     // Both sides are float GEMMs and the same core; they differ only in how the products are
     // blocked (one packed GEMM vs three, per-head pointers vs copies): float rounding.
@@ -122,19 +145,36 @@ TEST_CASE("fused self-attention equals the composed ops: output and every gradie
     check_against_reference(make_block(2, 5, 8, 4, 8, Variant::no_tables, 30));
   }
   SUBCASE("exp instead of softmax") { check_against_reference(make_block(2, 6, 4, 2, 4, Variant::exp_norm, 40)); }
+  SUBCASE("Graphormer's: a dense logit bias with -inf keys, C on a per-batch map, key padding") {
+    check_against_reference(make_block(3, 8, 8, 2, 8, Variant::graphormer, 45));
+  }
   SUBCASE("the bench's head size, N = 128: parts of the projection GEMM and the per-head products") {
     check_against_reference(make_block(2, 128, 32, 2, 64, Variant::toeplitz, 50));
   }
 }
 
 TEST_CASE("fused self-attention: finite-difference gradients") {
-  for (Variant variant : {Variant::toeplitz, Variant::per_batch_padded_causal}) {
+  for (Variant variant : {Variant::toeplitz, Variant::per_batch_padded_causal, Variant::graphormer}) {
     const Block b = make_block(2, 5, 4, 2, 4, variant, 60);
     autograd::GradcheckOptions options;
     options.eps = 1e-3f;
     options.atol = 3e-3f;
     options.rtol = 1e-2f;
-    check_gradients(block_fn(b, true), b.inputs(), options);
+    // gradcheck takes the defined inputs; the function puts them back in their places
+    const std::vector<Tensor> all = b.inputs();
+    std::vector<Tensor> defined;
+    for (const Tensor& t : all)
+      if (t.defined()) defined.push_back(t);
+    const autograd::TensorFn fused = block_fn(b, true);
+    check_gradients(
+        [all, fused](const std::vector<Tensor>& v) {
+          std::vector<Tensor> full = all;
+          size_t next = 0;
+          for (Tensor& t : full)
+            if (t.defined()) t = v[next++];
+          return fused(full);
+        },
+        defined, options);
   }
 }
 
@@ -186,4 +226,10 @@ TEST_CASE("fused self-attention: bad arguments give one error naming the argumen
   w = b.w;
   w.bv = Tensor();
   CHECK(message(w, 2).find("bv is missing") != std::string::npos);
+  try {
+    urpe_self_attention(b.x, b.w, 2, b.params, random_values({2, 2, 5, 4}, 3));
+    FAIL("a logit bias of the wrong shape was accepted");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("logit_bias") != std::string::npos);
+  }
 }
