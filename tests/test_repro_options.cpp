@@ -41,7 +41,7 @@ void check_refused(const std::string& arguments, const std::string& expected) {
   CHECK(!std::filesystem::exists(out));
 }
 
-// The toy molecules of test_molecule_trainer: chains, alcohols, amines and phenyl chains.
+// The toy molecules of test_graphormer_trainer: chains, alcohols, amines and phenyl chains.
 std::string toy_molecules() {
   const std::string path = test::make_scratch_dir("grid_molecules") + "/toy.csv";
   std::ofstream csv(path);

@@ -53,7 +53,20 @@ struct MemoryEstimate {
   const SizeTerm* largest_tensor() const;      // of the activations and the fixed tables
 };
 
-// Per family, from the keys of train/config/run_config.cpp, txl_config.cpp and graphormer_config.cpp.
+// The factors the families' estimates are made of.
+namespace size_terms {
+double value_of(const Config& config, const std::string& key);  // a numeric key's value
+SizeFactor key_factor(const Config& config, const std::string& key, int power = 1);  // "key value^power"
+SizeFactor constant(double value, const std::string& text = "");  // blamed on no key
+// The batch rows of the biggest activations: the training micro-batch (batch / accum_steps), or a
+// larger evaluation batch of eval_rows (the key eval_key, or the constant eval_text when "").
+SizeFactor rows_factor(const Config& config, const std::string& eval_key, double eval_rows,
+                       const std::string& eval_text);
+}  // namespace size_terms
+
+// Per family, from the keys of train/config/run_config.cpp, txl_config.cpp and graphormer_config.cpp;
+// each is defined in its family's folder (train/families/encoder/encoder_memory.cpp,
+// txl/txl_memory.cpp, graphormer/graphormer_memory.cpp) and named by its ModelFamily.
 MemoryEstimate estimate_encoder_memory(const Config& config);
 // `vocab`: the corpus's vocabulary, or 0 before the corpus is read (then the embedding and the
 // full-softmax logits, which need it, are left out).

@@ -25,7 +25,7 @@ using namespace urpe;
 namespace {
 
 std::string temp_path(const std::string& name) {
-  return "/tmp/urpe_test_molecule_trainer_" + std::to_string(::getpid()) + "_" + name;
+  return "/tmp/urpe_test_graphormer_trainer_" + std::to_string(::getpid()) + "_" + name;
 }
 
 std::string temp_dir(const std::string& name) {
