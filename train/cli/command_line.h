@@ -1,4 +1,4 @@
-// The command-line interface of `urpe` (pinned in README.md#command-line): subcommands, their options and
+// The command-line interface of `urpe` (every command and option: docs/cli.md): subcommands, their options and
 // help text, and dispatch to the code that runs them.
 #pragma once
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The files of a run directory (README.md#run-directories-and-config-keys): config.txt, metrics.csv,
+// The files of a run directory (docs/cli.md#run-directories): config.txt, metrics.csv,
 // results.json, plots/.
 // Every file is written through a temp file + rename so a crash never leaves half a file.
 #pragma once
@@ -90,7 +90,7 @@ struct MetricsRow {
 };
 std::vector<MetricsRow> read_metrics(const std::string& path);
 
-// One row of results.json (README.md#run-directories-and-config-keys): what a run or a repro
+// One row of results.json (docs/cli.md#run-directories): what a run or a repro
 // configuration achieved.
 struct ResultRow {
   std::string experiment, task, model, pe;
