@@ -20,7 +20,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cpu_vs_torch import load, number, run, shell  # noqa: E402
+from cpu_vs_torch import Report, load, number, run, shell  # noqa: E402
 
 
 def main():
@@ -39,11 +39,8 @@ def main():
         if not os.access(path, os.X_OK):
             ap.error(f"{path}: not an executable urpe binary")
 
-    lines = []
-
-    def emit(text=""):
-        print(text, flush=True)
-        lines.append(text)
+    report = Report()
+    emit = report.emit
 
     emit(f"# urpe bench step, {args.before_name} against {args.after_name}, "
          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
@@ -92,11 +89,7 @@ def main():
              f"**{med(lambda x: x[4][b] / x[4][a]):.3f}** | **{med(lambda x: x[5][b] / x[5][a]):.3f}** |")
     emit()
     emit(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    if args.out:
-        tmp = args.out + ".tmp"
-        with open(tmp, "w") as f:
-            f.write("\n".join(lines) + "\n")
-        os.replace(tmp, args.out)
+    report.save(args.out)
 
 
 if __name__ == "__main__":

@@ -111,14 +111,9 @@ double run_step_benchmark(const StepBenchOptions& options) {
   threads = omp_get_max_threads();
 #endif
   const std::string blas = kernels::blas_core_name();
-#if defined(URPE_NATIVE_BUILD)
-  const char* host_code = "-march=native";
-#else
-  const char* host_code = "portable";
-#endif
   std::printf("urpe %s, %s, %d threads, BLAS: %s, host code: %s\n", device.is_cpu() ? "cpu" : "cuda",
               cpu_model_name().c_str(), threads,
-              blas.empty() ? "built-in blocked GEMM" : ("OpenBLAS " + blas).c_str(), host_code);
+              blas.empty() ? "built-in blocked GEMM" : ("OpenBLAS " + blas).c_str(), host_code_name());
   if (device.is_cuda())
     std::printf("GPU: %s, TF32 tensor-core GEMMs %s\n", cuda::device_name(device.context()).c_str(),
                 options.tf32 ? "on (--tf32)" : "off (full FP32)");

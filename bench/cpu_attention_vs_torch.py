@@ -17,20 +17,12 @@ import argparse
 import os
 import re
 import statistics
-import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cpu_vs_torch import clean_env, load, shell  # noqa: E402
+from cpu_vs_torch import Report, load, run, shell  # noqa: E402
 
-
-def run(cmd):
-    done = subprocess.run(cmd, cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if done.returncode != 0:
-        sys.exit(f"cpu_attention_vs_torch.py: `{' '.join(cmd)}` failed ({done.returncode}):\n{done.stdout[-3000:]}")
-    return done.stdout
 
 
 def rows(text):
@@ -55,11 +47,8 @@ def main():
                 args.lengths, "--batch", str(args.batch), "--repeats", str(args.repeats)]
     torch_cmd = [args.torch2, "bench/torch_attention.py", "--device", "cpu", "--paths", "sdpa,sdpa+bias", "--lengths",
                  args.lengths, "--batch", str(args.batch), "--repeats", str(args.repeats)]
-    lines = []
-
-    def emit(text=""):
-        print(text, flush=True)
-        lines.append(text)
+    report = Report()
+    emit = report.emit
 
     emit(f"# URPE attention (urpe, fused) against PyTorch 2's CPU scaled_dot_product_attention, "
          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
@@ -104,10 +93,7 @@ def main():
                  f"**{statistics.median(v[0] / v[2] for v in vals):.2f}** |")
     emit()
     emit(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    if args.out:
-        with open(args.out + ".tmp", "w") as f:
-            f.write("\n".join(lines) + "\n")
-        os.replace(args.out + ".tmp", args.out)
+    report.save(args.out)
 
 
 if __name__ == "__main__":

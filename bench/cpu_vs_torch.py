@@ -44,12 +44,34 @@ def load():
 
 
 def run(cmd):
-    """Runs cmd (a list) from the repository root with the BLAS variables unset; its output."""
+    """Runs cmd (a list) from the repository root with the BLAS variables unset; its output. A
+    failure ends the calling script with its name, the command and the end of its output."""
     done = subprocess.run(cmd, cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True)
     if done.returncode != 0:
-        sys.exit(f"cpu_vs_torch.py: `{' '.join(cmd)}` failed ({done.returncode}):\n{done.stdout[-3000:]}")
+        script = os.path.basename(sys.argv[0])
+        sys.exit(f"{script}: `{' '.join(cmd)}` failed ({done.returncode}):\n{done.stdout[-3000:]}")
     return done.stdout
+
+
+class Report:
+    """The lines a benchmark prints, kept to be written as its Markdown record."""
+
+    def __init__(self):
+        self.lines = []
+
+    def emit(self, text=""):
+        print(text, flush=True)
+        self.lines.append(text)
+
+    def save(self, path):
+        """Writes the record to path through a temporary name (nothing when path is empty)."""
+        if not path:
+            return
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("\n".join(self.lines) + "\n")
+        os.replace(tmp, path)
 
 
 def number(pattern, text, what):
@@ -87,11 +109,8 @@ def main():
         ap.error(f"--build: no {urpe} under {ROOT} (build it: make build)")
     sizes = (["--seq-len", str(args.seq_len)] if args.seq_len else []) + (["--batch", str(args.batch)] if args.batch else [])
 
-    lines = []
-
-    def emit(text=""):
-        print(text, flush=True)
-        lines.append(text)
+    report = Report()
+    emit = report.emit
 
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, stdout=subprocess.PIPE, text=True).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, stdout=subprocess.PIPE,
@@ -189,11 +208,7 @@ def main():
                     emit(f"- {n}: {line}")
     emit()
     emit(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    if args.out:
-        tmp = args.out + ".tmp"
-        with open(tmp, "w") as f:
-            f.write("\n".join(lines) + "\n")
-        os.replace(tmp, args.out)
+    report.save(args.out)
 
 
 if __name__ == "__main__":

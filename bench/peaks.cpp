@@ -193,16 +193,20 @@ void print_rate(const std::string& label, double value, const char* unit) {
 
 }  // namespace
 
+const char* host_code_name() {
+#if defined(URPE_NATIVE_BUILD)
+  return "-march=native";
+#else
+  return "portable";
+#endif
+}
+
 std::string machine_key(const Device& device) {
   if (device.is_cuda()) return "cuda | " + cuda::device_name(device.context()) + " | " + host_name();
   const std::string blas = kernels::blas_core_name();
-#if defined(URPE_NATIVE_BUILD)
-  const char* host_code = "-march=native";
-#else
-  const char* host_code = "portable";
-#endif
   return "cpu | " + cpu_model_name() + " | " + std::to_string(threads()) + " threads | " +
-         (blas.empty() ? std::string("built-in GEMM") : "OpenBLAS " + blas) + " | " + host_code + " | " + host_name();
+         (blas.empty() ? std::string("built-in GEMM") : "OpenBLAS " + blas) + " | " + host_code_name() + " | " +
+         host_name();
 }
 
 profile::MachinePeaks measure_peaks(const Device& device, bool smoke) {

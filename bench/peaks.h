@@ -24,6 +24,9 @@ struct PeaksOptions {
   bool smoke = false;  // tiny sizes: checks that the measurement runs (tests, the CUDA simulator)
 };
 
+// How urpe's host code was compiled: "-march=native" (URPE_NATIVE) or "portable".
+const char* host_code_name();
+
 // What identifies the machine in the cache: the device, its CPU or GPU model, the threads, the
 // BLAS core, how the host code was compiled and the host name.
 std::string machine_key(const Device& device);

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "doctest/doctest.h"
+#include "file_bytes.h"
 #include "train/io/config.h"
 #include "train/io/printable.h"
 #include "train/config/run_config.h"
@@ -44,16 +45,8 @@ struct Outcome {
   std::string err;      // everything on stderr
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(out.good());
-}
+using urpe::test::read_file;
+using urpe::test::write_file;
 
 // `urpe args...` without a shell (so arguments may hold any byte), stdout discarded, stderr kept,
 // killed after `limit_s` seconds.

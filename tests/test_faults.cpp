@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "doctest/doctest.h"
+#include "file_bytes.h"
 #include "scratch_dir.h"
 #include "tensor/error.h"
 #include "train/loop/checkpoint_identity.h"
@@ -59,16 +60,8 @@ const std::string& scratch() {
   return root;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(out.good());
-}
+using urpe::test::read_file;
+using urpe::test::write_file;
 
 struct Launch {
   Launch(std::vector<std::string> args_) : args(std::move(args_)) {}

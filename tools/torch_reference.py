@@ -425,9 +425,10 @@ def rss_mib(field):
     return None
 
 
-def bench(warmup, steps, threads, seq_len=None, batch=None, device="cpu"):
-    """The step of `urpe bench step --device cpu|cuda`: on CUDA the step ends with a device
-    synchronisation (as urpe's does) and the memory line is the caching allocator's peak."""
+def _bench_setup(threads, seq_len, batch, device):
+    """The bench step's model, parameters and Adam on `device` (urpe's `bench step` config, with
+    its sequence length and batch when given), the synchronisation that ends a timed step, and the
+    generator (seed 0) that goes on to draw the batches."""
     torch.set_num_threads(threads)
     dev = torch.device(device)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
@@ -440,6 +441,13 @@ def bench(warmup, steps, threads, seq_len=None, batch=None, device="cpu"):
     g = torch.Generator().manual_seed(0)
     params = {name: w.to(dev).requires_grad_(True) for name, w in bench_parameters(cfg, g).items()}
     opt = torch.optim.Adam(params.values(), lr=1e-4)
+    return dev, sync, cfg, params, opt, g
+
+
+def bench(warmup, steps, threads, seq_len=None, batch=None, device="cpu"):
+    """The step of `urpe bench step --device cpu|cuda`: on CUDA the step ends with a device
+    synchronisation (as urpe's does) and the memory line is the caching allocator's peak."""
+    dev, sync, cfg, params, opt, g = _bench_setup(threads, seq_len, batch, device)
     B, N = cfg["batch"], cfg["seq_len"]
     times = []
     # The resident set's growth over the first step (every buffer fresh from the system), the
@@ -530,18 +538,7 @@ def profile_bench(warmup, steps, threads, out_dir, seq_len=None, batch=None, dev
     matmul-like ops only and no bytes, so GB/s is "—" and % of roofline is the compute bound
     (FLOPs / urpe's measured sgemm peak) over self time, for the ops that have FLOPs."""
     from torch.profiler import ProfilerActivity, profile, record_function
-    torch.set_num_threads(threads)
-    dev = torch.device(device)
-    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
-    cfg = dict(BENCH)
-    if seq_len:
-        cfg["seq_len"] = seq_len
-    if batch:
-        cfg["batch"] = batch
-    cfg["num_classes"] = cfg["seq_len"]
-    g = torch.Generator().manual_seed(0)
-    params = {name: w.to(dev).requires_grad_(True) for name, w in bench_parameters(cfg, g).items()}
-    opt = torch.optim.Adam(params.values(), lr=1e-4)
+    dev, sync, cfg, params, opt, g = _bench_setup(threads, seq_len, batch, device)
     B, N = cfg["batch"], cfg["seq_len"]
 
     def one_step():

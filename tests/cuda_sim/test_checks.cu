@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "doctest/doctest.h"
+#include "tests/cuda_sim/device_copies.h"
 #include "urpe_sim_checks.h"
 
 using urpe_sim::Checks;
@@ -63,22 +64,6 @@ const Checks kInitcheck{false, false, true};
 // Every schedule, each launch compared between them: what the fixed kernels must pass.
 std::vector<Schedule> every_schedule() {
   return {kForward, kReverse, kForwardSwitch, kRandomSwitch};
-}
-
-template <typename T>
-T* to_device(const std::vector<T>& host) {
-  void* p = nullptr;
-  REQUIRE(cudaMalloc(&p, host.size() * sizeof(T)) == cudaSuccess);
-  REQUIRE(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice) ==
-          cudaSuccess);
-  return static_cast<T*>(p);
-}
-
-template <typename T>
-std::vector<T> to_host(const T* device, size_t n) {
-  std::vector<T> host(n);
-  REQUIRE(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
-  return host;
 }
 
 // The launch error since the last call ("" for none), with the simulator's message.

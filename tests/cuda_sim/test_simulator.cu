@@ -17,26 +17,9 @@
 #include <vector>
 
 #include "doctest/doctest.h"
+#include "tests/cuda_sim/device_copies.h"
 
 namespace {
-
-// ---- helpers ----
-
-template <typename T>
-T* to_device(const std::vector<T>& host) {
-  void* p = nullptr;
-  REQUIRE(cudaMalloc(&p, host.size() * sizeof(T)) == cudaSuccess);
-  REQUIRE(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice) ==
-          cudaSuccess);
-  return static_cast<T*>(p);
-}
-
-template <typename T>
-std::vector<T> to_host(const T* device, size_t n) {
-  std::vector<T> host(n);
-  REQUIRE(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
-  return host;
-}
 
 // ---- kernels that are correct ----
 

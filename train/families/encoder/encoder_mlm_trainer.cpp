@@ -12,6 +12,7 @@
 #include "train/dist/data_parallel.h"
 #include "train/families/txl/txl_config.h"
 #include "train/families/encoder/encoder_mlm_config.h"
+#include "train/families/encoder/top1_hits.h"
 #include "train/loop/training_loop.h"
 
 namespace urpe {
@@ -20,27 +21,6 @@ namespace {
 
 constexpr uint64_t kMaskSeed = 0x6d61736bULL;  // the validation windows' masks, the same for every run
 constexpr int64_t kEvalBatch = 32;
-
-// Rows whose argmax is the target, and rows (logits (M, V), targets (M,), every row scored).
-struct Hits {
-  int64_t correct = 0, scored = 0;
-};
-Hits hits_of(const Tensor& logits, const Tensor& targets) {
-  const std::vector<float> l = logits.to_vector_f32();
-  const std::vector<int32_t> t = targets.to_vector_i32();
-  const int64_t classes = logits.size(-1);
-  Hits hits;
-  for (size_t row = 0; row < t.size(); ++row) {
-    if (t[row] == data::MaskedLanguageModel::kIgnoreTarget) continue;
-    const float* p = l.data() + row * classes;
-    int64_t best = 0;
-    for (int64_t c = 1; c < classes; ++c)
-      if (p[c] > p[best]) best = c;
-    hits.correct += best == t[row];
-    ++hits.scored;
-  }
-  return hits;
-}
 
 // The masked positions of a (B, n) target tensor: their flat indices into the B·n positions and
 // their targets, (M,) each, on `device`.
@@ -103,7 +83,7 @@ MaskedLmEval evaluate_masked_lm(const TransformerEncoder& model, const data::Mas
     const MaskedRows masked = masked_rows(batch.targets, model.device());
     const Tensor logits = masked_logits(model, batch.tokens.to(model.device()), masked, false, nullptr);
     loss_sum += cross_entropy(logits, masked.targets).item() * static_cast<double>(masked.count);
-    correct += hits_of(logits, masked.targets).correct;
+    correct += hits_of(logits, masked.targets, data::MaskedLanguageModel::kIgnoreTarget).correct;
     e.masked += masked.count;
   }
   e.loss = loss_sum / static_cast<double>(e.masked);
@@ -139,17 +119,14 @@ class MaskedLmTask final : public TrainingTask {
     const MaskedRows masked = masked_rows(dist::shard_rows(global_.targets, rows), model_.device());
     const Tensor logits = masked_logits(model_, tokens, masked, true, &progress.dropout_rng);
     const Tensor loss = cross_entropy(logits, masked.targets);
-    trained_.push_back(hits_of(logits.detach(), masked.targets));
+    trained_.push_back(hits_of(logits.detach(), masked.targets, data::MaskedLanguageModel::kIgnoreTarget));
     return {loss, static_cast<double>(tokens.numel()), static_cast<double>(masked.count)};
   }
   // The masked-token accuracy of the global batch (equal shards: the mean of the ranks').
   double train_metric(double) override {
     Hits hits;
-    for (const Hits& h : trained_) {
-      hits.correct += h.correct;
-      hits.scored += h.scored;
-    }
-    double accuracy = hits.scored == 0 ? 0.0 : static_cast<double>(hits.correct) / static_cast<double>(hits.scored);
+    for (const Hits& h : trained_) hits += h;
+    double accuracy = hits.fraction();
     comm_.all_reduce_sum(&accuracy, 1);
     return accuracy / comm_.size();
   }

@@ -11,6 +11,7 @@
 #include "train/dist/data_parallel.h"
 #include "train/families/encoder/encoder_mlm_config.h"
 #include "train/families/encoder/encoder_mlm_trainer.h"
+#include "train/families/encoder/top1_hits.h"
 #include "train/config/run_config.h"
 #include "train/loop/training_loop.h"
 
@@ -18,33 +19,9 @@ namespace urpe {
 
 namespace {
 
-
 constexpr uint64_t kValidationSeed = 0x7a11d5e7ULL;  // the same held-out sets for every run
 constexpr uint64_t kTestSeed = 0x7e575e7ULL;
 constexpr int64_t kEvalBatch = 64;  // fixed, so the held-out sets and their scores never depend on it
-
-// Scored positions whose argmax equals the target, and scored positions (a target equal to
-// `ignore` is not scored: official PI's position 0).
-struct Hits {
-  int64_t correct = 0, scored = 0;
-  double fraction() const { return scored == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(scored); }
-};
-Hits hits_of(const Tensor& logits, const Tensor& targets, int32_t ignore) {
-  const std::vector<float> l = logits.to_vector_f32();
-  const std::vector<int32_t> t = targets.to_vector_i32();
-  const int64_t classes = logits.size(-1);
-  Hits hits;
-  for (size_t row = 0; row < t.size(); ++row) {
-    if (t[row] == ignore) continue;
-    const float* p = l.data() + row * classes;
-    int64_t best = 0;
-    for (int64_t c = 1; c < classes; ++c)
-      if (p[c] > p[best]) best = c;
-    hits.correct += best == t[row];
-    ++hits.scored;
-  }
-  return hits;
-}
 
 // Mean cross-entropy over the scored positions.
 Tensor flat_loss(const Tensor& logits, const Tensor& targets, int32_t ignore) {
@@ -163,11 +140,7 @@ class EncoderTask final : public TrainingTask {
   // The accuracy of the global batch: the shards are equal, so the mean of the ranks' accuracies.
   double train_metric(double) override {
     Hits hits;
-    for (const TrainedPart& part : trained_) {
-      const Hits h = hits_of(part.logits, part.targets, task_.ignore_index());
-      hits.correct += h.correct;
-      hits.scored += h.scored;
-    }
+    for (const TrainedPart& part : trained_) hits += hits_of(part.logits, part.targets, task_.ignore_index());
     double accuracy = hits.fraction();
     comm_.all_reduce_sum(&accuracy, 1);
     return accuracy / comm_.size();
