@@ -20,6 +20,13 @@
 #   bench/gpu_session.sh compare    urpe against PyTorch eager on the same GPU: the bench training
 #                                   step, Table 5, the attention alone (tools/torch_reference.py,
 #                                   bench/torch_attention.py)
+#   bench/gpu_session.sh families   each family's bench step (encoder, txl, graphormer) beside its
+#                                   PyTorch twin, eager and torch.compile, two alternating rounds
+#                                   (tools/torch_bench.py --device cuda)
+#   bench/gpu_session.sh presets    one measured step of each --scale paper preset: `urpe profile`
+#                                   of steps 3..6 (step time, peak memory, the per-op table)
+#   bench/gpu_session.sh nsight     docs/profiling.md's Nsight recipe as written: ncu on step 41 of
+#                                   pi-paper filtered by kernel name, then by NVTX range
 #   bench/gpu_session.sh profile    urpe's per-op profile of the bench step on the GPU (peaks, then
 #                                   `urpe profile --device cuda`), torch.profiler on the same step,
 #                                   and Nsight Systems' kernel/NVTX sums of the same window when
@@ -167,8 +174,65 @@ case "$1" in
       echo "== nsys: not on PATH, Nsight Systems' side left out"
     fi
     ;;
+  families)
+    # urpe, PyTorch eager and torch.compile on each family's bench step, round 1 then round 2 (the
+    # second torch.compile starts from inductor's cache). TF32 off on both sides.
+    for round in 1 2; do
+      for model in encoder txl graphormer; do
+        step "family_${model}_urpe_$round" "./$BUILD/urpe" bench step --device cuda --model "$model" --repeats 50
+        step "family_${model}_eager_$round" python3 tools/torch_bench.py --device cuda --model "$model" --steps 50
+        step "family_${model}_compile_$round" python3 tools/torch_bench.py --device cuda --model "$model" --steps 50 --compile
+      done
+    done
+    ;;
+  presets)
+    # One measured step of each paper preset (Appendix C): `urpe profile` trains 6 steps and records
+    # 3..6 (the step's median, peak device memory, the per-op table). Data: the synthetic tasks draw
+    # their own; Transformer-XL reads a random corpus of WikiText-103's vocabulary size (the step's
+    # work depends on the shape only: tools/make_shape_corpus.py); the molecule and MLM presets
+    # read the embedded data (molecule sizes and windows as the real sets give, ids from the preset).
+    python3 tools/make_shape_corpus.py /tmp/shape_corpus >"$LOGS/shape_corpus.log" 2>&1
+    local preset
+    for preset in pi-paper txl-base-paper graphormer-slim-urpe graphormer-pcqm4m-urpe mlm-paper; do
+      local extra=""
+      [ "$preset" = txl-base-paper ] && extra="--set corpus=/tmp/shape_corpus --set pe=urpe"
+      [ "$preset" = mlm-paper ] && extra="--set pe=urpe"
+      # shellcheck disable=SC2086
+      step "preset_$preset" "./$BUILD/urpe" profile --preset "$preset" $extra --device cuda --steps 3:6 \
+        --out "$LOGS/presets/$preset" --overwrite --quiet
+      [ -f "$LOGS/presets/$preset/profile.md" ] && head -n 40 "$LOGS/presets/$preset/profile.md" >"$LOGS/preset_${preset}_table.md"
+    done
+    ;;
+  nsight)
+    # docs/profiling.md steps 4 and 5, as the page writes them (pi-paper, step 41).
+    local run="--preset pi-paper --set device=cuda --set warmup=10 --set valid_size=256 --quiet"
+    if command -v nsys >/dev/null; then
+      # shellcheck disable=SC2086
+      step nsys_recipe nsys profile --capture-range=cudaProfilerApi --capture-range-end=stop \
+        --trace=cuda,nvtx,cublas --sample=none --force-overwrite true -o "$LOGS/urpe_steps" \
+        "./$BUILD/urpe" train $run --set steps=60 --out /tmp/urpe_nsys --overwrite --profile-steps 41:50
+      step nsys_recipe_stats nsys stats --report cuda_gpu_kern_sum --report nvtx_sum "$LOGS/urpe_steps.nsys-rep"
+    else
+      echo "== nsys: not on PATH (docs/profiling.md step 4 left out)"
+    fi
+    # shellcheck disable=SC2086
+    step ncu_recipe ncu --clock-control none --profile-from-start off --set full \
+      -k regex:"^urpe_(flash_)?attention_" -o "$LOGS/urpe_core_step41" -f \
+      "./$BUILD/urpe" train $run --set steps=45 --out /tmp/urpe_ncu --overwrite --profile-steps 41:41
+    step ncu_recipe_summary ncu --import "$LOGS/urpe_core_step41.ncu-rep" --page details
+    # The NVTX filters of step 5: layer 0's attention block, and the attention op's backward
+    # (kernel times only: the full set of every GEMM would not fit the call).
+    # shellcheck disable=SC2086
+    step ncu_nvtx_layer0 ncu --clock-control none --nvtx --nvtx-include "train_step/encoder.layer0/encoder.layer0.attention/" \
+      --profile-from-start off --metrics gpu__time_duration.sum --print-summary per-kernel \
+      "./$BUILD/urpe" train $run --set steps=45 --out /tmp/urpe_ncu2 --overwrite --profile-steps 41:41
+    # shellcheck disable=SC2086
+    step ncu_nvtx_backward ncu --clock-control none --nvtx --nvtx-include "train_step/urpe_attention backward/" \
+      --profile-from-start off --metrics gpu__time_duration.sum --print-summary per-kernel \
+      "./$BUILD/urpe" train $run --set steps=45 --out /tmp/urpe_ncu3 --overwrite --profile-steps 41:41
+    ;;
   *)
-    echo "usage: bench/gpu_session.sh STEP... (STEP: build, parity, core, sanitize, bench, ncu, ncu_times, nccl, compare, profile)" >&2
+    echo "usage: bench/gpu_session.sh STEP... (STEP: build, parity, core, sanitize, bench, ncu, ncu_times, nccl, compare, families, presets, nsight, profile)" >&2
     exit 2
     ;;
 esac

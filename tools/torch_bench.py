@@ -12,6 +12,12 @@ ran. bench/cpu_vs_torch.py alternates it with urpe round by round.
   /work/venv-torch2/bin/python tools/torch_bench.py --model txl --compile  # PyTorch 2 (PyPI), inductor
   ... --seq-len 1024 --batch 4                                           # the long-sequence encoder step
   ... --flops                                                            # PyTorch's own FLOP count of a step
+  python3 tools/torch_bench.py --model graphormer --device cuda          # on a GPU (bench/gpu_session.sh families)
+
+On a GPU the model, its data and Adam live on the device (the data of a step is drawn on the CPU with
+the same generator, then copied, outside the timed region), each timed step ends with a device
+synchronisation as urpe's does, and the memory line is the caching allocator's peak. The twins'
+own tensor factories follow torch.set_default_device.
 
 PyTorch 2 for benchmarks only (the tests never need PyTorch): a venv outside the repository,
     python3 -m venv /work/venv-torch2 && /work/venv-torch2/bin/pip install -r tools/requirements-bench.txt
@@ -86,7 +92,8 @@ class EncoderStep:
 
     def next_batch(self):
         B, N = self.cfg["batch"], self.cfg["seq_len"]
-        return (torch.randint(0, self.cfg["vocab"], (B, N), generator=self.g), torch.arange(N).repeat(B, 1))
+        return (torch.randint(0, self.cfg["vocab"], (B, N), generator=self.g, device="cpu"),
+                torch.arange(N, device="cpu").repeat(B, 1))
 
     def loss(self, params, batch):
         tokens, targets = batch
@@ -111,8 +118,11 @@ class TxlStep:
 
     def next_batch(self):
         shape = (self.cfg["tgt_len"], self.cfg["batch"])
-        return (torch.randint(0, self.cfg["vocab"], shape, generator=self.g),
-                torch.randint(0, self.cfg["vocab"], shape, generator=self.g), self.mems)
+        return (torch.randint(0, self.cfg["vocab"], shape, generator=self.g, device="cpu"),
+                torch.randint(0, self.cfg["vocab"], shape, generator=self.g, device="cpu"), self.mems)
+
+    def to(self, dev):
+        self.mems = [m.to(dev) for m in self.mems]
 
     def loss(self, params, batch):
         tokens, targets, mems = batch
@@ -142,9 +152,23 @@ class GraphormerStep:
     def next_batch(self):
         return self.inputs
 
+    def to(self, dev):
+        self.inputs = to_device(self.inputs, dev)
+
     def loss(self, params, inputs):
         pred = ref_graphormer.forward(self.cfg, params, inputs)
         return (pred - inputs["y"]).abs().mean()
+
+
+def to_device(x, dev):
+    """x with every tensor in it (through tuples, lists and dicts) on dev."""
+    if isinstance(x, torch.Tensor):
+        return x.to(dev)
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_device(v, dev) for v in x)
+    if isinstance(x, dict):
+        return {k: to_device(v, dev) for k, v in x.items()}
+    return x
 
 
 FAMILIES = {"encoder": EncoderStep, "txl": TxlStep, "graphormer": GraphormerStep}
@@ -210,7 +234,7 @@ def count_flops(family, params):
     except ImportError:
         return None
     with FlopCounterMode(display=False) as counter:
-        out = family.loss(params, family.next_batch())
+        out = family.loss(params, to_device(family.next_batch(), next(iter(params.values())).device))
         (out[0] if isinstance(out, tuple) else out).backward()
     for p in params.values():
         p.grad = None
@@ -221,7 +245,15 @@ def count_flops(family, params):
 
 def run(args):
     torch.set_num_threads(args.threads)
-    family = FAMILIES[args.model](args.seq_len, args.batch)
+    dev = torch.device(args.device)
+    cuda = dev.type == "cuda"
+    family = FAMILIES[args.model](args.seq_len, args.batch)  # built on the CPU: its generator draws there
+    if cuda:
+        family.params = {k: v.detach().to(dev).requires_grad_(True) for k, v in family.params.items()}
+        if hasattr(family, "to"):
+            family.to(dev)
+        torch.set_default_device(dev)  # the twins' own torch.zeros/arange/... inside the forward
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     params = family.params
     optimizer = torch.optim.Adam(params.values(), lr=LEARNING_RATE)
     compiled = args.compile
@@ -235,13 +267,17 @@ def run(args):
     for step in range(args.warmup + args.steps):
         if step == 1 and peak_window and rss_before is not None:
             first_step_growth = ref.rss_mib("VmHWM") - rss_before
-        batch = family.next_batch()
+        batch = to_device(family.next_batch(), dev)
+        sync()
+        if step == args.warmup and cuda:
+            torch.cuda.reset_peak_memory_stats(dev)
         t0, c0 = time.perf_counter(), time.process_time()
         optimizer.zero_grad()
         out = loss_fn(params, batch)
         loss = out[0] if isinstance(out, tuple) else out
         loss.backward()
         optimizer.step()
+        sync()
         wall, cpu = (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
         if isinstance(out, tuple):
             family.after_step(out[1])
@@ -252,8 +288,12 @@ def run(args):
             cpu_times.append(cpu)
 
     flops = count_flops(family, params) if args.flops else None  # after the timed steps: not in their RSS
-    print(f"PyTorch {torch.__version__} {mode}, {torch.get_num_threads()} threads, GEMM: {gemm_kernels()}, "
-          f"ATen CPU capability {cpu_capability()}")
+    if cuda:
+        print(f"PyTorch {torch.__version__} {mode}, device {dev} ({torch.cuda.get_device_name(dev)}), "
+              f"TF32 matmul {'on' if torch.backends.cuda.matmul.allow_tf32 else 'off'}")
+    else:
+        print(f"PyTorch {torch.__version__} {mode}, {torch.get_num_threads()} threads, GEMM: {gemm_kernels()}, "
+              f"ATen CPU capability {cpu_capability()}")
     print(f"bench config: {family.description}; {args.steps} timed steps after {args.warmup} warm-up")
     print(f"median {statistics.median(times):.2f} ms per step (min {min(times):.2f}, max {max(times):.2f})")
     print(f"CPU time per step: median {statistics.median(cpu_times):.2f} ms (all threads)")
@@ -261,10 +301,12 @@ def run(args):
         print(f"first step (compiles): {first_step_s:.1f} s")
     if flops is not None:
         print(f"FLOPs per step (torch.utils.flop_counter): {flops / 1e9:.3f} GFLOP")
+    if cuda:
+        print(f"peak CUDA memory over the timed steps: {torch.cuda.max_memory_allocated(dev) / 2**20:.1f} MiB")
     if first_step_growth is not None:
         print(f"peak RSS growth during the first step: {first_step_growth:.1f} MiB "
               f"(from {rss_before:.1f} MiB resident before it)")
-    if args.sgemm:
+    if args.sgemm and not cuda:
         wall, cpu = sgemm_rate()
         print(f"this PyTorch's sgemm 1024²: {wall:.1f} GFLOP/s wall, {cpu:.1f} per CPU-second·thread")
     print(f"load averages (1, 5, 15 min) at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -273,6 +315,7 @@ def run(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", choices=sorted(FAMILIES), default="encoder")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (cuda:N)")
     ap.add_argument("--compile", action="store_true", help="torch.compile the forward and loss (PyTorch 2)")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20)
