@@ -39,6 +39,10 @@ BUILD=${BUILD:-build-cuda}
 mkdir -p "${OUT:-gpu_logs}"
 LOGS=$(cd "${OUT:-gpu_logs}" && pwd)
 
+# The machine's peaks (urpe bench peaks --device cuda), measured once per call by the first command
+# that needs them (profile, presets) and kept with the logs.
+export URPE_PEAKS_CACHE="$LOGS/peaks.json"
+
 # DEADLINE (seconds since the epoch, optional): no step runs past it, so one device call that
 # chains several steps still ends inside the tool's limit with its logs written.
 DEADLINE=${DEADLINE:-0}
@@ -160,7 +164,6 @@ case "$1" in
   profile)
     # The bench configuration (n = 128, d = 128, 4 heads, 2 layers, d_ff 512, batch 32) as a preset.
     local bench_cfg="--preset pi-tiny --set seq_len=128 --set d_model=128 --set d_ff=512 --set batch=32 --set init_std=0.02"
-    export URPE_PEAKS_CACHE="$LOGS/peaks.json"
     step peaks "./$BUILD/urpe" bench peaks --device cuda
     step profile_urpe "./$BUILD/urpe" profile $bench_cfg --device cuda --steps 6:15 --out "$LOGS/profile" --overwrite
     step profile_torch python3 tools/torch_reference.py --profile --device cuda --steps 10 --out "$LOGS/profile"
