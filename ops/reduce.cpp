@@ -75,4 +75,20 @@ Tensor mean(const Tensor& x, int axis, bool keepdim) { return reduce_axis("mean"
 Tensor sum_all(const Tensor& x) { return reduce_all("sum_all", x, false); }
 Tensor mean_all(const Tensor& x) { return reduce_all("mean_all", x, true); }
 
+Tensor argmax_last(const Tensor& x) {
+  const char* op = "argmax";
+  const profile::OpRange range(op, x);
+  check_dtype(op, "x", x, DType::f32);
+  URPE_CHECK(x.dim() >= 1 && x.size(-1) >= 1, op << ": expected a tensor whose last axis has at least one entry, got "
+                                               << x.describe());
+  const int64_t cols = x.size(-1), rows = x.numel() / cols;
+  Shape out_shape = x.shape();
+  out_shape.pop_back();
+  Tensor out = Tensor::empty(out_shape, DType::i32, x.device());
+  URPE_PROFILE_COST(argmax_rows_cost(rows, cols));
+  URPE_DISPATCH(op, x.device(), kernels::argmax_rows_cpu(x, rows, cols, out),
+                kernels::argmax_rows_cuda(x, rows, cols, out));
+  return out;  // indices: nothing to differentiate
+}
+
 }  // namespace urpe

@@ -16,6 +16,12 @@ Tensor mean(const Tensor& x, int axis, bool keepdim = false);
 Tensor sum_all(const Tensor& x);   // shape ()
 Tensor mean_all(const Tensor& x);  // shape ()
 
+// The index of the largest entry along the last axis, for the accuracy metrics (no gradient):
+//   out[r] = min { c : x[r, c] = max_c' x[r, c'] }      x (..., V) f32 -> out (...) i32
+// NaN counts as below every number (a row of NaNs gives 0). On a GPU it keeps the logits there:
+// only the indices reach the host (the masked LM's logits are 2458 × 30522 floats a micro-batch).
+Tensor argmax_last(const Tensor& x);
+
 namespace kernels {
 // out[o, i] = alpha · Σ_j x[o, j, i]
 void sum_axis_cpu(const Tensor& x, int64_t outer, int64_t n, int64_t inner, float alpha, Tensor& out);
@@ -23,6 +29,9 @@ void sum_axis_cuda(const Tensor& x, int64_t outer, int64_t n, int64_t inner, flo
 // out[o, j, i] = alpha · g[o, i]
 void broadcast_axis_cpu(const Tensor& g, int64_t outer, int64_t n, int64_t inner, float alpha, Tensor& out);
 void broadcast_axis_cuda(const Tensor& g, int64_t outer, int64_t n, int64_t inner, float alpha, Tensor& out);
+// out[r] = argmax_c x[r, c] over (rows, cols), ties to the smaller c
+void argmax_rows_cpu(const Tensor& x, int64_t rows, int64_t cols, Tensor& out);
+void argmax_rows_cuda(const Tensor& x, int64_t rows, int64_t cols, Tensor& out);
 }  // namespace kernels
 
 // ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
@@ -36,6 +45,11 @@ inline profile::Cost sum_axis_cost(int64_t outer, int64_t n, int64_t inner) {
 inline profile::Cost broadcast_axis_cost(int64_t outer, int64_t n, int64_t inner, float alpha) {
   const double all = double(outer) * n * inner, in = double(outer) * inner;
   return {alpha == 1.0f ? 0.0 : all, profile::kElementBytes * (all + in)};
+}
+
+// argmax_rows reads the rows once and writes one int32 per row; one comparison per element.
+inline profile::Cost argmax_rows_cost(int64_t rows, int64_t cols) {
+  return {double(rows) * cols, profile::kElementBytes * (double(rows) * cols + rows)};
 }
 
 }  // namespace urpe

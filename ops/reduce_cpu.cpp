@@ -2,6 +2,7 @@
 #include "ops/reduce.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace urpe::kernels {
 
@@ -36,6 +37,24 @@ void broadcast_axis_cpu(const Tensor& g, int64_t outer, int64_t n, int64_t inner
     const float* src = pg + (row / n) * inner;
     float* dst = po + row * inner;
     for (int64_t i = 0; i < inner; ++i) dst[i] = alpha * src[i];
+  }
+}
+
+// Row by row, left to right: a later entry wins only if strictly larger (ties keep the first).
+void argmax_rows_cpu(const Tensor& x, int64_t rows, int64_t cols, Tensor& out) {
+  const float* px = x.f32();
+  int32_t* po = out.i32();
+#pragma omp parallel for schedule(static) if (rows * cols > 32768)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = px + r * cols;
+    int64_t best = 0;
+    float best_value = std::isnan(row[0]) ? -INFINITY : row[0];
+    for (int64_t c = 1; c < cols; ++c)
+      if (row[c] > best_value) {  // false for NaN
+        best = c;
+        best_value = row[c];
+      }
+    po[r] = static_cast<int32_t>(best);
   }
 }
 

@@ -10,6 +10,9 @@
 //   Bytes: 4·outer·n·inner read, 8·chunks·outer·inner partials, 4·outer·inner written.
 // broadcast_axis, out[o, j, i] = alpha · g[o, i]: one thread per output element;
 //   4·outer·inner read (cached), 4·outer·n·inner written.
+// argmax_rows, out[r] = the first index of row r's maximum: one block per row, each thread keeps
+//   its strided best (value, index), then a shuffle tree and one pass over the warps' bests;
+//   4·rows·cols read, 4·rows written.
 #include "ops/cuda_common.cuh"
 #include "ops/reduce.h"
 
@@ -68,7 +71,65 @@ __global__ void broadcast_axis_kernel(const float* __restrict__ g, int64_t n, in
   }
 }
 
+// (value, index) a beats (value, index) b: larger value, or the same value at a smaller index.
+__device__ __forceinline__ bool beats(float va, int64_t ia, float vb, int64_t ib) {
+  return va > vb || (va == vb && ia < ib);
+}
+
+// out[r] = min { c : x[r, c] = max x[r, ·] }, NaN read as -inf; one block per row, grid-strided.
+__global__ void argmax_rows_kernel(const float* __restrict__ x, int64_t rows, int64_t cols,
+                                   int32_t* __restrict__ out) {
+  URPE_SHARED(float, best_values, [32]);
+  URPE_SHARED(int64_t, best_indices, [32]);
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp, warps = blockDim.x / kWarp;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* row = x + r * cols;
+    float value = -INFINITY;
+    int64_t index = INT64_MAX;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const float v = isnan(row[c]) ? -INFINITY : row[c];
+      if (beats(v, c, value, index)) {
+        value = v;
+        index = c;
+      }
+    }
+#pragma unroll
+    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+      const float v = __shfl_xor_sync(0xffffffffu, value, offset);
+      const int64_t i = __shfl_xor_sync(0xffffffffu, index, offset);
+      if (beats(v, i, value, index)) {
+        value = v;
+        index = i;
+      }
+    }
+    __syncthreads();  // the previous row's bests may still be read
+    if (lane == 0) {
+      best_values[warp] = value;
+      best_indices[warp] = index;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < warps; ++w)
+        if (beats(best_values[w], best_indices[w], value, index)) {
+          value = best_values[w];
+          index = best_indices[w];
+        }
+      out[r] = static_cast<int32_t>(index);
+    }
+  }
+}
+
 }  // namespace
+
+void argmax_rows_cuda(const Tensor& x, int64_t rows, int64_t cols, Tensor& out) {
+  cuda::Context& ctx = context_of(out);
+  if (rows == 0) return;
+  const int threads = 256;
+  const int64_t blocks = std::min<int64_t>(rows, 65535);
+  argmax_rows_kernel<<<static_cast<unsigned>(blocks), threads, 0, ctx.stream()>>>(x.f32(), rows, cols,
+                                                                                  out.i32());
+  CUDA_CHECK_LAUNCH("argmax_rows_kernel");
+}
 
 void sum_axis_cuda(const Tensor& x, int64_t outer, int64_t n, int64_t inner, float alpha,
                    Tensor& out) {

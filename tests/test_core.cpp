@@ -1,5 +1,7 @@
 // Tensor, RNG and autograd engine, plus the basic ops (elementwise, matmul, reductions, shapes).
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
@@ -202,6 +204,30 @@ TEST_CASE("gradcheck: reductions") {
   check_gradients([](const std::vector<Tensor>& v) { return mean_all(v[0]); }, {x});
   CHECK(mean(Tensor::ones({2, 6}), 1).to_vector_f32() == std::vector<float>{1, 1});
   CHECK_THROWS_AS(sum(x, 3), Error);
+}
+
+TEST_CASE("argmax_last: the first index of each row's maximum, NaN below every number, no gradient") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  Tensor x = Tensor::from_vector(std::vector<float>{0.5f, 2.0f, 2.0f, -1.0f,  // tie: the first 2.0
+                                                    nan, -3.0f, -2.0f, -2.5f,  // NaN first: ignored
+                                                    -inf, -inf, -inf, -inf,    // all equal: index 0
+                                                    nan, nan, nan, nan,        // all NaN: index 0
+                                                    1.0f, 1.0f, 1.0f, 7.0f},   // the last
+                                 {5, 4});
+  const Tensor got = argmax_last(x);
+  CHECK(got.dtype() == DType::i32);
+  CHECK(got.shape() == Shape{5});
+  CHECK(got.to_vector_i32() == std::vector<int32_t>{1, 2, 0, 0, 3});
+  // Leading axes are rows; a random 3-D input against a plain loop.
+  Tensor r = random_values({3, 7, 101}, 43);
+  const std::vector<float> v = r.to_vector_f32();
+  const std::vector<int32_t> idx = argmax_last(r).to_vector_i32();
+  REQUIRE(idx.size() == 21);
+  for (size_t row = 0; row < 21; ++row) {
+    const float* p = v.data() + row * 101;
+    CHECK(idx[row] == std::max_element(p, p + 101) - p);
+  }
+  CHECK_THROWS_AS(argmax_last(Tensor::zeros({3, 0})), Error);
 }
 
 TEST_CASE("gradcheck: reshape, permute, transpose, concat, slice") {

@@ -392,6 +392,27 @@ TEST_CASE("parity: public sum, mean, sum_all, mean_all") {
   check_op("mean_all", [](const std::vector<Tensor>& v, const Device&) { return mean_all(v[0]); }, {x}, tol, tol);
 }
 
+TEST_CASE("parity: argmax_last, ties, NaN and rows longer than a block") {
+  for (const Shape& shape : {Shape{37, 5}, Shape{3, 11, 67}, Shape{9, 30522}}) {
+    CAPTURE(shape.back());
+    Tensor x = values(shape, 57);
+    float* p = x.f32();
+    const int64_t cols = shape.back(), rows = x.numel() / cols;
+    for (int64_t r = 0; r < rows; ++r) {  // ties, and a NaN at the front of every third row
+      p[r * cols + (r * 7) % cols] = 2.0f;
+      p[r * cols + (r * 13 + 1) % cols] = 2.0f;
+      if (r % 3 == 0) p[r * cols] = kNaN;
+    }
+    const Tensor want = argmax_last(x);
+    Shape out_shape = shape;
+    out_shape.pop_back();
+    Tensor got = poisoned_i32(out_shape);
+    kernels::argmax_rows_cuda(x.to(gpu()), rows, cols, got);
+    CHECK(got.to(Device::cpu()).to_vector_i32() == want.to_vector_i32());
+    CHECK(argmax_last(x.to(gpu())).to(Device::cpu()).to_vector_i32() == want.to_vector_i32());
+  }
+}
+
 // ---- shape ----
 
 TEST_CASE("parity: permute and copy_window kernels, f32 and i32") {

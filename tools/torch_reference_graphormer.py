@@ -171,14 +171,14 @@ def urpe_c_matrix(cfg, P, inp):
     sp, nodes = inp["spatial_pos"].long(), inp["num_nodes"]
     B, n = sp.shape[:2]
     m = cfg["max_spd"]
-    bucket = torch.zeros(B, n + 1, n + 1, dtype=torch.long)
+    bucket = torch.zeros(B, n + 1, n + 1, dtype=torch.long, device=sp.device)
     bucket[:, 1:, 1:] = (sp - 1).clamp(0, m)
     bucket[:, 0, 1:] = m + 1   # graph token -> node
     bucket[:, 1:, 0] = m + 2   # node -> graph token
     bucket[:, 0, 0] = m + 3    # graph token itself
     C = P["urpe_c"][:, bucket].permute(1, 0, 2, 3)  # (B, H, n+1, n+1)
     # keys 0..num_nodes (graph token and real nodes) are 1, padded keys 0
-    key_real = (torch.arange(n + 1)[None, :] <= nodes.long()[:, None]).to(C.dtype)[:, None, None, :]
+    key_real = (torch.arange(n + 1, device=sp.device)[None, :] <= nodes.long()[:, None]).to(C.dtype)[:, None, None, :]
     return C * key_real  # padded keys 0
 
 

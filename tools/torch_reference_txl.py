@@ -73,18 +73,18 @@ def parameter_shapes(cfg):
 
 def rel_shift(x):
     """The official _rel_shift: x (qlen, klen, B, H); pad a zero column, view, drop a row, view."""
-    zero_pad = torch.zeros((x.size(0), 1, *x.size()[2:]), dtype=x.dtype)
+    zero_pad = torch.zeros((x.size(0), 1, *x.size()[2:]), dtype=x.dtype, device=x.device)
     x_padded = torch.cat([zero_pad, x], dim=1)
     x_padded = x_padded.view(x.size(1) + 1, x.size(0), *x.size()[2:])
     return x_padded[1:].view_as(x)
 
 
-def positional_embedding(cfg, klen):
-    pos_seq = torch.arange(klen - 1, -1, -1.0)
+def positional_embedding(cfg, klen, device="cpu"):
+    pos_seq = torch.arange(klen - 1, -1, -1.0, device=device)
     if cfg["clamp_len"] > 0:
         pos_seq = pos_seq.clamp(max=cfg["clamp_len"])
     d = cfg["d_model"]
-    inv_freq = 1 / (10000 ** (torch.arange(0.0, d, 2.0) / d))
+    inv_freq = 1 / (10000 ** (torch.arange(0.0, d, 2.0, device=device) / d))
     sinusoid = torch.outer(pos_seq, inv_freq)
     return torch.cat([sinusoid.sin(), sinusoid.cos()], dim=-1)  # (klen, d)
 
@@ -95,8 +95,9 @@ def urpe_c_matrix(cfg, P, qlen, mlen):
     longest = cfg["max_klen"] - 1
     if cfg["clamp_len"] > 0:
         longest = min(longest, cfg["clamp_len"])
-    i = torch.arange(qlen)[:, None]
-    j = torch.arange(klen)[None, :]
+    dev = P["urpe_c"].device
+    i = torch.arange(qlen, device=dev)[:, None]
+    j = torch.arange(klen, device=dev)[None, :]
     delta = mlen + i - j
     visible = (delta >= 0).to(P["urpe_c"].dtype)  # the table's dtype: float64 fixtures, float32 benches
     index = delta.clamp(min=0, max=longest)
@@ -104,13 +105,13 @@ def urpe_c_matrix(cfg, P, qlen, mlen):
     return C.permute(1, 2, 0)[:, :, None, :]  # (qlen, klen, 1, H)
 
 
-def alibi_bias(cfg, qlen, mlen):
+def alibi_bias(cfg, qlen, mlen, device="cpu"):
     """bias[i, j, 1, h] = -m_h * min(mlen + i - j, clamp_len) for visible keys (0 for the masked future)."""
     klen = mlen + qlen
-    delta = (mlen + torch.arange(qlen)[:, None] - torch.arange(klen)[None, :]).clamp(min=0).to(torch.get_default_dtype())
+    delta = (mlen + torch.arange(qlen, device=device)[:, None] - torch.arange(klen, device=device)[None, :]).clamp(min=0).to(torch.get_default_dtype())
     if cfg["clamp_len"] > 0:
         delta = delta.clamp(max=cfg["clamp_len"])
-    slopes = torch.tensor(alibi_slopes(cfg["heads"]), dtype=torch.get_default_dtype())
+    slopes = torch.tensor(alibi_slopes(cfg["heads"]), dtype=torch.get_default_dtype(), device=device)
     return (-delta[:, :, None] * slopes[None, None, :])[:, :, None, :]  # (qlen, klen, 1, H)
 
 
@@ -130,12 +131,12 @@ def attention_layer(cfg, P, l, w, r, mem):
 
     AC = torch.einsum("ibnd,jbnd->ijbn", w_head_q + P["r_w_bias"], w_head_k)
     if cfg["alibi"]:  # ALiBi: a fixed bias added after the scaling, as in Press et al.'s code
-        score = AC * (1 / dh ** 0.5) + alibi_bias(cfg, qlen, mlen)
+        score = AC * (1 / dh ** 0.5) + alibi_bias(cfg, qlen, mlen, w.device)
     else:
         r_head_k = (r @ P[p + "r_net.weight"].T).reshape(klen, H, dh)
         BD = rel_shift(torch.einsum("ibnd,jnd->ijbn", w_head_q + P["r_r_bias"], r_head_k))
         score = (AC + BD) * (1 / dh ** 0.5)
-    all_ones = torch.ones(qlen, klen)
+    all_ones = torch.ones(qlen, klen, device=w.device)
     mask = torch.triu(all_ones, diagonal=1 + mlen)
     if cfg["same_length"]:  # the official dec_attn_mask with same_length
         mask_len = klen - cfg["mem_len"]
@@ -165,7 +166,7 @@ def txl_forward(cfg, P, tokens, mems):
     mlen = mems[0].size(0)
     klen = mlen + qlen
     core_out = P["word_emb.weight"][tokens] * d ** 0.5
-    pos_emb = positional_embedding(cfg, klen)
+    pos_emb = positional_embedding(cfg, klen, core_out.device)
     hids = [core_out]
     for l in range(cfg["layers"]):
         core_out = ff_layer(P, l, attention_layer(cfg, P, l, core_out, pos_emb, mems[l]))

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/reduce.h"
 #include "tensor/tensor.h"
 
 namespace urpe {
@@ -20,18 +21,16 @@ struct Hits {
   double fraction() const { return scored == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(scored); }
 };
 
+// The argmax runs where the logits are (ops/reduce.h argmax_last): only one index per row reaches
+// the host, not the rows themselves (on a GPU, copying the masked LM's logits to the host took
+// about 370 ms a micro-batch, more than half of the paper preset's step; bench/results/gpu_h200_2026-11-26.md).
 inline Hits hits_of(const Tensor& logits, const Tensor& targets, int32_t ignore) {
-  const std::vector<float> l = logits.to_vector_f32();
+  const std::vector<int32_t> best = argmax_last(logits).to_vector_i32();
   const std::vector<int32_t> t = targets.to_vector_i32();
-  const int64_t classes = logits.size(-1);
   Hits hits;
   for (size_t row = 0; row < t.size(); ++row) {
     if (t[row] == ignore) continue;
-    const float* p = l.data() + row * classes;
-    int64_t best = 0;
-    for (int64_t c = 1; c < classes; ++c)
-      if (p[c] > p[best]) best = c;
-    hits.correct += best == t[row];
+    hits.correct += best[row] == t[row];
     ++hits.scored;
   }
   return hits;
