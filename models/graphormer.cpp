@@ -149,7 +149,15 @@ void check_batch(const data::GraphBatch& b) {
 
 // Every id of `t` must index its table; a grown atom vocabulary or a larger molecule than the
 // tables were sized for gets a message naming the config option instead of an embedding error.
+// A CUDA tensor is checked from its bounds on the device (kernels::index_bounds_cuda) and copied to
+// the host only when one is out of range, to name it.
 void check_ids(const char* name, const Tensor& t, int64_t rows, const char* option) {
+#if defined(URPE_WITH_CUDA)
+  if (t.device().is_cuda() && t.numel() > 0) {
+    const kernels::IndexBounds bounds = kernels::index_bounds_cuda(t);
+    if (bounds.low >= 0 && bounds.high < rows) return;
+  }
+#endif
   const std::vector<int32_t> ids = t.to_vector_i32();
   for (size_t k = 0; k < ids.size(); ++k)
     URPE_CHECK(ids[k] >= 0 && ids[k] < rows,
@@ -193,13 +201,12 @@ Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch) const {
   const int64_t D = std::min<int64_t>(hops_in, config_.multi_hop_max_dist);
 
   // Hop ids (D, M): the first D hops of edge_input (GV1 cuts at multi_hop_max_dist too), hop-major
-  // so that the lookup lands in the (D, M, H) layout of the per-hop matmul without a permute.
-  check_ids("batch.edge_input", batch.edge_input, config_.num_edges, "num_edges");
-  const std::vector<int32_t> all_hops = batch.edge_input.to_vector_i32();  // (B, n, n, hops_in·Fe)
-  std::vector<int32_t> hop_ids(D * M * Fe);                                   // (D, M, Fe)
-  for (int64_t s = 0; s < D; ++s)
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t f = 0; f < Fe; ++f) hop_ids[(s * M + m) * Fe + f] = all_hops[(m * hops_in + s) * Fe + f];
+  // so that the lookup lands in the (D, M, H) layout of the per-hop matmul. Cut and reordered where
+  // the model runs (on a GPU: millions of ids a step, which a host loop and a second upload cost
+  // tens of milliseconds).
+  const Tensor all_hops = reshape(batch.edge_input.to(device_), {M, hops_in, Fe});  // (M, hops_in, Fe)
+  check_ids("batch.edge_input", all_hops, config_.num_edges, "num_edges");
+  const Tensor hop_ids = permute(slice(all_hops, 1, 0, D), {1, 0, 2});             // (D, M, Fe)
   // Divisor sp' (B, n, n, H): SPD for real pairs (spatial_pos − 1), 1 for self and padding,
   // clamped to [0, multi_hop_max_dist]; repeated over heads so div needs no broadcast.
   const std::vector<int32_t> spatial = batch.spatial_pos.to_vector_i32();  // (B, n, n)
@@ -213,8 +220,7 @@ Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch) const {
 
   // Missing hops read EdgeEmb[0], GV1's padding row: it adds to the sum but is never trained.
   // With feature columns, e = mean_f EdgeEmb[id_f] (GV2: edge_encoder(edge_input).mean(-2)).
-  const Tensor hops = Fe == 1 ? Tensor::from_vector(hop_ids, {D, M}).to(device_)
-                              : Tensor::from_vector(hop_ids, {D, M, Fe}).to(device_);
+  const Tensor hops = Fe == 1 ? reshape(hop_ids, {D, M}) : hop_ids;
   Tensor e = embedding(edge_, hops, kPaddingRow);                                    // (D, M, H)
   if (Fe > 1) e = scale(sum(e, 2), 1.0f / static_cast<float>(Fe));                 // (D, M, Fe, H) → (D, M, H)
   const Tensor w = slice(reshape(edge_dis_, {config_.num_edge_dis, H, H}), 0, 0, D);  // (D, H, H)

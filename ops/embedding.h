@@ -33,6 +33,12 @@ void gather_table_forward_cpu(const Tensor& table, const Tensor& map, Tensor& ou
 void gather_table_forward_cuda(const Tensor& table, const Tensor& map, Tensor& out);
 void gather_table_backward_cpu(const Tensor& map, const Tensor& grad_out, Tensor& grad_table);
 void gather_table_backward_cuda(const Tensor& map, const Tensor& grad_out, Tensor& grad_table);
+// The smallest and largest value of a device int32 tensor (numel > 0): the public ops' range
+// check of CUDA indices reads back these two numbers instead of every index.
+struct IndexBounds {
+  int32_t low = 0, high = 0;
+};
+IndexBounds index_bounds_cuda(const Tensor& indices);
 }  // namespace kernels
 
 // ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----

@@ -555,6 +555,40 @@ TEST_CASE("parity: embedding kernels and op, deterministic backward, bad ids on 
   CHECK_THROWS_AS(embedding(table.to(gpu()), negative), Error);
 }
 
+TEST_CASE("index bounds of CUDA indices: min and max over sizes with partial blocks and many blocks") {
+  for (const int64_t n : {int64_t(1), int64_t(255), int64_t(257), int64_t(100003)}) {
+    CAPTURE(n);
+    Tensor ids = random_ids({n}, 1000, 75);
+    std::vector<int32_t> v = ids.to_vector_i32();
+    v[static_cast<size_t>(n / 2)] = -5;  // one negative id in the middle
+    v[static_cast<size_t>(n - 1)] = n > 1 ? 4321 : v[static_cast<size_t>(n - 1)];
+    const Tensor d = Tensor::from_vector(v, {n}, gpu());
+    const kernels::IndexBounds b = kernels::index_bounds_cuda(d);
+    CHECK(b.low == *std::min_element(v.begin(), v.end()));
+    CHECK(b.high == *std::max_element(v.begin(), v.end()));
+  }
+}
+
+TEST_CASE("parity: embedding backward of a narrow table read by many ids (Graphormer's bias tables)") {
+  // D < 32 takes the (row, column)-per-block kernel; ~1,000 ids per row cross several strides of
+  // its 256 threads, and row 0 is the padding row.
+  for (const int64_t D : {1, 8, 31}) {
+    CAPTURE(D);
+    const int64_t V = 11;
+    Tensor ids = random_ids({7, 1601}, static_cast<int32_t>(V), 73);
+    Tensor g = values({7, 1601, D}, 74);
+    for (const int64_t pad : {int64_t(-1), int64_t(0)}) {
+      CAPTURE(pad);
+      Tensor want = Tensor::empty({V, D}), got = poisoned({V, D}), again = poisoned({V, D});
+      kernels::embedding_backward_cpu(ids, g, want, pad);
+      kernels::embedding_backward_cuda(ids.to(gpu()), g.to(gpu()), got, pad);
+      kernels::embedding_backward_cuda(ids.to(gpu()), g.to(gpu()), again, pad);
+      check_close(got, want, {1e-5, 1e-5}, "narrow embedding backward");
+      CHECK(bitwise_equal(got, again));  // deterministic
+    }
+  }
+}
+
 TEST_CASE("parity: gather_table kernels and op, Toeplitz and bucketed maps") {
   const int64_t H = 3, n = 37;
   struct MapCase { Tensor map; int64_t buckets; const char* name; };
