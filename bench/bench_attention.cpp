@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "autograd/node.h"
+#include "bench/cuda_peaks.h"
 #include "ops/matmul.h"
 #include "ops/urpe_attention.h"
 #include "ops/urpe_flash_attention.h"
@@ -59,16 +60,35 @@ Row measure_row(const Device& device, int repeats, const std::function<void()>& 
 
 }  // namespace
 
+double attention_flops(const AttentionBenchOptions& o, int64_t n, bool backward) {
+  const double forward = 4.0 * double(o.batch) * double(o.heads) * double(n) * double(n) * double(o.head_dim) /
+                         (o.causal ? 2.0 : 1.0);
+  return backward ? 3.5 * forward : forward;
+}
+
 int run_attention_bench(const AttentionBenchOptions& o) {
   const Device device = parse_device(o.device);
-  std::printf("urpe bench attention — device %s, batch %lld, %lld heads, head dim %lld, Toeplitz B and C; "
-              "median of %d runs after one warm-up; load %s\n",
+  URPE_CHECK(!o.tf32 || device.is_cuda(), "option --tf32: TF32 is a mode of the GPU's tensor cores; use it with --device cuda");
+  const char* math = o.tf32 ? "tf32" : "fp32";
+  if (device.is_cuda()) cuda::set_tf32(device.context(), o.tf32);
+  // The ceiling the rates are read against: cuBLAS's TF32 GEMM, measured here (never a datasheet).
+  const double tf32_tflops = device.is_cuda() ? measure_sgemm_tflops(device.context(), o.smoke ? 256 : 8192, true) : 0.0;
+  char ceiling[80] = "n/a on a CPU";
+  if (device.is_cuda())
+    std::snprintf(ceiling, sizeof ceiling, "%.1f TFLOP/s%s", tf32_tflops, o.smoke ? " (smoke: 256³, not a ceiling)" : "");
+  std::printf("urpe bench attention — device %s, batch %lld, %lld heads, head dim %lld, %s, Toeplitz B and C, "
+              "math %s; median of %d runs after one warm-up; load %s\n",
               o.device.c_str(), static_cast<long long>(o.batch), static_cast<long long>(o.heads),
-              static_cast<long long>(o.head_dim), o.repeats, load_averages().c_str());
-  std::printf("peak MiB: tensor storage the call allocates above what was live before it (%s allocator)\n\n",
+              static_cast<long long>(o.head_dim), o.causal ? "causal" : "not causal", math, o.repeats,
+              load_averages().c_str());
+  std::printf("peak MiB: tensor storage the call allocates above what was live before it (%s allocator)\n",
               device.is_cuda() ? "CUDA caching" : "host");
-  std::printf("%-7s %-13s %-15s %12s %12s\n", "n", "path", "direction", "median ms", "peak MiB");
-  std::printf("-------------------------------------------------------------\n");
+  std::printf("GFLOP: FlashAttention's count, forward 4·B·H·n²·d%s, backward 2.5× forward; %% tf32: of the cuBLAS "
+              "TF32 GEMM rate measured now, %s\n\n",
+              o.causal ? " / 2 (causal)" : "", ceiling);
+  std::printf("%-7s %-13s %-17s %10s %10s %5s %11s %9s %7s\n", "n", "path", "direction", "median ms", "peak MiB",
+              "math", "GFLOP", "TFLOP/s", "% tf32");
+  std::printf("-----------------------------------------------------------------------------------------------\n");
   for (int64_t n : o.lengths) {
     Rng rng(static_cast<uint64_t>(n));
     const Shape shape{o.batch, o.heads, n, o.head_dim};
@@ -83,7 +103,9 @@ int run_attention_bench(const AttentionBenchOptions& o) {
     fused.bias_table = materialized.bias_table = bias;
     fused.c_table = materialized.c_table = c;
     fused.bias_map = fused.c_map = toeplitz_relative_map(n, n, device);
-    materialized.bias_map = materialized.c_map = toeplitz_map(n, n, device);
+    fused.causal = materialized.causal = o.causal;
+    // Lengths above 4096 are the fused path's alone (the CLI refuses the materialised one there).
+    if (n <= 4096) materialized.bias_map = materialized.c_map = toeplitz_map(n, n, device);
     for (const std::string& path_name : o.paths) {
       const char* path = path_name.c_str();
       const bool is_fused = path[0] == 'f';
@@ -105,8 +127,12 @@ int run_attention_bench(const AttentionBenchOptions& o) {
             forward();
           }
         });
-        std::printf("%-7lld %-13s %-15s %12.2f %12.3f\n", static_cast<long long>(n), path, direction,
-                    row.median_ms, row.peak_mib);
+        const double gflop = attention_flops(o, n, backward) / 1e9;
+        const double tflops = gflop / row.median_ms;  // GFLOP per ms = TFLOP/s
+        char share[16] = "-";
+        if (tf32_tflops > 0) std::snprintf(share, sizeof share, "%.1f%%", 100.0 * tflops / tf32_tflops);
+        std::printf("%-7lld %-13s %-17s %10.2f %10.3f %5s %11.1f %9.2f %7s\n", static_cast<long long>(n), path,
+                    direction, row.median_ms, row.peak_mib, math, gflop, tflops, share);
         std::fflush(stdout);
       }
     }

@@ -13,6 +13,11 @@
 #   bench/gpu_session.sh bench      urpe bench kernels --device cuda, FP32 then --tf32
 #   bench/gpu_session.sh ncu        Nsight Compute on the URPE core kernels of the bench
 #   bench/gpu_session.sh ncu_times  every kernel's GPU time over one attention bench (n = 1024)
+#   bench/gpu_session.sh attention_tc  the fused attention on the tensor cores (after build): its
+#                                   parity suites twice (same bits across runs), memcheck and
+#                                   racecheck, the bench at the issue's shapes beside PyTorch,
+#                                   one Nsight Compute report per tensor-core kernel; ~5 min on
+#                                   an H100 (bench/cuda_notes.md has the plan and predictions)
 #   bench/gpu_session.sh nccl       the NCCL path of data-parallel training: test_cuda_nccl (one
 #                                   rank on one GPU, two ranks when two GPUs and mpirun are there)
 #                                   against the MPI/CPU path; with mpirun and two GPUs, a 2-rank
@@ -65,6 +70,77 @@ step() {  # step NAME COMMAND...: runs COMMAND, log in $LOGS/NAME.log, prints it
   tail -n 25 "$LOGS/$name.log"
   echo "== $name: exit $rc after $(($(date +%s) - start))s"
   return $rc
+}
+
+# The fused attention on the tensor cores (issue 35), one call after `build`. Rehearsed without a
+# GPU on the simulator build with tiny shapes (ATTENTION_TC_SMOKE=1, the binaries named by
+# URPE_BIN / TC_SUITE / PARITY_SUITE, and stand-ins for ncu and compute-sanitizer on PATH):
+#   ATTENTION_TC_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim \
+#     TC_SUITE=./build/test_cuda_sim_flash_tensor_core PARITY_SUITE=./build/test_cuda_sim_parity \
+#     bench/gpu_session.sh attention_tc
+attention_tc() {
+  local urpe=${URPE_BIN:-./$BUILD/urpe} tc_suite=${TC_SUITE:-./$BUILD/test_cuda_flash_tensor_core}
+  local parity_suite=${PARITY_SUITE:-./$BUILD/test_cuda_parity}
+  local fused_cases='*fused*'  # the scalar fused kernels' parity cases (FP32: the reference path)
+  local torch_check=""
+  # Shapes: the issue's targets, or tiny ones for the rehearsal (same commands, same options).
+  local b32="--batch 32 --heads 4 --head-dim 32 --lengths 1024" t5="--batch 32 --heads 12 --head-dim 64 --lengths 128,256,512"
+  local d64="--batch 8 --heads 16 --head-dim 64 --lengths 1024,4096,16384" long="--batch 8 --heads 16 --head-dim 64 --lengths 16384,32768"
+  local flex_n="--batch 8 --heads 16 --head-dim 64 --lengths 1024,4096" ncu_shape="--batch 8 --heads 16 --head-dim 64 --lengths 4096"
+  local reps=10 long_reps=2 sz=""
+  if [ "${ATTENTION_TC_SMOKE:-0}" = 1 ]; then
+    b32="--batch 1 --heads 2 --head-dim 32 --lengths 70"; t5="--batch 1 --heads 2 --head-dim 64 --lengths 40,70"
+    d64="--batch 1 --heads 2 --head-dim 64 --lengths 64,130"; long="--batch 1 --heads 1 --head-dim 64 --lengths 200"
+    flex_n="$d64"; ncu_shape="--batch 1 --heads 2 --head-dim 64 --lengths 70"; reps=1; long_reps=1
+    torch_check="--dry-run"
+    sz="--sizes smoke"  # the TF32 reference GEMM at 256³ (8192³ would take hours simulated)
+  fi
+  # 1. Parity of the attention kernels, twice: the tensor-core suite (prints each case's gradient
+  #    bits) and the scalar fused cases; the two runs' bits must match.
+  step tc_parity1 "$tc_suite"
+  step tc_parity2 "$tc_suite"
+  grep '^gradient bits' "$LOGS/tc_parity1.log" >"$LOGS/tc_bits1.txt"
+  grep '^gradient bits' "$LOGS/tc_parity2.log" >"$LOGS/tc_bits2.txt"
+  if [ -s "$LOGS/tc_bits1.txt" ] && cmp -s "$LOGS/tc_bits1.txt" "$LOGS/tc_bits2.txt"; then
+    echo "== tc_bits: the two runs' gradients are bit-identical ($(wc -l <"$LOGS/tc_bits1.txt") cases)"
+  else
+    echo "== tc_bits: MISMATCH or missing between the two runs (tc_bits1.txt, tc_bits2.txt)"
+  fi
+  step fused_parity1 "$parity_suite" "--test-case=$fused_cases"
+  step fused_parity2 "$parity_suite" "--test-case=$fused_cases"
+  # 2. compute-sanitizer memcheck on the tensor-core suite (every kernel, small shapes); racecheck,
+  #    the slowest, runs last (step 5), after the measurements.
+  STEP_TIMEOUT=120 step tc_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$tc_suite"
+  # 3. The bench at the targets, each urpe row beside its PyTorch peers (same shapes, TF32 as stated).
+  # shellcheck disable=SC2086
+  {
+    step bench_b32_tf32 "$urpe" bench attention --device cuda $b32 --tf32 --repeats $reps $sz
+    step torch_b32_tf32 python3 bench/torch_attention.py --device cuda $b32 --tf32 --repeats $reps \
+      --paths materialized,sdpa+bias,sdpa,sdpa_bf16 $torch_check
+    step bench_b32_fp32 "$urpe" bench attention --device cuda $b32 --repeats $reps $sz
+    step bench_table5_tf32 "$urpe" bench attention --device cuda $t5 --tf32 --repeats $reps $sz
+    step bench_d64_tf32 "$urpe" bench attention --device cuda $d64 --tf32 --attention fused --repeats $reps $sz
+    step torch_d64_tf32 python3 bench/torch_attention.py --device cuda $d64 --tf32 --repeats $reps \
+      --paths sdpa,sdpa_bf16 $torch_check
+    step bench_d64_causal_tf32 "$urpe" bench attention --device cuda $d64 --tf32 --causal --attention fused --repeats $reps $sz
+    step torch_d64_causal_tf32 python3 bench/torch_attention.py --device cuda $d64 --tf32 --causal --repeats $reps \
+      --paths sdpa,sdpa_bf16 $torch_check
+    step torch_flex_tf32 python3 bench/torch_attention.py --device cuda $flex_n --tf32 --repeats $reps \
+      --paths flex,sdpa+bias $torch_check
+    step bench_long_tf32 "$urpe" bench attention --device cuda $long --tf32 --attention fused --repeats $long_reps $sz
+    # 4. Nsight Compute, one launch each: the forward, then the backward's dQ and dK/dV kernels.
+    step ncu_tc_fwd ncu --clock-control none --set full -k regex:urpe_flash_tc_forward_kernel --launch-count 1 \
+      -o "$LOGS/tc_fwd" -f "$urpe" bench attention --device cuda $ncu_shape --tf32 --attention fused --repeats 1 $sz
+    step ncu_tc_bwd ncu --clock-control none --set full -k regex:"urpe_flash_tc_backward_(dq|dkdv)_kernel" \
+      --launch-count 2 -o "$LOGS/tc_bwd" -f "$urpe" bench attention --device cuda $ncu_shape --tf32 --attention fused --repeats 1 $sz
+  }
+  [ -f "$LOGS/tc_fwd.ncu-rep" ] && step ncu_tc_fwd_summary ncu --import "$LOGS/tc_fwd.ncu-rep" --page details
+  [ -f "$LOGS/tc_bwd.ncu-rep" ] && step ncu_tc_bwd_summary ncu --import "$LOGS/tc_bwd.ncu-rep" --page details
+  # 5. racecheck on the tensor-core suite and the scalar fused cases.
+  STEP_TIMEOUT=150 step tc_racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$tc_suite"
+  STEP_TIMEOUT=90 step fused_racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$parity_suite" \
+    "--test-case=$fused_cases"
+  return 0
 }
 
 one_step() {
@@ -234,8 +310,11 @@ case "$1" in
       --profile-from-start off --metrics gpu__time_duration.sum --print-summary per-kernel \
       "./$BUILD/urpe" train $run --set steps=45 --out /tmp/urpe_ncu3 --overwrite --profile-steps 41:41
     ;;
+  attention_tc)
+    attention_tc
+    ;;
   *)
-    echo "usage: bench/gpu_session.sh STEP... (STEP: build, parity, core, sanitize, bench, ncu, ncu_times, nccl, compare, families, presets, nsight, profile)" >&2
+    echo "usage: bench/gpu_session.sh STEP... (STEP: build, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, nccl, compare, families, presets, nsight, profile)" >&2
     exit 2
     ;;
 esac

@@ -51,7 +51,9 @@
 // Determinism: no float atomics anywhere. The CPU reference gives each (b, h) to one thread
 // (tiles in a fixed order; table partials per (b, h) in double, summed over b in increasing
 // order), so results do not depend on the thread count. The CUDA kernels give each output row
-// (of O, dQ, dK, dV) to one warp and reduce the table gradients per bucket in a fixed order.
+// (of O, dQ, dK, dV) to one warp and reduce the table gradients per bucket in a fixed order; with
+// the context's TF32 switch on, the tensor-core kernels (urpe_flash_tc.h) take the same inputs and
+// sum the table gradients per diagonal in fixed-order partials (docs/cuda.md#tensor-core-tiles).
 //
 // Memory: O and L (Bsz·H·Nq) are saved; the backward's scratch is a few tiles per thread on the
 // CPU (plus table partials of Nq + Nk − 1 doubles per (b, h) for a relative map, K per (b, h)

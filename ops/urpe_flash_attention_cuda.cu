@@ -1,4 +1,7 @@
-// The fused URPE attention on CUDA (maths in urpe_flash_attention.h). Every kernel walks tiles of
+// The fused URPE attention on CUDA (maths in urpe_flash_attention.h): the scalar FP32 kernels,
+// the reference and the path of strict-FP32 runs. With the context's TF32 switch on (--tf32) the
+// host functions at the end hand the work to the tensor-core kernels (urpe_flash_tc.h), keeping
+// only D_i and, for dense maps, the table gradients' bucket walk. Every kernel here walks tiles of
 // 32 keys (or queries) held in shared memory, one per lane, and gives each output row to one
 // warp, so no two threads ever add into the same float: no atomics, the same bits every run.
 //
@@ -28,103 +31,21 @@
 // the limit.
 #include "ops/bucket_index_cuda.cuh"
 #include "ops/cuda_common.cuh"
-#include "ops/urpe_attention_cells.cuh"
-#include "ops/urpe_flash_attention.h"
-#include "tensor/philox.h"
+#include "ops/urpe_flash_geometry.cuh"
+#include "ops/urpe_flash_tc.h"
 
 namespace urpe::kernels {
 
 namespace {
 
 constexpr int kTile = 32;                       // keys (or queries) per tile: one per lane
-constexpr int kMaxDim = 128;                    // largest dh and dv
+constexpr int kMaxDim = kFlashMaxDim;            // largest dh and dv
 constexpr int kDimsPerLane = kMaxDim / kWarp;   // output columns per lane
 constexpr int kWarps = 4;                       // warps per block
 constexpr int kForwardRowsPerWarp = 4;          // forward: 16 query rows per block
 constexpr int kBackwardRowsPerWarp = 2;         // dq / dkdv: 8 rows per block (two more tiles)
 constexpr int kForwardRows = kWarps * kForwardRowsPerWarp;
 constexpr int kBackwardRows = kWarps * kBackwardRowsPerWarp;
-
-enum MapKind : int { kNoMap = 0, kRelative = 1, kShared = 2, kPerBatch = 3 };
-
-// Everything a kernel needs to evaluate z, C, the masks and κ at (b, h, i, j).
-struct FlashGeometry {
-  int64_t batch, heads, nq, nk, dh, dv;
-  float scale;
-  const float* bias_table;  // (H, Kb) or null
-  int64_t bias_buckets;
-  const int32_t* bias_map;
-  int bias_kind;
-  const float* c_table;     // (H, Kc) or null: C ≡ 1
-  int64_t c_buckets;
-  const int32_t* c_map;
-  int c_kind;
-  AttentionMask mask;
-  float drop_p, keep_scale;
-  uint64_t seed;
-
-  __device__ __forceinline__ int64_t map_index(int kind, int64_t b, int64_t i, int64_t j) const {
-    if (kind == kRelative) return j - i + nq - 1;
-    return (kind == kPerBatch ? b * nq * nk : 0) + i * nk + j;
-  }
-  __device__ __forceinline__ float bias(int64_t b, int64_t h, int64_t i, int64_t j) const {
-    return bias_table ? bias_table[h * bias_buckets + bias_map[map_index(bias_kind, b, i, j)]] : 0.0f;
-  }
-  __device__ __forceinline__ float c_value(int64_t b, int64_t h, int64_t i, int64_t j) const {
-    return c_table ? c_table[h * c_buckets + c_map[map_index(c_kind, b, i, j)]] : 1.0f;
-  }
-  // j < nk assumed.
-  __device__ __forceinline__ bool masked(int64_t b, int64_t i, int64_t j) const {
-    return mask.masked(b, i, j, nk);
-  }
-  // κ: the dropout factor ops/dropout.h applies to A[b,h,i,j] (element ((b·H + h)·Nq + i)·Nk + j).
-  __device__ __forceinline__ float keep(int64_t bh, int64_t i, int64_t j) const {
-    if (drop_p <= 0.0f) return 1.0f;
-    const uint64_t element = static_cast<uint64_t>((bh * nq + i) * nk + j);
-    return philox_uniform(seed, 0, element) >= drop_p ? keep_scale : 0.0f;
-  }
-  // Keys [0, key_limit(i)) can be unmasked for query i.
-  __device__ __forceinline__ int64_t key_limit(int64_t i) const {
-    if (!mask.causal) return nk;
-    const int64_t limit = i + mask.causal_offset + 1;
-    return limit < 0 ? 0 : (limit > nk ? nk : limit);
-  }
-  // The logit of an unmasked cell, z_ij = s·scale + B with s = q_i·k_j: one expression for the
-  // forward and every backward kernel, so the recomputed P is the forward's to the bit.
-  __device__ __forceinline__ float logit(float s, int64_t b, int64_t h, int64_t i, int64_t j) const {
-    return s * scale + bias(b, h, i, j);
-  }
-  // P_ij = e^{z_ij − L_i}, recomputed by the backward kernels from the saved L.
-  __device__ __forceinline__ float prob(float s, int64_t b, int64_t h, int64_t i, int64_t j,
-                                        float row_lse) const {
-    return expf(logit(s, b, h, i, j) - row_lse);
-  }
-  // dZ_ij = P·(G·C − D_i) with G = κ·(dO_i·v_j), in double like the CPU reference (G·C − D_i
-  // cancels); dS_ij = scale·dZ_ij.
-  __device__ __forceinline__ static double logit_grad(float p, float gk, float c, double d) {
-    return static_cast<double>(p) * (static_cast<double>(gk) * c - d);
-  }
-  __device__ __forceinline__ float score_grad(float p, float gk, float c, double d) const {
-    return static_cast<float>(scale * logit_grad(p, gk, c, d));
-  }
-};
-
-// The tasks of the forward, dq and dkdv kernels: tiles of `rows` consecutive rows (queries, or
-// keys for dkdv) out of n, per (b, h). Task t is rows [first, first + count) of bh = b·H + h.
-__host__ __device__ __forceinline__ int64_t row_tiles(const FlashGeometry& g, int64_t n, int rows) {
-  return g.batch * g.heads * ((n + rows - 1) / rows);
-}
-
-struct RowTile {
-  int64_t bh, b, h, first, count;
-};
-
-__device__ __forceinline__ RowTile row_tile(const FlashGeometry& g, int64_t task, int64_t n,
-                                            int rows) {
-  const int64_t tiles = (n + rows - 1) / rows;
-  const int64_t bh = task / tiles, first = (task % tiles) * rows;
-  return {bh, bh / g.heads, bh % g.heads, first, min(int64_t(rows), n - first)};
-}
 
 // Rows [first_row, first_row + kRows) of src (row stride `cols`) into a shared tile (row stride
 // kStride); rows from `valid_rows` on become zeros, so a partial tile needs no bounds checks
@@ -463,43 +384,6 @@ __global__ void urpe_flash_attention_c_grad_kernel(
                           grad_table);
 }
 
-int map_kind(const Tensor& map) {
-  if (!map.defined()) return kNoMap;
-  return map.dim() == 1 ? kRelative : map.dim() == 2 ? kShared : kPerBatch;
-}
-
-FlashGeometry geometry_of(const Tensor& q, const Tensor& k, const Tensor& v,
-                          const UrpeAttentionParams& p, const AttentionDropout& dropout) {
-  FlashGeometry g{};
-  g.batch = q.size(0);
-  g.heads = q.size(1);
-  g.nq = q.size(2);
-  g.nk = k.size(2);
-  g.dh = q.size(3);
-  g.dv = v.size(3);
-  URPE_CHECK(g.dh <= kMaxDim && g.dv <= kMaxDim,
-             "urpe_flash_attention on CUDA: head dims up to " << kMaxDim << " (the shared-memory "
-             "tiles are sized for it), got dh = " << g.dh << ", dv = " << g.dv);
-  g.scale = p.scale;
-  if (p.bias_table.defined()) {
-    g.bias_table = p.bias_table.f32();
-    g.bias_buckets = p.bias_table.size(1);
-    g.bias_map = p.bias_map.i32();
-    g.bias_kind = map_kind(p.bias_map);
-  }
-  if (p.c_table.defined()) {
-    g.c_table = p.c_table.f32();
-    g.c_buckets = p.c_table.size(1);
-    g.c_map = p.c_map.i32();
-    g.c_kind = map_kind(p.c_map);
-  }
-  g.mask = attention_mask_of(p);
-  g.drop_p = dropout.p;
-  g.keep_scale = 1.0f / (1.0f - dropout.p);
-  g.seed = dropout.seed;
-  return g;
-}
-
 template <bool kForC>
 void table_gradient(cuda::Context& ctx, const FlashGeometry& g, const Tensor& map,
                     const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& grad_out,
@@ -524,6 +408,10 @@ void urpe_flash_attention_forward_cuda(const Tensor& q, const Tensor& k, const T
                                        const AttentionDropout& dropout, Tensor& out, Tensor& lse) {
   cuda::Context& ctx = context_of(out);
   const FlashGeometry g = geometry_of(q, k, v, params, dropout);
+  if (ctx.tf32() && flash_tc_supports(g.dh, g.dv)) {  // --tf32: the tensor-core kernels
+    urpe_flash_tc_forward(ctx, q, k, v, params, dropout, out, lse);
+    return;
+  }
   const int64_t tasks = row_tiles(g, g.nq, kForwardRows);
   if (tasks == 0 || g.dv == 0) return;
   urpe_flash_attention_forward_kernel<<<grid_for(ctx, tasks, 1), kWarp * kWarps, 0, ctx.stream()>>>(
@@ -554,6 +442,22 @@ void urpe_flash_attention_backward_cuda(const Tensor& q, const Tensor& k, const 
   urpe_flash_attention_backward_dot_kernel<<<grid_for(ctx, rows, 8), dot_threads, 0, ctx.stream()>>>(
       rows, g.dv, grad_out.f32(), out.f32(), d_row.as<double>());
   CUDA_CHECK_LAUNCH("urpe_flash_attention_backward_dot_kernel");
+
+  if (ctx.tf32() && flash_tc_supports(g.dh, g.dv)) {
+    // --tf32: dQ, dK, dV and the tables of relative maps on the tensor cores; a table with a
+    // dense map (not a function of j − i) keeps the bucket walk below.
+    Tensor* tc_bias = want_bias && g.bias_kind == kRelative ? grad_bias_table : nullptr;
+    Tensor* tc_c = want_c && g.c_kind == kRelative ? grad_c_table : nullptr;
+    urpe_flash_tc_backward(ctx, q, k, v, lse, grad_out, d_row.as<double>(), params, dropout, grad_q,
+                           grad_k, grad_v, tc_bias, tc_c);
+    if (want_bias && tc_bias == nullptr)
+      table_gradient<false>(ctx, g, params.bias_map, q, k, v, grad_out, lse, d_row.as<double>(),
+                            *grad_bias_table);
+    if (want_c && tc_c == nullptr)
+      table_gradient<true>(ctx, g, params.c_map, q, k, v, grad_out, lse, d_row.as<double>(),
+                           *grad_c_table);
+    return;
+  }
 
   const int64_t dq_tasks = row_tiles(g, g.nq, kBackwardRows);
   urpe_flash_attention_backward_dq_kernel<<<grid_for(ctx, dq_tasks, 1), kWarp * kWarps, 0, ctx.stream()>>>(

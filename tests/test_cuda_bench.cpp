@@ -1,11 +1,14 @@
 // `urpe bench kernels --device cuda` runs end to end: the measured ceilings, every row of the
-// table and the summary, here at the tiny `--sizes smoke` model so that it takes seconds. Nothing
+// table and the summary, here at the tiny `--sizes smoke` model so that it takes seconds; and
+// `urpe bench attention --device cuda --tf32` (the tensor-core rows of bench/gpu_session.sh). Nothing
 // about speed is asserted (tests time nothing; the numbers go to bench/results/ from a real GPU).
 //
 // Without a CUDA device the suite exits with 77 before any test (CTest: skipped). Built against
 // the CUDA simulator (tests/cuda_sim) as test_cuda_sim_bench, it runs the simulated binary.
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
+#include <string>
 
 #include "cli_util.h"
 #include "tensor/cuda_backend.h"
@@ -47,4 +50,36 @@ TEST_CASE("bench kernels: a bad --sizes is one clear error") {
       urpe::test::run_urpe("bench kernels --device cuda --sizes huge --repeats 1");
   CHECK(r.code != 0);
   CHECK(r.output.find("option --sizes: expected table5 or smoke, got 'huge'") != std::string::npos);
+}
+
+TEST_CASE("`urpe bench attention --device cuda --tf32` names its math and rate on every row") {
+  // The shapes of bench/gpu_session.sh attention_tc in small: both paths, causal, TF32.
+  const urpe::test::CliResult r = urpe::test::run_urpe(
+      "bench attention --device cuda --tf32 --causal --batch 1 --heads 2 --head-dim 40 --lengths 70 --repeats 1 "
+      "--sizes smoke");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK(r.output.find("causal") != std::string::npos);
+  CHECK(r.output.find("math tf32") != std::string::npos);
+  int rows = 0;
+  std::istringstream lines(r.output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream row(line);
+    long long n = 0;
+    std::string path, direction, math, share;
+    double ms = 0, mib = 0, gflop = 0, tflops = 0;
+    if (!(row >> n >> path >> direction >> ms >> mib >> math >> gflop >> tflops >> share)) continue;
+    ++rows;
+    CHECK(math == "tf32");
+    // FlashAttention's count: 4·B·H·n²·d / 2 (causal) forward, 3.5× that with the backward.
+    const double forward = 4.0 * 1 * 2 * 70 * 70 * 40 / 2 / 1e9;
+    CHECK(gflop == doctest::Approx(direction == "forward" ? forward : 3.5 * forward).epsilon(0.05));
+    CHECK(share.back() == '%');
+  }
+  CHECK(rows == 4);  // fused and materialized, forward and forward + backward
+  // Above 4096 only the fused path runs; asking for both is one clear line.
+  const urpe::test::CliResult both = urpe::test::run_urpe("bench attention --device cuda --lengths 8192 --repeats 1");
+  CHECK(both.code != 0);
+  CHECK(both.output.find("add --attention fused") != std::string::npos);
 }

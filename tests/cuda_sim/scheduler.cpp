@@ -52,7 +52,9 @@ constexpr size_t kGuardBytes = size_t(4) << 10;
 // Ready: runnable. Block / Warp: at __syncthreads() / a warp collective. Done: returned.
 // Stopped: broke a rule (stop_thread); never resumed.
 enum class Wait { None, Block, Warp, Done, Stopped };
-enum class Collective { Shuffle, VoteAll, VoteAny, SyncWarp };
+enum class Collective { Shuffle, VoteAll, VoteAny, SyncWarp, Gather };
+// Words a lane offers at one gather (the tensor-core emulation's A and B fragments, mma.cpp).
+constexpr int kGatherWords = 8;
 
 struct SimThread {
   Coroutine coroutine;
@@ -62,6 +64,8 @@ struct SimThread {
   Collective collective = Collective::Shuffle;
   unsigned mask = 0;
   uint64_t slot[2] = {0, 0};
+  uint32_t words[2][kGatherWords] = {};  // a gather's offer, alternating like `slot`
+  int word_count = 0;                    // words offered at the pending gather
 };
 
 // splitmix64: the random schedule's generator (seeded per schedule, launch and block).
@@ -148,7 +152,7 @@ bool release_warp(int base) {
     const SimThread& lane = g_run->threads[t];
     if (lane.wait != Wait::Warp) continue;
     if (lane.mask != first.mask || lane.collective != first.collective ||
-        lane.info.sync != first.info.sync) {
+        lane.info.sync != first.info.sync || lane.word_count != first.word_count) {
       fail("lanes of one warp wait at different warp collectives (" + describe_thread(first.info) +
            " and " + describe_thread(lane.info) + ")");
       return false;
@@ -495,6 +499,35 @@ int vote(Collective kind, unsigned mask, int predicate) {
 }  // namespace
 
 int vote_all(unsigned mask, int predicate) { return vote(Collective::VoteAll, mask, predicate); }
+
+void gather_words(unsigned mask, const uint32_t* words, int count, uint32_t* all) {
+  if (count < 0 || count > kGatherWords) {
+    std::fprintf(stderr, "cuda_sim: gather_words of %d words (at most %d)\n", count, kGatherWords);
+    std::abort();
+  }
+  if (!g_run) {
+    std::fprintf(stderr, "cuda_sim: a warp collective was called outside a kernel\n");
+    std::abort();
+  }
+  SimThread& offer = *g_run->current;
+  std::memcpy(offer.words[offer.info.sync % 2], words, sizeof(uint32_t) * count);
+  offer.word_count = count;
+  SimThread& self = arrive_at_collective(Collective::Gather, mask, 0);
+  for (int lane = 0; lane < kWarp; ++lane) {
+    if (!(mask >> lane & 1u)) continue;
+    std::memcpy(all + lane * count, lane_in_warp(self, lane).words[self.info.sync % 2],
+                sizeof(uint32_t) * count);
+  }
+  ++self.info.sync;
+}
+
+int current_lane() {
+  if (!g_run) {
+    std::fprintf(stderr, "cuda_sim: current_lane() outside a kernel\n");
+    std::abort();
+  }
+  return lane_of(*g_run->current);
+}
 int vote_any(unsigned mask, int predicate) { return vote(Collective::VoteAny, mask, predicate); }
 
 void sync_warp(unsigned mask) {

@@ -83,13 +83,34 @@ int run_bench(const Args& args) {
     URPE_CHECK(batch >= 1 && batch <= 65536,
                "option --batch: expected a batch size between 1 and 65536, got " << args.get("batch"));
     options.batch = batch;
+    const long heads = args.get_int("heads", options.heads);
+    URPE_CHECK(heads >= 1 && heads <= 1024, "option --heads: expected between 1 and 1024 heads, got " << args.get("heads"));
+    options.heads = heads;
+    const long head_dim = args.get_int("head-dim", options.head_dim);
+    URPE_CHECK(head_dim >= 1 && head_dim <= 128,
+               "option --head-dim: expected a head dim between 1 and 128 (the fused kernels' tiles), got "
+                   << args.get("head-dim"));
+    options.head_dim = head_dim;
+    options.causal = args.has("causal");
+    options.tf32 = args.has("tf32");
+    URPE_CHECK(!options.tf32 || options.device != "cpu",
+               "option --tf32: TF32 is a mode of the GPU's tensor cores; use it with --device cuda");
     options.repeats = repeats_option(args, options.repeats);
+    const std::string sizes = args.get("sizes", "full");
+    URPE_CHECK(sizes == "full" || sizes == "smoke",
+               "option --sizes: bench attention takes full, or smoke (the TF32 reference GEMM at 256³: checks it runs); got '"
+                   << sizes << "'");
+    options.smoke = sizes == "smoke";
     if (args.has("attention")) {
       const std::string path = args.get("attention");
       URPE_CHECK(path == "fused" || path == "materialized",
                  "option --attention: expected fused or materialized, got '" << path << "'");
       options.paths = {path};
     }
+    for (int64_t n : options.lengths)
+      URPE_CHECK(n <= 4096 || options.paths == std::vector<std::string>{"fused"},
+                 "option --lengths: " << n << " is above 4096, which only the fused path runs (the materialized "
+                 "one holds n² floats per head three times); add --attention fused");
     return bench::run_attention_bench(options);
   }
   URPE_FAIL("bench: expected 'urpe bench peaks', 'urpe bench kernels', 'urpe bench step' or 'urpe bench attention', got '"

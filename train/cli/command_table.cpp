@@ -148,19 +148,24 @@ std::vector<CommandSpec> command_table() {
                    0});
 
   table.push_back({"bench", "bench peaks|kernels|step|attention [--device cpu|cuda] [--tf32] [--sizes table5|smoke] "
-                            "[--model encoder|txl|graphormer] [--seq-len N] [--batch B] [--attention fused|materialized] [--lengths N,N]",
+                            "[--model encoder|txl|graphormer] [--seq-len N] [--batch B] [--attention fused|materialized] [--lengths N,N] "
+                            "[--heads H] [--head-dim D] [--causal]",
                    "measure the machine's peaks, time the kernels or a training step",
                    {{"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
                     {"repeats", "N", "50", "timed runs per measurement (the median is reported)", {1, 1000000}},
-                    {"tf32", "", "off", "TF32 tensor-core GEMMs (CUDA only)"},
+                    {"tf32", "", "off", "TF32 tensor cores: the GEMMs and the fused attention's kernels (CUDA only)"},
                     {"sizes", "NAME", "table5",
                      "CUDA table sizes: table5, or smoke (a tiny model that checks the table runs); bench peaks: "
-                     "smoke measures tiny sizes (checks it runs, not the machine's limits)"},
+                     "smoke measures tiny sizes (checks it runs, not the machine's limits); bench attention: smoke "
+                     "measures the TF32 reference GEMM at 256³"},
                     {"model", "NAME", "encoder", "bench step: the family, encoder, txl or graphormer (bench/step_models.h)"},
                     {"seq-len", "N", "128", "bench step: sequence length n (encoder; txl: tgt_len = mem_len)"},
                     {"batch", "B", "32", "bench step: sequences (encoder 32, txl 16) or graphs (graphormer 128) per step"},
                     {"attention", "PATH", "materialized", "bench step: materialized (the training default) or fused attention; bench attention: only this path (default both)"},
-                    {"lengths", "N,N,...", "1024,4096", "bench attention: sequence lengths"}},
+                    {"lengths", "N,N,...", "1024,4096", "bench attention: sequence lengths (above 4096: --attention fused only)"},
+                    {"heads", "H", "4", "bench attention: heads", {1, 1024}},
+                    {"head-dim", "D", "32", "bench attention: head dim (the fused kernels take up to 128)", {1, 128}},
+                    {"causal", "", "off", "bench attention: causal mask on both paths"}},
                    run_bench, "",
                    "'bench peaks' measures the machine's ceilings for the roofline of 'urpe profile': sgemm\n"
                    "GFLOP/s at large square sizes and the bench model's GEMM shapes, and memory bandwidth (STREAM\n"
@@ -178,7 +183,10 @@ std::vector<CommandSpec> command_table() {
                    "is the long-sequence bench. tools/torch_bench.py times the same steps in PyTorch.\n"
                    "'bench attention' times the attention alone, fused against materialized, forward and\n"
                    "forward + backward, with the peak memory each call allocates (batch 1, 4 heads, head\n"
-                   "dim 32 unless --batch; --lengths 1024,4096 by default; --repeats runs, default 3).\n",
+                   "dim 32 unless --batch, --heads, --head-dim; --lengths 1024,4096 by default; --repeats runs,\n"
+                   "default 3), FLOPs in FlashAttention's count (forward 4·B·H·n²·d, halved when --causal;\n"
+                   "backward 2.5× forward), TFLOP/s and, on CUDA, the share of the cuBLAS TF32 GEMM rate\n"
+                   "measured at start; every row names its math (fp32, or tf32 with --tf32).\n",
                    1});
   CommandSpec theory{"theory", "theory probe|construction|rowsums|denominator [OPTIONS]",
                      "the paper's statements as measurements: Theorem 2, Proposition 4, row sums of C, the denominator",

@@ -61,6 +61,16 @@ inline float __fdividef(float a, float b) { return a / b; }
 inline float __saturatef(float x) { return fminf(fmaxf(x, 0.0f), 1.0f); }
 template <typename T>
 inline T __ldg(const T* p) { return *p; }
+inline float __uint_as_float(unsigned int u) {
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+inline unsigned int __float_as_uint(float x) {
+  unsigned int u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
 // CUDA's global integer min/max overloads.
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
@@ -147,6 +157,20 @@ uint64_t shuffle_xor(unsigned mask, uint64_t bits, int lane_mask, int width);
 uint64_t shuffle_index(unsigned mask, uint64_t bits, int source, int width);
 int vote_all(unsigned mask, int predicate);
 int vote_any(unsigned mask, int predicate);
+// Each lane offers `count` (≤ 8) 32-bit words; all[lane·count + w] gets word w of every lane in
+// the mask. The building block of the tensor-core emulation below.
+void gather_words(unsigned mask, const uint32_t* words, int count, uint32_t* all);
+// The calling thread's lane (threadIdx linearised, mod 32).
+int current_lane();
+
+// ---- tensor-core instructions (tests/cuda_sim/mma.cpp), reached only through ops/mma_tf32.cuh ----
+// cvt.rna.tf32.f32: x rounded to TF32 (10 mantissa bits, to nearest, ties away from zero), as
+// the bits of a float whose low 13 bits are zero.
+uint32_t round_to_tf32(float x);
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 as a warp collective: every lane of the warp
+// must call it (full mask); each offers its A (16×8) and B (8×8) fragments in the PTX ISA's
+// layout and gets its four elements of D = A·B + C, with FP32 accumulation.
+void mma_m16n8k8_tf32(float* d, const uint32_t* a, const uint32_t* b, const float* c);
 }  // namespace urpe_sim
 
 void __syncthreads();

@@ -1,0 +1,34 @@
+// The tensor-core (TF32 mma.sync) kernels of the fused URPE attention, as the scalar path's host
+// code calls them (ops/urpe_flash_attention_cuda.cu picks them when the context's TF32 switch is
+// on: `--tf32`, cuda::set_tf32). Maths in urpe_flash_attention.h; tiles, fragments and the table
+// gradients' partial sums in urpe_flash_tc_forward_cuda.cu and urpe_flash_tc_backward_cuda.cu.
+#pragma once
+#include "ops/urpe_flash_attention.h"
+
+namespace urpe::cuda {
+class Context;  // tensor/cuda_context.h (CUDA builds only); this header stays host-only
+}
+
+namespace urpe::kernels {
+
+// Head dims the tensor-core kernels take (dh and dv ≤ 128); the tiles are padded with zeros up
+// to 32, 64 or 128.
+bool flash_tc_supports(int64_t dh, int64_t dv);
+
+// O (Bsz, H, Nq, dv) and, when defined, L (Bsz, H, Nq), as urpe_flash_attention_forward_cuda.
+void urpe_flash_tc_forward(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
+                           const UrpeAttentionParams& params, const AttentionDropout& dropout,
+                           Tensor& out, Tensor& lse);
+
+// dQ, dK, dV, and the table gradients of tables whose map is relative ((Nq + Nk − 1,), a function
+// of j − i): grad_bias_table / grad_c_table non-null only for those. d_row: D_i = dO_i·O_i, (Bsz·H·Nq).
+// A table with a dense map is the caller's (the scalar bucket walk). partial_cap_bytes bounds the
+// tables' per-diagonal partial sums held at once (0: max(64 MiB, the bytes of q)); the result does
+// not depend on it, to the bit (tests pass a tiny cap to check that).
+void urpe_flash_tc_backward(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
+                            const Tensor& lse, const Tensor& grad_out, const double* d_row,
+                            const UrpeAttentionParams& params, const AttentionDropout& dropout,
+                            Tensor& grad_q, Tensor& grad_k, Tensor& grad_v, Tensor* grad_bias_table,
+                            Tensor* grad_c_table, int64_t partial_cap_bytes = 0);
+
+}  // namespace urpe::kernels

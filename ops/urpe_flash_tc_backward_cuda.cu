@@ -1,0 +1,428 @@
+// The fused URPE attention's backward on the tensor cores (TF32 mma.sync m16n8k8 through
+// ops/mma_tf32.cuh). With A = P ⊙ C, Ã = A ⊙ κ, O = Ã·V and D_i = dO_i·O_i
+// (urpe_flash_attention.h):
+//   dA = dO·Vᵀ,   dZ = P ⊙ (C ⊙ κ ⊙ dA − D),   dS = scale·dZ
+//   dQ = dS·K,    dK = dSᵀ·Q,    dV = Ãᵀ·dO
+//   ∂C[k] = Σ_{map(i,j) = k} P·κ·dA,    ∂B[k] = Σ_{map(i,j) = k} dZ
+// which is FlashAttention-2's backward with two extra elementwise factors (C, κ) and two table
+// sums. No float atomics anywhere, so every output repeats bit for bit:
+//
+// urpe_flash_tc_backward_dq_kernel<kDim>: one block per (b, h, 64 query rows), 16 per warp, Q and
+//   dO fragments in registers; per key tile (K_J, V_J and the tile's diagonals in shared memory)
+//     S = Q·K_Jᵀ, dA = dO·V_Jᵀ (tensor cores), P = e^{S·scale + B − L}, dS as above
+//     dQ += dS·K_J  (dS from the accumulators as the A operand, keys paired as in the forward)
+//   and writes its dQ rows once. FlashAttention-2 adds dQ from the dK/dV loop with atomics; this
+//   kernel spends two more tile products (S, dA) per tile to keep dQ deterministic.
+// urpe_flash_tc_backward_dkdv_kernel<kDim>: one block per (b, h, 64 keys), 16 per warp, K and V
+//   fragments in registers; per tile of kQueries queries (32, or 16 for kDim = 128) Q_I, dO_I, L_I,
+//   D_I in shared memory; per warp
+//     Sᵀ = K·Q_Iᵀ, dAᵀ = V·dO_Iᵀ, then Ãᵀ and dSᵀ in the accumulators
+//     dV += Ãᵀ·dO_I,  dK += dSᵀ·Q_I
+//   Table gradients of a relative map (bucket = f(j − i)): the tile's dZ and P·κ·dA go to two
+//   shared 64 × kQueries tiles, and thread x sums diagonal x of each (64 + kQueries − 1 of them)
+//   in ascending query order into a sliding window of per-diagonal sums. Walking the query tiles
+//   upwards, the window moves down by kQueries diagonals per tile, and a diagonal no later tile
+//   reaches is written out, once: partial[b·H + h, J, u] for the block's Nq + 63 diagonals
+//   u = (j − i) + Nq − 1 − j0 (0 for those no tile touched).
+// urpe_flash_tc_diagonal_totals_kernel: totals[h, m] (m = j − i + Nq − 1) = Σ over (b, J), in
+//   that order, of the partials; urpe_flash_tc_bucket_sums_kernel: grad[h, k] = Σ over the map's
+//   diagonals m with bucket k, ascending (a BucketIndex over the relative map). Second pass reads
+//   B·H·(Nk/64)·(Nq + 63) floats per table: at Nq = Nk = n that is n²/64 per (b, h), so it is
+//   done in chunks of (b, h) whose partials fit max(64 MiB, the bytes of q) and memory stays
+//   linear in n; totals accumulate chunk after chunk in double, in a fixed order.
+// Dense maps ((Nq, Nk), (Bsz, Nq, Nk): SPD, per-batch) are not functions of j − i; their table
+//   gradients stay with the scalar bucket walk (urpe_flash_attention_cuda.cu), the documented
+//   fallback.
+//   FLOPs on the tensor cores per (b, h): dq 3 products, dkdv 4, each 2·Nq·Nk·kDim (7 against
+//   FlashAttention-2's 5: the price of no atomics); bytes: Q, K, V, dO once per 64 rows of the
+//   other side, dQ, dK, dV once, the partials above.
+#include <algorithm>
+
+#include "ops/bucket_index_cuda.cuh"
+#include "ops/urpe_flash_tc.h"
+#include "ops/urpe_flash_tc_tiles.cuh"
+
+namespace urpe::kernels {
+
+namespace {
+
+using namespace flash_tc;
+
+constexpr int kKeysPerBlock = kBlockRows;  // dkdv: 64 keys per block
+
+template <int kSteps, int kBlocks>
+__device__ __forceinline__ void zero(float (&acc)[kSteps][kBlocks]) {
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s)
+#pragma unroll
+    for (int r = 0; r < kBlocks; ++r) acc[s][r] = 0.0f;
+}
+
+// acc[nb] += A·B over kSteps k-steps, B read from a shared tile at (row nb·8 + group, column
+// ks·8 + member (+4)): a product X·Tᵀ with T's rows as the n side (S = Q·Kᵀ, dA = dO·Vᵀ, …).
+template <int kSteps, int kBlocks, int kRows, int kStride>
+__device__ __forceinline__ void product_with_rows(float (&acc)[kBlocks][4], const uint32_t (&a)[kSteps][4],
+                                                  const float (&tile)[kRows][kStride], int group, int member) {
+#pragma unroll
+  for (int ks = 0; ks < kSteps; ++ks)
+#pragma unroll
+    for (int nb = 0; nb < kBlocks; ++nb) {
+      const uint32_t bf[2] = {__float_as_uint(tile[nb * 8 + group][ks * 8 + member]),
+                              __float_as_uint(tile[nb * 8 + group][ks * 8 + member + 4])};
+      tc::mma_m16n8k8(acc[nb], a[ks], bf);
+    }
+}
+
+// acc[nd] += X·T for X (16 × 8·kBlocks) held in accumulators and T's rows as the k side, paired
+// (rows 2t, 2t + 1 of each group of 8 ↔ A columns t, t + 4; ops/mma_tf32.cuh).
+template <int kSteps, int kBlocks, int kRows, int kStride>
+__device__ __forceinline__ void product_paired(float (&acc)[kSteps][4], const float (&x)[kBlocks][4],
+                                               const float (&tile)[kRows][kStride], int group, int member) {
+#pragma unroll
+  for (int kb = 0; kb < kBlocks; ++kb) {
+    uint32_t xa[4];
+    tc::accumulator_as_a(xa, x[kb]);
+#pragma unroll
+    for (int nd = 0; nd < kSteps; ++nd) {
+      const uint32_t bf[2] = {__float_as_uint(tile[kb * 8 + 2 * member][nd * 8 + group]),
+                              __float_as_uint(tile[kb * 8 + 2 * member + 1][nd * 8 + group])};
+      tc::mma_m16n8k8(acc[nd], xa, bf);
+    }
+  }
+}
+
+// Rows [first, first + 16) of a (rows, cols) output from the accumulators (valid rows and columns).
+template <int kSteps>
+__device__ __forceinline__ void store_rows(float* __restrict__ dst, const float (&acc)[kSteps][4], int64_t first,
+                                           int64_t rows, int64_t cols, int lane) {
+#pragma unroll
+  for (int nd = 0; nd < kSteps; ++nd)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int64_t row = first + tc::c_row(lane, r);
+      const int col = nd * 8 + tc::c_col(lane, r);
+      if (row < rows && col < cols) dst[row * cols + col] = acc[nd][r];
+    }
+}
+
+// ---- dQ ----
+
+template <int kDim>
+__global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dq_kernel(
+    FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+    const float* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
+    float* __restrict__ grad_q) {
+  constexpr int kKeys = kDim == 128 ? 32 : 64;
+  constexpr int kKeyBlocks = kKeys / 8;
+  constexpr int kSteps = Dim<kDim>::kSteps, kStride = Dim<kDim>::kStride;
+  constexpr int kDiag = kBlockRows + kKeys - 1;
+  URPE_SHARED(float, k_s, [kKeys][kStride]);
+  URPE_SHARED(float, v_s, [kKeys][kStride]);
+  URPE_SHARED(float, bias_s, [kDiag]);
+  URPE_SHARED(float, c_s, [kDiag]);
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int group = lane / 4, member = lane % 4;
+  const int64_t tasks = row_tiles(g, g.nq, kBlockRows);
+  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const auto [bh, b, h, i0, rows] = row_tile(g, task, g.nq, kBlockRows);
+    const int64_t w0 = i0 + warp * kWarpRows;
+    uint32_t qa[kSteps][4], ga[kSteps][4];
+    load_a_fragments(qa, q + bh * g.nq * g.dh, w0, g.nq - w0, g.dh, lane);
+    load_a_fragments(ga, grad_out + bh * g.nq * g.dv, w0, g.nq - w0, g.dv, lane);
+    float row_lse[2], row_d[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int64_t i = w0 + group + 8 * half;
+      row_lse[half] = i < g.nq ? lse[bh * g.nq + i] : -INFINITY;
+      row_d[half] = i < g.nq ? static_cast<float>(d_row[bh * g.nq + i]) : 0.0f;
+    }
+    float dq[kSteps][4];
+    zero(dq);
+    const int64_t key_end = g.key_limit(i0 + rows - 1);
+    for (int64_t j0 = 0; j0 < key_end; j0 += kKeys) {
+      __syncthreads();
+      load_rounded<kKeys, kDim>(k_s, k + bh * g.nk * g.dh, j0, g.nk - j0, g.dh);
+      load_rounded<kKeys, kDim>(v_s, v + bh * g.nk * g.dv, j0, g.nk - j0, g.dv);
+      stage_diagonals(g, h, i0, j0, kBlockRows - 1, bias_s, c_s);
+      __syncthreads();
+      float s[kKeyBlocks][4], da[kKeyBlocks][4];
+      zero(s);
+      zero(da);
+      product_with_rows(s, qa, k_s, group, member);
+      product_with_rows(da, ga, v_s, group, member);
+      const bool plain = tile_is_plain(g, i0, i0 + kBlockRows, j0, j0 + kKeys);
+#pragma unroll
+      for (int nb = 0; nb < kKeyBlocks; ++nb)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int li = warp * kWarpRows + tc::c_row(lane, r), lj = nb * 8 + tc::c_col(lane, r);
+          const int64_t i = i0 + li, j = j0 + lj;
+          const int x = lj - li + kBlockRows - 1;
+          float ds = 0.0f;
+          if (row_lse[r / 2] != -INFINITY && (plain || !cell_masked(g, b, i, j))) {
+            const float p = expf(s[nb][r] * g.scale + cell_bias(g, bias_s, x, b, h, i, j) - row_lse[r / 2]);
+            const float gk = plain ? da[nb][r] : da[nb][r] * g.keep(bh, i, j);
+            ds = g.scale * (p * (gk * cell_c(g, c_s, x, b, h, i, j) - row_d[r / 2]));
+          }
+          s[nb][r] = ds;
+        }
+      product_paired(dq, s, k_s, group, member);
+    }
+    store_rows(grad_q + bh * g.nq * g.dh, dq, w0, g.nq, g.dh, lane);
+  }
+}
+
+// ---- dK, dV and the table partials ----
+
+// Where the dkdv kernel writes the per-diagonal partial sums of the tables it is asked for.
+struct TablePartials {
+  float* bias;  // (chunk of b·H + h, key blocks, width) or null
+  float* c;
+  int64_t bh_begin, bh_end;  // the chunk of (b, h) this launch covers
+  int64_t key_blocks, width;  // width = Nq + 63
+};
+
+template <int kDim>
+__global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
+    FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+    const float* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
+    float* __restrict__ grad_k, float* __restrict__ grad_v, TablePartials tp) {
+  constexpr int kQueries = kDim == 128 ? 16 : 32;
+  constexpr int kQueryBlocks = kQueries / 8;
+  constexpr int kSteps = Dim<kDim>::kSteps, kStride = Dim<kDim>::kStride;
+  constexpr int kDiag = kKeysPerBlock + kQueries - 1;  // diagonals of one tile
+  URPE_SHARED(float, q_s, [kQueries][kStride]);
+  URPE_SHARED(float, go_s, [kQueries][kStride]);
+  URPE_SHARED(float, lse_s, [kQueries]);
+  URPE_SHARED(float, d_s, [kQueries]);
+  URPE_SHARED(float, bias_s, [kDiag]);
+  URPE_SHARED(float, c_s, [kDiag]);
+  URPE_SHARED(float, zb_s, [kKeysPerBlock][kQueries + 1]);  // the tile's dZ (∂B's terms)
+  URPE_SHARED(float, zc_s, [kKeysPerBlock][kQueries + 1]);  // the tile's P·κ·dA (∂C's terms)
+  URPE_SHARED(float, wb_s, [kDiag]);  // the sliding window of per-diagonal sums
+  URPE_SHARED(float, wc_s, [kDiag]);
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int group = lane / 4, member = lane % 4;
+  const bool tables = tp.bias != nullptr || tp.c != nullptr;
+  const int64_t blocks_per_bh = (g.nk + kKeysPerBlock - 1) / kKeysPerBlock;
+  const int64_t tasks = (tp.bh_end - tp.bh_begin) * blocks_per_bh;
+  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const int64_t bh = tp.bh_begin + task / blocks_per_bh, key_block = task % blocks_per_bh;
+    const int64_t b = bh / g.heads, h = bh % g.heads;
+    const int64_t j0 = key_block * kKeysPerBlock, wj0 = j0 + warp * kWarpRows;
+    uint32_t ka[kSteps][4], va[kSteps][4];
+    load_a_fragments(ka, k + bh * g.nk * g.dh, wj0, g.nk - wj0, g.dh, lane);
+    load_a_fragments(va, v + bh * g.nk * g.dv, wj0, g.nk - wj0, g.dv, lane);
+    float dk[kSteps][4], dv[kSteps][4];
+    zero(dk);
+    zero(dv);
+    // Causal: query i sees key j when j ≤ i + offset, so queries before j0 − offset see none.
+    int64_t first_query = g.mask.causal ? j0 - g.mask.causal_offset : 0;
+    first_query = first_query < 0 ? 0 : first_query;
+    float* part_b = tp.bias ? tp.bias + ((bh - tp.bh_begin) * tp.key_blocks + key_block) * tp.width : nullptr;
+    float* part_c = tp.c ? tp.c + ((bh - tp.bh_begin) * tp.key_blocks + key_block) * tp.width : nullptr;
+    __syncthreads();  // the previous task's reads of the windows are done
+    if (tables) {
+      for (int x = threadIdx.x; x < kDiag; x += blockDim.x) wb_s[x] = wc_s[x] = 0.0f;
+      // Diagonals above the first tile's window are reached by no tile: zeros.
+      const int64_t touched = first_query < g.nq ? g.nq - first_query + kKeysPerBlock - 1 : 0;
+      for (int64_t u = touched + threadIdx.x; u < tp.width; u += blockDim.x) {
+        if (part_b) part_b[u] = 0.0f;
+        if (part_c) part_c[u] = 0.0f;
+      }
+    }
+    for (int64_t i0 = first_query; i0 < g.nq; i0 += kQueries) {
+      const bool last = i0 + kQueries >= g.nq;
+      __syncthreads();  // the previous tile's reads of q_s, go_s, … are done
+      load_rounded<kQueries, kDim>(q_s, q + bh * g.nq * g.dh, i0, g.nq - i0, g.dh);
+      load_rounded<kQueries, kDim>(go_s, grad_out + bh * g.nq * g.dv, i0, g.nq - i0, g.dv);
+      for (int x = threadIdx.x; x < kQueries; x += blockDim.x) {
+        const int64_t i = i0 + x;
+        lse_s[x] = i < g.nq ? lse[bh * g.nq + i] : -INFINITY;
+        d_s[x] = i < g.nq ? static_cast<float>(d_row[bh * g.nq + i]) : 0.0f;
+      }
+      stage_diagonals(g, h, i0, j0, kQueries - 1, bias_s, c_s);
+      __syncthreads();
+      float st[kQueryBlocks][4], dat[kQueryBlocks][4];
+      zero(st);
+      zero(dat);
+      product_with_rows(st, ka, q_s, group, member);   // Sᵀ = K·Qᵀ
+      product_with_rows(dat, va, go_s, group, member);  // dAᵀ = V·dOᵀ
+      const bool plain = tile_is_plain(g, i0, i0 + kQueries, j0, j0 + kKeysPerBlock);
+#pragma unroll
+      for (int nb = 0; nb < kQueryBlocks; ++nb)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int lj = warp * kWarpRows + tc::c_row(lane, r), li = nb * 8 + tc::c_col(lane, r);
+          const int64_t j = j0 + lj, i = i0 + li;
+          const int x = lj - li + kQueries - 1;
+          float a = 0.0f, dz = 0.0f, cterm = 0.0f;
+          if (lse_s[li] != -INFINITY && (plain || !cell_masked(g, b, i, j))) {
+            const float p = expf(st[nb][r] * g.scale + cell_bias(g, bias_s, x, b, h, i, j) - lse_s[li]);
+            const float kappa = plain ? 1.0f : g.keep(bh, i, j), cv = cell_c(g, c_s, x, b, h, i, j);
+            const float gk = dat[nb][r] * kappa;
+            a = p * cv * kappa;
+            dz = p * (gk * cv - d_s[li]);
+            cterm = p * gk;
+          }
+          st[nb][r] = a;
+          dat[nb][r] = g.scale * dz;
+          if (tables) {
+            zb_s[lj][li] = dz;
+            zc_s[lj][li] = cterm;
+          }
+        }
+      product_paired(dv, st, go_s, group, member);  // dV += Ãᵀ·dO
+      product_paired(dk, dat, q_s, group, member);  // dK += dSᵀ·Q
+      if (!tables) continue;
+      __syncthreads();  // the tile's terms are in zb_s, zc_s
+      // Diagonal x of the tile: cells (key kl, query ql) with kl − ql = x − (kQueries − 1),
+      // summed by thread x alone in ascending ql.
+      for (int x = threadIdx.x; x < kDiag; x += blockDim.x) {
+        const int shift = x - (kQueries - 1);
+        const int ql_lo = shift < 0 ? -shift : 0;
+        const int ql_hi = kKeysPerBlock - shift < kQueries ? kKeysPerBlock - shift : kQueries;
+        float sum_b = 0.0f, sum_c = 0.0f;
+        for (int ql = ql_lo; ql < ql_hi; ++ql) {
+          sum_b += zb_s[ql + shift][ql];
+          sum_c += zc_s[ql + shift][ql];
+        }
+        wb_s[x] += sum_b;
+        wc_s[x] += sum_c;
+        // Window entry x is diagonal u = base + x of the partial row. Written out: every entry
+        // after the last tile; else the top kQueries, which no later tile reaches.
+        const int64_t u = g.nq - i0 - kQueries + x;
+        if ((last || x >= kKeysPerBlock - 1) && u >= 0 && u < tp.width) {
+          if (part_b) part_b[u] = wb_s[x];
+          if (part_c) part_c[u] = wc_s[x];
+        }
+      }
+      if (last) continue;
+      // Slide: the next tile's entry x is this tile's x − kQueries.
+      float next_b[2] = {0.0f, 0.0f}, next_c[2] = {0.0f, 0.0f};
+      __syncthreads();
+#pragma unroll
+      for (int p = 0; p < 2; ++p) {
+        const int x = threadIdx.x + p * kThreads;
+        if (x < kDiag && x >= kQueries) {
+          next_b[p] = wb_s[x - kQueries];
+          next_c[p] = wc_s[x - kQueries];
+        }
+      }
+      __syncthreads();
+#pragma unroll
+      for (int p = 0; p < 2; ++p) {
+        const int x = threadIdx.x + p * kThreads;
+        if (x < kDiag) {
+          wb_s[x] = next_b[p];
+          wc_s[x] = next_c[p];
+        }
+      }
+    }
+    store_rows(grad_k + bh * g.nk * g.dh, dk, wj0, g.nk, g.dh, lane);
+    store_rows(grad_v + bh * g.nk * g.dv, dv, wj0, g.nk, g.dv, lane);
+  }
+}
+
+// totals[h, m] (+)= Σ over b with b·H + h in [bh_begin, bh_end), then key blocks J, of
+// partial[b·H + h − bh_begin, J, m − 64·J] (the blocks whose row holds diagonal m).
+__global__ void urpe_flash_tc_diagonal_totals_kernel(int64_t heads, int64_t diagonals, TablePartials tp,
+                                                     const float* __restrict__ partial, bool first_chunk,
+                                                     double* __restrict__ totals) {
+  URPE_GRID_STRIDE(hm, heads * diagonals) {
+    const int64_t h = hm / diagonals, m = hm % diagonals;
+    double sum = first_chunk ? 0.0 : totals[hm];
+    // Block J holds m when 0 ≤ m − 64·J < width.
+    const int64_t j_lo = m - tp.width + 1 > 0 ? (m - tp.width + kKeysPerBlock) / kKeysPerBlock : 0;
+    const int64_t j_hi = min(tp.key_blocks - 1, m / kKeysPerBlock);
+    int64_t bh = tp.bh_begin + ((h - tp.bh_begin % heads) % heads + heads) % heads;
+    for (; bh < tp.bh_end; bh += heads)
+      for (int64_t J = j_lo; J <= j_hi; ++J)
+        sum += partial[((bh - tp.bh_begin) * tp.key_blocks + J) * tp.width + (m - J * kKeysPerBlock)];
+    totals[hm] = sum;
+  }
+}
+
+// grad[h, k] = Σ over the diagonals m of bucket k (positions of a BucketIndex), ascending.
+__global__ void urpe_flash_tc_bucket_sums_kernel(int64_t heads, int64_t buckets, int64_t diagonals,
+                                                 const int32_t* __restrict__ positions,
+                                                 const int32_t* __restrict__ offsets,
+                                                 const double* __restrict__ totals, float* __restrict__ grad) {
+  URPE_GRID_STRIDE(hk, heads * buckets) {
+    const int64_t h = hk / buckets, key = hk % buckets;
+    double sum = 0.0;
+    for (int32_t o = offsets[key]; o < offsets[key + 1]; ++o) sum += totals[h * diagonals + positions[o]];
+    grad[hk] = static_cast<float>(sum);
+  }
+}
+
+template <int kDim>
+void launch_backward(cuda::Context& ctx, const FlashGeometry& g, const Tensor& q, const Tensor& k,
+                     const Tensor& v, const Tensor& lse, const Tensor& grad_out, const double* d_row,
+                     Tensor& grad_q, Tensor& grad_k, Tensor& grad_v, Tensor* grad_bias, Tensor* grad_c,
+                     int64_t partial_cap_bytes) {
+  const int64_t dq_tasks = row_tiles(g, g.nq, kBlockRows);
+  urpe_flash_tc_backward_dq_kernel<kDim><<<grid_for(ctx, dq_tasks, 1), kThreads, 0, ctx.stream()>>>(
+      g, q.f32(), k.f32(), v.f32(), grad_out.f32(), lse.f32(), d_row, grad_q.f32());
+  CUDA_CHECK_LAUNCH("urpe_flash_tc_backward_dq_kernel");
+
+  const int64_t key_blocks = (g.nk + kKeysPerBlock - 1) / kKeysPerBlock;
+  const int64_t width = g.nq + kKeysPerBlock - 1, diagonals = g.nq + g.nk - 1;
+  const int64_t bhs = g.batch * g.heads;
+  const int tables = (grad_bias ? 1 : 0) + (grad_c ? 1 : 0);
+  // Chunks of (b, h) whose partials fit the cap (at least one (b, h) per chunk).
+  const double per_bh = double(key_blocks) * width * sizeof(float) * tables;
+  const double cap = partial_cap_bytes > 0 ? double(partial_cap_bytes)
+                                           : std::max(double(64 << 20), double(q.numel()) * sizeof(float));
+  const int64_t chunk = tables ? std::clamp<int64_t>(static_cast<int64_t>(cap / per_bh), 1, bhs) : bhs;
+  cuda::DeviceBuffer partial_b(ctx, grad_bias ? sizeof(float) * chunk * key_blocks * width : 0);
+  cuda::DeviceBuffer partial_c(ctx, grad_c ? sizeof(float) * chunk * key_blocks * width : 0);
+  cuda::DeviceBuffer totals_b(ctx, grad_bias ? sizeof(double) * g.heads * diagonals : 0);
+  cuda::DeviceBuffer totals_c(ctx, grad_c ? sizeof(double) * g.heads * diagonals : 0);
+  const int threads = 256;
+  for (int64_t begin = 0; begin < bhs; begin += chunk) {
+    const TablePartials tp{grad_bias ? partial_b.as<float>() : nullptr, grad_c ? partial_c.as<float>() : nullptr,
+                           begin, std::min(bhs, begin + chunk), key_blocks, width};
+    const int64_t kv_tasks = (tp.bh_end - tp.bh_begin) * key_blocks;
+    urpe_flash_tc_backward_dkdv_kernel<kDim><<<grid_for(ctx, kv_tasks, 1), kThreads, 0, ctx.stream()>>>(
+        g, q.f32(), k.f32(), v.f32(), grad_out.f32(), lse.f32(), d_row, grad_k.f32(), grad_v.f32(), tp);
+    CUDA_CHECK_LAUNCH("urpe_flash_tc_backward_dkdv_kernel");
+    for (int t = 0; t < 2; ++t) {
+      const float* partial = t == 0 ? tp.bias : tp.c;
+      if (partial == nullptr) continue;
+      double* totals = t == 0 ? totals_b.as<double>() : totals_c.as<double>();
+      urpe_flash_tc_diagonal_totals_kernel<<<grid_for(ctx, g.heads * diagonals, threads), threads, 0,
+                                             ctx.stream()>>>(g.heads, diagonals, tp, partial, begin == 0, totals);
+      CUDA_CHECK_LAUNCH("urpe_flash_tc_diagonal_totals_kernel");
+    }
+  }
+  for (int t = 0; t < 2; ++t) {
+    Tensor* grad = t == 0 ? grad_bias : grad_c;
+    if (grad == nullptr) continue;
+    const int32_t* map = t == 0 ? g.bias_map : g.c_map;
+    const int64_t buckets = grad->size(1);
+    if (g.heads * buckets == 0) continue;
+    const BucketIndex index(ctx, map, diagonals, buckets, "urpe_flash_attention backward");
+    urpe_flash_tc_bucket_sums_kernel<<<grid_for(ctx, g.heads * buckets, threads), threads, 0, ctx.stream()>>>(
+        g.heads, buckets, diagonals, index.positions(), index.offsets(),
+        t == 0 ? totals_b.as<double>() : totals_c.as<double>(), grad->f32());
+    CUDA_CHECK_LAUNCH("urpe_flash_tc_bucket_sums_kernel");
+  }
+}
+
+}  // namespace
+
+void urpe_flash_tc_backward(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
+                            const Tensor& lse, const Tensor& grad_out, const double* d_row,
+                            const UrpeAttentionParams& params, const AttentionDropout& dropout,
+                            Tensor& grad_q, Tensor& grad_k, Tensor& grad_v, Tensor* grad_bias_table,
+                            Tensor* grad_c_table, int64_t partial_cap_bytes) {
+  const FlashGeometry g = geometry_of(q, k, v, params, dropout);
+  switch (dim_class(g.dh, g.dv)) {
+    case 32: launch_backward<32>(ctx, g, q, k, v, lse, grad_out, d_row, grad_q, grad_k, grad_v, grad_bias_table, grad_c_table, partial_cap_bytes); break;
+    case 64: launch_backward<64>(ctx, g, q, k, v, lse, grad_out, d_row, grad_q, grad_k, grad_v, grad_bias_table, grad_c_table, partial_cap_bytes); break;
+    default: launch_backward<128>(ctx, g, q, k, v, lse, grad_out, d_row, grad_q, grad_k, grad_v, grad_bias_table, grad_c_table, partial_cap_bytes); break;
+  }
+}
+
+}  // namespace urpe::kernels

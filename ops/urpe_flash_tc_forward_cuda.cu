@@ -1,0 +1,184 @@
+// The fused URPE attention's forward on the tensor cores (TF32 mma.sync m16n8k8 through
+// ops/mma_tf32.cuh), FlashAttention-2's loop with URPE's two extra terms: the bias B added to the
+// logits before the online softmax and C multiplied into the weights, in registers, before P·V.
+// The maths is urpe_flash_attention.h's; the scalar FP32 kernel (urpe_flash_attention_cuda.cu)
+// is the reference and the path without --tf32.
+//
+// urpe_flash_tc_forward_kernel<kDim>: one block (4 warps) per (b, h, 64 query rows); each warp owns
+//   16 rows, its Q fragments held in registers for the whole task. Per tile of kKeys keys (64, or
+//   32 for kDim = 128 so the tiles fit 48 KiB) K_J and V_J come to shared memory rounded to TF32,
+//   with the tile's 64 + kKeys − 1 diagonals of B and C for a relative map; then per warp
+//     S (16 × kKeys) = Q·K_Jᵀ                                  kKeys/8 × kDim/8 mma
+//     z = S·scale + B  (−∞ where masked),  m' = max(m, rowmax z),  α = e^{m − m'}
+//     ℓ ← α·ℓ + Σ_j e^{z − m'},   W = e^{z − m'} ⊙ C ⊙ κ        in the accumulators
+//     O ← α·O + W·V_J                                          kDim/8 × kKeys/8 mma
+//   W goes from the accumulator layout into the A operand without moving (the key pairing of
+//   ops/mma_tf32.cuh): lane t's keys 2t, 2t+1 are its A columns t, t+4, and V is read at rows
+//   2t, 2t+1. At the end O/ℓ and L = m + ln ℓ are written; a row with no unmasked key gets
+//   O = 0, L = −∞, as on the scalar path.
+//   FLOPs: 4·Nq·Nk·kDim per (b, h) on the tensor cores (the padded dims count), plus per cell the
+//   scale, bias, max, exp, sum and C (~10) on the FP32 units.
+//   Bytes: Q and O once; K and V once per 64 query rows: (Nq/64)·Nk·(dh + dv)·4 per (b, h); the
+//   tables' diagonals per tile from cache. Nothing of size Nq·Nk.
+#include "ops/urpe_flash_tc.h"
+#include "ops/urpe_flash_tc_tiles.cuh"
+
+namespace urpe::kernels {
+
+namespace {
+
+using namespace flash_tc;
+
+template <int kDim>
+__global__ void __launch_bounds__(kThreads)
+    urpe_flash_tc_forward_kernel(FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k,
+                                 const float* __restrict__ v, float* __restrict__ out, float* __restrict__ lse) {
+  constexpr int kKeys = kDim == 128 ? 32 : 64;
+  constexpr int kKeyBlocks = kKeys / 8;  // n-blocks of S, k-steps of W·V
+  constexpr int kSteps = Dim<kDim>::kSteps, kStride = Dim<kDim>::kStride;
+  constexpr int kDiag = kBlockRows + kKeys - 1;
+  URPE_SHARED(float, k_s, [kKeys][kStride]);
+  URPE_SHARED(float, v_s, [kKeys][kStride]);
+  URPE_SHARED(float, bias_s, [kDiag]);
+  URPE_SHARED(float, c_s, [kDiag]);
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int group = lane / 4, member = lane % 4;
+  const int64_t tasks = row_tiles(g, g.nq, kBlockRows);
+  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const auto [bh, b, h, i0, rows] = row_tile(g, task, g.nq, kBlockRows);
+    const int64_t w0 = i0 + warp * kWarpRows;  // the warp's first row
+    uint32_t qa[kSteps][4];
+    load_a_fragments(qa, q + bh * g.nq * g.dh, w0, g.nq - w0, g.dh, lane);
+    float o[kSteps][4];
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) o[s][r] = 0.0f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // rows group, group + 8
+    const int64_t key_end = g.key_limit(i0 + rows - 1);  // masked for every row beyond
+    for (int64_t j0 = 0; j0 < key_end; j0 += kKeys) {
+      __syncthreads();  // the previous tile's reads of k_s, v_s and the diagonals are done
+      load_rounded<kKeys, kDim>(k_s, k + bh * g.nk * g.dh, j0, g.nk - j0, g.dh);
+      load_rounded<kKeys, kDim>(v_s, v + bh * g.nk * g.dv, j0, g.nk - j0, g.dv);
+      stage_diagonals(g, h, i0, j0, kBlockRows - 1, bias_s, c_s);
+      __syncthreads();
+
+      float s[kKeyBlocks][4];
+#pragma unroll
+      for (int nb = 0; nb < kKeyBlocks; ++nb)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) s[nb][r] = 0.0f;
+#pragma unroll
+      for (int ks = 0; ks < kSteps; ++ks)
+#pragma unroll
+        for (int nb = 0; nb < kKeyBlocks; ++nb) {
+          const uint32_t kb[2] = {__float_as_uint(k_s[nb * 8 + group][ks * 8 + member]),
+                                  __float_as_uint(k_s[nb * 8 + group][ks * 8 + member + 4])};
+          tc::mma_m16n8k8(s[nb], qa[ks], kb);
+        }
+
+      // Logits and the running max of the lane's two rows.
+      const bool plain = tile_is_plain(g, i0, i0 + kBlockRows, j0, j0 + kKeys);
+      float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int nb = 0; nb < kKeyBlocks; ++nb)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int li = warp * kWarpRows + tc::c_row(lane, r), lj = nb * 8 + tc::c_col(lane, r);
+          const int64_t i = i0 + li, j = j0 + lj;
+          const int x = lj - li + kBlockRows - 1;
+          const bool masked = !plain && cell_masked(g, b, i, j);
+          const float z = masked ? -INFINITY : s[nb][r] * g.scale + cell_bias(g, bias_s, x, b, h, i, j);
+          s[nb][r] = z;
+          tile_max[r / 2] = fmaxf(tile_max[r / 2], z);
+        }
+      float alpha[2], m_new[2], row_sum[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        m_new[half] = fmaxf(m[half], group_max(tile_max[half]));
+        alpha[half] = m[half] == m_new[half] ? 1.0f : expf(m[half] - m_new[half]);  // 0 from −∞
+      }
+      // Weights W = e^{z − m'}·C·κ in place of the logits.
+#pragma unroll
+      for (int nb = 0; nb < kKeyBlocks; ++nb)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int li = warp * kWarpRows + tc::c_row(lane, r), lj = nb * 8 + tc::c_col(lane, r);
+          const int64_t i = i0 + li, j = j0 + lj;
+          const float z = s[nb][r];
+          float w = 0.0f;
+          if (z != -INFINITY) {
+            const float e = expf(z - m_new[r / 2]);
+            row_sum[r / 2] += e;
+            w = e * cell_c(g, c_s, lj - li + kBlockRows - 1, b, h, i, j);
+            if (!plain) w *= g.keep(bh, i, j);
+          }
+          s[nb][r] = w;
+        }
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        l[half] = l[half] * alpha[half] + group_sum(row_sum[half]);
+        m[half] = m_new[half];
+      }
+#pragma unroll
+      for (int nd = 0; nd < kSteps; ++nd)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) o[nd][r] *= alpha[r / 2];
+      // O += W·V_J, keys paired (2t, 2t + 1) ↔ A columns (t, t + 4).
+#pragma unroll
+      for (int kb = 0; kb < kKeyBlocks; ++kb) {
+        uint32_t wa[4];
+        tc::accumulator_as_a(wa, s[kb]);
+#pragma unroll
+        for (int nd = 0; nd < kSteps; ++nd) {
+          const uint32_t vb[2] = {__float_as_uint(v_s[kb * 8 + 2 * member][nd * 8 + group]),
+                                  __float_as_uint(v_s[kb * 8 + 2 * member + 1][nd * 8 + group])};
+          tc::mma_m16n8k8(o[nd], wa, vb);
+        }
+      }
+    }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int64_t i = w0 + group + 8 * half;
+      if (i >= g.nq) continue;
+      const int64_t row = bh * g.nq + i;
+      const bool empty = l[half] == 0.0f;  // no unmasked key: O = 0, L = −∞
+      const float inv = empty ? 0.0f : 1.0f / l[half];
+#pragma unroll
+      for (int nd = 0; nd < kSteps; ++nd)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int col = nd * 8 + 2 * member + e;
+          if (col < g.dv) out[row * g.dv + col] = o[nd][2 * half + e] * inv;
+        }
+      if (lse != nullptr && member == 0) lse[row] = empty ? -INFINITY : m[half] + logf(l[half]);
+    }
+  }
+}
+
+template <int kDim>
+void launch_forward(cuda::Context& ctx, const FlashGeometry& g, const float* q, const float* k, const float* v,
+                    float* out, float* lse) {
+  const int64_t tasks = row_tiles(g, g.nq, kBlockRows);
+  urpe_flash_tc_forward_kernel<kDim><<<grid_for(ctx, tasks, 1), kThreads, 0, ctx.stream()>>>(g, q, k, v, out, lse);
+  CUDA_CHECK_LAUNCH("urpe_flash_tc_forward_kernel");
+}
+
+}  // namespace
+
+bool flash_tc_supports(int64_t dh, int64_t dv) { return dh <= kFlashMaxDim && dv <= kFlashMaxDim; }
+
+void urpe_flash_tc_forward(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
+                           const UrpeAttentionParams& params, const AttentionDropout& dropout,
+                           Tensor& out, Tensor& lse) {
+  const FlashGeometry g = geometry_of(q, k, v, params, dropout);
+  if (row_tiles(g, g.nq, kBlockRows) == 0 || g.dv == 0) return;
+  float* lse_out = lse.defined() ? lse.f32() : nullptr;
+  switch (dim_class(g.dh, g.dv)) {
+    case 32: launch_forward<32>(ctx, g, q.f32(), k.f32(), v.f32(), out.f32(), lse_out); break;
+    case 64: launch_forward<64>(ctx, g, q.f32(), k.f32(), v.f32(), out.f32(), lse_out); break;
+    default: launch_forward<128>(ctx, g, q.f32(), k.f32(), v.f32(), out.f32(), lse_out); break;
+  }
+}
+
+}  // namespace urpe::kernels

@@ -1,0 +1,452 @@
+// The fused URPE attention on the tensor cores (TF32 mma.sync, selected by the context's TF32
+// switch) against the CPU reference, and the instruction it is built from:
+//   * one m16n8k8 tile through ops/mma_tf32.cuh against a plain matrix product of the TF32-rounded
+//     inputs, and every deliberately wrong fragment layout giving a wrong product (so a kernel
+//     that indexed its fragments wrongly could not pass);
+//   * cvt.rna.tf32.f32 against an independent rounding (ties away from zero);
+//   * forward (O, L) and backward (dQ, dK, dV, dB, dC) of every map kind, causal with an offset,
+//     key padding, dropout, no tables, each head-dim class (32, 64, 128), with NaN-poisoned
+//     outputs, within TF32's tolerance; the same bits from a second backward and from the table
+//     partials summed in chunks; the public op with autograd on both devices.
+// Tolerance: TF32 keeps 10 mantissa bits (unit roundoff u = 2^-11 ≈ 4.9e-4 per rounded input);
+// logits, weights and gradient terms each pass through one or two roundings and sums of tens to
+// hundreds of terms, so |cuda − cpu| ≤ 4e-3·(max|cpu| + |cpu|) per tensor (docs/cuda.md). The
+// errors seen are about a quarter of that; an FP32 kernel (the scalar path) stays within 1e-4.
+//
+// Without a CUDA device the suite exits 77 (CTest: skipped). Built against the CUDA simulator as
+// test_cuda_sim_flash_tensor_core, where the mma is the simulator's warp-collective emulation and
+// every launch runs under two schedules with racecheck, memcheck and initcheck.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "ops/mma_tile.h"
+#include "ops/urpe_attention.h"
+#include "ops/urpe_flash_attention.h"
+#include "ops/urpe_flash_tc.h"
+#include "tensor/cuda_backend.h"
+#include "test_util.h"
+
+using namespace urpe;
+using urpe::test::random_ids;
+using urpe::test::random_values;
+
+namespace {
+
+struct SkipWithoutCuda {
+  SkipWithoutCuda() {
+    if (cuda::device_count() == 0) {
+      std::printf("no CUDA device: tensor-core suite skipped\n");
+      std::fflush(stdout);
+      std::exit(77);
+    }
+  }
+} skip_without_cuda;
+
+}  // namespace
+
+#if defined(URPE_WITH_CUDA)
+
+namespace {
+
+const Device& gpu() {
+  static const Device device = Device::cuda(cuda::create_context(0));
+  return device;
+}
+
+// The TF32 switch of the test's context, on inside the scope (the tensor-core kernels), off after.
+struct Tf32Scope {
+  Tf32Scope() { cuda::set_tf32(gpu().context(), true); }
+  ~Tf32Scope() { cuda::set_tf32(gpu().context(), false); }
+};
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+Tensor poisoned(const Shape& shape) { return Tensor::full(shape, kNaN, gpu()); }
+
+// FNV-1a over a tensor's bytes: printed per case, so two runs of the suite (bench/gpu_session.sh
+// attention_tc) can be compared bit for bit, not only two calls within one run.
+uint64_t bits_hash(const Tensor& t) {
+  uint64_t h = 1469598103934665603ull;
+  for (float x : t.to_vector_f32()) {
+    uint32_t u;
+    std::memcpy(&u, &x, sizeof u);
+    for (int byte = 0; byte < 4; ++byte) h = (h ^ ((u >> (8 * byte)) & 0xffu)) * 1099511628211ull;
+  }
+  return h;
+}
+
+bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  const std::vector<float> x = a.to_vector_f32(), y = b.to_vector_f32();
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+// Every element finite where the reference is (−∞ matched exactly), and within
+// tol·(max|ref| + |ref|). Returns the largest |diff| / (max|ref| + |ref|) seen.
+double check_tf32(const Tensor& got, const Tensor& want, double tol, const std::string& what) {
+  INFO(what);
+  REQUIRE(got.shape() == want.shape());
+  const std::vector<float> g = got.to_vector_f32(), w = want.to_vector_f32();
+  double scale = 0;
+  for (float x : w)
+    if (std::isfinite(x)) scale = std::max(scale, double(std::fabs(x)));
+  int64_t bad = 0, first = -1;
+  double worst = 0;
+  for (size_t k = 0; k < g.size(); ++k) {
+    bool ok;
+    if (!std::isfinite(w[k])) {
+      ok = g[k] == w[k];
+    } else {
+      const double bound = scale + std::fabs(w[k]);
+      const double ratio = bound > 0 ? std::fabs(double(g[k]) - w[k]) / bound : std::fabs(g[k]);
+      ok = std::isfinite(g[k]) && ratio <= tol;
+      if (std::isfinite(g[k])) worst = std::max(worst, ratio);
+    }
+    if (!ok && first < 0) first = int64_t(k);
+    bad += !ok;
+  }
+  std::ostringstream msg;
+  msg << bad << " of " << g.size() << " elements beyond " << tol << "·(max|cpu| + |cpu|), worst ratio " << worst;
+  if (first >= 0) msg << "; first at " << first << ": cuda " << g[first] << ", cpu " << w[first];
+  INFO(msg.str());
+  CHECK(bad == 0);
+  MESSAGE(what << ": worst |cuda − cpu| / (max|cpu| + |cpu|) = " << worst);
+  return worst;
+}
+
+// ---- the instruction ----
+
+// TF32 rounding written independently of the kernels' bit trick: the value rounded to a
+// multiple of its binade's TF32 spacing 2^(e − 10), halves away from zero (std::round).
+float round_tf32_reference(float x) {
+  if (x == 0.0f || !std::isfinite(x)) return x;
+  int e;
+  std::frexp(x, &e);  // |x| in [2^(e−1), 2^e)
+  const double spacing = std::ldexp(1.0, e - 1 - 10);
+  return static_cast<float>(std::round(double(x) / spacing) * spacing);
+}
+
+// d = a·b + c in double from TF32-rounded a and b; `magnitude` gets Σ|a·b| + |c| per element.
+void tile_reference(const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& c,
+                    std::vector<double>& d, std::vector<double>& magnitude) {
+  d.assign(16 * 8, 0.0);
+  magnitude.assign(16 * 8, 0.0);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j) {
+      double sum = c[i * 8 + j], mag = std::fabs(c[i * 8 + j]);
+      for (int k = 0; k < 8; ++k) {
+        const double term = double(round_tf32_reference(a[i * 8 + k])) * round_tf32_reference(b[k * 8 + j]);
+        sum += term;
+        mag += std::fabs(term);
+      }
+      d[i * 8 + j] = sum;
+      magnitude[i * 8 + j] = mag;
+    }
+}
+
+// The largest |d − reference| / (Σ|a·b| + |c|) of one tile product on the device.
+double tile_error(const Tensor& a, const Tensor& b, const Tensor& c, kernels::MmaFragmentLayout layout) {
+  Tensor d = poisoned({16, 8});
+  kernels::mma_tf32_tile_cuda(a.to(gpu()), b.to(gpu()), c.to(gpu()), d, layout);
+  std::vector<double> ref, mag;
+  tile_reference(a.to_vector_f32(), b.to_vector_f32(), c.to_vector_f32(), ref, mag);
+  const std::vector<float> got = d.to_vector_f32();
+  double worst = 0;
+  for (size_t k = 0; k < got.size(); ++k) {
+    const double e = std::fabs(got[k] - ref[k]) / mag[k];
+    worst = std::isfinite(e) ? std::max(worst, e) : 1e30;  // NaN: an unwritten element
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("tensor cores: one m16n8k8 TF32 tile against a plain matrix product") {
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    CAPTURE(seed);
+    const Tensor a = random_values({16, 8}, 10 * seed, -2.0f, 2.0f);
+    const Tensor b = random_values({8, 8}, 10 * seed + 1, -2.0f, 2.0f);
+    const Tensor c = random_values({16, 8}, 10 * seed + 2, -1.0f, 1.0f);
+    // The PTX ISA's layout: the product of the rounded inputs, to FP32 accumulation.
+    CHECK(tile_error(a, b, c, kernels::MmaFragmentLayout::ptx) < 1e-6);
+    // Each wrong layout multiplies other elements: far off (seen: 0.1–1).
+    for (auto wrong : {kernels::MmaFragmentLayout::a_rows_swapped, kernels::MmaFragmentLayout::b_rows_swapped,
+                       kernels::MmaFragmentLayout::c_columns_swapped}) {
+      CAPTURE(static_cast<int>(wrong));
+      CHECK(tile_error(a, b, c, wrong) > 1e-2);
+    }
+  }
+}
+
+TEST_CASE("tensor cores: the inputs really are rounded to TF32 (cvt.rna.tf32.f32)") {
+  // Random values, and exact ties of the 13 dropped bits on both sides of zero (ties go away
+  // from zero), and their neighbours one bit below and above.
+  std::vector<float> xs;
+  const Tensor r = random_values({200}, 77, -3.0f, 3.0f);
+  for (float x : r.to_vector_f32()) xs.push_back(x);
+  for (uint32_t base : {0x3f800000u, 0x3fa3c000u, 0x42c80000u, 0x3c23e000u})
+    for (uint32_t low : {0x0fffu, 0x1000u, 0x1001u, 0x3000u})
+      for (uint32_t sign : {0u, 0x80000000u}) {
+        const uint32_t bits = sign | base | low;
+        float x;
+        std::memcpy(&x, &bits, sizeof x);
+        xs.push_back(x);
+      }
+  const Tensor x = Tensor::from_vector(xs, {int64_t(xs.size())});
+  Tensor out = poisoned(x.shape());
+  kernels::round_tf32_cuda(x.to(gpu()), out);
+  const std::vector<float> got = out.to_vector_f32();
+  int64_t bad = 0;
+  for (size_t k = 0; k < xs.size(); ++k) bad += got[k] != round_tf32_reference(xs[k]);
+  CHECK(bad == 0);
+  // A tile of the same products in FP32 differs from the TF32 one: the rounding is really there.
+  const Tensor a = random_values({16, 8}, 5, -2.0f, 2.0f), b = random_values({8, 8}, 6, -2.0f, 2.0f);
+  Tensor d = poisoned({16, 8});
+  kernels::mma_tf32_tile_cuda(a.to(gpu()), b.to(gpu()), Tensor::zeros({16, 8}).to(gpu()), d);
+  const std::vector<float> av = a.to_vector_f32(), bv = b.to_vector_f32(), dv = d.to_vector_f32();
+  double largest = 0;
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j) {
+      double exact = 0;
+      for (int k = 0; k < 8; ++k) exact += double(av[i * 8 + k]) * bv[k * 8 + j];
+      largest = std::max(largest, std::fabs(dv[i * 8 + j] - exact));
+    }
+  CHECK(largest > 1e-5);
+  CHECK(largest < 2e-2);
+}
+
+// ---- the fused attention on the tensor cores ----
+
+namespace {
+
+struct TcCase {
+  const char* name;
+  int64_t batch, heads, nq, nk, dh, dv;
+  bool bias, c;
+  int map_kind;  // 1: relative Toeplitz, 2: relative buckets, 3: shared dense, 4: per-batch dense
+  bool padding, causal;
+  int64_t causal_offset;
+  float dropout;
+};
+
+UrpeAttentionParams case_params(const TcCase& c, uint64_t seed) {
+  UrpeAttentionParams p;
+  p.scale = 1.0f / std::sqrt(float(c.dh));
+  int64_t buckets = 0;
+  auto map = [&](uint64_t s) {
+    switch (c.map_kind) {
+      case 1: buckets = c.nq + c.nk - 1; return toeplitz_relative_map(c.nq, c.nk);
+      case 2: buckets = 6; return random_ids({c.nq + c.nk - 1}, 6, s);
+      case 3: buckets = 7; return random_ids({c.nq, c.nk}, 7, s);
+      default: buckets = 5; return random_ids({c.batch, c.nq, c.nk}, 5, s);
+    }
+  };
+  if (c.bias) {
+    p.bias_map = map(seed + 1);
+    p.bias_table = random_values({c.heads, buckets}, seed + 2, -2.0f, 2.0f);
+  }
+  if (c.c) {
+    p.c_map = map(seed + 3);
+    Tensor table = random_values({c.heads, buckets}, seed + 4, 0.2f, 1.8f);
+    float* t = table.f32();
+    for (int64_t e = 0; e < table.numel(); e += 3) t[e] = -t[e];  // both signs
+    p.c_table = table;
+  }
+  if (c.padding) {  // batch 0 fully padded (rows with no key at all), the others their last 3 keys
+    std::vector<int32_t> pad(c.batch * c.nk, 0);
+    for (int64_t j = 0; j < c.nk; ++j) pad[j] = 1;
+    for (int64_t b = 1; b < c.batch; ++b)
+      for (int64_t j = c.nk - 3; j < c.nk; ++j) pad[b * c.nk + j] = 1;
+    p.key_padding = Tensor::from_vector(pad, {c.batch, c.nk});
+  }
+  p.causal = c.causal;
+  p.causal_offset = c.causal_offset;
+  return p;
+}
+
+UrpeAttentionParams on_device(const UrpeAttentionParams& p, const Device& d) {
+  UrpeAttentionParams q = p;
+  for (Tensor* t : {&q.bias_table, &q.bias_map, &q.c_table, &q.c_map, &q.key_padding})
+    if (t->defined()) *t = t->to(d);
+  return q;
+}
+
+struct Grads {
+  Tensor q, k, v, bias, c;
+  Tensor* bias_out() { return bias.defined() ? &bias : nullptr; }
+  Tensor* c_out() { return c.defined() ? &c : nullptr; }
+};
+
+Grads empty_grads(const TcCase& c, const UrpeAttentionParams& p, bool on_gpu) {
+  auto make = [&](const Shape& s) { return on_gpu ? poisoned(s) : Tensor::empty(s); };
+  Grads g;
+  g.q = make({c.batch, c.heads, c.nq, c.dh});
+  g.k = make({c.batch, c.heads, c.nk, c.dh});
+  g.v = make({c.batch, c.heads, c.nk, c.dv});
+  if (c.bias) g.bias = make(p.bias_table.shape());
+  if (c.c) g.c = make(p.c_table.shape());
+  return g;
+}
+
+constexpr double kTol = 4e-3;
+
+const TcCase kCases[] = {
+    // Two query tiles of 64 and two key tiles; dh, dv in the 32 class.
+    {"toeplitz relative map, causal offset", 2, 2, 70, 75, 19, 23, true, true, 1, false, true, 8, 0.0f},
+    {"relative buckets, padding, dropout", 2, 3, 33, 35, 16, 16, true, true, 2, true, false, 0, 0.3f},
+    // The 64 class (dv = 33); dense maps: per-cell B and C, the bucket walk for the tables.
+    {"shared dense maps, causal", 2, 2, 35, 35, 9, 33, true, true, 3, false, true, 0, 0.0f},
+    {"per-batch dense maps, padding", 3, 2, 34, 33, 40, 7, true, true, 4, true, false, 0, 0.0f},
+    {"no tables, dropout", 2, 2, 17, 67, 12, 12, false, false, 1, false, false, 0, 0.2f},
+    // The 128 class: 32-key tiles forward, 16-query tiles in dkdv.
+    {"head dim 128, toeplitz", 1, 2, 40, 50, 100, 128, true, true, 1, false, false, 0, 0.0f},
+    // Whole 64 × 64 tiles inside the matrix with no mask: the kernels' fast path (tile_is_plain),
+    // all tiles; causal: the tiles below the diagonal.
+    {"whole tiles, no mask", 1, 2, 128, 128, 32, 32, true, true, 1, false, false, 0, 0.0f},
+    {"whole tiles, causal", 1, 2, 128, 128, 32, 32, true, true, 1, false, true, 0, 0.0f},
+    // More forward tasks (4·3·3 = 36) than the simulator's grid of 32 blocks; Nq > Nk.
+    {"more row tiles than one grid", 4, 3, 130, 20, 8, 8, true, true, 1, false, true, 4, 0.0f},
+};
+
+}  // namespace
+
+TEST_CASE("parity: tensor-core fused attention kernels (O, L, dQ, dK, dV, dB, dC), TF32") {
+  const Tf32Scope tf32;
+  for (const TcCase& c : kCases) {
+    CAPTURE(c.name);
+    const UrpeAttentionParams p = case_params(c, 300);
+    const UrpeAttentionParams pd = on_device(p, gpu());
+    const AttentionDropout drop{c.dropout, 301};
+    const Tensor q = random_values({c.batch, c.heads, c.nq, c.dh}, 302, -1.5f, 1.5f);
+    const Tensor k = random_values({c.batch, c.heads, c.nk, c.dh}, 303, -1.5f, 1.5f);
+    const Tensor v = random_values({c.batch, c.heads, c.nk, c.dv}, 304);
+    const Tensor qd = q.to(gpu()), kd = k.to(gpu()), vd = v.to(gpu());
+    const Shape o_shape{c.batch, c.heads, c.nq, c.dv}, l_shape{c.batch, c.heads, c.nq};
+    Tensor out = Tensor::empty(o_shape), lse = Tensor::empty(l_shape);
+    kernels::urpe_flash_attention_forward_cpu(q, k, v, p, drop, out, lse);
+    Tensor out_d = poisoned(o_shape), lse_d = poisoned(l_shape);
+    kernels::urpe_flash_attention_forward_cuda(qd, kd, vd, pd, drop, out_d, lse_d);
+    check_tf32(out_d, out, kTol, "O");
+    check_tf32(lse_d, lse, kTol, "L");
+
+    const Tensor go = random_values(o_shape, 305);
+    Grads want = empty_grads(c, p, false), got = empty_grads(c, p, true);
+    kernels::urpe_flash_attention_backward_cpu(q, k, v, out, lse, go, p, drop, want.q, want.k, want.v,
+                                               want.bias_out(), want.c_out());
+    kernels::urpe_flash_attention_backward_cuda(qd, kd, vd, out_d, lse_d, go.to(gpu()), pd, drop, got.q, got.k,
+                                                got.v, got.bias_out(), got.c_out());
+    check_tf32(got.q, want.q, kTol, "dQ");
+    check_tf32(got.k, want.k, kTol, "dK");
+    check_tf32(got.v, want.v, kTol, "dV");
+    if (c.bias) check_tf32(got.bias, want.bias, kTol, "dB");
+    if (c.c) check_tf32(got.c, want.c, kTol, "dC");
+
+    // Bit-reproducible: a second backward gives the same bits, table gradients included.
+    Grads again = empty_grads(c, p, true);
+    kernels::urpe_flash_attention_backward_cuda(qd, kd, vd, out_d, lse_d, go.to(gpu()), pd, drop, again.q,
+                                                again.k, again.v, again.bias_out(), again.c_out());
+    CHECK(bitwise_equal(again.q, got.q));
+    CHECK(bitwise_equal(again.k, got.k));
+    CHECK(bitwise_equal(again.v, got.v));
+    if (c.bias) CHECK(bitwise_equal(again.bias, got.bias));
+    if (c.c) CHECK(bitwise_equal(again.c, got.c));
+    std::printf("gradient bits %s: dQ %016llx dK %016llx dV %016llx dB %016llx dC %016llx\n", c.name,
+                (unsigned long long)bits_hash(got.q), (unsigned long long)bits_hash(got.k),
+                (unsigned long long)bits_hash(got.v), c.bias ? (unsigned long long)bits_hash(got.bias) : 0ull,
+                c.c ? (unsigned long long)bits_hash(got.c) : 0ull);
+  }
+}
+
+TEST_CASE("tensor-core fused attention: the TF32 switch picks the path, FP32 stays the reference") {
+  const TcCase& c = kCases[0];
+  const UrpeAttentionParams pd = on_device(case_params(c, 310), gpu());
+  const Tensor q = random_values({c.batch, c.heads, c.nq, c.dh}, 311, -1.5f, 1.5f).to(gpu());
+  const Tensor k = random_values({c.batch, c.heads, c.nk, c.dh}, 312, -1.5f, 1.5f).to(gpu());
+  const Tensor v = random_values({c.batch, c.heads, c.nk, c.dv}, 313).to(gpu());
+  const Tensor fp32 = urpe_flash_attention(q, k, v, pd);
+  Tensor tf32_out;
+  {
+    const Tf32Scope tf32;
+    tf32_out = urpe_flash_attention(q, k, v, pd);
+  }
+  const Tensor fp32_again = urpe_flash_attention(q, k, v, pd);
+  CHECK(bitwise_equal(fp32, fp32_again));   // off again: the scalar kernel, the same bits
+  CHECK_FALSE(bitwise_equal(fp32, tf32_out));  // on: another kernel, TF32 rounding
+  check_tf32(tf32_out, fp32, kTol, "TF32 against FP32 on the device");
+}
+
+TEST_CASE("tensor-core fused attention: table partials summed in chunks give the same bits") {
+  const Tf32Scope tf32;
+  const TcCase c{"chunks", 3, 2, 45, 70, 16, 16, true, true, 1, false, true, 2, 0.0f};
+  const UrpeAttentionParams p = case_params(c, 320);
+  const UrpeAttentionParams pd = on_device(p, gpu());
+  const Tensor q = random_values({c.batch, c.heads, c.nq, c.dh}, 321, -1.5f, 1.5f);
+  const Tensor k = random_values({c.batch, c.heads, c.nk, c.dh}, 322, -1.5f, 1.5f);
+  const Tensor v = random_values({c.batch, c.heads, c.nk, c.dv}, 323);
+  const Tensor go = random_values({c.batch, c.heads, c.nq, c.dv}, 324);
+  Tensor out = Tensor::empty({c.batch, c.heads, c.nq, c.dv}), lse = Tensor::empty({c.batch, c.heads, c.nq});
+  kernels::urpe_flash_attention_forward_cpu(q, k, v, p, {}, out, lse);
+  // D_i = dO_i·O_i in double, as the backward's first kernel computes it.
+  std::vector<double> d_host(c.batch * c.heads * c.nq);
+  const std::vector<float> ov = out.to_vector_f32(), gv = go.to_vector_f32();
+  for (size_t r = 0; r < d_host.size(); ++r)
+    for (int64_t e = 0; e < c.dv; ++e) d_host[r] += double(gv[r * c.dv + e]) * ov[r * c.dv + e];
+  cuda::Context* ctx = gpu().context();
+  void* d_row = cuda::allocate(ctx, d_host.size() * sizeof(double));
+  cuda::copy_host_to_device(ctx, d_row, d_host.data(), d_host.size() * sizeof(double));
+  Grads whole = empty_grads(c, p, true), chunked = empty_grads(c, p, true);
+  const Tensor qd = q.to(gpu()), kd = k.to(gpu()), vd = v.to(gpu()), lse_d = lse.to(gpu()), go_d = go.to(gpu());
+  kernels::urpe_flash_tc_backward(*ctx, qd, kd, vd, lse_d, go_d, static_cast<const double*>(d_row), pd, {},
+                                  whole.q, whole.k, whole.v, whole.bias_out(), whole.c_out());
+  // A cap of one byte: one (b, h) per chunk, six launches of the dK/dV kernel.
+  kernels::urpe_flash_tc_backward(*ctx, qd, kd, vd, lse_d, go_d, static_cast<const double*>(d_row), pd, {},
+                                  chunked.q, chunked.k, chunked.v, chunked.bias_out(), chunked.c_out(), 1);
+  cuda::release(ctx, d_row, d_host.size() * sizeof(double));
+  CHECK(bitwise_equal(whole.bias, chunked.bias));
+  CHECK(bitwise_equal(whole.c, chunked.c));
+  CHECK(bitwise_equal(whole.k, chunked.k));
+  // And both against the CPU.
+  Grads want = empty_grads(c, p, false);
+  kernels::urpe_flash_attention_backward_cpu(q, k, v, out, lse, go, p, {}, want.q, want.k, want.v,
+                                             want.bias_out(), want.c_out());
+  check_tf32(chunked.bias, want.bias, kTol, "dB in chunks");
+  check_tf32(chunked.c, want.c, kTol, "dC in chunks");
+}
+
+TEST_CASE("tensor-core fused attention: the public op with autograd, on both devices") {
+  const Tf32Scope tf32;
+  for (int which : {1, 3}) {
+    const TcCase& c = kCases[which];
+    CAPTURE(c.name);
+    const UrpeAttentionParams p = case_params(c, 330);
+    const AttentionDropout drop{c.dropout, 331};
+    std::vector<Tensor> cpu_in{random_values({c.batch, c.heads, c.nq, c.dh}, 332, -1.5f, 1.5f),
+                               random_values({c.batch, c.heads, c.nk, c.dh}, 333, -1.5f, 1.5f),
+                               random_values({c.batch, c.heads, c.nk, c.dv}, 334), p.bias_table, p.c_table};
+    std::vector<Tensor> gpu_in;
+    for (Tensor& t : cpu_in) {
+      t = t.clone();
+      gpu_in.push_back(t.to(gpu()));
+      t.set_requires_grad(true);
+      gpu_in.back().set_requires_grad(true);
+    }
+    auto run = [&](const std::vector<Tensor>& x, const Device& d) {
+      UrpeAttentionParams pp = on_device(p, d);
+      pp.bias_table = x[3];
+      pp.c_table = x[4];
+      return urpe_flash_attention(x[0], x[1], x[2], pp, drop);
+    };
+    const Tensor want = run(cpu_in, Device::cpu()), got = run(gpu_in, gpu());
+    check_tf32(got, want, kTol, "O (public op)");
+    const Tensor upstream = random_values(want.shape(), 335);
+    want.backward(upstream);
+    got.backward(upstream.to(gpu()));
+    const char* names[] = {"dQ", "dK", "dV", "dB", "dC"};
+    for (size_t e = 0; e < cpu_in.size(); ++e)
+      check_tf32(gpu_in[e].grad(), cpu_in[e].grad(), kTol, std::string(names[e]) + " (public op)");
+  }
+}
+
+#endif  // URPE_WITH_CUDA
