@@ -78,16 +78,17 @@ step() {  # step NAME COMMAND...: runs COMMAND, log in $LOGS/NAME.log, prints it
 #   ATTENTION_TC_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim \
 #     TC_SUITE=./build/test_cuda_sim_flash_tensor_core PARITY_SUITE=./build/test_cuda_sim_parity \
 #     bench/gpu_session.sh attention_tc
-attention_tc() {
-  local urpe=${URPE_BIN:-./$BUILD/urpe} tc_suite=${TC_SUITE:-./$BUILD/test_cuda_flash_tensor_core}
-  local parity_suite=${PARITY_SUITE:-./$BUILD/test_cuda_parity}
-  local fused_cases='*fused*'  # the scalar fused kernels' parity cases (FP32: the reference path)
-  local torch_check=""
+# The shapes and binaries of attention_tc, as variables of the caller (bash's dynamic scope).
+attention_tc_shapes() {
+  urpe=${URPE_BIN:-./$BUILD/urpe} tc_suite=${TC_SUITE:-./$BUILD/test_cuda_flash_tensor_core}
+  parity_suite=${PARITY_SUITE:-./$BUILD/test_cuda_parity}
+  fused_cases='*fused*'  # the scalar fused kernels' parity cases (FP32: the reference path)
+  torch_check=""
   # Shapes: the issue's targets, or tiny ones for the rehearsal (same commands, same options).
-  local b32="--batch 32 --heads 4 --head-dim 32 --lengths 1024" t5="--batch 32 --heads 12 --head-dim 64 --lengths 128,256,512"
-  local d64="--batch 8 --heads 16 --head-dim 64 --lengths 1024,4096,16384" long="--batch 8 --heads 16 --head-dim 64 --lengths 16384,32768"
-  local flex_n="--batch 8 --heads 16 --head-dim 64 --lengths 1024,4096" ncu_shape="--batch 8 --heads 16 --head-dim 64 --lengths 4096"
-  local reps=10 long_reps=2 sz=""
+  b32="--batch 32 --heads 4 --head-dim 32 --lengths 1024" t5="--batch 32 --heads 12 --head-dim 64 --lengths 128,256,512"
+  d64="--batch 8 --heads 16 --head-dim 64 --lengths 1024,4096,16384" long="--batch 8 --heads 16 --head-dim 64 --lengths 16384,32768"
+  flex_n="--batch 8 --heads 16 --head-dim 64 --lengths 1024,4096" ncu_shape="--batch 8 --heads 16 --head-dim 64 --lengths 4096"
+  reps=10 long_reps=2 sz=""
   if [ "${ATTENTION_TC_SMOKE:-0}" = 1 ]; then
     b32="--batch 1 --heads 2 --head-dim 32 --lengths 70"; t5="--batch 1 --heads 2 --head-dim 64 --lengths 40,70"
     d64="--batch 1 --heads 2 --head-dim 64 --lengths 64,130"; long="--batch 1 --heads 1 --head-dim 64 --lengths 200"
@@ -95,8 +96,14 @@ attention_tc() {
     torch_check="--dry-run"
     sz="--sizes smoke"  # the TF32 reference GEMM at 256³ (8192³ would take hours simulated)
   fi
-  # 1. Parity of the attention kernels, twice: the tensor-core suite (prints each case's gradient
-  #    bits) and the scalar fused cases; the two runs' bits must match.
+}
+
+# attention_tc (issue 35): parity, bench against PyTorch, Nsight Compute and the sanitizers of the
+# tensor-core fused attention; attention_tc_measure is its first half (parity and the bench).
+attention_tc_measure() {
+  attention_tc_shapes
+  # Parity of the tensor-core kernels, twice (the suite prints each case's gradient bits; the two
+  # runs' bits must match).
   step tc_parity1 "$tc_suite"
   step tc_parity2 "$tc_suite"
   grep '^gradient bits' "$LOGS/tc_parity1.log" >"$LOGS/tc_bits1.txt"
@@ -106,18 +113,12 @@ attention_tc() {
   else
     echo "== tc_bits: MISMATCH or missing between the two runs (tc_bits1.txt, tc_bits2.txt)"
   fi
-  step fused_parity1 "$parity_suite" "--test-case=$fused_cases"
-  step fused_parity2 "$parity_suite" "--test-case=$fused_cases"
-  # 2. compute-sanitizer memcheck on the tensor-core suite (every kernel, small shapes); racecheck,
-  #    the slowest, runs last (step 5), after the measurements.
-  STEP_TIMEOUT=120 step tc_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$tc_suite"
-  # 3. The bench at the targets, each urpe row beside its PyTorch peers (same shapes, TF32 as stated).
+  # The bench at the targets, each urpe row beside its PyTorch peers (same shapes, TF32 as stated).
   # shellcheck disable=SC2086
   {
     step bench_b32_tf32 "$urpe" bench attention --device cuda $b32 --tf32 --repeats $reps $sz
     step torch_b32_tf32 python3 bench/torch_attention.py --device cuda $b32 --tf32 --repeats $reps \
       --paths materialized,sdpa+bias,sdpa,sdpa_bf16 $torch_check
-    step bench_b32_fp32 "$urpe" bench attention --device cuda $b32 --repeats $reps $sz
     step bench_table5_tf32 "$urpe" bench attention --device cuda $t5 --tf32 --repeats $reps $sz
     step bench_d64_tf32 "$urpe" bench attention --device cuda $d64 --tf32 --attention fused --repeats $reps $sz
     step torch_d64_tf32 python3 bench/torch_attention.py --device cuda $d64 --tf32 --repeats $reps \
@@ -125,10 +126,22 @@ attention_tc() {
     step bench_d64_causal_tf32 "$urpe" bench attention --device cuda $d64 --tf32 --causal --attention fused --repeats $reps $sz
     step torch_d64_causal_tf32 python3 bench/torch_attention.py --device cuda $d64 --tf32 --causal --repeats $reps \
       --paths sdpa,sdpa_bf16 $torch_check
+    step bench_long_tf32 "$urpe" bench attention --device cuda $long --tf32 --attention fused --repeats $long_reps $sz
+    step bench_b32_fp32 "$urpe" bench attention --device cuda $b32 --repeats $reps $sz
+  }
+  return 0
+}
+
+# The second half of attention_tc: the peers that only PyTorch has (FlexAttention), Nsight Compute,
+# the sanitizers and the scalar fused kernels' parity. A call short of device time runs
+# `attention_tc_measure`, other steps, then this, under one DEADLINE.
+attention_tc_check() {
+  attention_tc_shapes
+  # shellcheck disable=SC2086
+  {
     step torch_flex_tf32 python3 bench/torch_attention.py --device cuda $flex_n --tf32 --repeats $reps \
       --paths flex,sdpa+bias $torch_check
-    step bench_long_tf32 "$urpe" bench attention --device cuda $long --tf32 --attention fused --repeats $long_reps $sz
-    # 4. Nsight Compute, one launch each: the forward, then the backward's dQ and dK/dV kernels.
+    # Nsight Compute, one launch each: the forward, then the backward's dQ and dK/dV kernels.
     step ncu_tc_fwd ncu --clock-control none --set full -k regex:urpe_flash_tc_forward_kernel --launch-count 1 \
       -o "$LOGS/tc_fwd" -f "$urpe" bench attention --device cuda $ncu_shape --tf32 --attention fused --repeats 1 $sz
     step ncu_tc_bwd ncu --clock-control none --set full -k regex:"urpe_flash_tc_backward_(dq|dkdv)_kernel" \
@@ -136,7 +149,11 @@ attention_tc() {
   }
   [ -f "$LOGS/tc_fwd.ncu-rep" ] && step ncu_tc_fwd_summary ncu --import "$LOGS/tc_fwd.ncu-rep" --page details
   [ -f "$LOGS/tc_bwd.ncu-rep" ] && step ncu_tc_bwd_summary ncu --import "$LOGS/tc_bwd.ncu-rep" --page details
-  # 5. racecheck on the tensor-core suite and the scalar fused cases.
+  # compute-sanitizer memcheck on the tensor-core suite (every kernel, small shapes), the scalar
+  # fused kernels' parity twice; racecheck, the slowest, runs last.
+  STEP_TIMEOUT=120 step tc_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$tc_suite"
+  step fused_parity1 "$parity_suite" "--test-case=$fused_cases"
+  step fused_parity2 "$parity_suite" "--test-case=$fused_cases"
   STEP_TIMEOUT=150 step tc_racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$tc_suite"
   STEP_TIMEOUT=90 step fused_racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$parity_suite" \
     "--test-case=$fused_cases"
@@ -295,7 +312,7 @@ case "$1" in
       echo "== nsys: not on PATH (docs/profiling.md step 4 left out)"
     fi
     # shellcheck disable=SC2086
-    step ncu_recipe ncu --clock-control none --profile-from-start off --set full \
+    step ncu_recipe ncu --clock-control none --profile-from-start off --set full --launch-count 10 \
       -k regex:"^urpe_(flash_)?attention_" -o "$LOGS/urpe_core_step41" -f \
       "./$BUILD/urpe" train $run --set steps=45 --out /tmp/urpe_ncu --overwrite --profile-steps 41:41
     step ncu_recipe_summary ncu --import "$LOGS/urpe_core_step41.ncu-rep" --page details
@@ -311,10 +328,27 @@ case "$1" in
       "./$BUILD/urpe" train $run --set steps=45 --out /tmp/urpe_ncu3 --overwrite --profile-steps 41:41
     ;;
   attention_tc)
-    attention_tc
+    attention_tc_measure
+    attention_tc_check
+    ;;
+  attention_tc_measure | attention_tc_check)
+    "$1"
+    ;;
+  fixes)
+    # The 2026-11-26 host-side fixes, against that day's first call: the Graphormer step (multi-hop
+    # ids on the device, narrow embedding backward, device-side id checks) beside PyTorch eager,
+    # the paper's ZINC preset, and one micro-batch of the MLM preset (the argmax on the device).
+    step fix_graphormer_urpe "./$BUILD/urpe" bench step --device cuda --model graphormer --repeats 30
+    step fix_graphormer_eager python3 tools/torch_bench.py --device cuda --model graphormer --steps 30
+    step fix_preset_graphormer "./$BUILD/urpe" profile --preset graphormer-slim-urpe --device cuda --steps 3:6 \
+      --out "$LOGS/fix_graphormer" --overwrite --quiet
+    step fix_preset_mlm "./$BUILD/urpe" profile --preset mlm-paper --set pe=urpe --set batch=32 --set accum_steps=1 \
+      --set valid_size=64 --device cuda --steps 3:6 --out "$LOGS/fix_mlm" --overwrite --quiet
+    step fix_txl_compile python3 tools/torch_bench.py --device cuda --model txl --steps 30 --compile
+    step fix_graphormer_compile python3 tools/torch_bench.py --device cuda --model graphormer --steps 30 --compile
     ;;
   *)
-    echo "usage: bench/gpu_session.sh STEP... (STEP: build, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, nccl, compare, families, presets, nsight, profile)" >&2
+    echo "usage: bench/gpu_session.sh STEP... (STEP: build, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, fixes, nccl, compare, families, presets, nsight, profile)" >&2
     exit 2
     ;;
 esac
