@@ -37,7 +37,7 @@ std::vector<ValueSource> config_sources(const Config& config, const std::string&
 // sets it without a comment).
 std::string preset_line_source(const std::string& preset, const std::string& key);
 // Why `key` of the model family `family` has its default value ("" when no reason is recorded:
-// tests/test_config_sources.cpp requires one for every key of every family).
+// tests/test_paper_presets.cpp requires one for every key of every family).
 std::string default_source(const std::string& family, const std::string& key);
 // The source kinds a preset line's comment may start with: "paper ", "script ", "urpe: ".
 bool is_cited_source(const std::string& source);

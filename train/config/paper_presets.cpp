@@ -105,7 +105,7 @@ constexpr const char* kZincModel =
 
 // The GV1 ZINC script's own schedule (not the paper's).
 constexpr const char* kZincGv1 =
-    "model = graphormer  # script benchmarking-gnns/README.md: GV1's ZINC run\n"
+    "model = graphormer  # script benchmarking-gnns/README.md: the GV1 ZINC run\n"
     "layers = 12  # script benchmarking-gnns/README.md: --n_layers 12\n"
     "d_model = 80  # script benchmarking-gnns/README.md: --hidden_dim 80\n"
     "d_ffn = 80  # script benchmarking-gnns/README.md: --ffn_dim 80\n"

@@ -33,7 +33,7 @@ std::vector<PlannedRun> planned_molecule_runs(const MoleculeRepro& repro,
 std::vector<PlannedRun> planned_pretrain_runs(const PretrainPlan& plan);
 
 // The runs as text: run 1 in full (key = value, source), every later run as its differences from
-// run 1 ("as run 1 except ..."). `indent` prefixes the table lines.
+// run 1 ("as run 1 except ...").
 std::string planned_runs_text(const std::vector<PlannedRun>& runs);
 // The same for results.md: a heading, run 1 as a markdown table, the later runs' differences.
 std::string planned_runs_markdown(const std::vector<PlannedRun>& runs);
