@@ -7,6 +7,10 @@
 #include <deque>
 #include <map>
 
+#include "data/aromaticity.h"
+#include "data/elements.h"
+#include "data/rings.h"
+
 namespace urpe::data {
 
 const char* const kOgbAtomFeatureNames[kOgbAtomFeatures] = {
@@ -18,41 +22,6 @@ const int32_t kOgbBondFeatureDims[kOgbBondFeatures] = {5, 6, 2};
 
 namespace {
 
-// ---- element data (RDKit's periodic table: outer-shell electrons, allowed valences) ----
-
-struct ElementData {
-  int outer = 0;
-  std::vector<int> valences = {-1};  // {-1}: any valence (no implicit H, no radicals assigned)
-};
-
-ElementData element_data(int z) {
-  static const std::map<int, ElementData> table = {
-      {1, {1, {1}}},         {2, {2, {0}}},         {3, {1, {1}}},          {4, {2, {2}}},
-      {5, {3, {3}}},         {6, {4, {4}}},         {7, {5, {3}}},          {8, {6, {2}}},
-      {9, {7, {1}}},         {10, {8, {0}}},        {11, {1, {1}}},         {12, {2, {2}}},
-      {13, {3, {3, 6}}},     {14, {4, {4}}},        {15, {5, {3, 5, 7}}},   {16, {6, {2, 4, 6}}},
-      {17, {7, {1}}},        {18, {8, {0}}},        {19, {1, {1}}},         {20, {2, {2}}},
-      {31, {3, {3}}},        {32, {4, {4}}},        {33, {5, {3, 5, 7}}},   {34, {6, {2, 4, 6}}},
-      {35, {7, {1}}},        {36, {8, {0, 2}}},     {37, {1, {1}}},         {38, {2, {2}}},
-      {49, {3, {3}}},        {50, {4, {2, 4}}},     {51, {5, {3, 5, 7}}},   {52, {6, {2, 4, 6}}},
-      {53, {7, {1, 3, 5}}},  {54, {8, {0, 2, 4, 6}}}, {55, {1, {1}}},       {56, {2, {2}}},
-      {81, {3, {1, 3}}},     {82, {4, {2, 4}}},     {83, {5, {3, 5}}},      {84, {6, {2, 4, 6}}},
-      {85, {7, {1, 3, 5, 7}}}, {86, {8, {0}}}};
-  const auto it = table.find(z);
-  return it == table.end() ? ElementData{} : it->second;
-}
-
-// RDKit's bond valence contributions: aromatic bonds count 1.5.
-double contribution(BondType type) {
-  switch (type) {
-    case BondType::single: return 1.0;
-    case BondType::double_: return 2.0;
-    case BondType::triple: return 3.0;
-    case BondType::aromatic: return 1.5;
-  }
-  return 1.0;
-}
-
 struct WorkAtom {
   int z = 0;
   Atom atom;
@@ -60,11 +29,15 @@ struct WorkAtom {
 };
 
 struct WorkBond {
-  int32_t a = 0, b = 0;  // as in the Molecule (a written first for a chain bond)
-  BondType type = BondType::single;
+  int32_t a = 0, b = 0;  // as in the Molecule (a written first for a chain bond; a dative bond's donor)
+  BondType type = BondType::single;  // as written, then as perceived (aromatic or the Kekulé form)
   char direction = 0;
+  bool dative = false;
   int32_t other(int32_t atom) const { return atom == a ? b : a; }
 };
+
+// RDKit's OGB bond-type index of a bond: single 0, double 1, triple 2, aromatic 3, dative (misc) 4.
+int32_t ogb_bond_type(const WorkBond& b) { return b.dative ? 4 : static_cast<int32_t>(b.type) - 1; }
 
 class Perception {
  public:
@@ -72,10 +45,12 @@ class Perception {
 
   OgbFeatures features() {
     const int32_t n = static_cast<int32_t>(atoms_.size());
+    for (int32_t v = 0; v < n; ++v) clean_up_halogen(v);
     smallest_ring_.assign(bonds_.size(), 0);
     for (size_t e = 0; e < bonds_.size(); ++e) smallest_ring_[e] = ring_size(static_cast<int32_t>(e));
     valence_.resize(n), implicit_h_.resize(n), radicals_.resize(n);
     for (int32_t v = 0; v < n; ++v) valences(v);
+    perceive_aromaticity_as_rdkit();
     conjugation();
     cip_ranks();
 
@@ -88,13 +63,13 @@ class Perception {
       for (int32_t e : w.bonds) in_ring = in_ring || smallest_ring_[e] > 0;
       f.atoms.push_back({w.z >= 1 && w.z <= 118 ? w.z - 1 : 118, chirality(v), std::min(degree, 11),
                          w.atom.charge >= -5 && w.atom.charge <= 5 ? w.atom.charge + 5 : 11, std::min(total_h, 9),
-                         std::min(radicals_[v], 5), hybridization(v), w.atom.aromatic ? 1 : 0, in_ring ? 1 : 0});
+                         std::min(radicals_[v], 5), hybridization(v), aromatic_[v] ? 1 : 0, in_ring ? 1 : 0});
     }
     for (size_t e = 0; e < bonds_.size(); ++e) {
       const WorkBond& b = bonds_[e];
       f.bond_begin.push_back(b.a);
       f.bond_end.push_back(b.b);
-      f.bonds.push_back({static_cast<int32_t>(b.type) - 1, stereo(static_cast<int32_t>(e)), conjugated_[e] ? 1 : 0});
+      f.bonds.push_back({ogb_bond_type(b), stereo(static_cast<int32_t>(e)), conjugated_[e] ? 1 : 0});
     }
     return f;
   }
@@ -133,7 +108,7 @@ class Perception {
     for (const Bond* b : order) {
       if (folded_into[b->begin] >= 0 || folded_into[b->end] >= 0) continue;
       const int32_t e = static_cast<int32_t>(bonds_.size());
-      bonds_.push_back({index[b->begin], index[b->end], b->type, b->direction});
+      bonds_.push_back({index[b->begin], index[b->end], b->type, b->direction, b->dative});
       atoms_[index[b->begin]].bonds.push_back(e);
       atoms_[index[b->end]].bonds.push_back(e);
     }
@@ -149,6 +124,26 @@ class Perception {
       for (int k = 0; k < written_h; ++k)
         order_of.insert(order_of.begin() + std::min<size_t>(preceded ? 1 : 0, order_of.size()), kHydrogen);
     }
+  }
+
+  // RDKit's cleanUp of a neutral Cl, Br or I of valence 3, 5 or 7 bonded to O atoms only: each
+  // double bond to an O becomes single, that O −1 and the halogen +1 (OCl(=O)(=O)=O, perchloric
+  // acid written with double bonds, becomes O[Cl+3]([O-])([O-])[O-]).
+  void clean_up_halogen(int32_t v) {
+    WorkAtom& w = atoms_[v];
+    if ((w.z != 17 && w.z != 35 && w.z != 53) || w.atom.charge != 0) return;
+    int valence = w.atom.explicit_h;
+    for (int32_t e : w.bonds) {
+      if (atoms_[bonds_[e].other(v)].z != 8 || bonds_[e].dative) return;
+      valence += bonds_[e].type == BondType::double_ ? 2 : bonds_[e].type == BondType::triple ? 3 : 1;
+    }
+    if (valence != 3 && valence != 5 && valence != 7) return;
+    for (int32_t e : w.bonds)
+      if (bonds_[e].type == BondType::double_) {
+        bonds_[e].type = BondType::single;
+        atoms_[bonds_[e].other(v)].atom.charge = -1;
+        ++w.atom.charge;
+      }
   }
 
   // Atoms of the smallest ring through bond e (0 when e is no ring bond): BFS from one end to the
@@ -187,18 +182,23 @@ class Perception {
     return shift;
   }
 
+  // What bond e gives atom v's valence (aromatic 1.5, a dative bond 0 to its donor, 1 to its acceptor).
+  double bond_valence(int32_t e, int32_t v) const {
+    return valence_contribution({bonds_[e].a, bonds_[e].b, bonds_[e].type, bonds_[e].dative}, v);
+  }
+
   void valences(int32_t v) {
     const WorkAtom& w = atoms_[v];
-    const ElementData data = element_data(w.z);
+    const ElementData& data = element_data(w.z);
     double sum = w.atom.explicit_h;
-    for (int32_t e : w.bonds) sum += contribution(bonds_[e].type);
-    const bool any_valence = data.valences.size() == 1 && data.valences[0] < 0;
+    for (int32_t e : w.bonds) sum += bond_valence(e, v);
+    const bool any_valence = data.any_valence();
     const int shift = valence_shift(v);
     if (w.atom.aromatic && !any_valence && sum > data.valences[0] + shift) {
       // An aromatic atom above its default valence takes the closest allowed valence below
       // (within 1.5): n in c1cccn1C, s in thiophene, c(=O).
       int below = data.valences[0] + shift;
-      for (int allowed : data.valences) {
+      for (int allowed : data.finite_valences()) {
         if (allowed + shift > sum) break;
         below = allowed + shift;
       }
@@ -212,7 +212,7 @@ class Perception {
       if (w.atom.aromatic) {
         implicit_h_[v] = std::max(0, data.valences[0] + shift - valence_[v]);
       } else {
-        for (int allowed : data.valences)
+        for (int allowed : data.finite_valences())
           if (allowed + shift >= valence_[v]) {
             implicit_h_[v] = allowed + shift - valence_[v];
             break;
@@ -225,8 +225,8 @@ class Perception {
     int radicals = base - data.outer - valence_[v] + charge;
     if (radicals < 0) {
       radicals = 0;
-      if (data.valences.size() > 1)
-        for (int allowed : data.valences)
+      if (data.finite_valences().size() > 1)
+        for (int allowed : data.finite_valences())
           if (allowed - valence_[v] + charge >= 0) {
             radicals = allowed - valence_[v] + charge;
             break;
@@ -237,6 +237,29 @@ class Perception {
     radicals_[v] = radicals;
   }
 
+  // ---- aromaticity: RDKit's Kekulé form and aromaticity model (data/aromaticity.h) ----
+
+  // Sets aromatic_ and each bond's perceived type (aromatic, or single/double from the Kekulé
+  // form), whichever way the SMILES wrote the rings.
+  void perceive_aromaticity_as_rdkit() {
+    const int32_t n = static_cast<int32_t>(atoms_.size());
+    std::vector<AromaticityAtom> atoms(n);
+    for (int32_t v = 0; v < n; ++v) {
+      const WorkAtom& w = atoms_[v];
+      atoms[v] = {w.z, w.atom.charge, w.atom.explicit_h, implicit_h_[v], radicals_[v], valence_[v], w.atom.aromatic,
+                  w.atom.bracket};
+    }
+    std::vector<AromaticityBond> bonds;
+    std::vector<std::pair<int32_t, int32_t>> ends;
+    for (const WorkBond& b : bonds_) {
+      bonds.push_back({b.a, b.b, b.type, b.dative});
+      ends.push_back({b.a, b.b});
+    }
+    const PerceivedAromaticity perceived = perceive_aromaticity(atoms, bonds, relevant_cycles(n, ends));
+    aromatic_ = perceived.atom_aromatic;
+    for (size_t e = 0; e < bonds_.size(); ++e) bonds_[e].type = perceived.bond_type[e];
+  }
+
   int total_h(int32_t v) const { return atoms_[v].atom.explicit_h + implicit_h_[v]; }
   int total_degree(int32_t v) const { return static_cast<int>(atoms_[v].bonds.size()) + total_h(v); }
 
@@ -245,10 +268,12 @@ class Perception {
   // Electrons an atom can give to a π system (RDKit's countAtomElec); −1 when it cannot take part.
   int pi_electrons(int32_t v) const {
     const WorkAtom& w = atoms_[v];
-    const ElementData data = element_data(w.z);
-    const int dv = data.valences[0];
+    const ElementData& data = element_data(w.z);
+    const int dv = data.default_valence();
     if (dv <= 1) return -1;
-    const int degree = total_degree(v);
+    int degree = total_degree(v);
+    for (int32_t e : w.bonds)
+      if (bond_valence(e, v) == 0.0) --degree;  // a dative bond from v counts for nothing here
     if (degree > 3) return -1;
     const int lone = std::max(data.outer - dv - w.atom.charge, 0);
     int electrons = (dv - degree) + lone - radicals_[v];
@@ -257,10 +282,16 @@ class Perception {
   }
 
   // RDKit's isAtomConjugCand: π electrons to give, and not a P- or S-like atom beyond the first
-  // row unless it is a terminal chalcogen (Pc1ccccc1's P stays out; S=C=S's S is in).
+  // row unless it is a chalcogen with one neighbour, hydrogens counted (Pc1ccccc1's P and the SH
+  // of a thiophenol stay out; S=C=S's S is in).
   bool conjugation_candidate(int32_t v) const {
-    const int outer = element_data(atoms_[v].z).outer;
-    const bool allowed = atoms_[v].z <= 10 || (outer != 5 && outer != 6) || (outer == 6 && atoms_[v].bonds.size() < 2);
+    const ElementData& data = element_data(atoms_[v].z);
+    // A neutral atom above its first valence (S of a sulfone, P of a phosphate) is hypervalent.
+    if (atoms_[v].atom.charge == 0 && data.default_valence() >= 0 &&
+        valence_[v] + implicit_h_[v] > data.default_valence())
+      return false;
+    const int outer = data.outer;
+    const bool allowed = atoms_[v].z <= 10 || (outer != 5 && outer != 6) || (outer == 6 && total_degree(v) < 2);
     return allowed && pi_electrons(v) > 0;
   }
 
@@ -271,7 +302,8 @@ class Perception {
       const int degree = total_degree(v);
       if (degree < 2 || degree > 3 || !conjugation_candidate(v)) continue;
       for (int32_t multiple : atoms_[v].bonds) {
-        if (contribution(bonds_[multiple].type) < 1.5) continue;
+        // A multiple bond to a candidate (not C=[S+] to a ring S bonded to a metal, say).
+        if (bond_valence(multiple, v) < 1.5 || !conjugation_candidate(bonds_[multiple].other(v))) continue;
         for (int32_t other : atoms_[v].bonds) {
           if (other == multiple) continue;
           const int32_t u = bonds_[other].other(v);
@@ -288,14 +320,19 @@ class Perception {
     const WorkAtom& w = atoms_[v];
     if (w.z <= 0) return 5;
     const int degree = total_degree(v);
+    // A tetrahedral @ / @@ on four neighbours is SP3 whatever the electrons say.
+    if ((w.atom.chirality == 1 || w.atom.chirality == 2) && degree == 4) return 2;
     int orbitals = degree;
+    for (int32_t e : w.bonds)
+      if (bonds_[e].dative && bonds_[e].b != v) --orbitals;  // a dative bond from v is its lone pair
+    const int sigma = orbitals;
     if (w.z > 1 && w.z < 89) {
       const int outer = element_data(w.z).outer, total_valence = valence_[v] + implicit_h_[v], charge = w.atom.charge;
       const int free_electrons = outer - (total_valence + charge);
       if (total_valence + outer - charge < 8) {
-        orbitals = degree + (free_electrons - radicals_[v]) / 2 + radicals_[v];
+        orbitals = sigma + (free_electrons - radicals_[v]) / 2 + radicals_[v];
       } else {
-        orbitals = degree + free_electrons / 2;
+        orbitals = sigma + free_electrons / 2;
       }
     }
     bool has_conjugated = false;
@@ -334,7 +371,7 @@ class Perception {
         std::vector<int64_t> around;
         for (int32_t e : atoms_[v].bonds) {
           // Twice the bond order, so that an aromatic bond (1.5) counts 3 times.
-          const int repeat = static_cast<int>(2 * contribution(bonds_[e].type) + 0.1);
+          const int repeat = static_cast<int>(2 * std::max(1.0, bond_valence(e, v)) + 0.1);
           for (int k = 0; k < repeat; ++k) around.push_back(rank_[bonds_[e].other(v)]);
         }
         for (int k = 0; k < total_h(v); ++k) around.push_back(0);
@@ -420,6 +457,7 @@ class Perception {
   std::vector<int32_t> smallest_ring_;  // (E,) atoms of the smallest ring through the bond, 0 if none
   std::vector<int> valence_, implicit_h_, radicals_;
   std::vector<bool> conjugated_;
+  std::vector<bool> aromatic_;  // (N,) as perceived
   std::vector<int32_t> rank_;
 };
 

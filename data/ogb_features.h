@@ -10,16 +10,20 @@
 //             H count (bracket H, or implicit H from RDKit's valence rules, aromatic bonds 1.5);
 //             radical electrons (bracket atoms below their valence, RDKit's assignRadicals);
 //             hybridisation 0 SP, 1 SP2, 2 SP3, 3 SP3D, 4 SP3D2, 5 misc (S, unspecified) from
-//             bonds + lone pairs (RDKit's numBondsPlusLonePairs; 4 with a conjugated bond → SP2);
-//             aromatic (as written); in ring (the atom lies on a cycle)
-//   bond (3)  type 0 single, 1 double, 2 triple, 3 aromatic; stereo 0 none, 1 Z, 2 E (a double
-//             bond with / or \ on both sides, E/Z by the higher-ranked neighbour on each side,
-//             ranks from RDKit's legacy CIP scheme: atomic number, then iterated neighbour ranks);
-//             conjugated (aromatic bonds, and RDKit's setConjugation around multiple bonds)
+//             bonds + lone pairs (RDKit's numBondsPlusLonePairs; 4 with a conjugated bond → SP2;
+//             a tetrahedral @/@@ on four neighbours → SP3); aromatic (perceived, below); in ring
+//   bond (3)  type 0 single, 1 double, 2 triple, 3 aromatic, 4 misc (dative); stereo 0 none, 1 Z,
+//             2 E (a double bond with / or \ on both sides, E/Z by the higher-ranked neighbour on
+//             each side, ranks from RDKit's legacy CIP scheme: atomic number, then iterated
+//             neighbour ranks); conjugated (aromatic bonds, and RDKit's setConjugation around
+//             multiple bonds between conjugation candidates)
 //
-// Aromaticity is taken as written, not perceived: a SMILES in RDKit's own (canonical) form, as
-// PCQM4M's are, gives RDKit's answer; a Kekulé SMILES of an aromatic ring does not. How often each
-// feature matches RDKit, and why the rest differ, is measured by tests/test_ogb_features.cpp on
+// Aromaticity is perceived as RDKit perceives it (data/aromaticity.h: the Kekulé form, the
+// electron donors, Hückel's rule over fused ring systems of the relevant cycles, data/rings.h), so
+// Kekulé, aromatic, canonical and non-canonical SMILES of one molecule give the same features.
+// RDKit's clean-up of hypervalent halogens written with double bonds (OCl(=O)(=O)=O) is applied;
+// element data are RDKit's periodic table (data/elements.h). How often each feature matches RDKit,
+// and the difference that remains, is measured by tests/test_ogb_features.cpp on
 // tests/fixtures/ogb_features.csv.gz (tools/make_ogb_fixture.py).
 #pragma once
 #include <array>

@@ -90,11 +90,14 @@ class Parser {
         continue;
       }
       if (is_bond_symbol(c)) {
-        if (previous < 0) fail(at, "an atom before the bond '" + std::string(1, c) + "'");
+        // Dative bonds: "->" (from the atom before to the atom after) becomes '>', "<-" '<'.
+        const char symbol = dative_at(at) ? (c == '-' ? '>' : '<') : c;
+        const std::string written = symbol == '>' ? "->" : symbol == '<' ? "<-" : std::string(1, c);
+        if (previous < 0) fail(at, "an atom before the bond '" + written + "'");
         if (pending_bond) fail(at, "an atom or ring closure after the bond '" + std::string(1, pending_bond) + "'");
-        pending_bond = c;
+        pending_bond = symbol;
         pending_bond_at = at;
-        ++pos_;
+        pos_ += written.size();
         continue;
       }
       if (std::isdigit(static_cast<unsigned char>(c)) || c == '%') {
@@ -140,7 +143,18 @@ class Parser {
   }
 
   static bool is_bond_symbol(char c) {
-    return c == '-' || c == '=' || c == '#' || c == ':' || c == '/' || c == '\\';
+    return c == '-' || c == '=' || c == '#' || c == ':' || c == '/' || c == '\\' || c == '<';
+  }
+  // Whether the text at `at` is a dative bond, "->" or "<-" ('<' alone is no bond).
+  bool dative_at(size_t at) const {
+    if (at + 1 >= s_.size()) {
+      if (s_[at] == '<') fail(at, "'<-' (a dative bond) or an atom");
+      return false;
+    }
+    if (s_[at] == '-' && s_[at + 1] == '>') return true;
+    if (s_[at] == '<' && s_[at + 1] == '-') return true;
+    if (s_[at] == '<') fail(at, "'<-' (a dative bond) or an atom");
+    return false;
   }
 
   int read_ring_number() {
@@ -170,7 +184,7 @@ class Parser {
                        " ('" + std::string(1, ring.bond) + "' and '" + std::string(1, bond) + "')");
     // A '/' or '\\' reads from the atom it is written at to the ring partner: on the closing
     // side it points closing → opening, the reverse of this bond's begin → end.
-    const char flipped = bond == '/' ? '\\' : bond == '\\' ? '/' : bond;
+    const char flipped = bond == '/' ? '\\' : bond == '\\' ? '/' : bond == '>' ? '<' : bond == '<' ? '>' : bond;
     add_bond(ring.atom, atom, bond ? flipped : ring.bond, column, number);
     mol_.neighbour_order[ring.atom][ring.slot] = atom;
     mol_.neighbour_order[atom].push_back(ring.atom);
@@ -201,6 +215,11 @@ class Parser {
                        std::to_string(b + 1) + " (a second one is written here)");
     Bond bond{a, b, bond_of(symbol, a, b)};
     bond.ring_number = ring_number;
+    if (symbol == '>' || symbol == '<') {  // dative: single for the graph, begin = donor, end = acceptor
+      bond.type = BondType::single;
+      bond.dative = true;
+      if (symbol == '<') std::swap(bond.begin, bond.end);
+    }
     if (symbol == '/' || symbol == '\\') bond.direction = symbol;
     mol_.bonds.push_back(bond);
     if (ring_number < 0) {

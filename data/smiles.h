@@ -8,7 +8,8 @@
 //                             chirality (@, @@, @TH1, @OH12, …) are kept on the atom
 //                             (data/ogb_features.h reads them); the atom class is read and ignored.
 //   bonds     - = # :   and stereo / \ (single, direction kept); none written = single, or aromatic
-//             between two aromatic atoms.
+//             between two aromatic atoms; dative -> and <- (single, `dative` set, begin = the donor:
+//             the atom the arrow points from).
 //   structure branches ( … ), ring closures 0-9 and %nn (a bond symbol may sit on either end),
 //             '.' between disconnected parts.
 // Not accepted (clear error): '$' quadruple bonds. A bracket [H] stays an atom with element "H"
@@ -42,6 +43,7 @@ struct Bond {
   int32_t begin = 0, end = 0;  // atom indices; a chain bond's begin is written first
   BondType type = BondType::single;
   char direction = 0;    // '/' or '\\' as written (from begin to end), else 0
+  bool dative = false;   // written -> or <- (type single; begin is the donor, end the acceptor)
   int ring_number = -1;  // the ring-closure number that wrote this bond, -1 for a chain bond
 };
 

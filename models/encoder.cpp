@@ -220,7 +220,7 @@ Tensor TransformerEncoder::encode(const Tensor& tokens, bool training, Rng* drop
   const int64_t n = tokens.size(1);
   URPE_CHECK(n > 0 && n <= config_.seq_len,
              "encoder: sequence length " << n << " exceeds seq_len " << config_.seq_len);
-  URPE_CHECK(!training || config_.dropout == 0.0f || dropout_rng != nullptr,
+  URPE_CHECK(!training || (config_.dropout == 0.0f && config_.attention_dropout == 0.0f) || dropout_rng != nullptr,
              "encoder: training with dropout needs a random stream");
   auto drop = [&](const Tensor& t, float p) {
     return (training && p > 0.0f) ? dropout(t, p, dropout_rng->next_seed(), true) : t;

@@ -303,6 +303,7 @@ const std::map<std::string, std::map<std::string, KeyRule>> kKeyRules = {
       {"heads", {true, true, Huge::refused}},  // must divide d_model
       {"d_ff", {true, true, Huge::sizes}},     // SIGSEGV before the size checks
       {"dropout", {true, false, Huge::refused}},
+      {"attention_dropout", {true, false, Huge::refused}},
       {"init_std", {true, true, Huge::refused}},
       {"shaw_clip", {true, true, Huge::refused}},      // 2·shaw_clip + 1 table rows
       {"mask_prob", {true, true, Huge::refused}},      // a probability in (0, 1), whatever the task

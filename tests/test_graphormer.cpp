@@ -365,7 +365,7 @@ TEST_CASE("graphormer: parameter counts (formula, presets, paper Table 2)") {
   // + 40·8·8 (edge_dis) + 40·8 (spatial) + 80 + 8 = 18,840; 12 layers × 39,200; final LN 160 and
   // the 81-weight head.
   CHECK(slim == 489481);
-  CHECK(slim_urpe - slim == 8 * (38 + 4));  // one (H, max_spd + 4) table shared by all layers
+  CHECK(slim_urpe - slim == 8 * (298 + 4));  // one (H, max_spd + 4) table shared by all layers: Table 2's 2,416
   std::printf("graphormer-slim: %lld parameters (paper Table 2: 489,321; difference %+lld)\n",
               static_cast<long long>(slim), static_cast<long long>(slim - 489321));
   std::printf("graphormer-slim-urpe: %lld parameters (paper: 491,737; difference %+lld); URPE adds %lld "

@@ -91,6 +91,25 @@ TEST_CASE("AdamW decays θ outside the moments; Adam + L2 has its decay normalis
   }
 }
 
+TEST_CASE("decay_biases_and_norms = false: no weight decay on 1-D parameters (biases, LayerNorms), as BERT") {
+  // θ = 2, g = 0, lr = 0.1, wd = 0.1, AdamW: a decayed parameter becomes 1.98, a kept one stays 2
+  // (m = v = 0, so Adam's own update is 0).
+  for (bool decay_all : {true, false}) {
+    Tensor matrix = Tensor::full({2, 2}, 2.0f), vector = Tensor::full({3}, 2.0f);
+    matrix.set_requires_grad(true);
+    vector.set_requires_grad(true);
+    AdamConfig config;
+    config.weight_decay = 0.1f;
+    config.decay_biases_and_norms = decay_all;
+    Adam adam({matrix, vector}, config);
+    sum_all(affine(matrix, 0.0f)).backward();
+    sum_all(affine(vector, 0.0f)).backward();
+    adam.step(0.1f);
+    for (float v : matrix.to_vector_f32()) CHECK(v == doctest::Approx(1.98).epsilon(1e-6));
+    for (float v : vector.to_vector_f32()) CHECK(v == doctest::Approx(decay_all ? 1.98 : 2.0).epsilon(1e-6));
+  }
+}
+
 TEST_CASE("Adam leaves parameters without a gradient alone and checks its arguments") {
   Tensor a = scalar_param(1.0f), b = scalar_param(1.0f);
   AdamConfig config;

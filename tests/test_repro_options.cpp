@@ -212,3 +212,91 @@ TEST_CASE("`urpe repro pretrain` end to end at tiny scale: three encodings, the 
   CHECK(paper_pretrain_loss("ape+rpe") == 1.86);
   CHECK(paper_pretrain_loss("rope") < 0);
 }
+
+// ---- paper scale: stand-in data refused, --dry-run (docs/reproduce.md#every-value-and-its-source) ----
+
+namespace {
+// The first line of `text` starting with `start` ("" when none).
+std::string line_of(const std::string& text, const std::string& start) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind(start, 0) == 0) return line;
+  return "";
+}
+}  // namespace
+
+TEST_CASE("repro --scale paper without the paper's dataset is refused, naming it and docs/data.md's section") {
+  check_refused("molecules --scale paper", "docs/data.md#zinc-benchmarking-gnns-layout");
+  check_refused("molecules --scale paper", "--data embedded to train on urpe's stand-in anyway");
+  check_refused("molecules --scale paper --preset graphormer-slim-full", "ZINC full");
+  check_refused("molecules --scale paper --preset graphormer-pcqm4m", "docs/data.md#pcqm4m");
+  check_refused("lm --scale paper", "WikiText-103 (docs/data.md#wikitext-103)");
+  check_refused("lm --scale paper", "--corpus embedded");
+  check_refused("pretrain --scale paper", "docs/data.md#pre-training-corpus-appendix-c4");
+  // The owned keys are still refused first; tiny and small keep the embedded stand-ins.
+  check_refused("lm --scale paper --set layers=2", "Table 4");
+  const test::CliResult tiny = test::run_urpe("repro molecules --scale tiny --dry-run");
+  CHECK(tiny.code == 0);
+}
+
+TEST_CASE("repro --dry-run prints every run's config with its sources and writes nothing") {
+  const std::string out = test::make_scratch_dir("repro_dry_run") + "/out";
+  const test::CliResult synthetic = test::run_urpe("repro synthetic --scale paper --dry-run --out " + out);
+  INFO(synthetic.output);
+  REQUIRE(synthetic.code == 0);
+  CHECK(synthetic.output.find("urpe repro synthetic --scale paper --dry-run: 18 runs") != std::string::npos);
+  CHECK(synthetic.output.find("run 1/18 pi-V10-none-s1 (preset pi-paper):") != std::string::npos);
+  CHECK(synthetic.output.find("paper C.1: peak learning rate 7e-5") != std::string::npos);
+  CHECK(synthetic.output.find("script simulate_URPE.sh: --rel-pos-unique") != std::string::npos);
+  CHECK(synthetic.output.find("run 2/18 pi-V10-rpe-s1: as run 1 except pe = rpe (repro synthetic: one run per "
+                              "encoding") != std::string::npos);
+  CHECK(!std::filesystem::exists(out));
+  // Every key line of run 1 has a value and a source: as many lines as the encoder family has keys.
+  const Config pi = resolve_config("pi-paper", "", {});
+  size_t keys = 0;
+  std::istringstream text(synthetic.output);
+  for (std::string line; std::getline(text, line);)
+    if (line.rfind("  ", 0) == 0 && line.find(" = ") != std::string::npos) ++keys;
+  CHECK(keys == pi.schema().keys().size());
+
+  const test::CliResult molecules = test::run_urpe("repro molecules --scale paper --data embedded --dry-run");
+  INFO(molecules.output);
+  REQUIRE(molecules.code == 0);
+  CHECK(molecules.output.find("8 runs") != std::string::npos);
+  CHECK(molecules.output.find("max_spd") != std::string::npos);
+  CHECK(line_of(molecules.output, "  dataset ").find("= embedded") != std::string::npos);
+  CHECK(line_of(molecules.output, "  dataset ").find("repro molecules: --data") != std::string::npos);
+  const test::CliResult lm = test::run_urpe("repro lm --scale paper --corpus embedded --dry-run");
+  CHECK(lm.code == 0);
+  CHECK(lm.output.find("run 6/6 L16-urpe-s1: as run 1 except") != std::string::npos);
+  const test::CliResult pretrain = test::run_urpe("repro pretrain --scale paper --corpus embedded --dry-run");
+  CHECK(pretrain.code == 0);
+  CHECK(pretrain.output.find("script optimization.py: clip_by_global_norm") != std::string::npos);
+  const test::CliResult table5 = test::run_urpe("repro table5 --dry-run --batch 4");
+  CHECK(table5.code == 0);
+  CHECK(table5.output.find("--batch (yours)") != std::string::npos);
+  CHECK(table5.output.find("paper §5.4: 12 layers") != std::string::npos);
+  // urpe train and urpe profile take it too.
+  const test::CliResult train = test::run_urpe("train --preset graphormer-slim --set lr=5e-4 --dry-run");
+  CHECK(train.code == 0);
+  CHECK(train.output.find("--set lr=5e-4 (yours)") != std::string::npos);
+  CHECK(train.output.find("urpe: C.3.1 prints 32 heads") != std::string::npos);
+  const test::CliResult profile = test::run_urpe("profile --preset pi-paper --steps 2:3 --dry-run");
+  CHECK(profile.code == 0);
+  CHECK(profile.output.find("profile: trains the window's last step") != std::string::npos);
+}
+
+TEST_CASE("repro --scale paper --data embedded trains on the stand-in and results.md says so first") {
+  const std::string out = test::make_scratch_dir("repro_stand_in") + "/out";
+  const test::CliResult r = test::run_urpe(
+      "repro molecules --scale paper --data embedded --seeds 1 --set steps=2 --set warmup=1 --set batch=4 "
+      "--set eval_every=2 --set layers=1 --set eval_batch=256 --out " + out);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const std::string md = read_text_file(out + "/results.md");
+  CHECK(md.rfind("**Stand-in data: these paper-scale runs trained on the embedded molecules", 0) == 0);
+  CHECK(md.find("## Every value and its source") != std::string::npos);
+  CHECK(md.find("| layers | `1` | --set layers=1 (yours) |") != std::string::npos);
+  CHECK(md.find("| heads | `8` | urpe: C.3.1 prints 32 heads") != std::string::npos);
+  CHECK(md.find("- `graphormer-urpe-s1`: pe = urpe") != std::string::npos);
+}

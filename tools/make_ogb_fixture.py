@@ -1,22 +1,33 @@
 #!/usr/bin/env python3
 """Writes tests/fixtures/ogb_features.csv.gz: OGB's smiles2graph features (ogb.utils.smiles2graph,
-RDKit underneath: 9 atom and 3 bond features per molecule) for 1,200 diverse molecules, the reference
+RDKit underneath: 9 atom and 3 bond features per molecule) for about 13,000 SMILES, the reference
 the C++ featuriser (data/ogb_features.h) is checked against in tests/test_ogb_features.cpp, which
-needs neither RDKit nor OGB. Run with both installed:
+needs neither RDKit nor OGB. Run with both installed (smiles2graph needs only RDKit and numpy, so
+OGB can go in without its torch dependency):
 
-    python3 -m venv /tmp/v && /tmp/v/bin/pip install ogb rdkit
+    python3 -m venv /tmp/v && /tmp/v/bin/pip install rdkit numpy && /tmp/v/bin/pip install --no-deps ogb
     /tmp/v/bin/python tools/make_ogb_fixture.py
 
-Molecules (every SMILES is RDKit's canonical isomeric SMILES, the form PCQM4M's CSV holds):
+Part 1, form "canonical", one group each (every SMILES RDKit's canonical isomeric SMILES, the form
+PCQM4M's CSV holds):
   * 700 rows of the embedded set (data/assets/molecules: drug-like screening compounds);
   * the 100 ZINC-250k molecules of data/assets/molecules/zim100.csv (stereocentres, E/Z bonds);
   * 2 stereoisomers each of 150 more embedded molecules with unassigned stereo (RDKit's
     EnumerateStereoisomers: tetrahedral centres and double bonds written with @, @@, / and \\);
   * the hand-written list below: radicals (PCQM4M has many, e.g. [CH2], [N]), charges, rarer
     elements (B, Si, P, Se, As, Ge, halogens), triple bonds, N-oxides, fused heteroaromatics.
+Part 2, the 5,000 NCI molecules RDKit ships (rdkit/Data/NCI/first_5K.smi, RDKit's own test set,
+mostly written in Kekulé form), those RDKit parses, each in up to three forms of the same molecule:
+  * "written": the SMILES as the file writes it (Kekulé rings, non-canonical atom order);
+  * "canonical": RDKit's canonical SMILES (aromatic rings lowercase);
+  * "kekule": for every third molecule, a Kekulé SMILES in a random atom order (MolToSmiles with
+    kekuleSmiles and doRandom, seeded).
+The forms of one molecule share its group number, so the test can check that urpe gives each form
+the same features (as multisets: the atom orders differ). RDKit perceives aromaticity itself, so
+its features do not depend on the form.
 Rows are sampled with a fixed seed, so rerunning gives the same file (gzip mtime 0).
 
-Columns: smiles, atoms, bonds
+Columns: smiles, form, group, atoms, bonds
   atoms  per atom, in RDKit's order (the SMILES' order), its 9 features separated by spaces,
          atoms separated by ';': atomic number − 1, chirality, degree, formal charge (+5),
          H count, radical electrons, hybridisation, aromatic, in ring (ogb/utils/features.py)
@@ -29,6 +40,7 @@ import os
 import random
 import sys
 
+import rdkit
 from ogb.utils import smiles2graph
 from rdkit import Chem, rdBase
 from rdkit.Chem.EnumerateStereoisomers import EnumerateStereoisomers, StereoEnumerationOptions
@@ -69,6 +81,10 @@ HAND_WRITTEN = [
     "O=C1CCCC1", "O=C1CCC(=O)N1", "C1COCCN1", "C1CCNCC1", "C1CSCS1", "O=C1OCCO1", "CC1=CC(=O)C=CC1=O",
     "N#Cc1ccccc1", "O=[N+]([O-])C", "CON=O", "ON=O", "OO", "CSSC", "CSC", "CS", "NN", "NO", "O", "N", "C",
     "[H][H]", "[HH]", "[2H]C", "[13CH4]", "[H]C([H])([H])[H]", "OB(O)O", "[SiH4]", "P", "S", "Cl", "Br", "F",
+    # dative bonds, metals, and the perception cases a Kekulé SMILES exercises
+    "N->[Cu]", "[Cu]<-N", "O->[Cu]", "c1ccccn1->[Cu+2]", "CC(=O)O->[Zn]<-OC(C)=O", "C[N](C)->[Pt]<-N(C)C",
+    "Cc1ccc(S)cc1", "c1ccc2cccc2cc1", "O=c1cccc[nH]1", "c1cc[o+]cc1", "C1=CC=CC=CC=C1", "c1cc2ccc3cccc4ccc(c1)c2c34",
+    "OCl(=O)(=O)=O", "O=I(=O)O", "CN(C)C1=[S+][Zn]2(S1)SC(=[S+]2)N(C)C",
 ]
 
 
@@ -79,6 +95,12 @@ def features(smiles):
     bonds = ";".join("%d %d %s" % (int(i), int(j), " ".join(str(int(v)) for v in f))
                      for (i, j), f in zip(pairs, g["edge_feat"][::2]))
     return atoms, bonds
+
+
+def nci_smiles():
+    path = os.path.join(os.path.dirname(rdkit.__file__), "Data", "NCI", "first_5K.smi")
+    with open(path) as f:
+        return [line.split()[0] for line in f if line.strip()]
 
 
 def canonical(smiles):
@@ -113,15 +135,35 @@ def main():
             continue
         seen.add(smiles)
         atoms, bonds = features(smiles)
-        rows.append((smiles, atoms, bonds))
+        rows.append((smiles, "canonical", len(rows), atoms, bonds))
+    # Part 2: the NCI set in its written, canonical and random Kekulé forms.
+    rdBase.DisableLog("rdApp.*")  # RDKit's warnings about the molecules it refuses
+    group = len(rows)
+    kekule_rng = random.Random(2)
+    for k, written in enumerate(nci_smiles()):
+        mol = Chem.MolFromSmiles(written)
+        if mol is None:
+            continue
+        forms = [("written", written), ("canonical", Chem.MolToSmiles(mol))]
+        if k % 3 == 0:
+            kekulized = Chem.Mol(mol)
+            Chem.Kekulize(kekulized, clearAromaticFlags=True)
+            order = list(range(kekulized.GetNumAtoms()))
+            kekule_rng.shuffle(order)
+            shuffled = Chem.RenumberAtoms(kekulized, order)
+            forms.append(("kekule", Chem.MolToSmiles(shuffled, canonical=False, kekuleSmiles=True)))
+        for form, smiles in forms:
+            atoms, bonds = features(smiles)
+            rows.append((smiles, form, group, atoms, bonds))
+        group += 1
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
-    writer.writerow(["smiles", "atoms", "bonds"])
+    writer.writerow(["smiles", "form", "group", "atoms", "bonds"])
     writer.writerows(rows)
     with open(OUT, "wb") as raw:
         with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as f:
             f.write(text.getvalue().encode())
-    print("wrote %s: %d molecules (RDKit %s)" % (OUT, len(rows), rdBase.rdkitVersion))
+    print("wrote %s: %d SMILES of %d molecules (RDKit %s)" % (OUT, len(rows), group, rdBase.rdkitVersion))
 
 
 if __name__ == "__main__":

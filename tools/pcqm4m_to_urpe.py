@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""Prepares OGB-LSC PCQM4M(v2) for urpe (docs/data.md#pcqm4m): the labelled molecules and a split file.
+"""Prepares OGB-LSC PCQM4M (v1, the paper's Table 3) or PCQM4Mv2 for urpe (docs/data.md#pcqm4m): the
+labelled molecules and a split file.
 
-    python3 tools/pcqm4m_to_urpe.py dataset/pcqm4m-v2 OUT [--test-fraction 0.01] [--seed 0]
+    python3 tools/pcqm4m_to_urpe.py dataset/pcqm4m_kddcup2021 OUT [--test-fraction 0.01] [--seed 0]   # v1
+    python3 tools/pcqm4m_to_urpe.py dataset/pcqm4m-v2 OUT                                               # v2
 
-Input, the folder OGB's PCQM4Mv2Dataset (or, for the paper's PCQM4M, PCQM4MDataset's
-pcqm4m_kddcup2021) downloads and unzips: raw/data.csv.gz (idx,smiles,homolumogap; the rows of the
-test splits have no label) and split_dict.pt (torch.save of a dict train / valid / test-dev /
-test-challenge, or train / valid / test for v1, → row indices, as numpy arrays or torch tensors).
+Input, the folder OGB's PCQM4MDataset (v1, the KDD Cup 2021 release the paper's Table 3 and the
+official Graphormer code use: pcqm4m_kddcup2021) or PCQM4Mv2Dataset (pcqm4m-v2) downloads and
+unzips: raw/data.csv.gz (idx,smiles,homolumogap in both; the rows of the test splits have no label)
+and split_dict.pt (torch.save of a dict → row indices, as numpy arrays or torch tensors: train /
+valid / test for v1, train / valid / test-dev / test-challenge for v2). The split names tell the
+two apart; the tool says which it read.
 
 Output (a new directory, or an existing one with --overwrite; files written to temporary names and
 renamed):
@@ -137,9 +141,15 @@ def load_split_dict(path):
             raise ConvertError("%s: %s" % (path, e))
         except (pickle.UnpicklingError, EOFError, struct.error, KeyError, ValueError, zipfile.BadZipFile) as e:
             raise ConvertError("%s: not a readable split dict (%s: %s)" % (path, type(e).__name__, e))
+    return split_release(split, path)
+
+
+def split_release(split, path):
+    """The split dict's index arrays and its release: 1 (train, valid, test: PCQM4M, the paper's
+    Table 3) or 2 (train, valid, test-dev, test-challenge: PCQM4Mv2)."""
     for splits in (SPLITS_V2, SPLITS_V1):
         if isinstance(split, dict) and all(isinstance(split.get(k), Indices) for k in splits):
-            return {k: split[k] for k in splits}
+            return {k: split[k] for k in splits}, (2 if splits is SPLITS_V2 else 1)
     keys = sorted(split) if isinstance(split, dict) else type(split).__name__
     raise ConvertError("%s: expected a dict with index arrays %s (v2) or %s (v1), got %s"
                        % (path, ", ".join(SPLITS_V2), ", ".join(SPLITS_V1), keys))
@@ -188,14 +198,14 @@ def write_atomically(path, text):
 
 def convert(src, out, test_fraction, seed, overwrite):
     if not os.path.isdir(src):
-        raise ConvertError("%s: not a directory (expected OGB's pcqm4m-v2 folder)" % src)
+        raise ConvertError("%s: not a directory (expected OGB's pcqm4m_kddcup2021 or pcqm4m-v2 folder)" % src)
     if not 0 < test_fraction < 1:
         raise ConvertError("--test-fraction must be in (0, 1), got %r" % test_fraction)
     for name in ("molecules.csv", "split.csv"):
         if os.path.exists(os.path.join(out, name)) and not overwrite:
             raise ConvertError("%s exists; pass --overwrite to replace it" % os.path.join(out, name))
     data = read_data(os.path.join(src, "raw", "data.csv.gz"))
-    split = load_split_dict(os.path.join(src, "split_dict.pt"))
+    split, version = load_split_dict(os.path.join(src, "split_dict.pt"))
     which = {}
     for name in split:
         for row in split[name]:
@@ -225,12 +235,13 @@ def convert(src, out, test_fraction, seed, overwrite):
     os.makedirs(out, exist_ok=True)
     write_atomically(os.path.join(out, "split.csv"), "".join(parts))
     write_atomically(os.path.join(out, "molecules.csv"), molecules.getvalue())
+    counts["version"] = version
     return counts
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("src", help="OGB's pcqm4m-v2 (or pcqm4m_kddcup2021) folder: raw/data.csv.gz, split_dict.pt")
+    parser.add_argument("src", help="OGB's pcqm4m_kddcup2021 (v1) or pcqm4m-v2 folder: raw/data.csv.gz, split_dict.pt")
     parser.add_argument("out", help="output directory for molecules.csv and split.csv")
     parser.add_argument("--test-fraction", type=float, default=0.01,
                         help="share of OGB's train held out as urpe's test split (default 0.01)")
@@ -242,8 +253,10 @@ def main(argv=None):
     except ConvertError as e:
         print("pcqm4m_to_urpe: error: %s" % e, file=sys.stderr)
         return 1
-    print("wrote %s/molecules.csv and split.csv: train %d, valid %d, test %d"
-          % (args.out, counts["train"], counts["valid"], counts["test"]))
+    release = ("PCQM4M v1 (KDD Cup 2021), the paper's Table 3" if counts["version"] == 1
+               else "PCQM4Mv2 (not the paper's Table 3, which is on v1)")
+    print("read %s\nwrote %s/molecules.csv and split.csv: train %d, valid %d, test %d"
+          % (release, args.out, counts["train"], counts["valid"], counts["test"]))
     return 0
 
 

@@ -12,6 +12,11 @@ static const char* const kOverwriteHelp =
     "replace the run already in DIR (its config.txt, metrics.csv, model.safetensors, results.*, plots/, "
     "runs/; other files stay). Without it such a DIR is refused";
 // Grids stopped by Ctrl-C or SIGTERM (docs/runs.md#interrupted-grids).
+// --dry-run of train, repro and profile (docs/reproduce.md#every-value-and-its-source).
+static const char* const kDryRunHelp =
+    "print the resolved configuration of every run the command would start, one line per key: its value and its "
+    "source (the paper's section, the official script, the preset's own reason, a default's reason, or your --set), "
+    "then exit without training or writing anything (--out may be left out)";
 static const char* const kGridResumeHelp =
     "continue the grid in --out that Ctrl-C or SIGTERM stopped (give the same options again): finished runs "
     "are reused, a stopped run resumes from its checkpoint, the rest start";
@@ -29,7 +34,7 @@ std::vector<CommandSpec> command_table() {
                     {"set", "KEY=VALUE", "", "override one config key of every run (repeatable; not task, pe, vocab, seed, device), e.g. steps=200"}},
                    run_demo, "", "", 0});
 
-  table.push_back({"train", "train --preset NAME | --config FILE [--set key=value]... --out DIR [--overwrite]",
+  table.push_back({"train", "train --preset NAME | --config FILE [--set key=value]... --out DIR [--overwrite] [--dry-run]",
                    "train one model from a preset or a config file",
                    {{"preset", "NAME", "", "a built-in configuration"},
                     {"config", "FILE", "", "a config file of 'key = value' lines"},
@@ -48,6 +53,7 @@ std::vector<CommandSpec> command_table() {
                     {"trace", "", "", "record every op of the --profile-steps window (default steps 2..6) and write DIR/profile/: "
                      "profile.md, trace.json (Perfetto), plots/roofline.png (docs/profiling.md)"},
                     {"tf32", "", "", "allow TF32 tensor-core GEMMs on CUDA (off by default: full fp32)"},
+                    {"dry-run", "", "", kDryRunHelp},
                     {"quiet", "", "", "no progress output"}},
                    run_train, "", run_config_help(), 0});
 
@@ -62,7 +68,7 @@ std::vector<CommandSpec> command_table() {
                    run_eval, "", "", 0});
 
   table.push_back({"repro", "repro synthetic|lm|molecules|pretrain|table5 [--scale tiny|small|paper] [--seeds K] "
-                   "[--set key=value]... [--tf32] --out DIR [--overwrite | --resume] [--pes LIST] [--lengths LIST] "
+                   "[--set key=value]... [--tf32] --out DIR [--overwrite | --resume] [--dry-run] [--pes LIST] [--lengths LIST] "
                    "[--tasks LIST] [--data DIR] [--corpus DIR] [--grid paper|key=v1,v2]... [--preset NAME] [--batch B] "
                    "[--layers L]",
                    "reproduce one of the paper's experiments and write results.md/json and plots",
@@ -73,6 +79,7 @@ std::vector<CommandSpec> command_table() {
                      "override one config key in every run of the grid, after the scale's settings (repeatable; e.g. "
                      "attention=fused, accum_steps=4, device=cuda, a data path); recorded in results.md"},
                     {"tf32", "", "", "TF32 tensor-core GEMMs on CUDA in every run (off: full fp32); recorded in results.md"},
+                    {"dry-run", "", "", kDryRunHelp},
                     {"out", "DIR", "", "output directory"},
                     {"overwrite", "", "", kOverwriteHelp},
                     {"resume", "", "", kGridResumeHelp},
@@ -86,10 +93,12 @@ std::vector<CommandSpec> command_table() {
                     {"tasks", "LIST", "pi,etp", "synthetic: the tasks, pi and/or etp"},
                     {"data", "DIR", "",
                      "molecules: the dataset instead of the embedded molecules: a graph-file directory "
-                     "(tools/zinc_to_urpe.py: ZINC subset or full), a ZINC-250k or SMILES CSV (docs/data.md)"},
+                     "(tools/zinc_to_urpe.py: ZINC subset or full), a ZINC-250k or SMILES CSV (docs/data.md); "
+                     "required at --scale paper, where --data embedded trains on the stand-in anyway"},
                     {"corpus", "DIR", "",
-                     "lm: the corpus instead of the scale's default: a WikiText directory, e.g. wikitext-103 "
-                     "(wiki.train.tokens, wiki.valid.tokens, wiki.test.tokens; docs/data.md)"},
+                     "lm, pretrain: the corpus instead of the scale's default: a WikiText directory, e.g. wikitext-103 "
+                     "(wiki.train.tokens, wiki.valid.tokens, wiki.test.tokens; docs/data.md); required at --scale "
+                     "paper, where --corpus embedded trains on the stand-in anyway"},
                     {"finetune", "", "",
                      "lm only: then continue every RPE run for half its steps as RPE and as URPE with C = 1 "
                      "(urpe train --init-from; paper 4.2) and compare"},
@@ -110,7 +119,7 @@ std::vector<CommandSpec> command_table() {
                    "the encodings by Theorem 2's identical-token probe;\n"
                    "lm: Transformer-XL vs Transformer-XL + URPE (Tables 1 and 4; C.2: txl-base-paper at L = 4, 8, 16,\n"
                    "§5.4); tiny/small train on the embedded corpus on a CPU; paper needs the wikitext-103 directory\n"
-                   "(--set corpus=DIR) and a GPU;\n"
+                   "(--corpus DIR) and a GPU;\n"
                    "molecules: Graphormer vs Graphormer + URPE (Tables 2 and 3; C.3.1: graphormer-slim, 4 seeds;\n"
                    "--preset graphormer-slim-full or graphormer-pcqm4m (C.3.2); --grid paper: C.3.1's selection);\n"
                    "pretrain: masked-LM pre-training, APE+RPE vs RPE vs URPE by validation MLM loss (C.4: the paper's\n"
@@ -125,7 +134,7 @@ std::vector<CommandSpec> command_table() {
 
   table.push_back({"profile",
                    "profile --run DIR | --preset NAME [--config FILE] [--set key=value]... [--steps A:B] "
-                   "[--device cpu|cuda] --out DIR [--overwrite]",
+                   "[--device cpu|cuda] --out DIR [--overwrite] [--dry-run]",
                    "every op's time, FLOPs and bytes against the machine's roofline: a table, a trace and a picture",
                    {{"run", "DIR", "", "profile the config of this run directory"},
                     {"preset", "NAME", "", "profile a built-in configuration"},
@@ -134,6 +143,7 @@ std::vector<CommandSpec> command_table() {
                     {"steps", "A:B", "2:6", "record training steps A..B (the run trains B steps)"},
                     {"device", "NAME", "the config's", "cpu, cuda or cuda:N"},
                     {"out", "DIR", "", "writes DIR/profile.md, DIR/trace.json, DIR/plots/roofline.png and DIR/run/"},
+                    {"dry-run", "", "", kDryRunHelp},
                     {"overwrite", "", "", "replace a profile already in DIR"},
                     {"quiet", "", "", "no progress output"}},
                    run_profile, "",

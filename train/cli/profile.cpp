@@ -11,6 +11,7 @@
 #include "train/dist/communicator.h"
 #include "train/io/run_dir.h"
 #include "train/loop/profiling.h"
+#include "train/config/config_sources.h"
 #include "train/config/run_config.h"
 #include "train/loop/run_control.h"
 
@@ -18,7 +19,8 @@ namespace urpe::cli {
 
 int run_profile(const Args& args) {
   const std::string out = args.get("out");
-  URPE_CHECK(!out.empty(), "urpe profile: --out DIR is required (where profile.md, trace.json and plots/ go)");
+  const bool dry_run = args.has("dry-run");
+  URPE_CHECK(dry_run || !out.empty(), "urpe profile: --out DIR is required (where profile.md, trace.json and plots/ go)");
   const bool from_run = args.has("run");
   URPE_CHECK(from_run != (args.has("preset") || args.has("config")),
              "urpe profile: give either --run DIR (profile that run's config) or --preset NAME / --config FILE");
@@ -35,7 +37,7 @@ int run_profile(const Args& args) {
     }
   }();
   for (const char* name : {"profile.md", "trace.json"})
-    URPE_CHECK(args.has("overwrite") || !path_exists(join_path(out, name)),
+    URPE_CHECK(dry_run || args.has("overwrite") || !path_exists(join_path(out, name)),
                "--out " << out << " already holds a profile (" << name
                         << "); choose another directory or pass --overwrite");
 
@@ -50,6 +52,25 @@ int run_profile(const Args& args) {
   if (args.has("device")) config.apply_override("device=" + args.get("device"));
   check_config_values(config);
   check_config_paths(config);
+  if (dry_run) {
+    // The sources of the profiled config (its preset's, file's and --set's), with the keys the
+    // window cut shown as this command's.
+    std::vector<ValueSource> sources = from_run ? config_sources(source, "") : config_sources(source, args.get("preset"));
+    const CommandSets cut = {{"steps", "profile: trains the window's last step (--steps A:B)"},
+                             {"eval_every", "profile: one evaluation, after the window"},
+                             {"warmup", "profile: the warm-up cut to the window"},
+                             {"device", "profile: --device"}};
+    for (ValueSource& s : sources)
+      if (config.get_string(s.key) != s.value && cut.count(s.key)) {
+        s.value = config.get_string(s.key);
+        s.source = cut.at(s.key);
+      }
+    std::printf("urpe profile --dry-run: the profiled configuration, steps %lld..%lld (nothing is trained or "
+                "written)\n\n%s",
+                static_cast<long long>(window.first()), static_cast<long long>(window.last()),
+                sources_text(sources).c_str());
+    return 0;
+  }
 
   auto output = std::make_shared<TraceOutput>();
   output->dir = out;

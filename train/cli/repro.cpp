@@ -18,6 +18,7 @@
 #include "train/repro/lm.h"
 #include "train/repro/molecule_grid.h"
 #include "train/repro/molecules.h"
+#include "train/repro/planned_runs.h"
 #include "train/repro/pretrain.h"
 #include "train/repro/repro_overrides.h"
 #include "train/repro/synthetic.h"
@@ -96,14 +97,15 @@ double run_probe_spread(const std::string& dir) {
   return spread;
 }
 
-// --data and --corpus name existing paths, checked the way `urpe train` checks the same keys.
+// --data and --corpus name existing paths, checked the way `urpe train` checks the same keys
+// ("embedded" names the stand-in urpe ships: allowed at every scale, said so at paper scale).
 void check_repro_data_paths(const Args& args) {
-  if (args.has("data")) {
+  if (args.has("data") && args.get("data") != "embedded") {
     const std::string data = args.get("data");
     URPE_CHECK(path_exists(data), "urpe repro: --data '" << data << "' does not exist (expected a graph-file directory "
                                                          << "from tools/zinc_to_urpe.py or a CSV; docs/data.md)");
   }
-  if (args.has("corpus")) {
+  if (args.has("corpus") && args.get("corpus") != "embedded") {
     const std::string corpus = args.get("corpus");
     URPE_CHECK(is_directory(corpus), "urpe repro: --corpus '" << corpus << "' is not a directory (expected a WikiText "
                                                               << "directory holding wiki.train.tokens, wiki.valid.tokens "
@@ -122,7 +124,7 @@ struct ReproRequest {
 ReproRequest read_request(const Args& args) {
   ReproRequest r;
   r.experiment = args.positional[0];
-  r.out = normal_directory(args.get("out"));
+  r.out = args.has("dry-run") && args.get("out").empty() ? "" : normal_directory(args.get("out"));
   r.seeds = args.get_int("seeds", 1);
   r.scale = args.get("scale", "tiny");
   r.device = args.get("device", "cpu");
@@ -144,6 +146,36 @@ ReproRequest read_request(const Args& args) {
                                     "(or --set device=cuda), got device " << r.device);
   bench::require_cuda_device("urpe repro " + r.experiment, r.device);  // before --out is claimed
   return r;
+}
+
+// Whether the user named the experiment's data: its option (--data, --corpus) or a --set of its key.
+bool names_data(const ReproRequest& r, const Args& args, const char* option, const char* key) {
+  if (args.has(option)) return true;
+  for (const std::string& s : r.extra.sets)
+    if (override_key(s) == key) return true;
+  return false;
+}
+
+// Paper scale never trains on a stand-in silently: without the dataset named, one error saying
+// which dataset the paper used, where docs/data.md says how to get it, and how to train on urpe's
+// stand-in anyway (then results.md says so in its first line: stand_in_note).
+void refuse_paper_scale_without_data(const ReproRequest& r, const Args& args, const char* option, const char* key,
+                                     const std::string& what) {
+  if (r.scale != "paper" || names_data(r, args, option, key)) return;
+  URPE_FAIL("urpe repro " << r.experiment << " --scale paper: " << what << " Pass --" << option << " DIR, or --"
+                          << option << " embedded to train on urpe's stand-in anyway (results.md then says so).");
+}
+
+// The paper's dataset of each molecule preset, and docs/data.md's section on it.
+std::string molecule_dataset_text(const std::string& preset) {
+  if (preset.find("pcqm4m") != std::string::npos)
+    return "Table 3 trains on OGB-LSC PCQM4M (v1, the paper's; docs/data.md#pcqm4m: tools/pcqm4m_to_urpe.py, then "
+           "--data DIR/molecules.csv --set dataset_format=ogb --set target_column=homolumogap --set "
+           "split=DIR/split.csv), and no --data names it: the embedded molecules are 9,997 ZINC-like compounds.";
+  const std::string which = preset.find("-full") != std::string::npos ? "ZINC full (250K graphs)" : "the ZINC subset (12K graphs)";
+  return "Table 2 trains on " + which + " of benchmarking-GNNs (docs/data.md#zinc-benchmarking-gnns-layout: "
+         "tools/zinc_to_urpe.py), and no --data names it: the embedded molecules are 9,997 screening compounds "
+         "standing in for it.";
 }
 
 // The plans of the experiments, from the request and the experiment's own options; building one
@@ -175,6 +207,10 @@ LmReproPlan lm_plan(const ReproRequest& r, const Args& args) {
   plan.seeds = r.seeds;
   plan.device = r.device;
   plan.extra = r.extra;
+  refuse_paper_scale_without_data(r, args, "corpus", "corpus",
+                                  "Tables 1 and 4 train on WikiText-103 (docs/data.md#wikitext-103), and no --corpus "
+                                  "names it; the embedded corpus (1.6M words of Austen and the King James Bible) is a "
+                                  "stand-in.");
   if (args.has("corpus")) plan.overrides.push_back("corpus=" + args.get("corpus"));  // e.g. wikitext-103
   std::vector<std::string> sets = {"device=" + plan.device};
   sets.insert(sets.end(), plan.overrides.begin(), plan.overrides.end());
@@ -196,11 +232,12 @@ MoleculeRepro molecule_plan(const ReproRequest& r, const Args& args) {
                "urpe repro molecules: --preset " << repro.preset << " is not a Graphormer preset (e.g. graphormer-slim, "
                                                  << "graphormer-slim-full, graphormer-pcqm4m)");
   }
+  refuse_paper_scale_without_data(r, args, "data", "dataset", molecule_dataset_text(repro.preset));
   check_config_paths(molecule_repro_config(repro, "none", repro.first_seed));
   return repro;
 }
 
-PretrainPlan pretrain_plan(const ReproRequest& r) {
+PretrainPlan pretrain_plan(const ReproRequest& r, const Args& args) {
   refuse_owned_keys(r.extra, {{"pe", "it compares ape+rpe, rpe and urpe"}, {"seed", "use --seeds"},
                               {"task", "pre-training is task = mlm"}},
                     "pretrain");
@@ -208,10 +245,71 @@ PretrainPlan pretrain_plan(const ReproRequest& r) {
   plan.seeds = r.seeds;
   plan.device = r.device;
   plan.extra = r.extra;
-  std::vector<std::string> sets = {"device=" + plan.device};
-  sets.insert(sets.end(), plan.extra.sets.begin(), plan.extra.sets.end());
-  check_config_paths(resolve_config(plan.preset, "", sets));
+  refuse_paper_scale_without_data(r, args, "corpus", "corpus",
+                                  "C.4 pre-trains BERT-base on BERT's corpus (BooksCorpus and English Wikipedia, which "
+                                  "urpe does not ship; docs/data.md#pre-training-corpus-appendix-c4), and no --corpus "
+                                  "names one; the embedded corpus (1.6M words) is a stand-in.");
+  if (args.has("corpus")) plan.overrides.push_back("corpus=" + args.get("corpus"));
+  check_config_paths(resolve_config(plan.preset, "", pretrain_run_sets(plan, plan.pes.front(), plan.first_seed)));
   return plan;
+}
+
+// The first line of results.md at paper scale when the runs read urpe's embedded stand-in.
+void note_stand_in(const std::string& out, const std::string& scale, const std::vector<PlannedRun>& runs) {
+  if (scale != "paper" || runs.empty()) return;
+  const Config config = runs.front().config();
+  const char* key = config.schema().find("dataset") ? "dataset" : "corpus";
+  if (!config.schema().find(key) || config.get_string(key) != "embedded") return;
+  const std::string path = join_path(out, "results.md");
+  const std::string what = std::string(key) == "dataset" ? "the embedded molecules (9,997 screening compounds)"
+                                                         : "the embedded corpus (1.6M words of Austen and the Bible)";
+  write_text_atomic(path, "**Stand-in data: these paper-scale runs trained on " + what +
+                              ", not on the paper's dataset (" + key +
+                              " = embedded was asked for); their numbers are not comparable with the paper's.**\n\n" +
+                              read_text_file(path));
+}
+
+// results.md ends with every value of the runs and its source (the table --dry-run prints).
+void append_sources(const std::string& out, const std::vector<PlannedRun>& runs) {
+  const std::string path = join_path(out, "results.md");
+  if (!path_exists(path)) return;
+  write_text_atomic(path, read_text_file(path) + "\n" + planned_runs_markdown(runs));
+}
+
+// --dry-run: every run's configuration with its sources, then nothing else happens.
+int print_dry_run(const std::string& command, const std::vector<PlannedRun>& runs) {
+  std::printf("%s --dry-run: %zu run%s (nothing is trained or written)\n\n%s", command.c_str(), runs.size(),
+              runs.size() == 1 ? "" : "s", planned_runs_text(runs).c_str());
+  return 0;
+}
+
+// table5 has no config keys; its options, with their sources.
+int print_table5_dry_run(const Table5Options& o, const Args& args) {
+  auto list = [](const std::vector<int64_t>& values) {
+    std::string text;
+    for (int64_t v : values) text += (text.empty() ? "" : ",") + std::to_string(v);
+    return text;
+  };
+  auto given = [&](const char* option, const std::string& paper) {
+    return args.has(option) ? std::string("--") + option + " (yours)" : paper;
+  };
+  const std::vector<ValueSource> rows = {
+      {"model", "encoder, RPE against URPE", "paper §5.4: the vanilla Transformer with RPE and with URPE (Table 5)"},
+      {"layers", std::to_string(o.layers), given("layers", "paper §5.4: 12 layers")},
+      {"d_model", std::to_string(o.d_model), "paper §5.4: hidden dimension 768"},
+      {"heads", std::to_string(o.heads), "paper §5.4: 12 attention heads"},
+      {"d_ff", std::to_string(o.d_ff), "urpe: RoBERTa base's 3,072 (§5.4 gives no feed-forward width)"},
+      {"batch", std::to_string(o.batch), given("batch", "paper §5.4: batch size 32")},
+      {"lengths", list(o.lengths), given("lengths", "paper §5.4: N from {128, 256, 512}")},
+      {"vocab", std::to_string(o.vocab), "urpe: random token ids from 1,000 (timing does not depend on it)"},
+      {"mode", "inference", "paper §5.4: inference speed and memory, after Combiner"},
+      {"repeats", std::to_string(o.repeats), given("repeats", "urpe: the median of 3 timed forwards")},
+      {"device", o.device, args.has("device") ? "--device (yours)" : "default: cpu (the paper: a 16 GB V100)"},
+      {"tf32", o.tf32 ? "on" : "off", o.tf32 ? "--tf32 (yours)" : "default: off (full FP32)"},
+  };
+  std::printf("urpe repro table5 --dry-run: the timed model (nothing is run or written)\n\n%s",
+              sources_text(rows).c_str());
+  return 0;
 }
 
 void print_results(const std::string& out) {
@@ -225,7 +323,8 @@ int run_repro(const Args& args) {
   URPE_CHECK(args.positional.size() == 1,
              "urpe repro: name one experiment: synthetic, lm, molecules, pretrain or table5 (see 'urpe repro --help')");
   const std::string experiment = args.positional[0];
-  URPE_CHECK(!args.get("out").empty(), "urpe repro: --out DIR is required");
+  const bool dry_run = args.has("dry-run");
+  URPE_CHECK(dry_run || !args.get("out").empty(), "urpe repro: --out DIR is required (or --dry-run)");
   const long seeds = args.get_int("seeds", 1);
   URPE_CHECK(seeds >= 1 && seeds <= 100, "urpe repro: --seeds must be between 1 and 100, got " << seeds);
   const std::string scale = args.get("scale", "tiny");
@@ -242,8 +341,8 @@ int run_repro(const Args& args) {
              "urpe repro: --batch, --layers and --repeats apply to 'urpe repro table5' only");
   URPE_CHECK(!args.has("data") || experiment == "molecules",
              "urpe repro: --data applies to 'repro molecules' only (lm takes --corpus)");
-  URPE_CHECK(!args.has("corpus") || experiment == "lm",
-             "urpe repro: --corpus applies to 'repro lm' only (molecules take --data)");
+  URPE_CHECK(!args.has("corpus") || experiment == "lm" || experiment == "pretrain",
+             "urpe repro: --corpus applies to 'repro lm' and 'repro pretrain' only (molecules take --data)");
   check_repro_data_paths(args);  // a missing dataset or corpus fails before --out is claimed
   URPE_CHECK(!args.has("finetune") || experiment == "lm",
              "urpe repro: --finetune applies to 'repro lm' only (RPE continued vs URPE fine-tuned)");
@@ -268,6 +367,7 @@ int run_repro(const Args& args) {
     options.batch = args.get_int("batch", options.batch);
     options.layers = args.get_int("layers", options.layers);
     options.repeats = static_cast<int>(args.get_int("repeats", options.repeats));
+    if (dry_run) return print_table5_dry_run(options, args);
     OutputClaim claim(out, "--out", args.has("overwrite"));
     run_table5(options, out);
     print_results(out);
@@ -276,14 +376,19 @@ int run_repro(const Args& args) {
   }
   if (experiment == "synthetic") {
     SyntheticGrid grid = synthetic_plan(request, args);
+    const std::vector<PlannedRun> runs = planned_synthetic_runs(grid);
+    if (dry_run) return print_dry_run("urpe repro synthetic --scale " + request.scale, runs);
     grid.probe_spread = run_probe_spread;
     GridOutput output(args, out);
     run_synthetic_grid(grid, out, "synthetic", output.continuation());
+    append_sources(out, runs);
     print_results(out);
     std::printf("All on one page: %s\n", draw_grid_summary(out).c_str());
     return output.finish();
   } else if (experiment == "lm") {
     LmReproPlan plan = lm_plan(request, args);
+    const std::vector<PlannedRun> runs = planned_lm_runs(plan);
+    if (dry_run) return print_dry_run("urpe repro lm --scale " + request.scale, runs);
     // --finetune: half the preset's steps again, RPE continued vs URPE fine-tuned (paper §4.2).
     if (args.has("finetune")) {
       std::vector<std::string> sets = {"device=" + plan.device};
@@ -292,6 +397,8 @@ int run_repro(const Args& args) {
     }
     GridOutput output(args, out);
     run_lm_repro(plan, out, output.continuation());
+    note_stand_in(out, request.scale, runs);
+    append_sources(out, runs);
     print_results(out);
     return output.finish();
   } else if (experiment == "molecules") {
@@ -301,20 +408,24 @@ int run_repro(const Args& args) {
       for (const std::string& s : repro.extra.sets)
         URPE_CHECK(override_key(s) != axis.key,
                    "urpe repro molecules: --set " << s << " and --grid both set " << axis.key << "; pass one of them");
-    for (const std::vector<std::string>& point : grid_points(axes)) {  // every setting's config, before --out
-      MoleculeRepro one = repro;
-      one.overrides.insert(one.overrides.end(), point.begin(), point.end());
-      molecule_repro_config(one, "none", one.first_seed);
-    }
+    const std::vector<PlannedRun> runs = planned_molecule_runs(repro, grid_points(axes));
+    for (const PlannedRun& run : runs) run.config();  // every setting's config, before --out
+    if (dry_run) return print_dry_run("urpe repro molecules --scale " + request.scale, runs);
     GridOutput output(args, out);
     if (axes.empty()) run_molecule_repro(repro, out, output.continuation());
     else run_molecule_grid(repro, axes, out);
+    note_stand_in(out, request.scale, runs);
+    append_sources(out, runs);
     print_results(out);
     return output.finish();
   } else {
-    const PretrainPlan plan = pretrain_plan(request);
+    const PretrainPlan plan = pretrain_plan(request, args);
+    const std::vector<PlannedRun> runs = planned_pretrain_runs(plan);
+    if (dry_run) return print_dry_run("urpe repro pretrain --scale " + request.scale, runs);
     OutputClaim claim(out, "--out", args.has("overwrite"));
     run_pretrain_repro(plan, out);
+    note_stand_in(out, request.scale, runs);
+    append_sources(out, runs);
     print_results(out);
     claim.done();
   }

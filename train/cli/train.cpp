@@ -9,6 +9,7 @@
 #include "train/loop/checkpoint_identity.h"
 #include "train/dist/communicator.h"
 #include "train/families/model_family.h"
+#include "train/config/config_sources.h"
 #include "train/config/run_config.h"
 #include "train/io/run_dir.h"
 #include "train/loop/run_control.h"
@@ -26,7 +27,18 @@ int train_config(const Config& config, const std::string& out, const TrainOption
   return trained.interrupted ? stop_exit_code() : 0;
 }
 
+// --dry-run: the resolved config, every key with its value and source, and nothing else.
+static int print_train_dry_run(const Args& args) {
+  URPE_CHECK(!args.has("resume"), "urpe train: --dry-run shows the config a new run would resolve; a resumed run's "
+                                  "config is its config.txt (read it there)");
+  const Config config = resolve_config(args.get("preset"), args.get("config"), args.all("set"));
+  std::printf("urpe train --dry-run: the run's resolved configuration (nothing is trained or written)\n\n%s",
+              sources_text(config_sources(config, args.get("preset"))).c_str());
+  return 0;
+}
+
 int run_train(const Args& args) {
+  if (args.has("dry-run")) return print_train_dry_run(args);
   const bool resume = args.has("resume");
   // Resolved once: every comparison and message below uses this spelling.
   const std::string given = resume ? args.get("resume") : args.get("out");

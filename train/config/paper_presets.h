@@ -14,16 +14,11 @@
 //   mlm-paper              C.4       BERT-base masked-LM pre-training (APE+RPE / RPE / URPE)
 //   (each graphormer preset also as NAME-urpe)
 //
-// ZINC's heads: C.3.1 prints 32 heads with d = 80, which multi-head attention cannot split
-// (80/32 = 2.5). Table 2's parameter counts decide it. URPE adds 491,737 − 489,321 = 2,416 = 2⁴·151
-// parameters, one C table of K entries per head, so H·K = 2,416: H divides 2,416, and 32 does not
-// (75.5 entries per head). With the official GV1 ZINC embedding tables the baseline has
-// 486,081 + 105·H + 40·H² parameters: of the H dividing both 80 and 2,416 (1, 2, 4, 8, 16), H = 8
-// comes nearest Table 2's 489,321 (489,481: 160 = 2·80 more, one LayerNorm's worth; H = 4: 487,141,
-// H = 16: 498,001), and H = 32 would give 530,401, over C.3.1's own 500K budget. So the presets
-// use H = 8, the official GV1 ZINC script's value, whose C table Table 2 puts at K = 302 entries
-// per head (ours has max_spd + 4 = 42: the paper does not say how its 302 are indexed).
-// tests/test_paper_presets.cpp checks this arithmetic with the model's own parameter formula.
+// Every line of a preset's text carries its source as a comment (config_sources.h): the paper's
+// section, the official script, or urpe's own reason. ZINC's heads and C: C.3.1 prints 32 heads,
+// which cannot split d = 80; Table 2's counts (489,321 → 491,737, +2,416 = 8 × 302) give 8 heads
+// and 302 C entries per head (docs/reproduce.md#zinc-heads-and-the-size-of-c, checked by
+// tests/test_paper_presets.cpp with the model's own parameter formula).
 #pragma once
 #include <string>
 #include <vector>

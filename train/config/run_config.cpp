@@ -32,6 +32,10 @@ void add_common_keys(ConfigSchema& s) {
   s.add_float("lr", 2e-3, "peak learning rate (Adam)");
   s.add_int("warmup", 500, "linear warm-up steps, then decay to 0 at `steps` (linear; txl: per `schedule`)");
   s.add_float("weight_decay", 0.0, "decoupled weight decay (AdamW); 0 = plain Adam");
+  s.add_bool("decay_biases_and_norms", true,
+             "weight decay on every parameter (true, as torch's AdamW on all parameters) or only on those with 2 "
+             "or more dimensions (false: biases and LayerNorm gains and biases are not decayed, as in BERT's "
+             "optimizer)");
   s.add_float("clip", 0.0, "clip the global gradient norm to this (0 = off)");
   s.add_int("eval_every", 250, "evaluate on the validation set every this many steps");
   s.add_bool("shard_optimizer", false,

@@ -419,6 +419,12 @@ bool Config::is_set(const std::string& key) const {
   return origin_.count(key) > 0;
 }
 
+std::string Config::origin(const std::string& key) const {
+  key_spec(key);
+  const auto it = origin_.find(key);
+  return it == origin_.end() ? std::string() : it->second;
+}
+
 std::string Config::to_text(bool with_help) const {
   size_t width = 0;
   for (const ConfigKey& k : schema_.keys()) width = std::max(width, k.name.size());

@@ -97,6 +97,9 @@ class Config {
   std::string get_string(const std::string& key) const;
   // Whether a file or --set gave the key a value (false: it holds its default).
   bool is_set(const std::string& key) const;
+  // Where the key's value was set: "<source>:<line>" for a line of text applied with apply_text
+  // ("preset pi-paper:4", "run.cfg:7"), "--set key=value" for an override, "" for the default.
+  std::string origin(const std::string& key) const;
 
   // Every key in schema order as `key = value`; with_help adds each key's meaning as a comment.
   std::string to_text(bool with_help = true) const;

@@ -62,6 +62,7 @@ AdamConfig adam_config_from(const Config& config) {
   AdamConfig adam;
   adam.weight_decay = static_cast<float>(config.get_float("weight_decay"));
   adam.clip_norm = static_cast<float>(config.get_float("clip"));
+  adam.decay_biases_and_norms = config.get_bool("decay_biases_and_norms");
   return adam;
 }
 

@@ -82,19 +82,39 @@ std::optional<float> Adam::step(float lr) {
   autograd::NoGrad no_grad;
   const profile::PhaseRange phase(profile::Phase::optimizer);
   std::vector<AdamSlot> slots;
+  std::vector<bool> decayed;
   std::vector<Tensor> grads;
   for (size_t k = 0; k < params_.size(); ++k) {
     Tensor g = params_[k].grad();
     if (!g.defined()) continue;
     slots.push_back({params_[k], g, m_[k], v_[k]});
+    decayed.push_back(decays(params_[k]));
     grads.push_back(g);
   }
   std::optional<float> norm;
   if (config_.clip_norm > 0) norm = clip_grad_norm(grads, config_.clip_norm);
   const AdamHyper hyper = next_step_hyper(lr);
-  adam_update(slots, hyper);
+  update_in_decay_groups(slots, decayed, hyper);
   step_ = hyper.step;
   return norm;
+}
+
+bool Adam::decays(const Tensor& param) const { return config_.decay_biases_and_norms || param.dim() >= 2; }
+
+// One kernel call for the slots weight decay applies to, one (wd = 0) for those it skips: the
+// same update element by element as a per-parameter decay would give.
+void Adam::update_in_decay_groups(const std::vector<AdamSlot>& slots, const std::vector<bool>& decayed_slots,
+                                  const AdamHyper& hyper) const {
+  if (config_.decay_biases_and_norms || hyper.weight_decay == 0.0f) {
+    adam_update(slots, hyper);
+    return;
+  }
+  std::vector<AdamSlot> decayed, kept;
+  for (size_t k = 0; k < slots.size(); ++k) (decayed_slots[k] ? decayed : kept).push_back(slots[k]);
+  if (!decayed.empty()) adam_update(decayed, hyper);
+  AdamHyper no_decay = hyper;
+  no_decay.weight_decay = 0.0f;
+  if (!kept.empty()) adam_update(kept, no_decay);
 }
 
 void Adam::zero_grad() {

@@ -5,6 +5,8 @@
 // One step with learning rate lr (t = number of steps taken, including this one):
 //   if clip_norm > 0:  g ← g · min(1, clip_norm / (‖g‖ + 1e-6)),  ‖g‖ over all parameters
 //   AdamW:  θ ← θ − lr·wd·θ             Adam (L2):  g ← g + wd·θ
+//           (with decay_biases_and_norms = false, wd = 0 for every 1-D parameter: the biases and
+//           the LayerNorm gains and biases, which BERT's optimizer excludes from weight decay)
 //   m ← β1·m + (1 − β1)·g               v ← β2·v + (1 − β2)·g²
 //   θ ← θ − lr · (m / (1 − β1ᵗ)) / (√(v / (1 − β2ᵗ)) + ε)
 // A parameter without a gradient in a step is left alone (its m and v too); t counts steps of
@@ -35,6 +37,7 @@ struct AdamConfig {
   float eps = 1e-8f;
   float weight_decay = 0.0f;
   bool decoupled_weight_decay = true;  // true: AdamW; false: Adam with L2 added to the gradient
+  bool decay_biases_and_norms = true;  // false: no weight decay on 1-D parameters (BERT's exclusion)
   float clip_norm = 0.0f;              // > 0: clip the global gradient norm to this before a step
 };
 
@@ -90,6 +93,11 @@ class Adam {
   };
   void check_config() const;
   AdamHyper next_step_hyper(float lr) const;
+  // Whether weight decay applies to `param` (config decay_biases_and_norms, or 2-D and up).
+  bool decays(const Tensor& param) const;
+  // adam_update of `slots`, with wd = 0 for the slots whose `decayed_slots` entry is false.
+  void update_in_decay_groups(const std::vector<AdamSlot>& slots, const std::vector<bool>& decayed_slots,
+                              const AdamHyper& hyper) const;
   std::vector<std::pair<std::string, Tensor>> sharded_state() const;
   void check_state(const std::vector<std::pair<std::string, Tensor>>& state) const;
   void load_sharded_state(const std::vector<std::pair<std::string, Tensor>>& state);

@@ -63,6 +63,7 @@ dist::StepSync Adam::step_sharded(float lr, double local_loss, double weight, bo
   // This rank's range of the parameters, piece by piece (the updated values go back from here).
   std::vector<Tensor> values, grads;
   std::vector<AdamSlot> slots;
+  std::vector<bool> decayed;  // per slot: whether weight decay applies to its parameter
   for (size_t i = 0; i < pieces_.size(); ++i) {
     const Piece& piece = pieces_[i];
     const Tensor& p = params_[piece.param];
@@ -74,6 +75,7 @@ dist::StepSync Adam::step_sharded(float lr, double local_loss, double weight, bo
     dist::copy_elements(grad, 0, synced.gradient, piece.at, piece.length);
     grads.push_back(grad);
     slots.push_back({value, grad, m_[i], v_[i]});
+    decayed.push_back(decays(p));
   }
   if (config_.clip_norm > 0) {
     // clip_grad_norm's rule on the global norm: a non-finite norm leaves the gradients unscaled.
@@ -86,7 +88,7 @@ dist::StepSync Adam::step_sharded(float lr, double local_loss, double weight, bo
     }
   }
   const AdamHyper hyper = next_step_hyper(lr);
-  adam_update(slots, hyper);
+  update_in_decay_groups(slots, decayed, hyper);
   step_ = hyper.step;
   const Tensor mine = Tensor::empty({dist::optimizer_shard(*comm_, total_).size()}, DType::f32,
                                     params_.empty() ? Device::cpu() : params_[0].device());

@@ -33,14 +33,29 @@ LmReproPlan lm_plan_for_scale(const std::string& scale) {
   return p;
 }
 
+std::string lm_run_name(int64_t layers, const std::string& pe, int64_t seed) {
+  return "L" + std::to_string(layers) + "-" + pe + "-s" + std::to_string(seed);
+}
+
+std::vector<std::string> lm_base_sets(const LmReproPlan& plan) {
+  std::vector<std::string> sets = {"device=" + plan.device};
+  sets.insert(sets.end(), plan.overrides.begin(), plan.overrides.end());
+  sets.insert(sets.end(), plan.extra.sets.begin(), plan.extra.sets.end());
+  return sets;
+}
+
+std::vector<std::string> lm_run_sets(const LmReproPlan& plan, int64_t layers, const std::string& pe, int64_t seed) {
+  std::vector<std::string> sets = lm_base_sets(plan);
+  sets.insert(sets.end(), {"pe=" + pe, "seed=" + std::to_string(seed)});
+  if (!plan.layers.empty()) sets.push_back("layers=" + std::to_string(layers));
+  return sets;
+}
+
 namespace {
 
 std::string display_name(const std::string& pe) { return pe == "urpe" ? "Transformer-XL + URPE" : "Transformer-XL"; }
 std::string short_name(const std::string& pe) { return pe == "urpe" ? "URPE" : "RPE"; }
 
-std::string run_name(int64_t layers, const std::string& pe, int64_t seed) {
-  return "L" + std::to_string(layers) + "-" + pe + "-s" + std::to_string(seed);
-}
 
 std::vector<const LmRunRecord*> runs_of(const LmReproSummary& summary, int64_t layers, const std::string& pe) {
   std::vector<const LmRunRecord*> list;
@@ -139,10 +154,7 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir,
   std::string stopped_run;
   int64_t stopped_step = 0, run_steps = 0;
   // Every run of the plan reads the same corpus: load it once.
-  std::vector<std::string> base_sets = {"device=" + plan.device};
-  base_sets.insert(base_sets.end(), plan.overrides.begin(), plan.overrides.end());
-  base_sets.insert(base_sets.end(), plan.extra.sets.begin(), plan.extra.sets.end());
-  const Config base = resolve_config(plan.preset, "", base_sets);
+  const Config base = resolve_config(plan.preset, "", lm_base_sets(plan));
   const data::Corpus corpus = corpus_from_config(base);
   LmReproSummary summary;
   summary.corpus = base.get_string("corpus");
@@ -161,15 +173,12 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir,
     for (const std::string& pe : plan.pes)
       for (int64_t seed = plan.first_seed; seed < plan.first_seed + plan.seeds; ++seed) {
         if (interrupt.requested()) continue;  // stopped: the remaining runs never start
-        std::vector<std::string> sets = base_sets;
-        sets.insert(sets.end(), {"pe=" + pe, "seed=" + std::to_string(seed)});
-        if (!plan.layers.empty()) sets.push_back("layers=" + std::to_string(layers));
-        const Config config = resolve_config(plan.preset, "", sets);
+        const Config config = resolve_config(plan.preset, "", lm_run_sets(plan, layers, pe, seed));
         LmRunRecord r;
         r.layers = layers;
         r.pe = pe;
         r.seed = seed;
-        r.dir = join_path(join_path(out_dir, "runs"), run_name(layers, pe, seed));
+        r.dir = join_path(join_path(out_dir, "runs"), lm_run_name(layers, pe, seed));
         TrainOptions options;
         options.overwrite = true;
         options.experiment = "lm";
@@ -177,13 +186,13 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir,
         const GridCellStart cell = grid_cell_start(r.dir, config, continuation.continuing);
         apply_cell_start(cell, options);
         options.tf32 = plan.extra.tf32;
-        progress.begin_run(run_name(layers, pe, seed));
+        progress.begin_run(lm_run_name(layers, pe, seed));
         TxlTrainOutcome outcome;
         if (cell.kind == GridCellStart::finished) outcome.result = cell.result;
         else outcome = train_txl(config, r.dir, options, &corpus);
         if (outcome.interrupted) {  // its checkpoint is saved; the grid stops here
           progress.end_run();
-          stopped_run = run_name(layers, pe, seed);
+          stopped_run = lm_run_name(layers, pe, seed);
           stopped_step = outcome.result.steps;
           run_steps = config.get_int("steps");
           continue;
@@ -205,7 +214,7 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir,
         std::printf("[%lld/%lld] %-14s best (step %lld) valid ppl %8.2f (without memory %8.2f, %+.1f%%), "
                     "test ppl %8.2f  (%lld steps, %.0f s)\n",
                     static_cast<long long>(progress.run()), static_cast<long long>(total),
-                    run_name(layers, pe, seed).c_str(), static_cast<long long>(r.best_step), r.valid_ppl, r.valid_ppl_no_memory, 100.0 * (r.valid_ppl_no_memory / r.valid_ppl - 1.0),
+                    lm_run_name(layers, pe, seed).c_str(), static_cast<long long>(r.best_step), r.valid_ppl, r.valid_ppl_no_memory, 100.0 * (r.valid_ppl_no_memory / r.valid_ppl - 1.0),
                     r.test_ppl, static_cast<long long>(r.steps), r.seconds);
         std::fflush(stdout);
         summary.runs.push_back(r);
@@ -214,7 +223,7 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir,
   if (plan.finetune_steps > 0 && !interrupt.requested()) {
     // Paper §4.2: the same trained RPE weights, continued as RPE and as URPE (C = 1), equal steps.
     std::vector<std::string> sets;
-    for (const std::string& s : base_sets)
+    for (const std::string& s : lm_base_sets(plan))
       if (s.rfind("steps=", 0) != 0 && s.rfind("warmup=", 0) != 0) sets.push_back(s);
     sets.insert(sets.end(), {"steps=" + std::to_string(plan.finetune_steps), "warmup=0"});
     for (const LmRunRecord& source : std::vector<LmRunRecord>(summary.runs)) {
@@ -230,7 +239,7 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir,
         std::vector<std::string> run_sets = sets;
         run_sets.insert(run_sets.end(), {"pe=" + pe, "seed=" + std::to_string(source.seed)});
         if (!plan.layers.empty()) run_sets.push_back("layers=" + std::to_string(source.layers));
-        const std::string name = run_name(source.layers, pe, source.seed) + (pe == "urpe" ? "-finetuned" : "-continued");
+        const std::string name = lm_run_name(source.layers, pe, source.seed) + (pe == "urpe" ? "-finetuned" : "-continued");
         const std::string dir = join_path(join_path(out_dir, "runs"), name);
         TrainOptions options;
         options.overwrite = true;

@@ -44,6 +44,13 @@ struct LmFinetuneRecord {
 // paper: txl-base-paper (Appendix C.2, WikiText-103) at L = 4, 8 and 16 (§5.4, Table 4) — a GPU job.
 LmReproPlan lm_plan_for_scale(const std::string& scale);
 
+// One run of the plan: its directory name under runs/ (L<L>-<pe>-s<seed>) and the assignments it
+// adds to plan.preset: device, the plan's overrides, the user's --set (lm_base_sets, what every run
+// shares), then pe, seed and, when the plan sets depths, layers.
+std::string lm_run_name(int64_t layers, const std::string& pe, int64_t seed);
+std::vector<std::string> lm_base_sets(const LmReproPlan& plan);
+std::vector<std::string> lm_run_sets(const LmReproPlan& plan, int64_t layers, const std::string& pe, int64_t seed);
+
 // What one run achieved (all perplexities over the whole split, docs/transformer_xl.md#evaluation-protocol,
 // of the run's best-validation checkpoint, as the official Transformer-XL reports).
 struct LmRunRecord {

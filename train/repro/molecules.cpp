@@ -245,11 +245,19 @@ std::vector<std::string> draw_repro_plots(const std::string& out_dir, const std:
 
 }  // namespace
 
-Config molecule_repro_config(const MoleculeRepro& repro, const std::string& pe, int64_t seed) {
+std::vector<std::string> molecule_run_sets(const MoleculeRepro& repro, const std::string& pe, int64_t seed) {
   std::vector<std::string> sets = {"pe=" + pe, "seed=" + std::to_string(seed), "device=" + repro.device};
   sets.insert(sets.end(), repro.overrides.begin(), repro.overrides.end());
   sets.insert(sets.end(), repro.extra.sets.begin(), repro.extra.sets.end());
-  return resolve_config(repro.preset, "", sets);
+  return sets;
+}
+
+std::string molecule_run_name(const std::string& pe, int64_t seed) {
+  return std::string(pe == "urpe" ? "graphormer-urpe" : "graphormer") + "-s" + std::to_string(seed);
+}
+
+Config molecule_repro_config(const MoleculeRepro& repro, const std::string& pe, int64_t seed) {
+  return resolve_config(repro.preset, "", molecule_run_sets(repro, pe, seed));
 }
 
 std::vector<PaperComparison> molecule_paper_rows(const std::string& preset, const MoleculeMeans& ours) {
@@ -302,7 +310,7 @@ std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std:
       RunSummary run;
       run.pe = pe;
       run.seed = seed;
-      const std::string name = std::string(pe == "urpe" ? "graphormer-urpe" : "graphormer") + "-s" + std::to_string(seed);
+      const std::string name = molecule_run_name(pe, seed);
       run.dir = join_path(join_path(out_dir, "runs"), name);
       TrainOptions options;
       options.overwrite = true;

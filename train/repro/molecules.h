@@ -55,9 +55,12 @@ MoleculeRepro molecule_repro_for_scale(const std::string& scale);
 std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std::string& out_dir,
                                           const GridContinuation& continuation = {});
 
-// The config of one run of `repro` (pe = none or urpe, a seed): the preset, the scale's overrides,
-// then the user's --set.
+// The config of one run of `repro` (pe = none or urpe, a seed): the preset, then
+// molecule_run_sets: pe, seed, device, the scale's overrides (and a grid point's), the user's --set.
 Config molecule_repro_config(const MoleculeRepro& repro, const std::string& pe, int64_t seed);
+std::vector<std::string> molecule_run_sets(const MoleculeRepro& repro, const std::string& pe, int64_t seed);
+// Its directory name under runs/: graphormer-s<seed>, graphormer-urpe-s<seed>.
+std::string molecule_run_name(const std::string& pe, int64_t seed);
 
 // The paper's rows beside ours for a preset: Table 2's subset and full test MAE and Table 3's
 // PCQM4M valid MAE, with ours (valid, test means; empty when not measured) in the row the preset

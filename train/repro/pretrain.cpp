@@ -29,6 +29,16 @@ PretrainPlan pretrain_plan_for_scale(const std::string& scale) {
   return p;
 }
 
+std::vector<std::string> pretrain_run_sets(const PretrainPlan& plan, const std::string& pe, int64_t seed) {
+  std::vector<std::string> sets = {"device=" + plan.device};
+  sets.insert(sets.end(), plan.overrides.begin(), plan.overrides.end());
+  sets.insert(sets.end(), plan.extra.sets.begin(), plan.extra.sets.end());
+  sets.insert(sets.end(), {"pe=" + pe, "seed=" + std::to_string(seed)});
+  return sets;
+}
+
+std::string pretrain_run_name(const std::string& pe, int64_t seed) { return pe + "-s" + std::to_string(seed); }
+
 double paper_pretrain_loss(const std::string& pe) {
   if (pe == "ape+rpe") return PaperValues::pretrain_ape_rpe_loss;
   if (pe == "rpe") return PaperValues::pretrain_rpe_loss;
@@ -53,6 +63,7 @@ std::string fixed(double value, int digits) {
 
 std::vector<std::string> plan_sets(const PretrainPlan& plan) {
   std::vector<std::string> sets = {"device=" + plan.device};
+  sets.insert(sets.end(), plan.overrides.begin(), plan.overrides.end());
   sets.insert(sets.end(), plan.extra.sets.begin(), plan.extra.sets.end());
   return sets;
 }
@@ -142,13 +153,11 @@ PretrainSummary run_pretrain_repro(const PretrainPlan& plan, const std::string& 
   GridProgress progress(total);
   for (const std::string& pe : plan.pes)
     for (int64_t seed = plan.first_seed; seed < plan.first_seed + plan.seeds; ++seed) {
-      std::vector<std::string> sets = plan_sets(plan);
-      sets.insert(sets.end(), {"pe=" + pe, "seed=" + std::to_string(seed)});
-      const Config config = resolve_config(plan.preset, "", sets);
+      const Config config = resolve_config(plan.preset, "", pretrain_run_sets(plan, pe, seed));
       PretrainRun r;
       r.pe = pe;
       r.seed = seed;
-      const std::string name = pe + "-s" + std::to_string(seed);
+      const std::string name = pretrain_run_name(pe, seed);
       r.dir = join_path(join_path(out_dir, "runs"), name);
       TrainOptions options;
       options.overwrite = true;

@@ -24,9 +24,14 @@ struct PretrainPlan {
   int64_t seeds = 1;
   int64_t first_seed = 1;
   std::string device = "cpu";
-  ReproOverrides extra;  // --set (after the preset) and --tf32, every run
+  std::vector<std::string> overrides;  // the command's own key=value for every run (--corpus: corpus=DIR)
+  ReproOverrides extra;  // --set (after the overrides) and --tf32, every run
 };
 PretrainPlan pretrain_plan_for_scale(const std::string& scale);
+// One run: the assignments it adds to plan.preset (device, overrides, the user's --set, pe, seed)
+// and its directory name under runs/ (<pe>-s<seed>).
+std::vector<std::string> pretrain_run_sets(const PretrainPlan& plan, const std::string& pe, int64_t seed);
+std::string pretrain_run_name(const std::string& pe, int64_t seed);
 
 // What one run reached: the final checkpoint, as C.4 reports the loss after its last iteration.
 struct PretrainRun {

@@ -33,10 +33,20 @@ SyntheticGrid synthetic_grid_for_scale(const std::string& scale) {
   return g;
 }
 
-static std::string run_name(const std::string& task, int64_t vocab, int64_t length, const std::string& pe,
-                            int64_t seed) {
+std::string synthetic_run_name(const std::string& task, int64_t vocab, int64_t length, const std::string& pe,
+                               int64_t seed) {
   const std::string n = length > 0 ? "-n" + std::to_string(length) : "";
   return task + "-V" + std::to_string(vocab) + n + "-" + pe + "-s" + std::to_string(seed);
+}
+
+std::vector<std::string> synthetic_run_sets(const SyntheticGrid& grid, const std::string& pe, int64_t vocab,
+                                            int64_t length, int64_t seed) {
+  std::vector<std::string> sets = {"pe=" + pe, "vocab=" + std::to_string(vocab), "seed=" + std::to_string(seed),
+                                   "device=" + grid.device};
+  if (length > 0) sets.push_back("seq_len=" + std::to_string(length));
+  sets.insert(sets.end(), grid.overrides.begin(), grid.overrides.end());
+  sets.insert(sets.end(), grid.extra.sets.begin(), grid.extra.sets.end());
+  return sets;
 }
 
 // The lengths the grid runs: 0 stands for the preset's own seq_len.
@@ -135,13 +145,9 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
   int64_t stopped_step = 0, run_steps = 0;
   for (const Cell& cell : cells) {
     if (interrupt.requested()) break;  // a signal between two runs: the next one never starts
-    std::vector<std::string> sets = {"pe=" + cell.pe, "vocab=" + std::to_string(cell.vocab),
-                                     "seed=" + std::to_string(cell.seed), "device=" + grid.device};
-    if (cell.length > 0) sets.push_back("seq_len=" + std::to_string(cell.length));
-    sets.insert(sets.end(), grid.overrides.begin(), grid.overrides.end());
-    sets.insert(sets.end(), grid.extra.sets.begin(), grid.extra.sets.end());
-    const Config config = resolve_config(cell.task + "-" + grid.scale, "", sets);
-    const std::string name = run_name(cell.task, cell.vocab, cell.length, cell.pe, cell.seed);
+    const Config config = resolve_config(cell.task + "-" + grid.scale, "",
+                                         synthetic_run_sets(grid, cell.pe, cell.vocab, cell.length, cell.seed));
+    const std::string name = synthetic_run_name(cell.task, cell.vocab, cell.length, cell.pe, cell.seed);
     const std::string dir = join_path(join_path(out_dir, "runs"), name);
     const GridCellStart cell_start = grid_cell_start(dir, config, continuation.continuing);
     TrainOptions options;

@@ -53,6 +53,14 @@ std::string theorem2_line(const std::vector<std::pair<std::string, double>>& spr
 
 SyntheticGrid synthetic_grid_for_scale(const std::string& scale);
 
+// One run of the grid: its directory name under runs/ (<task>-V<V>[-n<n>]-<pe>-s<seed>; length 0
+// is the preset's own seq_len) and the assignments it adds to its preset <task>-<scale>: pe, vocab,
+// seed, device, [seq_len], the grid's overrides, the user's --set.
+std::string synthetic_run_name(const std::string& task, int64_t vocab, int64_t length, const std::string& pe,
+                               int64_t seed);
+std::vector<std::string> synthetic_run_sets(const SyntheticGrid& grid, const std::string& pe, int64_t vocab,
+                                            int64_t length, int64_t seed);
+
 // Trains every (task, V, n, pe, seed) into out_dir/runs/<task>-V<V>[-n<n>]-<pe>-s<seed> (-n<n> when
 // lengths are given), printing one line per run, then writes out_dir/results.json, results.md and plots/. Returns the rows.
 // Ctrl-C or SIGTERM stops the grid after the current run saves: the files then hold the finished

@@ -35,6 +35,9 @@ void add_encoder_keys(ConfigSchema& s) {
   s.add_int("heads", 4, "attention heads (must divide d_model)");
   s.add_int("d_ff", 256, "feed-forward hidden width");
   s.add_float("dropout", 0.0, "dropout on embeddings, attention output and FFN output");
+  s.add_float("attention_dropout", 0.0,
+              "dropout on the attention probabilities (fairseq's attention_dropout, BERT's "
+              "attention_probs_dropout_prob)");
   s.add_float("init_std", 0.07, "std of the N(0, std) weight initialisation");
   s.add_int("valid_size", 512, "validation sequences (a fixed set drawn from another seed; mlm: the valid "
                                 "split's first windows)");
@@ -53,6 +56,7 @@ void check_encoder_values(const Config& c) {
   for (const char* key : {"layers", "d_model", "heads", "d_ff", "valid_size"}) int_at_least(c, key, 1);
   heads_divide(c, "heads", "d_model");
   probability(c, "dropout");
+  probability(c, "attention_dropout");
   positive(c, "init_std");
   int_at_least(c, "shaw_clip", 1);
   const bool rope = c.get_string("pe") == "rope" || c.get_string("pe") == "rope+urpe";

@@ -46,6 +46,7 @@ EncoderConfig encoder_config_from(const Config& config) {
   c.heads = config.get_int("heads");
   c.d_ff = config.get_int("d_ff");
   c.dropout = static_cast<float>(config.get_float("dropout"));
+  c.attention_dropout = static_cast<float>(config.get_float("attention_dropout"));
   c.init_std = static_cast<float>(config.get_float("init_std"));
   const PositionalSpec pe = parse_positional_spec(config.get_string("pe"));
   c.pe = pe.base;

@@ -35,6 +35,10 @@ void add_graphormer_keys(ConfigSchema& s) {
   s.add_float("input_dropout", decimal(d.input_dropout), "dropout on the node features before the first layer");
   s.add_int("multi_hop_max_dist", d.multi_hop_max_dist, "hops of the multi-hop edge encoding (GV1 ZINC: 20)");
   s.add_int("max_spd", d.max_spd, "URPE: C buckets for SPD 0..max_spd (+3 graph-token buckets)");
+  s.add_choice("embedding_tables", {"auto", "zinc", "ogb"}, "auto",
+               "sizes of the atom, edge, spatial, degree and edge-distance tables: zinc (GV1's ZINC model: 64, 64, "
+               "40, 64, 40 hops), ogb (GV1's OGB-LSC model, Graphormer-Small's: 9 x 512 + 1, 3 x 512 + 1, 512, 512, "
+               "128 hops), or auto (ogb when dataset_format = ogb, else zinc)");
   s.add_float("init_std", decimal(d.init_std), "std of the embeddings; linears use init_std/sqrt(layers) (GV1)");
   s.add_float("end_lr", 1e-9, "learning rate reached at `steps` after the linear decay (fairseq end_learning_rate)");
   s.add_string("dataset", "embedded",
@@ -69,10 +73,14 @@ GraphormerConfig graphormer_config_from(const Config& config) {
   c.max_spd = config.get_int("max_spd");
   c.init_std = static_cast<float>(config.get_float("init_std"));
   c.urpe = config.get_string("pe") == "urpe";
-  if (resolved_dataset_format(config) == "ogb") {
-    // GV2's tables for OGB features: 512 ids per feature column (data::kFeatureIdOffset), + padding.
+  if (embedding_tables_of(config) == "ogb") {
+    // GV1's tables for OGB features (model.py, every dataset but ZINC): 512 ids per feature column
+    // (data::kFeatureIdOffset) + padding, spatial and degree 512, 128 hops of edge distance.
     c.num_atoms = data::kFeatureIdOffset * data::kOgbAtomFeatures + 1;
     c.num_edges = data::kFeatureIdOffset * data::kOgbBondFeatures + 1;
+    c.num_spatial = 512;
+    c.num_degree = 512;
+    c.num_edge_dis = 128;
   }
   URPE_CHECK(c.heads > 0 && c.d_model % c.heads == 0,
              "config: heads (" << c.heads << ") must divide d_model (" << c.d_model << ")");
@@ -101,6 +109,9 @@ void check_graphormer_values(const Config& c) {
   non_negative(c, "end_lr");
   int_at_least(c, "train_subset", 0);
   int_between(c, "max_nodes", 1, INT32_MAX);  // the collation's node index is an int32
+  URPE_CHECK(c.get_string("embedding_tables") != "zinc" || resolved_dataset_format(c) != "ogb",
+             "config: embedding_tables = zinc cannot hold OGB's feature ids (dataset_format = ogb, 512 per column); "
+             "use embedding_tables = ogb or auto");
   URPE_CHECK(c.get_string("dataset") != "embedded" || c.get_string("dataset_format") == "auto",
              "config: dataset_format = " << c.get_string("dataset_format")
                                          << " applies to a dataset path; the embedded molecules are read as they are "
@@ -124,6 +135,12 @@ void check_graphormer_paths(const Config& c) {
   }
   const std::string split = c.get_string("split");
   if (split != "auto" && split != "seeded") check_file_key(c, "split", "auto, seeded or a row,split CSV file");
+}
+
+std::string embedding_tables_of(const Config& config) {
+  const std::string tables = config.get_string("embedding_tables");
+  if (tables != "auto") return tables;
+  return resolved_dataset_format(config) == "ogb" ? "ogb" : "zinc";
 }
 
 bool is_graphormer_config(const Config& config) { return config.get_string("model") == "graphormer"; }

@@ -38,6 +38,8 @@ data::CollateOptions collate_options_from(const Config& config);
 void check_graphormer_values(const Config& config);
 // `dataset` (unless embedded) and a `split` path name existing files (run by check_config_paths).
 void check_graphormer_paths(const Config& config);
+// The tables `embedding_tables` resolves to: zinc or ogb (auto: ogb for dataset_format = ogb).
+std::string embedding_tables_of(const Config& config);
 // Whether `config` is one of this family's (`urpe repro molecules --preset` takes only those).
 bool is_graphormer_config(const Config& config);
 
