@@ -40,8 +40,9 @@ if [ -z "$other" ] || [ "$(core_of env OPENBLAS_CORETYPE="$other")" != "$other" 
   echo "walkthrough_other_core.sh: skipped: OpenBLAS runs $current here and cannot be made to run another family (OPENBLAS_CORETYPE=${other:-none} was ignored)"
   exit 77
 fi
+# Another thread count: 1, or 2 where the suite runs with 1 (on one CPU urpe would clamp 2 to 1).
 threads=${OMP_NUM_THREADS:-$(nproc)}
-if [ "$threads" = 1 ]; then threads=2; else threads=1; fi
+if [ "$threads" != 1 ]; then threads=1; elif [ "$(nproc)" -gt 1 ]; then threads=2; fi
 
 echo "walkthrough_other_core.sh: OpenBLAS runs $current here; this run: OPENBLAS_CORETYPE=$other OMP_NUM_THREADS=$threads"
 export OPENBLAS_CORETYPE=$other OMP_NUM_THREADS=$threads
