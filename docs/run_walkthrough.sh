@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # docs/walkthrough.md as a tested path. Runs every command of the page's ```console blocks, in
 # order, from the repository root into its own output folder; checks that each output has the
-# shape of the block shown under its command (the same lines once every number is masked and
-# spaces are collapsed; a line "…" in a block stands for lines left out, so the block is an
-# excerpt whose pieces must appear in that order); then checks the claims the page's text makes,
+# shape of the block shown under its command (the same lines once every number and the machine's
+# own facts are masked and spaces are collapsed, docs/walkthrough_compare.awk; a line "…" in a
+# block stands for lines left out, so the block is an excerpt whose pieces must appear in that
+# order); then checks the claims the page's text makes,
 # on the numbers this run produced. Blocks fenced ```sh are shown, not run (step 11 needs a GPU).
 #
 #   docs/run_walkthrough.sh [--quick] [--write] [--build DIR] [--out DIR]
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
     --write) WRITE=1 ;;
     --build) BUILD=${2:?--build needs a directory}; shift ;;
     --out) OUT=${2:?--out needs a directory}; shift ;;
-    --help|-h) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --help|-h) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_walkthrough.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
