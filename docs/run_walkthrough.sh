@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # docs/walkthrough.md as a tested path. Runs every command of the page's ```console blocks, in
 # order, from the repository root into its own output folder; checks that each output has the
-# shape of the block shown under its command (the same lines once every number is masked and
-# spaces are collapsed; a line "…" in a block stands for lines left out, so the block is an
-# excerpt whose pieces must appear in that order); then checks the claims the page's text makes,
+# shape of the block shown under its command (the same lines once every number and the machine's
+# own facts are masked and spaces are collapsed, docs/walkthrough_compare.awk; a line "…" in a
+# block stands for lines left out, so the block is an excerpt whose pieces must appear in that
+# order); then checks the claims the page's text makes,
 # on the numbers this run produced. Blocks fenced ```sh are shown, not run (step 11 needs a GPU).
 #
 #   docs/run_walkthrough.sh [--quick] [--write] [--build DIR] [--out DIR]
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
     --write) WRITE=1 ;;
     --build) BUILD=${2:?--build needs a directory}; shift ;;
     --out) OUT=${2:?--out needs a directory}; shift ;;
-    --help|-h) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --help|-h) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_walkthrough.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -99,59 +100,11 @@ runnable() {  # the page's command as it runs here
 }
 
 # ---- comparing shapes ----
-# Normalised line: numbers masked as '#', runs of spaces as one, no trailing " *" (a benchmark
-# row's "noisy" mark); blank lines are left out. compare.awk prints nothing when `actual` has the
-# shape of `expected`, else the first difference; with -v write=FILE it also writes the block the
-# page should show: the actual output, or for an excerpt the actual lines of each piece.
-cat > "$WORK/compare.awk" <<'AWK'
-function norm(s) {
-  gsub(/[-+]?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?/, "#", s)
-  gsub(/[ \t]+/, " ", s)
-  sub(/^ /, "", s); sub(/ $/, "", s); sub(/ \*$/, "", s)
-  return s
-}
-function trimmed(s) { sub(/[ \t]+$/, "", s); return s }
-BEGIN { while ((getline line < expected) > 0) raw_e[++ne] = line }
-{ raw_a[++na] = $0 }
-END {
-  # the actual output's non-blank lines
-  for (i = 1; i <= na; i++) if (norm(raw_a[i]) != "") { a[++m] = norm(raw_a[i]); at[m] = i }
-  # the expected block's pieces, split at lines "…"
-  pieces = 1; excerpt = 0
-  for (i = 1; i <= ne; i++) {
-    if (raw_e[i] ~ /^[ \t]*…[ \t]*$/) { excerpt = 1; pieces++; continue }
-    if (norm(raw_e[i]) == "") continue
-    len[pieces]++; piece[pieces, len[pieces]] = norm(raw_e[i]); shown[pieces, len[pieces]] = raw_e[i]
-  }
-  if (!excerpt) {
-    if (write != "") { last = na; while (last > 0 && raw_a[last] ~ /^[ \t]*$/) last--; for (i = 1; i <= last; i++) print trimmed(raw_a[i]) > write }
-    k = 0
-    for (i = 1; i <= len[1] || k < m; i++) {
-      k++
-      if (i > len[1]) { print "more output than the page shows, from: " raw_a[at[k]]; exit 1 }
-      if (k > m) { print "the output ends before the page's line: " shown[1, i]; exit 1 }
-      if (a[k] != piece[1, i]) { print "the page shows:  " shown[1, i]; print "the run printed: " raw_a[at[k]]; exit 1 }
-    }
-    exit 0
-  }
-  pos = 1
-  for (p = 1; p <= pieces; p++) {
-    if (len[p] == 0) { if (write != "" && p > 1) print "…" > write; continue }
-    found = 0
-    for (k = pos; k + len[p] - 1 <= m && !found; k++) {
-      same = 1
-      for (j = 1; j <= len[p] && same; j++) if (a[k + j - 1] != piece[p, j]) same = 0
-      if (same) found = k
-    }
-    if (!found) { print "this excerpt line is not in the output (in this order): " shown[p, 1]; exit 1 }
-    if (write != "") {
-      if (p > 1) print "…" > write
-      for (i = at[found]; i <= at[found + len[p] - 1]; i++) print trimmed(raw_a[i]) > write
-    }
-    pos = found + len[p]
-  }
-}
-AWK
+# docs/walkthrough_compare.awk prints nothing when `actual` has the shape of `expected`, else the
+# first difference; with -v write=FILE it also writes the block the page should show: the actual
+# output, or for an excerpt the actual lines of each piece. Numbers and the machine's own facts
+# (CPU model, caches, BLAS build, GPU name) are masked there.
+COMPARE="$ROOT/docs/walkthrough_compare.awk"
 
 # ---- run the steps ----
 status=0
@@ -185,9 +138,9 @@ for k in $(seq 1 "$STEPS"); do
   printf '%s\n' "$out_text" > "$WORK/$k.out"
   cp "$WORK/$k.out" "$OUT/step$k.txt"
   if [ "$WRITE" = 1 ]; then
-    diff=$(awk -v expected="$WORK/$k.expected" -v write="$WORK/$k.new" -f "$WORK/compare.awk" "$WORK/$k.out" || true)
+    diff=$(awk -v expected="$WORK/$k.expected" -v write="$WORK/$k.new" -f "$COMPARE" "$WORK/$k.out" || true)
   else
-    diff=$(awk -v expected="$WORK/$k.expected" -f "$WORK/compare.awk" "$WORK/$k.out" || true)
+    diff=$(awk -v expected="$WORK/$k.expected" -f "$COMPARE" "$WORK/$k.out" || true)
   fi
   if [ -n "$diff" ] && [ "$WRITE" = 1 ] && ! grep -q '^[[:space:]]*…[[:space:]]*$' "$WORK/$k.expected"; then
     echo "[$k/$STEPS] new shape, written to the page ($((t1 - t0)) s): \$ $shown_cmd"

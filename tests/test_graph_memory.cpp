@@ -1,12 +1,17 @@
 // What the autograd graph keeps alive for backward (autograd/node.h): a node holds data-less
 // stand-ins for its inputs, so an input whose values no backward reads (a residual sum's operands,
-// a permute's input) is freed after the forward, and gradients still reach every leaf.
+// a permute's input) is freed after the forward, and gradients still reach every leaf. And what a
+// whole training step holds: with the fused attention, nothing that grows with n².
+#include <string>
 #include <vector>
 
+#include "models/encoder.h"
+#include "ops/loss.h"
 #include "ops/matmul.h"
 #include "ops/shape.h"
 #include "tensor/host_allocator.h"
 #include "test_util.h"
+#include "train/optim/optimizer.h"
 
 using namespace urpe;
 using test::random_param;
@@ -36,4 +41,63 @@ TEST_CASE("graph edges: linear with a bias allocates its output alone, and a per
   }
   CHECK(x.grad().defined());
   CHECK(w.grad().defined());
+}
+
+// The tensor bytes one training step of a URPE encoder allocates on top of what was live before
+// it (host allocator: tensor storage only): forward, cross-entropy, backward and the Adam update
+// (whose moments, made at the first step, are counted too). A narrow model with a head of fixed
+// width, so that whatever grows with n² would dominate: at n = 512 one (n, n) f32 tensor is 1 MiB,
+// the whole linear part of the step about a fifth of that.
+size_t step_tensor_bytes(int64_t n, AttentionPath path, RelativeKind kind) {
+  EncoderConfig c;
+  c.seq_len = n;
+  c.layers = 1;
+  c.d_model = 16;
+  c.heads = 4;
+  c.d_ff = 32;
+  c.num_classes = 8;             // not position identification, whose n classes make n² logits
+  c.attention_dropout = 0.1f;    // the fused op's own dropout, the materialised path's mask
+  c.pe = PositionalKind::urpe;   // B and C, through relative bucket maps
+  c.rpe_kind = kind;
+  c.urpe_kind = kind;
+  c.attention = path;
+  const TransformerEncoder model(c, 7);
+  Adam adam(model.parameters().tensors());
+  std::vector<int32_t> tokens(static_cast<size_t>(n)), targets(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    tokens[i] = static_cast<int32_t>((i * 37) % c.vocab);
+    targets[i] = static_cast<int32_t>(i % c.num_classes);
+  }
+  const Tensor x = Tensor::from_vector(tokens, {1, n}), y = Tensor::from_vector(targets, {n});
+  Rng dropout_rng(11);
+  host::reset_peak();
+  const size_t before = host::in_use_bytes();
+  {
+    adam.zero_grad();
+    const Tensor logits = model.forward(x, true, &dropout_rng);  // (1, n, classes)
+    const Tensor loss = cross_entropy(reshape(logits, {n, c.num_classes}), y);
+    loss.backward();
+    adam.step(1e-3f);
+  }
+  return host::peak_bytes() - before;
+}
+
+TEST_CASE("a fused training step holds nothing n × n: its tensor bytes grow about as n, the materialised step's as n²") {
+  for (RelativeKind kind : {RelativeKind::unique, RelativeKind::bucketed}) {
+    CAPTURE(static_cast<int>(kind));
+    const size_t fused_512 = step_tensor_bytes(512, AttentionPath::fused, kind);
+    const size_t fused_1024 = step_tensor_bytes(1024, AttentionPath::fused, kind);
+    const size_t materialised_512 = step_tensor_bytes(512, AttentionPath::materialized, kind);
+    const size_t materialised_1024 = step_tensor_bytes(1024, AttentionPath::materialized, kind);
+    CAPTURE(fused_512);
+    CAPTURE(fused_1024);
+    CAPTURE(materialised_512);
+    CAPTURE(materialised_1024);
+    // Linear: twice the bytes (and a little for the tables' 2n − 1 entries); one (n, n) buffer
+    // would make it 3× or more at these sizes.
+    CHECK(static_cast<double>(fused_1024) < 2.2 * static_cast<double>(fused_512));
+    CHECK(fused_512 < size_t(512) * 512 * sizeof(float));
+    // The measure sees n²: the materialised step, with its (1, H, n, n) scores, grows 3× or more.
+    CHECK(static_cast<double>(materialised_1024) > 3.0 * static_cast<double>(materialised_512));
+  }
 }

@@ -78,7 +78,14 @@ plot::Series metric_series(const std::vector<MetricsRow>& rows, const std::strin
   return s;
 }
 
-// One panel per head: M_h[i, j] = table[h, map(i, j)] for the run's seq_len.
+// One panel per head: M_h[i, j] = table[h, bucket(j − i)] for the run's seq_len, through the
+// relative bucket vector (2n − 1 entries: both kinds of map are functions of j − i). Above
+// kMaxPanelSide positions the panel shows every s-th row and column (s = ⌈n / kMaxPanelSide⌉):
+// a picture has no more pixels than that per panel anyway, and a run at n = 4096 would otherwise
+// hold n² values per head and a canvas of four panels side by side wider than any image
+// (urpe train failed there after training, "canvas size ... is out of range").
+constexpr int64_t kMaxPanelSide = 256;
+
 std::vector<plot::HeatmapSpec> table_panels(const TensorFile& file, const Config& config,
                                             const std::string& tensor, const std::string& kind_key,
                                             double center) {
@@ -86,19 +93,25 @@ std::vector<plot::HeatmapSpec> table_panels(const TensorFile& file, const Config
   if (!file.contains("model." + tensor)) return panels;
   const Tensor table = file.at("model." + tensor);
   const int64_t n = config.get_int("seq_len");
-  const Tensor map = relative_bucket_map(n, parse_relative_kind(config.get_string(kind_key)), true);
+  const Tensor map = relative_bucket_vector(n, parse_relative_kind(config.get_string(kind_key)), true);
   const std::vector<float> values = table.to_vector_f32();
-  const std::vector<int32_t> buckets = map.to_vector_i32();
+  const std::vector<int32_t> buckets = map.to_vector_i32();  // bucket of j − i at (j − i) + n − 1
   const int64_t heads = table.size(0), width = table.size(1);
+  const int64_t step = (n + kMaxPanelSide - 1) / kMaxPanelSide, side = (n + step - 1) / step;
   for (int64_t h = 0; h < heads; ++h) {
     plot::HeatmapSpec p;
     p.title = "head " + std::to_string(h);
-    p.x_label = "key j";
-    p.y_label = "query i";
-    p.rows = static_cast<int>(n);
-    p.cols = static_cast<int>(n);
+    const std::string stride = step == 1 ? "" : " (stride " + std::to_string(step) + ")";
+    p.x_label = "key j" + stride;
+    p.y_label = "query i" + stride;
+    p.rows = static_cast<int>(side);
+    p.cols = static_cast<int>(side);
+    p.index_step = static_cast<int>(step);
     p.center = center;
-    for (int64_t k = 0; k < n * n; ++k) p.values.push_back(values[h * width + buckets[k]]);
+    p.values.reserve(static_cast<size_t>(side * side));
+    for (int64_t r = 0; r < side; ++r)
+      for (int64_t c = 0; c < side; ++c)
+        p.values.push_back(values[h * width + buckets[(c - r) * step + n - 1]]);
     panels.push_back(std::move(p));
   }
   return panels;

@@ -104,6 +104,10 @@ struct HeatmapSpec {
   double center = 0;   // the diverging map's white point (1 for URPE's C, which starts at ones)
   double vmin = NAN;   // fixed colour range; NaN: from the data
   double vmax = NAN;
+  // Cell (r, c) shows the matrix's row r·index_step and column c·index_step: a matrix too large
+  // for the picture (one cell per pixel and more) drawn at a stride; the axes label the rows and
+  // columns of the matrix, not the cells.
+  int index_step = 1;
 };
 
 // One heatmap with its colour bar.

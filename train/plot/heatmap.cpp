@@ -73,23 +73,27 @@ Scale make_scale(const std::vector<const HeatmapSpec*>& panels) {
   return s;
 }
 
-// Row/column indices to label along an axis of n cells of `cell` pixels: a nice step, widened
-// until the labels (which are about as wide as n - 1 written out) have room between them.
-std::vector<int> index_ticks(int n, int cell) {
+// Row/column indices to label along an axis of n cells of `cell` pixels, cell k showing index
+// k·step: a nice step, widened until the labels (which are about as wide as the last index
+// written out) have room between them. A tick t is drawn at cell t / step.
+std::vector<int> index_ticks(int n, int cell, int step) {
   if (n <= 1) return {0};
-  const int label_w = Canvas::text_width(std::to_string(n - 1), kBody);
+  const int last = (n - 1) * step;
+  const int label_w = Canvas::text_width(std::to_string(last), kBody);
   std::vector<int> ticks;
   for (int target = std::min(5, n - 1); target >= 1; --target) {
     ticks.clear();
-    const std::vector<double> nice = nice_ticks(0, n - 1, target);
+    const std::vector<double> nice = nice_ticks(0, last, target);
     for (double t : nice)
-      if (t >= 0 && t <= n - 1) ticks.push_back(static_cast<int>(std::lround(t)));
-    if (ticks.size() < 2 || (nice[1] - nice[0]) * cell >= label_w + 10) break;
+      if (t >= 0 && t <= last) ticks.push_back(static_cast<int>(std::lround(t)));
+    if (ticks.size() < 2 || (nice[1] - nice[0]) / step * cell >= label_w + 10) break;
   }
   return ticks;
 }
 
-int widest_index_label(int n) { return Canvas::text_width(std::to_string(std::max(0, n - 1)), kBody); }
+int widest_index_label(int n, int step) {
+  return Canvas::text_width(std::to_string(std::max(0, n - 1) * step), kBody);
+}
 
 // Colour bar: a vertical gradient of height h at (x, y), tick labels on its right.
 constexpr int kBarWidth = 18;
@@ -126,6 +130,7 @@ std::string prefix(const std::string& path) { return path.empty() ? "" : path + 
 void check_panel(const std::string& path, const HeatmapSpec& p) {
   const std::string here = prefix(path) + "heatmap" + (p.title.empty() ? "" : " '" + p.title + "'");
   URPE_CHECK(p.rows > 0 && p.cols > 0, here << " has no cells (" << p.rows << "x" << p.cols << ")");
+  URPE_CHECK(p.index_step >= 1, here << " has index step " << p.index_step << " (expected at least 1)");
   URPE_CHECK(p.values.size() == static_cast<size_t>(p.rows) * p.cols,
              here << " has " << p.values.size() << " values for " << p.rows << "x" << p.cols << " cells");
   bool any = false;
@@ -195,7 +200,7 @@ static Canvas draw_heatmap_grid(const std::vector<HeatmapSpec>& panels, int colu
     any_title = any_title || (!p.title.empty() && !(panels.size() == 1 && title.empty()));
     any_x = any_x || !p.x_label.empty();
     any_y = any_y || !p.y_label.empty();
-    index_w = std::max(index_w, widest_index_label(p.rows));
+    index_w = std::max(index_w, widest_index_label(p.rows, p.index_step));
     bar_w = std::max(bar_w, bar_extent(scales[i], cell * max_rows));
   }
   const std::string main_title = panels.size() == 1 && title.empty() ? panels[0].title : title;
@@ -225,13 +230,13 @@ static Canvas draw_heatmap_grid(const std::vector<HeatmapSpec>& panels, int colu
                     s.color(p.values[static_cast<size_t>(r) * p.cols + col]));
     c.outline_rect(mx - 1, my - 1, mx + mw + 1, my + mh + 1, colors::axis);
 
-    for (int t : index_ticks(p.cols, cell)) {
-      const double x = mx + (t + 0.5) * cell;
+    for (int t : index_ticks(p.cols, cell, p.index_step)) {
+      const double x = mx + (static_cast<double>(t) / p.index_step + 0.5) * cell;
       c.fill_rect(std::round(x), my + mh + 1, std::round(x) + 1, my + mh + 5, colors::axis);
       c.text(x, my + mh + 8, std::to_string(t), colors::text, kBody, HAlign::center);
     }
-    for (int t : index_ticks(p.rows, cell)) {
-      const double y = my + (t + 0.5) * cell;
+    for (int t : index_ticks(p.rows, cell, p.index_step)) {
+      const double y = my + (static_cast<double>(t) / p.index_step + 0.5) * cell;
       c.fill_rect(mx - 5, std::round(y), mx - 1, std::round(y) + 1, colors::axis);
       c.text(mx - 8, y, std::to_string(t), colors::text, kBody, HAlign::right, VAlign::middle);
     }
