@@ -81,9 +81,10 @@ RowSumsResult learned_row_sums(const AnalysisModel& model, const RowSumsOptions&
   const int64_t n = r.n, heads = c.heads;
 
   // C's prediction, from the table and the map the encoder gathers it through.
-  const std::vector<std::vector<double>> v =
-      c_row_means(encoder.c_table().to_vector_f32(), heads,
-                  relative_bucket_map(n, c.urpe_kind, true).to_vector_i32(), n);
+  const std::vector<float> c_table = encoder.c_table().to_vector_f32();
+  const std::vector<int32_t> c_map = relative_bucket_map(n, c.urpe_kind, true).to_vector_i32();
+  const std::vector<std::vector<double>> v = c_row_means(c_table, heads, c_map, n);
+  const int64_t buckets = static_cast<int64_t>(c_table.size()) / heads;
 
   std::vector<std::vector<std::vector<double>>> identical(
       heads, std::vector<std::vector<double>>(c.layers, std::vector<double>(n, 0.0)));
@@ -116,6 +117,10 @@ RowSumsResult learned_row_sums(const AnalysisModel& model, const RowSumsOptions&
     RowSumsHead head;
     head.head = h;
     head.c_prediction = v[h];
+    for (int64_t k = 0; k < 2 * n - 1; ++k) {  // offset k − (n − 1): the pair (0, k − n + 1) or (n − 1 − k, 0)
+      const int64_t i = k < n - 1 ? n - 1 - k : 0, j = k < n - 1 ? 0 : k - (n - 1);
+      head.c_by_offset.push_back(c_table[h * buckets + c_map[i * n + j]]);
+    }
     head.min_gap = INFINITY;
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = i + 1; j < n; ++j)
@@ -164,12 +169,33 @@ std::string rowsums_report(const RowSumsResult& r) {
           << pad(ends_text(h.real[l]), 18) << "  " << pad(deviations, 15) << "  " << between << "\n";
     }
   }
+  const auto [later_identical, later_task] = later_layers_against_first(r);
+  if (std::isfinite(later_identical)) {
+    char line[256];
+    const std::string later = r.layers == 2 ? "Layer 2" : "Layers 2 to " + std::to_string(r.layers);
+    std::snprintf(line, sizeof line,
+                  " against layer 1 on identical tokens (there A = softmax(B) ⊙ C exactly): max |A·1 − layer 1's| "
+                  "%.4f on identical tokens, %.4f on task data.\n",
+                  later_identical, later_task);
+    out << "\n" << later << line;
+  }
   int64_t distinct = 0;
   for (const RowSumsHead& h : r.heads) distinct += h.min_gap > 0;
   out << "\n" << distinct << " of " << r.heads.size()
       << " heads have all v_i distinct (smallest gap > 0): their C alone separates every position.\n"
          "With C ≡ 1 (RPE) every A·1 is exactly 1.\n";
   return out.str();
+}
+
+std::pair<double, double> later_layers_against_first(const RowSumsResult& r) {
+  if (r.layers < 2) return {NAN, NAN};
+  double identical = 0, task = 0;
+  for (const RowSumsHead& h : r.heads)
+    for (int64_t l = 1; l < r.layers; ++l) {
+      identical = std::max(identical, largest_difference(h.identical[l], h.identical[0]));
+      task = std::max(task, largest_difference(h.real[l], h.identical[0]));
+    }
+  return {identical, task};
 }
 
 json::Value rowsums_to_json(const RowSumsResult& r) {
@@ -187,7 +213,8 @@ json::Value rowsums_to_json(const RowSumsResult& r) {
       layers.push(row);
     }
     json::Value row = json::Value::object();
-    row.set("head", h.head).set("c_prediction", array(h.c_prediction)).set("min_gap", h.min_gap)
+    row.set("head", h.head).set("c_by_offset", array(h.c_by_offset)).set("c_prediction", array(h.c_prediction))
+        .set("min_gap", h.min_gap)
         .set("min_gap_positions", json::Value::array().push(h.gap_i).push(h.gap_j)).set("layers", layers);
     heads.push(row);
   }
@@ -215,6 +242,41 @@ plot::LineChartSpec rowsums_chart(const RowSumsResult& r, size_t head_index) {
   return spec;
 }
 
+std::pair<plot::LineChartSpec, plot::LineChartSpec> c_window_charts(const RowSumsResult& r) {
+  plot::LineChartSpec c, v;
+  c.title = "c[j - i]: the learned C along one row, per head";
+  c.x_label = "offset j - i (key minus query)";
+  c.y_label = "c[j - i]";
+  c.integer_x = true;
+  c.references = {{1.0, "C = 1 (RPE)"}};
+  v.title = "v_i = mean of c[j - i] over the keys j = 0 ... n - 1";
+  v.x_label = "query position i";
+  v.y_label = "v_i";
+  v.integer_x = true;
+  v.references = c.references;
+  for (const RowSumsHead& h : r.heads) {
+    plot::Series offsets{"head " + std::to_string(h.head), {}, h.c_by_offset};
+    for (int64_t k = 0; k < 2 * r.n - 1; ++k) offsets.x.push_back(static_cast<double>(k - (r.n - 1)));
+    plot::Series means{"head " + std::to_string(h.head), {}, h.c_prediction};
+    for (int64_t i = 0; i < r.n; ++i) means.x.push_back(static_cast<double>(i));
+    c.series.push_back(offsets);
+    v.series.push_back(means);
+  }
+  const std::string last = std::to_string(r.n - 1);
+  c.notes = {"row i sees the offsets -i ... " + last + " - i: at i = 0 the right half (0 ... " + last +
+             "), at i = " + last + " the left half (-" + last + " ... 0)"};
+  v.notes = {"v_i averages the left panel over row i's window: where c is larger to the right, v falls as i grows"};
+  c.width = v.width = 800;
+  c.height = v.height = 520;
+  return {c, v};
+}
+
+plot::Canvas render_c_window_page(const RowSumsResult& r) {
+  const auto [c, v] = c_window_charts(r);
+  return plot::render_page("Why C's tilt carries position: " + r.run + " (step " + std::to_string(r.step) + ")",
+                           {{plot::render_line_chart(c), plot::render_line_chart(v)}});
+}
+
 std::vector<std::string> draw_rowsums_plots(const std::string& plot_dir, const RowSumsResult& r) {
   std::vector<std::string> paths;
   for (size_t k = 0; k < r.heads.size(); ++k) {
@@ -222,6 +284,9 @@ std::vector<std::string> draw_rowsums_plots(const std::string& plot_dir, const R
     plot::line_chart(path, rowsums_chart(r, k));
     paths.push_back(path);
   }
+  const std::string window = join_path(plot_dir, "c_window.png");
+  render_c_window_page(r).save_png(window);
+  paths.push_back(window);
   return paths;
 }
 

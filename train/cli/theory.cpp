@@ -106,8 +106,8 @@ int run_theory_rowsums(const Args& args) {
   std::printf("%s", rowsums_report(r).c_str());
   json::write_file(join_path(out, "rowsums.json"), rowsums_to_json(r));
   const std::vector<std::string> plots = draw_rowsums_plots(join_path(out, "plots"), r);
-  std::printf("\nwrote %s and %s … %s\n", join_path(out, "rowsums.json").c_str(), plots.front().c_str(),
-              plots.back().c_str());
+  std::printf("\nwrote %s, %s … %s and %s\n", join_path(out, "rowsums.json").c_str(), plots.front().c_str(),
+              plots[plots.size() - 2].c_str(), plots.back().c_str());
   return 0;
 }
 
