@@ -64,8 +64,8 @@ TEST_CASE("probe chart: Theorem 2's bound drawn, zeros in a band, RPE and URPE e
   CHECK(least_visible_series(c, layout, 3) > 20);
   CHECK(reference_coverage(c, layout, 0) > 0.4);
   CHECK(layout.zero_band_row > 0);
-  CHECK(any_text_contains(c, "Theorem 2: spread"));
-  CHECK(any_text_contains(c, "0 (below float rounding)"));
+  CHECK(any_text_contains(c, "float-rounding tolerance (Theorem 2: exactly 0)"));
+  CHECK(any_text_contains(c, "exactly 0"));
   // C starts as all ones, so the untrained URPE model is the RPE model, digit for digit.
   CHECK(any_text_contains(c, "RPE = URPE at every point"));
   for (const char* name : {"noPE", "RPE", "URPE"}) CHECK(any_text_contains(c, name));

@@ -17,7 +17,8 @@
 // - reference lines (chance, a theorem's bound) are dashed, labelled, and inside the axis range;
 //   series that lie on one (noPE at chance) are named in a note, since the line hides there;
 // - a log axis never invents a decade for zero: with `zero_band` set, values <= 0 sit in a band
-//   under the axis labelled "0";
+//   under the axis labelled "0", and no line crosses the axis break between the band and the axis
+//   (a segment there would pass through values nobody measured);
 // - axis ranges have headroom (no line on the frame) and end near the data (no x axis running
 //   to 35 for 32 positions);
 // - colour bars have a tick every nice step, not only their ends.
@@ -79,7 +80,7 @@ struct LineChartSpec {
   std::vector<std::string> notes;  // extra lines under the legend, wrapped to its width
   bool log_y = false;    // points with y <= 0 are skipped on a log axis, unless zero_band is set
   // log_y only: draw values <= 0 in a band under the axis, with this text in it (e.g.
-  // "0 (below float rounding)"); empty: skip them. The band appears only when such values exist.
+  // "exactly 0"); empty: skip them. The band appears only when such values exist.
   std::string zero_band;
   // draw a marker at each point: 1 yes, 0 no, -1 when a series has <= 40 points, and with more
   // points and several series, a marker every ~1/16 of a series (offset per series), so that the
@@ -87,6 +88,7 @@ struct LineChartSpec {
   int markers = -1;
   bool integer_x = false;  // x ticks at whole numbers only (layers, positions), never 0.5
   double x_min = NAN;      // the x axis starts here when that is left of the data (training from step 0)
+  double y_min = NAN, y_max = NAN;  // the y axis covers at least this range (panels that share a scale)
   int width = 960, height = 600;
 };
 

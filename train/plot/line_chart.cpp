@@ -54,6 +54,8 @@ static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path
     y0 = std::min(y0, r.value);
     y1 = std::max(y1, r.value);
   }
+  if (std::isfinite(spec.y_min) && (!spec.log_y || spec.y_min > 0)) y0 = std::min(y0, spec.y_min);
+  if (std::isfinite(spec.y_max) && (!spec.log_y || spec.y_max > 0)) y1 = std::max(y1, spec.y_max);
   if (!std::isfinite(y0)) y0 = y1 = 1;  // log axis with only zeros: one decade around 1
   const bool markers = spec.markers == 1 || (spec.markers == -1 && most_points <= 40);
   const bool sparse_markers = !markers && spec.markers == -1 && spec.series.size() > 1;
@@ -155,14 +157,22 @@ static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path
       PixelPath& p = paths[si];
       p.xs.emplace_back();
       p.ys.emplace_back();
+      int side = -1;  // 1: the last point was in the zero band, 0: on the log axis
       for (size_t i = 0; i < s.x.size(); ++i) {
         if (!usable(s.x[i], s.y[i])) {  // a gap: the line breaks here
           if (!p.xs.back().empty()) {
             p.xs.emplace_back();
             p.ys.emplace_back();
           }
+          side = -1;
           continue;
         }
+        const int here_side = spec.log_y && s.y[i] <= 0 ? 1 : 0;
+        if (side >= 0 && here_side != side && !p.xs.back().empty()) {  // no segment across the axis break
+          p.xs.emplace_back();
+          p.ys.emplace_back();
+        }
+        side = here_side;
         p.xs.back().push_back(xm(s.x[i]));
         p.ys.back().push_back(spec.log_y && s.y[i] <= 0 ? band_row : ym(s.y[i]));
       }
