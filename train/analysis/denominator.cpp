@@ -163,7 +163,11 @@ std::vector<DenominatorRun> run_denominator(const DenominatorPlan& plan, const s
       }
       spec.series.push_back(s);
     }
-    panels.push_back(plot::render_line_chart(spec));
+    bool drawable = false;  // a variant whose every loss overflowed has nothing to draw
+    for (const plot::Series& s : spec.series)
+      for (double y : s.y) drawable = drawable || std::isfinite(y);
+    panels.push_back(drawable ? plot::render_line_chart(spec)
+                              : plot::render_caption(variant + ": no finite training loss in any seed", spec.width));
   }
   if (!panels.empty())
     plot::render_page("Training loss per step, every seed (" + plan.preset + "): URPE with softmax, URPE and RPE without the denominator",
