@@ -11,6 +11,7 @@
 #include "data/synthetic.h"
 #include "models/positional.h"
 #include "ops/reduce.h"
+#include "ops/urpe_attention.h"
 #include "tensor/rng.h"
 #include "train/analysis/probe.h"
 #include "train/families/encoder/encoder_trainer.h"
@@ -196,6 +197,61 @@ std::pair<double, double> later_layers_against_first(const RowSumsResult& r) {
       task = std::max(task, largest_difference(h.real[l], h.identical[0]));
     }
   return {identical, task};
+}
+
+RowSumsResult c_only_row_sums(const std::string& name, const std::vector<float>& c_by_offset, int64_t n) {
+  URPE_CHECK(c_by_offset.size() == static_cast<size_t>(2 * n - 1),
+             "urpe theory rowsums: C has " << c_by_offset.size() << " values for n = " << n);
+  RowSumsResult r;
+  r.run = name;
+  r.n = n;
+  RowSumsHead head;
+  for (float c : c_by_offset) head.c_by_offset.push_back(c);
+  const std::vector<int32_t> map = toeplitz_map(n, n).to_vector_i32();
+  head.c_prediction = c_row_means(c_by_offset, 1, map, n)[0];
+  head.min_gap = n < 2 ? 0 : INFINITY;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = i + 1; j < n; ++j)
+      if (std::fabs(head.c_prediction[i] - head.c_prediction[j]) < head.min_gap) {
+        head.min_gap = std::fabs(head.c_prediction[i] - head.c_prediction[j]);
+        head.gap_i = i;
+        head.gap_j = j;
+      }
+  r.heads = {head};
+  return r;
+}
+
+std::string c_only_rowsums_report(const RowSumsResult& r, const std::string& description) {
+  const RowSumsHead& h = r.heads.at(0);
+  std::ostringstream out;
+  out << r.run << " (" << description << "), n = " << r.n
+      << ": v_i = (1/n) Σ_j C[i,j], the row sums A·1 when the softmax is uniform (B = 0, no content);\n"
+         "row i averages c over the offsets j − i = −i … n − 1 − i.\n\n"
+      << pad("i", 5, true) << "  " << pad("v_i", 12, true) << "  " << pad("v_i − v_(i−1)", 14, true) << "\n";
+  char line[160];
+  for (int64_t i = 0; i < r.n; ++i) {
+    if (i == 0) std::snprintf(line, sizeof line, "%5lld  %12.6f\n", 0LL, h.c_prediction[0]);
+    else
+      std::snprintf(line, sizeof line, "%5lld  %12.6f  %14.6f\n", static_cast<long long>(i), h.c_prediction[i],
+                    h.c_prediction[i] - h.c_prediction[i - 1]);
+    out << line;
+  }
+  if (r.n < 2) {
+    out << "\nOne position: nothing to tell apart.\n";
+  } else if (h.min_gap > 1e-6) {
+    std::snprintf(line, sizeof line,
+                  "\nEvery v_i differs (closest: positions %lld and %lld, %.3g apart): this C alone separates every "
+                  "position.\n",
+                  static_cast<long long>(h.gap_i), static_cast<long long>(h.gap_j), h.min_gap);
+    out << line;
+  } else {
+    std::snprintf(line, sizeof line,
+                  "\nPositions %lld and %lld get the same row sum (%.3g apart): this C alone cannot tell them apart.\n",
+                  static_cast<long long>(h.gap_i), static_cast<long long>(h.gap_j), h.min_gap);
+    out << line;
+  }
+  out << "With C ≡ 1 (RPE) every v_i is exactly 1.\n";
+  return out.str();
 }
 
 json::Value rowsums_to_json(const RowSumsResult& r) {

@@ -47,6 +47,10 @@ std::vector<std::vector<double>> c_row_means(const std::vector<float>& c_table, 
                                              const std::vector<int32_t>& c_map, int64_t n);
 
 std::string rowsums_report(const RowSumsResult& r);
+// Without a run (`urpe theory rowsums --c SPEC`): one head whose C is given, no layers; v_i per
+// position and whether it separates every position. `description` says what C is.
+RowSumsResult c_only_row_sums(const std::string& name, const std::vector<float>& c_by_offset, int64_t n);
+std::string c_only_rowsums_report(const RowSumsResult& r, const std::string& description);
 json::Value rowsums_to_json(const RowSumsResult& r);
 // One head's chart: C's prediction and every layer's A·1 (identical tokens, task data) against the
 // query position, with RPE's row sum 1 as a reference line.
