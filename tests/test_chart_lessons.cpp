@@ -48,7 +48,7 @@ plot::Canvas checked_line_chart(const plot::LineChartSpec& spec, plot::ChartLayo
   INFO(spec.title);
   CHECK(series_alike_without_colour(layout, styles).empty());
   CHECK(labels_over_data(layout).empty());
-  CHECK(texts_outside(c).empty());
+  for (const std::string& t : texts_outside(c)) CHECK_MESSAGE(false, "outside the image: " << t);
   return c;
 }
 
@@ -64,7 +64,7 @@ TEST_CASE("probe chart: Theorem 2's bound drawn, zeros in a band, RPE and URPE e
   CHECK(least_visible_series(c, layout, 3) > 20);
   CHECK(reference_coverage(c, layout, 0) > 0.4);
   CHECK(layout.zero_band_row > 0);
-  CHECK(any_text_contains(c, "float-rounding tolerance (Theorem 2: exactly 0)"));
+  CHECK(any_text_contains(c, "1e-5: float rounding (theorem: 0)"));
   CHECK(any_text_contains(c, "exactly 0"));
   // C starts as all ones, so the untrained URPE model is the RPE model, digit for digit.
   CHECK(any_text_contains(c, "RPE = URPE at every point"));

@@ -589,6 +589,8 @@ TEST_CASE("plots: colour bars carry a tick per nice step, the centre among them"
   CHECK(t.back() <= 2.2);
   const std::vector<double> u = colorbar_ticks(-1, 0.13, 1);  // an odd centre joins the nice steps
   CHECK(std::find(u.begin(), u.end(), 0.13) != u.end());
+  // No tick within 3/4 of a step of another: their labels would touch ("0.05" over "0.05").
+  for (size_t k = 1; k < u.size(); ++k) CHECK(u[k] - u[k - 1] >= 0.75 * 0.5 - 1e-9);
   HeatmapSpec h;
   h.rows = h.cols = 32;
   h.center = 1;

@@ -249,7 +249,7 @@ plot::LineChartSpec probe_chart(const std::vector<ProbeRun>& runs) {
   spec.zero_band = "exactly 0";
   spec.markers = 1;
   spec.integer_x = true;
-  spec.references = {{kSpreadBound, "1e-5: float-rounding tolerance (Theorem 2: exactly 0)"}};
+  spec.references = {{kSpreadBound, "1e-5: float rounding (theorem: 0)"}};
   // Legends name the encoding; the run's name only where two runs share one (seeds, presets).
   std::vector<std::string> names;
   for (const ProbeRun& r : runs) names.push_back(encoding_display_name(r.pe) + (r.step == 0 && !untrained ? " (untrained)" : ""));

@@ -354,15 +354,15 @@ static std::vector<plot::HeatmapSpec> grid_b_panels(const std::string& task, con
   return panels;
 }
 
-// Under the C and B matrices: how to read them, and why their corners differ.
+// Under the C and B matrices: how to read them, and what their corners are.
 static std::string c_caption(int64_t n) {
   const std::string last = std::to_string(n - 1), seventh = std::to_string(n - 7);
   return "Each matrix is Toeplitz: entry (i, j) holds the table's value for the offset j - i, constant along every "
-         "diagonal, so a row of C is the table seen through a window that slides with the query (which is how C "
-         "gives each position its own row sum). The top-right and bottom-left corners are the longest offsets: "
-         "offset +-" + last + " occurs in 1 cell of the n x n matrix, +-" + seventh + " in 7, against " +
-         std::to_string(n) + " on the main diagonal, so the corners get the least gradient and stay nearest their "
-         "start (C: 1, white; B: 0).";
+         "diagonal, so row i of C is the table seen through the window of offsets -i ... " + last + " - i, which slides "
+         "with the query: that is how C gives each position its own row sum. The corner stripes are the longest "
+         "offsets: +" + last + " occurs in one cell, (0, " + last + "), and only row 0 reads it; -" + last +
+         " only row " + last + "; +-" + seventh + " in 7 cells. Each corner entry shapes the row sums of a few "
+         "positions at one end and nothing else, so it is free to take values far from its neighbours'.";
 }
 
 std::vector<std::string> draw_grid_plots(const std::string& out_dir, const std::vector<ResultRow>& rows,

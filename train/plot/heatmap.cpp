@@ -142,7 +142,7 @@ std::vector<double> colorbar_ticks(double lo, double mid, double hi, int target)
   const bool mid_inside = mid > lo && mid < hi;
   for (double t : all) {
     if (t < lo - 1e-9 * step || t > hi + 1e-9 * step) continue;
-    if (mid_inside && std::fabs(t - mid) < 0.4 * step && std::fabs(t - mid) > 1e-9 * step) continue;  // too close to the centre's tick
+    if (mid_inside && std::fabs(t - mid) < 0.75 * step && std::fabs(t - mid) > 1e-9 * step) continue;  // its label would touch the centre's
     ticks.push_back(t);
   }
   if (mid_inside && std::none_of(ticks.begin(), ticks.end(), [&](double t) { return std::fabs(t - mid) <= 1e-9 * step; })) {

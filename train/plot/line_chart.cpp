@@ -228,8 +228,12 @@ static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path
     for (size_t r = 0; r < paths[si].xs.size(); ++r) {
       const auto &xs = paths[si].xs[r], &ys = paths[si].ys[r];
       c.dashed_polyline(xs, ys, st.color, st.width, st.dash);
+      // Zeros of several series share the band's row: there each one drawn before others is larger,
+      // so concentric markers leave every series visible.
+      const bool in_band = band && xs.size() == 1 && std::fabs(ys[0] - band_row) < 0.5;
+      const double radius = st.marker_radius + (in_band ? 2.0 * static_cast<double>(order.size() - 1 - st.draw_rank) : 0.0);
       if (markers || xs.size() == 1) {
-        for (size_t k = 0; k < xs.size(); ++k) c.marker(xs[k], ys[k], st.marker, st.marker_radius, st.color, st.hollow);
+        for (size_t k = 0; k < xs.size(); ++k) c.marker(xs[k], ys[k], st.marker, radius, st.color, st.hollow);
       } else if (sparse_markers) {  // spaced out, each series starting elsewhere so they do not stack
         const size_t stride = std::max<size_t>(1, (xs.size() + 15) / 16);
         for (size_t k = si * stride / spec.series.size(); k < xs.size(); k += stride)
