@@ -5,7 +5,7 @@
 # own facts are masked and spaces are collapsed, docs/walkthrough_compare.awk; a line "…" in a
 # block stands for lines left out, so the block is an excerpt whose pieces must appear in that
 # order); then checks the claims the page's text makes,
-# on the numbers this run produced. Blocks fenced ```sh are shown, not run (step 11 needs a GPU).
+# on the numbers this run produced. Blocks fenced ```sh are shown, not run (the Nsight step needs a GPU).
 #
 #   docs/run_walkthrough.sh [--quick] [--write] [--build DIR] [--out DIR]
 #
@@ -214,6 +214,8 @@ if [ "$WRITE" = 1 ]; then
   copy_picture "$OUT/trained/plots/rowsums_head2.png" theory_rowsums_head2.png
   copy_picture "$OUT/trained/plots/rowsums_head3.png" theory_rowsums_head3.png
   copy_picture "$OUT/denominator/plots/denominator_loss.png" theory_denominator_loss.png
+  copy_picture "$OUT/trained/plots/c_window.png" theory_c_window.png
+  copy_picture "$OUT/analyze/plots/urpe_heads_pi-V100-urpe-s1_block2.png" walkthrough_urpe_heads_block2.png
   echo "wrote $DOC and its pictures in docs/images/"
 fi
 if [ "$status" = 0 ] && [ "$WRITE" = 0 ]; then echo "walkthrough: every step ran, its output has the page's shape, and the page's claims hold"; fi

@@ -55,6 +55,12 @@ step3_exact() {
     grep -qF 'max |A·1 − (n − i)/n| = 0, max |output/u − (n − i)/n| = 0; with C ≡ 1 (RPE): max |A·1 − 1| = 0'
 }
 claim any "step 3: A·1 = (n − i)/n exactly, the output too, and every row sums to exactly 1 with C ≡ 1" step3_exact
+step3_your_c() {
+  output_of "construction --n 8 --c linear:0" | grep -q '^Positions 0 and 1 get the same multiple of u (0 apart)' &&
+    "$BUILD/urpe" theory construction --n 8 --c linear:0.5 --out "$OUT/yours" |
+      grep -q '^URPE gives every position a different multiple of u (closest: positions [0-9]* and [0-9]*, 0.0714 apart)'
+}
+claim any "step 3: a flat C (linear:0) gives two positions the same output; linear:0.5 puts them 0.5/7 = 0.071 apart" step3_your_c
 
 # ---- step 4: the demo's table row "| pi | 100 | none | rpe | urpe |" ----
 step4_accuracies() {
@@ -67,6 +73,12 @@ step4_accuracies() {
     END { exit (!found || bad) }'
 }
 claim full "step 4: noPE and RPE within 0.2 points of 1/32 = 3.12%; URPE 100%" step4_accuracies
+step4_identical() {
+  output_of "urpe demo" | awk -F'|' '
+    $2 ~ /^ *pi \(identical tokens\) *$/ { found = 1; if ($4 + 0 != 3.12 || $5 + 0 != 3.12 || $6 + 0 != 100) bad = 1 }
+    END { exit (!found || bad) }'
+}
+claim full "step 4: on identical tokens noPE and RPE get exactly 1/32 = 3.12%, URPE 100%" step4_identical
 
 # ---- step 5: the trained probe ----
 step5_verdicts() {
@@ -77,6 +89,10 @@ step5_verdicts() {
     printf '%s\n' "$out" | grep -q '^pi-V100-urpe-s1: not bound by Theorem 2 (URPE with a learned C).*accuracy 100.00%'
 }
 claim full "step 5: noPE and RPE still obey the theorem after training; URPE identifies every position (100%)" step5_verdicts
+step5_make_demo() {  # make demo runs `urpe demo` with its default --out, which holds the same layout
+  "$BUILD/urpe" demo --help | grep -q -- '--out DIR .*(default: runs/demo)' && [ -d "$OUT/demo/runs/pi-V100-urpe-s1" ]
+}
+claim any "intro and step 5: after make demo, runs/demo holds the models (runs/demo/runs/pi-V100-urpe-s1)" step5_make_demo
 
 # ---- step 6: the row sums. Table rows: "head  v0 → v31; gap (i, j)  layer  a → b  c → d  dev_id / dev_task  between" ----
 rowsums_rows() {  # head layer v0 v31 gap dev_identical dev_task identical_vs_task
@@ -92,7 +108,20 @@ step6_positions_differ() {
                 if (($1 == 3) != ($4 > $3)) bad = 1 }   # falling in heads 0-2, rising in head 3
       END { exit (bad || rows != 4) }'
 }
-claim full "step 6: v_i falls in heads 0, 1, 2 and rises in head 3, by at least 0.35; all v_i distinct in 4 of 4 heads" step6_positions_differ
+claim full "step 6: v_i ends lower than it starts in heads 0, 1, 2 and higher in head 3, by at least 0.35; all v_i distinct in 4 of 4 heads" step6_positions_differ
+step6_steps() {  # heads 0, 1 fall and head 3 rises at every step; head 2 rises somewhere; its smallest gap < 1e-4
+  rowsums_json_values | awk '
+    $3 == "c" { v[$1, $4] = $5; n = $4 + 1 > n ? $4 + 1 : n }
+    END {
+      for (h = 0; h < 4; h++) for (i = 1; i < n; i++) {
+        up = v[h, i] > v[h, i - 1]
+        if ((h == 0 || h == 1) && up) bad = 1
+        if (h == 3 && !up) bad = 1
+        if (h == 2 && up) head2_rises = 1
+      }
+      exit (bad || !head2_rises || n == 0) }' &&
+    output_of "theory rowsums" | rowsums_rows | awk '$1 == 2 && $2 == 1 { found = 1; if ($5 + 0 >= 1e-4) bad = 1 } END { exit (!found || bad) }'
+}
 step6_follows_c() {
   output_of "theory rowsums" | rowsums_rows | awk '
     { rows++; if ($6 + 0 >= 0.1 || $7 + 0 >= 0.1) bad = 1 } END { exit (bad || rows != 8) }'
@@ -117,6 +146,14 @@ rowsums_json_values() {
     /\]/ { kind = "" }
     kind != "" && /^ *-?[0-9]/ { v = $1; sub(/,/, "", v); print h, layer, kind, i++, v }' "$OUT/trained/rowsums.json"
 }
+# rowsums.json → "head k c" for c_by_offset (k = 0 … 2n − 2, offset k − (n − 1)).
+rowsums_json_c_offsets() {
+  awk '
+    /"head":/ { h = $2; sub(/,/, "", h) }
+    /"c_by_offset": \[/ { on = 1; k = 0; next }
+    on && /\]/ { on = 0 }
+    on && /^ *-?[0-9]/ { v = $1; sub(/,/, "", v); print h, k++, v }' "$OUT/trained/rowsums.json"
+}
 step6_layer1_is_layer2() {
   rowsums_json_values | awk '
     $3 != "c" { x[$1, $2, $3, $4] = $5; heads[$1] = 1; n = $4 + 1 > n ? $4 + 1 : n }
@@ -128,6 +165,15 @@ step6_layer1_is_layer2() {
       exit (bad || n == 0) }'
 }
 claim full "step 6: layer 2, on both inputs, matches layer 1 on identical tokens (softmax(B) ⊙ C) to within 0.001" step6_layer1_is_layer2
+claim full "step 6: heads 0, 1 and 3 move the same way at every step; head 2 rises at a few positions, two of them within 0.0001" step6_steps
+step6_layer2_line() {  # the same, as the command prints it under the table
+  output_of "theory rowsums" | awk '
+    /^Layer 2 against layer 1 on identical tokens/ {
+      found = 1; line = $0; sub(/.*layer 1.s\| /, "", line); split(line, w, " ")
+      if (w[1] + 0 > 0.001 || w[5] + 0 > 0.001) bad = 1 }
+    END { exit (!found || bad) }'
+}
+claim full "step 6: the line under the table shows layer 2 within 0.001 of layer 1 on identical tokens, on both inputs" step6_layer2_line
 step6_head2_picture() {
   output_of "theory rowsums" | rowsums_rows | awk '
     { dev = $6 + 0 > $7 + 0 ? $6 + 0 : $7 + 0; if (dev > best) { best = dev; head = $1 } }
@@ -148,15 +194,48 @@ step6_head2_picture() {
 }
 claim full "step 6: head 2 strays farthest from v_i (up to 0.09, at the last positions); three of its lines coincide" step6_head2_picture
 
-# ---- steps 9 and 10: the suites pass ----
+# ---- step 7: C's window ----
+step7_window() {  # c larger right of 0 → v falls (heads 0-2); larger left → v rises (head 3)
+  rowsums_json_c_offsets | awk '
+    { c[$1, $2] = $3; if ($2 + 1 > m) m = $2 + 1 }
+    END {
+      n = (m + 1) / 2
+      for (h = 0; h < 4; h++) {
+        right = 0; left = 0
+        for (k = 0; k < n - 1; k++) { left += c[h, k]; right += c[h, m - 1 - k] }
+        if ((h < 3) != (right > left)) bad = 1
+      }
+      exit (bad || m == 0) }' &&
+    output_of "theory rowsums" | rowsums_rows | awk '$2 == 1 { if (($1 < 3) != ($4 < $3)) bad = 1 } END { exit bad }'
+}
+claim full "step 7: where c is larger right of 0 (heads 0, 1, 2) v_i falls; head 3 is the mirror image" step7_window
+step7_corners() {  # in every head the entry farthest from 1 is at offset -31 or +31
+  rowsums_json_c_offsets | awk '
+    { d = $3 - 1; if (d < 0) d = -d; if (d > best[$1]) { best[$1] = d; at[$1] = $2 }; if ($2 + 1 > m) m = $2 + 1; heads[$1] = 1 }
+    END { for (h in heads) if (at[h] != 0 && at[h] != m - 1) bad = 1; exit (bad || m == 0) }'
+}
+claim full "step 7: the longest offsets (±31) are the most extreme entries of every head's c" step7_corners
+
+# ---- step 8: URPE in one screen ----
+step8_one_screen() {
+  output_of "urpe_one_screen" | awk '
+    function secs(s) { sub(/^\(/, "", s); return s + 0 }
+    /^RPE:/ { rpe = 1; if ($5 - log(32) > 0.01 || log(32) - $5 > 0.01) bad = 1; if ($7 + 0 >= 6.25) bad = 1
+              if ($11 != "3.12%") bad = 1; if (secs($(NF - 1)) >= 30) bad = 1 }
+    /^URPE:/ { urpe = 1; if ($7 != "100.00%" || $11 != "100.00%") bad = 1; if (secs($(NF - 1)) >= 30) bad = 1 }
+    END { exit (!rpe || !urpe || bad) }'
+}
+claim any "step 8: RPE at chance (loss ln 32, 1/32 on identical tokens), URPE 100% on both inputs, each run under 30 s" step8_one_screen
+
+# ---- steps 12 and 13: the suites pass ----
 step9_passes() { output_of 'test-case="gradcheck' | grep -q 'Status: SUCCESS!'; }
-claim any "step 9: every gradient check passes" step9_passes
+claim any "step 12: every gradient check passes" step9_passes
 step10_passes() {
   [ ! -x "$BUILD/test_cuda_sim_parity" ] || output_of 'test_cuda_sim_parity' | grep -q 'Status: SUCCESS!'
 }
-claim any "step 10: the simulator's parity case passes" step10_passes
+claim any "step 13: the simulator's parity case passes" step10_passes
 
-# ---- step 12: the denominator. Rows "| variant | pe | attention | seed | acc | non-finite | spike (step) | loss |" ----
+# ---- step 9: the denominator. Rows "| variant | pe | attention | seed | acc | non-finite | spike (step) | loss |" ----
 denominator_rows() {  # variant seed accuracy nonfinite spike loss
   output_of "theory denominator" | awk -F'|' '
     $2 ~ /^ *(urpe-softmax|urpe-exp|rpe-exp) *$/ {
@@ -172,8 +251,8 @@ step12_measured() {
     $1 == "rpe-exp" && $3 == "100.00" { escaped++ }
     END { if (rows != 9 || bad != "" || !escaped || exp_low + 0 <= soft + 0) exit 1 }'
 }
-claim full "step 12: nothing overflows, every softmax run reaches 100%, some rpe-exp seed escapes, every exp spike > every softmax spike" step12_measured
+claim full "step 9: nothing overflows, every softmax run reaches 100%, some rpe-exp seed escapes, every exp spike > every softmax spike" step12_measured
 step12_collapse() {
-  denominator_rows | awk '$1 == "rpe-exp" && $2 != 1 && ($6 - log(32)) < 0.01 && ($6 - log(32)) > -0.01 { found = 1 } END { exit !found }'
+  denominator_rows | awk '$1 == "rpe-exp" && ($6 - log(32)) < 0.01 && ($6 - log(32)) > -0.01 { found = 1 } END { exit !found }'
 }
-claim full "step 12: an rpe-exp seed other than the one drawn ended at chance, ln 32" step12_collapse
+claim full "step 9: one rpe-exp seed ended at chance, ln 32" step12_collapse

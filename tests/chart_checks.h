@@ -55,4 +55,29 @@ inline bool has_text(const plot::Canvas& c, const std::string& part) {
   return false;
 }
 
+// Pairs of series a reader without colour could not tell apart: the same marker shape (or no
+// markers drawn) and the same dash pattern and fill. Returned as "i and j".
+inline std::vector<std::string> series_alike_without_colour(const plot::ChartLayout& layout,
+                                                           const std::vector<plot::SeriesStyle>& styles) {
+  std::vector<std::string> alike;
+  for (size_t i = 0; i < styles.size(); ++i)
+    for (size_t j = i + 1; j < styles.size(); ++j) {
+      const plot::SeriesStyle &a = styles[i], &b = styles[j];
+      const bool same_marker = !layout.markers_drawn || (a.marker == b.marker && a.hollow == b.hollow);
+      const bool same_dash = a.dash.on == b.dash.on && a.dash.off == b.dash.off;
+      if (same_marker && same_dash) alike.push_back(std::to_string(i) + " and " + std::to_string(j));
+    }
+  return alike;
+}
+
+// Reference labels drawn over data: "label k covers N pixels".
+inline std::vector<std::string> labels_over_data(const plot::ChartLayout& layout) {
+  std::vector<std::string> over;
+  for (size_t k = 0; k < layout.reference_label_covered.size(); ++k)
+    if (layout.reference_label_covered[k] > 0)
+      over.push_back("label " + std::to_string(k) + " covers " + std::to_string(layout.reference_label_covered[k]) +
+                     " pixels");
+  return over;
+}
+
 }  // namespace urpe::test

@@ -1,7 +1,7 @@
 // The cross-references a reader follows, found in the repository's text and resolved against its
 // files: Markdown links (`[text](path#anchor)`), `docs/x.md#anchor` written anywhere, paths of
-// the source tree (`ops/softmax.h`, `tests/cuda_sim/`, `ops/urpe_attention*`) and citations of a
-// README section (`README "Tests"`). test_doc_links runs it over the repository, so a renamed
+// the source tree (`ops/softmax.h`, `tests/cuda_sim/`, `ops/urpe_attention*`) and a section cited
+// by its quoted name in prose (`README "Tests"`, `(theory.md, 'Theory you can run')`). test_doc_links runs it over the repository, so a renamed
 // section or a moved file cannot leave a dangling pointer behind (docs/testing.md).
 #pragma once
 #include <fnmatch.h>
@@ -185,7 +185,7 @@ class Checker {
     // A dated record under bench/results/ names the files as they were on its date; its links
     // (to the logs beside it, to other records) must still resolve.
     if (rel.generic_string().rfind("bench/results/", 0) != 0) references += check_paths(rel, text);
-    references += check_readme_citations(rel, text);
+    references += check_section_citations(rel, text);
     return references;
   }
 
@@ -335,40 +335,78 @@ class Checker {
     return count;
   }
 
-  // README "Section" / README's "Section": a heading of README.md that starts with Section. Any
-  // other way of naming a README section (README: Section, README, Section) cannot be checked,
-  // so it is refused.
-  int check_readme_citations(const fs::path& rel, const std::string& text) {
+  // A quoted section name after a Markdown file, in prose: README "Section", README's "Section",
+  // (README, 'Section'), `docs/x.md`, "Section", theory.md's ‘Section’ (straight or curly quotes,
+  // after an optional comma or colon). It must start one of that file's headings. The file is the
+  // bare word README (the root's README.md) or a name ending in .md, found beside the citing file,
+  // at the root or in docs/. A README section named any other way (README: Section, README,
+  // Section) cannot be checked, so it is refused.
+  int check_section_citations(const fs::path& rel, const std::string& text) {
     int count = 0;
-    if (readme_headings_.empty()) readme_headings_ = markdown_headings(read_text(root_ / "README.md"));
-    const std::vector<std::string>& headings = readme_headings_;
-    for (size_t at = text.find("README"); at != std::string::npos; at = text.find("README", at + 1)) {
-      size_t q = at + 6;
-      if (text.compare(q, 3, ".md") == 0) q += 3;
-      if (text.compare(q, 2, "'s") == 0) q += 2;
-      if (q + 1 < text.size() && text[q] == ' ' && text[q + 1] == '"') {
-        const size_t close = text.find('"', q + 2);
-        if (close == std::string::npos) continue;
-        const std::string section = text.substr(q + 2, close - q - 2);
-        ++count;
-        const bool found = std::any_of(headings.begin(), headings.end(),
-                                       [&](const std::string& h) { return h.rfind(section, 0) == 0; });
-        if (!found) problem(rel, text, at, "README has no section \"" + section + "\"");
-      } else if (q + 2 < text.size() && (text[q] == ':' || text[q] == ',') && text[q + 1] == ' ' &&
-                 std::isupper(static_cast<unsigned char>(text[q + 2]))) {
-        ++count;
-        problem(rel, text, at,
-                "a README section cited as '" + text.substr(at, std::min<size_t>(40, text.size() - at)) +
-                    "…': write README \"Section\" (or link docs/page.md#anchor) so that it can be checked");
+    for (size_t at = 0; at < text.size(); ++at) {
+      fs::path cited;
+      size_t q = 0;
+      if (text.compare(at, 6, "README") == 0 && (at == 0 || !path_char(text[at - 1]))) {
+        q = at + 6;
+        if (text.compare(q, 3, ".md") == 0) q += 3;
+        if (q < text.size() && (path_char(text[q]) || text[q] == '#')) continue;  // README.md#anchor, READMEs
+        cited = root_ / "README.md";
+      } else if (text.compare(at, 3, ".md") == 0 && at > 0 && path_char(text[at - 1]) &&
+                 (at + 3 >= text.size() || !path_char(text[at + 3]))) {
+        size_t from = at;
+        while (from > 0 && path_char(text[from - 1])) --from;
+        const std::string name = text.substr(from, at + 3 - from);
+        q = at + 3;
+        if (q < text.size() && text[q] == '`') ++q;
+        const fs::path base = (root_ / rel).parent_path();
+        std::error_code error;
+        for (const fs::path& candidate : {base / name, root_ / name, root_ / "docs" / name})
+          if (cited.empty() && fs::is_regular_file(candidate.lexically_normal(), error)) cited = candidate.lexically_normal();
+        if (cited.empty()) continue;
+      } else {
+        continue;
       }
+      if (text.compare(q, 2, "'s") == 0 || text.compare(q, 4, "\xe2\x80\x99s") == 0) q += text[q] == '\'' ? 2 : 4;
+      const bool separated = q < text.size() && (text[q] == ',' || text[q] == ':');
+      if (separated) ++q;
+      if (q + 1 >= text.size() || text[q] != ' ') continue;
+      ++q;
+      std::string close;
+      size_t open = 0;
+      if (text[q] == '"' || text[q] == '\'') close = std::string(1, text[q]), open = 1;
+      else if (text.compare(q, 3, "\xe2\x80\x9c") == 0) close = "\xe2\x80\x9d", open = 3;
+      else if (text.compare(q, 3, "\xe2\x80\x98") == 0) close = "\xe2\x80\x99", open = 3;
+      if (open == 0) {
+        if (separated && cited == root_ / "README.md" && std::isupper(static_cast<unsigned char>(text[q]))) {
+          ++count;
+          problem(rel, text, at,
+                  "a README section cited as '" + text.substr(at, std::min<size_t>(40, text.size() - at)) +
+                      "…': write README \"Section\" (or link docs/page.md#anchor) so that it can be checked");
+        }
+        continue;
+      }
+      const size_t end = text.find(close, q + open);
+      if (end == std::string::npos || end - q > 100 || text.find('\n', q) < end) continue;
+      const std::string section = text.substr(q + open, end - q - open);
+      if (section.empty() || !std::isupper(static_cast<unsigned char>(section[0]))) continue;  // a section title
+      ++count;
+      const std::vector<std::string> headings = markdown_headings(read_text(cited));
+      const bool found = std::any_of(headings.begin(), headings.end(),
+                                     [&](const std::string& h) { return h.rfind(section, 0) == 0; });
+      const std::string file = fs::relative(cited, root_).generic_string();
+      if (!found)
+        problem(rel, text, at, (file == "README.md" ? std::string("README") : file) + " has no section \"" + section + "\"");
     }
     return count;
+  }
+
+  static bool path_char(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' || c == '-';
   }
 
   fs::path root_;
   std::set<std::string> top_dirs_;
   std::vector<std::string> user_paths_;
-  std::vector<std::string> readme_headings_;
   std::map<std::string, std::set<std::string>> anchors_;
   std::vector<Problem> problems_;
 };

@@ -3,6 +3,7 @@
 // reference line drawn (chance on the accuracy and curves charts, Theorem 2's 1e-5 on the probe,
 // RPE's row sum 1), legends with the encodings' names rather than run names, titles with the
 // number of seeds, every label inside the image; and the one-page summary of a demo grid.
+#include <cmath>
 #include <string>
 
 #include "chart_checks.h"
@@ -39,6 +40,18 @@ const std::string& tiny_demo() {
 
 bool any_text_contains(const plot::Canvas& c, const std::string& part) { return has_text(c, part); }
 
+// Renders a line chart and checks what holds for every chart: series told apart without colour
+// (marker shape or dash), no reference label over data, every text inside the image.
+plot::Canvas checked_line_chart(const plot::LineChartSpec& spec, plot::ChartLayout& layout) {
+  std::vector<plot::SeriesStyle> styles;
+  const plot::Canvas c = plot::render_line_chart(spec, &layout, &styles);
+  INFO(spec.title);
+  CHECK(series_alike_without_colour(layout, styles).empty());
+  CHECK(labels_over_data(layout).empty());
+  for (const std::string& t : texts_outside(c)) CHECK_MESSAGE(false, "outside the image: " << t);
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("probe chart: Theorem 2's bound drawn, zeros in a band, RPE and URPE equal at initialisation, both visible") {
@@ -47,12 +60,12 @@ TEST_CASE("probe chart: Theorem 2's bound drawn, zeros in a band, RPE and URPE e
     runs.push_back(probe_identical_tokens(
         fresh_model("pi-tiny", {std::string("pe=") + pe, "layers=1"}, "test", {"encoder"}), ProbeOptions{}));
   plot::ChartLayout layout;
-  const plot::Canvas c = plot::render_line_chart(probe_chart(runs), &layout);
+  const plot::Canvas c = checked_line_chart(probe_chart(runs), layout);
   CHECK(least_visible_series(c, layout, 3) > 20);
   CHECK(reference_coverage(c, layout, 0) > 0.4);
   CHECK(layout.zero_band_row > 0);
-  CHECK(any_text_contains(c, "Theorem 2: spread"));
-  CHECK(any_text_contains(c, "0 (below float rounding)"));
+  CHECK(any_text_contains(c, "1e-5: float rounding (theorem: 0)"));
+  CHECK(any_text_contains(c, "exactly 0"));
   // C starts as all ones, so the untrained URPE model is the RPE model, digit for digit.
   CHECK(any_text_contains(c, "RPE = URPE at every point"));
   for (const char* name : {"noPE", "RPE", "URPE"}) CHECK(any_text_contains(c, name));
@@ -63,7 +76,7 @@ TEST_CASE("probe chart: Theorem 2's bound drawn, zeros in a band, RPE and URPE e
 TEST_CASE("construction chart: RPE's row sums of exactly 1 drawn below the frame, not on it") {
   const ConstructionResult r = proposition4_construction(8);
   plot::ChartLayout layout;
-  const plot::Canvas c = plot::render_line_chart(construction_chart(r), &layout);
+  const plot::Canvas c = checked_line_chart(construction_chart(r), layout);
   CHECK(least_visible_series(c, layout, 2) > 100);
   int top = -1;  // the highest row of RPE's colour in the plot
   for (int y = layout.plot.y; y < layout.plot.bottom() && top < 0; ++y)
@@ -91,7 +104,7 @@ TEST_CASE("row-sums chart: five series, four nearly on top of each other, all vi
   h.real[0][3] += 0.01;
   r.heads = {h};
   plot::ChartLayout layout;
-  const plot::Canvas c = plot::render_line_chart(rowsums_chart(r, 0), &layout);
+  const plot::Canvas c = checked_line_chart(rowsums_chart(r, 0), layout);
   CHECK(least_visible_series(c, layout, 5) > 20);
   CHECK(reference_coverage(c, layout, 0) > 0.3);
   CHECK_FALSE(layout.notes.empty());
@@ -118,12 +131,83 @@ TEST_CASE("grid charts: accuracy and curves with chance 1/n, encodings by name, 
   for (size_t k = 0; k < 3; ++k) CHECK(pixels_of(a, plot::series_color(k), layout.plot) > 0);
   CHECK(texts_outside(a).empty());
 
-  const plot::Canvas l = plot::render_line_chart(grid_curves_chart("pi", curves), &layout);
+  const plot::Canvas l = checked_line_chart(grid_curves_chart("pi", curves), layout);
   CHECK(least_visible_series(l, layout, 3) > 20);  // after 40 steps all three are near chance
   CHECK(reference_coverage(l, layout, 0) > 0.3);
   CHECK(any_text_contains(l, "1 seed"));
   CHECK_FALSE(any_text_contains(l, "V=100"));  // one V: it is in the title, not in every name
   CHECK(texts_outside(l).empty());
+
+  // The loss beside it, chance ln 32 drawn.
+  const plot::Canvas loss = checked_line_chart(grid_loss_chart("pi", curves), layout);
+  REQUIRE(layout.reference_rows.size() == 1);
+  CHECK(reference_coverage(loss, layout, 0) > 0.3);
+  CHECK(any_text_contains(loss, "ln 32"));
+}
+
+TEST_CASE("a series lying on a reference line is named in a note (the line hides under it)") {
+  plot::LineChartSpec spec;
+  spec.title = "accuracy";
+  spec.series = {{"noPE", {100, 200, 300, 400}, {3.1, 3.2, 3.1, 3.0}}, {"URPE", {100, 200, 300, 400}, {3.1, 40, 90, 100}}};
+  spec.references = {{3.125, "chance 1/32 = 3.1%"}};
+  spec.x_min = 0;
+  plot::ChartLayout layout;
+  const plot::Canvas c = checked_line_chart(spec, layout);
+  REQUIRE(!layout.notes.empty());
+  CHECK(layout.notes.back() == "noPE on the dashed line (chance 1/32 = 3.1%)");
+  CHECK(any_text_contains(c, "0"));  // the x axis starts at step 0
+}
+
+TEST_CASE("the checks catch what they promise: series alike without colour, a label over data") {
+  plot::LineChartSpec spec;
+  spec.title = "many points";
+  for (int s = 0; s < 2; ++s) {
+    plot::Series series{"series " + std::to_string(s), {}, {}};
+    for (int i = 0; i < 100; ++i) series.x.push_back(i), series.y.push_back(s * 10 + std::sin(i / 10.0));
+    spec.series.push_back(series);
+  }
+  plot::ChartLayout layout;
+  std::vector<plot::SeriesStyle> styles;
+  plot::render_line_chart(spec, &layout, &styles);
+  CHECK(layout.markers_drawn);  // spaced-out markers on 100 points
+  CHECK(series_alike_without_colour(layout, styles).empty());
+  spec.markers = 0;  // no markers at all: two solid lines, colour alone tells them apart
+  plot::render_line_chart(spec, &layout, &styles);
+  CHECK(series_alike_without_colour(layout, styles).size() == 1);
+  // A reference label that has no free place (lines fill the band around it, the label longer
+  // than the legend column) lands on data, and the layout says so.
+  plot::LineChartSpec crowded;
+  for (int s = 0; s < 40; ++s) {
+    plot::Series series{"s" + std::to_string(s), {}, {}};
+    for (int i = 0; i < 60; ++i) series.x.push_back(i), series.y.push_back(1.0 + 0.0015 * (s - 20) + 0.0005 * std::sin(i + s));
+    crowded.series.push_back(series);
+  }
+  crowded.references = {{1.0, "a label wider than the legend"}};
+  crowded.height = 1400;
+  plot::render_line_chart(crowded, &layout, &styles);
+  CHECK(labels_over_data(layout).size() == 1);
+}
+
+TEST_CASE("C's window chart: c by offset and v by position, every head told apart without colour") {
+  RowSumsResult r;
+  r.run = "x";
+  r.n = 32;
+  r.layers = 1;
+  for (int h = 0; h < 4; ++h) {
+    RowSumsHead head;
+    head.head = h;
+    for (int k = 0; k < 63; ++k) head.c_by_offset.push_back(1.0 + (h % 2 ? -1 : 1) * 0.1 * std::tanh((k - 31) / 8.0));
+    for (int i = 0; i < 32; ++i) {
+      double total = 0;
+      for (int j = 0; j < 32; ++j) total += head.c_by_offset[j - i + 31];
+      head.c_prediction.push_back(total / 32);
+    }
+    r.heads.push_back(head);
+  }
+  const auto [c, v] = c_window_charts(r);
+  plot::ChartLayout layout;
+  checked_line_chart(c, layout);
+  checked_line_chart(v, layout);
 }
 
 TEST_CASE("summary.png: accuracy, curves, C and the probe on one page") {

@@ -67,7 +67,9 @@ TEST_CASE("the checker finds each kind of dangling reference") {
         "[up](../README.md#build-options)\n```\n[in code](nowhere.md)\n```\n");
   write(root / "ops/softmax.cpp",
         "// README \"Tests\", README \"Build options\", README \"Benchmarks\", README: Which one\n"
-        "// docs/b.md and docs/old.md\n");
+        "// docs/b.md and docs/old.md\n"
+        "// (README, 'Tests'), (README, 'Where position lives'), README's \u201cTests\u201d\n"
+        "// `docs/a.md`, \"Section one\"; a.md's 'Section two'; docs/a.md: \"Nowhere\"\n");
   // A user's downloaded data and a virtual environment are not the repository's text.
   write(root / "data/zinc-subset/README.md", "[gone](nowhere.md) `ops/missing.h`\n");
   write(root / ".venv/lib/x.py", "# see ops/missing.h\n");
@@ -77,7 +79,7 @@ TEST_CASE("the checker finds each kind of dangling reference") {
   std::string all;
   for (const auto& p : checker.problems()) all += describe(p) + "\n";
   INFO(all);
-  CHECK(checker.problems().size() == 8);
+  CHECK(checker.problems().size() == 11);
   CHECK(all.find("docs/b.md:1: link to 'a.md#section-two': no section with the anchor #section-two in docs/a.md") !=
         std::string::npos);
   CHECK(all.find("docs/b.md:1: link to 'c.md': no such file or folder") != std::string::npos);
@@ -87,8 +89,12 @@ TEST_CASE("the checker finds each kind of dangling reference") {
   CHECK(all.find("ops/softmax.cpp:1: README has no section \"Benchmarks\"") != std::string::npos);
   CHECK(all.find("ops/softmax.cpp:1: a README section cited as 'README: Which one") != std::string::npos);
   CHECK(all.find("ops/softmax.cpp:2: 'docs/old.md' names no file") != std::string::npos);
+  // Quoted section names in prose, after a comma or 's, in straight or curly quotes.
+  CHECK(all.find("ops/softmax.cpp:3: README has no section \"Where position lives\"") != std::string::npos);
+  CHECK(all.find("ops/softmax.cpp:4: docs/a.md has no section \"Section two\"") != std::string::npos);
+  CHECK(all.find("ops/softmax.cpp:4: docs/a.md has no section \"Nowhere\"") != std::string::npos);
   CHECK(all.find("nowhere.md") == std::string::npos);  // code blocks are not links
-  CHECK(references >= 14);
+  CHECK(references >= 19);
   fs::remove_all(root);
 }
 

@@ -163,11 +163,12 @@ TEST_CASE("repro synthetic: a column per encoding, a row per length, the probe l
   grid.pes = {"none", "sinusoidal", "alibi+urpe", "rope"};
   grid.lengths = {6, 9};
   grid.overrides = {"steps=2", "warmup=1", "eval_every=2", "valid_size=8", "batch=4"};
-  grid.probe_spread = [](const std::string& dir) {
+  grid.probe = [](const std::string& dir) {
     const ProbeRun run = probe_identical_tokens(load_run_model(dir, "test", {"encoder"}), ProbeOptions{});
-    double spread = 0;
-    for (const ProbeLayer& layer : run.layers) spread = std::max(spread, layer.spread);
-    return spread;
+    GridProbe probe;
+    for (const ProbeLayer& layer : run.layers) probe.spread = std::max(probe.spread, layer.spread);
+    probe.identical_accuracy = run.identical_token_accuracy;
+    return probe;
   };
   const std::vector<ResultRow> rows = run_synthetic_grid(grid, out, "synthetic");
   REQUIRE(rows.size() == 8);
@@ -182,6 +183,9 @@ TEST_CASE("repro synthetic: a column per encoding, a row per length, the probe l
   CHECK(md.find("| task | V | n | none | sinusoidal | alibi+urpe | rope |") != std::string::npos);
   CHECK(md.find("| pi | 100 | 6 |") != std::string::npos);
   CHECK(md.find("| pi | 100 | 9 |") != std::string::npos);
+  // Under each PI row, the same models on identical tokens; Theorem 2 bounds noPE and RoPE by 1/n.
+  CHECK(md.find("| pi (identical tokens) | 100 | 6 | 16.67 |") != std::string::npos);
+  CHECK(md.find("| pi (identical tokens) | 100 | 9 | 11.11 |") != std::string::npos);
   // Self-explanatory: the command, the setting of each row, where and when it ran.
   CHECK(md.find("`urpe repro synthetic --scale tiny --seeds 1 --tasks pi --pes none,sinusoidal,alibi+urpe,rope "
                 "--lengths 6,9`: scale `tiny`") != std::string::npos);

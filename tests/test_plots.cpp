@@ -526,14 +526,14 @@ TEST_CASE("plots: reference lines are drawn across the plot and labelled") {
 TEST_CASE("plots: a log axis shows zero in a band labelled 0, not as a made-up decade") {
   LineChartSpec s;
   s.log_y = true;
-  s.zero_band = "0 (below float rounding)";
+  s.zero_band = "exactly 0";
   s.integer_x = true;
   s.series = {{"noPE", {0, 1, 2}, {0, 2e-7, 3e-7}}, {"URPE", {0, 1, 2}, {0, 0.09, 1.98}}};
   ChartLayout layout;
   const Canvas c = render_line_chart(s, &layout);
   CHECK(layout.zero_band_row > layout.plot.y + layout.plot.h / 2);
   CHECK(pixels_of(c, colors::band, layout.plot) > 1000);
-  CHECK(has_text(c, "0 (below float rounding)"));
+  CHECK(has_text(c, "exactly 0"));
   bool zero_tick = false, fake_decade = false;
   for (const Canvas::TextRecord& t : c.texts()) {
     zero_tick = zero_tick || t.text == "0";
@@ -544,6 +544,10 @@ TEST_CASE("plots: a log axis shows zero in a band labelled 0, not as a made-up d
   // Both series' zeros sit in the band: each colour has pixels on the band's row.
   for (size_t k = 0; k < 2; ++k)
     CHECK(pixels_of(c, series_color(k), {layout.plot.x, layout.zero_band_row - 3, layout.plot.w, 7}) > 5);
+  // No segment crosses the axis break (white rows between the band and the axis): a line from the
+  // band's 0 to 2e-7 would pass through values nobody measured, a made-up "layer 0.4".
+  for (size_t k = 0; k < 2; ++k)
+    CHECK(pixels_of(c, series_color(k), {layout.plot.x + 1, layout.zero_band_row - 22, layout.plot.w - 2, 8}) == 0);
   // Without zero_band the zeros are skipped as before, and no band is drawn.
   s.zero_band.clear();
   const Canvas plain = render_line_chart(s, &layout);
@@ -585,6 +589,8 @@ TEST_CASE("plots: colour bars carry a tick per nice step, the centre among them"
   CHECK(t.back() <= 2.2);
   const std::vector<double> u = colorbar_ticks(-1, 0.13, 1);  // an odd centre joins the nice steps
   CHECK(std::find(u.begin(), u.end(), 0.13) != u.end());
+  // No tick within 3/4 of a step of another: their labels would touch ("0.05" over "0.05").
+  for (size_t k = 1; k < u.size(); ++k) CHECK(u[k] - u[k - 1] >= 0.75 * 0.5 - 1e-9);
   HeatmapSpec h;
   h.rows = h.cols = 32;
   h.center = 1;

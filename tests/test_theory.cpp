@@ -264,6 +264,60 @@ TEST_CASE("Proposition 4: A·1 = (1, (n−1)/n, …, 1/n) to float precision, al
 
 // ---- row sums ----
 
+TEST_CASE("your own C in the construction (--c): what it gives every position, and when it fails") {
+  // A symmetric C (here all ones, or a linear tilt of 0) gives every position the same output.
+  const ToeplitzC flat = parse_toeplitz_c("linear:0", 6, "test");
+  const ConstructionResult same = proposition4_construction(6, &flat);
+  CHECK(same.min_gap < 1e-6);
+  CHECK(construction_report(same).find("get the same multiple of u") != std::string::npos);
+  CHECK(construction_report(same).find("Changed from Proposition 4's C") != std::string::npos);
+  // A tilt separates them: v_i = 1 + A·(n − 1 − 2i)/(2(n − 1)), steps of A/(n − 1).
+  const ToeplitzC tilt = parse_toeplitz_c("linear:0.5", 6, "test");
+  const ConstructionResult r = proposition4_construction(6, &tilt);
+  for (int64_t i = 0; i < 6; ++i) {
+    CHECK(r.closed_form[i] == doctest::Approx(1.0 + 0.5 * (5.0 - 2.0 * i) / 10.0));
+    CHECK(r.row_sums[i] == doctest::Approx(r.closed_form[i]).epsilon(1e-6));
+    CHECK(r.output_scale[i] == doctest::Approx(r.closed_form[i]).epsilon(1e-6));
+  }
+  CHECK(r.min_gap == doctest::Approx(0.1).epsilon(1e-5));
+  CHECK(construction_report(r).find("URPE gives every position a different multiple of u") != std::string::npos);
+  // The default is Proposition 4's C, and its report keeps the closed form (n − i)/n.
+  const ConstructionResult p4 = proposition4_construction(4);
+  CHECK(p4.c.spec == "upper");
+  CHECK(construction_report(p4).find("(n − i)/n") != std::string::npos);
+  CHECK(p4.min_gap == doctest::Approx(0.25));
+  // random is seeded; a file holds 2n − 1 numbers, offsets −(n − 1) first.
+  CHECK(parse_toeplitz_c("random:7", 5, "t").values == parse_toeplitz_c("random:7", 5, "t").values);
+  CHECK(parse_toeplitz_c("random:7", 5, "t").values != parse_toeplitz_c("random:8", 5, "t").values);
+  const std::string dir = temp_dir("c_file");
+  make_directories(dir);
+  write_text_atomic(join_path(dir, "c.txt"), "0, 0, 1\n2 3\n");
+  CHECK(parse_toeplitz_c(join_path(dir, "c.txt"), 3, "t").values == std::vector<float>{0, 0, 1, 2, 3});
+  CHECK_THROWS_WITH_AS(parse_toeplitz_c(join_path(dir, "c.txt"), 4, "urpe theory construction"),
+                       doctest::Contains("holds 5 numbers; n = 4 needs 2n - 1 = 7"), Error);
+  CHECK_THROWS_WITH_AS(parse_toeplitz_c("linear:x", 4, "urpe theory construction"),
+                       doctest::Contains("the slope 'x' is not a finite number"), Error);
+  CHECK_THROWS_WITH_AS(parse_toeplitz_c("lower", 4, "urpe theory construction"),
+                       doctest::Contains("expected upper, ones, linear:A, random[:SEED] or a file"), Error);
+}
+
+TEST_CASE("theory rowsums --c: C's row sums without a run, in under a second, with its picture") {
+  const std::string out = temp_dir("rowsums_c");
+  const urpe::test::CliResult r = run_urpe("theory rowsums --c linear:0.5 --n 6 --out " + out);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK(r.output.find("Every v_i differs (closest: positions") != std::string::npos);
+  CHECK(path_exists(join_path(out, "plots/c_window.png")));
+  CHECK(path_exists(join_path(out, "rowsums.json")));
+  const urpe::test::CliResult flat = run_urpe("theory rowsums --c ones --n 6 --out " + out);
+  CHECK(flat.output.find("get the same row sum") != std::string::npos);
+  const urpe::test::CliResult both = run_urpe("theory rowsums --c ones --run " + out + " --out " + out);
+  CHECK(both.code != 0);
+  CHECK(both.output.find("not both") != std::string::npos);
+  const urpe::test::CliResult n_alone = run_urpe("theory rowsums --run " + out + " --n 4 --out " + out);
+  CHECK(n_alone.output.find("--n goes with --c") != std::string::npos);
+}
+
 TEST_CASE("C's prediction v_i = (1/n) Σ_j C[i,j] through the bucket map") {
   // One head, n = 3, Toeplitz map (j − i) + 2, upper-triangular ones: v = (1, 2/3, 1/3).
   const std::vector<float> c = {0, 0, 1, 1, 1};

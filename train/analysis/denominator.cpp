@@ -133,24 +133,46 @@ std::vector<DenominatorRun> run_denominator(const DenominatorPlan& plan, const s
 
   write_text_atomic(join_path(out_dir, "denominator.json"), denominator_to_json(runs, plan).dump(2) + "\n");
   write_text_atomic(join_path(out_dir, "denominator.md"), denominator_markdown(runs, plan));
-  plot::LineChartSpec spec;
-  spec.title = "Training loss per step, seed 1 of " + std::to_string(plan.seeds) + " (" + plan.preset + ")";
-  spec.x_label = "step";
-  spec.y_label = "cross-entropy";
-  spec.log_y = true;
-  spec.markers = 0;
-  if (!runs.empty()) spec.references = pi_chance_loss_lines(config_from_text(read_text_file(join_path(runs[0].dir, "config.txt")), runs[0].dir));
+  // One panel per variant, every seed in it, on one linear scale: spikes compare across panels.
+  std::vector<std::string> names;
+  double highest = 0;
   for (const DenominatorRun& r : runs) {
-    if (r.seed != 1) continue;
-    plot::Series s;
-    s.name = r.variant + (r.first_nonfinite_step ? " (non-finite at " + std::to_string(r.first_nonfinite_step) + ")" : "");
-    for (size_t t = 0; t < r.losses.size(); ++t) {
-      s.x.push_back(static_cast<double>(t + 1));
-      s.y.push_back(r.losses[t]);
-    }
-    spec.series.push_back(s);
+    if (std::find(names.begin(), names.end(), r.variant) == names.end()) names.push_back(r.variant);
+    for (float loss : r.losses)
+      if (std::isfinite(loss)) highest = std::max(highest, static_cast<double>(loss));
   }
-  plot::line_chart(join_path(join_path(out_dir, "plots"), "denominator_loss.png"), spec);
+  std::vector<plot::Canvas> panels;
+  for (const std::string& variant : names) {
+    plot::LineChartSpec spec;
+    spec.title = variant;
+    spec.x_label = "step";
+    spec.y_label = "training loss, cross-entropy (nats)";
+    spec.y_min = 0;
+    spec.y_max = highest;
+    spec.width = 760;
+    spec.height = 500;
+    spec.x_min = 0;
+    for (const DenominatorRun& r : runs) {
+      if (r.variant != variant) continue;
+      if (spec.references.empty()) spec.references = pi_chance_loss_lines(config_from_text(read_text_file(join_path(r.dir, "config.txt")), r.dir));
+      plot::Series s;
+      s.name = "seed " + std::to_string(r.seed) + (r.first_nonfinite_step ? " (non-finite at " + std::to_string(r.first_nonfinite_step) + ")" : "");
+      for (size_t t = 0; t < r.losses.size(); ++t) {
+        s.x.push_back(static_cast<double>(t + 1));
+        s.y.push_back(r.losses[t]);
+      }
+      spec.series.push_back(s);
+    }
+    bool drawable = false;  // a variant whose every loss overflowed has nothing to draw
+    for (const plot::Series& s : spec.series)
+      for (double y : s.y) drawable = drawable || std::isfinite(y);
+    panels.push_back(drawable ? plot::render_line_chart(spec)
+                              : plot::render_caption(variant + ": no finite training loss in any seed", spec.width));
+  }
+  if (!panels.empty())
+    plot::render_page("Training loss per step, every seed (" + plan.preset + "): URPE with softmax, URPE and RPE without the denominator",
+                      {panels})
+        .save_png(join_path(join_path(out_dir, "plots"), "denominator_loss.png"));
   return runs;
 }
 

@@ -246,10 +246,10 @@ plot::LineChartSpec probe_chart(const std::vector<ProbeRun>& runs) {
   spec.x_label = "layer (0 = input to block 1)";
   spec.y_label = "max |h_i - h_j| / mean |h_i|";
   spec.log_y = true;
-  spec.zero_band = "0 (below float rounding)";
+  spec.zero_band = "exactly 0";
   spec.markers = 1;
   spec.integer_x = true;
-  spec.references = {{kSpreadBound, "Theorem 2: spread ≤ 1e-5"}};
+  spec.references = {{kSpreadBound, "1e-5: float rounding (theorem: 0)"}};
   // Legends name the encoding; the run's name only where two runs share one (seeds, presets).
   std::vector<std::string> names;
   for (const ProbeRun& r : runs) names.push_back(encoding_display_name(r.pe) + (r.step == 0 && !untrained ? " (untrained)" : ""));

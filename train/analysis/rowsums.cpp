@@ -11,6 +11,7 @@
 #include "data/synthetic.h"
 #include "models/positional.h"
 #include "ops/reduce.h"
+#include "ops/urpe_attention.h"
 #include "tensor/rng.h"
 #include "train/analysis/probe.h"
 #include "train/families/encoder/encoder_trainer.h"
@@ -81,9 +82,10 @@ RowSumsResult learned_row_sums(const AnalysisModel& model, const RowSumsOptions&
   const int64_t n = r.n, heads = c.heads;
 
   // C's prediction, from the table and the map the encoder gathers it through.
-  const std::vector<std::vector<double>> v =
-      c_row_means(encoder.c_table().to_vector_f32(), heads,
-                  relative_bucket_map(n, c.urpe_kind, true).to_vector_i32(), n);
+  const std::vector<float> c_table = encoder.c_table().to_vector_f32();
+  const std::vector<int32_t> c_map = relative_bucket_map(n, c.urpe_kind, true).to_vector_i32();
+  const std::vector<std::vector<double>> v = c_row_means(c_table, heads, c_map, n);
+  const int64_t buckets = static_cast<int64_t>(c_table.size()) / heads;
 
   std::vector<std::vector<std::vector<double>>> identical(
       heads, std::vector<std::vector<double>>(c.layers, std::vector<double>(n, 0.0)));
@@ -116,6 +118,10 @@ RowSumsResult learned_row_sums(const AnalysisModel& model, const RowSumsOptions&
     RowSumsHead head;
     head.head = h;
     head.c_prediction = v[h];
+    for (int64_t k = 0; k < 2 * n - 1; ++k) {  // offset k − (n − 1): the pair (0, k − n + 1) or (n − 1 − k, 0)
+      const int64_t i = k < n - 1 ? n - 1 - k : 0, j = k < n - 1 ? 0 : k - (n - 1);
+      head.c_by_offset.push_back(c_table[h * buckets + c_map[i * n + j]]);
+    }
     head.min_gap = INFINITY;
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = i + 1; j < n; ++j)
@@ -164,11 +170,87 @@ std::string rowsums_report(const RowSumsResult& r) {
           << pad(ends_text(h.real[l]), 18) << "  " << pad(deviations, 15) << "  " << between << "\n";
     }
   }
+  const auto [later_identical, later_task] = later_layers_against_first(r);
+  if (std::isfinite(later_identical)) {
+    char line[256];
+    const std::string later = r.layers == 2 ? "Layer 2" : "Layers 2 to " + std::to_string(r.layers);
+    std::snprintf(line, sizeof line,
+                  " against layer 1 on identical tokens (there A = softmax(B) ⊙ C exactly): max |A·1 − layer 1's| "
+                  "%.4f on identical tokens, %.4f on task data.\n",
+                  later_identical, later_task);
+    out << "\n" << later << line;
+  }
   int64_t distinct = 0;
   for (const RowSumsHead& h : r.heads) distinct += h.min_gap > 0;
   out << "\n" << distinct << " of " << r.heads.size()
       << " heads have all v_i distinct (smallest gap > 0): their C alone separates every position.\n"
          "With C ≡ 1 (RPE) every A·1 is exactly 1.\n";
+  return out.str();
+}
+
+std::pair<double, double> later_layers_against_first(const RowSumsResult& r) {
+  if (r.layers < 2) return {NAN, NAN};
+  double identical = 0, task = 0;
+  for (const RowSumsHead& h : r.heads)
+    for (int64_t l = 1; l < r.layers; ++l) {
+      identical = std::max(identical, largest_difference(h.identical[l], h.identical[0]));
+      task = std::max(task, largest_difference(h.real[l], h.identical[0]));
+    }
+  return {identical, task};
+}
+
+RowSumsResult c_only_row_sums(const std::string& name, const std::vector<float>& c_by_offset, int64_t n) {
+  URPE_CHECK(c_by_offset.size() == static_cast<size_t>(2 * n - 1),
+             "urpe theory rowsums: C has " << c_by_offset.size() << " values for n = " << n);
+  RowSumsResult r;
+  r.run = name;
+  r.n = n;
+  RowSumsHead head;
+  for (float c : c_by_offset) head.c_by_offset.push_back(c);
+  const std::vector<int32_t> map = toeplitz_map(n, n).to_vector_i32();
+  head.c_prediction = c_row_means(c_by_offset, 1, map, n)[0];
+  head.min_gap = n < 2 ? 0 : INFINITY;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = i + 1; j < n; ++j)
+      if (std::fabs(head.c_prediction[i] - head.c_prediction[j]) < head.min_gap) {
+        head.min_gap = std::fabs(head.c_prediction[i] - head.c_prediction[j]);
+        head.gap_i = i;
+        head.gap_j = j;
+      }
+  r.heads = {head};
+  return r;
+}
+
+std::string c_only_rowsums_report(const RowSumsResult& r, const std::string& description) {
+  const RowSumsHead& h = r.heads.at(0);
+  std::ostringstream out;
+  out << r.run << " (" << description << "), n = " << r.n
+      << ": v_i = (1/n) Σ_j C[i,j], the row sums A·1 when the softmax is uniform (B = 0, no content);\n"
+         "row i averages c over the offsets j − i = −i … n − 1 − i.\n\n"
+      << pad("i", 5, true) << "  " << pad("v_i", 12, true) << "  " << pad("v_i − v_(i−1)", 14, true) << "\n";
+  char line[160];
+  for (int64_t i = 0; i < r.n; ++i) {
+    if (i == 0) std::snprintf(line, sizeof line, "%5lld  %12.6f\n", 0LL, h.c_prediction[0]);
+    else
+      std::snprintf(line, sizeof line, "%5lld  %12.6f  %14.6f\n", static_cast<long long>(i), h.c_prediction[i],
+                    h.c_prediction[i] - h.c_prediction[i - 1]);
+    out << line;
+  }
+  if (r.n < 2) {
+    out << "\nOne position: nothing to tell apart.\n";
+  } else if (h.min_gap > 1e-6) {
+    std::snprintf(line, sizeof line,
+                  "\nEvery v_i differs (closest: positions %lld and %lld, %.3g apart): this C alone separates every "
+                  "position.\n",
+                  static_cast<long long>(h.gap_i), static_cast<long long>(h.gap_j), h.min_gap);
+    out << line;
+  } else {
+    std::snprintf(line, sizeof line,
+                  "\nPositions %lld and %lld get the same row sum (%.3g apart): this C alone cannot tell them apart.\n",
+                  static_cast<long long>(h.gap_i), static_cast<long long>(h.gap_j), h.min_gap);
+    out << line;
+  }
+  out << "With C ≡ 1 (RPE) every v_i is exactly 1.\n";
   return out.str();
 }
 
@@ -187,7 +269,8 @@ json::Value rowsums_to_json(const RowSumsResult& r) {
       layers.push(row);
     }
     json::Value row = json::Value::object();
-    row.set("head", h.head).set("c_prediction", array(h.c_prediction)).set("min_gap", h.min_gap)
+    row.set("head", h.head).set("c_by_offset", array(h.c_by_offset)).set("c_prediction", array(h.c_prediction))
+        .set("min_gap", h.min_gap)
         .set("min_gap_positions", json::Value::array().push(h.gap_i).push(h.gap_j)).set("layers", layers);
     heads.push(row);
   }
@@ -215,6 +298,41 @@ plot::LineChartSpec rowsums_chart(const RowSumsResult& r, size_t head_index) {
   return spec;
 }
 
+std::pair<plot::LineChartSpec, plot::LineChartSpec> c_window_charts(const RowSumsResult& r) {
+  plot::LineChartSpec c, v;
+  c.title = "c[j - i]: the learned C along one row, per head";
+  c.x_label = "offset j - i (key minus query)";
+  c.y_label = "c[j - i]";
+  c.integer_x = true;
+  c.references = {{1.0, "C = 1 (RPE)"}};
+  v.title = "v_i = mean of c[j - i] over the keys j = 0 ... n - 1";
+  v.x_label = "query position i";
+  v.y_label = "v_i";
+  v.integer_x = true;
+  v.references = c.references;
+  for (const RowSumsHead& h : r.heads) {
+    plot::Series offsets{"head " + std::to_string(h.head), {}, h.c_by_offset};
+    for (int64_t k = 0; k < 2 * r.n - 1; ++k) offsets.x.push_back(static_cast<double>(k - (r.n - 1)));
+    plot::Series means{"head " + std::to_string(h.head), {}, h.c_prediction};
+    for (int64_t i = 0; i < r.n; ++i) means.x.push_back(static_cast<double>(i));
+    c.series.push_back(offsets);
+    v.series.push_back(means);
+  }
+  const std::string last = std::to_string(r.n - 1);
+  c.notes = {"row i sees the offsets -i ... " + last + " - i: at i = 0 the right half (0 ... " + last +
+             "), at i = " + last + " the left half (-" + last + " ... 0)"};
+  v.notes = {"v_i averages the left panel over row i's window: where c is larger to the right, v falls as i grows"};
+  c.width = v.width = 800;
+  c.height = v.height = 520;
+  return {c, v};
+}
+
+plot::Canvas render_c_window_page(const RowSumsResult& r) {
+  const auto [c, v] = c_window_charts(r);
+  return plot::render_page("Why C's tilt carries position: " + r.run + " (step " + std::to_string(r.step) + ")",
+                           {{plot::render_line_chart(c), plot::render_line_chart(v)}});
+}
+
 std::vector<std::string> draw_rowsums_plots(const std::string& plot_dir, const RowSumsResult& r) {
   std::vector<std::string> paths;
   for (size_t k = 0; k < r.heads.size(); ++k) {
@@ -222,6 +340,9 @@ std::vector<std::string> draw_rowsums_plots(const std::string& plot_dir, const R
     plot::line_chart(path, rowsums_chart(r, k));
     paths.push_back(path);
   }
+  const std::string window = join_path(plot_dir, "c_window.png");
+  render_c_window_page(r).save_png(window);
+  paths.push_back(window);
   return paths;
 }
 

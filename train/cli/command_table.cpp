@@ -219,23 +219,31 @@ std::vector<CommandSpec> command_table() {
        "Theorem 2: for noPE and RPE the spread is 0 up to float rounding (<= 1e-5) at every layer and the\n"
        "accuracy is at most 1/n; APE and a trained URPE are not bound by it.\n"});
   theory.subcommands.push_back(
-      {"theory construction", "theory construction [--n N] [--out DIR]",
+      {"theory construction", "theory construction [--n N] [--c SPEC] [--out DIR]",
        "Proposition 4: the explicit URPE layer whose row sums are (1, (n-1)/n, ..., 1/n)",
        {{"n", "N", "8", "sequence length", {1, 4096}},
+        {"c", "SPEC", "upper", "the Toeplitz C: upper, ones, linear:A, random[:SEED] or a file of 2n - 1 numbers"},
         {"out", "DIR", "runs/theory", "writes DIR/construction.json and DIR/plots/construction.png"}},
        run_theory_construction, "",
        "Builds one attention layer with the engine's SelfAttention and URPE core: W_Q = W_K = 0, B = 0, C the\n"
        "upper-triangular ones, W_V = W_O = I, and prints A·1 beside the closed form (n - i)/n, the layer's\n"
-       "output for identical tokens, and A·1 with C = 1 (all ones: RPE).\n"});
+       "output for identical tokens, and A·1 with C = 1 (all ones: RPE). --c puts your own C in the layer,\n"
+       "c at the offsets j - i = -(n-1) ... n-1: upper (Proposition 4's), ones (RPE), linear:A (1 + A(j - i)/(n - 1)),\n"
+       "random[:SEED] (uniform in [0, 2]) or FILE (2n - 1 numbers, offset -(n-1) first); the report then says\n"
+       "whether it still gives every position its own output, and which two positions come closest.\n"});
   theory.subcommands.push_back(
-      {"theory rowsums", "theory rowsums --run DIR [--tokens N] [--sequences N] [--out DIR]",
+      {"theory rowsums", "theory rowsums --run DIR [--tokens N] [--sequences N] | --c SPEC [--n N] [--out DIR]",
        "row sums A·1 of a trained URPE encoder per layer and head, and C's prediction (1/n) sum_j C[i,j]",
        {{"run", "DIR", "", "a run directory of an encoder with pe = urpe"},
+        {"c", "SPEC", "", "instead of --run: a C of your own (as in theory construction), its v_i and c_window.png"},
+        {"n", "N", "32", "with --c: sequence length", {1, 4096}},
         {"tokens", "N", "64", "identical-token sequences: every token value when vocab <= N, else a sample of N"},
         {"sequences", "N", "256", "sequences of the run's task (fresh draws)"},
         {"seed", "N", "1", "seed of the token sample and the task sequences"},
-        {"out", "DIR", "runs/theory", "writes DIR/rowsums.json and DIR/plots/rowsums_head<h>.png"}},
-       run_theory_rowsums, "", ""});
+        {"out", "DIR", "runs/theory", "writes DIR/rowsums.json, DIR/plots/rowsums_head<h>.png and DIR/plots/c_window.png"}},
+       run_theory_rowsums, "",
+       "With --c the command needs no run: it prints v_i = (1/n) sum_j c[j - i] per position (the row sums under a\n"
+       "uniform softmax), says whether every v_i differs, and draws c against the offset beside v_i.\n"});
   theory.subcommands.push_back(
       {"theory denominator", "theory denominator [--preset NAME] [--seeds K] [--set KEY=VALUE]... [--out DIR]",
        "train URPE next to attention without the softmax denominator (attention_norm = exp)",

@@ -19,6 +19,7 @@ int run_demo(const Args& args) {
   grid.device = args.get("device", "cpu");
   grid.first_seed = args.get_int("seed", 1);
   grid.seeds = 1;
+  grid.probe = [](const std::string& dir) { return grid_probe(dir, "urpe demo"); };
   for (const std::string& set : args.all("set")) {
     const std::string key = set.substr(0, set.find('='));
     URPE_CHECK(key != "task" && key != "pe" && key != "vocab" && key != "seed" && key != "device",

@@ -1,7 +1,11 @@
 // Claiming or reopening a grid command's --out (see grid_output.h).
 #include "train/cli/grid_output.h"
 
+#include <algorithm>
+
 #include "tensor/error.h"
+#include "train/analysis/analysis_model.h"
+#include "train/analysis/probe.h"
 #include "train/loop/run_control.h"
 
 namespace urpe::cli {
@@ -42,6 +46,14 @@ GridOutput::GridOutput(const Args& args, const std::string& out) {
 int GridOutput::finish() {
   if (claim_) claim_->done();
   return stop_signal() != 0 ? stop_exit_code() : 0;
+}
+
+GridProbe grid_probe(const std::string& run_dir, const std::string& command) {
+  const ProbeRun run = probe_identical_tokens(load_run_model(run_dir, command, {"encoder"}), ProbeOptions{});
+  GridProbe probe;
+  for (const ProbeLayer& layer : run.layers) probe.spread = std::max(probe.spread, layer.spread);
+  probe.identical_accuracy = run.identical_token_accuracy;
+  return probe;
 }
 
 }  // namespace urpe::cli

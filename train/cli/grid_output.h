@@ -8,6 +8,7 @@
 #include "train/cli/command_line.h"
 #include "train/io/run_dir.h"
 #include "train/repro/grid_cells.h"
+#include "train/repro/synthetic.h"
 
 namespace urpe::cli {
 
@@ -30,5 +31,9 @@ class GridOutput {
 // The command line that continues `args`'s grid: the same command, words and options, with --resume
 // (and without --overwrite).
 std::string grid_continue_command(const Args& args);
+
+// Theorem 2's probe of a finished synthetic run (`urpe theory probe` with its defaults): the largest
+// hidden-state spread over its layers and the accuracy on identical tokens (SyntheticGrid::probe).
+GridProbe grid_probe(const std::string& run_dir, const std::string& command);
 
 }  // namespace urpe::cli

@@ -89,13 +89,6 @@ std::vector<std::string> parse_tasks(const std::string& text) {
   return tasks;
 }
 
-// Theorem 2's probe of one finished run: its largest spread over layers.
-double run_probe_spread(const std::string& dir) {
-  const ProbeRun run = probe_identical_tokens(load_run_model(dir, "urpe repro synthetic", {"encoder"}), ProbeOptions{});
-  double spread = 0;
-  for (const ProbeLayer& layer : run.layers) spread = std::max(spread, layer.spread);
-  return spread;
-}
 
 // --data and --corpus name existing paths, checked the way `urpe train` checks the same keys
 // ("embedded" names the stand-in urpe ships: allowed at every scale, said so at paper scale).
@@ -378,7 +371,7 @@ int run_repro(const Args& args) {
     SyntheticGrid grid = synthetic_plan(request, args);
     const std::vector<PlannedRun> runs = planned_synthetic_runs(grid);
     if (dry_run) return print_dry_run("urpe repro synthetic --scale " + request.scale, runs);
-    grid.probe_spread = run_probe_spread;
+    grid.probe = [](const std::string& dir) { return grid_probe(dir, "urpe repro synthetic"); };
     GridOutput output(args, out);
     run_synthetic_grid(grid, out, "synthetic", output.continuation());
     append_sources(out, runs);

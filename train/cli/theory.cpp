@@ -83,7 +83,9 @@ int run_theory_probe(const Args& args) {
 }
 
 int run_theory_construction(const Args& args) {
-  const ConstructionResult r = proposition4_construction(args.get_int("n", 8));
+  const int64_t n = args.get_int("n", 8);
+  const ToeplitzC c = parse_toeplitz_c(args.get("c", "upper"), n, "urpe theory construction");
+  const ConstructionResult r = proposition4_construction(n, &c);
   const std::string out = prepare_out(args);
   std::printf("%s", construction_report(r).c_str());
   json::write_file(join_path(out, "construction.json"), construction_to_json(r));
@@ -95,7 +97,22 @@ int run_theory_construction(const Args& args) {
 
 int run_theory_rowsums(const Args& args) {
   const std::string command = "urpe theory rowsums";
-  URPE_CHECK(args.has("run"), command << ": --run DIR is required (a run of an encoder with pe = urpe)");
+  URPE_CHECK(args.has("run") != args.has("c"),
+             command << ": name a trained model with --run DIR (an encoder with pe = urpe) or a C of your own with --c SPEC"
+                     << (args.has("run") ? ", not both" : ""));
+  URPE_CHECK(!args.has("n") || args.has("c"), command << ": --n goes with --c (a run has its own n)");
+  if (args.has("c")) {  // C alone: what its row sums would be under a uniform softmax
+    const int64_t n = args.get_int("n", 32);
+    const ToeplitzC c = parse_toeplitz_c(args.get("c"), n, command);
+    const RowSumsResult r = c_only_row_sums("C = " + c.spec, c.values, n);
+    const std::string out = prepare_out(args);
+    std::printf("%s", c_only_rowsums_report(r, c.description).c_str());
+    json::write_file(join_path(out, "rowsums.json"), rowsums_to_json(r));
+    const std::string window = join_path(join_path(out, "plots"), "c_window.png");
+    render_c_window_page(r).save_png(window);
+    std::printf("\nwrote %s and %s\n", join_path(out, "rowsums.json").c_str(), window.c_str());
+    return 0;
+  }
   RowSumsOptions options;
   options.max_tokens = positive(args, "tokens", 64, 100000);
   options.real_sequences = positive(args, "sequences", 256, 1000000);
@@ -106,8 +123,8 @@ int run_theory_rowsums(const Args& args) {
   std::printf("%s", rowsums_report(r).c_str());
   json::write_file(join_path(out, "rowsums.json"), rowsums_to_json(r));
   const std::vector<std::string> plots = draw_rowsums_plots(join_path(out, "plots"), r);
-  std::printf("\nwrote %s and %s … %s\n", join_path(out, "rowsums.json").c_str(), plots.front().c_str(),
-              plots.back().c_str());
+  std::printf("\nwrote %s, %s … %s and %s\n", join_path(out, "rowsums.json").c_str(), plots.front().c_str(),
+              plots[plots.size() - 2].c_str(), plots.back().c_str());
   return 0;
 }
 

@@ -310,12 +310,33 @@ plot::LineChartSpec grid_curves_chart(const std::string& task, const std::vector
                 (seeds == 1 ? ", 1 seed)" : ", seed 1 of " + std::to_string(seeds) + ")");
   chart.x_label = "step";
   chart.y_label = "accuracy (%)";
+  chart.x_min = 0;
   chart.references = grid_chance_lines(curves, task);
   for (const RunCurve& c : curves) {
     if (c.task != task || c.seed != 1) continue;
     chart.series.push_back(metric_series(read_metrics(join_path(c.dir, "metrics.csv")), "valid", false,
                                          display_name(c.pe) + (vocabs.size() == 1 ? "" : " V=" + std::to_string(c.vocab)),
                                          100.0));
+  }
+  return chart;
+}
+
+plot::LineChartSpec grid_loss_chart(const std::string& task, const std::vector<RunCurve>& curves) {
+  plot::LineChartSpec chart = grid_curves_chart(task, curves);
+  const std::string accuracy = "Validation accuracy during training";
+  chart.title = "Validation loss" + chart.title.substr(accuracy.size());
+  chart.y_label = "cross-entropy (nats)";
+  chart.references.clear();
+  chart.series.clear();
+  std::vector<int64_t> vocabs;
+  for (const RunCurve& c : curves)
+    if (c.task == task && c.seed == 1 && std::find(vocabs.begin(), vocabs.end(), c.vocab) == vocabs.end())
+      vocabs.push_back(c.vocab);
+  for (const RunCurve& c : curves) {
+    if (c.task != task || c.seed != 1) continue;
+    chart.series.push_back(metric_series(read_metrics(join_path(c.dir, "metrics.csv")), "valid", true,
+                                         display_name(c.pe) + (vocabs.size() == 1 ? "" : " V=" + std::to_string(c.vocab))));
+    if (chart.references.empty()) chart.references = pi_chance_loss_lines(run_config(c.dir));
   }
   return chart;
 }
@@ -329,7 +350,32 @@ std::vector<plot::HeatmapSpec> grid_c_panels(const std::string& task, const std:
   const TensorFile file = load_safetensors(join_path(urpe_run->dir, "model.safetensors"));
   const Config config = config_of_checkpoint(file);
   if (title) *title = "Learned URPE matrix C per head (" + title_of(config) + ", seed " + config.get_string("seed") + ")";
-  return table_panels(file, config, "urpe_c", "urpe_kind", 1.0);
+  std::vector<plot::HeatmapSpec> panels = table_panels(file, config, "urpe_c", "urpe_kind", 1.0);
+  for (plot::HeatmapSpec& p : panels) p.value_label = "C[i,j] = c[j - i]";
+  return panels;
+}
+
+// The URPE run's B per head, beside its C (the paper's Figure 2 shows both).
+static std::vector<plot::HeatmapSpec> grid_b_panels(const std::string& task, const std::vector<RunCurve>& curves) {
+  const RunCurve* urpe_run = nullptr;
+  for (const RunCurve& c : curves)
+    if (c.task == task && c.seed == 1 && c.pe == "urpe" && (!urpe_run || c.vocab > urpe_run->vocab)) urpe_run = &c;
+  if (!urpe_run) return {};
+  const TensorFile file = load_safetensors(join_path(urpe_run->dir, "model.safetensors"));
+  std::vector<plot::HeatmapSpec> panels = table_panels(file, config_of_checkpoint(file), "rel_pos_bias", "rpe_kind", 0.0);
+  for (plot::HeatmapSpec& p : panels) p.value_label = "B[i,j] = b[j - i]";
+  return panels;
+}
+
+// Under the C and B matrices: how to read them, and what their corners are.
+static std::string c_caption(int64_t n) {
+  const std::string last = std::to_string(n - 1), seventh = std::to_string(n - 7);
+  return "Each matrix is Toeplitz: entry (i, j) holds the table's value for the offset j - i, constant along every "
+         "diagonal, so row i of C is the table seen through the window of offsets -i ... " + last + " - i, which slides "
+         "with the query: that is how C gives each position its own row sum. The corner stripes are the longest "
+         "offsets: +" + last + " occurs in one cell, (0, " + last + "), and only row 0 reads it; -" + last +
+         " only row " + last + "; +-" + seventh + " in 7 cells. Each corner entry shapes the row sums of a few "
+         "positions at one end and nothing else, so it is free to take values far from its neighbours'.";
 }
 
 std::vector<std::string> draw_grid_plots(const std::string& out_dir, const std::vector<ResultRow>& rows,
@@ -348,12 +394,20 @@ std::vector<std::string> draw_grid_plots(const std::string& out_dir, const std::
     if (std::find(tasks.begin(), tasks.end(), c.task) == tasks.end()) tasks.push_back(c.task);
   for (const std::string& task : tasks) {
     written.push_back(join_path(plots, "curves_" + task + ".png"));
-    plot::line_chart(written.back(), grid_curves_chart(task, curves));
+    plot::LineChartSpec accuracy = grid_curves_chart(task, curves), loss = grid_loss_chart(task, curves);
+    accuracy.width = loss.width = 820;
+    plot::render_page("", {{plot::render_line_chart(accuracy), plot::render_line_chart(loss)}}).save_png(written.back());
     std::string title;
     const std::vector<plot::HeatmapSpec> panels = grid_c_panels(task, curves, &title);
     if (!panels.empty()) {
       written.push_back(join_path(plots, "urpe_c_" + task + ".png"));
-      plot::heatmap_grid(written.back(), panels, static_cast<int>(std::min<size_t>(panels.size(), 4)), title, true);
+      const int columns = static_cast<int>(std::min<size_t>(panels.size(), 4));
+      std::vector<std::vector<plot::Canvas>> rows = {{plot::render_heatmap_grid(panels, columns, "C: multiplies the softmax P (starts at 1)", true)}};
+      const std::vector<plot::HeatmapSpec> bias = grid_b_panels(task, curves);
+      if (!bias.empty()) rows.push_back({plot::render_heatmap_grid(bias, columns, "B: added to the logits before the softmax (starts at 0)", true)});
+      rows.push_back({plot::render_caption(c_caption(panels[0].rows), rows[0][0].width())});
+      const std::string both = bias.empty() ? title : "Learned URPE matrices C and B" + title.substr(title.find(" per head"));
+      plot::render_page(both, rows).save_png(written.back());
     }
   }
   return written;

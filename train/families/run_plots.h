@@ -49,6 +49,9 @@ std::vector<std::string> draw_grid_plots(const std::string& out_dir, const std::
 //   C panels: the task's URPE model's C per head (first seed, largest V), with its title.
 plot::BarChartSpec grid_accuracy_chart(const std::vector<ResultRow>& rows, const std::vector<RunCurve>& curves);
 plot::LineChartSpec grid_curves_chart(const std::string& task, const std::vector<RunCurve>& curves);
+// The validation loss beside it (first seed), with chance ln n on PI: a model that cannot tell the
+// positions apart sits exactly there, which says more than an accuracy near 3%.
+plot::LineChartSpec grid_loss_chart(const std::string& task, const std::vector<RunCurve>& curves);
 std::vector<plot::HeatmapSpec> grid_c_panels(const std::string& task, const std::vector<RunCurve>& curves,
                                              std::string* title);
 

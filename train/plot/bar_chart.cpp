@@ -162,7 +162,7 @@ static Canvas draw_bar_chart(const BarChartSpec& spec, const std::string& path, 
   }
   draw_plot_labels(c, plot, spec.title, spec.x_label, spec.y_label, plot.bottom() + 10 + line_h * label_lines + 8);
   const Rect legend_box = draw_legend(c, plot.right() + 16, plot.y, legend, true);
-  if (layout) *layout = {plot, legend_box, reference_rows, {}, -1};
+  if (layout) *layout = {plot, legend_box, reference_rows, {}, -1, std::vector<int>(reference_rows.size(), -1), true};
   return c;
 }
 

@@ -230,8 +230,10 @@ LinearAxis padded_axis(double lo, double hi, int target_ticks, double pad) {
 
 std::vector<int> draw_references(Canvas& c, const Rect& plot, const AxisMap& y,
                                  const std::vector<ReferenceLine>& references, bool labels,
-                                 std::vector<size_t>* unlabelled, const std::function<bool(size_t)>& legend_fits) {
+                                 std::vector<size_t>* unlabelled, const std::function<bool(size_t)>& legend_fits,
+                                 std::vector<int>* label_covered) {
   std::vector<int> rows;
+  if (label_covered) label_covered->assign(references.size(), -1);
   const int th = Canvas::text_height(kBody);
   // Pixels of data under a candidate label box: anything but the background and the grid.
   auto covered = [&](const Rect& box) {
@@ -270,6 +272,7 @@ std::vector<int> draw_references(Canvas& c, const Rect& plot, const AxisMap& y,
         for (int x = plot.right() - 14 - w; x > plot.x + 6; x -= 8) places.push_back({{x, top, w, th}, HAlign::left, above});
       }
       auto put = [&](const Place& p) {
+        if (label_covered) (*label_covered)[index] = covered(p.box);
         c.text(p.h == HAlign::right ? p.box.right() : p.box.x, p.above ? py - 5 : py + 6, r.label, colors::reference,
                kBody, p.h, p.above ? VAlign::bottom : VAlign::top);
         placed = true;

@@ -72,10 +72,12 @@ LinearAxis padded_axis(double lo, double hi, int target_ticks, double pad = 0.05
 // below it, where it covers no pixel already drawn (data). Where every place would, the line's
 // index goes to `unlabelled` (the caller names it in its legend) when `legend_fits(index)`, else
 // the label goes where it covers the fewest. `labels` false: every line goes to `unlabelled`.
-// Returns each line's pixel row.
+// Returns each line's pixel row; `label_covered` (optional) gets, per line, the data pixels under
+// its label (0: clear; −1: no label in the plot).
 std::vector<int> draw_references(Canvas& c, const Rect& plot, const AxisMap& y,
                                  const std::vector<ReferenceLine>& references, bool labels,
-                                 std::vector<size_t>* unlabelled, const std::function<bool(size_t)>& legend_fits = {});
+                                 std::vector<size_t>* unlabelled, const std::function<bool(size_t)>& legend_fits = {},
+                                 std::vector<int>* label_covered = nullptr);
 
 // Splits `text` at spaces into lines no wider than `width` pixels (a long word stays whole).
 std::vector<std::string> wrap(const std::string& text, int width);

@@ -15,8 +15,10 @@
 //   marker shape, so every one stays visible; series with exactly equal values get a note beside
 //   the legend ("RPE = URPE at every point");
 // - reference lines (chance, a theorem's bound) are dashed, labelled, and inside the axis range;
+//   series that lie on one (noPE at chance) are named in a note, since the line hides there;
 // - a log axis never invents a decade for zero: with `zero_band` set, values <= 0 sit in a band
-//   under the axis labelled "0";
+//   under the axis labelled "0", and no line crosses the axis break between the band and the axis
+//   (a segment there would pass through values nobody measured);
 // - axis ranges have headroom (no line on the frame) and end near the data (no x axis running
 //   to 35 for 32 positions);
 // - colour bars have a tick every nice step, not only their ends.
@@ -49,6 +51,8 @@ struct ChartLayout {
   std::vector<int> reference_rows;  // pixel row of each reference line, in spec order
   std::vector<std::string> notes;   // the notes drawn under the legend (equal series, spec notes)
   int zero_band_row = -1;           // centre row of the "0" band of a log axis, -1 when not drawn
+  std::vector<int> reference_label_covered;  // data pixels under each reference label (−1: in the legend)
+  bool markers_drawn = false;       // every series shows its marker shape (at every point, or spaced out)
 };
 
 // ---- line chart ----
@@ -76,10 +80,15 @@ struct LineChartSpec {
   std::vector<std::string> notes;  // extra lines under the legend, wrapped to its width
   bool log_y = false;    // points with y <= 0 are skipped on a log axis, unless zero_band is set
   // log_y only: draw values <= 0 in a band under the axis, with this text in it (e.g.
-  // "0 (below float rounding)"); empty: skip them. The band appears only when such values exist.
+  // "exactly 0"); empty: skip them. The band appears only when such values exist.
   std::string zero_band;
-  int markers = -1;      // draw a marker at each point: 1 yes, 0 no, -1 when a series has <= 40 points
+  // draw a marker at each point: 1 yes, 0 no, -1 when a series has <= 40 points, and with more
+  // points and several series, a marker every ~1/16 of a series (offset per series), so that the
+  // series are told apart by shape, not by colour alone
+  int markers = -1;
   bool integer_x = false;  // x ticks at whole numbers only (layers, positions), never 0.5
+  double x_min = NAN;      // the x axis starts here when that is left of the data (training from step 0)
+  double y_min = NAN, y_max = NAN;  // the y axis covers at least this range (panels that share a scale)
   int width = 960, height = 600;
 };
 
@@ -108,6 +117,7 @@ struct HeatmapSpec {
   // for the picture (one cell per pixel and more) drawn at a stride; the axes label the rows and
   // columns of the matrix, not the cells.
   int index_step = 1;
+  std::string value_label;  // what the colours mean, written beside the colour bar ("C[i,j]")
 };
 
 // One heatmap with its colour bar.
@@ -152,6 +162,8 @@ Canvas render_bar_chart(const BarChartSpec& spec, ChartLayout* layout = nullptr)
 
 // Charts side by side: each inner vector is one row, left to right, under a page title.
 Canvas render_page(const std::string& title, const std::vector<std::vector<Canvas>>& rows);
+// A paragraph of text wrapped to `width` pixels, for a page's caption.
+Canvas render_caption(const std::string& text, int width);
 
 // ---- axis helpers (exposed for tests) ----
 

@@ -147,7 +147,7 @@ std::vector<double> colorbar_ticks(double lo, double mid, double hi, int target)
   const bool mid_inside = mid > lo && mid < hi;
   for (double t : all) {
     if (t < lo - 1e-9 * step || t > hi + 1e-9 * step) continue;
-    if (mid_inside && std::fabs(t - mid) < 0.4 * step && std::fabs(t - mid) > 1e-9 * step) continue;  // too close to the centre's tick
+    if (mid_inside && std::fabs(t - mid) < 0.75 * step && std::fabs(t - mid) > 1e-9 * step) continue;  // its label would touch the centre's
     ticks.push_back(t);
   }
   if (mid_inside && std::none_of(ticks.begin(), ticks.end(), [&](double t) { return std::fabs(t - mid) <= 1e-9 * step; })) {
@@ -201,7 +201,7 @@ static Canvas draw_heatmap_grid(const std::vector<HeatmapSpec>& panels, int colu
     any_x = any_x || !p.x_label.empty();
     any_y = any_y || !p.y_label.empty();
     index_w = std::max(index_w, widest_index_label(p.rows, p.index_step));
-    bar_w = std::max(bar_w, bar_extent(scales[i], cell * max_rows));
+    bar_w = std::max(bar_w, bar_extent(scales[i], cell * max_rows) + (p.value_label.empty() ? 0 : th + 12));
   }
   const std::string main_title = panels.size() == 1 && title.empty() ? panels[0].title : title;
   const int top_pad = any_title ? th + 10 : 0;
@@ -246,11 +246,19 @@ static Canvas draw_heatmap_grid(const std::vector<HeatmapSpec>& panels, int colu
       c.text(mx + mw / 2.0, my + mh + 8 + th + 10, p.x_label, colors::text, kBody, HAlign::center);
     if (!p.y_label.empty())
       c.text(sx, my + mh / 2.0, p.y_label, colors::text, kBody, HAlign::center, VAlign::top, true);
-    if (!shared_scale) draw_bar(c, s, mx + mw + 16, my, mh);
+    if (!shared_scale) {
+      draw_bar(c, s, mx + mw + 16, my, mh);
+      if (!p.value_label.empty())
+        c.text(mx + mw + 16 + bar_extent(s, mh) + 8, my + mh / 2.0, p.value_label, colors::text, kBody, HAlign::center,
+               VAlign::top, true);
+    }
   }
   if (shared_scale) {
-    const int bx = kMargin + columns * slot_w + 4;
-    draw_bar(c, scales[0], bx, title_band + top_pad, max_rows * cell);
+    const int bx = kMargin + columns * slot_w + 4, by = title_band + top_pad, bh = max_rows * cell;
+    draw_bar(c, scales[0], bx, by, bh);
+    if (!panels[0].value_label.empty())
+      c.text(bx + bar_extent(scales[0], bh) + 8, by + bh / 2.0, panels[0].value_label, colors::text, kBody,
+             HAlign::center, VAlign::top, true);
   }
   if (!main_title.empty())
     c.text(width / 2.0, kMargin, main_title, colors::text, kTitleScale, HAlign::center);

@@ -54,8 +54,11 @@ static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path
     y0 = std::min(y0, r.value);
     y1 = std::max(y1, r.value);
   }
+  if (std::isfinite(spec.y_min) && (!spec.log_y || spec.y_min > 0)) y0 = std::min(y0, spec.y_min);
+  if (std::isfinite(spec.y_max) && (!spec.log_y || spec.y_max > 0)) y1 = std::max(y1, spec.y_max);
   if (!std::isfinite(y0)) y0 = y1 = 1;  // log axis with only zeros: one decade around 1
   const bool markers = spec.markers == 1 || (spec.markers == -1 && most_points <= 40);
+  const bool sparse_markers = !markers && spec.markers == -1 && spec.series.size() > 1;
   const bool band = band_allowed && any_zero;
 
   // ---- y axis range and ticks ----
@@ -88,7 +91,7 @@ static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path
   for (size_t i = 0; i < spec.series.size(); ++i)
     names.push_back(spec.series[i].name.empty() ? "series " + std::to_string(i + 1) : spec.series[i].name);
   std::vector<LegendEntry> legend;
-  for (const std::string& name : names) legend.push_back({name, {}, markers});
+  for (const std::string& name : names) legend.push_back({name, {}, markers || sparse_markers});
   int label_w = max_label_width(y_ticks, y_step, per_tick_labels);
   if (band) label_w = std::max(label_w, Canvas::text_width("0", kBody));
 
@@ -121,6 +124,8 @@ static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path
     // x axis: the data range and a little room for the end markers; ticks inside it only, fewer
     // when their labels would touch.
     double xlo = x0, xhi = x1;
+    if (std::isfinite(spec.x_min) && spec.x_min < x0) xlo = spec.x_min;
+    const double data_lo = xlo;
     if (xhi - xlo < 1e-12 * std::max(1.0, std::fabs(xhi))) {
       xlo -= spec.integer_x ? 1 : std::max(0.5, std::fabs(xlo) * 0.1);
       xhi += spec.integer_x ? 1 : std::max(0.5, std::fabs(xhi) * 0.1);
@@ -130,7 +135,7 @@ static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path
       xhi += pad;
     }
     for (int target = 8; target >= 2; --target) {
-      std::vector<double> all = nice_ticks(x0, x1, target);
+      std::vector<double> all = nice_ticks(data_lo, x1, target);
       if (spec.integer_x && all[1] - all[0] < 1) {  // whole numbers only: every integer
         all.clear();
         for (double t = std::ceil(xlo); t <= xhi; ++t) all.push_back(t);
@@ -152,14 +157,22 @@ static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path
       PixelPath& p = paths[si];
       p.xs.emplace_back();
       p.ys.emplace_back();
+      int side = -1;  // 1: the last point was in the zero band, 0: on the log axis
       for (size_t i = 0; i < s.x.size(); ++i) {
         if (!usable(s.x[i], s.y[i])) {  // a gap: the line breaks here
           if (!p.xs.back().empty()) {
             p.xs.emplace_back();
             p.ys.emplace_back();
           }
+          side = -1;
           continue;
         }
+        const int here_side = spec.log_y && s.y[i] <= 0 ? 1 : 0;
+        if (side >= 0 && here_side != side && !p.xs.back().empty()) {  // no segment across the axis break
+          p.xs.emplace_back();
+          p.ys.emplace_back();
+        }
+        side = here_side;
         p.xs.back().push_back(xm(s.x[i]));
         p.ys.back().push_back(spec.log_y && s.y[i] <= 0 ? band_row : ym(s.y[i]));
       }
@@ -167,6 +180,18 @@ static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path
     std::vector<std::vector<size_t>> groups;
     styles = overlap_styles(paths, plot, &groups);
     notes = overlap_notes(spec.series, names, groups);
+    // A series on a reference line hides it: most of its points within 4 px of the line's row.
+    for (const ReferenceLine& r : spec.references) {
+      const double row = ym(r.value);
+      std::string on;
+      for (size_t si = 0; si < paths.size(); ++si) {
+        size_t near = 0, total = 0;
+        for (const std::vector<double>& ys : paths[si].ys)
+          for (double y : ys) near += std::fabs(y - row) <= 4, ++total;
+        if (total > 0 && near * 4 >= total * 3) on += (on.empty() ? "" : ", ") + names[si];
+      }
+      if (!on.empty() && !r.label.empty()) notes.push_back(on + " on the dashed line (" + r.label + ")");
+    }
     notes.insert(notes.end(), spec.notes.begin(), spec.notes.end());
   };
   lay_out(!spec.notes.empty());
@@ -203,16 +228,26 @@ static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path
     for (size_t r = 0; r < paths[si].xs.size(); ++r) {
       const auto &xs = paths[si].xs[r], &ys = paths[si].ys[r];
       c.dashed_polyline(xs, ys, st.color, st.width, st.dash);
-      if (markers || xs.size() == 1)
-        for (size_t k = 0; k < xs.size(); ++k) c.marker(xs[k], ys[k], st.marker, st.marker_radius, st.color, st.hollow);
+      // Zeros of several series share the band's row: there each one drawn before others is larger,
+      // so concentric markers leave every series visible.
+      const bool in_band = band && xs.size() == 1 && std::fabs(ys[0] - band_row) < 0.5;
+      const double radius = st.marker_radius + (in_band ? 2.0 * static_cast<double>(order.size() - 1 - st.draw_rank) : 0.0);
+      if (markers || xs.size() == 1) {
+        for (size_t k = 0; k < xs.size(); ++k) c.marker(xs[k], ys[k], st.marker, radius, st.color, st.hollow);
+      } else if (sparse_markers) {  // spaced out, each series starting elsewhere so they do not stack
+        const size_t stride = std::max<size_t>(1, (xs.size() + 15) / 16);
+        for (size_t k = si * stride / spec.series.size(); k < xs.size(); k += stride)
+          c.marker(xs[k], ys[k], st.marker, st.marker_radius, st.color, st.hollow);
+      }
     }
   }
   c.reset_clip();
   std::vector<size_t> unlabelled;
+  std::vector<int> label_covered;
   const std::vector<int> reference_rows =
       draw_references(c, plot, ym, spec.references, true, &unlabelled, [&](size_t k) {
         return legend_width({{spec.references[k].label, {}, false, true}}) <= column_w;
-      });
+      }, &label_covered);
   for (size_t k : unlabelled) legend.push_back({spec.references[k].label, {}, false, true});
   c.outline_rect(plot.x, plot.y, plot.right() + 1, plot.bottom() + 1, colors::axis);
 
@@ -220,7 +255,9 @@ static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path
   draw_plot_labels(c, plot, spec.title, spec.x_label, spec.y_label, plot.bottom() + label_gap);
   const Rect legend_box = draw_legend(c, plot.right() + 16, plot.y, legend, false);
   draw_notes(c, legend_box.x, legend_box.bottom() + 12, std::max(column_w, legend_box.w), notes);
-  if (layout) *layout = {plot, legend_box, reference_rows, notes, band ? static_cast<int>(std::round(band_row)) : -1};
+  if (layout)
+    *layout = {plot, legend_box, reference_rows, notes, band ? static_cast<int>(std::round(band_row)) : -1,
+               label_covered, markers || sparse_markers || spec.series.size() == 1};
   if (styles_out) *styles_out = styles;
   return c;
 }

@@ -45,4 +45,13 @@ Canvas render_page(const std::string& title, const std::vector<std::vector<Canva
   return page;
 }
 
+Canvas render_caption(const std::string& text, int width) {
+  const std::vector<std::string> lines = parts::wrap(text, width - 2 * parts::kMargin);
+  const int line_h = Canvas::text_height(parts::kBody) + 6;
+  Canvas c(width, static_cast<int>(lines.size()) * line_h + parts::kMargin);
+  for (size_t k = 0; k < lines.size(); ++k)
+    c.text(parts::kMargin, parts::kMargin / 2 + static_cast<int>(k) * line_h, lines[k], colors::text, parts::kBody);
+  return c;
+}
+
 }  // namespace urpe::plot

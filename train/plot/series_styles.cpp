@@ -54,6 +54,7 @@ std::vector<SeriesStyle> overlap_styles(const std::vector<PixelPath>& paths, con
   for (size_t i = 0; i < n; ++i) {
     styles[i].color = series_color(i);
     styles[i].marker = kShapes[i % 5];
+    if (i >= 5) styles[i].dash = {8.0, 4.0};  // the shapes repeat from the sixth series on: dashed
   }
   // Groups: union-find over pairs where either stroke is mostly covered by the other.
   std::vector<size_t> parent(n);

@@ -140,6 +140,7 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
             cells.push_back({task, pe, vocab, length, seed});
   const int64_t total = static_cast<int64_t>(cells.size());
   std::map<std::string, double> spreads;  // pe → largest probe spread over its runs
+  std::vector<double> identical;          // per finished run: accuracy on identical tokens
   GridProgress progress(total);
   std::string stopped_run;
   int64_t stopped_step = 0, run_steps = 0;
@@ -176,10 +177,14 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
     // With several lengths each (task, n) gets its own plot group and curves file.
     const std::string group = cell.length > 0 ? cell.task + "-n" + std::to_string(cell.length) : cell.task;
     curves.push_back({name, group, cell.vocab, cell.pe, cell.seed - grid.first_seed + 1, dir});
-    if (grid.probe_spread) spreads[cell.pe] = std::max(spreads[cell.pe], grid.probe_spread(dir));
+    if (grid.probe) {
+      const GridProbe probe = grid.probe(dir);
+      spreads[cell.pe] = std::max(spreads[cell.pe], probe.spread);
+      identical.push_back(probe.identical_accuracy);
+    }
   }
   std::string probe_line;
-  if (grid.probe_spread) {
+  if (grid.probe) {
     std::vector<std::pair<std::string, double>> ordered;
     for (const std::string& pe : grid.pes) ordered.push_back({pe, spreads[pe]});
     probe_line = theorem2_line(ordered);
@@ -197,27 +202,31 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
     std::printf("\n%s\n", note.c_str());
     note += "\n\n";
   }
-  write_text_atomic(join_path(out_dir, "results.md"), note + synthetic_results_markdown(rows, grid, probe_line, &machine));
+  write_text_atomic(join_path(out_dir, "results.md"), note + synthetic_results_markdown(rows, grid, probe_line, &machine, identical));
   draw_grid_plots(out_dir, rows, curves);
   return rows;
 }
 
 std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const SyntheticGrid& grid,
-                                       const std::string& probe_line, const GridMachine* machine) {
+                                       const std::string& probe_line, const GridMachine* machine,
+                                       const std::vector<double>& identical) {
   // (task, V, n, pe) → accuracies over seeds; V and n are recovered from the run order.
   const std::vector<int64_t> lengths = grid_lengths(grid);
   const bool show_n = !grid.lengths.empty();
   auto key = [](const std::string& task, int64_t vocab, int64_t n, const std::string& pe) {
     return task + "|" + std::to_string(vocab) + "|" + std::to_string(n) + "|" + pe;
   };
-  std::map<std::string, std::vector<double>> cells;
+  std::map<std::string, std::vector<double>> cells, identical_cells;
   size_t k = 0;
   for (const std::string& task : grid.tasks)
     for (int64_t vocab : grid.vocabs)
       for (int64_t n : lengths)
         for (const std::string& pe : grid.pes)
-          for (int64_t s = 0; s < grid.seeds && k < rows.size(); ++s, ++k)
+          for (int64_t s = 0; s < grid.seeds && k < rows.size(); ++s, ++k) {
             cells[key(task, vocab, n, pe)].push_back(rows[k].metric);
+            if (k < identical.size() && std::isfinite(identical[k]))
+              identical_cells[key(task, vocab, n, pe)].push_back(identical[k]);
+          }
   std::ostringstream md;
   md << "# Synthetic tasks: validation token accuracy (%)\n\n"
      << "`" << synthetic_command(grid) << "`"
@@ -241,6 +250,15 @@ std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const
         if (show_n) md << " " << n << " |";
         for (const std::string& pe : grid.pes)
           md << " " << format_seed_stats(seed_stats(cells[key(task, vocab, n, pe)]), 2, false, 100.0) << " |";
+        md << "\n";
+        // The same models on sequences of one repeated token: what Theorem 2 speaks of.
+        bool probed = true;
+        for (const std::string& pe : grid.pes) probed = probed && !identical_cells[key(task, vocab, n, pe)].empty();
+        if (!probed) continue;
+        md << "| " << task << " (identical tokens) | " << vocab << " |";
+        if (show_n) md << " " << n << " |";
+        for (const std::string& pe : grid.pes)
+          md << " " << format_seed_stats(seed_stats(identical_cells[key(task, vocab, n, pe)]), 2, false, 100.0) << " |";
         md << "\n";
       }
   if (!probe_line.empty()) md << "\n" << probe_line << "\n";

@@ -2,6 +2,7 @@
 // of vocabulary sizes and seeds; writes results.json, results.md (the table) and the plots.
 // Shared by `urpe repro synthetic` and `urpe demo` (a one-task slice of the same grid).
 #pragma once
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
@@ -11,6 +12,13 @@
 #include "train/repro/repro_overrides.h"
 
 namespace urpe {
+
+// What the probe measured on one run: the largest identical-token hidden-state spread over its
+// layers, and the position-identification accuracy on identical tokens (NaN for ETP).
+struct GridProbe {
+  double spread = 0;
+  double identical_accuracy = NAN;
+};
 
 struct SyntheticGrid {
   std::string scale;                // tiny | small | paper: picks the presets
@@ -23,10 +31,10 @@ struct SyntheticGrid {
   std::string device = "cpu";
   std::vector<std::string> overrides;  // extra key=value applied to every run (the demo's)
   ReproOverrides extra;                // the user's --set (after `overrides`) and --tf32, every run
-  // Theorem 2's probe of a finished run directory: the largest identical-token hidden-state spread
-  // over its layers (`urpe theory probe`). The CLI supplies it (train/analysis sits beside
-  // train/repro); when set, results.md gets a line sorting the encodings by it.
-  std::function<double(const std::string& run_dir)> probe_spread;
+  // Theorem 2's probe of a finished run directory (`urpe theory probe`). The CLI supplies it
+  // (train/analysis sits beside train/repro); when set, results.md gets a line sorting the
+  // encodings by their spread, and each PI row a row of accuracies on identical tokens under it.
+  std::function<GridProbe(const std::string& run_dir)> probe;
 };
 
 // Where and when a grid ran, printed under results.md's table so that the file says by itself what
@@ -72,8 +80,11 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
 
 // The Figure-1-style table: one row per (task, V[, n]), one column per pe, mean ± spread over
 // seeds; above it the command and the model/training setting per (task, n), under it `probe_line`
-// (theorem2_line, or empty) and, when given, where and when it ran.
+// (theorem2_line, or empty) and, when given, where and when it ran. `identical` (one per row of
+// `rows`, or empty) is each run's accuracy on identical tokens: a PI row then gets a row
+// "pi (identical tokens)" under it, the accuracy Theorem 2 bounds by 1/n.
 std::string synthetic_results_markdown(const std::vector<ResultRow>& rows, const SyntheticGrid& grid,
-                                       const std::string& probe_line = "", const GridMachine* machine = nullptr);
+                                       const std::string& probe_line = "", const GridMachine* machine = nullptr,
+                                       const std::vector<double>& identical = {});
 
 }  // namespace urpe
