@@ -213,7 +213,8 @@ int report_errors(const std::function<int()>& body, std::FILE* err) {
     return body();
   } catch (const Error& e) {
     // printable: one line whatever the message echoes (a file name with a newline, binary bytes).
-    std::fprintf(err, "urpe: error: %s\n", printable(e.what()).c_str());
+    // A path of thousands of characters keeps its two ends (shorten_long_words).
+    std::fprintf(err, "urpe: error: %s\n", shorten_long_words(printable(e.what())).c_str());
     return 1;
   } catch (const std::bad_alloc&) {
     std::fprintf(err, "urpe: error: out of memory: this machine could not allocate a buffer the run needs "
