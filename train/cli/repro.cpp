@@ -270,6 +270,7 @@ int run_repro(const Args& args) {
     options.repeats = static_cast<int>(args.get_int("repeats", options.repeats));
     OutputClaim claim(out, "--out", args.has("overwrite"));
     run_table5(options, out);
+    if (stop_signal() != 0) return stop_exit_code();  // the claim keeps or puts back as it ends
     print_results(out);
     claim.done();
     return 0;
@@ -279,6 +280,7 @@ int run_repro(const Args& args) {
     grid.probe_spread = run_probe_spread;
     GridOutput output(args, out);
     run_synthetic_grid(grid, out, "synthetic", output.continuation());
+    if (output.old_run_comes_back()) return output.finish();
     print_results(out);
     std::printf("All on one page: %s\n", draw_grid_summary(out).c_str());
     return output.finish();
@@ -292,6 +294,7 @@ int run_repro(const Args& args) {
     }
     GridOutput output(args, out);
     run_lm_repro(plan, out, output.continuation());
+    if (output.old_run_comes_back()) return output.finish();
     print_results(out);
     return output.finish();
   } else if (experiment == "molecules") {
@@ -309,13 +312,16 @@ int run_repro(const Args& args) {
     GridOutput output(args, out);
     if (axes.empty()) run_molecule_repro(repro, out, output.continuation());
     else run_molecule_grid(repro, axes, out);
+    if (output.old_run_comes_back()) return output.finish();
     print_results(out);
     return output.finish();
   } else {
     const PretrainPlan plan = pretrain_plan(request);
     OutputClaim claim(out, "--out", args.has("overwrite"));
     run_pretrain_repro(plan, out);
+    if (stop_signal() != 0 && old_run_restorable(out)) return stop_exit_code();  // the old run comes back
     print_results(out);
+    if (stop_signal() != 0) return stop_exit_code();  // the claim keeps the runs that saved a checkpoint
     claim.done();
   }
   return 0;

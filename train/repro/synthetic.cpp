@@ -13,6 +13,7 @@
 #include "train/families/encoder/encoder_trainer.h"
 #include "bench/process_memory.h"
 #include "train/config/run_config.h"
+#include "train/io/run_dir.h"
 #include "train/loop/run_control.h"
 #include "train/families/run_plots.h"
 #include "train/repro/paper_values.h"
@@ -172,6 +173,9 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
     curves.push_back({name, group, cell.vocab, cell.pe, cell.seed - grid.first_seed + 1, dir});
     if (grid.probe_spread) spreads[cell.pe] = std::max(spreads[cell.pe], grid.probe_spread(dir));
   }
+  // Stopped before its first run saved a checkpoint, a grid that replaces an old one writes nothing:
+  // the old grid comes back (train/io/run_dir.h).
+  if (interrupt.requested() && old_run_restorable(out_dir)) return rows;
   std::string probe_line;
   if (grid.probe_spread) {
     std::vector<std::pair<std::string, double>> ordered;
