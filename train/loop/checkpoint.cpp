@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 
+#include "train/config/run_config.h"
 #include "train/loop/checkpoint_identity.h"
 #include "train/loop/finite_check.h"
 #include "train/io/run_dir.h"
@@ -141,6 +142,8 @@ static CheckpointInfo info_from(const TensorFile& file) {
                file.path << ": metadata 'config_hash' should be 16 hex digits, got " << shown(file.meta("config_hash")));
     info.config_hash = file.meta("config_hash");
     const std::string actual = config_text_hash(info.config_text);
+    // A value that is not what its key takes is named first (config_from_text throws naming the key).
+    if (info.config_hash != actual) config_from_text(info.config_text, file.path + " (config)");
     URPE_CHECK(info.config_hash == actual,
                file.path << ": the config stored in it is not the one it was saved with (metadata config_hash "
                          << info.config_hash << ", the config's hash " << actual
