@@ -319,7 +319,12 @@ std::vector<MetricsRow> read_metrics(const std::string& path, std::string* torn_
     const size_t start = text.rfind('\n');
     const size_t begin = start == std::string::npos ? 0 : start + 1;
     if (begin > 0) {  // the header itself is never appended: a file of one unfinished line stays an error
-      if (torn_row) *torn_row = text.substr(begin);
+      const std::string torn = text.substr(begin);
+      if (torn_row) *torn_row = torn;
+      else
+        std::fprintf(stderr, "urpe: warning: %s ends in a torn row ('%s': being appended, or cut by a crash); it is "
+                             "left out\n",
+                     printable(path).c_str(), printable(torn.size() > 60 ? torn.substr(0, 60) + "..." : torn).c_str());
       text.erase(begin);
     }
   }

@@ -140,7 +140,8 @@ struct MetricsRow {
 };
 // The rows of metrics.csv. A last line without its newline is a row still being appended (a reader
 // beside a live run) or one a crash cut (an append is one write, so nothing else leaves it): it is
-// skipped, and given back in `torn_row` when asked. Any other bad line is an error naming the line.
+// skipped, and given back in `torn_row` when asked (else a warning on stderr says so). Any other bad
+// line is an error naming the line.
 std::vector<MetricsRow> read_metrics(const std::string& path, std::string* torn_row = nullptr);
 
 // One row of results.json (docs/cli.md#run-directories): what a run or a repro
