@@ -422,6 +422,7 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
     write_text_atomic(join_path(run.out_dir, "results.json"), result_to_json(r).dump(2) + "\n");
     draw_run_plots(run.out_dir);
   }
+  resume_rollback.commit();  // a resume of a finished run saves no checkpoint, and succeeded all the same
   return outcome;
 }
 
