@@ -12,6 +12,7 @@
 
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tensor/error.h"
@@ -408,17 +409,19 @@ namespace urpe {
 
 std::string write_failure(const std::string& path, int error) {
   std::string text = path + ": cannot write it: ";
+  struct stat st;
+  const std::string kept = ::stat(path.c_str(), &st) == 0 ? "the file already there is unchanged" : "nothing was written";
   if (error == EFBIG) {
     struct rlimit limit;
     std::string value = "the limit";
     if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
       value = "ulimit -f " + std::to_string(limit.rlim_cur / 1024) + ", " + std::to_string(limit.rlim_cur) + " bytes";
-    return text + "the file would exceed this process's file-size limit (" + value +
-           "); the file already there is unchanged. Raise the limit (ulimit -f unlimited) and run the command again";
+    return text + "the file would exceed this process's file-size limit (" + value + "); " + kept +
+           ". Raise the limit (ulimit -f unlimited) and run the command again";
   }
   if (error == ENOSPC || error == EDQUOT)
-    return text + "the disk is full (" + std::strerror(error) +
-           "); the file already there is unchanged. Free some space and run the command again";
+    return text + "the disk is full (" + std::strerror(error) + "); " + kept +
+           ". Free some space and run the command again";
   return text + std::strerror(error);
 }
 
