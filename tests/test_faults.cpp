@@ -185,15 +185,6 @@ bool wait_for(const std::string& path, double limit_s) {
   return true;
 }
 
-bool wait_gone(const std::string& path, double limit_s) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
-  while (fs::exists(path)) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
-
 bool has(const std::string& text, const std::string& piece) { return text.find(piece) != std::string::npos; }
 
 // The promise for a refused command: exit 1, no signal, exactly one `urpe: error:` line on stderr
@@ -839,9 +830,22 @@ TEST_CASE("cli: a stop before an --overwrite's first checkpoint puts the old run
 
   // After the first checkpoint the new run is kept and resumable, and the old one is gone.
   const Running running = start_overwrite(dir, "20");
-  REQUIRE(wait_for(dir + "/.urpe-replaced", 60));   // the old run is aside: the checkpoint to come is the new run's
-  REQUIRE(wait_gone(dir + "/.urpe-replaced", 60));  // deleted as that checkpoint was saved
-  REQUIRE(fs::exists(dir + "/model.safetensors"));
+  // Conditions that stay true once they hold (a short-lived .urpe-replaced could slip between polls):
+  // the new run's config.txt, then its checkpoint, with the old run's files deleted.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto new_run_saved = [&] {
+    const std::string id = run_id_of(dir);
+    if (id.empty() || id == old_id || fs::exists(dir + "/.urpe-replaced") || !fs::exists(dir + "/model.safetensors"))
+      return false;
+    try {
+      return urpe::load_safetensors(dir + "/model.safetensors").meta("run_id") == id;
+    } catch (const urpe::Error&) {
+      return false;
+    }
+  };
+  while (!new_run_saved() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(new_run_saved());
   ::kill(running.pid, SIGTERM);
   const Outcome stopped = finish(running, 60);
   INFO(stopped.err);
