@@ -598,7 +598,10 @@ TEST_CASE("files of the wrong kind, truncated or corrupted: checkpoints, metrics
   const std::string bad_stored_config = with_checkpoint("bad_stored_config", bad_config);
   const std::string cut_metrics = f.run_copy("cut_metrics");
   const std::string metrics = read_file(cut_metrics + "/metrics.csv");
-  write_file(cut_metrics + "/metrics.csv", metrics.substr(0, metrics.find('\n', metrics.find('\n') + 1) + 9));
+  // Its first row cut short with the rows after it kept: not what a crash leaves (a torn last row, which
+  // readers skip and --resume drops: test_faults), so refused.
+  const size_t first_row = metrics.find('\n') + 1, second_row = metrics.find('\n', first_row) + 1;
+  write_file(cut_metrics + "/metrics.csv", metrics.substr(0, first_row + 9) + "\n" + metrics.substr(second_row));
 
   const std::string corpus_file = f.file("corpus_file.txt", words(10));
   const std::string no_valid = f.root + "/corpus_no_valid";
@@ -618,7 +621,7 @@ TEST_CASE("files of the wrong kind, truncated or corrupted: checkpoints, metrics
        {truncated}},
       {"resume: a checkpoint whose stored config is bad", {"train", "--resume", bad_stored_config, "--quiet"}, "",
        {bad_stored_config}, "steps"},
-      {"plot: metrics.csv cut inside a row", {"plot", "--run", cut_metrics}, "metrics.csv", {cut_metrics}},
+      {"plot: metrics.csv with a row cut short", {"plot", "--run", cut_metrics}, "metrics.csv", {cut_metrics}},
       {"eval: --run names a file", {"eval", "--run", f.victim + "/notes.txt"}, "model.safetensors", {f.victim}},
       // Data named by the config; with --overwrite the run already in --out must survive.
       {"txl: corpus names a file", train_over_victim(with_value("txl", "corpus", corpus_file)), "is a file",

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -25,6 +26,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -69,6 +71,8 @@ struct Launch {
   std::vector<std::string> env;      // KEY=VALUE added to the environment
   std::string stdout_path;           // "" = captured; e.g. "/dev/full"
   uint64_t address_space_limit = 0;  // RLIMIT_AS in bytes, 0 = unchanged
+  uint64_t file_size_limit = 0;      // RLIMIT_FSIZE in bytes (ulimit -f), 0 = unchanged
+  bool closed_pipe = false;          // stdout and stderr into a pipe nobody reads (`urpe ... 2>&1 | head`)
 };
 
 struct Running {
@@ -96,23 +100,52 @@ Running start(const Launch& launch) {
   std::vector<char*> argv;
   for (std::string& a : argv_text) argv.push_back(a.data());
   argv.push_back(nullptr);
+  int pipe_ends[2] = {-1, -1};
+  if (launch.closed_pipe) {
+    REQUIRE(::pipe(pipe_ends) == 0);
+    r.capture_out = false;
+  }
+  // A stop signal sent before exec() must reach urpe's starting state (killed by default), not this
+  // test's handlers in the forked copy: it waits, blocked, until the child has reset them.
+  sigset_t stops, previous;
+  sigemptyset(&stops);
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stops, s);
+  ::sigprocmask(SIG_BLOCK, &stops, &previous);
   r.pid = ::fork();
+  if (r.pid != 0) ::sigprocmask(SIG_SETMASK, &previous, nullptr);
   REQUIRE(r.pid >= 0);
   if (r.pid == 0) {
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) ::signal(s, SIG_DFL);
+    ::sigprocmask(SIG_SETMASK, &previous, nullptr);
     const int out = ::open(r.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int err = ::open(r.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int null = ::open("/dev/null", O_RDONLY);
     ::dup2(null, 0);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
+    ::dup2(launch.closed_pipe ? pipe_ends[1] : out, 1);
+    ::dup2(launch.closed_pipe ? pipe_ends[1] : err, 2);
+    if (launch.closed_pipe) {
+      ::close(pipe_ends[0]);
+      ::close(pipe_ends[1]);
+    }
     ::setpgid(0, 0);  // a signal sent to the test's group (a Ctrl-C at the terminal) spares it
+    // As a shell starts a command: the output signals at their default (kill), whatever the test's are.
+    ::signal(SIGPIPE, SIG_DFL);
+    ::signal(SIGXFSZ, SIG_DFL);
     for (const std::string& e : launch.env) ::putenv(const_cast<char*>(e.c_str()));
     if (launch.address_space_limit > 0) {
       struct rlimit limit = {launch.address_space_limit, launch.address_space_limit};
       ::setrlimit(RLIMIT_AS, &limit);
     }
+    if (launch.file_size_limit > 0) {
+      struct rlimit limit = {launch.file_size_limit, launch.file_size_limit};
+      ::setrlimit(RLIMIT_FSIZE, &limit);
+    }
     ::execv(argv[0], argv.data());
     ::_exit(127);
+  }
+  if (launch.closed_pipe) {  // the reader is gone before urpe writes a byte
+    ::close(pipe_ends[0]);
+    ::close(pipe_ends[1]);
   }
   return r;
 }
@@ -248,13 +281,11 @@ TEST_CASE("cli: two processes on one run directory: the second is refused naming
   const std::string config_before = read_file(dir + "/config.txt");
   const std::string holder = "pid " + std::to_string(first.pid);
 
-  // Every writer and every reader is refused while it trains, and none changes its files.
+  // Every writer is refused while it trains, and none changes its files (readers: the next case).
   check_refused(run(train_args(dir, {"--overwrite", "--set", "steps=4"})), {"--out " + dir, holder, "urpe train"});
   check_refused(run(train_args(dir, {"--set", "steps=4"})), {holder});
   check_refused(run({"train", "--resume", dir, "--quiet"}), {"--resume " + dir, holder});
   check_refused(run({"train", "--resume", dir + "/", "--quiet"}), {holder});  // the same directory spelled otherwise
-  check_refused(run({"eval", "--run", dir}), {"--run " + dir, holder, "being written"});
-  check_refused(run({"plot", "--run", dir}), {holder});
   check_refused(run({"demo", "--out", dir, "--overwrite"}), {holder});
   check_refused(run({"repro", "synthetic", "--out", dir, "--overwrite"}), {holder});
   CHECK(read_file(dir + "/config.txt") == config_before);
@@ -727,4 +758,256 @@ TEST_CASE("docs/runs.md has every section the code points to") {
     }
   }
   CHECK(links >= 4);
+}
+
+// ---- interrupts never cost a run (issue 39) ----
+
+namespace {
+
+// Every entry under `dir`: its path relative to `dir` and its bytes ("/" for a directory).
+std::map<std::string, std::string> snapshot(const std::string& dir) {
+  std::map<std::string, std::string> entries;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    entries[fs::relative(e.path(), dir).string()] = e.is_directory() ? "/" : read_file(e.path().string());
+  return entries;
+}
+
+// The entries that differ between two snapshots, by name ("" when none does).
+std::string differences(const std::map<std::string, std::string>& before, const std::map<std::string, std::string>& after) {
+  std::string out;
+  for (const auto& [name, bytes] : before) {
+    auto it = after.find(name);
+    if (it == after.end()) out += " gone:" + name;
+    else if (it->second != bytes) out += " changed:" + name;
+  }
+  for (const auto& [name, bytes] : after)
+    if (!before.count(name)) out += " new:" + name;
+  return out;
+}
+
+std::string run_id_of(const std::string& dir) { return urpe::run_id_in_config_file(read_file(dir + "/config.txt")); }
+
+// A long `--overwrite` of the tiny run in `dir`: no evaluation (and so no checkpoint) before a stop.
+Running start_overwrite(const std::string& dir, const std::string& eval_every = "1000000") {
+  return start(Launch{train_args(dir, {"--overwrite", "--set", "steps=1000000", "--set", "eval_every=" + eval_every})});
+}
+
+}  // namespace
+
+TEST_CASE("cli: a stop before an --overwrite's first checkpoint puts the old run back exactly; after it the new run is kept") {
+  const std::string dir = tiny_run("overwritten");
+  const auto before = snapshot(dir);
+  const std::string old_id = run_id_of(dir);
+
+  // SIGTERM, SIGINT and SIGHUP once the new run has moved the old one aside (it trains now, with no
+  // checkpoint yet): the old run is back, byte for byte, and urpe exits as the signal asks.
+  for (const auto& [signal, code] : std::vector<std::pair<int, int>>{{SIGTERM, 143}, {SIGINT, 130}, {SIGHUP, 129}}) {
+    INFO("signal " << signal);
+    const Running running = start_overwrite(dir);
+    REQUIRE(wait_for(dir + "/.urpe-replaced", 60));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // well inside the loop
+    ::kill(running.pid, signal);
+    const Outcome stopped = finish(running, 60);
+    INFO(stopped.err);
+    CHECK(stopped.code == code);
+    CHECK(has(stopped.err, "is back as it was"));
+    CHECK(differences(before, snapshot(dir)) == "");
+  }
+  // Ctrl-C at once, while urpe starts and prepares (nothing is written yet): the old run is untouched.
+  for (int delay_ms : {0, 20, 60}) {
+    const Running running = start_overwrite(dir);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    ::kill(running.pid, SIGINT);
+    const Outcome stopped = finish(running, 60);
+    INFO("after " << delay_ms << " ms: " << stopped.err);
+    CHECK((stopped.code == 130 || stopped.signal == SIGINT));
+    CHECK(differences(before, snapshot(dir)) == "");
+  }
+  // An error before the first checkpoint (a diverging run) puts it back too.
+  check_refused(run(train_args(dir, {"--overwrite", "--set", "steps=4", "--set", "eval_every=1", "--set", "lr=1e30"})),
+                {"diverged"});
+  CHECK(differences(before, snapshot(dir)) == "");
+
+  // After the first checkpoint the new run is kept and resumable, and the old one is gone.
+  const Running running = start_overwrite(dir, "20");
+  // Conditions that stay true once they hold (a short-lived .urpe-replaced could slip between polls):
+  // the new run's config.txt, then its checkpoint, with the old run's files deleted.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto new_run_saved = [&] {
+    const std::string id = run_id_of(dir);
+    if (id.empty() || id == old_id || fs::exists(dir + "/.urpe-replaced") || !fs::exists(dir + "/model.safetensors"))
+      return false;
+    try {
+      return urpe::load_safetensors(dir + "/model.safetensors").meta("run_id") == id;
+    } catch (const urpe::Error&) {
+      return false;
+    }
+  };
+  while (!new_run_saved() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(new_run_saved());
+  ::kill(running.pid, SIGTERM);
+  const Outcome stopped = finish(running, 60);
+  INFO(stopped.err);
+  CHECK(stopped.code == 143);
+  CHECK(run_id_of(dir) != old_id);
+  CHECK(urpe::load_safetensors(dir + "/model.safetensors").meta("run_id") == run_id_of(dir));
+  CHECK(checkpoint_step(dir + "/model.safetensors") >= 20);
+}
+
+TEST_CASE("cli: SIGTERM at random moments of train and repro --overwrite: the old run or a resumable new one, never neither") {
+  const std::string dir = tiny_run("overwritten_random");
+  const auto before = snapshot(dir);
+  for (int delay_ms : {30, 150, 400, 900}) {
+    const Running running = start_overwrite(dir, "40");
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    ::kill(running.pid, SIGTERM);
+    const Outcome stopped = finish(running, 60);
+    INFO("after " << delay_ms << " ms: " << stopped.err);
+    CHECK((stopped.code == 143 || stopped.signal == SIGTERM));
+    CHECK(!fs::exists(dir + "/.urpe-replaced"));
+    if (differences(before, snapshot(dir)) == "") continue;  // the old run, exactly
+    REQUIRE(fs::exists(dir + "/model.safetensors"));           // else the new run, resumable
+    const Outcome resumed = run({"train", "--resume", dir, "--quiet", "--set",
+                                 "steps=" + std::to_string(checkpoint_step(dir + "/model.safetensors") + 1)});
+    INFO(resumed.err);
+    CHECK(resumed.code == 0);
+    break;  // the old run is gone now
+  }
+
+  // A repro grid over an old grid, stopped in its first run before any checkpoint: the old grid is back.
+  const std::string grid = fresh_dir("grid_overwritten");
+  auto grid_args = [&](const std::string& steps, const std::string& eval_every) {
+    return std::vector<std::string>{"repro", "synthetic", "--scale", "tiny", "--tasks", "pi", "--pes", "none",
+                                    "--lengths", "2", "--out", grid, "--overwrite", "--set", "steps=" + steps,
+                                    "--set", "eval_every=" + eval_every, "--set", "warmup=1"};
+  };
+  const Outcome first = run(grid_args("4", "2"), 120);
+  INFO(first.err);
+  REQUIRE(first.code == 0);
+  const auto grid_before = snapshot(grid);
+  const Running running = start(Launch{grid_args("1000000", "1000000")});
+  REQUIRE(wait_for(grid + "/.urpe-replaced", 60));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ::kill(running.pid, SIGTERM);
+  const Outcome stopped = finish(running, 60);
+  INFO(stopped.out << stopped.err);
+  CHECK(stopped.code == 143);
+  CHECK(differences(grid_before, snapshot(grid)) == "");
+}
+
+TEST_CASE("cli: a file-size limit (ulimit -f) is one error naming the file and the limit; the run is left as it was") {
+  const std::string dir = tiny_run("file_size_limit");
+  const auto before = snapshot(dir);
+  // Room for config.txt, metrics.csv and the best checkpoint, not for the last one (it adds Adam's
+  // moments): --resume rewrites config.txt (steps 12) and saves a best before the write that fails.
+  const uint64_t best = fs::file_size(dir + "/model.best.safetensors");
+  REQUIRE(fs::file_size(dir + "/config.txt") < best);
+  REQUIRE(fs::file_size(dir + "/model.safetensors") > best + 4096);
+  Launch limited{{"train", "--resume", dir, "--quiet", "--set", "steps=12"}};
+  limited.file_size_limit = best + 4096;
+  const Outcome o = run(limited);
+  check_refused(o, {dir + "/model.safetensors", "file-size limit", "ulimit -f " + std::to_string((best + 4096) / 1024)});
+  CHECK(differences(before, snapshot(dir)) == "");
+  // A fresh run that cannot write its first file: the same error, and no directory left behind.
+  const std::string fresh = fresh_dir("file_size_limit_fresh");
+  Launch tiny{train_args(fresh, {"--set", "steps=4", "--set", "eval_every=2"})};
+  tiny.file_size_limit = 512;
+  check_refused(run(tiny), {fresh + "/config.txt", "file-size limit"});
+  CHECK(!fs::exists(fresh));
+}
+
+TEST_CASE("cli: a failed --resume leaves the run as it was; a torn last metrics row is dropped with a warning") {
+  const std::string dir = tiny_run("torn_metrics");
+  const std::string metrics = read_file(dir + "/metrics.csv");
+  // A bad row in the middle is not what a crash leaves: refused, and nothing in DIR changes, not even
+  // the config.txt the resume rewrites first (steps 12).
+  std::string corrupt = metrics;
+  corrupt.insert(corrupt.find('\n') + 1, "3,train,oops\n");
+  write_file(dir + "/metrics.csv", corrupt);
+  const auto before = snapshot(dir);
+  check_refused(run({"train", "--resume", dir, "--quiet", "--set", "steps=12"}), {"metrics.csv line 2"});
+  CHECK(differences(before, snapshot(dir)) == "");
+
+  // The last row cut in the middle (a crash during its append): the resume drops it with a warning,
+  // keeps the file as it was in metrics.csv.torn, and continues.
+  const std::string torn = metrics.substr(0, metrics.size() - 9);
+  write_file(dir + "/metrics.csv", torn);
+  const Outcome resumed = run({"train", "--resume", dir, "--quiet", "--set", "steps=12"});
+  INFO(resumed.err);
+  REQUIRE(resumed.code == 0);
+  CHECK(has(resumed.err, "urpe: warning: " + dir + "/metrics.csv ends in a torn row"));
+  CHECK(read_file(dir + "/metrics.csv.torn") == torn);
+  // The header, the 3 whole rows up to step 6, 2 rows for each of the evaluations at 9 and 12.
+  const std::string now = read_file(dir + "/metrics.csv");
+  CHECK(now.back() == '\n');
+  CHECK(std::count(now.begin(), now.end(), '\n') == 8);
+  CHECK(checkpoint_step(dir + "/model.safetensors") == 12);
+  CHECK(!fs::exists(dir + "/.urpe-resume"));
+}
+
+TEST_CASE("cli: readers beside a live run: eval and plot read it while train writes it") {
+  const std::string dir = fresh_dir("live_run");
+  const Running writer = start(Launch{train_args(dir, {"--set", "steps=1000000", "--set", "eval_every=20"})});
+  REQUIRE(wait_for(dir + "/model.safetensors", 60));
+  for (int k = 0; k < 3; ++k) {  // while it keeps saving checkpoints and appending rows
+    const Outcome eval = run({"eval", "--run", dir});
+    INFO(eval.err);
+    CHECK(eval.code == 0);
+    CHECK(has(eval.out, "valid accuracy"));
+    const Outcome plot = run({"plot", "--run", dir});
+    INFO(plot.err);
+    CHECK(plot.code == 0);
+    CHECK(has(plot.out, "wrote " + dir + "/plots/"));
+  }
+  // A writer is still refused, and the reader's visits did not disturb the run.
+  check_refused(run({"train", "--resume", dir, "--quiet"}), {"pid " + std::to_string(writer.pid)});
+  ::kill(writer.pid, SIGINT);
+  const Outcome stopped = finish(writer, 60);
+  INFO(stopped.err);
+  CHECK(stopped.code == 130);
+}
+
+TEST_CASE("cli: a closed output pipe (| head) stops the printing, not the training") {
+  const std::string dir = fresh_dir("closed_pipe");
+  Launch train{{"train", "--out", dir}};
+  train.args.insert(train.args.end(), kTiny.begin(), kTiny.end());
+  train.args.insert(train.args.end(), {"--set", "steps=60", "--set", "eval_every=20"});
+  train.closed_pipe = true;
+  const Outcome trained = run(train);
+  CHECK(trained.signal == 0);
+  CHECK(trained.code == 0);
+  CHECK(checkpoint_step(dir + "/model.safetensors") == 60);
+  CHECK(fs::exists(dir + "/results.json"));
+
+  const std::string grid = fresh_dir("closed_pipe_grid");
+  Launch repro{{"repro", "synthetic", "--scale", "tiny", "--tasks", "pi", "--pes", "none,urpe", "--lengths", "2",
+                "--out", grid, "--set", "steps=20", "--set", "eval_every=10", "--set", "warmup=2"}};
+  repro.closed_pipe = true;
+  const Outcome reproduced = run(repro, 120);
+  CHECK(reproduced.signal == 0);
+  CHECK(reproduced.code == 0);
+  CHECK(fs::exists(grid + "/results.md"));
+}
+
+TEST_CASE("cli: smaller faults: a 5,000-character path, a key the task never reads, a bit flipped in a stored config") {
+  // The path's two ends are shown, not its 5,000 characters.
+  const std::string long_path = "/tmp/" + std::string(5000, 'a') + "/run.cfg";
+  const Outcome missing = run({"train", "--config", long_path, "--out", fresh_dir("long_path")});
+  check_refused(missing, {"/tmp/aaaa", "aaaa/run.cfg", "characters)"});
+  CHECK(missing.err.size() < 700);
+
+  // corpus is read by task = mlm only: on a PI run it is refused, as a key of another family is.
+  check_refused(run(train_args(fresh_dir("pi_corpus"), {"--set", "corpus=x"})),
+                {"corpus = x", "task = pi never reads it"});
+
+  // A bit flipped inside the config text a checkpoint stores: eval refuses it (its hash no longer
+  // matches), as --resume does.
+  const std::string dir = tiny_run("flipped_config");
+  std::string bytes = read_file(dir + "/model.safetensors");
+  std::smatch lr;
+  REQUIRE(std::regex_search(bytes, lr, std::regex("\\\\nlr *= 0\\.002")));
+  bytes[static_cast<size_t>(lr.position(0) + lr.length(0) - 1)] ^= 0x01;  // '2' (0x32) becomes '3' (0x33)
+  write_file(dir + "/model.safetensors", bytes);
+  check_refused(run({"eval", "--run", dir}), {dir + "/model.safetensors", "config_hash"});
 }

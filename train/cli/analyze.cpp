@@ -86,18 +86,17 @@ int run_analyze(const Args& args) {
                       << "or pass --overwrite");
 
   std::vector<RunAnalysis> runs;
-  // Every source is read under its shared lock (train/io/run_lock.h): no run changes meanwhile.
-  std::vector<std::unique_ptr<RunDirectoryLock>> source_locks;
+  // Sources are read beside a run that may still be training (train/io/run_lock.h: readers take no lock).
   if (compare) {
     std::vector<std::string> dirs = args.all("compare");
     dirs.insert(dirs.end(), args.positional.begin(), args.positional.end());
     for (const std::string& dir : dirs)  // check every source before the slower analysis starts
       URPE_CHECK(path_exists(dir), kCommand << ": '" << dir << "' does not exist");
-    for (const std::string& dir : dirs) source_locks.push_back(lock_for_reading(dir, "--compare"));
+    for (const std::string& dir : dirs) check_readable_run(dir, "--compare");
     for (const std::string& dir : dirs)
       for (RunAnalysis& r : compare_source(dir, options)) runs.push_back(std::move(r));
   } else {
-    source_locks.push_back(lock_for_reading(args.get("run"), "--run"));
+    check_readable_run(args.get("run"), "--run");
     runs.push_back(analyze_dir(args.get("run"), options));
   }
   // Runs of the same name (the same grid in two repro directories) would share plot files and

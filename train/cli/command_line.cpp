@@ -2,6 +2,10 @@
 // (the other files of train/cli/); this file only knows their names, options and help.
 #include "train/cli/command_line.h"
 
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -213,7 +217,8 @@ int report_errors(const std::function<int()>& body, std::FILE* err) {
     return body();
   } catch (const Error& e) {
     // printable: one line whatever the message echoes (a file name with a newline, binary bytes).
-    std::fprintf(err, "urpe: error: %s\n", printable(e.what()).c_str());
+    // A path of thousands of characters keeps its two ends (shorten_long_words).
+    std::fprintf(err, "urpe: error: %s\n", shorten_long_words(printable(e.what())).c_str());
     return 1;
   } catch (const std::bad_alloc&) {
     std::fprintf(err, "urpe: error: out of memory: this machine could not allocate a buffer the run needs "
@@ -229,12 +234,23 @@ int report_errors(const std::function<int()>& body, std::FILE* err) {
   }
 }
 
+// Whether stdout is a pipe (or socket) whose reading end is closed: poll() reports POLLERR then.
+static bool stdout_reader_gone() {
+  struct stat st;
+  if (::fstat(STDOUT_FILENO, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return false;
+  struct pollfd p = {STDOUT_FILENO, POLLOUT, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLHUP)) != 0;
+}
+
 int check_stdout_written(int code, std::FILE* err) {
   errno = 0;
   std::cout.flush();  // synchronised with stdio: this flushes stdout too
   const bool flushed = std::fflush(stdout) == 0;
   const int error = errno;
   if (code != 0 || (flushed && !std::ferror(stdout))) return code;  // a failure has its own one line
+  // `urpe train | head`: the reader left on purpose (SIGPIPE is ignored, train/io/stop_signals.h).
+  // The command did its work; what it printed after that had nobody to read it.
+  if (error == EPIPE || stdout_reader_gone()) return code;
   std::fprintf(err, "urpe: error: cannot write the standard output: %s\n",
                error != 0 ? std::strerror(error) : "a write failed (disk full?)");
   return code == 0 ? 1 : code;

@@ -10,7 +10,8 @@ namespace urpe::cli {
 // The same promise for every command that writes a directory (see run_dir.h, OutputClaim).
 static const char* const kOverwriteHelp =
     "replace the run already in DIR (its config.txt, metrics.csv, model.safetensors, results.*, plots/, "
-    "runs/; other files stay). Without it such a DIR is refused";
+    "runs/; other files stay) once the new run has saved its first checkpoint: a stop (Ctrl-C, SIGTERM, SIGHUP) "
+    "or an error before that puts the old run back as it was. Without it such a DIR is refused";
 // Grids stopped by Ctrl-C or SIGTERM (docs/runs.md#interrupted-grids).
 // --dry-run of train, repro and profile (docs/reproduce.md#every-value-and-its-source).
 static const char* const kDryRunHelp =

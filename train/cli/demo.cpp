@@ -32,6 +32,7 @@ int run_demo(const Args& args) {
               "Position identification (target at position i is i), n = 32, V = 100: noPE has no\n"
               "position information, RPE's softmax rows sum to 1, URPE multiplies by a learned Toeplitz C.\n\n");
   run_synthetic_grid(grid, out, "demo", output.continuation());
+  if (output.old_run_comes_back()) return output.finish();
   const std::string summary = draw_grid_summary(out);
   std::printf("\n%s\nPlots: %s/plots/accuracy.png, %s/plots/curves_pi.png, %s/plots/urpe_c_pi.png\nAll on one page: %s\n",
               read_text_file(join_path(out, "results.md")).c_str(), out.c_str(), out.c_str(), out.c_str(), summary.c_str());

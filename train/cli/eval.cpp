@@ -15,7 +15,7 @@ namespace urpe::cli {
 int run_eval(const Args& args) {
   const std::string dir = args.get("run");
   URPE_CHECK(!dir.empty(), "urpe eval: --run DIR is required");
-  const auto lock = lock_for_reading(dir, "--run");  // no writer may replace the run meanwhile
+  check_readable_run(dir, "--run");  // a run that trains meanwhile is read as its last checkpoint
   const std::string split = args.get("split", "valid");
   URPE_CHECK(split == "valid" || split == "test", "urpe eval: --split must be valid or test, got '" << split << "'");
   const std::string which = args.get("checkpoint", "last");

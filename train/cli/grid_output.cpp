@@ -27,7 +27,7 @@ std::string grid_continue_command(const Args& args) {
   return command + " --resume";
 }
 
-GridOutput::GridOutput(const Args& args, const std::string& out) {
+GridOutput::GridOutput(const Args& args, const std::string& out) : out_(out) {
   continuation_.continuing = args.has("resume");
   continuation_.command = grid_continue_command(args);
   if (!continuation_.continuing) {
@@ -43,9 +43,12 @@ GridOutput::GridOutput(const Args& args, const std::string& out) {
              "urpe " << args.command << " --resume: --out " << out << " holds no grid (no runs/ folder) to continue");
 }
 
+bool GridOutput::old_run_comes_back() const { return claim_ && stop_signal() != 0 && old_run_restorable(out_); }
+
 int GridOutput::finish() {
+  if (stop_signal() != 0) return stop_exit_code();
   if (claim_) claim_->done();
-  return stop_signal() != 0 ? stop_exit_code() : 0;
+  return 0;
 }
 
 GridProbe grid_probe(const std::string& run_dir, const std::string& command) {

@@ -18,11 +18,16 @@ class GridOutput {
   // --resume of a directory that holds no grid, and everything OutputClaim and RunDirectoryLock refuse.
   GridOutput(const Args& args, const std::string& out);
   const GridContinuation& continuation() const { return continuation_; }
-  // The command ran to its end or a signal stopped it (the runs it finished are saved): the claim
-  // is done. Returns the exit code: 0, or 130 / 143 when SIGINT / SIGTERM stopped the grid.
+  // Whether a signal stopped a grid that replaces an old one (--overwrite) before any of its runs
+  // saved a checkpoint: the grid wrote no results, and the old grid comes back when this ends.
+  bool old_run_comes_back() const;
+  // The command ran to its end (the claim is done: an old grid is deleted) or a signal stopped it
+  // (the claim keeps what has a checkpoint, else puts an old grid back). Returns the exit code: 0,
+  // or 130 / 143 / 129 when SIGINT / SIGTERM / SIGHUP stopped the grid.
   int finish();
 
  private:
+  std::string out_;
   std::unique_ptr<OutputClaim> claim_;
   std::unique_ptr<RunDirectoryLock> lock_;
   GridContinuation continuation_;

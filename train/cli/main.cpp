@@ -13,6 +13,7 @@
 #include "train/cli/runtime_env.h"
 #include "train/cli/startup_limits.h"
 #include "train/dist/communicator.h"
+#include "train/io/stop_signals.h"
 
 // Thread counts and the address-space limit, checked before OpenMP's and OpenBLAS's constructors
 // run (they read the one and reserve their buffers within the other): .preinit_array functions of
@@ -21,6 +22,9 @@ __attribute__((section(".preinit_array"), used)) static void (*const urpe_startu
     urpe::cli::apply_startup_limits;
 
 int main(int argc, char** argv) {
+  // A closed output pipe (`urpe train | head`) or a file-size limit (`ulimit -f`) must not kill a run
+  // between two files of a checkpoint: the writes fail instead, and say why.
+  urpe::ignore_output_signals();
   urpe::apply_runtime_environment(argv);
   // Ranks other than 0 hold their error text until they know whether rank 0 reports it.
   std::FILE* err = urpe::dist::launcher_rank() == 0 ? stderr : std::tmpfile();

@@ -14,7 +14,7 @@ namespace urpe::cli {
 int run_plot(const Args& args) {
   const std::string dir = args.get("run");
   URPE_CHECK(!dir.empty(), "urpe plot: --run DIR is required");
-  const auto lock = lock_for_reading(dir, "--run");  // no writer may change the run meanwhile
+  check_readable_run(dir, "--run");  // a run that trains meanwhile is drawn as far as it got
   if (!path_exists(join_path(dir, "metrics.csv")) && is_directory(join_path(dir, "runs")) &&
       path_exists(join_path(dir, "results.json"))) {
     std::vector<ResultRow> rows;

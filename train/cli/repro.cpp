@@ -363,6 +363,7 @@ int run_repro(const Args& args) {
     if (dry_run) return print_table5_dry_run(options, args);
     OutputClaim claim(out, "--out", args.has("overwrite"));
     run_table5(options, out);
+    if (stop_signal() != 0) return stop_exit_code();  // the claim keeps or puts back as it ends
     print_results(out);
     claim.done();
     return 0;
@@ -374,6 +375,7 @@ int run_repro(const Args& args) {
     grid.probe = [](const std::string& dir) { return grid_probe(dir, "urpe repro synthetic"); };
     GridOutput output(args, out);
     run_synthetic_grid(grid, out, "synthetic", output.continuation());
+    if (output.old_run_comes_back()) return output.finish();
     append_sources(out, runs);
     print_results(out);
     std::printf("All on one page: %s\n", draw_grid_summary(out).c_str());
@@ -390,6 +392,7 @@ int run_repro(const Args& args) {
     }
     GridOutput output(args, out);
     run_lm_repro(plan, out, output.continuation());
+    if (output.old_run_comes_back()) return output.finish();
     note_stand_in(out, request.scale, runs);
     append_sources(out, runs);
     print_results(out);
@@ -407,6 +410,7 @@ int run_repro(const Args& args) {
     GridOutput output(args, out);
     if (axes.empty()) run_molecule_repro(repro, out, output.continuation());
     else run_molecule_grid(repro, axes, out);
+    if (output.old_run_comes_back()) return output.finish();
     note_stand_in(out, request.scale, runs);
     append_sources(out, runs);
     print_results(out);
@@ -417,9 +421,11 @@ int run_repro(const Args& args) {
     if (dry_run) return print_dry_run("urpe repro pretrain --scale " + request.scale, runs);
     OutputClaim claim(out, "--out", args.has("overwrite"));
     run_pretrain_repro(plan, out);
+    if (stop_signal() != 0 && old_run_restorable(out)) return stop_exit_code();  // the old run comes back
     note_stand_in(out, request.scale, runs);
     append_sources(out, runs);
     print_results(out);
+    if (stop_signal() != 0) return stop_exit_code();  // the claim keeps the runs that saved a checkpoint
     claim.done();
   }
   return 0;

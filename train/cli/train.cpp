@@ -113,7 +113,9 @@ int run_train(const Args& args) {
   dist::check_collective(ranks, refused.empty(), refused);
   options.overwrite = true;  // the claim has checked DIR and moved an old run aside
   const int code = train_config(config, out, options);
-  if (claim) claim->done();
+  // Stopped by a signal, the claim keeps the new run if it saved a checkpoint, else puts back the
+  // run DIR held before (train/io/run_dir.h).
+  if (claim && code == 0) claim->done();
   return untraced(code);
 }
 

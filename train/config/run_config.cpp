@@ -201,6 +201,7 @@ Config resolve_config(const std::string& preset, const std::string& config_file,
   if (!config_file.empty()) config.apply_text(file_text, config_file);
   for (const std::string& assignment : overrides) config.apply_override(assignment);
   check_config_values(config);
+  if (family_of(config).check_given_keys) family_of(config).check_given_keys(config);
   check_config_memory(config);  // a size no machine can hold is refused before anything is built
   return config;
 }

@@ -40,6 +40,9 @@ struct ModelFamily {
   void (*add_keys)(ConfigSchema& schema) = nullptr;   // the family's keys, beside the common ones
   void (*check_values)(const Config& config) = nullptr;  // ranges and combinations, one error per key
   void (*check_paths)(const Config& config) = nullptr;   // the files and directories its keys name
+  // A config the user gave (preset, file, --set; not one stored in a run): a key set to a value that
+  // the chosen task never reads is an error, as a key of another family is. nullptr: every key is read.
+  void (*check_given_keys)(const Config& config) = nullptr;
   MemoryEstimate (*estimate_memory)(const Config& config) = nullptr;  // from the config alone
   // ---- runs ----
   // Trains `config` into `out_dir` through the one training loop (train/loop/training_loop.h).

@@ -11,9 +11,12 @@
 #include <cstring>
 
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tensor/error.h"
+#include "train/io/run_dir.h"
 
 namespace urpe::json {
 
@@ -404,27 +407,48 @@ Value Value::parse(const std::string& text) { return Parser(text).document(); }
 
 namespace urpe {
 
+std::string write_failure(const std::string& path, int error) {
+  std::string text = path + ": cannot write it: ";
+  struct stat st;
+  const std::string kept = ::stat(path.c_str(), &st) == 0 ? "the file already there is unchanged" : "nothing was written";
+  if (error == EFBIG) {
+    struct rlimit limit;
+    std::string value = "the limit";
+    if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+      value = "ulimit -f " + std::to_string(limit.rlim_cur / 1024) + ", " + std::to_string(limit.rlim_cur) + " bytes";
+    return text + "the file would exceed this process's file-size limit (" + value + "); " + kept +
+           ". Raise the limit (ulimit -f unlimited) and run the command again";
+  }
+  if (error == ENOSPC || error == EDQUOT)
+    return text + "the disk is full (" + std::strerror(error) + "); " + kept +
+           ". Free some space and run the command again";
+  return text + std::strerror(error);
+}
+
 void write_file_atomic(const std::string& path, const std::string& bytes) {
   URPE_CHECK(!path.empty(), "cannot write a file with an empty path");
-  const std::string tmp = path + ".tmp";
+  before_writing(path);
+  const std::string tmp = path + ".tmp." + std::to_string(static_cast<long>(::getpid()));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  URPE_CHECK(fd >= 0, path << ": cannot write (" << std::strerror(errno) << ")");
+  URPE_CHECK(fd >= 0, write_failure(path, errno));
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      const int err = errno;
+      const int err = n == 0 ? ENOSPC : errno;
       ::close(fd);
       ::unlink(tmp.c_str());
-      URPE_FAIL(path << ": write failed (" << std::strerror(err) << ")");
+      URPE_FAIL(write_failure(path, err));
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int err = errno;
+  const int synced = ::fsync(fd) == 0 ? 0 : errno;
+  const int closed = ::close(fd) == 0 ? 0 : errno;
+  if (synced != 0 || closed != 0) {
+    const int err = synced != 0 ? synced : closed;
     ::unlink(tmp.c_str());
-    URPE_FAIL(path << ": write failed (" << std::strerror(err) << ")");
+    URPE_FAIL(write_failure(path, err));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;

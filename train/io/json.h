@@ -101,9 +101,16 @@ std::string format_number(double x);
 
 namespace urpe {
 // Writes `bytes` to `path` so that a reader sees the old file or the new one, never half of one:
-// the bytes go to `path.tmp`, are flushed and fsynced, then renamed over `path`. Failures throw
-// urpe::Error naming the file and the system's reason; the temp file is removed.
+// the bytes go to a temp file beside it (`path.tmp.PID`, so two processes writing one path, such
+// as a training run and `urpe plot` redrawing its plots, never share one), are flushed and
+// fsynced, then renamed over `path`. Before anything is written it calls before_writing(path)
+// (train/io/run_dir.h: an --overwrite moves the old run aside only now). Failures throw
+// urpe::Error naming the file and the reason (write_failure); the temp file is removed and the
+// file at `path` stays as it was.
 void write_file_atomic(const std::string& path, const std::string& bytes);
+// The message of a write to `path` that failed with `error` (an errno): a full disk or quota, and
+// the file-size limit of `ulimit -f` (EFBIG, with the limit), are named as such.
+std::string write_failure(const std::string& path, int error);
 // The whole file as bytes; a missing or unreadable file throws naming it.
 std::string read_file_bytes(const std::string& path);
 }  // namespace urpe

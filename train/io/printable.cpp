@@ -48,6 +48,32 @@ std::string printable(const std::string& text) {
   return out;
 }
 
+std::string shorten_long_words(const std::string& text, size_t max_word) {
+  const size_t keep = max_word / 3;
+  // Moves `at` back to the start of the UTF-8 sequence it is inside (a continuation byte is 10xxxxxx).
+  const auto boundary = [&](size_t at) {
+    while (at > 0 && at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) --at;
+    return at;
+  };
+  std::string out;
+  out.reserve(text.size());
+  for (size_t begin = 0; begin < text.size();) {
+    size_t end = text.find(' ', begin);
+    if (end == std::string::npos) end = text.size();
+    if (end - begin <= max_word) {
+      out.append(text, begin, end - begin);
+    } else {
+      const size_t head_end = boundary(begin + keep), tail_begin = boundary(end - keep);
+      out.append(text, begin, head_end - begin);
+      out += "...(" + std::to_string(tail_begin - head_end) + " characters)...";
+      out.append(text, tail_begin, end - tail_begin);
+    }
+    if (end < text.size()) out += ' ';
+    begin = end + 1;
+  }
+  return out;
+}
+
 std::string with_thousands_separators(int64_t value) {
   const std::string digits = std::to_string(value);
   const size_t first = (value < 0) ? 1 : 0;  // keep a minus sign out of the digit groups

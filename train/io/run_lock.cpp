@@ -169,9 +169,12 @@ RunDirectoryLock::RunDirectoryLock(const std::string& dir, LockMode mode, const 
   held_ = true;
 }
 
-std::unique_ptr<RunDirectoryLock> lock_for_reading(const std::string& dir, const std::string& option) {
-  if (!is_directory(dir)) return nullptr;
-  return std::make_unique<RunDirectoryLock>(dir, LockMode::shared, option);
+void check_readable_run(const std::string& dir, const std::string& option) {
+  if (!is_directory(dir)) return;
+  const std::string replaced = join_path(dir, kReplacedName);
+  if (!path_exists(replaced) || !describe_lock_holders(dir).empty()) return;
+  URPE_FAIL(option << " " << dir << ": " << replaced << " holds a run that an interrupted --overwrite replaced; move "
+                   << "its files back into " << dir << " or delete it");
 }
 
 RunDirectoryLock::~RunDirectoryLock() {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 
+#include "train/config/run_config.h"
 #include "train/loop/checkpoint_identity.h"
 #include "train/loop/finite_check.h"
 #include "train/io/run_dir.h"
@@ -133,13 +134,21 @@ static CheckpointInfo info_from(const TensorFile& file) {
                        << kFormat << "')");
   CheckpointInfo info;
   info.config_text = file.meta("config");
-  // Both written since run ids exist; older checkpoints have neither. Whether the hash matches
-  // the config is --resume's check (checkpoint_identity.h): reading a config that was edited in
-  // place reports its values first.
+  // Both written since run ids exist; older checkpoints have neither. The hash is checked on every
+  // read (eval, plot, --resume, --init-from): the tensor data has its CRC-32, the stored config this
+  // hash, so a bit flipped in either is an error, never a run rebuilt from another config.
   if (file.metadata.count("config_hash")) {
     URPE_CHECK(is_run_id(file.meta("config_hash")),
                file.path << ": metadata 'config_hash' should be 16 hex digits, got " << shown(file.meta("config_hash")));
     info.config_hash = file.meta("config_hash");
+    const std::string actual = config_text_hash(info.config_text);
+    // A value that is not what its key takes is named first (config_from_text throws naming the key).
+    if (info.config_hash != actual) config_from_text(info.config_text, file.path + " (config)");
+    URPE_CHECK(info.config_hash == actual,
+               file.path << ": the config stored in it is not the one it was saved with (metadata config_hash "
+                         << info.config_hash << ", the config's hash " << actual
+                         << "): the checkpoint was edited after urpe wrote it, or is corrupt; a resumed run may "
+                            "change steps, eval_every or device with --resume --set, anything else is a new run");
   }
   if (file.metadata.count("run_id")) {
     URPE_CHECK(is_run_id(file.meta("run_id")),

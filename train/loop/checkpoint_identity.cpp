@@ -124,11 +124,7 @@ void check_resume_identity(const std::string& dir, const Config& resumed) {
   const std::string last = join_path(dir, kLastCheckpointName);
   const CheckpointInfo info = read_checkpoint_info(last);
   const std::string& run_id = info.progress.run_id;
-  URPE_CHECK(info.config_hash.empty() || info.config_hash == config_text_hash(info.config_text),
-             "--resume " << dir << ": " << last << ": the config stored in it is not the one it was saved with "
-                         << "(metadata config_hash " << info.config_hash << ", the config's hash "
-                         << config_text_hash(info.config_text) << "): the checkpoint was edited after urpe wrote it; "
-                         << "change steps, eval_every or device with --resume --set, anything else in a new run");
+  // The stored config matches its config_hash: read_checkpoint_info checks that on every read.
 
   const std::string config_path = join_path(dir, "config.txt");
   if (path_exists(config_path)) {

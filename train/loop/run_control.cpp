@@ -1,7 +1,5 @@
-// Run-directory opening, the Ctrl-C flag, and Adam and the schedule from the common keys.
+// Run-directory opening, and Adam and the schedule from the common keys.
 #include "train/loop/run_control.h"
-
-#include <csignal>
 
 #include "train/loop/checkpoint.h"
 #include "train/loop/checkpoint_identity.h"
@@ -9,12 +7,6 @@
 #include "train/io/run_dir.h"
 
 namespace urpe {
-
-namespace {
-volatile std::sig_atomic_t g_stop_signal = 0;  // 0, or the signal that asked to stop
-int g_stop_scopes = 0;                         // StopOnInterrupt objects alive (nested)
-void request_stop(int signal) { g_stop_signal = signal; }
-}  // namespace
 
 std::string open_run_directory(const std::string& out_dir, const TrainOptions& options, Config& config) {
   make_directories(out_dir);
@@ -38,25 +30,6 @@ Config stored_run_config(const std::string& dir) {
                                           "run never reached its first checkpoint)");
   return config_from_text(read_checkpoint_info(checkpoint).config_text, checkpoint + " (config)");
 }
-
-StopOnInterrupt::StopOnInterrupt() {
-  if (g_stop_scopes++ > 0) return;  // an outer scope (a repro grid) already catches them
-  g_stop_signal = 0;
-  previous_interrupt_ = std::signal(SIGINT, request_stop);
-  previous_terminate_ = std::signal(SIGTERM, request_stop);
-}
-
-StopOnInterrupt::~StopOnInterrupt() {
-  if (--g_stop_scopes > 0) return;
-  std::signal(SIGINT, previous_interrupt_);
-  std::signal(SIGTERM, previous_terminate_);
-}
-
-bool StopOnInterrupt::requested() const { return g_stop_signal != 0; }
-
-int stop_signal() { return g_stop_signal; }
-
-int stop_exit_code() { return g_stop_signal == SIGTERM ? 143 : 130; }
 
 AdamConfig adam_config_from(const Config& config) {
   AdamConfig adam;

@@ -1,7 +1,7 @@
 // The set-up pieces of a training run that the loop (train/loop/training_loop.h) builds on: opening
-// (or reopening) the run directory, the Ctrl-C flag, and Adam and the schedule from the common
-// keys. Kept apart from the loop so that the rules for when a run directory may be overwritten
-// and how an interrupt is caught read on their own.
+// (or reopening) the run directory, and Adam and the schedule from the common keys (the Ctrl-C
+// flag is train/io/stop_signals.h). Kept apart from the loop so that the rules for when a run
+// directory may be overwritten read on their own.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -9,6 +9,7 @@
 #include "tensor/device.h"
 #include "train/loop/checkpoint.h"
 #include "train/io/config.h"
+#include "train/io/stop_signals.h"
 #include "train/optim/optimizer.h"
 #include "train/loop/schedule.h"
 #include "train/loop/train_options.h"
@@ -25,31 +26,7 @@ std::string open_run_directory(const std::string& out_dir, const TrainOptions& o
 // or no checkpoint yet).
 Config stored_run_config(const std::string& run_dir);
 
-// While alive, SIGINT (Ctrl-C) and SIGTERM (kill, a batch system's time limit) set a flag instead
-// of killing the process; the trainer polls requested() between steps, saves a checkpoint and
-// stops, and a repro grid stops after that run (docs/runs.md#interrupted-grids). Scopes nest: the
-// outermost one installs the handlers and clears the flag, inner ones (each run of a grid) share
-// them, so a signal that arrives between two runs still stops the grid. The previous handlers are
-// restored when the outermost scope ends; the flag stays readable (stop_signal) after it.
-// (A signal handler can only talk to the program through such a flag.)
-class StopOnInterrupt {
- public:
-  StopOnInterrupt();
-  ~StopOnInterrupt();
-  StopOnInterrupt(const StopOnInterrupt&) = delete;
-  StopOnInterrupt& operator=(const StopOnInterrupt&) = delete;
-  bool requested() const;
-
- private:
-  void (*previous_interrupt_)(int) = nullptr;
-  void (*previous_terminate_)(int) = nullptr;
-};
-
-// The signal that asked the last (or current) StopOnInterrupt scope to stop: SIGINT, SIGTERM or 0.
-int stop_signal();
-// The exit code of a command stopped that way, as a shell reports a process killed by the signal:
-// 130 for SIGINT, 143 for SIGTERM.
-int stop_exit_code();
+// StopOnInterrupt, stop_signal() and stop_exit_code(): train/io/stop_signals.h.
 
 // Adam and the learning-rate schedule from the common keys (weight_decay, clip; lr, warmup) for a
 // run of `steps` steps. A trainer sets its family's own schedule keys (decay kind, end_lr) on the

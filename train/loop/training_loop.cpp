@@ -266,6 +266,17 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
   task.adjust_schedule(schedule);
   schedule.validate();
 
+  // From here a signal only sets the stop flag, polled after every step: the first file below may
+  // move an --overwrite's old run aside (train/io/run_dir.h), which a stop must be able to put back.
+  const StopOnInterrupt interrupt;
+  // A resume that fails before its first checkpoint leaves the directory as it was.
+  ResumeRollback resume_rollback(root && options.resume ? run.out_dir : "");
+  // An --overwrite stopped before the new run's first checkpoint puts the old run back: the loop
+  // then stops without saving (decided by rank 0, which holds the claim, for every rank).
+  std::string replacing = root && !options.resume && old_run_restorable(run.out_dir) ? "1" : "0";
+  if (comm.size() > 1) comm.broadcast(replacing);
+  const bool stop_restores_old_run = replacing == "1";
+
   TrainingProgress progress;
   progress.data_rng = Rng(task.data_seed(run.seed));
   progress.dropout_rng = Rng(task.dropout_seed(run.seed));
@@ -317,15 +328,16 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
     if (!root) return;
     // The checkpoint holds rank 0's dropout stream (its offset is every rank's).
     save_checkpoint_with(run.checkpoint_path, task.parameters(), optimizer_state, progress, config_text, state);
+    // The run is resumable from here: what a failure would have put back is no longer needed.
+    resume_rollback.commit();
+    new_run_saved(run.out_dir);
   };
   BestCheckpoint best(join_path(run.out_dir, kBestCheckpointName), task.metric_higher_is_better(), options.resume);
 
   const std::vector<Tensor> parameter_tensors = task.parameters().tensors();
   const int64_t accum_steps = run.config.get_int("accum_steps");
-  // While it exists, Ctrl-C only sets a flag, polled after every step.
-  const StopOnInterrupt interrupt;
   StepMeter meter;
-  bool interrupted = false;
+  bool interrupted = false, saved_nothing = false;
   for (int64_t step = progress.step + 1; step <= run.steps; ++step) {
     meter.begin_step();
     run.profile.before_step(step);
@@ -352,6 +364,12 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
     //    just did (between evaluations it also holds the unlogged loss window, so a resumed run
     //    logs what an uninterrupted one would), print how to resume, and stop.
     const bool stop = synced.stop;
+    if (stop && stop_restores_old_run && last_saved_step == 0) {
+      line.message("interrupted at step " + std::to_string(step) + ", before the run's first checkpoint: nothing of "
+                   "it is kept, and the run " + run.out_dir + " held before is put back");
+      interrupted = saved_nothing = true;
+      break;
+    }
     const bool evaluate_now = step % run.eval_every == 0 || step == run.steps;
     if (stop && !evaluate_now) save_checkpoint_now();
     if (evaluate_now) {
@@ -400,10 +418,11 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
   r.steps = progress.step;
   r.seconds = progress.seconds;
   r.device = run.device.name();
-  if (root) {
+  if (root && !saved_nothing) {
     write_text_atomic(join_path(run.out_dir, "results.json"), result_to_json(r).dump(2) + "\n");
     draw_run_plots(run.out_dir);
   }
+  resume_rollback.commit();  // a resume of a finished run saves no checkpoint, and succeeded all the same
   return outcome;
 }
 

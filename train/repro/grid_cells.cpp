@@ -8,6 +8,7 @@
 #include "train/loop/checkpoint_identity.h"
 #include "train/config/run_config.h"
 #include "train/loop/run_control.h"
+#include "train/io/stop_signals.h"
 
 namespace urpe {
 
@@ -41,7 +42,7 @@ void apply_cell_start(const GridCellStart& start, TrainOptions& options) {
 
 std::string grid_interruption_note(int signal, int64_t finished, int64_t total, const std::string& stopped_run,
                                    int64_t stopped_step, int64_t run_steps, const std::string& continue_command) {
-  std::string note = std::string("**Interrupted** by ") + (signal == SIGTERM ? "SIGTERM" : "SIGINT") + ": " +
+  std::string note = std::string("**Interrupted** by ") + stop_signal_name(signal) + ": " +
                      std::to_string(finished) + " of " + std::to_string(total) + " runs finished";
   if (!stopped_run.empty())
     note += "; " + stopped_run + " stopped at step " + std::to_string(stopped_step) + " of " +

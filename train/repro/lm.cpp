@@ -13,6 +13,7 @@
 #include "train/families/txl/txl_trainer.h"
 #include "train/plot/charts.h"
 #include "train/config/run_config.h"
+#include "train/io/run_dir.h"
 #include "train/loop/run_control.h"
 #include "train/families/run_plots.h"
 #include "train/io/safetensors.h"
@@ -264,6 +265,9 @@ LmReproSummary run_lm_repro(const LmReproPlan& plan, const std::string& out_dir,
     }
   }
 
+  // Stopped before its first run saved a checkpoint, a grid that replaces an old one writes nothing:
+  // the old grid comes back (train/io/run_dir.h).
+  if (interrupt.requested() && old_run_restorable(out_dir)) return summary;
   summary.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   json::Value list = json::Value::array();
   const std::string device = parse_device(plan.device).name();

@@ -9,6 +9,8 @@
 
 #include "tensor/error.h"
 #include "train/config/paper_presets.h"
+#include "train/io/run_dir.h"
+#include "train/io/stop_signals.h"
 #include "train/plot/charts.h"
 #include "train/repro/seed_stats.h"
 
@@ -126,8 +128,10 @@ std::vector<GridPointResult> run_molecule_grid(const MoleculeRepro& repro, const
     MoleculeRepro one = repro;
     one.overrides.insert(one.overrides.end(), points[k].begin(), points[k].end());
     r.rows = run_molecule_repro(one, r.dir);
+    if (stop_signal() != 0) break;  // a signal stopped that setting's grid: the next one never starts
     results.push_back(r);
   }
+  if (stop_signal() != 0 && old_run_restorable(out_dir)) return {};  // the old grid comes back
   const int chosen[2] = {selected_point(results, "none"), selected_point(results, "urpe")};
   json::Value list = json::Value::array();
   for (size_t k = 0; k < results.size(); ++k)

@@ -14,6 +14,7 @@
 #include "train/families/graphormer/graphormer_trainer.h"
 #include "train/plot/charts.h"
 #include "train/config/run_config.h"
+#include "train/io/run_dir.h"
 #include "train/loop/run_control.h"
 #include "train/io/printable.h"
 #include "train/io/safetensors.h"
@@ -355,6 +356,9 @@ std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std:
       std::fflush(stdout);
       runs.push_back(run);
     }
+  // Stopped before its first run saved a checkpoint, a grid that replaces an old one writes nothing:
+  // the old grid comes back (train/io/run_dir.h).
+  if (interrupt.requested() && old_run_restorable(out_dir)) return {};
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::string note;
   if (interrupt.requested()) {

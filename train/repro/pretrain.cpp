@@ -9,6 +9,7 @@
 
 #include "data/corpus.h"
 #include "tensor/error.h"
+#include "train/io/run_dir.h"
 #include "train/loop/checkpoint.h"
 #include "train/families/txl/txl_config.h"
 #include "train/families/encoder/encoder_mlm_trainer.h"
@@ -151,8 +152,9 @@ PretrainSummary run_pretrain_repro(const PretrainPlan& plan, const std::string& 
 
   const int64_t total = static_cast<int64_t>(plan.pes.size()) * plan.seeds;
   GridProgress progress(total);
+  bool stopped = false;  // a signal stopped a run (its checkpoint is saved): the rest never start
   for (const std::string& pe : plan.pes)
-    for (int64_t seed = plan.first_seed; seed < plan.first_seed + plan.seeds; ++seed) {
+    for (int64_t seed = plan.first_seed; seed < plan.first_seed + plan.seeds && !stopped; ++seed) {
       const Config config = resolve_config(plan.preset, "", pretrain_run_sets(plan, pe, seed));
       PretrainRun r;
       r.pe = pe;
@@ -166,6 +168,11 @@ PretrainSummary run_pretrain_repro(const PretrainPlan& plan, const std::string& 
       options.tf32 = plan.extra.tf32;
       progress.begin_run(name);
       const EncoderTrainOutcome outcome = train_masked_lm(config, r.dir, options, &corpus);
+      if (outcome.interrupted) {
+        progress.end_run();
+        stopped = true;
+        break;
+      }
       r.params = outcome.result.params;
       r.steps = outcome.result.steps;
       r.seconds = outcome.result.seconds;
@@ -187,6 +194,7 @@ PretrainSummary run_pretrain_repro(const PretrainPlan& plan, const std::string& 
       summary.runs.push_back(r);
     }
   summary.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (stopped && old_run_restorable(out_dir)) return summary;  // an --overwrite's old run comes back
 
   json::Value list = json::Value::array();
   const std::string device = parse_device(plan.device).name();

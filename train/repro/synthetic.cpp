@@ -13,6 +13,7 @@
 #include "train/families/encoder/encoder_trainer.h"
 #include "bench/process_memory.h"
 #include "train/config/run_config.h"
+#include "train/io/run_dir.h"
 #include "train/loop/run_control.h"
 #include "train/families/run_plots.h"
 #include "train/repro/paper_values.h"
@@ -183,6 +184,9 @@ std::vector<ResultRow> run_synthetic_grid(const SyntheticGrid& grid, const std::
       identical.push_back(probe.identical_accuracy);
     }
   }
+  // Stopped before its first run saved a checkpoint, a grid that replaces an old one writes nothing:
+  // the old grid comes back (train/io/run_dir.h).
+  if (interrupt.requested() && old_run_restorable(out_dir)) return rows;
   std::string probe_line;
   if (grid.probe) {
     std::vector<std::pair<std::string, double>> ordered;

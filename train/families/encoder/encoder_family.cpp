@@ -64,6 +64,7 @@ ModelFamily encoder_family() {
   f.name = "encoder";
   f.add_keys = add_encoder_keys;
   f.check_values = check_encoder_values;
+  f.check_given_keys = check_masked_lm_keys_read;
   f.check_paths = check_masked_lm_paths;
   f.estimate_memory = estimate_encoder_memory;
   f.train = train;

@@ -3,6 +3,7 @@
 
 #include "tensor/error.h"
 #include "train/config/config_checks.h"
+#include "train/io/printable.h"
 #include "train/families/txl/txl_config.h"
 
 namespace urpe {
@@ -24,6 +25,16 @@ void check_masked_lm_values(const Config& c) {
   if (is_masked_lm(c)) config_check::int_at_least(c, "vocab", 3);
   const double p = c.get_float("mask_prob");  // checked for every task, like every other key
   URPE_CHECK(p > 0.0 && p < 1.0, "config: mask_prob must be in (0, 1), got " << c.get_string("mask_prob"));
+}
+
+void check_masked_lm_keys_read(const Config& c) {
+  if (is_masked_lm(c)) return;
+  for (const char* key : {"corpus", "mask_prob"}) {
+    const ConfigKey* spec = c.schema().find(key);
+    URPE_CHECK(!spec || !c.is_set(key) || c.get_string(key) == spec->default_value,
+               "config: " << key << " = " << printable(c.get_string(key)) << " is read only by task = mlm; task = "
+                          << c.get_string("task") << " never reads it (drop it, or set task = mlm)");
+  }
 }
 
 void check_masked_lm_paths(const Config& config) {

@@ -24,6 +24,8 @@ void add_masked_lm_keys(ConfigSchema& schema);
 void check_masked_lm_values(const Config& config);
 // `corpus` names a directory (unless embedded).
 void check_masked_lm_paths(const Config& config);
+// A given config of another task that sets corpus or mask_prob (to other than the default) is refused.
+void check_masked_lm_keys_read(const Config& config);
 
 bool is_masked_lm(const Config& config);  // model = encoder and task = mlm
 data::MaskedLanguageModel masked_lm_from(const Config& config);
