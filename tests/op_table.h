@@ -11,7 +11,7 @@
 //                                                              autograd, every element of every
 //                                                              differentiated input
 //   threads        test_op_table (CPU)                         output and gradients bit-identical
-//                                                              with 1 and 2 OpenMP threads
+//                                                              with 1, 2 and 3 OpenMP threads
 //   cost           test_op_table (CPU)                         the profiler's recorded cost of the
 //                                                              call, forward and backward, equals
 //                                                              the row's formula exactly

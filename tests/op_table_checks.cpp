@@ -1,5 +1,5 @@
 // The checks every row of the op table drives (tests/op_table.h): the gradient check, the same
-// bits for 1 and 2 threads and the profiler's cost on the CPU, and CUDA against the CPU. Each
+// bits for 1, 2 and 3 threads and the profiler's cost on the CPU, and CUDA against the CPU. Each
 // returns what it found (CheckResult) rather than asserting, so the suites can also show a check
 // failing on a deliberately broken op.
 #include <cmath>

@@ -1,5 +1,5 @@
 // The op table's CPU checks (tests/op_table.h): for every row, the finite-difference gradient
-// check, the same bits with 1 and 2 OpenMP threads, and the profiler's recorded cost against the
+// check, the same bits with 1, 2 and 3 OpenMP threads, and the profiler's recorded cost against the
 // row's formula. CPU against CUDA runs from the same rows in test_cuda_parity (and under the CUDA
 // simulator in test_cuda_sim_parity). Also here: every public op of ops/*.h has a row, and each
 // check fails on a toy op broken on purpose (so none of them passes whatever it is given).
