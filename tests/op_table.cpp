@@ -1,0 +1,1003 @@
+// The op table's rows: one per op case (tests/op_table.h says what a row holds and which checks
+// it drives). Sizes: rows with every check are small enough for finite differences over every
+// element; rows "at parity sizes" are odd and larger (rows not a multiple of 32, D = 67, more
+// elements than one simulated grid, above the CPU kernels' OpenMP thresholds of ~32k elements)
+// and leave the gradient check to the small row of the same op.
+#include "op_table.h"
+
+#include <cmath>
+#include <limits>
+
+#include "ops/activation.h"
+#include "ops/dispatch.h"
+#include "ops/dropout.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/layer_norm.h"
+#include "ops/loss.h"
+#include "ops/matmul.h"
+#include "ops/optimizer_kernels.h"
+#include "ops/reduce.h"
+#include "ops/relative_shift.h"
+#include "ops/rotary.h"
+#include "ops/shape.h"
+#include "ops/softmax.h"
+#include "ops/urpe_attention.h"
+#include "ops/urpe_flash_attention.h"
+#include "ops/urpe_self_attention.h"
+#include "autograd/node.h"
+#include "models/positional.h"
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace urpe::test {
+
+// ---- building blocks ----
+
+DTypeColumn f32(Tolerance forward, Tolerance backward, autograd::GradcheckOptions gradcheck) {
+  return {DType::f32, forward, backward, gradcheck};
+}
+
+OpInput uniform(const std::string& name, const Shape& shape, float low, float high) {
+  return {name, [=](uint64_t seed) {
+            Rng rng(seed);
+            return Tensor::uniform(shape, low, high, rng);
+          },
+          true};
+}
+
+OpInput signed_uniform(const std::string& name, const Shape& shape, float low, float high) {
+  return {name, [=](uint64_t seed) {
+            Rng rng(seed);
+            Tensor t = Tensor::uniform(shape, low, high, rng);
+            Rng signs(seed ^ 0x5157u);
+            const Tensor s = Tensor::uniform(shape, -1.0f, 1.0f, signs);
+            float* p = t.f32();
+            const float* q = s.f32();
+            for (int64_t k = 0; k < t.numel(); ++k) p[k] = q[k] < 0 ? -p[k] : p[k];
+            return t;
+          },
+          true};
+}
+
+OpInput ids(const std::string& name, const Shape& shape, int32_t upper) {
+  return {name, [=](uint64_t seed) {
+            Rng rng(seed);
+            std::vector<int32_t> v(static_cast<size_t>(shape_numel(shape)));
+            for (auto& id : v) id = static_cast<int32_t>(rng.below(upper));
+            return Tensor::from_vector(v, shape);
+          },
+          false};
+}
+
+OpInput given(const std::string& name, std::function<Tensor(uint64_t seed)> make) {
+  return {name, std::move(make), false};
+}
+
+OpInput constant(OpInput input) {
+  input.grad = false;
+  return input;
+}
+
+OpRow row(std::string name, std::string op, std::vector<OpInput> inputs, OpCall call, DTypeColumn f32_column,
+          CostFormula cost) {
+  OpRow r;
+  r.name = std::move(name);
+  r.op = std::move(op);
+  r.inputs = std::move(inputs);
+  r.call = std::move(call);
+  r.dtypes = {f32_column};
+  r.cost = std::move(cost);
+  return r;
+}
+
+// FNV-1a of the row's name: each row draws its own values, the same on every machine.
+static uint64_t name_seed(const std::string& name) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::vector<Tensor> make_inputs(const OpRow& r) {
+  std::vector<Tensor> out;
+  const uint64_t base = name_seed(r.name);
+  for (size_t k = 0; k < r.inputs.size(); ++k) out.push_back(r.inputs[k].make(base + 7919 * (k + 1)));
+  return out;
+}
+
+namespace {
+
+using In = std::vector<Tensor>;
+using kernels::BinaryOp;
+using profile::Cost;
+
+int64_t rows_of(const Tensor& t) { return t.numel() / t.size(-1); }
+
+// ---- cost formulas that mirror an op's calls (ops/*.cpp) ----
+
+// add and sub hand g over to an operand that has the output's shape (no kernel, no cost).
+OpCosts binary_costs(BinaryOp op, const Tensor& a, const Tensor& b) {
+  const Shape out = a.numel() >= b.numel() ? a.shape() : b.shape();
+  const bool reads_values = op == BinaryOp::mul || op == BinaryOp::div;
+  const bool pass_a = !reads_values && a.shape() == out;
+  const bool pass_b = !pass_a && op == BinaryOp::add && b.shape() == out;
+  OpCosts c{binary_forward_cost(a.numel(), b.numel()), {}};
+  if (!pass_a || !pass_b) c.backward = binary_backward_cost(op, a.numel(), b.numel(), !pass_a, !pass_b);
+  return c;
+}
+
+// The operands of ops/matmul.cpp's GEMMs: rows × cols, batch stride (0: one matrix for all).
+struct Operand {
+  int64_t rows, cols, stride;
+};
+Cost gemm(const Operand& x, bool tx, const Operand& y, bool ty, int64_t batch, bool accumulate) {
+  kernels::GemmArgs g;
+  g.trans_a = tx;
+  g.trans_b = ty;
+  g.m = tx ? x.cols : x.rows;
+  g.k = tx ? x.rows : x.cols;
+  g.n = ty ? y.rows : y.cols;
+  g.stride_a = x.stride;
+  g.stride_b = y.stride;
+  g.batch = batch;
+  g.beta = accumulate ? 1.0f : 0.0f;
+  return gemm_cost(g);
+}
+
+OpCosts matmul_costs(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  const bool shared = b.dim() == 2;
+  const int64_t m = ta ? a.size(-1) : a.size(-2), n = tb ? b.size(-2) : b.size(-1);
+  const int64_t batch = a.numel() / (a.size(-2) * a.size(-1));
+  const Operand oa{a.size(-2), a.size(-1), a.size(-2) * a.size(-1)};
+  const Operand ob{b.size(-2), b.size(-1), shared ? 0 : b.size(-2) * b.size(-1)};
+  const Operand og{m, n, m * n};
+  OpCosts c;
+  c.forward = shared && !ta ? gemm({oa.rows * batch, oa.cols, oa.stride}, false, ob, tb, 1, false)
+                            : gemm(oa, ta, ob, tb, batch, false);
+  // ∂A
+  if (!ta) c.backward += gemm(shared ? Operand{m * batch, n, 0} : og, false, ob, !tb, shared ? 1 : batch, false);
+  else c.backward += gemm(ob, tb, og, true, batch, false);
+  // ∂B
+  if (shared && !ta) {
+    const Operand a_rows{oa.rows * batch, oa.cols, 0}, g_rows{m * batch, n, 0};
+    c.backward += tb ? gemm(g_rows, true, a_rows, false, 1, false) : gemm(a_rows, true, g_rows, false, 1, false);
+  } else {
+    const int64_t calls = shared ? batch : 1, per_call = shared ? 1 : batch;
+    for (int64_t i = 0; i < calls; ++i)
+      c.backward += tb ? gemm(og, true, oa, ta, per_call, i > 0) : gemm(oa, !ta, og, false, per_call, i > 0);
+  }
+  return c;
+}
+
+OpCosts linear_costs(const Tensor& x, const Tensor& w) {
+  const int64_t rows = rows_of(x), in = w.size(1), out = w.size(0);
+  const Operand x_rows{rows, in, 0}, wo{out, in, 0}, g_rows{rows, out, 0};
+  return {broadcast_axis_cost(1, rows, out, 1.0f) + gemm(x_rows, false, wo, true, 1, true),
+          gemm(g_rows, false, wo, false, 1, false) + gemm(g_rows, true, x_rows, false, 1, false) +
+              sum_axis_cost(1, rows, out)};
+}
+
+OpCosts reduce_costs(const Tensor& x, int axis, bool average) {
+  const int a = axis < 0 ? axis + x.dim() : axis;
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < x.dim(); ++d) {
+    if (d < a) outer *= x.size(d);
+    if (d > a) inner *= x.size(d);
+  }
+  const int64_t n = x.size(a);
+  return {sum_axis_cost(outer, n, inner), broadcast_axis_cost(outer, n, inner, average ? 1.0f / float(n) : 1.0f)};
+}
+
+OpCosts same_both_ways(Cost c) { return {c, c}; }
+
+// ---- the attention rows: scores (or q, k, v), the tables, then the maps and the padding ----
+
+struct AttentionSpec {
+  int64_t batch, heads, nq, nk;
+  bool bias, c;
+  int map_kind;  // 0: Toeplitz (Nq, Nk); 1: per-batch Toeplitz; 2: random buckets (Nq, Nk);
+                 // 3: random buckets (Bsz, Nq, Nk); 4: T5 buckets; 5: random relative buckets
+                 // (Nq + Nk − 1,); 6: the Toeplitz relative map (Nq + Nk − 1,) (fused op only)
+  int64_t buckets;  // kinds 2, 3 and 5
+  bool padding, causal;
+  int64_t causal_offset;
+  AttentionNorm norm;
+  float scale;
+};
+
+int64_t table_size(const AttentionSpec& s) {
+  if (s.map_kind == 4) return relative_bucket_count(s.nq, RelativeKind::bucketed);
+  if (s.map_kind <= 1 || s.map_kind == 6) return s.nq + s.nk - 1;
+  return s.buckets;
+}
+
+Tensor attention_map(const AttentionSpec& s, uint64_t seed) {
+  Rng rng(seed);
+  auto random_map = [&](const Shape& shape) {
+    std::vector<int32_t> v(static_cast<size_t>(shape_numel(shape)));
+    for (auto& e : v) e = static_cast<int32_t>(rng.below(static_cast<int32_t>(s.buckets)));
+    return Tensor::from_vector(v, shape);
+  };
+  switch (s.map_kind) {
+    case 0: return toeplitz_map(s.nq, s.nk);
+    case 1: {
+      const std::vector<int32_t> one = toeplitz_map(s.nq, s.nk).to_vector_i32();
+      std::vector<int32_t> v;
+      for (int64_t b = 0; b < s.batch; ++b) v.insert(v.end(), one.begin(), one.end());
+      return Tensor::from_vector(v, {s.batch, s.nq, s.nk});
+    }
+    case 2: return random_map({s.nq, s.nk});
+    case 3: return random_map({s.batch, s.nq, s.nk});
+    case 4: return relative_bucket_map(s.nq, RelativeKind::bucketed, true);
+    case 5: return random_map({s.nq + s.nk - 1});
+    default: return toeplitz_relative_map(s.nq, s.nk);
+  }
+}
+
+// Batch item 0 fully padded (its rows are fully masked), the others their last 3 keys.
+Tensor padding_mask(const AttentionSpec& s) {
+  std::vector<int32_t> pad(static_cast<size_t>(s.batch * s.nk), 0);
+  for (int64_t j = 0; j < s.nk; ++j) pad[j] = 1;
+  for (int64_t b = 1; b < s.batch; ++b)
+    for (int64_t j = std::max<int64_t>(0, s.nk - 3); j < s.nk; ++j) pad[b * s.nk + j] = 1;
+  return Tensor::from_vector(pad, {s.batch, s.nk});
+}
+
+// The table, map and padding inputs after the `first` leading ones, and the params built back
+// from them on whatever device they are.
+std::vector<OpInput> attention_extras(const AttentionSpec& s) {
+  std::vector<OpInput> in;
+  const int64_t k = table_size(s);
+  if (s.bias) in.push_back(uniform("bias_table", {s.heads, k}, -2.0f, 2.0f));
+  if (s.c) in.push_back(signed_uniform("c_table", {s.heads, k}, 0.2f, 1.8f));
+  if (s.bias) in.push_back(given("bias_map", [s](uint64_t seed) { return attention_map(s, seed); }));
+  if (s.c) in.push_back(given("c_map", [s](uint64_t seed) { return attention_map(s, seed); }));
+  if (s.padding) in.push_back(given("key_padding", [s](uint64_t) { return padding_mask(s); }));
+  return in;
+}
+
+UrpeAttentionParams attention_params(const AttentionSpec& s, const In& v, size_t first) {
+  UrpeAttentionParams p;
+  p.scale = s.scale;
+  size_t k = first;
+  if (s.bias) p.bias_table = v[k++];
+  if (s.c) p.c_table = v[k++];
+  if (s.bias) p.bias_map = v[k++];
+  if (s.c) p.c_map = v[k++];
+  if (s.padding) p.key_padding = v[k++];
+  p.causal = s.causal;
+  p.causal_offset = s.causal_offset;
+  p.norm = s.norm;
+  return p;
+}
+
+OpRow attention_row(const std::string& what, const AttentionSpec& s, Tolerance fwd, Tolerance bwd,
+                    autograd::GradcheckOptions g = {}) {
+  std::vector<OpInput> in{uniform("scores", {s.batch, s.heads, s.nq, s.nk}, -3.0f, 3.0f)};
+  for (OpInput& e : attention_extras(s)) in.push_back(e);
+  return row("urpe_attention, " + what, "urpe_attention", in,
+             [s](const In& v, const Device&) { return urpe_attention(v[0], attention_params(s, v, 1)); },
+             f32(fwd, bwd, g), [s](const In& v) {
+               const UrpeAttentionParams p = attention_params(s, v, 1);
+               const AttentionCostSizes z = attention_cost_sizes(s.batch, s.heads, s.nq, s.nk, p);
+               return OpCosts{urpe_attention_forward_cost(z, true), urpe_attention_backward_cost(z, s.bias, s.c)};
+             });
+}
+
+OpRow flash_row(const std::string& what, const AttentionSpec& s, int64_t dh, int64_t dv, float dropout,
+                Tolerance fwd, Tolerance bwd, autograd::GradcheckOptions g = {}) {
+  std::vector<OpInput> in{uniform("q", {s.batch, s.heads, s.nq, dh}, -1.5f, 1.5f),
+                          uniform("k", {s.batch, s.heads, s.nk, dh}, -1.5f, 1.5f),
+                          uniform("v", {s.batch, s.heads, s.nk, dv})};
+  for (OpInput& e : attention_extras(s)) in.push_back(e);
+  const AttentionDropout drop{dropout, 161};
+  return row("urpe_flash_attention, " + what, "urpe_flash_attention", in,
+             [s, drop](const In& v, const Device&) {
+               return urpe_flash_attention(v[0], v[1], v[2], attention_params(s, v, 3), drop);
+             },
+             f32(fwd, bwd, g), [s, dh, dv](const In& v) {
+               const UrpeAttentionParams p = attention_params(s, v, 3);
+               const AttentionCostSizes z = attention_cost_sizes(s.batch, s.heads, s.nq, s.nk, p);
+               return OpCosts{urpe_flash_attention_forward_cost(z, dh, dv, true),
+                              urpe_flash_attention_backward_cost(z, dh, dv, s.bias, s.c)};
+             });
+}
+
+// The encoder's fused self-attention block: x, the projections, [L,] then the attention extras.
+OpRow self_attention_row(const std::string& what, const AttentionSpec& s, int64_t d, int64_t D, bool logit) {
+  std::vector<OpInput> in{uniform("x", {s.batch, s.nq, d})};
+  for (const char* w : {"wq", "wk", "wv"}) in.push_back(uniform(w, {D, d}, -0.7f, 0.7f));
+  for (const char* b : {"bq", "bk", "bv"}) in.push_back(uniform(b, {D}, -0.2f, 0.2f));
+  if (logit) in.push_back(uniform("logit_bias", {s.batch, s.heads, s.nq, s.nk}));
+  for (OpInput& e : attention_extras(s)) in.push_back(e);
+  const size_t first = logit ? 8 : 7;
+  return row("urpe_self_attention, " + what, "urpe_self_attention", in,
+             [s, logit, first](const In& v, const Device&) {
+               return urpe_self_attention(v[0], {v[1], v[2], v[3], v[4], v[5], v[6]}, s.heads,
+                                          attention_params(s, v, first), logit ? v[7] : Tensor());
+             },
+             f32({1e-5, 1e-4}, {1e-5, 1e-4}), [s, d, D, logit, first](const In& v) {
+               const AttentionCostSizes z = attention_cost_sizes(s.batch, s.heads, s.nq, s.nk, attention_params(s, v, first));
+               const int64_t rows = s.batch * s.nq, dh = D / s.heads;
+               return OpCosts{urpe_self_attention_forward_cost(rows, d, dh, z, true, logit),
+                              urpe_self_attention_backward_cost(rows, d, dh, z, s.bias, s.c, logit)};
+             });
+}
+
+// ---- argmax_last's input: random rows with planted ties and NaNs ----
+
+Tensor with_ties_and_nans(const Shape& shape, uint64_t seed) {
+  Rng rng(seed);
+  Tensor x = Tensor::uniform(shape, -1.0f, 1.0f, rng);
+  float* p = x.f32();
+  const int64_t cols = shape.back(), rows = x.numel() / cols;
+  for (int64_t r = 0; r < rows; ++r) {  // two equal maxima, and a NaN at the front of every third row
+    p[r * cols + (r * 7) % cols] = 2.0f;
+    p[r * cols + (r * 13 + 1) % cols] = 2.0f;
+    if (r % 3 == 0) p[r * cols] = std::numeric_limits<float>::quiet_NaN();
+  }
+  return x;
+}
+
+// ---- softmax's input: masked entries (−∞) and one fully masked row ----
+
+Tensor with_masked_entries(const Shape& shape, uint64_t seed) {
+  Rng rng(seed);
+  Tensor x = Tensor::uniform(shape, -5.0f, 5.0f, rng);
+  float* p = x.f32();
+  const int64_t n = shape.back();
+  for (int64_t k = 0; k < x.numel(); k += 7) p[k] = -INFINITY;
+  for (int64_t j = 0; j < n; ++j) p[5 * n + j] = -INFINITY;
+  return x;
+}
+
+// ---- the rows ----
+
+std::vector<OpRow> build_table() {
+  std::vector<OpRow> t;
+  const Tolerance exact{0, 0};
+
+  // ---- elementwise (ops/elementwise.h) ----
+  const struct { BinaryOp op; const char* name; Tensor (*fn)(const Tensor&, const Tensor&); } binaries[] = {
+      {BinaryOp::add, "add", add}, {BinaryOp::sub, "sub", sub}, {BinaryOp::mul, "mul", mul}, {BinaryOp::div, "div", div}};
+  for (const auto& b : binaries) {
+    auto fn = b.fn;
+    const BinaryOp op = b.op;
+    // Small, every check: a against a trailing-dims operand and against a vector (both orders),
+    // values in ±[0.5, 1.5) (away from 0 for div).
+    for (const Shape& partner : {Shape{3, 5}, Shape{5}})
+      for (int swap = 0; swap < 2; ++swap) {
+        const OpInput big = signed_uniform("a", {2, 3, 5}, 0.5f, 1.5f), small = signed_uniform("b", partner, 0.5f, 1.5f);
+        t.push_back(row(std::string(b.name) + " (2, 3, 5) with " + shape_str(partner) + (swap ? ", swapped" : ""),
+                        b.name, swap ? std::vector<OpInput>{small, big} : std::vector<OpInput>{big, small},
+                        [fn](const In& v, const Device&) { return fn(v[0], v[1]); },
+                        f32({1e-6, 1e-6}, {1e-5, 1e-5}),
+                        [op](const In& v) { return binary_costs(op, v[0], v[1]); }));
+      }
+    // At parity sizes: every broadcast partner of (3, 37, 67), both orders.
+    for (const Shape& partner : {Shape{3, 37, 67}, Shape{37, 67}, Shape{67}})
+      for (int swap = 0; swap < 2; ++swap) {
+        if (swap && partner.size() == 3) continue;  // the same shapes: swapping changes nothing
+        const OpInput big = signed_uniform("a", {3, 37, 67}, 0.5f, 1.5f), small = signed_uniform("b", partner, 0.5f, 1.5f);
+        t.push_back(row(std::string(b.name) + " (3, 37, 67) with " + shape_str(partner) + (swap ? ", swapped" : ""),
+                        b.name, swap ? std::vector<OpInput>{small, big} : std::vector<OpInput>{big, small},
+                        [fn](const In& v, const Device&) { return fn(v[0], v[1]); },
+                        f32({1e-6, 1e-6}, {1e-5, 1e-5}),
+                        [op](const In& v) { return binary_costs(op, v[0], v[1]); })
+                        .without(kGradcheck));
+      }
+  }
+  // Only b differentiated: the backward kernels asked for one gradient (∂a not written).
+  for (const auto& b : binaries) {
+    auto fn = b.fn;
+    const BinaryOp op = b.op;
+    t.push_back(row(std::string(b.name) + " (3, 37, 67) with (37, 67), only b differentiated", b.name,
+                    {constant(signed_uniform("a", {3, 37, 67}, 0.5f, 1.5f)), signed_uniform("b", {37, 67}, 0.5f, 1.5f)},
+                    [fn](const In& v, const Device&) { return fn(v[0], v[1]); }, f32({1e-6, 1e-6}, {1e-5, 1e-5}),
+                    [op](const In& v) {
+                      return OpCosts{binary_forward_cost(v[0].numel(), v[1].numel()),
+                                     binary_backward_cost(op, v[0].numel(), v[1].numel(), false, true)};
+                    })
+                    .without(kGradcheck));
+  }
+  // add over more elements than one simulated grid (43 × 1031 = 44,333), broadcast rows.
+  t.push_back(row("add (43, 1031) with (1031,)", "add", {uniform("a", {43, 1031}), uniform("b", {1031})},
+                  [](const In& v, const Device&) { return add(v[0], v[1]); }, f32({1e-6, 1e-5}, {1e-4, 1e-4}),
+                  [](const In& v) { return binary_costs(BinaryOp::add, v[0], v[1]); })
+                  .without(kGradcheck));
+  // affine: y = αx + β.
+  t.push_back(row("affine (2, 3, 5)", "affine", {uniform("x", {2, 3, 5})},
+                  [](const In& v, const Device&) { return affine(v[0], -1.5f, 0.25f); },
+                  f32({1e-6, 1e-6}, {1e-5, 1e-5}),
+                  [](const In& v) { return OpCosts{affine_cost(v[0].numel(), false), affine_cost(v[0].numel(), true)}; }));
+  // affine over a million elements (many grid-stride turns), forward only: its backward is the
+  // same kernel, which the row above checks.
+  t.push_back(row("affine (1000003,)", "affine", {constant(uniform("x", {1000003}))},
+                  [](const In& v, const Device&) { return affine(v[0], 0.75f, -2.0f); },
+                  f32({1e-6, 1e-6}, {1e-6, 1e-6}),
+                  [](const In& v) { return OpCosts{affine_cost(v[0].numel(), false), {}}; })
+                  .without(kGradcheck)
+                  .no_backward());
+
+  // ---- matmul and linear (ops/matmul.h) ----
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (int shared = 0; shared < 2; ++shared)
+        for (int big = 0; big < 2; ++big) {
+          // Small: (2, 3, 5)·(5, 4); at parity sizes (2, 37, 45)·(45, 67). B batched or shared.
+          const int64_t M = big ? 37 : 3, K = big ? 45 : 5, N = big ? 67 : 4;
+          const Shape a = ta ? Shape{2, K, M} : Shape{2, M, K};
+          const Shape b = shared ? (tb ? Shape{N, K} : Shape{K, N}) : (tb ? Shape{2, N, K} : Shape{2, K, N});
+          const std::string name = std::string("matmul, ") + (ta ? "Aᵀ" : "A") + "·" + (tb ? "Bᵀ" : "B") +
+                                   (shared ? ", shared B" : ", batched") + (big ? ", (37, 45, 67)" : ", (3, 5, 4)");
+          OpRow r = row(name, "matmul", {uniform("a", a), uniform("b", b)},
+                        [ta, tb](const In& v, const Device&) { return matmul(v[0], v[1], ta, tb); },
+                        f32({1e-4, 1e-4}, {1e-4, 1e-4}),
+                        [ta, tb](const In& v) { return matmul_costs(v[0], v[1], ta, tb); });
+          if (big) r.without(kGradcheck);
+          t.push_back(r);
+        }
+  // linear with a bias: y = x·Wᵀ + b (small, then at parity sizes).
+  for (int big = 0; big < 2; ++big) {
+    const int64_t R = big ? 37 : 3, I = big ? 45 : 5, O = big ? 67 : 4;
+    OpRow r = row(big ? "linear (3, 37, 45)·(67, 45)ᵀ + (67,)" : "linear (2, 3, 5)·(4, 5)ᵀ + (4,)", "linear",
+                  {uniform("x", {big ? 3 : 2, R, I}), uniform("weight", {O, I}), uniform("bias", {O})},
+                  [](const In& v, const Device&) { return linear(v[0], v[1], v[2]); },
+                  f32({1e-4, 1e-4}, {1e-4, 1e-4}), [](const In& v) { return linear_costs(v[0], v[1]); });
+    if (big) r.without(kGradcheck);
+    t.push_back(r);
+  }
+
+  // ---- reductions (ops/reduce.h) ----
+  for (int big = 0; big < 2; ++big) {
+    const Shape s = big ? Shape{3, 37, 67} : Shape{3, 4, 5};
+    const std::string size = big ? " (3, 37, 67)" : " (3, 4, 5)";
+    for (int axis = -3; axis < 3; ++axis) {
+      OpRow r = row("sum, axis " + std::to_string(axis) + size, "sum", {uniform("x", s)},
+                    [axis](const In& v, const Device&) { return sum(v[0], axis); }, f32({1e-5, 1e-5}, {1e-5, 1e-5}),
+                    [axis](const In& v) { return reduce_costs(v[0], axis, false); });
+      OpRow m = row("mean keepdim, axis " + std::to_string(axis) + size, "mean", {uniform("x", s)},
+                    [axis](const In& v, const Device&) { return mean(v[0], axis, true); },
+                    f32({1e-5, 1e-5}, {1e-5, 1e-5}), [axis](const In& v) { return reduce_costs(v[0], axis, true); });
+      if (big) {
+        r.without(kGradcheck).repeatable_on_device();
+        m.without(kGradcheck);
+      }
+      t.push_back(r);
+      t.push_back(m);
+    }
+    OpRow s_all = row("sum_all" + size, "sum_all", {uniform("x", s)},
+                      [](const In& v, const Device&) { return sum_all(v[0]); }, f32({1e-4, 1e-5}, {1e-5, 1e-5}),
+                      [](const In& v) { return OpCosts{sum_axis_cost(1, v[0].numel(), 1), broadcast_axis_cost(1, v[0].numel(), 1, 1.0f)}; });
+    OpRow m_all = row("mean_all" + size, "mean_all", {uniform("x", s)},
+                      [](const In& v, const Device&) { return mean_all(v[0]); }, f32({1e-5, 1e-5}, {1e-5, 1e-5}),
+                      [](const In& v) {
+                        const int64_t n = v[0].numel();
+                        return OpCosts{sum_axis_cost(1, n, 1), broadcast_axis_cost(1, n, 1, 1.0f / float(n))};
+                      });
+    if (big) {
+      s_all.without(kGradcheck).repeatable_on_device();
+      m_all.without(kGradcheck);
+    }
+    t.push_back(s_all);
+    t.push_back(m_all);
+  }
+  // sum over the rows of (43, 1031): more columns than one simulated grid.
+  t.push_back(row("sum, axis 0 (43, 1031)", "sum", {uniform("x", {43, 1031})},
+                  [](const In& v, const Device&) { return sum(v[0], 0); }, f32({1e-4, 1e-4}, {1e-6, 1e-5}),
+                  [](const In& v) { return reduce_costs(v[0], 0, false); })
+                  .without(kGradcheck));
+  // argmax_last: i32 indices, no gradient; ties (the first index wins) and NaNs (below every
+  // number) planted in every row; rows shorter than a warp, of 67, and of 30,522 (BERT's vocabulary).
+  for (const Shape& s : {Shape{37, 5}, Shape{3, 11, 67}, Shape{9, 30522}})
+    t.push_back(row("argmax_last " + shape_str(s), "argmax",
+                    {given("x, ties and NaN", [s](uint64_t seed) { return with_ties_and_nans(s, seed); })},
+                    [](const In& v, const Device&) { return argmax_last(v[0]); }, f32(exact, exact),
+                    [](const In& v) { return OpCosts{argmax_rows_cost(rows_of(v[0]), v[0].size(-1)), {}}; })
+                    .no_backward());
+
+  // ---- shape ops (ops/shape.h): copies, so CUDA must match the CPU exactly ----
+  for (int big = 0; big < 2; ++big) {
+    const Shape x = big ? Shape{3, 5, 37} : Shape{2, 3, 4}, y = big ? Shape{3, 8, 37} : Shape{2, 5, 4};
+    const std::string size = " " + shape_str(x);
+    std::vector<OpRow> rows;
+    const int64_t lead = big ? 5 : 4;  // (2, 3, 4) → (4, 6); (3, 5, 37) → (5, 111)
+    rows.push_back(row("reshape" + size, "reshape", {uniform("x", x)},
+                       [lead](const In& v, const Device&) { return reshape(v[0], {lead, -1}); }, f32(exact, exact),
+                       [](const In&) { return OpCosts{}; }));  // a view: no kernel
+    rows.push_back(row("permute (2, 0, 1)" + size, "permute", {uniform("x", x)},
+                       [](const In& v, const Device&) { return permute(v[0], {2, 0, 1}); }, f32(exact, exact),
+                       [](const In& v) { return same_both_ways(permute_cost(v[0].numel())); }));
+    rows.push_back(row("transpose (0, 2)" + size, "permute", {uniform("x", x)},
+                       [](const In& v, const Device&) { return transpose(v[0], 0, 2); }, f32(exact, exact),
+                       [](const In& v) { return same_both_ways(permute_cost(v[0].numel())); }));
+    rows.push_back(row("concat, axis 1" + size + " and " + shape_str(y), "concat", {uniform("x", x), uniform("y", y)},
+                       [](const In& v, const Device&) { return concat({v[0], v[1]}, 1); }, f32(exact, exact),
+                       [](const In& v) {
+                         return same_both_ways(copy_window_cost(v[0].numel(), false) + copy_window_cost(v[1].numel(), false));
+                       }));
+    rows.push_back(row("slice [1, 4) of axis 1 " + shape_str(y), "slice", {uniform("y", y)},
+                       [](const In& v, const Device&) { return slice(v[0], 1, 1, 4); }, f32(exact, exact),
+                       [](const In& v) {
+                         const Cost window = copy_window_cost(v[0].numel() / v[0].size(1) * 3, false);
+                         return OpCosts{window, fill_cost(v[0].numel()) + window};
+                       }));
+    for (OpRow& r : rows) {
+      if (big) r.without(kGradcheck);
+      t.push_back(r);
+    }
+  }
+  // permute of a 4-D tensor (an attention layout change).
+  t.push_back(row("permute (0, 2, 1, 3) (3, 5, 7, 11)", "permute", {uniform("x", {3, 5, 7, 11})},
+                  [](const In& v, const Device&) { return permute(v[0], {0, 2, 1, 3}); }, f32(exact, exact),
+                  [](const In& v) { return same_both_ways(permute_cost(v[0].numel())); })
+                  .without(kGradcheck));
+
+  // ---- embedding lookups (ops/embedding.h) ----
+  const auto embedding_cost = [](const In& v) {
+    return OpCosts{embedding_forward_cost(v[1].numel(), v[0].size(1)),
+                   embedding_backward_cost(v[1].numel(), v[0].size(0), v[0].size(1))};
+  };
+  // Small: repeated ids (id 4 three times, 3 never).
+  t.push_back(row("embedding (7, 3) by (2, 5) ids", "embedding",
+                  {uniform("table", {7, 3}), given("ids", [](uint64_t) {
+                     return Tensor::from_vector(std::vector<int32_t>{4, 0, 4, 6, 2, 4, 0, 1, 6, 5}, {2, 5});
+                   })},
+                  [](const In& v, const Device&) { return embedding(v[0], v[1]); }, f32(exact, {1e-6, 1e-5}),
+                  embedding_cost));
+  // padding_idx 0: row 0 is read but never given a gradient, so finite differences through it
+  // would differ by design; the table is a constant row 0 on top of the trainable rows 1..6.
+  t.push_back(row("embedding (1 + 6, 4) by (2, 4) ids, padding_idx 0", "embedding",
+                  {constant(uniform("row 0", {1, 4})), uniform("rows 1..6", {6, 4}), given("ids", [](uint64_t) {
+                     return Tensor::from_vector(std::vector<int32_t>{0, 3, 0, 5, 2, 0, 3, 1}, {2, 4});
+                   })},
+                  [](const In& v, const Device&) { return embedding(concat({v[0], v[1]}, 0), v[2], 0); },
+                  f32(exact, {1e-6, 1e-5}), [](const In& v) {
+                    return OpCosts{embedding_forward_cost(v[2].numel(), v[1].size(1)),
+                                   embedding_backward_cost(v[2].numel(), 7, v[1].size(1))};
+                  }));
+  // At parity sizes: 111 ids of 50 rows, D = 67 (many repeats per row).
+  t.push_back(row("embedding (50, 67) by (3, 37) ids", "embedding", {uniform("table", {50, 67}), ids("ids", {3, 37}, 50)},
+                  [](const In& v, const Device&) { return embedding(v[0], v[1]); }, f32(exact, {1e-6, 1e-5}),
+                  embedding_cost)
+                  .without(kGradcheck)
+                  .repeatable_on_device());
+  // Narrow tables (D < 32: the (row, column)-per-block CUDA backward) read by ~1,000 ids per row,
+  // without and with a padding row; above the CPU's OpenMP threshold.
+  for (const int64_t d : {1, 8, 31})
+    for (const int64_t pad : {int64_t(-1), int64_t(0)})
+      t.push_back(row("embedding (11, " + std::to_string(d) + ") by (7, 1601) ids" + (pad == 0 ? ", padding_idx 0" : ""),
+                      "embedding", {uniform("table", {11, d}), ids("ids", {7, 1601}, 11)},
+                      [pad](const In& v, const Device&) { return embedding(v[0], v[1], pad); },
+                      f32(exact, {1e-5, 1e-5}), embedding_cost)
+                      .without(kGradcheck)
+                      .repeatable_on_device(pad < 0));
+  // Above the CPU's OpenMP threshold: 2,001 ids of a (50, 33) table.
+  t.push_back(row("embedding (50, 33) by (2001,) ids", "embedding", {uniform("table", {50, 33}), ids("ids", {2001}, 50)},
+                  [](const In& v, const Device&) { return embedding(v[0], v[1]); }, f32(exact, {1e-5, 1e-5}),
+                  embedding_cost)
+                  .without(kGradcheck));
+  // gather_table: per-head lookups through a bucket map (Toeplitz, then 5 random buckets).
+  const auto gather_cost = [](const In& v) {
+    return OpCosts{gather_table_forward_cost(v[0].size(0), v[0].size(1), v[1].numel()),
+                   gather_table_backward_cost(v[0].size(0), v[0].size(1), v[1].numel())};
+  };
+  const auto gather_call = [](const In& v, const Device&) { return gather_table(v[0], v[1]); };
+  t.push_back(row("gather_table (3, 8) through the (4, 5) Toeplitz map", "gather_table",
+                  {uniform("table", {3, 8}), given("map", [](uint64_t) { return toeplitz_map(4, 5); })}, gather_call,
+                  f32(exact, {1e-5, 1e-5}), gather_cost));
+  t.push_back(row("gather_table (3, 73) through the (37, 37) Toeplitz map", "gather_table",
+                  {uniform("table", {3, 73}), given("map", [](uint64_t) { return toeplitz_map(37, 37); })}, gather_call,
+                  f32(exact, {1e-5, 1e-5}), gather_cost)
+                  .without(kGradcheck)
+                  .repeatable_on_device());
+  t.push_back(row("gather_table (3, 5) through a (29, 45) map of 5 buckets", "gather_table",
+                  {uniform("table", {3, 5}), ids("map", {29, 45}, 5)}, gather_call, f32(exact, {1e-5, 1e-5}),
+                  gather_cost)
+                  .without(kGradcheck)
+                  .repeatable_on_device());
+  // Above the CPU's OpenMP threshold (4 heads × 10,100 entries).
+  t.push_back(row("gather_table (4, 199) through a (100, 101) map", "gather_table",
+                  {uniform("table", {4, 199}), ids("map", {100, 101}, 199)}, gather_call, f32(exact, {1e-5, 1e-5}),
+                  gather_cost)
+                  .without(kGradcheck));
+
+  // ---- activations (ops/activation.h) ----
+  using kernels::Activation;
+  // relu off its kink: magnitudes in [0.1, 1).
+  t.push_back(row("relu (3, 7)", "relu", {signed_uniform("x", {3, 7}, 0.1f, 1.0f)},
+                  [](const In& v, const Device&) { return relu(v[0]); }, f32(exact, exact), [](const In& v) {
+                    return OpCosts{activation_forward_cost(Activation::relu, v[0].numel()),
+                                   activation_backward_cost(Activation::relu, v[0].numel())};
+                  }));
+  t.push_back(row("relu (3, 37, 67)", "relu", {uniform("x", {3, 37, 67}, -4.0f, 4.0f)},
+                  [](const In& v, const Device&) { return relu(v[0]); }, f32(exact, exact), [](const In& v) {
+                    return OpCosts{activation_forward_cost(Activation::relu, v[0].numel()),
+                                   activation_backward_cost(Activation::relu, v[0].numel())};
+                  })
+                  .without(kGradcheck));
+  // gelu (exact erf) is smooth: any inputs.
+  const auto gelu_cost = [](const In& v) {
+    return OpCosts{activation_forward_cost(Activation::gelu, v[0].numel()),
+                   activation_backward_cost(Activation::gelu, v[0].numel())};
+  };
+  t.push_back(row("gelu (5, 3)", "gelu", {uniform("x", {5, 3}, -3.0f, 3.0f)},
+                  [](const In& v, const Device&) { return gelu(v[0]); }, f32({1e-6, 1e-5}, {1e-6, 1e-5}), gelu_cost));
+  t.push_back(row("gelu (3, 37, 67)", "gelu", {uniform("x", {3, 37, 67}, -4.0f, 4.0f)},
+                  [](const In& v, const Device&) { return gelu(v[0]); }, f32({1e-6, 1e-5}, {1e-6, 1e-5}), gelu_cost)
+                  .without(kGradcheck));
+  t.push_back(row("gelu (43, 1031)", "gelu", {uniform("x", {43, 1031})},
+                  [](const In& v, const Device&) { return gelu(v[0]); }, f32({1e-6, 1e-5}, {1e-6, 1e-5}), gelu_cost)
+                  .without(kGradcheck));
+
+  // ---- dropout (ops/dropout.h): the mask is Philox(seed, k) ≥ p on every device, so CUDA's zeros
+  // must be exactly the CPU's; inputs never zero, so a 0 in the output means dropped ----
+  const auto dropout_costs = [](const In& v) { return same_both_ways(dropout_cost(v[0].numel())); };
+  t.push_back(row("dropout p = 0.4 (3, 5, 7)", "dropout", {signed_uniform("x", {3, 5, 7}, 0.5f, 1.5f)},
+                  [](const In& v, const Device&) { return dropout(v[0], 0.4f, 99, true); },
+                  f32({1e-6, 1e-6}, {1e-6, 1e-6}), dropout_costs)
+                  .exact_zeros());
+  for (const float p : {0.1f, 0.3f, 0.5f, 0.9f})
+    t.push_back(row("dropout p = " + std::to_string(p).substr(0, 3) + " (3, 37, 67)", "dropout",
+                    {signed_uniform("x", {3, 37, 67}, 0.5f, 1.5f)},
+                    [p](const In& v, const Device&) { return dropout(v[0], p, 0x5eed1234abcdull, true); },
+                    f32({1e-6, 1e-6}, {1e-6, 1e-6}), dropout_costs)
+                    .without(kGradcheck)
+                    .exact_zeros());
+  t.push_back(row("dropout p = 0.3 (43, 1031)", "dropout", {signed_uniform("x", {43, 1031}, 0.5f, 1.5f)},
+                  [](const In& v, const Device&) { return dropout(v[0], 0.3f, 77, true); },
+                  f32({1e-6, 1e-5}, {1e-6, 1e-5}), dropout_costs)
+                  .without(kGradcheck)
+                  .exact_zeros());
+
+  // ---- layer norm (ops/layer_norm.h) ----
+  const auto ln_call = [](const In& v, const Device&) { return layer_norm(v[0], v[1], v[2]); };
+  const auto ln_cost = [](const In& v) {
+    return OpCosts{layer_norm_forward_cost(rows_of(v[0]), v[0].size(-1)),
+                   layer_norm_backward_cost(rows_of(v[0]), v[0].size(-1))};
+  };
+  // Small, and with more rows than the ∂γ/∂β row block (64).
+  t.push_back(row("layer_norm (2, 3, 7)", "layer_norm",
+                  {uniform("x", {2, 3, 7}, -2.0f, 2.0f), uniform("gamma", {7}, 0.5f, 1.5f), uniform("beta", {7})},
+                  ln_call, f32({1e-4, 1e-4}, {1e-4, 1e-3}), ln_cost));
+  t.push_back(row("layer_norm (3, 67, 5)", "layer_norm",
+                  {uniform("x", {3, 67, 5}, -2.0f, 2.0f), uniform("gamma", {5}, 0.5f, 1.5f), uniform("beta", {5})},
+                  ln_call, f32({1e-4, 1e-4}, {1e-4, 1e-3}), ln_cost));
+  // At parity sizes: D odd, a multiple of 4 (the float4 path), 1, and 1,000; 600 short rows.
+  for (const Shape& s : {Shape{111, 67}, Shape{111, 64}, Shape{111, 1}, Shape{111, 1000}, Shape{600, 37}})
+    t.push_back(row("layer_norm " + shape_str(s), "layer_norm",
+                    {uniform("x", s, -2.0f, 3.0f), uniform("gamma", {s[1]}, 0.5f, 1.5f), uniform("beta", {s[1]})},
+                    ln_call, f32({1e-4, 1e-4}, {1e-4, 1e-3}), ln_cost)
+                    .without(kGradcheck)
+                    .repeatable_on_device(s[1] == 67));
+  // Above the CPU's OpenMP threshold (301 × 129).
+  t.push_back(row("layer_norm (301, 129)", "layer_norm",
+                  {uniform("x", {301, 129}), uniform("gamma", {129}), uniform("beta", {129})}, ln_call,
+                  f32({1e-4, 1e-4}, {1e-4, 1e-3}), ln_cost)
+                  .without(kGradcheck));
+
+  // ---- softmax and log_softmax over the last axis (ops/softmax.h) ----
+  for (int take_log = 0; take_log < 2; ++take_log) {
+    const std::string name = take_log ? "log_softmax" : "softmax";
+    Tensor (*fn)(const Tensor&) = take_log ? log_softmax : softmax;
+    const OpCall call = [fn](const In& v, const Device&) { return fn(v[0]); };
+    const CostFormula cost = [](const In& v) {
+      return OpCosts{softmax_forward_cost(rows_of(v[0]), v[0].size(-1)), softmax_backward_cost(rows_of(v[0]), v[0].size(-1))};
+    };
+    const DTypeColumn tol = f32({take_log ? 1e-5 : 1e-6, 1e-5}, {1e-5, 1e-4});
+    t.push_back(row(name + " (2, 3, 5)", name, {uniform("x", {2, 3, 5}, -4.0f, 4.0f)}, call, tol, cost));
+    t.push_back(row(name + " (7,)", name, {uniform("x", {7}, -2.0f, 2.0f)}, call, tol, cost));  // one row
+    t.push_back(row(name + " (3, 37, 67)", name, {uniform("x", {3, 37, 67}, -5.0f, 5.0f)}, call, tol, cost)
+                    .without(kGradcheck));
+    t.push_back(row(name + " (600, 37)", name, {uniform("x", {600, 37}, -3.0f, 3.0f)}, call, tol, cost)
+                    .without(kGradcheck));
+    // −∞ entries and a fully masked row (zeros, and a zero gradient), rows of 67, 1 and 1,000.
+    // No gradient check: log_softmax is −∞ at a masked entry of a live row.
+    for (const int64_t n : {67, 1, 1000})
+        t.push_back(row(name + " (111, " + std::to_string(n) + "), masked", name,
+                        {OpInput{"x, −∞ entries", [n](uint64_t seed) { return with_masked_entries({111, n}, seed); }, true}},
+                        call, f32({1e-5, 1e-5}, {1e-5, 1e-4}), cost)
+                        .without(kGradcheck));
+  }
+
+  // ---- losses (ops/loss.h) ----
+  const auto ce_cost = [](const In& v) {
+    return OpCosts{cross_entropy_forward_cost(v[0].size(0), v[0].size(1)),
+                   cross_entropy_backward_cost(v[0].size(0), v[0].size(1))};
+  };
+  // Small, one ignored row (-100), then ignore_index 0 (a padding class).
+  t.push_back(row("cross_entropy (5, 7)", "cross_entropy",
+                  {uniform("logits", {5, 7}, -3.0f, 3.0f), given("targets", [](uint64_t) {
+                     return Tensor::from_vector(std::vector<int32_t>{3, -100, 0, 6, 2}, {5});
+                   })},
+                  [](const In& v, const Device&) { return cross_entropy(v[0], v[1]); },
+                  f32({1e-5, 1e-5}, {1e-6, 1e-4}), ce_cost));
+  t.push_back(row("cross_entropy (5, 7), ignore_index 0", "cross_entropy",
+                  {uniform("logits", {5, 7}, -3.0f, 3.0f), given("targets", [](uint64_t) {
+                     return Tensor::from_vector(std::vector<int32_t>{0, 4, 0, 1, 0}, {5});
+                   })},
+                  [](const In& v, const Device&) { return cross_entropy(v[0], v[1], 0); },
+                  f32({1e-5, 1e-5}, {1e-6, 1e-4}), ce_cost));
+  // Every row ignored: L = 0 and a zero gradient (not 0/0).
+  t.push_back(row("cross_entropy (45, 67), every row ignored", "cross_entropy",
+                  {uniform("logits", {45, 67}, -4.0f, 4.0f),
+                   given("targets", [](uint64_t) { return Tensor::from_vector(std::vector<int32_t>(45, -100), {45}); })},
+                  [](const In& v, const Device&) { return cross_entropy(v[0], v[1], -100); },
+                  f32(exact, exact), ce_cost)
+                  .without(kGradcheck));
+  // At parity sizes: every 4th row ignored; 600 rows; above the CPU's OpenMP threshold.
+  t.push_back(row("cross_entropy (45, 67), every 4th row ignored", "cross_entropy",
+                  {uniform("logits", {45, 67}, -4.0f, 4.0f), given("targets", [](uint64_t seed) {
+                     Rng rng(seed);
+                     std::vector<int32_t> v(45);
+                     for (size_t i = 0; i < v.size(); ++i) v[i] = i % 4 == 0 ? -100 : int32_t(rng.below(67));
+                     return Tensor::from_vector(v, {45});
+                   })},
+                  [](const In& v, const Device&) { return cross_entropy(v[0], v[1], -100); },
+                  f32({1e-5, 1e-5}, {1e-6, 1e-4}), ce_cost)
+                  .without(kGradcheck));
+  t.push_back(row("cross_entropy (600, 37)", "cross_entropy", {uniform("logits", {600, 37}, -3.0f, 3.0f), ids("targets", {600}, 37)},
+                  [](const In& v, const Device&) { return cross_entropy(v[0], v[1], -100); },
+                  f32({1e-5, 1e-5}, {1e-6, 1e-4}), ce_cost)
+                  .without(kGradcheck));
+  t.push_back(row("cross_entropy (257, 131)", "cross_entropy", {uniform("logits", {257, 131}), ids("targets", {257}, 131)},
+                  [](const In& v, const Device&) { return cross_entropy(v[0], v[1], -100); },
+                  f32({1e-5, 1e-5}, {1e-6, 1e-4}), ce_cost)
+                  .without(kGradcheck));
+  // l1_loss: |pred| in [0.55, 1) and |target| < 0.45, so pred − target keeps its sign (either)
+  // by more than the finite-difference step; gradients to both.
+  const auto l1_cost = [](const In& v) {
+    const int64_t n = v[0].numel();
+    return OpCosts{l1_loss_forward_cost(n), l1_loss_backward_cost(n) + affine_cost(n, true)};
+  };
+  t.push_back(row("l1_loss (3, 5)", "l1_loss", {signed_uniform("pred", {3, 5}, 0.55f, 1.0f), uniform("target", {3, 5}, -0.45f, 0.45f)},
+                  [](const In& v, const Device&) { return l1_loss(v[0], v[1]); }, f32({1e-6, 1e-5}, {1e-9, 1e-6}),
+                  l1_cost));
+  for (const Shape& s : {Shape{1}, Shape{3, 37, 67}, Shape{100003}})
+    t.push_back(row("l1_loss " + shape_str(s), "l1_loss", {uniform("pred", s), uniform("target", s)},
+                    [](const In& v, const Device&) { return l1_loss(v[0], v[1]); }, f32({1e-6, 1e-5}, {1e-9, 1e-6}),
+                    l1_cost)
+                    .without(kGradcheck));
+
+  // ---- Transformer-XL's relative shift (ops/relative_shift.h): a gather, bit-exact ----
+  const auto shift_cost = [](const In& v) { return same_both_ways(relative_shift_cost(v[0].numel())); };
+  // Small: with memory (7 keys for 4 queries) and without (5 × 5).
+  for (const Shape& s : {Shape{2, 3, 4, 7}, Shape{5, 5}})
+    t.push_back(row("relative_shift " + shape_str(s), "relative_shift", {uniform("x", s)},
+                    [](const In& v, const Device&) { return relative_shift(v[0]); }, f32(exact, exact), shift_cost));
+  for (const Shape& s : {Shape{2, 3, 29, 45}, Shape{37, 37}, Shape{5, 1, 67}, Shape{3, 33, 100}})
+    t.push_back(row("relative_shift " + shape_str(s), "relative_shift", {uniform("x", s)},
+                    [](const In& v, const Device&) { return relative_shift(v[0]); }, f32(exact, exact), shift_cost)
+                    .without(kGradcheck));
+
+  // ---- rotary position embedding (ops/rotary.h): tables with more rows than N ----
+  // The first small, every check; then at parity sizes.
+  const Shape rotary_shapes[] = {{2, 3, 6, 4}, {2, 3, 29, 16}, {37, 2}, {5, 1, 67, 8}};
+  for (const Shape& s : rotary_shapes) {
+    const int64_t n = s[s.size() - 2], d = s.back();
+    OpRow r = row("rotary " + shape_str(s), "rotary",
+                  {uniform("x", s), given("cos", [n, d](uint64_t) { return rotary_tables(n + 3, d).first; }),
+                   given("sin", [n, d](uint64_t) { return rotary_tables(n + 3, d).second; })},
+                  [](const In& v, const Device&) { return rotary(v[0], v[1], v[2]); },
+                  f32({1e-6, 1e-6}, {1e-6, 1e-6}), [](const In& v) {
+                    return same_both_ways(rotary_cost(v[0].numel(), v[0].size(-2), v[0].size(-1)));
+                  });
+    if (&s != &rotary_shapes[0]) r.without(kGradcheck);
+    t.push_back(r);
+  }
+
+  // ---- the URPE attention core (ops/urpe_attention.h) ----
+  const AttentionNorm sm = AttentionNorm::softmax, ex = AttentionNorm::exp;
+  // Small, every check: Toeplitz causal; bucketed per-batch maps with padding; the exp norm.
+  t.push_back(attention_row("Toeplitz, causal, (1, 2, 5, 5)", {1, 2, 5, 5, true, true, 0, 0, false, true, 0, sm, 0.37f},
+                            {1e-6, 1e-5}, {1e-5, 1e-4}));
+  t.push_back(attention_row("per-batch buckets, padding, (2, 2, 4, 5)", {2, 2, 4, 5, true, true, 3, 4, true, false, 0, sm, 0.37f},
+                            {1e-6, 1e-5}, {1e-5, 1e-4}));
+  t.push_back(attention_row("exp norm, Toeplitz, causal offset 2, (1, 2, 4, 6)",
+                            {1, 2, 4, 6, true, true, 0, 0, false, true, 2, ex, 0.37f}, {1e-6, 1e-5}, {1e-5, 1e-4}));
+  // At parity sizes (the cases of the CUDA kernels: shared, per-batch, bucketed, T5 maps). The
+  // same bits on a second call: test_cuda_parity's kernel-level case, for every table gradient.
+  const struct { const char* name; AttentionSpec s; } attention_cases[] = {
+      {"Toeplitz, causal, shared maps", {2, 3, 37, 37, true, true, 0, 0, false, true, 0, sm, 0.37f}},
+      {"Toeplitz, no mask", {2, 3, 37, 37, true, true, 0, 0, false, false, 0, sm, 0.37f}},
+      {"Transformer-XL offset, per-batch maps", {2, 2, 29, 45, true, true, 1, 0, false, true, 16, sm, 0.37f}},
+      {"bucketed per-batch maps with padding", {3, 2, 33, 33, true, true, 3, 7, true, false, 0, sm, 0.37f}},
+      {"shared bucket maps, padding, causal", {3, 2, 33, 33, true, true, 2, 5, true, true, 0, sm, 0.37f}},
+      {"C only (no bias)", {2, 3, 37, 37, false, true, 0, 0, false, true, 0, sm, 0.37f}},
+      {"plain softmax (no tables), padding", {2, 3, 37, 67, false, false, 0, 0, true, false, 0, sm, 0.37f}},
+      {"exp norm, causal", {2, 3, 37, 37, true, true, 0, 0, false, true, 0, ex, 0.37f}},
+      {"exp norm, bucketed per-batch maps, padding", {3, 2, 33, 33, true, true, 3, 7, true, false, 0, ex, 0.37f}},
+      {"Toeplitz, Transformer-XL offset, shared maps, padding", {3, 2, 29, 45, true, true, 0, 0, true, true, 16, sm, 0.37f}},
+      {"T5 buckets, padding", {3, 2, 70, 70, true, true, 4, 0, true, false, 0, sm, 0.37f}},
+      {"T5 buckets, causal, C only", {2, 3, 70, 70, false, true, 4, 0, false, true, 0, sm, 0.37f}},
+  };
+  for (const auto& c : attention_cases) {
+    const AttentionSpec& s = c.s;
+    t.push_back(attention_row(std::string(c.name) + " " + shape_str({s.batch, s.heads, s.nq, s.nk}), s, {1e-6, 1e-5},
+                              {1e-5, 1e-4})
+                    .without(kGradcheck));
+  }
+
+  // ---- the fused URPE attention, scalar path (ops/urpe_flash_attention.h) ----
+  // Small, every check: Toeplitz relative map, causal; dense per-batch buckets with padding.
+  t.push_back(flash_row("relative Toeplitz map, causal, (1, 2, 5, 6), dh 3, dv 2",
+                        {1, 2, 5, 6, true, true, 6, 0, false, true, 1, sm, 0.29f}, 3, 2, 0.0f, {1e-6, 1e-5},
+                        {1e-5, 1e-4}));
+  t.push_back(flash_row("per-batch buckets, padding, dropout 0.3, (2, 1, 4, 5), dh 3, dv 3",
+                        {2, 1, 4, 5, true, true, 3, 4, true, false, 0, sm, 0.29f}, 3, 3, 0.3f, {1e-6, 1e-5},
+                        {1e-5, 1e-4}));
+  // At parity sizes: across the CUDA tiles (32 keys or queries, 16 or 8 rows per block). The same
+  // bits on a second call: test_cuda_parity's kernel-level case.
+  const struct { const char* name; AttentionSpec s; int64_t dh, dv; float dropout; } flash_cases[] = {
+      {"Toeplitz relative map, causal offset", {2, 2, 37, 45, true, true, 6, 0, false, true, 8, sm, 0.29f}, 19, 23, 0.0f},
+      {"relative buckets, padding, dropout", {2, 3, 33, 35, true, true, 5, 6, true, false, 0, sm, 0.29f}, 16, 16, 0.3f},
+      {"shared dense maps, causal", {2, 2, 35, 35, true, true, 2, 7, false, true, 0, sm, 0.29f}, 9, 33, 0.0f},
+      {"per-batch dense maps, padding", {3, 2, 34, 33, true, true, 3, 5, true, false, 0, sm, 0.29f}, 40, 7, 0.0f},
+      {"no tables, dropout", {2, 2, 17, 67, false, false, 5, 0, false, false, 0, sm, 0.29f}, 12, 12, 0.2f},
+      // More query row tiles than the simulator's grid of 32 blocks: each block takes a second task.
+      {"more row tiles than one grid", {3, 3, 65, 9, true, true, 6, 0, false, true, 4, sm, 0.29f}, 12, 10, 0.0f},
+  };
+  for (const auto& c : flash_cases) {
+    const AttentionSpec& s = c.s;
+    t.push_back(flash_row(std::string(c.name) + " " + shape_str({s.batch, s.heads, s.nq, s.nk}), s, c.dh, c.dv,
+                          c.dropout, {1e-6, 1e-5}, {1e-5, 1e-4})
+                    .without(kGradcheck));
+  }
+
+  // ---- the encoder's self-attention block (ops/urpe_self_attention.h): fused on the CPU; on CUDA
+  // the composition of the separate ops (urpe_self_attention_reference), so parity checks one
+  // against the other ----
+  t.push_back(self_attention_row("Toeplitz B and C, causal, x (2, 5, 6), D 4, 2 heads",
+                                 {2, 2, 5, 5, true, true, 0, 0, false, true, 0, sm, 0.7f}, 6, 4, false));
+  t.push_back(self_attention_row("per-batch buckets, padding, logit bias, x (2, 4, 5), D 6, 3 heads",
+                                 {2, 3, 4, 4, true, true, 3, 5, true, false, 0, sm, 0.58f}, 5, 6, true));
+  t.push_back(self_attention_row("Toeplitz B and C, x (3, 37, 24), D 16, 2 heads",
+                                 {3, 2, 37, 37, true, true, 0, 0, false, false, 0, sm, 0.35f}, 24, 16, false)
+                  .without(kGradcheck));
+
+  // ---- optimizer kernels (ops/optimizer_kernels.h): in place, no gradient; each row returns
+  // what the call wrote ----
+  const std::vector<Shape> adam_shapes{{67}, {37, 45}, {10007}, {3, 5, 7}};
+  std::vector<OpInput> adam_inputs;  // per slot: param, grad, m, v
+  for (size_t k = 0; k < adam_shapes.size(); ++k) {
+    const std::string n = std::to_string(k);
+    adam_inputs.push_back(constant(uniform("param " + n, adam_shapes[k])));
+    adam_inputs.push_back(constant(uniform("grad " + n, adam_shapes[k])));
+    adam_inputs.push_back(constant(uniform("m " + n, adam_shapes[k], -0.1f, 0.1f)));
+    adam_inputs.push_back(constant(uniform("v " + n, adam_shapes[k], 0.0f, 0.1f)));
+  }
+  for (int decoupled = 0; decoupled < 2; ++decoupled)
+    t.push_back(row(std::string("adam_update, ") + (decoupled ? "AdamW" : "Adam + L2") + ", (67,), (37, 45), (10007,), (3, 5, 7)",
+                    "adam_update", adam_inputs,
+                    [decoupled](const In& v, const Device&) {
+                      std::vector<AdamSlot> slots;
+                      for (size_t k = 0; k + 3 < v.size(); k += 4)
+                        slots.push_back({v[k].clone(), v[k + 1], v[k + 2].clone(), v[k + 3].clone()});
+                      AdamHyper h;
+                      h.lr = 3e-3f;
+                      h.weight_decay = 0.05f;
+                      h.decoupled_weight_decay = decoupled;
+                      h.step = 7;
+                      adam_update(slots, h);
+                      autograd::NoGrad no_grad;  // the optimizer's state is no graph
+                      std::vector<Tensor> flat;  // every slot's θ, m, v after the step
+                      for (const AdamSlot& s : slots)
+                        for (const Tensor& x : {s.param, s.m, s.v}) flat.push_back(reshape(x, {-1}));
+                      return concat(flat, 0);
+                    },
+                    f32({1e-8, 1e-5}, exact), [](const In& v) {
+                      int64_t n = 0;
+                      for (size_t k = 0; k < v.size(); k += 4) n += v[k].numel();
+                      return OpCosts{adam_cost(n, true), {}};
+                    })
+                    .no_backward());
+  // global_grad_norm: √Σg² over several tensors (a fixed order of per-block partials on CUDA).
+  t.push_back(row("global_grad_norm, (67,), (37, 45), (10007,), (3, 5, 7)", "global_grad_norm",
+                  {constant(uniform("g1", {67})), constant(uniform("g2", {37, 45})), constant(uniform("g3", {10007})),
+                   constant(uniform("g4", {3, 5, 7}))},
+                  [](const In& v, const Device& device) { return Tensor::full({}, global_grad_norm(v), device); },
+                  f32({0, 1e-6}, exact),
+                  [](const In& v) {
+                    int64_t n = 0;
+                    for (const Tensor& g : v) n += g.numel();
+                    return OpCosts{sum_of_squares_cost(n), {}};
+                  })
+                  .no_backward()
+                  .repeatable_on_device());
+  // scale_grads: every gradient scaled in place (what clip_grad_norm does past max_norm).
+  t.push_back(row("scale_grads by 0.3, (37, 45), (10007,)", "scale_grads",
+                  {constant(uniform("g1", {37, 45})), constant(uniform("g2", {10007}))},
+                  [](const In& v, const Device&) {
+                    std::vector<Tensor> g{v[0].clone(), v[1].clone()};
+                    scale_grads(g, 0.3f);
+                    autograd::NoGrad no_grad;
+                    return concat({reshape(g[0], {-1}), g[1]}, 0);
+                  },
+                  f32(exact, exact),
+                  [](const In& v) { return OpCosts{scale_in_place_cost(v[0].numel()) + scale_in_place_cost(v[1].numel()), {}}; })
+                  .no_backward());
+
+  // ---- the recipe's example (docs/architecture.md#adding-an-op): a test-only op, one row ----
+  t.push_back(toy_square_row(ToyMutant::none));
+  return t;
+}
+
+}  // namespace
+
+const std::vector<OpRow>& op_table() {
+  static const std::vector<OpRow> table = build_table();
+  return table;
+}
+
+// ---- the toy op: what its four files in ops/ (NAME.h, .cpp, _cpu.cpp, _cuda.cu) would hold ----
+//   forward   y = x²            cost: 1 FLOP, read x, write y per element
+//   backward  ∂x = 2·x·g        cost: 2 FLOPs, read x and g, write ∂x per element
+
+profile::Cost toy_square_forward_cost(int64_t n) { return {double(n), 2 * profile::kElementBytes * double(n)}; }
+profile::Cost toy_square_backward_cost(int64_t n) { return {2.0 * double(n), 3 * profile::kElementBytes * double(n)}; }
+
+namespace {
+
+void toy_square_forward_cpu(const Tensor& x, Tensor& y, ToyMutant mutant) {
+  (void)mutant;
+  const float* in = x.f32();
+  float* out = y.f32();
+  for (int64_t k = 0; k < x.numel(); ++k) out[k] = in[k] * in[k];
+#if defined(_OPENMP)
+  // The mutant whose result depends on how many threads ran it.
+  if (mutant == ToyMutant::thread_dependent && omp_get_max_threads() > 1) out[0] += 1e-3f;
+#endif
+}
+
+void toy_square_backward_cpu(const Tensor& x, const Tensor& g, Tensor& gx, ToyMutant mutant) {
+  const float factor = mutant == ToyMutant::wrong_gradient ? 3.0f : 2.0f;
+  const float *in = x.f32(), *gy = g.f32();
+  float* out = gx.f32();
+  for (int64_t k = 0; k < x.numel(); ++k) out[k] = factor * in[k] * gy[k];
+}
+
+#if defined(URPE_WITH_CUDA)
+// On CUDA, the existing kernels do the arithmetic (a toy op needs no kernel of its own).
+void toy_square_forward_cuda(const Tensor& x, Tensor& y, ToyMutant mutant) {
+  if (mutant != ToyMutant::cuda_skips_last_row) return kernels::binary_forward_cuda(BinaryOp::mul, x, x, y);
+  // The mutant that never writes the last row of y: the table's poisoned outputs catch it.
+  Tensor full = Tensor::empty(x.shape(), DType::f32, x.device());
+  kernels::binary_forward_cuda(BinaryOp::mul, x, x, full);
+  const int64_t cols = x.size(-1), rows = x.numel() / cols;
+  kernels::copy_window_cuda(full, rows, 0, y, rows, 0, 1, rows - 1, cols, false);
+}
+void toy_square_backward_cuda(const Tensor& x, const Tensor& g, Tensor& gx, ToyMutant mutant) {
+  Tensor xg = Tensor::empty(x.shape(), DType::f32, x.device());
+  kernels::binary_forward_cuda(BinaryOp::mul, x, g, xg);
+  kernels::affine_cuda(xg, mutant == ToyMutant::wrong_gradient ? 3.0f : 2.0f, 0.0f, gx);
+}
+#endif
+
+}  // namespace
+
+Tensor toy_square(const Tensor& x, ToyMutant mutant) {
+  constexpr const char* op = "toy_square";
+  const profile::OpRange range(op, x);
+  check_dtype(op, "x", x, DType::f32);
+  check_dim(op, "x", x, 1, kMaxDims);
+  Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
+  URPE_PROFILE_COST(toy_square_forward_cost(mutant == ToyMutant::wrong_cost ? x.numel() - 1 : x.numel()));
+  URPE_DISPATCH(op, x.device(), toy_square_forward_cpu(x, y, mutant), toy_square_forward_cuda(x, y, mutant));
+  return autograd::record(y, op, {x}, [x, mutant](const Tensor& g) {
+    Tensor gx = Tensor::empty(x.shape(), DType::f32, g.device());
+    URPE_PROFILE_COST(toy_square_backward_cost(x.numel()));
+    URPE_DISPATCH(op, g.device(), toy_square_backward_cpu(x, g, gx, mutant), toy_square_backward_cuda(x, g, gx, mutant));
+    return std::vector<Tensor>{gx};
+  });
+}
+
+OpRow toy_square_row(ToyMutant mutant) {
+  // The row an op's author adds: inputs, the call, the f32 column, the cost formula.
+  return row("toy_square (3, 37, 5)", "toy_square", {uniform("x", {3, 37, 5})},
+             [mutant](const In& v, const Device&) { return toy_square(v[0], mutant); },
+             f32({1e-6, 1e-6}, {1e-6, 1e-6}),
+             [](const In& v) { return OpCosts{toy_square_forward_cost(v[0].numel()), toy_square_backward_cost(v[0].numel())}; });
+}
+
+}  // namespace urpe::test
