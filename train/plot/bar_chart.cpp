@@ -229,7 +229,14 @@ static Canvas draw_bar_chart(const BarChartSpec& spec, const std::string& path, 
       const bool in_bar = outside_plot && std::fabs(base - ym(v)) >= len + 10;
       const bool goes_up = up != in_bar;  // the label extends up from its anchor
       const double anchor = in_bar ? ym(v) : end;
-      const double ly = goes_up ? anchor - 5 : anchor + 5;
+      double ly = goes_up ? anchor - 5 : anchor + 5;
+      // A label the dashed reference line would cross (a bar at chance) moves past the line.
+      for (const ReferenceLine& r : spec.references) {
+        if (in_bar) break;
+        const double row = ym(r.value);
+        if (goes_up && row > ly - len - 3 && row < ly + 3) ly = row - 4;
+        if (!goes_up && row > ly - 3 && row < ly + len + 3) ly = row + 4;
+      }
       const Color color = in_bar ? colors::white : colors::text;
       const int tw = Canvas::text_width(text, kBody), th = Canvas::text_height(kBody);
       const Rect box = vertical_labels

@@ -132,11 +132,12 @@ plot::Canvas render_roofline(const ProfileSummary& summary) {
     for (double px = rx; px <= area.right(); px += 2) roof_points.push_back({px, ry});
   }
   // Labels keep 4 px from every disc, label and the frame, and 3 px from the ceilings.
+  bool avoid_roof = true;  // off for an op label that found no place clear of the ceilings
   auto overlaps = [&](const plot::Rect& r) {
     const int pad = 4;
     if (r.x < area.x + pad || r.y < area.y + pad || r.right() > area.right() - pad || r.bottom() > area.bottom() - pad) return true;
     for (const auto& [px, py] : roof_points)
-      if (px > r.x - 3 && px < r.right() + 3 && py > r.y - 3 && py < r.bottom() + 3) return true;
+      if (avoid_roof && px > r.x - 3 && px < r.right() + 3 && py > r.y - 3 && py < r.bottom() + 3) return true;
     for (const plot::Rect& q : placed)
       if (r.x < q.right() + pad && q.x < r.right() + pad && r.y < q.bottom() + pad && q.y < r.bottom() + pad) return true;
     return false;
@@ -181,7 +182,10 @@ plot::Canvas render_roofline(const ProfileSummary& summary) {
     const int w = plot::Canvas::text_width(p.op->name, 2), h = plot::Canvas::text_height(2);
     bool done = false;
     if (above_roof(p)) unlabelled_above.push_back(p.op->name);  // taken off below once labelled
-    for (double gap : {3.0, 16.0, 32.0}) {
+    // Clear of the ceilings first; a label that finds no such place may cross one.
+    for (int pass = 0; pass < 2 && !done; ++pass)
+    for (double gap : {3.0, 16.0, 32.0, 56.0, 84.0, 120.0, 160.0, 220.0}) {
+      avoid_roof = pass == 0;
       const double d = r + gap;
       const plot::Rect candidates[] = {
           {int(px + d), int(py - h / 2.0), w, h},           {int(px - d - w), int(py - h / 2.0), w, h},
