@@ -39,8 +39,11 @@ void affine_cuda(const Tensor& x, float alpha, float beta, Tensor& out);
 // ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
 // a: na elements, b: nb, the output n = max(na, nb). Forward reads a and b, writes out: one
 // operation per output element. Backward reads g (and a, b where the gradient needs their values:
-// mul, div) and writes each gradient asked for, one operation per element of g for each (two for
-// mul's products summed over repeats, two for div's ∂a, four for ∂b = −g·a/b²).
+// mul, div) and writes each gradient asked for. Its operations: for add and sub, an operand of the
+// output's shape gets a copy of g (sub's ∂b negated: n operations), no arithmetic, and a smaller
+// one the sum of g over its repeats (n additions); mul's ∂a and ∂b two per element of g (product,
+// sum), div's ∂a two, ∂b four (−g·a/b²). A same-shape add's gradient is a copy (0 FLOPs: the
+// roofline leaves it out, like a permute, and its row has the GB/s).
 inline profile::Cost binary_forward_cost(int64_t na, int64_t nb) {
   const double n = double(na > nb ? na : nb);
   return {n, profile::kElementBytes * (double(na) + double(nb) + n)};
@@ -49,12 +52,14 @@ inline profile::Cost binary_backward_cost(kernels::BinaryOp op, int64_t na, int6
   using kernels::BinaryOp;
   const double n = double(na > nb ? na : nb);
   const bool reads_values = op == BinaryOp::mul || op == BinaryOp::div;
-  const double per_a = op == BinaryOp::mul || op == BinaryOp::div ? 2 : 1;
-  const double per_b = op == BinaryOp::div ? 4 : op == BinaryOp::mul ? 2 : 1;
+  auto summed = [&](int64_t size) { return double(size) < n ? n : 0.0; };  // additions over repeats
+  const double ops_a = reads_values ? 2 * n : summed(na);
+  const double ops_b = op == BinaryOp::div ? 4 * n : op == BinaryOp::mul ? 2 * n
+                       : op == BinaryOp::sub ? n + summed(nb) : summed(nb);
   double bytes = n + (reads_values ? double(na) + double(nb) : 0.0);
   if (grad_a) bytes += double(na);
   if (grad_b) bytes += double(nb);
-  return {(grad_a ? per_a * n : 0.0) + (grad_b ? per_b * n : 0.0), profile::kElementBytes * bytes};
+  return {(grad_a ? ops_a : 0.0) + (grad_b ? ops_b : 0.0), profile::kElementBytes * bytes};
 }
 // affine: forward 2 operations (·α, +β), backward 1 (·α), per element; reads one tensor, writes one.
 inline profile::Cost affine_cost(int64_t n, bool backward) {

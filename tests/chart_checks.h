@@ -1,6 +1,8 @@
 // What can be checked about a chart's picture without looking at it: that every series left
 // pixels of its own colour in the plotting area (none is hidden under another), that a reference
-// line's row is drawn in the reference colour, and that every text lies inside the image. Each
+// line's row is drawn in the reference colour, that every text lies inside the image, that series
+// and bars are told apart without colour (marker shape, dash, hatch or a name), that no label
+// covers data or another label, and that a heatmap's colour bar says when it cuts off cells. Each
 // check returns what it measured, so a test can also show that it fails on a bad picture.
 #pragma once
 #include <algorithm>
@@ -78,6 +80,63 @@ inline std::vector<std::string> labels_over_data(const plot::ChartLayout& layout
       over.push_back("label " + std::to_string(k) + " covers " + std::to_string(layout.reference_label_covered[k]) +
                      " pixels");
   return over;
+}
+
+// Pairs of bar series a reader without colour could not tell apart: the same hatch pattern, and
+// no name under the bars. Returned as "i and j".
+inline std::vector<std::string> bars_alike_without_colour(const plot::ChartLayout& layout) {
+  std::vector<std::string> alike;
+  if (layout.bars_named) return alike;
+  for (size_t i = 0; i < layout.bar_hatches.size(); ++i)
+    for (size_t j = i + 1; j < layout.bar_hatches.size(); ++j)
+      if (layout.bar_hatches[i] == layout.bar_hatches[j]) alike.push_back(std::to_string(i) + " and " + std::to_string(j));
+  return alike;
+}
+
+// Bar value labels drawn over data (bars, whiskers, seed dots): "value label k covers N pixels".
+inline std::vector<std::string> value_labels_over_data(const plot::ChartLayout& layout) {
+  std::vector<std::string> over;
+  for (size_t k = 0; k < layout.value_label_covered.size(); ++k)
+    if (layout.value_label_covered[k] > 0)
+      over.push_back("value label " + std::to_string(k) + " covers " + std::to_string(layout.value_label_covered[k]) +
+                     " pixels");
+  return over;
+}
+
+inline bool boxes_meet(const plot::Rect& a, const plot::Rect& b) {
+  return a.x < b.right() && b.x < a.right() && a.y < b.bottom() && b.y < a.bottom();
+}
+
+// Pairs of texts whose boxes overlap: "'a' and 'b'" (one label written over another).
+inline std::vector<std::string> texts_overlapping(const plot::Canvas& c) {
+  std::vector<std::string> out;
+  const auto& t = c.texts();
+  for (size_t i = 0; i < t.size(); ++i)
+    for (size_t j = i + 1; j < t.size(); ++j)
+      if (boxes_meet(t[i].box, t[j].box)) out.push_back("'" + t[i].text + "' and '" + t[j].text + "'");
+  return out;
+}
+
+// Texts drawn over a heatmap's cells or its colour bars: "'text' on matrix k" / "on bar k".
+inline std::vector<std::string> texts_over_heatmap(const plot::Canvas& c, const plot::HeatmapLayout& layout) {
+  std::vector<std::string> out;
+  for (const plot::Canvas::TextRecord& t : c.texts()) {
+    for (size_t k = 0; k < layout.matrices.size(); ++k)
+      if (boxes_meet(t.box, layout.matrices[k])) out.push_back("'" + t.text + "' on matrix " + std::to_string(k));
+    for (size_t k = 0; k < layout.bars.size(); ++k)
+      if (boxes_meet(t.box, layout.bars[k])) out.push_back("'" + t.text + "' on colour bar " + std::to_string(k));
+  }
+  return out;
+}
+
+// Colour bars whose range cuts off cells without saying so (no pointed end, no count).
+inline std::vector<std::string> unmarked_saturation(const plot::HeatmapLayout& layout) {
+  std::vector<std::string> out;
+  for (size_t k = 0; k < layout.cells_beyond.size(); ++k)
+    if (layout.cells_beyond[k] > 0 && !(k < layout.beyond_marked.size() && layout.beyond_marked[k]))
+      out.push_back("colour bar " + std::to_string(k) + ": " + std::to_string(layout.cells_beyond[k]) +
+                    " cells beyond its range, unmarked");
+  return out;
 }
 
 }  // namespace urpe::test

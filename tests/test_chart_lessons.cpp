@@ -2,7 +2,12 @@
 // checked for what it is meant to teach (tests/chart_checks.h): every series visible, the
 // reference line drawn (chance on the accuracy and curves charts, Theorem 2's 1e-5 on the probe,
 // RPE's row sum 1), legends with the encodings' names rather than run names, titles with the
-// number of seeds, every label inside the image; and the one-page summary of a demo grid.
+// number of seeds, every label inside the image; and the one-page summary of a demo grid. Bar
+// charts: bars told apart without colour (hatch or name), seeds drawn, Theorem 2's encodings
+// marked, no value label on data; heatmaps: no text on the cells, a colour bar that cuts off
+// cells says so; the analyze pictures (attention terms, A·1 per block, the spiral's direction),
+// the roofline (no label on another, cache-resident ops ringed) and Graphormer's C (distances
+// never seen in training shaded). Each new check is also shown failing on a bad chart.
 #include <cmath>
 #include <string>
 
@@ -10,13 +15,18 @@
 #include "cli_util.h"
 #include "doctest/doctest.h"
 #include "scratch_dir.h"
+#include "ops/elementwise.h"
 #include "train/analysis/analysis_model.h"
+#include "train/analysis/attention_split.h"
 #include "train/analysis/construction.h"
 #include "train/analysis/probe.h"
 #include "train/analysis/rowsums.h"
 #include "train/analysis/run_summary.h"
+#include "train/encoding_names.h"
+#include "train/families/graphormer/graphormer_plots.h"
 #include "train/io/run_dir.h"
 #include "train/families/run_plots.h"
+#include "train/profile/roofline_plot.h"
 
 using namespace urpe;
 using namespace urpe::test;
@@ -224,4 +234,259 @@ TEST_CASE("summary.png: accuracy, curves, C and the probe on one page") {
   CHECK(r.code == 0);
   CHECK(r.output.find("plots/summary.png") != std::string::npos);
   CHECK(r.output.find("plots/curves_pi.png") != std::string::npos);
+}
+
+// ---- bar charts, heatmaps, the analyze and profile pictures ----
+
+namespace {
+
+// Renders a bar chart and checks what holds for every one: bars told apart without colour (a
+// hatch per series or a name under each bar), no value label over data, no label over another,
+// every text inside the image.
+plot::Canvas checked_bar_chart(const plot::BarChartSpec& spec, plot::ChartLayout& layout) {
+  const plot::Canvas c = plot::render_bar_chart(spec, &layout);
+  INFO(spec.title);
+  for (const std::string& s : bars_alike_without_colour(layout)) CHECK_MESSAGE(false, "alike without colour: " << s);
+  for (const std::string& s : value_labels_over_data(layout)) CHECK_MESSAGE(false, s);
+  for (const std::string& s : texts_overlapping(c)) CHECK_MESSAGE(false, "overlapping: " << s);
+  for (const std::string& t : texts_outside(c)) CHECK_MESSAGE(false, "outside the image: " << t);
+  return c;
+}
+
+// The same for a heatmap grid: no text on the cells or a colour bar, none over another, a colour
+// bar that cuts off cells says so.
+plot::Canvas checked_heatmaps(const std::vector<plot::HeatmapSpec>& panels, int columns, bool shared,
+                              plot::HeatmapLayout& layout) {
+  const plot::Canvas c = plot::render_heatmap_grid(panels, columns, "", shared, &layout);
+  for (const std::string& s : texts_over_heatmap(c, layout)) CHECK_MESSAGE(false, s);
+  for (const std::string& s : texts_overlapping(c)) CHECK_MESSAGE(false, "overlapping: " << s);
+  for (const std::string& s : unmarked_saturation(layout)) CHECK_MESSAGE(false, s);
+  for (const std::string& t : texts_outside(c)) CHECK_MESSAGE(false, "outside the image: " << t);
+  return c;
+}
+
+// A block of a 2-head, 8-position URPE model: terms with a smooth pos·pos ramp, a rough pos·ctx,
+// ctx·pos and ctx·ctx near 0, one extreme key (which the colour scale cuts off), and A = P ⊙ C
+// with row sums that fall (head 0) and rise (head 1) with the query.
+AttentionSplit synthetic_split(int64_t block) {
+  AttentionSplit b;
+  b.block = block;
+  b.heads = 2;
+  b.positions = 8;
+  const int64_t T = b.positions;
+  for (int64_t h = 0; h < b.heads; ++h) {
+    std::array<std::vector<double>, kLogitTerms> terms;
+    std::vector<double> logits(T * T, 0.0), a(T * T);
+    for (int k = 0; k < kLogitTerms; ++k) terms[k].assign(T * T, 0.0);
+    for (int64_t s = 0; s < T; ++s)
+      for (int64_t t = 0; t < T; ++t) {
+        terms[0][s * T + t] = 0.01 * t;
+        terms[1][s * T + t] = 0.05 * std::sin(3.0 * t + h) + (s == 0 && t == T - 1 ? 0.5 : 0.0);
+        terms[2][s * T + t] = 1e-6 * s;
+        for (int k = 0; k < kLogitTerms; ++k) logits[s * T + t] += terms[k][s * T + t];
+        a[s * T + t] = (h == 0 ? 1.3 - 0.08 * s : 0.7 + 0.08 * s) / static_cast<double>(T) + 0.002 * block * ((s * t) % 3);
+      }
+    b.example.push_back(terms);
+    b.example_logits.push_back(logits);
+    b.centred_shares.push_back({0.05, 0.95, 0.0, 0.0});
+    b.attention.push_back(a);
+  }
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("accuracy bars: named under each bar, seeds as dots, Theorem 2's bound encodings marked and explained") {
+  plot::BarChartSpec spec;
+  spec.title = "Validation accuracy, mean of 2 seeds";
+  spec.y_label = "accuracy (%)";
+  spec.groups = {"PI, V=100"};
+  spec.y_min = 0;
+  spec.y_max = 112;
+  spec.decimals = 1;
+  spec.references = {{100.0 / 32, "chance 1/32 = 3.1%"}};
+  const char* pes[] = {"none", "ape", "rpe", "rope", "urpe"};
+  const double values[][2] = {{3.0, 3.1}, {100, 100}, {3.2, 3.3}, {99.7, 91.3}, {100, 100}};
+  for (int k = 0; k < 5; ++k) {
+    plot::BarSeries s;
+    s.name = encoding_display_name(pes[k]);
+    s.values = {(values[k][0] + values[k][1]) / 2};
+    s.points = {{values[k][0], values[k][1]}};
+    s.marked = theorem2_binds_encoding(pes[k]);
+    spec.series.push_back(s);
+  }
+  spec.mark_label = "bound by Theorem 2";
+  spec.notes = {"Theorem 2 binds noPE, RPE and RoPE: rows sum to 1"};
+  plot::ChartLayout layout;
+  const plot::Canvas c = checked_bar_chart(spec, layout);
+  CHECK(layout.bars_named);
+  for (const char* name : {"noPE", "APE", "RPE", "RoPE", "URPE", "bound by Theorem 2", "Theorem 2 binds"})
+    CHECK_MESSAGE(any_text_contains(c, name), name);
+  CHECK_FALSE(theorem2_binds_encoding("shaw"));
+  CHECK_FALSE(theorem2_binds_encoding("alibi+urpe"));
+  CHECK(theorem2_binds_encoding("alibi"));
+}
+
+TEST_CASE("grouped bars without names are hatched, one pattern per series; the checks catch bars alike and a label on a whisker") {
+  plot::BarChartSpec spec;
+  spec.title = "accuracy per task";
+  spec.groups = {"PI", "ETP"};
+  for (int s = 0; s < 3; ++s) spec.series.push_back({"model " + std::to_string(s), {40.0 + 20 * s, 30.0 + 10 * s}});
+  spec.series[1].points = {{55, 65}, {35, 45}};
+  plot::ChartLayout layout;
+  checked_bar_chart(spec, layout);
+  CHECK_FALSE(layout.bars_named);
+  CHECK(layout.bar_hatches == std::vector<int>{0, 1, 2});
+
+  // Eleven series: the patterns repeat, and series 0 and 10 differ by colour alone.
+  plot::BarChartSpec many = spec;
+  many.series.clear();
+  for (int s = 0; s < 11; ++s) many.series.push_back({"m" + std::to_string(s), {10.0 + s, 20.0}});
+  plot::render_bar_chart(many, &layout);
+  CHECK(bars_alike_without_colour(layout) == std::vector<std::string>{"0 and 10"});
+  // A bar that reaches a fixed y_max puts its label inside its end, where its whisker runs.
+  plot::BarChartSpec clipped;
+  clipped.groups = {"PI"};
+  clipped.series = {{"URPE", {100}}, {"RPE", {50}}};
+  clipped.series[0].points = {{95, 105}};
+  clipped.y_min = 0;
+  clipped.y_max = 100;
+  clipped.name_bars = 0;
+  plot::render_bar_chart(clipped, &layout);
+  CHECK(value_labels_over_data(layout).size() == 1);
+}
+
+TEST_CASE("attention terms: shares in the titles, a caption for blank panels, the colour bar marks the cells it cuts off") {
+  const AttentionSplit b = synthetic_split(2);
+  plot::HeatmapLayout layout;
+  const std::vector<plot::HeatmapSpec> panels = attention_term_panels(b);
+  checked_heatmaps(panels, kLogitTerms + 1, true, layout);
+  REQUIRE(layout.cells_beyond.size() == 1);
+  CHECK(layout.cells_beyond[0] > 0);  // the extreme key: beyond the 99th percentile
+  CHECK(layout.beyond_marked[0]);
+  CHECK(panels[2].title == "head 0: ctx.pos 0.0%");
+  const plot::Canvas page = render_attention_terms("run", b);
+  CHECK(any_text_contains(page, "blank"));
+  CHECK(any_text_contains(page, "beyond"));
+  CHECK(texts_outside(page).empty());
+  CHECK(texts_overlapping(page).empty());
+
+  // The checks catch a bad grid: panel titles wider than their panels run into each other, and a
+  // colour bar's layout that hides its cut-off cells is reported.
+  std::vector<plot::HeatmapSpec> bad = panels;
+  for (plot::HeatmapSpec& p : bad) p.title = "a title far wider than its small panel of 8 x 8 cells";
+  const plot::Canvas c = plot::render_heatmap_grid(bad, kLogitTerms + 1, "", true, &layout);
+  CHECK_FALSE(texts_overlapping(c).empty());
+  plot::HeatmapLayout hidden = layout;
+  hidden.beyond_marked[0] = false;
+  CHECK(unmarked_saturation(hidden).size() == 1);
+}
+
+TEST_CASE("row sums A.1: a chart per block, one y scale, four heads told apart by shape, RPE's 1 clear of the lines") {
+  const std::vector<plot::LineChartSpec> charts = rowsum_charts({synthetic_split(1), synthetic_split(2)});
+  REQUIRE(charts.size() == 2);
+  CHECK(charts[0].y_min == charts[1].y_min);
+  CHECK(charts[0].y_max == charts[1].y_max);
+  for (const plot::LineChartSpec& chart : charts) {
+    plot::ChartLayout layout;
+    const plot::Canvas c = checked_line_chart(chart, layout);
+    CHECK(least_visible_series(c, layout, 2) > 20);
+    CHECK(reference_coverage(c, layout, 0) > 0.3);
+  }
+}
+
+TEST_CASE("a path chart (the spiral) marks where each path starts and ends and which way it runs") {
+  plot::LineChartSpec spec;
+  spec.title = "pos_t in directions 1, 2";
+  spec.markers = 1;
+  spec.path_marks = true;
+  for (int l = 0; l < 3; ++l) {
+    plot::Series s{"layer " + std::to_string(l), {}, {}};
+    for (int t = 0; t < 32; ++t) {
+      const double angle = 2 * 3.14159265 * t / 32 * (l + 1) / 3;
+      s.x.push_back((0.1 + 0.1 * l) * std::cos(angle));
+      s.y.push_back((0.1 + 0.1 * l) * std::sin(angle));
+    }
+    spec.series.push_back(s);
+  }
+  spec.notes = {"big ring at t = 1, big square at t = 32, arrowheads point to increasing t"};
+  plot::ChartLayout layout;
+  checked_line_chart(spec, layout);
+  CHECK(layout.path_arrows >= 6);
+  spec.path_marks = false;
+  plot::render_line_chart(spec, &layout);
+  CHECK(layout.path_arrows == 0);
+}
+
+TEST_CASE("roofline: an op above the memory line is ringed and explained, no label on another or on a disc") {
+  profile::ProfileSummary summary;
+  summary.device = "cpu";
+  summary.step_ms = 100;
+  profile::MachinePeaks peaks;
+  peaks.gemm_gflops = 200;
+  peaks.bandwidth_gbs = 20;
+  summary.peaks = peaks;
+  auto op = [](const char* name, profile::Phase phase, double ms, double flops, double bytes) {
+    profile::OpAverage o;
+    o.name = name;
+    o.phase = phase;
+    o.self_ms = o.total_ms = ms;
+    o.cost = {flops, bytes};
+    return o;
+  };
+  using profile::Phase;
+  // GEMMs near each other at the top, memory-bound ops along the slant, one op at 2.5x the memory line.
+  summary.ops = {op("linear backward", Phase::backward, 40, 40 * 40e6, 40 * 40e6 / 30),
+                 op("linear", Phase::forward, 20, 20 * 45e6, 20 * 45e6 / 20),
+                 op("matmul backward", Phase::backward, 9, 9 * 38e6, 9 * 38e6 / 10),
+                 op("matmul", Phase::forward, 4, 4 * 47e6, 4 * 47e6 / 10),
+                 op("urpe_attention backward", Phase::backward, 2, 2 * 6e6, 2 * 6e6 / 0.75),
+                 op("urpe_attention", Phase::forward, 2, 2 * 5e6, 2 * 5e6 / 0.7),
+                 op("gelu", Phase::forward, 1.5, 1.5 * 4e6, 1.5 * 4e6 / 0.6),
+                 op("cache-resident copy", Phase::backward, 0.3, 0.3 * 6e6, 0.3 * 6e6 / 0.125),
+                 op("adam_update", Phase::optimizer, 0.5, 0.5 * 3.7e6, 0.5 * 3.7e6 / 0.5)};
+  const plot::Canvas c = profile::render_roofline(summary);
+  CHECK(texts_overlapping(c).empty());
+  CHECK(texts_outside(c).empty());
+  CHECK(any_text_contains(c, "ringed: above the"));
+  CHECK(any_text_contains(c, "cache-resident copy"));  // labelled, or named under the note
+  // No label over a disc: inside each text's box, no pixel of a phase's colour or fill.
+  for (const plot::Canvas::TextRecord& t : c.texts())
+    for (size_t phase = 0; phase < 3; ++phase) {
+      const plot::Color line = plot::series_color(phase), fill = plot::mix(line, plot::colors::white, 0.35);
+      CHECK_MESSAGE(pixels_of(c, line, t.box) + pixels_of(c, fill, t.box) == 0, t.text);
+    }
+  // Without the cache-resident op, no ring and no note.
+  summary.ops.erase(summary.ops.begin() + 7);
+  CHECK_FALSE(any_text_contains(profile::render_roofline(summary), "ringed"));
+}
+
+TEST_CASE("a same-shape add's gradient is a copy: bytes, no FLOPs (the roofline leaves it out)") {
+  using kernels::BinaryOp;
+  const profile::Cost same = binary_backward_cost(BinaryOp::add, 1000, 1000, false, true);
+  CHECK(same.flops == 0);
+  CHECK(same.bytes == 4.0 * 2000);  // read g, write the copy
+  const profile::Cost bias = binary_backward_cost(BinaryOp::add, 1000, 10, true, true);
+  CHECK(bias.flops == 1000);  // ∂b sums g over 100 repeats of 10 elements
+  CHECK(binary_backward_cost(BinaryOp::sub, 1000, 1000, false, true).flops == 1000);  // −g
+  CHECK(binary_backward_cost(BinaryOp::mul, 1000, 1000, true, true).flops == 4000);
+}
+
+TEST_CASE("molecules C: the distances no training molecule has are shaded and named") {
+  std::vector<plot::Series> series;
+  for (int h = 0; h < 2; ++h) {
+    plot::Series s{"head " + std::to_string(h), {}, {}};
+    for (int d = 0; d < 12; ++d) s.x.push_back(d), s.y.push_back(d < 8 ? 1.0 + 0.05 * std::sin(d + h) : 0.993);
+    series.push_back(s);
+  }
+  const std::vector<int64_t> counts = {50, 120, 100, 80, 40, 0, 10, 5, 0, 0, 0, 3};
+  const plot::LineChartSpec chart = urpe_c_chart("URPE C per head", series, counts);
+  REQUIRE(chart.x_bands.size() == 2);
+  CHECK(chart.x_bands[0].lo == 4.5);
+  CHECK(chart.x_bands[1].hi == 10.5);
+  plot::ChartLayout layout;
+  const plot::Canvas c = checked_line_chart(chart, layout);
+  CHECK(any_text_contains(c, "distance 5, 8 to 10,"));
+  CHECK(pixels_of(c, plot::colors::band, layout.plot) > 1000);
+  CHECK(any_text_contains(plot::render_line_chart(urpe_c_chart("C", series, {})), "not marked"));
 }

@@ -369,8 +369,14 @@ TEST_CASE("plots: grouped bar chart") {
   for (size_t k = 0; k < 3; ++k) CHECK(count_color(c, series_color(k)) > 500);
   int frame_right = c.width() - 1;
   while (frame_right > 0 && c.pixel(frame_right, 300) != colors::axis) --frame_right;
-  for (size_t k = 0; k < 3; ++k)  // legend swatches (16 × 16) right of the plot
-    CHECK(count_color(c, series_color(k), frame_right + 1, 0, c.width(), c.height()) == 256);
+  // Legend swatches (20 × 18) right of the plot, hatched like their bars: the first plain, the
+  // others with white lines through them.
+  CHECK(count_color(c, series_color(0), frame_right + 1, 0, c.width(), c.height()) == 360);
+  for (size_t k = 1; k < 3; ++k) {
+    const size_t n = count_color(c, series_color(k), frame_right + 1, 0, c.width(), c.height());
+    CHECK(n > 180);
+    CHECK(n < 360);
+  }
   // Taller bars, more pixels: URPE's bars cover far more than no-PE's.
   CHECK(count_color(c, series_color(0)) > 4 * count_color(c, series_color(2)));
   CHECK(count_color(c, colors::text) > 300);  // labels, values, ticks

@@ -18,4 +18,8 @@ std::string encoding_display_name(const std::string& pe) {
   return pe;
 }
 
+bool theorem2_binds_encoding(const std::string& pe) {
+  return pe == "none" || pe == "rpe" || pe == "alibi" || pe == "rope";
+}
+
 }  // namespace urpe

@@ -74,6 +74,13 @@ urpe_run=$(ls -d "$OUT"/molecules/runs/*urpe*s1 | head -1)
 run "$URPE" plot --run "$urpe_run"
 picture "$urpe_run/plots/urpe_c.png" molecules_urpe_c.png
 
+# docs/profiling.md#plotsrooflinepng-how-to-read-the-roofline: the bench step's roofline, under
+# ceilings measured just before (kept beside the run, not in the machine's shared cache).
+URPE_PEAKS_CACHE="$OUT/peaks.json" run "$URPE" bench peaks
+URPE_PEAKS_CACHE="$OUT/peaks.json" run "$URPE" profile --preset pi-tiny --set seq_len=128 --set d_model=128 \
+  --set d_ff=512 --set batch=32 --set init_std=0.02 --steps 2:11 --out "$OUT/profile_bench" --overwrite
+picture "$OUT/profile_bench/plots/roofline.png" profile_roofline_encoder_cpu.png
+
 # Every picture here is shown somewhere.
 missing=0
 for f in docs/images/*.png; do

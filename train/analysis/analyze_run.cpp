@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "autograd/node.h"
@@ -539,6 +540,7 @@ std::vector<std::string> draw_analysis_plots(const std::string& plot_dir, const 
     spec.x_label = "singular direction " + std::to_string(first + 1) + " (units of s1)";
     spec.y_label = "singular direction " + std::to_string(first + 2);
     spec.markers = 1;
+    spec.path_marks = true;
     for (const LayerAnalysis& a : r.layers) {
       if (static_cast<int>(a.directions.size()) < first + 2) continue;
       plot::Series s;
@@ -548,6 +550,9 @@ std::vector<std::string> draw_analysis_plots(const std::string& plot_dir, const 
       spec.series.push_back(s);
     }
     if (spec.series.empty()) continue;  // read back from analysis.json, or T too small
+    const std::string T = std::to_string(r.layers.front().positions);
+    spec.notes.push_back("each layer's path: big ring at t = 1, big square at t = " + T +
+                         ", arrowheads point to increasing t");
     paths.push_back(join_path(plot_dir, (first == 0 ? "spiral12_" : "spiral34_") + stem + ".png"));
     plot::line_chart(paths.back(), spec);
   }
@@ -555,7 +560,7 @@ std::vector<std::string> draw_analysis_plots(const std::string& plot_dir, const 
     plot::BarChartSpec spec;
     spec.title = r.run + ": variance shares per layer";
     spec.x_label = "layer";
-    spec.y_label = "share of |h - mu|^2";
+    spec.y_label = "share of the variance about the mean";
     spec.series = {{"position", {}}, {"context", {}}, {"residual", {}}};
     for (const LayerAnalysis& a : r.layers) {
       spec.groups.push_back(std::to_string(a.layer));
@@ -575,40 +580,55 @@ std::vector<std::string> draw_analysis_plots(const std::string& plot_dir, const 
 std::vector<std::string> draw_compare_plots(const std::string& plot_dir, const std::vector<RunAnalysis>& runs) {
   struct Metric {
     const char* file;
-    const char* label;
+    const char* title;  // after "per layer: "
+    const char* label;  // the y axis
     double (*get)(const LayerAnalysis&);
-    bool log;
+    double scale;  // 100: a share drawn in %
   };
+  // The share of the hidden states' variance that position carries (the report's "pos %"), with
+  // the floor that states without any structure would reach: (T − 1)/(CT − 1).
   const Metric metrics[] = {
-      {"relative_norm", "relative norm sqrt(C) s1(P) / s1(M)", [](const LayerAnalysis& a) { return a.relative_norm; }, false},
-      {"pos_share", "positional share of |h - mu|^2", [](const LayerAnalysis& a) { return a.pos_share; }, false},
-      {"e10", "E10 (low-frequency energy of G)", [](const LayerAnalysis& a) { return a.e10; }, false},
-      {"stable_rank", "stable rank of P", [](const LayerAnalysis& a) { return a.stable_rank; }, false}};
+      {"relative_norm", "relative norm of P", "relative norm sqrt(C) s1(P) / s1(M)",
+       [](const LayerAnalysis& a) { return a.relative_norm; }, 1},
+      {"pos_share", "positional share of the variance", "positional share of the variance (%)",
+       [](const LayerAnalysis& a) { return a.pos_share; }, 100},
+      {"e10", "E10 (low-frequency energy of G)", "E10 (low-frequency energy of G)", [](const LayerAnalysis& a) { return a.e10; }, 1},
+      {"stable_rank", "stable rank of P", "stable rank of P", [](const LayerAnalysis& a) { return a.stable_rank; }, 1}};
   std::vector<std::string> paths;
   for (const Metric& m : metrics) {
     plot::LineChartSpec spec;
-    spec.title = std::string("per layer: ") + m.label;
+    spec.title = std::string("per layer: ") + m.title;
     spec.x_label = "layer (0 = input to block 1)";
     spec.y_label = m.label;
     spec.integer_x = true;
     spec.markers = 1;
-    spec.log_y = m.log;
     bool any = false;
     // Legends name the encoding (noPE, RPE, URPE); the run only where two runs share one.
     std::vector<std::string> names;
     for (const RunAnalysis& r : runs) names.push_back(encoding_display_name(r.pe));
+    std::set<std::pair<int64_t, int64_t>> sizes;  // (T, C) of every analysed layer
     for (const RunAnalysis& r : runs) {
       const std::string name = encoding_display_name(r.pe);
       plot::Series s;
       s.name = std::count(names.begin(), names.end(), name) > 1 ? name + ", " + r.run : name;
       for (const LayerAnalysis& a : r.layers) {
         s.x.push_back(static_cast<double>(a.layer));
-        s.y.push_back(m.get(a));
+        s.y.push_back(m.scale * m.get(a));
         any = any || std::isfinite(s.y.back());
+        sizes.insert({a.positions, a.contexts});
       }
       spec.series.push_back(s);
     }
     if (!any) continue;  // E₁₀ of runs with T ≤ 10: nothing to draw
+    if (std::string(m.file) == "pos_share" && sizes.size() == 1) {
+      const auto [T, C] = *sizes.begin();
+      const double floor = 100.0 * static_cast<double>(T - 1) / static_cast<double>(C * T - 1);
+      char label[96];
+      std::snprintf(label, sizeof label, "no structure: (T-1)/(CT-1) = %.2f%%", floor);
+      spec.references = {{floor, label}};
+      spec.notes.push_back("dashed: the share states with no structure at all would give (C = " + std::to_string(C) +
+                           " contexts, T = " + std::to_string(T) + " positions)");
+    }
     paths.push_back(join_path(plot_dir, std::string("compare_") + m.file + ".png"));
     plot::line_chart(paths.back(), spec);
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "models/positional.h"
 #include "tensor/error.h"
@@ -211,73 +212,128 @@ void add_urpe_pictures(const AnalysisModel& model, const std::vector<float>& mod
   }
 }
 
-std::vector<std::string> draw_attention_plots(const std::string& plot_dir, const std::string& run,
-                                              const std::vector<AttentionSplit>& blocks) {
-  std::vector<std::string> paths;
-  auto panel = [](const std::string& title, const std::vector<double>& v, int64_t T) {
-    plot::HeatmapSpec p;
-    p.title = title;
-    p.x_label = "key t";
-    p.y_label = "query s";
-    p.rows = p.cols = static_cast<int>(T);
-    p.values.assign(v.begin(), v.end());
-    return p;
-  };
-  plot::LineChartSpec sums;
-  sums.title = run + ": row sums A·1 of URPE heads (context 0)";
-  sums.x_label = "query position s";
-  sums.y_label = "(A·1)_s";
-  sums.integer_x = true;
-  sums.references = {{1.0, "RPE (C = 1): A·1 = 1"}};
-  for (const AttentionSplit& b : blocks) {
-    const std::string suffix = "_" + run + "_block" + std::to_string(b.block) + ".png";
-    // Each row centred over the keys: the softmax ignores a row's constant, which would otherwise
-    // swamp the colour scale (the mean's and biases' part of pos·pos).
-    auto centred = [&](std::vector<double> v) {
-      for (int64_t s = 0; s < b.positions; ++s) {
-        double mean = 0;
-        for (int64_t t = 0; t < b.positions; ++t) mean += v[s * b.positions + t] / static_cast<double>(b.positions);
-        for (int64_t t = 0; t < b.positions; ++t) v[s * b.positions + t] -= mean;
-      }
-      return v;
-    };
-    std::vector<plot::HeatmapSpec> panels;
-    for (int64_t h = 0; h < b.heads; ++h) {
-      for (int k = 0; k < kLogitTerms; ++k)
-        panels.push_back(panel("head " + std::to_string(h) + ": " + kLogitTermNames[k], centred(b.example[h][k]), b.positions));
-      panels.push_back(panel("head " + std::to_string(h) + ": S (sum)", centred(b.example_logits[h]), b.positions));
+namespace {
+
+plot::HeatmapSpec term_panel(const std::string& title, const std::vector<double>& v, int64_t T) {
+  plot::HeatmapSpec p;
+  p.title = title;
+  p.x_label = "key t";
+  p.y_label = "query s";
+  p.rows = p.cols = static_cast<int>(T);
+  p.values.assign(v.begin(), v.end());
+  return p;
+}
+
+std::string percent_text(double share) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f%%", 100 * share);
+  return text;
+}
+
+const char* const kTermsCaption =
+    "Each panel: one logit term of context 0 for query s (row) and key t (column), each row's mean removed (the "
+    "softmax ignores it); the percentage is the term's share of the sum of squared terms over all contexts, rows "
+    "centred (the report's table). A panel that looks blank holds a term near 0 on this scale, not a missing one. "
+    "One colour scale for all panels; it stops at the 99th percentile of |value|, and the cells beyond it (counted "
+    "under the colour bar) are drawn in the end colours.";
+
+}  // namespace
+
+std::vector<plot::HeatmapSpec> attention_term_panels(const AttentionSplit& b) {
+  // Each row centred over the keys: the softmax ignores a row's constant, which would otherwise
+  // swamp the colour scale (the mean's and biases' part of pos·pos).
+  auto centred = [&](std::vector<double> v) {
+    for (int64_t s = 0; s < b.positions; ++s) {
+      double mean = 0;
+      for (int64_t t = 0; t < b.positions; ++t) mean += v[s * b.positions + t] / static_cast<double>(b.positions);
+      for (int64_t t = 0; t < b.positions; ++t) v[s * b.positions + t] -= mean;
     }
-    paths.push_back(join_path(plot_dir, "attention_terms" + suffix));
-    plot::heatmap_grid(paths.back(), panels, kLogitTerms + 1,
-                       run + ", block " + std::to_string(b.block) + ": logit terms of context 0, rows centred, per head");
+    return v;
+  };
+  std::vector<plot::HeatmapSpec> panels;
+  for (int64_t h = 0; h < b.heads; ++h) {
+    for (int k = 0; k < kLogitTerms; ++k) {
+      // The term's centred share (the report's number), so that a blank-looking panel says how small it is.
+      const std::string share = h < static_cast<int64_t>(b.centred_shares.size()) ? " " + percent_text(b.centred_shares[h][k]) : "";
+      panels.push_back(term_panel("head " + std::to_string(h) + ": " + kLogitTermNames[k] + share, centred(b.example[h][k]), b.positions));
+    }
+    panels.push_back(term_panel("head " + std::to_string(h) + ": S (sum)", centred(b.example_logits[h]), b.positions));
+  }
+  // The colours stop at the 99th percentile of |value|: a few extreme keys would otherwise set the
+  // scale and wash out the rest; the colour bar counts the cells beyond it.
+  for (plot::HeatmapSpec& p : panels) p.clip_quantile = 0.99;
+  panels.front().value_label = "centred logit term";
+  return panels;
+}
+
+plot::Canvas render_attention_terms(const std::string& run, const AttentionSplit& b) {
+  const plot::Canvas grid = plot::render_heatmap_grid(attention_term_panels(b), kLogitTerms + 1, "", true);
+  return plot::render_page(run + ", block " + std::to_string(b.block) + ": logit terms of context 0, rows centred",
+                           {{grid}, {plot::render_caption(kTermsCaption, grid.width() - 32)}});
+}
+
+std::vector<plot::LineChartSpec> rowsum_charts(const std::vector<AttentionSplit>& blocks) {
+  // A·1 per head, one chart per block on one y scale (block 1's rough rows beside block 2's
+  // smooth ones); four heads a chart, so each has its own marker shape.
+  std::vector<plot::LineChartSpec> sums;
+  double lo = 1, hi = 1;
+  for (const AttentionSplit& b : blocks) {
     if (b.attention.empty()) continue;
-    std::vector<plot::HeatmapSpec> urpe_panels;
+    plot::LineChartSpec chart;
+    chart.title = "block " + std::to_string(b.block);
+    chart.x_label = "query position s";
+    chart.y_label = "(A\xC2\xB7" "1)_s";
+    chart.integer_x = true;
+    chart.references = {{1.0, "RPE (C = 1): A\xC2\xB7" "1 = 1"}};
+    chart.width = 760;
     for (int64_t h = 0; h < b.heads; ++h) {
-      const std::string head = "head " + std::to_string(h) + ": ";
-      urpe_panels.push_back(panel(head + "B", b.bias[h], b.positions));
-      urpe_panels.push_back(panel(head + "P = softmax(S + B)", b.softmax[h], b.positions));
-      urpe_panels.back().map = plot::ColorMap::sequential;
-      urpe_panels.push_back(panel(head + "C", b.c[h], b.positions));
-      urpe_panels.back().center = 1;  // C starts at ones
-      urpe_panels.push_back(panel(head + "A = P * C", b.attention[h], b.positions));
-      urpe_panels.back().map = plot::ColorMap::sequential;
       plot::Series s;
-      s.name = "block " + std::to_string(b.block) + ", head " + std::to_string(h);
+      s.name = "head " + std::to_string(h);
       for (int64_t i = 0; i < b.positions; ++i) {
         double total = 0;
         for (int64_t t = 0; t < b.positions; ++t) total += b.attention[h][i * b.positions + t];
         s.x.push_back(static_cast<double>(i));
         s.y.push_back(total);
+        lo = std::min(lo, total);
+        hi = std::max(hi, total);
       }
-      sums.series.push_back(s);
+      chart.series.push_back(s);
+    }
+    sums.push_back(chart);
+  }
+  for (plot::LineChartSpec& chart : sums) chart.y_min = lo, chart.y_max = hi;
+  return sums;
+}
+
+std::vector<std::string> draw_attention_plots(const std::string& plot_dir, const std::string& run,
+                                              const std::vector<AttentionSplit>& blocks) {
+  std::vector<std::string> paths;
+  for (const AttentionSplit& b : blocks) {
+    const std::string suffix = "_" + run + "_block" + std::to_string(b.block) + ".png";
+    paths.push_back(join_path(plot_dir, "attention_terms" + suffix));
+    render_attention_terms(run, b).save_png(paths.back());
+    if (b.attention.empty()) continue;
+    std::vector<plot::HeatmapSpec> urpe_panels;
+    for (int64_t h = 0; h < b.heads; ++h) {
+      const std::string head = "head " + std::to_string(h) + ": ";
+      urpe_panels.push_back(term_panel(head + "B", b.bias[h], b.positions));
+      urpe_panels.push_back(term_panel(head + "P = softmax(S + B)", b.softmax[h], b.positions));
+      urpe_panels.back().map = plot::ColorMap::sequential;
+      urpe_panels.push_back(term_panel(head + "C", b.c[h], b.positions));
+      urpe_panels.back().center = 1;  // C starts at ones
+      urpe_panels.push_back(term_panel(head + "A = P * C", b.attention[h], b.positions));
+      urpe_panels.back().map = plot::ColorMap::sequential;
     }
     paths.push_back(join_path(plot_dir, "urpe_heads" + suffix));
     plot::heatmap_grid(paths.back(), urpe_panels, 4,
                        run + ", block " + std::to_string(b.block) + ": B, P, C and A = P * C of context 0", false);
   }
-  if (!sums.series.empty()) {
+  const std::vector<plot::LineChartSpec> sums = rowsum_charts(blocks);
+  if (!sums.empty()) {
+    std::vector<plot::Canvas> charts;
+    for (const plot::LineChartSpec& chart : sums) charts.push_back(plot::render_line_chart(chart));
     paths.push_back(join_path(plot_dir, "urpe_rowsums_" + run + ".png"));
-    plot::line_chart(paths.back(), sums);
+    plot::render_page(run + ": row sums A\xC2\xB7" "1 of the URPE heads, context 0, per block", {charts}).save_png(paths.back());
   }
   return paths;
 }

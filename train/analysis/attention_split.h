@@ -33,6 +33,7 @@
 
 #include "train/analysis/analysis_model.h"
 #include "train/analysis/position_context.h"
+#include "train/plot/charts.h"
 
 namespace urpe {
 
@@ -74,9 +75,17 @@ Affine attention_projection(const AnalysisModel& model, int64_t block, bool quer
 // 0 of this block (H × T × T).
 void add_urpe_pictures(const AnalysisModel& model, const std::vector<float>& model_attention, AttentionSplit& split);
 
+// The pictures' parts, for tests: the attention-term panels of one block (each term's centred
+// share in its title, colours up to the 99th percentile of |value|), that picture with its
+// caption, and the A·1 charts (one per block with C, on one y scale).
+std::vector<plot::HeatmapSpec> attention_term_panels(const AttentionSplit& split);
+plot::Canvas render_attention_terms(const std::string& run, const AttentionSplit& split);
+std::vector<plot::LineChartSpec> rowsum_charts(const std::vector<AttentionSplit>& blocks);
+
 // plots/attention_terms_<run>_block<l>.png: per head the four terms and S for context 0, each row
-// centred over the keys (a shared colour scale);
-// plots/urpe_heads_<run>_block<l>.png: B, P, C, A per head, plots/urpe_rowsums_<run>.png: A·1.
+// centred over the keys (a shared colour scale), with a caption;
+// plots/urpe_heads_<run>_block<l>.png: B, P, C, A per head, plots/urpe_rowsums_<run>.png: A·1,
+// a chart per block side by side.
 std::vector<std::string> draw_attention_plots(const std::string& plot_dir, const std::string& run,
                                               const std::vector<AttentionSplit>& blocks);
 

@@ -157,7 +157,7 @@ bool theorem2_applies(const ProbeRun& r) {
   if (r.attention_norm != "softmax") return false;
   // Encodings that only change the logits before the softmax (alibi, rope), and URPE on
   // top of one of them while C is still all ones.
-  auto logits_only = [](const std::string& pe) { return pe == "none" || pe == "rpe" || pe == "alibi" || pe == "rope"; };
+  auto logits_only = [](const std::string& pe) { return theorem2_binds_encoding(pe); };
   const size_t plus = r.pe.find("+urpe");
   if (plus != std::string::npos) return r.c_is_ones && logits_only(r.pe.substr(0, plus));
   return logits_only(r.pe) || (r.pe == "urpe" && r.c_is_ones);

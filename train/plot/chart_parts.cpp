@@ -110,6 +110,30 @@ int legend_width(const std::vector<LegendEntry>& entries) {
 
 int legend_height(const std::vector<LegendEntry>& entries) { return 10 + kLegendRow * static_cast<int>(entries.size()); }
 
+static bool hatch_pixel(int hatch, int x, int y) {
+  const int d = ((x + y) % 8 + 8) % 8, b = ((x - y) % 8 + 8) % 8;
+  switch (hatch % kHatchPatterns) {
+    case 1: return d < 2;                           // ////
+    case 2: return b < 2;                           // \\ (back-diagonal)
+    case 3: return y % 7 < 2;                       // horizontal lines
+    case 4: return x % 7 < 2;                       // vertical lines
+    case 5: return d < 1 || b < 1;                  // crossed diagonals
+    case 6: return y % 8 < 1 || x % 8 < 1;          // a square grid
+    case 7: return x % 6 < 2 && y % 6 < 2;          // dots
+    case 8: return (x + y) % 4 < 1;                 // dense ////
+    case 9: return y % 4 < 1;                       // dense horizontal lines
+    default: return false;                          // plain
+  }
+}
+
+void fill_hatched(Canvas& c, double x0, double y0, double x1, double y1, Color color, int hatch) {
+  c.fill_rect(x0, y0, x1, y1, color);
+  if (hatch % kHatchPatterns == 0) return;
+  for (int y = static_cast<int>(std::ceil(y0 - 0.5)); y + 0.5 < y1; ++y)
+    for (int x = static_cast<int>(std::ceil(x0 - 0.5)); x + 0.5 < x1; ++x)
+      if (x >= 0 && y >= 0 && hatch_pixel(hatch, x, y)) c.fill_rect(x, y, x + 1, y + 1, colors::white);
+}
+
 Rect draw_legend(Canvas& c, int x, int y, const std::vector<LegendEntry>& entries, bool bars) {
   const Rect box{x, y, legend_width(entries), legend_height(entries)};
   c.fill_rect(box.x, box.y, box.right(), box.bottom(), colors::white);
@@ -120,8 +144,10 @@ Rect draw_legend(Canvas& c, int x, int y, const std::vector<LegendEntry>& entrie
     if (entries[i].reference) {
       const double row = std::floor(cy) + 0.5;  // on pixel centres, as on the plot
       c.dashed_polyline({x + 12.0, x + 12.0 + kSwatch}, {row, row}, colors::reference, 1.6, {9, 5});
+    } else if (entries[i].mark_only) {
+      c.marker(x + 12 + kSwatch / 2.0, cy, s.marker, 6, colors::text, false);
     } else if (bars) {
-      c.fill_rect(x + 21, cy - 8, x + 37, cy + 8, s.color);
+      fill_hatched(c, x + 19, cy - 9, x + 39, cy + 9, s.color, entries[i].hatch);
     } else {
       // The swatch in the series' own width (capped so it fits the row) and dash pattern.
       c.dashed_polyline({x + 12.0, x + 12.0 + kSwatch}, {cy, cy}, s.color, std::min(s.width, 7.0), s.dash);

@@ -24,7 +24,16 @@ struct LegendEntry {
   SeriesStyle style;
   bool markers = false;
   bool reference = false;
+  int hatch = 0;           // a bar swatch's hatch pattern (bar_hatch)
+  bool mark_only = false;  // the swatch is the marker alone, in the text colour (a bar chart's mark)
 };
+
+// Hatch patterns for bars, so that bars are told apart without colour: 0 is plain, 1..9 lines
+// and dots in white over the bar's colour; series k gets pattern k mod 10.
+constexpr int kHatchPatterns = 10;
+// Fills [x0, x1) × [y0, y1) with `c`, then the pattern in white (the pattern is anchored at the
+// canvas origin, so adjacent bars of one series line up).
+void fill_hatched(Canvas& c, double x0, double y0, double x1, double y1, Color color, int hatch);
 
 int legend_width(const std::vector<LegendEntry>& entries);
 int legend_height(const std::vector<LegendEntry>& entries);

@@ -53,6 +53,12 @@ struct ChartLayout {
   int zero_band_row = -1;           // centre row of the "0" band of a log axis, -1 when not drawn
   std::vector<int> reference_label_covered;  // data pixels under each reference label (−1: in the legend)
   bool markers_drawn = false;       // every series shows its marker shape (at every point, or spaced out)
+  int path_arrows = 0;              // arrowheads drawn along the series (path_marks)
+  // Bar charts: each series' hatch pattern (0: plain), whether every bar has its series' name
+  // under it, and the data pixels (bars, whiskers, points) under each value label.
+  std::vector<int> bar_hatches = {};
+  bool bars_named = false;
+  std::vector<int> value_label_covered = {};
 };
 
 // ---- line chart ----
@@ -89,6 +95,16 @@ struct LineChartSpec {
   bool integer_x = false;  // x ticks at whole numbers only (layers, positions), never 0.5
   double x_min = NAN;      // the x axis starts here when that is left of the data (training from step 0)
   double y_min = NAN, y_max = NAN;  // the y axis covers at least this range (panels that share a scale)
+  // Ranges of x shaded grey behind the data (distances never seen in training); what they mean
+  // goes in `notes`.
+  struct XBand {
+    double lo, hi;
+  };
+  std::vector<XBand> x_bands = {};
+  // Each series is a path (a trajectory, like pos_t in the spiral), not a curve over x: its first
+  // point gets a large ring, its last a large square, and arrowheads along it point the way it
+  // goes. Say in `notes` what the first and last points are.
+  bool path_marks = false;
   int width = 960, height = 600;
 };
 
@@ -118,6 +134,19 @@ struct HeatmapSpec {
   // columns of the matrix, not the cells.
   int index_step = 1;
   std::string value_label;  // what the colours mean, written beside the colour bar ("C[i,j]")
+  // With vmin/vmax unset: let the colours stop at this quantile of |value − center| (diverging;
+  // of the values at both ends, sequential), so that a few extreme cells do not wash out the
+  // rest. Cells beyond the range are drawn in the end colour, and the colour bar says so (a
+  // pointed end and "N cells beyond"), as it does whenever vmin/vmax cut off data.
+  double clip_quantile = NAN;
+};
+
+// Where a heatmap grid put its parts, for tests.
+struct HeatmapLayout {
+  std::vector<Rect> matrices;        // each panel's cells
+  std::vector<Rect> bars;            // each colour bar (one when the scale is shared)
+  std::vector<int> cells_beyond;     // per bar: cells outside its range (drawn in the end colour)
+  std::vector<bool> beyond_marked;   // per bar: its ends pointed and "N cells beyond" written
 };
 
 // One heatmap with its colour bar.
@@ -129,7 +158,7 @@ void heatmap(const std::string& path, const HeatmapSpec& spec);
 void heatmap_grid(const std::string& path, const std::vector<HeatmapSpec>& panels, int columns,
                   const std::string& title, bool shared_scale = true);
 Canvas render_heatmap_grid(const std::vector<HeatmapSpec>& panels, int columns,
-                           const std::string& title, bool shared_scale = true);
+                           const std::string& title, bool shared_scale = true, HeatmapLayout* layout = nullptr);
 
 // The colour of `t` in [0, 1] along a map (0.5 is the diverging map's centre). Exposed for tests.
 Color colormap_color(ColorMap map, double t);
@@ -142,6 +171,10 @@ std::vector<double> colorbar_ticks(double lo, double mid, double hi, int target 
 struct BarSeries {
   std::string name;            // e.g. a model variant: "URPE"
   std::vector<double> values;  // one per group; NaN leaves a gap
+  // Optional, one list per group: the single measurements the bar summarises (one per seed),
+  // drawn as dots on the bar with a whisker from the lowest to the highest.
+  std::vector<std::vector<double>> points = {};
+  bool marked = false;  // carries the chart's mark (BarChartSpec::mark_label) above its bars
 };
 
 struct BarChartSpec {
@@ -152,7 +185,14 @@ struct BarChartSpec {
   bool value_labels = true;  // the value above each bar
   int decimals = -1;         // digits after the point in value labels; -1: 3 significant digits
   double y_min = NAN, y_max = NAN;  // axis range; NaN: from the data (always including 0)
-  int height = 560;                 // the width follows from the number of bars
+  int height = 560;                 // the width follows from the number of bars (and names)
+  // Each bar's series name under it, turned vertical: 1 yes, 0 no, -1 when there is one group
+  // (the legend then lists only the reference lines and the mark). Bars not named are hatched,
+  // a pattern per series, so that they are told apart without colour.
+  int name_bars = -1;
+  // What the mark over the bars of `marked` series means, for the legend ("bound by Theorem 2").
+  std::string mark_label;
+  std::vector<std::string> notes;  // lines under the legend, wrapped to its width
 };
 
 void bar_chart(const std::string& path, const BarChartSpec& spec);

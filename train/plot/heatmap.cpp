@@ -34,6 +34,7 @@ Color interpolate(const Color (&stops)[N], double t) {
 struct Scale {
   ColorMap map;
   double lo, mid, hi;  // mid: the diverging map's centre, the sequential map's midpoint
+  int below = 0, above = 0;  // cells under lo and over hi (drawn in the end colours)
 
   double position(double v) const {
     if (map == ColorMap::sequential) return (v - lo) / (hi - lo);
@@ -70,6 +71,31 @@ Scale make_scale(const std::vector<const HeatmapSpec*>& panels) {
     if (!(s.hi > s.lo)) { s.lo -= 0.5; s.hi += 0.5; }
     s.mid = (s.lo + s.hi) / 2;
   }
+  // A quantile range: the colours stop short of the few most extreme cells.
+  const double q = first.clip_quantile;
+  if (std::isfinite(q) && q > 0 && q < 1 && !std::isfinite(first.vmin) && !std::isfinite(first.vmax)) {
+    std::vector<double> v;
+    for (const HeatmapSpec* p : panels)
+      for (float x : p->values)
+        if (std::isfinite(x)) v.push_back(first.map == ColorMap::diverging ? std::fabs(x - first.center) : x);
+    std::sort(v.begin(), v.end());
+    auto at = [&](double f) { return v[static_cast<size_t>(std::lround(f * static_cast<double>(v.size() - 1)))]; };
+    if (first.map == ColorMap::diverging) {
+      const double r = at(q);
+      if (r > 0 && first.center - r > s.lo) s.lo = first.center - r, s.hi = first.center + r;
+    } else if (at(q) > at(1 - q)) {
+      s.lo = at(1 - q);
+      s.hi = at(q);
+      s.mid = (s.lo + s.hi) / 2;
+    }
+  }
+  const double eps = 1e-9 * (s.hi - s.lo);
+  for (const HeatmapSpec* p : panels)
+    for (float x : p->values)
+      if (std::isfinite(x)) {
+        s.below += x < s.lo - eps;
+        s.above += x > s.hi + eps;
+      }
   return s;
 }
 
@@ -104,13 +130,44 @@ std::vector<std::string> bar_labels(const Scale& s, const std::vector<double>& t
   for (double t : ticks) labels.push_back(format_tick(t, step));
   return labels;
 }
+std::string beyond_text(const Scale& s) {
+  const int n = s.above + s.below;
+  return std::to_string(n) + (n == 1 ? " cell" : " cells");
+}
 int bar_extent(const Scale& s, int h) {  // horizontal space a bar and its labels take
   int w = 0;
   for (const std::string& l : bar_labels(s, colorbar_ticks(s.lo, s.mid, s.hi, bar_ticks_target(h))))
     w = std::max(w, Canvas::text_width(l, kBody));
-  return kBarWidth + 10 + w;
+  int extent = kBarWidth + 10 + w;
+  if (s.above + s.below > 0)  // "N cells / beyond" under the bar
+    extent = std::max({extent, Canvas::text_width(beyond_text(s), kBody), Canvas::text_width("beyond", kBody)});
+  return extent;
 }
-void draw_bar(Canvas& c, const Scale& s, int x, int y, int h) {
+// Cells beyond the range: the bar's end is pointed (a triangle in the end colour) at each side
+// that data passes, and "N cells / beyond" is written under the bar. Returns whether it did so.
+constexpr int kPoint = 12;
+bool draw_bar(Canvas& c, const Scale& s, int x, int y, int h) {
+  if (s.above > 0 || s.below > 0) {
+    const int top = y, bottom = y + h;
+    if (s.above > 0) y += kPoint, h -= kPoint;
+    if (s.below > 0) h -= kPoint;
+    for (int row = 0; row < kPoint; ++row) {  // the triangles, widening towards the bar
+      const double half = kBarWidth / 2.0 * (row + 0.5) / kPoint;
+      if (s.above > 0) c.fill_rect(x + kBarWidth / 2.0 - half, top + row, x + kBarWidth / 2.0 + half, top + row + 1, s.color(s.hi));
+      if (s.below > 0)
+        c.fill_rect(x + kBarWidth / 2.0 - half, bottom - row - 1, x + kBarWidth / 2.0 + half, bottom - row, s.color(s.lo));
+    }
+    if (s.above > 0) {
+      c.line(x, y, x + kBarWidth / 2.0, top, colors::axis, 1);
+      c.line(x + kBarWidth, y, x + kBarWidth / 2.0, top, colors::axis, 1);
+    }
+    if (s.below > 0) {
+      c.line(x, y + h, x + kBarWidth / 2.0, bottom, colors::axis, 1);
+      c.line(x + kBarWidth, y + h, x + kBarWidth / 2.0, bottom, colors::axis, 1);
+    }
+    c.text(x, bottom + 8, beyond_text(s), colors::text, kBody);
+    c.text(x, bottom + 8 + Canvas::text_height(kBody) + 5, "beyond", colors::text, kBody);
+  }
   for (int row = 0; row < h; ++row) {
     const double v = s.hi - (s.hi - s.lo) * (row + 0.5) / h;
     c.fill_rect(x, y + row, x + kBarWidth, y + row + 1, s.color(v));
@@ -123,6 +180,7 @@ void draw_bar(Canvas& c, const Scale& s, int x, int y, int h) {
     c.fill_rect(x + kBarWidth, std::round(ty), x + kBarWidth + 4, std::round(ty) + 1, colors::axis);
     c.text(x + kBarWidth + 7, ty, labels[k], colors::text, kBody, HAlign::left, VAlign::middle);
   }
+  return s.above > 0 || s.below > 0;
 }
 
 std::string prefix(const std::string& path) { return path.empty() ? "" : path + ": "; }
@@ -163,7 +221,8 @@ Color colormap_color(ColorMap map, double t) {
 
 // `path` only names the image in messages here ("" for an in-memory render).
 static Canvas draw_heatmap_grid(const std::vector<HeatmapSpec>& panels, int columns,
-                                const std::string& title, bool shared_scale, const std::string& path) {
+                                const std::string& title, bool shared_scale, const std::string& path,
+                                HeatmapLayout* layout = nullptr) {
   URPE_CHECK(!panels.empty(), prefix(path) << "heatmap grid has no panels");
   URPE_CHECK(columns > 0, prefix(path) << "heatmap grid needs at least 1 column, got " << columns);
   for (const HeatmapSpec& p : panels) check_panel(path, p);
@@ -206,7 +265,9 @@ static Canvas draw_heatmap_grid(const std::vector<HeatmapSpec>& panels, int colu
   const std::string main_title = panels.size() == 1 && title.empty() ? panels[0].title : title;
   const int top_pad = any_title ? th + 10 : 0;
   const int left_pad = (any_y ? th + 10 : 0) + index_w + 10;
-  const int bottom_pad = 8 + th + (any_x ? 10 + th : 0);
+  bool any_beyond = false;  // room under a bar for "N cells / beyond"
+  for (const Scale& sc : scales) any_beyond = any_beyond || sc.above > 0 || sc.below > 0;
+  const int bottom_pad = std::max(8 + th + (any_x ? 10 + th : 0), any_beyond ? 8 + 2 * th + 5 : 0);
   const int right_pad = shared_scale ? 0 : 16 + bar_w;
   const int slot_w = left_pad + max_cols * cell + right_pad + 28;
   const int slot_h = top_pad + max_rows * cell + bottom_pad + 20;
@@ -216,6 +277,7 @@ static Canvas draw_heatmap_grid(const std::vector<HeatmapSpec>& panels, int colu
   const int height = title_band + grid_rows * slot_h + kMargin;
 
   Canvas c(width, height);
+  HeatmapLayout placed;
   for (size_t i = 0; i < panels.size(); ++i) {
     const HeatmapSpec& p = panels[i];
     const Scale& s = scales[i];
@@ -229,6 +291,7 @@ static Canvas draw_heatmap_grid(const std::vector<HeatmapSpec>& panels, int colu
         c.fill_rect(mx + col * cell, my + r * cell, mx + (col + 1) * cell, my + (r + 1) * cell,
                     s.color(p.values[static_cast<size_t>(r) * p.cols + col]));
     c.outline_rect(mx - 1, my - 1, mx + mw + 1, my + mh + 1, colors::axis);
+    placed.matrices.push_back({mx, my, mw, mh});
 
     for (int t : index_ticks(p.cols, cell, p.index_step)) {
       const double x = mx + (static_cast<double>(t) / p.index_step + 0.5) * cell;
@@ -247,7 +310,9 @@ static Canvas draw_heatmap_grid(const std::vector<HeatmapSpec>& panels, int colu
     if (!p.y_label.empty())
       c.text(sx, my + mh / 2.0, p.y_label, colors::text, kBody, HAlign::center, VAlign::top, true);
     if (!shared_scale) {
-      draw_bar(c, s, mx + mw + 16, my, mh);
+      placed.bars.push_back({mx + mw + 16, my, kBarWidth, mh});
+      placed.cells_beyond.push_back(s.above + s.below);
+      placed.beyond_marked.push_back(draw_bar(c, s, mx + mw + 16, my, mh));
       if (!p.value_label.empty())
         c.text(mx + mw + 16 + bar_extent(s, mh) + 8, my + mh / 2.0, p.value_label, colors::text, kBody, HAlign::center,
                VAlign::top, true);
@@ -255,19 +320,22 @@ static Canvas draw_heatmap_grid(const std::vector<HeatmapSpec>& panels, int colu
   }
   if (shared_scale) {
     const int bx = kMargin + columns * slot_w + 4, by = title_band + top_pad, bh = max_rows * cell;
-    draw_bar(c, scales[0], bx, by, bh);
+    placed.bars.push_back({bx, by, kBarWidth, bh});
+    placed.cells_beyond.push_back(scales[0].above + scales[0].below);
+    placed.beyond_marked.push_back(draw_bar(c, scales[0], bx, by, bh));
     if (!panels[0].value_label.empty())
       c.text(bx + bar_extent(scales[0], bh) + 8, by + bh / 2.0, panels[0].value_label, colors::text, kBody,
              HAlign::center, VAlign::top, true);
   }
   if (!main_title.empty())
     c.text(width / 2.0, kMargin, main_title, colors::text, kTitleScale, HAlign::center);
+  if (layout) *layout = placed;
   return c;
 }
 
 Canvas render_heatmap_grid(const std::vector<HeatmapSpec>& panels, int columns, const std::string& title,
-                           bool shared_scale) {
-  return draw_heatmap_grid(panels, columns, title, shared_scale, "");
+                           bool shared_scale, HeatmapLayout* layout) {
+  return draw_heatmap_grid(panels, columns, title, shared_scale, "", layout);
 }
 
 void heatmap_grid(const std::string& path, const std::vector<HeatmapSpec>& panels, int columns,

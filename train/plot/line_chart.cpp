@@ -21,8 +21,10 @@ constexpr int kBandGap = 10;
 }  // namespace
 
 // `path` only names the chart in messages here ("" for an in-memory render).
+// `wide_column`: lay out with the notes' column beside the plot even without notes (a second try,
+// when a reference label found no free place and the legend was too narrow to take it).
 static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path, ChartLayout* layout,
-                              std::vector<SeriesStyle>* styles_out) {
+                              std::vector<SeriesStyle>* styles_out, bool wide_column = false) {
   const std::string here = where(path, "line chart", spec.title);
   URPE_CHECK(!spec.series.empty(), here << " has no series");
   const bool band_allowed = spec.log_y && !spec.zero_band.empty();
@@ -194,8 +196,8 @@ static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path
     }
     notes.insert(notes.end(), spec.notes.begin(), spec.notes.end());
   };
-  lay_out(!spec.notes.empty());
-  if (!notes.empty() && spec.notes.empty()) lay_out(true);
+  lay_out(!spec.notes.empty() || wide_column);
+  if (!notes.empty() && spec.notes.empty() && !wide_column) lay_out(true);
   for (size_t i = 0; i < legend.size(); ++i) legend[i].style = styles[i];
 
   // ---- draw ----
@@ -221,6 +223,11 @@ static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path
   }
 
   c.set_clip({plot.x + 1, plot.y + 1, plot.w - 1, plot.h - 1});
+  for (const LineChartSpec::XBand& b : spec.x_bands) {
+    const double a = std::max(xm(std::min(b.lo, b.hi)), static_cast<double>(plot.x + 1));
+    const double e = std::min(xm(std::max(b.lo, b.hi)), static_cast<double>(plot.right()));
+    if (e > a) c.fill_rect(a, plot.y + 1, e, axis_bottom, colors::band);
+  }
   std::vector<size_t> order(spec.series.size());
   for (size_t i = 0; i < order.size(); ++i) order[styles[i].draw_rank] = i;
   for (size_t si : order) {
@@ -241,6 +248,29 @@ static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path
       }
     }
   }
+  // Paths: the first point ringed, the last boxed, and arrowheads at the middle of every few
+  // segments long enough to carry one, pointing from each point to the next.
+  int arrows = 0;
+  for (size_t si = 0; spec.path_marks && si < spec.series.size(); ++si) {
+    const SeriesStyle& st = styles[si];
+    std::vector<double> xs, ys;
+    for (size_t r = 0; r < paths[si].xs.size(); ++r) {
+      xs.insert(xs.end(), paths[si].xs[r].begin(), paths[si].xs[r].end());
+      ys.insert(ys.end(), paths[si].ys[r].begin(), paths[si].ys[r].end());
+    }
+    if (xs.empty()) continue;
+    c.marker(xs.front(), ys.front(), MarkerShape::circle, 9, st.color, true);
+    c.marker(xs.back(), ys.back(), MarkerShape::square, 9, st.color, true);
+    const size_t stride = std::max<size_t>(1, xs.size() / 8);
+    for (size_t k = stride / 2; k + 1 < xs.size(); k += stride) {
+      const double dx = xs[k + 1] - xs[k], dy = ys[k + 1] - ys[k], len = std::hypot(dx, dy);
+      if (len < 18) continue;
+      const double ux = dx / len, uy = dy / len, mx = xs[k] + dx * 0.55, my = ys[k] + dy * 0.55;
+      for (double side : {-1.0, 1.0})  // two strokes back from the tip, 30° either side
+        c.line(mx, my, mx - 9 * (ux * 0.866 - side * uy * 0.5), my - 9 * (uy * 0.866 + side * ux * 0.5), st.color, 2.2);
+      ++arrows;
+    }
+  }
   c.reset_clip();
   std::vector<size_t> unlabelled;
   std::vector<int> label_covered;
@@ -248,6 +278,13 @@ static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path
       draw_references(c, plot, ym, spec.references, true, &unlabelled, [&](size_t k) {
         return legend_width({{spec.references[k].label, {}, false, true}}) <= column_w;
       }, &label_covered);
+  // A label left over data because the legend column was too narrow for it: again, with the
+  // wider column (where the legend can take it).
+  const int wide = std::min(300, spec.width / 3);
+  for (size_t k = 0; k < label_covered.size() && !wide_column; ++k)
+    if (label_covered[k] > 0 && column_w < wide &&
+        legend_width({{spec.references[k].label, {}, false, true}}) <= wide)
+      return draw_line_chart(spec, path, layout, styles_out, true);
   for (size_t k : unlabelled) legend.push_back({spec.references[k].label, {}, false, true});
   c.outline_rect(plot.x, plot.y, plot.right() + 1, plot.bottom() + 1, colors::axis);
 
@@ -258,6 +295,7 @@ static Canvas draw_line_chart(const LineChartSpec& spec, const std::string& path
   if (layout)
     *layout = {plot, legend_box, reference_rows, notes, band ? static_cast<int>(std::round(band_row)) : -1,
                label_covered, markers || sparse_markers || spec.series.size() == 1};
+  if (layout) layout->path_arrows = arrows;
   if (styles_out) *styles_out = styles;
   return c;
 }

@@ -177,7 +177,7 @@ std::string results_markdown(const MoleculeRepro& repro, const Config& base, con
 }
 
 std::vector<std::string> draw_repro_plots(const std::string& out_dir, const std::vector<RunSummary>& runs,
-                                          int64_t max_distance, double baseline_valid_mae,
+                                          const GraphormerData& data, int64_t max_distance, double baseline_valid_mae,
                                           double baseline_test_mae) {
   const std::string plots = join_path(out_dir, "plots");
   make_directories(plots);
@@ -232,11 +232,9 @@ std::vector<std::string> draw_repro_plots(const std::string& out_dir, const std:
     written.push_back(join_path(plots, pe == "urpe" ? "urpe_spatial_bias.png" : "spatial_bias.png"));
     plot::line_chart(written.back(), bias);
     if (pe == "urpe") {
-      plot::LineChartSpec c;
-      c.title = "URPE C per head (" + who + ")";
-      c.x_label = "shortest-path distance";
-      c.y_label = "C (multiplies the attention probabilities)";
-      c.series = urpe_c_series(file, max_distance);
+      const Config run_config = config_from_text(file.meta("config"), file.path + " (config)");
+      const plot::LineChartSpec c = urpe_c_chart("URPE C per head (" + who + ")", urpe_c_series(file, max_distance),
+                                                 training_bucket_counts(data, run_config.get_int("max_spd")));
       written.push_back(join_path(plots, "urpe_c.png"));
       plot::line_chart(written.back(), c);
     }
@@ -395,7 +393,7 @@ std::vector<ResultRow> run_molecule_repro(const MoleculeRepro& repro, const std:
   for (const ResultRow& r : rows) list.push(result_to_json(r));
   write_text_atomic(join_path(out_dir, "results.json"), list.dump(2) + "\n");
   write_text_atomic(join_path(out_dir, "results.md"), note + results_markdown(repro, base, data, runs, wall));
-  draw_repro_plots(out_dir, runs, longest_distance(data), runs.front().outcome.baseline_valid_mae,
+  draw_repro_plots(out_dir, runs, data, longest_distance(data), runs.front().outcome.baseline_valid_mae,
                    runs.front().outcome.baseline_test_mae);
   return rows;
 }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "data/molecule_graph.h"
+#include "train/families/graphormer/graphormer_trainer.h"
 #include "train/io/config.h"
 #include "train/config/run_config.h"
 #include "train/io/run_dir.h"
@@ -71,6 +73,43 @@ std::vector<plot::Series> urpe_c_series(const TensorFile& checkpoint, int64_t ma
   return head_series(table, false, 0, max_distance < 0 ? buckets : std::min(buckets, max_distance + 1));
 }
 
+std::vector<int64_t> training_bucket_counts(const GraphormerData& data, int64_t max_spd) {
+  std::vector<int64_t> counts(static_cast<size_t>(std::max<int64_t>(max_spd, 0) + 1), 0);
+  for (int64_t row : data.split.train)
+    for (int32_t d : data::shortest_path_distances(data.dataset.graphs[static_cast<size_t>(row)]))
+      ++counts[static_cast<size_t>(std::min<int64_t>(d, max_spd))];  // unreachable (510) lands in max_spd
+  return counts;
+}
+
+plot::LineChartSpec urpe_c_chart(const std::string& title, std::vector<plot::Series> series,
+                                 const std::vector<int64_t>& counts) {
+  plot::LineChartSpec chart = distance_chart(title, "C (multiplies the attention probabilities)", std::move(series));
+  if (counts.empty()) {
+    chart.notes.push_back("training data not read: distances never seen in training are not marked");
+    return chart;
+  }
+  int64_t shown = 0;
+  for (const plot::Series& s : chart.series) shown = std::max<int64_t>(shown, static_cast<int64_t>(s.x.size()));
+  // Runs of buckets with no training pair, each one shaded band.
+  std::string listed;
+  for (int64_t d = 0; d < shown && d < static_cast<int64_t>(counts.size());) {
+    if (counts[static_cast<size_t>(d)] > 0) {
+      ++d;
+      continue;
+    }
+    int64_t e = d;
+    while (e + 1 < shown && e + 1 < static_cast<int64_t>(counts.size()) && counts[static_cast<size_t>(e + 1)] == 0) ++e;
+    chart.x_bands.push_back({d - 0.5, e + 0.5});
+    listed += (listed.empty() ? "" : ", ") + (d == e ? std::to_string(d) : std::to_string(d) + " to " + std::to_string(e));
+    d = e + 1;
+  }
+  if (!listed.empty())
+    chart.notes.push_back("grey: distance " + listed +
+                          ", in no training molecule; C there never gets a gradient and stays at its start, 1, "
+                          "shrunk by weight decay");
+  return chart;
+}
+
 std::vector<std::string> draw_graphormer_run_plots(const std::string& run_dir, int64_t max_distance) {
   const std::string plots = join_path(run_dir, "plots");
   make_directories(plots);
@@ -97,9 +136,16 @@ std::vector<std::string> draw_graphormer_run_plots(const std::string& run_dir, i
   if (!bias.empty())
     draw("spatial_bias.png", distance_chart("Spatial bias per head (" + title + ")", "bias added to the logits", bias));
   const std::vector<plot::Series> c = urpe_c_series(file, max_distance);
-  if (!c.empty())
-    draw("urpe_c.png",
-         distance_chart("URPE C per head (" + title + ")", "C (multiplies the attention probabilities)", c));
+  if (!c.empty()) {
+    // Which distances the training molecules have: the run's own dataset and split, read again.
+    std::vector<int64_t> counts;
+    try {
+      counts = training_bucket_counts(load_graphormer_data(config), config.get_int("max_spd"));
+    } catch (const Error&) {
+      counts.clear();  // moved or missing data: the chart says it could not mark them
+    }
+    draw("urpe_c.png", urpe_c_chart("URPE C per head (" + title + ")", c, counts));
+  }
   return written;
 }
 
