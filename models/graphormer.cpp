@@ -160,8 +160,19 @@ void check_ids(const char* name, const Tensor& t, int64_t rows, const char* opti
     if (bounds.low >= 0 && bounds.high < rows) return;
   }
 #endif
-  const std::vector<int32_t> ids = t.to_vector_i32();
-  for (size_t k = 0; k < ids.size(); ++k)
+  // On the host: the ids where they are (a copy only of a CUDA tensor that failed above), their
+  // bounds first (one pass the compiler vectorises), then the first id out of range, to name it.
+  const Tensor host = t.device().is_cuda() ? t.to(Device::cpu()) : t;
+  const int32_t* ids = host.i32();
+  const int64_t count = host.numel();
+  int32_t low = 0, high = 0;
+  if (count > 0) low = high = ids[0];
+  for (int64_t k = 1; k < count; ++k) {
+    low = std::min(low, ids[k]);
+    high = std::max(high, ids[k]);
+  }
+  if (low >= 0 && high < rows) return;
+  for (int64_t k = 0; k < count; ++k)
     URPE_CHECK(ids[k] >= 0 && ids[k] < rows,
                kModel << ": " << name << " " << t.describe() << " has id " << ids[k] << " at flat index "
                       << k << ", outside the table of " << option << " = " << rows << " rows");
