@@ -1,8 +1,9 @@
 // The next training batch's collation on a second host thread while the current step runs.
 //
 // Collating a batch (data/molecule_collate.cpp: one BFS per atom, every pair's hops) is host work
-// at the start of every step, before its first op: on a GPU the device waits for it (about 5 ms a
-// step at the ZINC preset's 256 molecules on a 2-core development machine). The rows of the next
+// at the start of every step, before its first op: on a GPU the device waits for it (about 4 ms a
+// step at the ZINC preset's 256 molecules on the 2-core development machine,
+// bench/results/graphormer_host_cpu_2026-11-27.md). The rows of the next
 // step are known in advance (the epoch's shuffled order), so the trainer asks for them to be
 // collated in the background and takes the result at the next step, by then ready.
 //
