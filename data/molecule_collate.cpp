@@ -2,13 +2,14 @@
 // with BFS in place of Floyd–Warshall): rows of a MoleculeDataset → one padded GraphBatch (the
 // layout at the top of data/molecule_dataset.h).
 //
-// It runs every training step, on the host, before the step's first op, so its time is time the
-// device waits. Per graph: one BFS per atom (shortest_paths, O(N·(N+E))); then every (i, j) pair
-// writes its entries straight into the batch's tensors; the hops of the kept path i → j are read
-// by walking BFS parents back from j (shortest_path_edge_types' walk, without a vector per pair).
-// The output is O(B·n²·D) ids, so writing it is the bound.
+// It runs on the host for every training step (the Graphormer trainer runs it a step ahead on a
+// second thread, so that a GPU need not wait for it). Per graph: one BFS per atom (shortest_paths,
+// O(N·(N+E))); then every (i, j) pair writes its entries straight into the batch's tensors; the
+// hops of the kept path i → j are read by walking BFS parents back from j (shortest_path_edge_types'
+// walk, without a vector per pair). The output is O(B·n²·D) ids, so writing it is the bound.
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "data/molecule_dataset.h"
 #include "tensor/error.h"
@@ -115,7 +116,8 @@ GraphBatch collate_graphs(const MoleculeDataset& dataset, const std::vector<int6
                                       << dataset.graphs[index].bond_feature_count << " bond feature columns, row "
                                       << batch.indices[0] << " " << F << " and " << Fe);
   const int64_t Fx = std::max(1, F), Fb = std::max(1, Fe);
-  std::vector<ShortestPaths> paths(B);  // D (the batch's hop count) needs every graph's first
+  // Every graph's paths first: the batch's hop count D depends on all of them.
+  std::vector<ShortestPaths> paths(B);
   for (int64_t b = 0; b < B; ++b) paths[b] = shortest_paths(dataset.graphs[batch.indices[b]]);
   int32_t n = 0, longest = 0;
   for (int64_t b = 0; b < B; ++b) {
