@@ -338,10 +338,17 @@ case "$1" in
     # The 2026-11-26 host-side fixes, against that day's first call: the Graphormer step (multi-hop
     # ids on the device, narrow embedding backward, device-side id checks) beside PyTorch eager,
     # the paper's ZINC preset, and one micro-batch of the MLM preset (the argmax on the device).
+    # Since 2026-11-27 (the Graphormer host work: attn_bias and the divisor broadcast on the device,
+    # the collator rewritten and run a step ahead on a second thread) also PCQM4M's preset, and
+    # for both Graphormer presets where the stream's idle time lies (bench/profile_gaps.py).
     step fix_graphormer_urpe "./$BUILD/urpe" bench step --device cuda --model graphormer --repeats 30
     step fix_graphormer_eager python3 tools/torch_bench.py --device cuda --model graphormer --steps 30
     step fix_preset_graphormer "./$BUILD/urpe" profile --preset graphormer-slim-urpe --device cuda --steps 3:6 \
       --out "$LOGS/fix_graphormer" --overwrite --quiet
+    step fix_gaps_graphormer python3 bench/profile_gaps.py "$LOGS/fix_graphormer/trace.json" --top 25
+    step fix_preset_pcqm4m "./$BUILD/urpe" profile --preset graphormer-pcqm4m-urpe --device cuda --steps 3:6 \
+      --out "$LOGS/fix_pcqm4m" --overwrite --quiet
+    step fix_gaps_pcqm4m python3 bench/profile_gaps.py "$LOGS/fix_pcqm4m/trace.json" --top 25
     step fix_preset_mlm "./$BUILD/urpe" profile --preset mlm-paper --set pe=urpe --set batch=32 --set accum_steps=1 \
       --set valid_size=64 --device cuda --steps 3:6 --out "$LOGS/fix_mlm" --overwrite --quiet
     step fix_txl_compile python3 tools/torch_bench.py --device cuda --model txl --steps 30 --compile

@@ -1,6 +1,6 @@
 // Molecule datasets for Graphormer: CSV files of SMILES and a regression target, train/valid/test
 // splits, and batch collation into padded tensors (docs/graphormer.md#collation-and-padding,
-// GV2 collator.py).
+// GV2 collator.py; the collator is data/molecule_collate.cpp).
 //
 // Files
 //   * any CSV with a header: a SMILES column and a target column chosen by name (plain or .gz);

@@ -160,8 +160,19 @@ void check_ids(const char* name, const Tensor& t, int64_t rows, const char* opti
     if (bounds.low >= 0 && bounds.high < rows) return;
   }
 #endif
-  const std::vector<int32_t> ids = t.to_vector_i32();
-  for (size_t k = 0; k < ids.size(); ++k)
+  // On the host: the ids where they are (a copy only of a CUDA tensor that failed above), their
+  // bounds first (one pass the compiler vectorises), then the first id out of range, to name it.
+  const Tensor host = t.device().is_cuda() ? t.to(Device::cpu()) : t;
+  const int32_t* ids = host.i32();
+  const int64_t count = host.numel();
+  int32_t low = 0, high = 0;
+  if (count > 0) low = high = ids[0];
+  for (int64_t k = 1; k < count; ++k) {
+    low = std::min(low, ids[k]);
+    high = std::max(high, ids[k]);
+  }
+  if (low >= 0 && high < rows) return;
+  for (int64_t k = 0; k < count; ++k)
     URPE_CHECK(ids[k] >= 0 && ids[k] < rows,
                kModel << ": " << name << " " << t.describe() << " has id " << ids[k] << " at flat index "
                       << k << ", outside the table of " << option << " = " << rows << " rows");
@@ -209,15 +220,15 @@ Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch) const {
   const Tensor all_hops = reshape(batch.edge_input.to(device_), {M, hops_in, Fe});  // (M, hops_in, Fe)
   check_ids("batch.edge_input", all_hops, config_.num_edges, "num_edges");
   const Tensor hop_ids = permute(slice(all_hops, 1, 0, D), {1, 0, 2});             // (D, M, Fe)
-  // Divisor sp' (B, n, n, H): SPD for real pairs (spatial_pos − 1), 1 for self and padding,
-  // clamped to [0, multi_hop_max_dist]; repeated over heads so div needs no broadcast.
+  // Divisor sp' (B, n, n): SPD for real pairs (spatial_pos − 1), 1 for self and padding, clamped
+  // to [0, multi_hop_max_dist]. One number per pair: it divides the head-major sum below as a
+  // broadcast suffix (ops/elementwise.h), so no (B, n, n, H) repeat is built or uploaded.
   const std::vector<int32_t> spatial = batch.spatial_pos.to_vector_i32();  // (B, n, n)
-  std::vector<float> divisor(M * H);
+  std::vector<float> divisor(M);
   for (int64_t m = 0; m < M; ++m) {
     int64_t sp = spatial[m] == 0 ? 1 : spatial[m];
     if (sp > 1) sp -= 1;
-    sp = std::min<int64_t>(sp, config_.multi_hop_max_dist);
-    std::fill(divisor.begin() + m * H, divisor.begin() + (m + 1) * H, static_cast<float>(sp));
+    divisor[m] = static_cast<float>(std::min<int64_t>(sp, config_.multi_hop_max_dist));
   }
 
   // Missing hops read EdgeEmb[0], GV1's padding row: it adds to the sum but is never trained.
@@ -227,8 +238,8 @@ Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch) const {
   if (Fe > 1) e = scale(sum(e, 2), 1.0f / static_cast<float>(Fe));                 // (D, M, Fe, H) → (D, M, H)
   const Tensor w = slice(reshape(edge_dis_, {config_.num_edge_dis, H, H}), 0, 0, D);  // (D, H, H)
   const Tensor per_hop = matmul(e, w);                                             // (D, M, H)
-  const Tensor total = reshape(sum(per_hop, 0), {B, n, n, H});                     // (B, n, n, H)
-  return div(total, Tensor::from_vector(divisor, {B, n, n, H}).to(device_));
+  const Tensor total = reshape(permute(sum(per_hop, 0), {1, 0}), {H, B, n, n});    // (H, B, n, n)
+  return div(total, Tensor::from_vector(divisor, {B, n, n}).to(device_));
 }
 
 Tensor Graphormer::attention_bias(const data::GraphBatch& batch) const {
@@ -251,20 +262,18 @@ Tensor Graphormer::attention_bias(const data::GraphBatch& batch) const {
   const Tensor joint_ids = Tensor::from_vector(ids, {B, n1, n1}).to(device_);
   Tensor bias = embedding(joint, joint_ids, kPaddingRow);  // (B, n+1, n+1, H)
 
-  // Multi-hop edge term on the node block: pad a zero row and column for the graph token.
-  Tensor edges = multi_hop_edge_bias(batch);  // (B, n, n, H)
-  edges = concat({Tensor::zeros({B, n, 1, H}, DType::f32, device_), edges}, 2);   // (B, n, n+1, H)
-  edges = concat({Tensor::zeros({B, 1, n1, H}, DType::f32, device_), edges}, 1);  // (B, n+1, n+1, H)
-  bias = permute(add(bias, edges), {0, 3, 1, 2});  // (B, H, n+1, n+1)
+  // The rest is summed head-major, (H, B, n+1, n+1), where the per-graph terms (B, …) broadcast
+  // over the heads as suffixes (ops/elementwise.h) on the model's device.
+  bias = permute(bias, {3, 0, 1, 2});  // (H, B, n+1, n+1)
 
-  // The collated attn_bias (−∞ on padded keys and far pairs), repeated over heads.
-  const std::vector<float> base = batch.attn_bias.to_vector_f32();  // (B, n+1, n+1)
-  std::vector<float> repeated(B * H * n1 * n1);
-  for (int64_t g = 0; g < B; ++g)
-    for (int64_t h = 0; h < H; ++h)
-      std::copy(base.begin() + g * n1 * n1, base.begin() + (g + 1) * n1 * n1,
-                repeated.begin() + (g * H + h) * n1 * n1);
-  return add(bias, Tensor::from_vector(repeated, {B, H, n1, n1}).to(device_));
+  // Multi-hop edge term on the node block: pad a zero row and column for the graph token.
+  Tensor edges = multi_hop_edge_bias(batch);  // (H, B, n, n)
+  edges = concat({Tensor::zeros({H, B, n, 1}, DType::f32, device_), edges}, 3);   // (H, B, n, n+1)
+  edges = concat({Tensor::zeros({H, B, 1, n1}, DType::f32, device_), edges}, 2);  // (H, B, n+1, n+1)
+
+  // The collated attn_bias (B, n+1, n+1): −∞ on padded keys and far pairs, the same for every head.
+  bias = add(add(bias, edges), batch.attn_bias.to(device_));  // (H, B, n+1, n+1)
+  return permute(bias, {1, 0, 2, 3});                         // (B, H, n+1, n+1)
 }
 
 Tensor Graphormer::urpe_c_map(const data::GraphBatch& batch) const {

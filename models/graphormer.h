@@ -99,7 +99,7 @@ class Graphormer {
   };
 
   Tensor node_features(const data::GraphBatch& batch) const;              // (B, n+1, d)
-  Tensor multi_hop_edge_bias(const data::GraphBatch& batch) const;        // (B, n, n, H)
+  Tensor multi_hop_edge_bias(const data::GraphBatch& batch) const;        // (H, B, n, n), head-major
   Tensor attention(const Layer& layer, const Tensor& x, const Tensor& bias,
                    const UrpeAttentionParams& core, bool training, Rng* rng) const;
 

@@ -387,4 +387,15 @@ TEST_CASE("graphormer: bad batches are errors that name the tensor") {
   batch = collate(d, {0}, 5);
   batch.x = Tensor::from_vector(std::vector<int32_t>{2, 2, 16, 3}, {1, 4});  // num_atoms = 16
   CHECK_THROWS_WITH_AS(model.forward(batch, false, nullptr), doctest::Contains("num_atoms = 16"), Error);
+  // The first id out of range is named, below the table as well as past it.
+  for (const auto& [bad, where] : {std::pair<int32_t, int>{-1, 5}, {8, 7}, {9, 0}}) {
+    batch = collate(d, {0}, 5);
+    std::vector<int32_t> hops = batch.edge_input.to_vector_i32();
+    hops[where] = bad;
+    hops.back() = -3;  // a later one is not the one named
+    batch.edge_input = Tensor::from_vector(hops, batch.edge_input.shape());
+    const std::string message = "has id " + std::to_string(bad) + " at flat index " + std::to_string(where) +
+                                ", outside the table of num_edges = 8 rows";
+    CHECK_THROWS_WITH_AS(model.forward(batch, false, nullptr), doctest::Contains(message.c_str()), Error);
+  }
 }

@@ -7,13 +7,16 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "cli_util.h"
 #include "doctest/doctest.h"
 #include "same_tensors.h"
+#include "data/smiles.h"
 #include "train/loop/checkpoint.h"
+#include "train/families/graphormer/batch_prefetch.h"
 #include "train/families/graphormer/graphormer_config.h"
 #include "train/families/graphormer/graphormer_trainer.h"
 #include "train/repro/molecules.h"
@@ -93,6 +96,61 @@ double number_after(const std::string& text, const std::string& label) {
 }
 
 }  // namespace
+
+// Every tensor of two batches, bit for bit.
+void check_same_batch(const data::GraphBatch& a, const data::GraphBatch& b) {
+  CHECK(a.indices == b.indices);
+  CHECK(a.num_dropped == b.num_dropped);
+  CHECK(a.bond_features == b.bond_features);
+  for (auto member : {&data::GraphBatch::x, &data::GraphBatch::in_degree, &data::GraphBatch::spatial_pos,
+                      &data::GraphBatch::attn_edge_type, &data::GraphBatch::edge_input, &data::GraphBatch::num_nodes}) {
+    REQUIRE((a.*member).shape() == (b.*member).shape());
+    CHECK((a.*member).to_vector_i32() == (b.*member).to_vector_i32());
+  }
+  for (auto member : {&data::GraphBatch::attn_bias, &data::GraphBatch::y}) {
+    REQUIRE((a.*member).shape() == (b.*member).shape());
+    const std::vector<float> va = (a.*member).to_vector_f32(), vb = (b.*member).to_vector_f32();
+    CHECK(std::memcmp(va.data(), vb.data(), va.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("batch prefetch: the background batch only for the rows it was started for, the same bits either way") {
+  data::MoleculeDataset d;
+  d.vocabulary = data::AtomVocabulary::zinc();
+  for (const char* smiles : {"CCO", "c1ccccc1CC", "CC(=O)N", "C1CC1.O", "CCCCCCCCC", "C"}) {
+    d.smiles.push_back(smiles);
+    d.graphs.push_back(data::molecule_graph(data::parse_smiles(smiles), d.vocabulary));
+    d.targets.push_back(static_cast<float>(d.targets.size()));
+  }
+  data::CollateOptions options;
+  options.multi_hop_max_dist = 3;
+  options.max_nodes = 8;  // row 4 (9 atoms) is left out of its batches
+  GraphBatchPrefetch prefetch(d, options);
+  const std::vector<int64_t> first = {0, 4, 2}, second = {5, 3, 1};
+
+  check_same_batch(prefetch.take(first), data::collate_graphs(d, first, options));  // nothing started
+  CHECK(prefetch.misses() == 1);
+  prefetch.prefetch(second);
+  check_same_batch(prefetch.take(second), data::collate_graphs(d, second, options));
+  CHECK(prefetch.hits() == 1);
+  prefetch.prefetch(second);
+  check_same_batch(prefetch.take(first), data::collate_graphs(d, first, options));  // not the rows started
+  CHECK(prefetch.misses() == 2);
+  check_same_batch(prefetch.take(second), data::collate_graphs(d, second, options));  // still waiting for its rows
+  CHECK(prefetch.hits() == 2);
+  prefetch.prefetch(first);
+  prefetch.prefetch(second);  // the batch of `first` is dropped
+  check_same_batch(prefetch.take(first), data::collate_graphs(d, first, options));
+  CHECK(prefetch.misses() == 3);
+  check_same_batch(prefetch.take(second), data::collate_graphs(d, second, options));
+  CHECK(prefetch.hits() == 3);
+
+  // A background collation's error reaches the take() of its rows, and only that one.
+  prefetch.prefetch({0, 9});
+  CHECK_THROWS_WITH_AS(prefetch.take({0, 9}), doctest::Contains("row 9 is outside the dataset of 6"), Error);
+  prefetch.prefetch({0, 9});
+  check_same_batch(prefetch.take(first), data::collate_graphs(d, first, options));
+}
 
 TEST_CASE("the mean predictor's MAE is the hand-computed value") {
   const std::vector<float> targets = {1, 2, 3, 4, 10};

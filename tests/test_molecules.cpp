@@ -522,6 +522,41 @@ TEST_CASE("collation: shapes, +1 shifts, padding values and the graph token") {
   CHECK_THROWS_WITH_AS(collate_graphs(ds, {7}), doctest::Contains("row 7 is outside the dataset of 3"), Error);
 }
 
+// The collator writes each pair's hops by walking BFS parents in place; shortest_path_edge_types
+// is the same walk, one vector per pair: the two must agree on every pair, hop and padding entry.
+TEST_CASE("collation: edge_input and spatial_pos are shortest_paths' hops and distances, pair by pair") {
+  MoleculeDataset ds;
+  ds.vocabulary = AtomVocabulary::zinc();
+  const std::string chain(26, 'C');  // 25 hops end to end: past the cut below
+  for (const std::string& s : {chain, std::string("c1ccc2ccccc2c1CC(=O)N"), std::string("C1CC2CC1C2.CCO"),
+                              std::string("N#CC=CC"), std::string("C")}) {
+    ds.smiles.push_back(s);
+    ds.graphs.push_back(molecule_graph(parse_smiles(s), ds.vocabulary));
+    ds.targets.push_back(0.0f);
+  }
+  for (int32_t cut : {1, 3, 20, 40}) {
+    CAPTURE(cut);
+    CollateOptions options;
+    options.multi_hop_max_dist = cut;
+    const GraphBatch b = collate_graphs(ds, {0, 1, 2, 3, 4}, options);
+    const int64_t n = b.x.size(1), D = b.edge_input.size(3);
+    CHECK(D == std::min(25, cut));
+    const std::vector<int32_t> ei = b.edge_input.to_vector_i32(), sp = b.spatial_pos.to_vector_i32();
+    for (int64_t g = 0; g < 5; ++g) {
+      const MoleculeGraph& graph = ds.graphs[g];
+      const ShortestPaths paths = shortest_paths(graph);
+      for (int32_t i = 0; i < n; ++i)
+        for (int32_t j = 0; j < n; ++j) {
+          const bool real = i < graph.num_nodes && j < graph.num_nodes;
+          const std::vector<int32_t> hops = real ? shortest_path_edge_types(graph, paths, i, j) : std::vector<int32_t>{};
+          CHECK(sp[(g * n + i) * n + j] == (real ? paths.distance[i * graph.num_nodes + j] + 1 : 0));
+          for (int64_t s = 0; s < D; ++s)
+            CHECK(ei[((g * n + i) * n + j) * D + s] == (s < static_cast<int64_t>(hops.size()) ? hops[s] + 3 : 0));
+        }
+    }
+  }
+}
+
 TEST_CASE("collation of the embedded set: GV2 offsets stay in range" * doctest::skip(kNoZlib)) {
   const EmbeddedMolecules e = load_embedded_molecules(kAssets);
   std::vector<int64_t> rows(e.split.valid.begin(), e.split.valid.begin() + 64);

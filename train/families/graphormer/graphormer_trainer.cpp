@@ -12,6 +12,7 @@
 #include "autograd/node.h"
 #include "train/loop/checkpoint.h"
 #include "train/io/printable.h"
+#include "train/families/graphormer/batch_prefetch.h"
 #include "train/families/graphormer/graphormer_config.h"
 #include "train/families/graphormer/graphormer_sources.h"
 #include "train/config/run_config.h"
@@ -176,6 +177,7 @@ class GraphormerTask final : public TrainingTask {
       : data_(data),
         model_(graphormer_config_from(run.config), run.seed, run.device),
         collate_(collate_options_from(run.config)),
+        prefetch_(data.dataset, collate_),
         batch_(run.config.get_int("batch")),
         shard_(dist::batch_shard(*run.comm, batch_)),
         eval_batch_(run.config.get_int("eval_batch")),
@@ -208,12 +210,15 @@ class GraphormerTask final : public TrainingTask {
     }
     // This rank's molecules of the global batch (all of them with one process), micro-batch by
     // micro-batch (each collated, so padded, on its own: padding does not change the outputs).
-    const dist::Shard part = micro_rows(shard_, micro);
-    const auto first = order_.begin() + in_epoch * batch_ + part.begin;
-    const std::vector<int64_t> rows(first, first + part.count);
-    const data::GraphBatch graphs = data::collate_graphs(data_.dataset, rows, collate_);
+    const data::GraphBatch graphs = prefetch_.take(rows_of(in_epoch, micro));
+    // The next micro-batch's or step's molecules are collated on a second thread while this one
+    // runs (not across an epoch's end: the next order is drawn when that epoch starts).
+    if (!micro.last())
+      prefetch_.prefetch(rows_of(in_epoch, MicroBatch{micro.index + 1, micro.count}));
+    else if (in_epoch + 1 < batches_per_epoch_)
+      prefetch_.prefetch(rows_of(in_epoch + 1, MicroBatch{0, micro.count}));
     const Tensor predictions = model_.forward(graphs, true, &progress.dropout_rng);
-    const double molecules = static_cast<double>(part.count);
+    const double molecules = static_cast<double>(graphs.x.size(0));
     return {model_.loss(predictions, graphs), molecules, molecules};
   }
   double train_metric(double mean_train_loss) override { return mean_train_loss; }  // the L1 loss is the MAE
@@ -246,6 +251,13 @@ class GraphormerTask final : public TrainingTask {
   GraphormerTrainOutcome& outcome() { return outcome_; }
 
  private:
+  // This rank's rows of micro-batch `micro` of the epoch's batch `in_epoch`.
+  std::vector<int64_t> rows_of(int64_t in_epoch, const MicroBatch& micro) const {
+    const dist::Shard part = micro_rows(shard_, micro);
+    const auto first = order_.begin() + in_epoch * batch_ + part.begin;
+    return {first, first + part.count};
+  }
+
   double valid_split_mae() {
     if (valid_batches_.empty()) valid_batches_ = collate_in_order(data_.dataset, data_.split.valid, eval_batch_, collate_);
     return graphormer_mae(model_, valid_batches_);
@@ -254,6 +266,7 @@ class GraphormerTask final : public TrainingTask {
   const GraphormerData& data_;
   Graphormer model_;
   const data::CollateOptions collate_;
+  GraphBatchPrefetch prefetch_;  // reads data_.dataset, which outlives the task
   const int64_t batch_;
   const dist::Shard shard_;
   const int64_t eval_batch_;
