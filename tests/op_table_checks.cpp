@@ -9,6 +9,7 @@
 
 #include "autograd/node.h"
 #include "op_table.h"
+#include "test_util.h"
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
@@ -98,24 +99,11 @@ std::string compare(const Tensor& got_any, const Tensor& want_any, Tolerance tol
     return "";
   }
   const std::vector<float> g = got.to_vector_f32(), w = want.to_vector_f32();
-  int64_t bad = 0, first = -1;
-  double worst = 0;
-  for (size_t k = 0; k < g.size(); ++k) {
-    const double ref = w[k], val = g[k];
-    bool ok;
-    if (std::isnan(ref)) ok = std::isnan(val);
-    else if (std::isinf(ref)) ok = val == ref;
-    else ok = std::isfinite(val) && std::fabs(val - ref) <= tol.atol + tol.rtol * std::fabs(ref);
-    if (!ok) {
-      if (first < 0) first = static_cast<int64_t>(k);
-      ++bad;
-    }
-    if (std::isfinite(ref) && std::isfinite(val)) worst = std::max(worst, std::fabs(val - ref));
-  }
-  if (bad == 0) return "";
-  msg << what << ": " << bad << " of " << g.size() << " elements out of bounds (atol " << tol.atol << ", rtol "
-      << tol.rtol << "), max |diff| " << worst << "; first at " << first << ": " << g[first] << " against the CPU's "
-      << w[first];
+  const test::Closeness c = test::closeness(g, w, tol.atol, tol.rtol);
+  if (c.bad == 0) return "";
+  msg << what << ": " << c.bad << " of " << g.size() << " elements out of bounds (atol " << tol.atol << ", rtol "
+      << tol.rtol << "), max |diff| " << c.worst << "; first at " << c.first << ": " << g[c.first]
+      << " against the CPU's " << w[c.first];
   return msg.str();
 }
 

@@ -107,26 +107,13 @@ void check_close(const Tensor& got, const Tensor& want, Tolerance tol, const std
   INFO(what);
   REQUIRE(got.shape() == want.shape());
   const std::vector<float> g = got.to_vector_f32(), w = want.to_vector_f32();
-  int64_t bad = 0, first = -1;
-  double worst = 0;
-  for (size_t k = 0; k < g.size(); ++k) {
-    const double ref = w[k], val = g[k];
-    bool ok;
-    if (std::isnan(ref)) ok = std::isnan(val);
-    else if (std::isinf(ref)) ok = val == ref;
-    else ok = std::isfinite(val) && std::fabs(val - ref) <= tol.atol + tol.rtol * std::fabs(ref);
-    if (!ok) {
-      if (first < 0) first = static_cast<int64_t>(k);
-      ++bad;
-    }
-    if (std::isfinite(ref) && std::isfinite(val)) worst = std::max(worst, std::fabs(val - ref));
-  }
+  const test::Closeness c = test::closeness(g, w, tol.atol, tol.rtol);
   std::ostringstream msg;
-  msg << bad << " of " << g.size() << " elements out of bounds (atol " << tol.atol << ", rtol "
-      << tol.rtol << "), max |diff| " << worst;
-  if (first >= 0) msg << "; first at " << first << ": cuda " << g[first] << ", cpu " << w[first];
+  msg << c.bad << " of " << g.size() << " elements out of bounds (atol " << tol.atol << ", rtol "
+      << tol.rtol << "), max |diff| " << c.worst;
+  if (c.first >= 0) msg << "; first at " << c.first << ": cuda " << g[c.first] << ", cpu " << w[c.first];
   INFO(msg.str());
-  CHECK(bad == 0);
+  CHECK(c.bad == 0);
 }
 
 void check_equal_i32(const Tensor& got, const Tensor& want, const std::string& what) {

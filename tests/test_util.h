@@ -1,7 +1,9 @@
 // Shared helpers for the doctest suites: seeded random inputs (never zeros) and a gradcheck
 // assertion that prints the first mismatching element.
 #pragma once
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -70,5 +72,30 @@ inline void check_same_bits_with_1_and_3_threads(
   }
 }
 #endif
+
+// CPU-against-device closeness, element by element: NaN where the reference is NaN, the same
+// infinity where it is infinite, else finite and within atol + rtol·|ref|. `bad` counts the
+// elements that fail, `first` is the first of them (−1: none), `worst` the largest finite |diff|.
+// One verdict for the parity suite's check_close and the op table's compare.
+struct Closeness {
+  int64_t bad = 0, first = -1;
+  double worst = 0;
+};
+inline Closeness closeness(const std::vector<float>& got, const std::vector<float>& want, double atol, double rtol) {
+  Closeness c;
+  for (size_t k = 0; k < got.size() && k < want.size(); ++k) {
+    const double ref = want[k], val = got[k];
+    bool ok;
+    if (std::isnan(ref)) ok = std::isnan(val);
+    else if (std::isinf(ref)) ok = val == ref;
+    else ok = std::isfinite(val) && std::fabs(val - ref) <= atol + rtol * std::fabs(ref);
+    if (!ok) {
+      if (c.first < 0) c.first = static_cast<int64_t>(k);
+      ++c.bad;
+    }
+    if (std::isfinite(ref) && std::isfinite(val)) c.worst = std::max(c.worst, std::fabs(val - ref));
+  }
+  return c;
+}
 
 }  // namespace urpe::test
