@@ -28,6 +28,7 @@
 #include "ops/urpe_flash_attention.h"
 #include "ops/urpe_flash_tc.h"
 #include "tensor/cuda_backend.h"
+#include "cuda_test_util.h"
 #include "test_util.h"
 
 using namespace urpe;
@@ -52,10 +53,9 @@ struct SkipWithoutCuda {
 
 namespace {
 
-const Device& gpu() {
-  static const Device device = Device::cuda(cuda::create_context(0));
-  return device;
-}
+using test::gpu;
+using test::kNaN;
+using test::poisoned;
 
 // The TF32 switch of the test's context, on inside the scope (the tensor-core kernels), off after.
 struct Tf32Scope {
@@ -63,8 +63,6 @@ struct Tf32Scope {
   ~Tf32Scope() { cuda::set_tf32(gpu().context(), false); }
 };
 
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
-Tensor poisoned(const Shape& shape) { return Tensor::full(shape, kNaN, gpu()); }
 
 // FNV-1a over a tensor's bytes: printed per case, so two runs of the suite (bench/gpu_session.sh
 // attention_tc) can be compared bit for bit, not only two calls within one run.

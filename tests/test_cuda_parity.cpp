@@ -49,6 +49,7 @@
 #include "ops/urpe_flash_attention.h"
 #include "op_table.h"
 #include "tensor/cuda_backend.h"
+#include "cuda_test_util.h"
 #include "test_util.h"
 
 using namespace urpe;
@@ -83,14 +84,9 @@ namespace {
 
 // ---- helpers ----
 
-const Device& gpu() {
-  static const Device device = Device::cuda(cuda::create_context(0));
-  return device;
-}
-
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-Tensor poisoned(const Shape& shape) { return Tensor::full(shape, kNaN, gpu()); }
+using test::gpu;
+using test::kNaN;
+using test::poisoned;
 
 Tensor poisoned_i32(const Shape& shape) {
   Tensor t = Tensor::empty(shape, DType::i32, gpu());
