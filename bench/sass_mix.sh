@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The static instruction mix of the tensor-core fused attention kernels (issue 35), without a GPU:
+# why — the H200 record of 2026-11-26 ran them 5–15× below the issue-rate prediction, and the SASS
+# showed integer index work and branches (IMAD, ISETP, BRA, a 64-bit division subroutine) far
+# outnumbering the mma instructions. This script makes that count repeatable, so a change to the
+# kernels' index arithmetic can be judged before a GPU is lent.
+#
+# It compiles ops/urpe_flash_tc_forward_cuda.cu and ops/urpe_flash_tc_backward_cuda.cu for sm_90
+# with the real-CUDA build's device flags (CMakeLists.txt: -O3, --expt-relaxed-constexpr,
+# -std=c++17; -lineinfo does not change the code), disassembles the cubins with cuobjdump -sass and
+# prints, per kernel (forward, dQ, dK/dV at kDim 32 / 64 / 128): the count of each opcode class
+# below, `int` (every integer ALU instruction: IMAD IADD3 VIADD LEA LOP3 SHF ISETP SEL IABS PRMT
+# I2F/F2I and their uniform U… forms), the total (NOPs excluded), and ptxas -v's registers, stack
+# frame and spill bytes. Static counts are instructions in the binary, not instructions executed;
+# the inner loops are unrolled, so they track the per-tile work closely.
+#
+#   bench/sass_mix.sh [--keep DIR]      (DIR keeps the cubins, .sass and ptxas logs)
+# Needs nvcc and cuobjdump: $CUOBJDUMP, else cuobjdump on PATH or in nvcc's folder, else Triton's
+# copy at /tmp/trx/triton/backends/nvidia/bin/cuobjdump (get it with `pip download --no-deps triton`
+# and unzip triton/backends/nvidia/bin/cuobjdump). Takes about 1.5 min on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+KEEP=""
+if [ "${1:-}" = "--keep" ]; then KEEP=${2:?--keep needs a folder}; fi
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+[ -x "$NVCC" ] || { echo "sass_mix.sh: no nvcc (set NVCC)" >&2; exit 1; }
+CUOBJDUMP=${CUOBJDUMP:-}
+for c in "$(command -v cuobjdump || true)" "$(dirname "$NVCC")/cuobjdump" /tmp/trx/triton/backends/nvidia/bin/cuobjdump; do
+  [ -z "$CUOBJDUMP" ] && [ -n "$c" ] && [ -x "$c" ] && CUOBJDUMP=$c
+done
+[ -n "$CUOBJDUMP" ] || { echo "sass_mix.sh: no cuobjdump (set CUOBJDUMP; see the header of this script)" >&2; exit 1; }
+WORK=${KEEP:-$(mktemp -d)}
+mkdir -p "$WORK"
+[ -n "$KEEP" ] || trap 'rm -rf "$WORK"' EXIT
+
+FLAGS=(-cubin -arch=sm_90 -O3 -DNDEBUG --expt-relaxed-constexpr -std=c++17 -DURPE_WITH_CUDA=1 -I. -Ithird_party -Xptxas -v)
+pids=()
+for part in forward backward; do
+  "$NVCC" "${FLAGS[@]}" -o "$WORK/$part.cubin" "ops/urpe_flash_tc_${part}_cuda.cu" 2>"$WORK/$part.ptxas" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || { cat "$WORK"/*.ptxas >&2; exit 1; }; done
+
+# One line per kernel: short name, then the counts. Names: forward<64>, dq<64>, dkdv<64>, …
+short() { c++filt | sed -E 's/.*urpe_flash_tc_(backward_)?([a-z_]+)_kernel(<[0-9]+>)?.*/\2\3/'; }
+{
+  for part in forward backward; do
+    "$CUOBJDUMP" -sass "$WORK/$part.cubin" >"$WORK/$part.sass"
+    awk '
+      /Function :/ { name = $3; names[name] = 1 }
+      /^ +\/\*[0-9a-f]+\*\/ / {
+        line = $0; sub(/^ +\/\*[0-9a-f]+\*\/ +/, "", line); split(line, tok, /[ ;]+/)
+        op = tok[1]; if (op ~ /^@/) op = tok[2]
+        split(op, piece, "."); base = piece[1]
+        if (base == "NOP") next
+        count[name, base]++; total[name]++
+        if (base ~ /^U?(IMAD|IADD3|VIADD|LEA|LOP3|SHF|ISETP|SEL|IABS|PRMT|I2F|I2FP|F2I|IMNMX|VIMNMX|FLO|POPC|BMSK)$/) ints[name]++
+      }
+      END {
+        for (n in names) {
+          printf "%s", n
+          split("HMMA IMAD ISETP BRA LDS LDG CALL LDL STL", cls, " ")
+          for (k = 1; k <= 9; ++k) printf " %d", count[n, cls[k]] + 0
+          printf " %d %d\n", ints[n] + 0, total[n] + 0
+        }
+      }' "$WORK/$part.sass"
+  done
+} >"$WORK/counts.txt"
+
+# ptxas -v: "Compiling entry function 'NAME'", then "N bytes stack frame, S bytes spill stores, L
+# bytes spill loads", then "Used R registers".
+awk '
+  /Compiling entry function/ { match($0, /'\''[^'\'']+'\''/); name = substr($0, RSTART + 1, RLENGTH - 2) }
+  /bytes stack frame/ { stack[name] = $1; spill[name] = $5 "/" $9 }
+  /Used [0-9]+ registers/ { for (k = 1; k <= NF; ++k) if ($k == "Used") regs[name] = $(k + 1); print name, regs[name], stack[name], spill[name] }
+' "$WORK/forward.ptxas" "$WORK/backward.ptxas" >"$WORK/ptxas.txt"
+
+printf '%-12s %6s %6s %6s %5s %5s %5s %5s %4s %4s %6s %6s %5s %6s %9s\n' \
+  kernel HMMA IMAD ISETP BRA LDS LDG CALL LDL STL int total regs stack spill_st/ld
+join <(sort "$WORK/counts.txt") <(sort "$WORK/ptxas.txt") | while read -r mangled rest; do
+  echo "$(echo "$mangled" | short) $rest"
+done | grep -E '^(forward|dq|dkdv)<' | sort -t'<' -k1,1 -k2,2n |
+  awk '{ printf "%-12s %6d %6d %6d %5d %5d %5d %5d %4d %4d %6d %6d %5d %6d %9s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 }'
