@@ -306,6 +306,18 @@ const TcCase kCases[] = {
     {"whole tiles, causal", 1, 2, 128, 128, 32, 32, true, true, 1, false, true, 0, 0.0f},
     // More forward tasks (4·3·3 = 36) than the simulator's grid of 32 blocks; Nq > Nk.
     {"more row tiles than one grid", 4, 3, 130, 20, 8, 8, true, true, 1, false, true, 4, 0.0f},
+    // Interior tiles (the kernels' mask-free fast path) and edge tiles in one call: sizes that are
+    // not multiples of the tiles, a causal cut with a memory offset, key padding on batch item 1's
+    // last tile only (item 0 fully padded); the interior tiles of batch item 1 must take the fast
+    // path and every other tile the edge path. A fast-path condition that let an edge tile in (or a
+    // dense map, dropout) would read a wrong bias or C, or miss a mask: these cases fail then.
+    {"interior and edge tiles, causal offset, padding", 2, 2, 150, 200, 32, 32, true, true, 1, true, true, 40, 0.0f},
+    {"interior and edge tiles, d 64, bias only", 1, 2, 130, 190, 64, 50, true, false, 2, false, false, 0, 0.0f},
+    {"interior and edge tiles, d 128, C only, causal", 1, 1, 200, 180, 128, 96, false, true, 1, false, true, 5, 0.0f},
+    // Interior-shaped tiles that must not take the fast path: a dense map (per-cell B and C) and
+    // dropout (per-cell κ).
+    {"interior-shaped tiles, shared dense maps", 1, 2, 130, 128, 32, 32, true, true, 3, false, false, 0, 0.0f},
+    {"interior-shaped tiles, dropout", 1, 2, 128, 130, 32, 32, true, true, 1, false, false, 0, 0.1f},
 };
 
 }  // namespace
@@ -350,7 +362,8 @@ TEST_CASE("parity: tensor-core fused attention kernels (O, L, dQ, dK, dV, dB, dC
     CHECK(bitwise_equal(again.v, got.v));
     if (c.bias) CHECK(bitwise_equal(again.bias, got.bias));
     if (c.c) CHECK(bitwise_equal(again.c, got.c));
-    std::printf("gradient bits %s: dQ %016llx dK %016llx dV %016llx dB %016llx dC %016llx\n", c.name,
+    std::printf("gradient bits %s: O %016llx L %016llx dQ %016llx dK %016llx dV %016llx dB %016llx dC %016llx\n",
+                c.name, (unsigned long long)bits_hash(out_d), (unsigned long long)bits_hash(lse_d),
                 (unsigned long long)bits_hash(got.q), (unsigned long long)bits_hash(got.k),
                 (unsigned long long)bits_hash(got.v), c.bias ? (unsigned long long)bits_hash(got.bias) : 0ull,
                 c.c ? (unsigned long long)bits_hash(got.c) : 0ull);
