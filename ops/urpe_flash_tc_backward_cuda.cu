@@ -91,21 +91,37 @@ __device__ __forceinline__ void product_paired(float (&acc)[kSteps][4], const fl
   }
 }
 
-// Rows [first, first + 16) of a (rows, cols) output from the accumulators (valid rows and columns).
-template <int kSteps>
-__device__ __forceinline__ void store_rows(float* __restrict__ dst, const float (&acc)[kSteps][4], int64_t first,
-                                           int64_t rows, int64_t cols, int lane) {
+// ---- dQ ----
+
+// The scores S of a key tile become dS = scale·P·(dA·κ·C − D) in place (0 where masked or the row
+// has no unmasked key). kInterior: the fast path (tile_is_interior), B and C staged, κ = 1.
+template <bool kInterior, int kKeyBlocks>
+__device__ __forceinline__ void dq_cells(const FlashGeometry& g, float (&s)[kKeyBlocks][4],
+                                         const float (&da)[kKeyBlocks][4], const float (&row_lse)[2],
+                                         const float (&row_d)[2], const float* bias_s, const float* c_s,
+                                         const LaneCells& at, int b, int h, int bh) {
 #pragma unroll
-  for (int nd = 0; nd < kSteps; ++nd)
+  for (int nb = 0; nb < kKeyBlocks; ++nb)
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-      const int64_t row = first + tc::c_row(lane, r);
-      const int col = nd * 8 + tc::c_col(lane, r);
-      if (row < rows && col < cols) dst[row * cols + col] = acc[nd][r];
+      const int x = cell_diagonal(at, nb, r);
+      float ds = 0.0f;
+      if constexpr (kInterior) {
+        if (row_lse[r / 2] != -INFINITY) {
+          const float p = expf(s[nb][r] * g.scale + bias_s[x] - row_lse[r / 2]);
+          ds = g.scale * (p * (da[nb][r] * c_s[x] - row_d[r / 2]));
+        }
+      } else {
+        const int64_t i = cell_row(at, r), j = cell_key(at, nb, r);
+        if (row_lse[r / 2] != -INFINITY && !cell_masked(g, b, i, j)) {
+          const float p = expf(s[nb][r] * g.scale + cell_bias(g, bias_s, x, b, h, i, j) - row_lse[r / 2]);
+          const float gk = da[nb][r] * g.keep(bh, i, j);
+          ds = g.scale * (p * (gk * cell_c(g, c_s, x, b, h, i, j) - row_d[r / 2]));
+        }
+      }
+      s[nb][r] = ds;
     }
 }
-
-// ---- dQ ----
 
 template <int kDim>
 __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dq_kernel(
@@ -120,55 +136,51 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dq_kernel(
   URPE_SHARED(float, v_s, [kKeys][kStride]);
   URPE_SHARED(float, bias_s, [kDiag]);
   URPE_SHARED(float, c_s, [kDiag]);
+  URPE_SHARED(int, pad_scratch, [kWarps]);
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int group = lane / 4, member = lane % 4;
-  const int64_t tasks = row_tiles(g, g.nq, kBlockRows);
-  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
-    const auto [bh, b, h, i0, rows] = row_tile(g, task, g.nq, kBlockRows);
-    const int64_t w0 = i0 + warp * kWarpRows;
+  const int nq = int(g.nq), nk = int(g.nk), dh = int(g.dh), dv = int(g.dv);  // check_tc_sizes
+  const unsigned tiles = (nq + kBlockRows - 1) / kBlockRows, tasks = tiles * unsigned(g.batch * g.heads);
+  const bool fast_path = kSassInteriorOnly || fast_path_possible(g);
+  for (unsigned task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const TcTask t = tc_task(task, tiles, unsigned(g.heads), kBlockRows);
+    const int i0 = t.first, rows = min(kBlockRows, nq - i0);
+    const int w0 = i0 + warp * kWarpRows;
+    const float* k_bh = k + int64_t(t.bh) * nk * dh;
+    const float* v_bh = v + int64_t(t.bh) * nk * dv;
     uint32_t qa[kSteps][4], ga[kSteps][4];
-    load_a_fragments(qa, q + bh * g.nq * g.dh, w0, g.nq - w0, g.dh, lane);
-    load_a_fragments(ga, grad_out + bh * g.nq * g.dv, w0, g.nq - w0, g.dv, lane);
+    load_a_fragments(qa, q + int64_t(t.bh) * nq * dh, w0, nq - w0, dh, lane);
+    load_a_fragments(ga, grad_out + int64_t(t.bh) * nq * dv, w0, nq - w0, dv, lane);
     float row_lse[2], row_d[2];
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int64_t i = w0 + group + 8 * half;
-      row_lse[half] = i < g.nq ? lse[bh * g.nq + i] : -INFINITY;
-      row_d[half] = i < g.nq ? static_cast<float>(d_row[bh * g.nq + i]) : 0.0f;
+      const int i = w0 + group + 8 * half;
+      row_lse[half] = i < nq ? lse[int64_t(t.bh) * nq + i] : -INFINITY;
+      row_d[half] = i < nq ? static_cast<float>(d_row[int64_t(t.bh) * nq + i]) : 0.0f;
     }
     float dq[kSteps][4];
     zero(dq);
-    const int64_t key_end = g.key_limit(i0 + rows - 1);
-    for (int64_t j0 = 0; j0 < key_end; j0 += kKeys) {
+    const int pad_from = first_padded_key(g, t.b, pad_scratch);
+    const int key_end = int(g.key_limit(i0 + rows - 1));
+    for (int j0 = 0; j0 < key_end; j0 += kKeys) {
       __syncthreads();
-      load_rounded<kKeys, kDim>(k_s, k + bh * g.nk * g.dh, j0, g.nk - j0, g.dh);
-      load_rounded<kKeys, kDim>(v_s, v + bh * g.nk * g.dv, j0, g.nk - j0, g.dv);
-      stage_diagonals(g, h, i0, j0, kBlockRows - 1, bias_s, c_s);
+      load_rounded<kKeys, kDim>(k_s, k_bh + j0 * dh, nk - j0, dh);
+      load_rounded<kKeys, kDim>(v_s, v_bh + j0 * dv, nk - j0, dv);
+      stage_diagonals(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s);
       __syncthreads();
       float s[kKeyBlocks][4], da[kKeyBlocks][4];
       zero(s);
       zero(da);
       product_with_rows(s, qa, k_s, group, member);
       product_with_rows(da, ga, v_s, group, member);
-      const bool plain = tile_is_plain(g, i0, i0 + kBlockRows, j0, j0 + kKeys);
-#pragma unroll
-      for (int nb = 0; nb < kKeyBlocks; ++nb)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          const int li = warp * kWarpRows + tc::c_row(lane, r), lj = nb * 8 + tc::c_col(lane, r);
-          const int64_t i = i0 + li, j = j0 + lj;
-          const int x = lj - li + kBlockRows - 1;
-          float ds = 0.0f;
-          if (row_lse[r / 2] != -INFINITY && (plain || !cell_masked(g, b, i, j))) {
-            const float p = expf(s[nb][r] * g.scale + cell_bias(g, bias_s, x, b, h, i, j) - row_lse[r / 2]);
-            const float gk = plain ? da[nb][r] : da[nb][r] * g.keep(bh, i, j);
-            ds = g.scale * (p * (gk * cell_c(g, c_s, x, b, h, i, j) - row_d[r / 2]));
-          }
-          s[nb][r] = ds;
-        }
+      const LaneCells at{w0 + group, j0 + 2 * member, 2 * member - warp * kWarpRows - group + kBlockRows - 1};
+      if (fast_path && tile_is_interior(g, i0, i0 + kBlockRows, j0, j0 + kKeys, pad_from))
+        dq_cells<true>(g, s, da, row_lse, row_d, bias_s, c_s, at, t.b, t.h, t.bh);
+      else
+        dq_cells<false>(g, s, da, row_lse, row_d, bias_s, c_s, at, t.b, t.h, t.bh);
       product_paired(dq, s, k_s, group, member);
     }
-    store_rows(grad_q + bh * g.nq * g.dh, dq, w0, g.nq, g.dh, lane);
+    store_rows(grad_q + int64_t(t.bh) * nq * dh, dq, w0, nq, dh, lane);
   }
 }
 
@@ -181,6 +193,59 @@ struct TablePartials {
   int64_t bh_begin, bh_end;  // the chunk of (b, h) this launch covers
   int64_t key_blocks, width;  // width = Nq + 63
 };
+
+// Where a lane's cells sit in its warp's 16 keys × kQueries tile (keys the accumulator rows):
+// keys j + {0, 8}, queries i + 8·nb + {0, 1}, their tile-local query index li + 8·nb + {0, 1}, and
+// x the staged diagonal of register 0 of query block nb = 0; register r of block nb is diagonal
+// x + 8·(r >> 1) − 8·nb − (r & 1).
+struct KeyLaneCells {
+  int j, i, li, x;
+};
+
+// One query tile of the dK/dV kernel in place: Sᵀ becomes Ãᵀ = P·C·κ and dAᵀ becomes
+// dSᵀ = scale·P·(dA·κ·C − D); with tables, the tile's dZ and P·κ·dA go to zb_s and zc_s.
+// kInterior: the fast path (tile_is_interior), B and C staged, κ = 1.
+template <bool kInterior, int kQueryBlocks, int kTermCols>
+__device__ __forceinline__ void dkdv_cells(const FlashGeometry& g, float (&st)[kQueryBlocks][4],
+                                           float (&dat)[kQueryBlocks][4], const float* lse_s, const float* d_s,
+                                           const float* bias_s, const float* c_s,
+                                           float (&zb_s)[kBlockRows][kTermCols],
+                                           float (&zc_s)[kBlockRows][kTermCols], bool tables,
+                                           const KeyLaneCells& at, int lj0, int b, int h, int bh) {
+#pragma unroll
+  for (int nb = 0; nb < kQueryBlocks; ++nb)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int li = at.li + 8 * nb + (r & 1), lj = lj0 + 8 * (r >> 1);
+      const int x = at.x + 8 * (r >> 1) - 8 * nb - (r & 1);
+      float a = 0.0f, dz = 0.0f, cterm = 0.0f;
+      if constexpr (kInterior) {
+        if (lse_s[li] != -INFINITY) {
+          const float p = expf(st[nb][r] * g.scale + bias_s[x] - lse_s[li]);
+          const float cv = c_s[x], gk = dat[nb][r];
+          a = p * cv;
+          dz = p * (gk * cv - d_s[li]);
+          cterm = p * gk;
+        }
+      } else {
+        const int64_t j = at.j + 8 * (r >> 1), i = at.i + 8 * nb + (r & 1);
+        if (lse_s[li] != -INFINITY && !cell_masked(g, b, i, j)) {
+          const float p = expf(st[nb][r] * g.scale + cell_bias(g, bias_s, x, b, h, i, j) - lse_s[li]);
+          const float kappa = g.keep(bh, i, j), cv = cell_c(g, c_s, x, b, h, i, j);
+          const float gk = dat[nb][r] * kappa;
+          a = p * cv * kappa;
+          dz = p * (gk * cv - d_s[li]);
+          cterm = p * gk;
+        }
+      }
+      st[nb][r] = a;
+      dat[nb][r] = g.scale * dz;
+      if (tables) {
+        zb_s[lj][li] = dz;
+        zc_s[lj][li] = cterm;
+      }
+    }
+}
 
 template <int kDim>
 __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
@@ -201,45 +266,55 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
   URPE_SHARED(float, zc_s, [kKeysPerBlock][kQueries + 1]);  // the tile's P·κ·dA (∂C's terms)
   URPE_SHARED(float, wb_s, [kDiag]);  // the sliding window of per-diagonal sums
   URPE_SHARED(float, wc_s, [kDiag]);
+  URPE_SHARED(int, pad_scratch, [kWarps]);
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int group = lane / 4, member = lane % 4;
   const bool tables = tp.bias != nullptr || tp.c != nullptr;
-  const int64_t blocks_per_bh = (g.nk + kKeysPerBlock - 1) / kKeysPerBlock;
-  const int64_t tasks = (tp.bh_end - tp.bh_begin) * blocks_per_bh;
-  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
-    const int64_t bh = tp.bh_begin + task / blocks_per_bh, key_block = task % blocks_per_bh;
-    const int64_t b = bh / g.heads, h = bh % g.heads;
-    const int64_t j0 = key_block * kKeysPerBlock, wj0 = j0 + warp * kWarpRows;
+  const int nq = int(g.nq), nk = int(g.nk), dh = int(g.dh), dv = int(g.dv);  // check_tc_sizes
+  const int width = int(tp.width);
+  const unsigned blocks_per_bh = (nk + kKeysPerBlock - 1) / kKeysPerBlock;
+  const unsigned tasks = unsigned(tp.bh_end - tp.bh_begin) * blocks_per_bh;
+  const bool fast_path = kSassInteriorOnly || fast_path_possible(g);
+  for (unsigned task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const unsigned chunk_bh = task / blocks_per_bh, key_block = task - chunk_bh * blocks_per_bh;
+    const int bh = int(tp.bh_begin) + int(chunk_bh), b = bh / int(g.heads), h = bh - b * int(g.heads);
+    const int j0 = int(key_block) * kKeysPerBlock, wj0 = j0 + warp * kWarpRows;
+    const float* q_bh = q + int64_t(bh) * nq * dh;
+    const float* go_bh = grad_out + int64_t(bh) * nq * dv;
     uint32_t ka[kSteps][4], va[kSteps][4];
-    load_a_fragments(ka, k + bh * g.nk * g.dh, wj0, g.nk - wj0, g.dh, lane);
-    load_a_fragments(va, v + bh * g.nk * g.dv, wj0, g.nk - wj0, g.dv, lane);
-    float dk[kSteps][4], dv[kSteps][4];
+    load_a_fragments(ka, k + int64_t(bh) * nk * dh, wj0, nk - wj0, dh, lane);
+    load_a_fragments(va, v + int64_t(bh) * nk * dv, wj0, nk - wj0, dv, lane);
+    float dk[kSteps][4], dv_acc[kSteps][4];
     zero(dk);
-    zero(dv);
+    zero(dv_acc);
     // Causal: query i sees key j when j ≤ i + offset, so queries before j0 − offset see none.
-    int64_t first_query = g.mask.causal ? j0 - g.mask.causal_offset : 0;
-    first_query = first_query < 0 ? 0 : first_query;
-    float* part_b = tp.bias ? tp.bias + ((bh - tp.bh_begin) * tp.key_blocks + key_block) * tp.width : nullptr;
-    float* part_c = tp.c ? tp.c + ((bh - tp.bh_begin) * tp.key_blocks + key_block) * tp.width : nullptr;
+    int64_t first_query64 = g.mask.causal ? j0 - g.mask.causal_offset : 0;
+    const int first_query = int(first_query64 < 0 ? 0 : first_query64 > nq ? nq : first_query64);
+    const int64_t part_row = (int64_t(chunk_bh) * tp.key_blocks + key_block) * width;
+    float* part_b = tp.bias ? tp.bias + part_row : nullptr;
+    float* part_c = tp.c ? tp.c + part_row : nullptr;
+    const int pad_from = first_padded_key(g, b, pad_scratch);
     __syncthreads();  // the previous task's reads of the windows are done
     if (tables) {
-      for (int x = threadIdx.x; x < kDiag; x += blockDim.x) wb_s[x] = wc_s[x] = 0.0f;
+      for (int x = threadIdx.x; x < kDiag; x += kThreads) wb_s[x] = wc_s[x] = 0.0f;
       // Diagonals above the first tile's window are reached by no tile: zeros.
-      const int64_t touched = first_query < g.nq ? g.nq - first_query + kKeysPerBlock - 1 : 0;
-      for (int64_t u = touched + threadIdx.x; u < tp.width; u += blockDim.x) {
+      const int touched = first_query < nq ? nq - first_query + kKeysPerBlock - 1 : 0;
+      for (int u = touched + threadIdx.x; u < width; u += kThreads) {
         if (part_b) part_b[u] = 0.0f;
         if (part_c) part_c[u] = 0.0f;
       }
     }
-    for (int64_t i0 = first_query; i0 < g.nq; i0 += kQueries) {
-      const bool last = i0 + kQueries >= g.nq;
+    const KeyLaneCells at0{wj0 + group, 2 * member, 2 * member,
+                           warp * kWarpRows + group - 2 * member + kQueries - 1};
+    for (int i0 = first_query; i0 < nq; i0 += kQueries) {
+      const bool last = i0 + kQueries >= nq;
       __syncthreads();  // the previous tile's reads of q_s, go_s, … are done
-      load_rounded<kQueries, kDim>(q_s, q + bh * g.nq * g.dh, i0, g.nq - i0, g.dh);
-      load_rounded<kQueries, kDim>(go_s, grad_out + bh * g.nq * g.dv, i0, g.nq - i0, g.dv);
-      for (int x = threadIdx.x; x < kQueries; x += blockDim.x) {
-        const int64_t i = i0 + x;
-        lse_s[x] = i < g.nq ? lse[bh * g.nq + i] : -INFINITY;
-        d_s[x] = i < g.nq ? static_cast<float>(d_row[bh * g.nq + i]) : 0.0f;
+      load_rounded<kQueries, kDim>(q_s, q_bh + i0 * dh, nq - i0, dh);
+      load_rounded<kQueries, kDim>(go_s, go_bh + i0 * dv, nq - i0, dv);
+      for (int x = threadIdx.x; x < kQueries; x += kThreads) {
+        const int i = i0 + x;
+        lse_s[x] = i < nq ? lse[int64_t(bh) * nq + i] : -INFINITY;
+        d_s[x] = i < nq ? static_cast<float>(d_row[int64_t(bh) * nq + i]) : 0.0f;
       }
       stage_diagonals(g, h, i0, j0, kQueries - 1, bias_s, c_s);
       __syncthreads();
@@ -248,37 +323,19 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
       zero(dat);
       product_with_rows(st, ka, q_s, group, member);   // Sᵀ = K·Qᵀ
       product_with_rows(dat, va, go_s, group, member);  // dAᵀ = V·dOᵀ
-      const bool plain = tile_is_plain(g, i0, i0 + kQueries, j0, j0 + kKeysPerBlock);
-#pragma unroll
-      for (int nb = 0; nb < kQueryBlocks; ++nb)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          const int lj = warp * kWarpRows + tc::c_row(lane, r), li = nb * 8 + tc::c_col(lane, r);
-          const int64_t j = j0 + lj, i = i0 + li;
-          const int x = lj - li + kQueries - 1;
-          float a = 0.0f, dz = 0.0f, cterm = 0.0f;
-          if (lse_s[li] != -INFINITY && (plain || !cell_masked(g, b, i, j))) {
-            const float p = expf(st[nb][r] * g.scale + cell_bias(g, bias_s, x, b, h, i, j) - lse_s[li]);
-            const float kappa = plain ? 1.0f : g.keep(bh, i, j), cv = cell_c(g, c_s, x, b, h, i, j);
-            const float gk = dat[nb][r] * kappa;
-            a = p * cv * kappa;
-            dz = p * (gk * cv - d_s[li]);
-            cterm = p * gk;
-          }
-          st[nb][r] = a;
-          dat[nb][r] = g.scale * dz;
-          if (tables) {
-            zb_s[lj][li] = dz;
-            zc_s[lj][li] = cterm;
-          }
-        }
-      product_paired(dv, st, go_s, group, member);  // dV += Ãᵀ·dO
-      product_paired(dk, dat, q_s, group, member);  // dK += dSᵀ·Q
+      const KeyLaneCells at{at0.j, i0 + at0.i, at0.li, at0.x};
+      const int lj0 = warp * kWarpRows + group;
+      if (fast_path && tile_is_interior(g, i0, i0 + kQueries, j0, j0 + kKeysPerBlock, pad_from))
+        dkdv_cells<true>(g, st, dat, lse_s, d_s, bias_s, c_s, zb_s, zc_s, tables, at, lj0, b, h, bh);
+      else
+        dkdv_cells<false>(g, st, dat, lse_s, d_s, bias_s, c_s, zb_s, zc_s, tables, at, lj0, b, h, bh);
+      product_paired(dv_acc, st, go_s, group, member);  // dV += Ãᵀ·dO
+      product_paired(dk, dat, q_s, group, member);      // dK += dSᵀ·Q
       if (!tables) continue;
       __syncthreads();  // the tile's terms are in zb_s, zc_s
       // Diagonal x of the tile: cells (key kl, query ql) with kl − ql = x − (kQueries − 1),
       // summed by thread x alone in ascending ql.
-      for (int x = threadIdx.x; x < kDiag; x += blockDim.x) {
+      for (int x = threadIdx.x; x < kDiag; x += kThreads) {
         const int shift = x - (kQueries - 1);
         const int ql_lo = shift < 0 ? -shift : 0;
         const int ql_hi = kKeysPerBlock - shift < kQueries ? kKeysPerBlock - shift : kQueries;
@@ -291,8 +348,8 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
         wc_s[x] += sum_c;
         // Window entry x is diagonal u = base + x of the partial row. Written out: every entry
         // after the last tile; else the top kQueries, which no later tile reaches.
-        const int64_t u = g.nq - i0 - kQueries + x;
-        if ((last || x >= kKeysPerBlock - 1) && u >= 0 && u < tp.width) {
+        const int u = nq - i0 - kQueries + x;
+        if ((last || x >= kKeysPerBlock - 1) && u >= 0 && u < width) {
           if (part_b) part_b[u] = wb_s[x];
           if (part_c) part_c[u] = wc_s[x];
         }
@@ -319,8 +376,8 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
         }
       }
     }
-    store_rows(grad_k + bh * g.nk * g.dh, dk, wj0, g.nk, g.dh, lane);
-    store_rows(grad_v + bh * g.nk * g.dv, dv, wj0, g.nk, g.dv, lane);
+    store_rows(grad_k + int64_t(bh) * nk * dh, dk, wj0, nk, dh, lane);
+    store_rows(grad_v + int64_t(bh) * nk * dv, dv_acc, wj0, nk, dv, lane);
   }
 }
 
@@ -418,6 +475,7 @@ void urpe_flash_tc_backward(cuda::Context& ctx, const Tensor& q, const Tensor& k
                             Tensor& grad_q, Tensor& grad_k, Tensor& grad_v, Tensor* grad_bias_table,
                             Tensor* grad_c_table, int64_t partial_cap_bytes) {
   const FlashGeometry g = geometry_of(q, k, v, params, dropout);
+  check_tc_sizes(g);
   switch (dim_class(g.dh, g.dv)) {
     case 32: launch_backward<32>(ctx, g, q, k, v, lse, grad_out, d_row, grad_q, grad_k, grad_v, grad_bias_table, grad_c_table, partial_cap_bytes); break;
     case 64: launch_backward<64>(ctx, g, q, k, v, lse, grad_out, d_row, grad_q, grad_k, grad_v, grad_bias_table, grad_c_table, partial_cap_bytes); break;

@@ -29,6 +29,56 @@ namespace {
 
 using namespace flash_tc;
 
+// The scores S of a key tile become logits z = S·scale + B in place (−∞ where masked), and
+// tile_max their max per row. kInterior: the fast path (tile_is_interior), no mask and B staged.
+template <bool kInterior, int kKeyBlocks>
+__device__ __forceinline__ void forward_logits(const FlashGeometry& g, float (&s)[kKeyBlocks][4],
+                                               float (&tile_max)[2], const float* bias_s, const LaneCells& at,
+                                               int b, int h) {
+#pragma unroll
+  for (int nb = 0; nb < kKeyBlocks; ++nb)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int x = cell_diagonal(at, nb, r);
+      float z;
+      if constexpr (kInterior) {
+        z = s[nb][r] * g.scale + bias_s[x];
+      } else {
+        const int64_t i = cell_row(at, r), j = cell_key(at, nb, r);
+        z = cell_masked(g, b, i, j) ? -INFINITY : s[nb][r] * g.scale + cell_bias(g, bias_s, x, b, h, i, j);
+      }
+      s[nb][r] = z;
+      tile_max[r / 2] = fmaxf(tile_max[r / 2], z);
+    }
+}
+
+// The logits become the weights W = e^{z − m'}·C·κ in place; row_sum gets Σ e^{z − m'} per row.
+template <bool kInterior, int kKeyBlocks>
+__device__ __forceinline__ void forward_weights(const FlashGeometry& g, float (&s)[kKeyBlocks][4],
+                                                const float (&m_new)[2], float (&row_sum)[2], const float* c_s,
+                                                const LaneCells& at, int b, int h, int bh) {
+#pragma unroll
+  for (int nb = 0; nb < kKeyBlocks; ++nb)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int x = cell_diagonal(at, nb, r);
+      const float z = s[nb][r];
+      float w = 0.0f;
+      if (z != -INFINITY) {
+        const float e = expf(z - m_new[r / 2]);
+        row_sum[r / 2] += e;
+        if constexpr (kInterior) {
+          w = e * c_s[x];
+        } else {
+          const int64_t i = cell_row(at, r), j = cell_key(at, nb, r);
+          w = e * cell_c(g, c_s, x, b, h, i, j);
+          w *= g.keep(bh, i, j);
+        }
+      }
+      s[nb][r] = w;
+    }
+}
+
 template <int kDim>
 __global__ void __launch_bounds__(kThreads)
     urpe_flash_tc_forward_kernel(FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k,
@@ -41,26 +91,33 @@ __global__ void __launch_bounds__(kThreads)
   URPE_SHARED(float, v_s, [kKeys][kStride]);
   URPE_SHARED(float, bias_s, [kDiag]);
   URPE_SHARED(float, c_s, [kDiag]);
+  URPE_SHARED(int, pad_scratch, [kWarps]);
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int group = lane / 4, member = lane % 4;
-  const int64_t tasks = row_tiles(g, g.nq, kBlockRows);
-  for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
-    const auto [bh, b, h, i0, rows] = row_tile(g, task, g.nq, kBlockRows);
-    const int64_t w0 = i0 + warp * kWarpRows;  // the warp's first row
+  const int nq = int(g.nq), nk = int(g.nk), dh = int(g.dh), dv = int(g.dv);  // check_tc_sizes
+  const unsigned tiles = (nq + kBlockRows - 1) / kBlockRows, tasks = tiles * unsigned(g.batch * g.heads);
+  const bool fast_path = kSassInteriorOnly || fast_path_possible(g);
+  for (unsigned task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const TcTask t = tc_task(task, tiles, unsigned(g.heads), kBlockRows);
+    const int i0 = t.first, rows = min(kBlockRows, nq - i0);
+    const int w0 = i0 + warp * kWarpRows;  // the warp's first row
+    const float* k_bh = k + int64_t(t.bh) * nk * dh;
+    const float* v_bh = v + int64_t(t.bh) * nk * dv;
     uint32_t qa[kSteps][4];
-    load_a_fragments(qa, q + bh * g.nq * g.dh, w0, g.nq - w0, g.dh, lane);
+    load_a_fragments(qa, q + int64_t(t.bh) * nq * dh, w0, nq - w0, dh, lane);
     float o[kSteps][4];
 #pragma unroll
     for (int s = 0; s < kSteps; ++s)
 #pragma unroll
       for (int r = 0; r < 4; ++r) o[s][r] = 0.0f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // rows group, group + 8
-    const int64_t key_end = g.key_limit(i0 + rows - 1);  // masked for every row beyond
-    for (int64_t j0 = 0; j0 < key_end; j0 += kKeys) {
+    const int pad_from = first_padded_key(g, t.b, pad_scratch);
+    const int key_end = int(g.key_limit(i0 + rows - 1));  // masked for every row beyond
+    for (int j0 = 0; j0 < key_end; j0 += kKeys) {
       __syncthreads();  // the previous tile's reads of k_s, v_s and the diagonals are done
-      load_rounded<kKeys, kDim>(k_s, k + bh * g.nk * g.dh, j0, g.nk - j0, g.dh);
-      load_rounded<kKeys, kDim>(v_s, v + bh * g.nk * g.dv, j0, g.nk - j0, g.dv);
-      stage_diagonals(g, h, i0, j0, kBlockRows - 1, bias_s, c_s);
+      load_rounded<kKeys, kDim>(k_s, k_bh + j0 * dh, nk - j0, dh);
+      load_rounded<kKeys, kDim>(v_s, v_bh + j0 * dv, nk - j0, dv);
+      stage_diagonals(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s);
       __syncthreads();
 
       float s[kKeyBlocks][4];
@@ -77,44 +134,25 @@ __global__ void __launch_bounds__(kThreads)
           tc::mma_m16n8k8(s[nb], qa[ks], kb);
         }
 
-      // Logits and the running max of the lane's two rows.
-      const bool plain = tile_is_plain(g, i0, i0 + kBlockRows, j0, j0 + kKeys);
+      // Logits, the running max of the lane's two rows, then the weights: one block-uniform
+      // branch per tile between the interior fast path and the edge path.
+      const LaneCells at{w0 + group, j0 + 2 * member, 2 * member - warp * kWarpRows - group + kBlockRows - 1};
+      const bool interior = fast_path && tile_is_interior(g, i0, i0 + kBlockRows, j0, j0 + kKeys, pad_from);
       float tile_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-      for (int nb = 0; nb < kKeyBlocks; ++nb)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          const int li = warp * kWarpRows + tc::c_row(lane, r), lj = nb * 8 + tc::c_col(lane, r);
-          const int64_t i = i0 + li, j = j0 + lj;
-          const int x = lj - li + kBlockRows - 1;
-          const bool masked = !plain && cell_masked(g, b, i, j);
-          const float z = masked ? -INFINITY : s[nb][r] * g.scale + cell_bias(g, bias_s, x, b, h, i, j);
-          s[nb][r] = z;
-          tile_max[r / 2] = fmaxf(tile_max[r / 2], z);
-        }
+      if (interior)
+        forward_logits<true>(g, s, tile_max, bias_s, at, t.b, t.h);
+      else
+        forward_logits<false>(g, s, tile_max, bias_s, at, t.b, t.h);
       float alpha[2], m_new[2], row_sum[2] = {0.0f, 0.0f};
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         m_new[half] = fmaxf(m[half], group_max(tile_max[half]));
         alpha[half] = m[half] == m_new[half] ? 1.0f : expf(m[half] - m_new[half]);  // 0 from −∞
       }
-      // Weights W = e^{z − m'}·C·κ in place of the logits.
-#pragma unroll
-      for (int nb = 0; nb < kKeyBlocks; ++nb)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          const int li = warp * kWarpRows + tc::c_row(lane, r), lj = nb * 8 + tc::c_col(lane, r);
-          const int64_t i = i0 + li, j = j0 + lj;
-          const float z = s[nb][r];
-          float w = 0.0f;
-          if (z != -INFINITY) {
-            const float e = expf(z - m_new[r / 2]);
-            row_sum[r / 2] += e;
-            w = e * cell_c(g, c_s, lj - li + kBlockRows - 1, b, h, i, j);
-            if (!plain) w *= g.keep(bh, i, j);
-          }
-          s[nb][r] = w;
-        }
+      if (interior)
+        forward_weights<true>(g, s, m_new, row_sum, c_s, at, t.b, t.h, t.bh);
+      else
+        forward_weights<false>(g, s, m_new, row_sum, c_s, at, t.b, t.h, t.bh);
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         l[half] = l[half] * alpha[half] + group_sum(row_sum[half]);
@@ -137,11 +175,11 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
     }
+    float* out_bh = out + int64_t(t.bh) * nq * dv;
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int64_t i = w0 + group + 8 * half;
-      if (i >= g.nq) continue;
-      const int64_t row = bh * g.nq + i;
+      const int i = w0 + group + 8 * half;
+      if (i >= nq) continue;
       const bool empty = l[half] == 0.0f;  // no unmasked key: O = 0, L = −∞
       const float inv = empty ? 0.0f : 1.0f / l[half];
 #pragma unroll
@@ -149,9 +187,9 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int col = nd * 8 + 2 * member + e;
-          if (col < g.dv) out[row * g.dv + col] = o[nd][2 * half + e] * inv;
+          if (col < dv) out_bh[i * dv + col] = o[nd][2 * half + e] * inv;
         }
-      if (lse != nullptr && member == 0) lse[row] = empty ? -INFINITY : m[half] + logf(l[half]);
+      if (lse != nullptr && member == 0) lse[int64_t(t.bh) * nq + i] = empty ? -INFINITY : m[half] + logf(l[half]);
     }
   }
 }
@@ -159,7 +197,7 @@ __global__ void __launch_bounds__(kThreads)
 template <int kDim>
 void launch_forward(cuda::Context& ctx, const FlashGeometry& g, const float* q, const float* k, const float* v,
                     float* out, float* lse) {
-  const int64_t tasks = row_tiles(g, g.nq, kBlockRows);
+  const int64_t tasks = g.batch * g.heads * ((g.nq + kBlockRows - 1) / kBlockRows);
   urpe_flash_tc_forward_kernel<kDim><<<grid_for(ctx, tasks, 1), kThreads, 0, ctx.stream()>>>(g, q, k, v, out, lse);
   CUDA_CHECK_LAUNCH("urpe_flash_tc_forward_kernel");
 }
@@ -172,7 +210,8 @@ void urpe_flash_tc_forward(cuda::Context& ctx, const Tensor& q, const Tensor& k,
                            const UrpeAttentionParams& params, const AttentionDropout& dropout,
                            Tensor& out, Tensor& lse) {
   const FlashGeometry g = geometry_of(q, k, v, params, dropout);
-  if (row_tiles(g, g.nq, kBlockRows) == 0 || g.dv == 0) return;
+  if (g.batch * g.heads * g.nq == 0 || g.dv == 0) return;
+  check_tc_sizes(g);
   float* lse_out = lse.defined() ? lse.f32() : nullptr;
   switch (dim_class(g.dh, g.dv)) {
     case 32: launch_forward<32>(ctx, g, q.f32(), k.f32(), v.f32(), out.f32(), lse_out); break;

@@ -1,7 +1,9 @@
 // Tile pieces shared by the tensor-core kernels of the fused attention
-// (urpe_flash_tc_forward_cuda.cu, urpe_flash_tc_backward_cuda.cu): the head-dim classes, loading
-// a tile of rows into shared memory already rounded to TF32, the per-tile bias and C of a
-// relative map staged by diagonal, and what one score cell (i, j) is: masked, its bias, its C.
+// (urpe_flash_tc_forward_cuda.cu, urpe_flash_tc_backward_cuda.cu): the head-dim classes, tasks
+// with 32-bit offsets inside a (b, h) slice, loading a tile of rows into shared memory already
+// rounded to TF32, the per-tile bias and C of a relative map staged by diagonal, the test that
+// sends an interior tile down the mask-free fast path, and what one score cell (i, j) of an edge
+// tile is: masked, its bias, its C.
 #pragma once
 #include <cstdint>
 
@@ -30,32 +32,73 @@ inline int dim_class(int64_t dh, int64_t dv) {
   return d <= 32 ? 32 : d <= 64 ? 64 : 128;
 }
 
-// Rows [first_row, first_row + kRows) of src (`cols` floats per row) into tile, rounded to TF32;
-// rows from `valid_rows` on and columns from `cols` to kDim become zeros, so every fragment read
-// later is of a written, finite value. The whole block calls it; the caller places the barriers.
+// ---- tasks and 32-bit offsets ----
+// Inside one (b, h) slice every offset is a 32-bit int (the host checks the sizes with
+// check_tc_sizes); only the slice's base pointer is 64-bit, computed once per task. The task
+// number splits into (slice, tile) with one 32-bit unsigned division, inline (a 64-bit one is a
+// called subroutine on the GPU).
+struct TcTask {
+  int bh, b, h, first;  // slice b·H + h, its batch item and head, the tile's first row
+};
+__device__ __forceinline__ TcTask tc_task(unsigned task, unsigned tiles_per_slice, unsigned heads, int rows) {
+  const unsigned bh = task / tiles_per_slice, b = bh / heads;
+  return {int(bh), int(b), int(bh - b * heads), int(task - bh * tiles_per_slice) * rows};
+}
+
+// What the kernels assume of 32-bit offsets, checked once on the host: tasks, rows × head dim of
+// a slice, and the relative map's Nq + Nk − 1 diagonals (plus a tile) fit an int.
+inline void check_tc_sizes(const FlashGeometry& g) {
+  const int64_t limit = int64_t(1) << 31, d = g.dh > g.dv ? g.dh : g.dv;
+  const int64_t tiles = g.batch * g.heads * (((g.nq > g.nk ? g.nq : g.nk) + kBlockRows - 1) / kBlockRows);
+  URPE_CHECK(tiles < limit && g.nq * d < limit && g.nk * d < limit && g.nq + g.nk + 2 * kBlockRows < limit,
+             "urpe_flash_attention on CUDA (tensor cores): a (b, h) slice of Nq = " << g.nq << ", Nk = " << g.nk
+             << ", head dim " << d << " with " << g.batch * g.heads << " slices exceeds the kernels' 32-bit offsets");
+}
+
+// Rows [0, kRows) of src (`cols` floats per row, the tile's first row) into tile, rounded to
+// TF32; rows from `valid_rows` on and columns from `cols` to kDim become zeros, so every fragment
+// read later is of a written, finite value. The whole block calls it; the caller places the
+// barriers. A whole tile of kDim columns on a 16-byte boundary (the common case) is read as
+// float4: a quarter of the load instructions and no per-element bounds.
 template <int kRows, int kDim, int kStride>
 __device__ __forceinline__ void load_rounded(float (&tile)[kRows][kStride], const float* __restrict__ src,
-                                             int64_t first_row, int64_t valid_rows, int64_t cols) {
-  src += first_row * cols;
-  for (int e = threadIdx.x; e < kRows * kDim; e += blockDim.x) {
-    const int r = e / kDim, d = e % kDim;
+                                             int valid_rows, int cols) {
+  static_assert(kRows * kDim % (4 * kThreads) == 0, "every thread loads the same number of vectors");
+  if (cols == kDim && valid_rows >= kRows && (reinterpret_cast<uintptr_t>(src) & 15) == 0) {
+    constexpr int kVectors = kDim / 4;
+    const float4* src4 = reinterpret_cast<const float4*>(src);
+#pragma unroll
+    for (int n = 0; n < kRows * kVectors / kThreads; ++n) {
+      const int e = threadIdx.x + n * kThreads, r = e / kVectors, d = 4 * (e % kVectors);
+      const float4 x = src4[e];
+      tile[r][d] = __uint_as_float(tc::to_tf32(x.x));
+      tile[r][d + 1] = __uint_as_float(tc::to_tf32(x.y));
+      tile[r][d + 2] = __uint_as_float(tc::to_tf32(x.z));
+      tile[r][d + 3] = __uint_as_float(tc::to_tf32(x.w));
+    }
+    return;
+  }
+#pragma unroll 4
+  for (int n = 0; n < kRows * kDim / kThreads; ++n) {
+    const int e = threadIdx.x + n * kThreads, r = e / kDim, d = e % kDim;
     const float x = r < valid_rows && d < cols ? src[r * cols + d] : 0.0f;
     tile[r][d] = __uint_as_float(tc::to_tf32(x));
   }
 }
 
 // A row of a fragment-A operand straight from global memory (rows of the block's own side, read
-// once per task): a[s][r] = src(row a_row, column 8s + a_col), rounded, zero outside.
+// once per task): a[s][r] = src(row first_row + a_row, column 8s + a_col), rounded, zero outside
+// (rows from valid_rows, columns from cols).
 template <int kSteps>
 __device__ __forceinline__ void load_a_fragments(uint32_t (&a)[kSteps][4], const float* __restrict__ src,
-                                                 int64_t first_row, int64_t valid_rows, int64_t cols,
-                                                 int lane) {
+                                                 int first_row, int valid_rows, int cols, int lane) {
+  src += first_row * cols;
 #pragma unroll
   for (int s = 0; s < kSteps; ++s)
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
       const int row = tc::a_row(lane, r), col = 8 * s + tc::a_col(lane, r);
-      const float x = row < valid_rows && col < cols ? src[(first_row + row) * cols + col] : 0.0f;
+      const float x = row < valid_rows && col < cols ? src[row * cols + col] : 0.0f;
       a[s][r] = tc::to_tf32(x);
     }
 }
@@ -63,28 +106,89 @@ __device__ __forceinline__ void load_a_fragments(uint32_t (&a)[kSteps][4], const
 // The bias and C of a tile whose cells (i, j) run over rows [r0, r0 + kRowsT) of the query side
 // and columns [c0, c0 + kColsT) of the key side: for a relative map both depend on j − i alone,
 // so the tile needs kRowsT + kColsT − 1 values of each, x = (j − c0) − (i − r0) + kRowsT − 1.
-// Entries of a diagonal outside the matrix get B = 0, C = 1 (never used by an unmasked cell).
-// Dense maps are read per cell (cell_bias / cell_c) and leave these untouched.
+// Entries of a diagonal outside the matrix, and every entry of a missing or dense table, get
+// B = 0, C = 1 (never used by an unmasked cell; the fast path below reads them as "no table").
+// Dense maps are read per cell (cell_bias / cell_c) on the edge path.
 template <int kDiag>
-__device__ __forceinline__ void stage_diagonals(const FlashGeometry& g, int64_t h, int64_t r0, int64_t c0,
-                                                int rows_minus_1, float (&bias_s)[kDiag], float (&c_s)[kDiag]) {
-  for (int x = threadIdx.x; x < kDiag; x += blockDim.x) {
-    const int64_t m = c0 - r0 + x - rows_minus_1 + g.nq - 1;  // index into the (Nq + Nk − 1) map
-    const bool valid = m >= 0 && m < g.nq + g.nk - 1;
-    bias_s[x] = g.bias_table && g.bias_kind == kRelative && valid ? g.bias_table[h * g.bias_buckets + g.bias_map[m]] : 0.0f;
-    c_s[x] = g.c_table && g.c_kind == kRelative && valid ? g.c_table[h * g.c_buckets + g.c_map[m]] : 1.0f;
+__device__ __forceinline__ void stage_diagonals(const FlashGeometry& g, int h, int r0, int c0, int rows_minus_1,
+                                                float (&bias_s)[kDiag], float (&c_s)[kDiag]) {
+  const int diagonals = int(g.nq + g.nk) - 1, m0 = c0 - r0 - rows_minus_1 + int(g.nq) - 1;
+  const bool bias_rel = g.bias_table != nullptr && g.bias_kind == kRelative;
+  const bool c_rel = g.c_table != nullptr && g.c_kind == kRelative;
+  const float* bias_row = bias_rel ? g.bias_table + h * g.bias_buckets : nullptr;
+  const float* c_row = c_rel ? g.c_table + h * g.c_buckets : nullptr;
+  for (int x = threadIdx.x; x < kDiag; x += kThreads) {
+    const int m = m0 + x;  // index into the (Nq + Nk − 1) map
+    const bool valid = m >= 0 && m < diagonals;
+    bias_s[x] = bias_rel && valid ? bias_row[g.bias_map[m]] : 0.0f;
+    c_s[x] = c_rel && valid ? c_row[g.c_map[m]] : 1.0f;
   }
 }
 
-// A tile whose every cell (i, j), i in [i_lo, i_hi), j in [j_lo, j_hi), is inside the matrix and
-// unmasked, with no dropout: most tiles of a long sequence. The kernels then skip the per-cell
-// mask and κ (the same values: false and 1), a few instructions of every cell's twenty.
-__device__ __forceinline__ bool tile_is_plain(const FlashGeometry& g, int64_t i_lo, int64_t i_hi, int64_t j_lo,
-                                              int64_t j_hi) {
-  return g.mask.key_padding == nullptr && g.drop_p <= 0.0f && i_hi <= g.nq && j_hi <= g.nk &&
-         (!g.mask.causal || j_hi - 1 <= i_lo + g.mask.causal_offset) && j_lo >= 0;
+// ---- the interior fast path ----
+// A tile takes the fast path when each of its cells (i, j), i in [i_lo, i_hi), j in [j_lo, j_hi),
+// is inside the matrix, not causally cut, not a padded key, with no dropout, and B and C come
+// from staged diagonals (relative maps, or no table: staged as 0 and 1). Its cells then skip the
+// mask, κ and the map kind: the same values (unmasked, κ = 1, the staged B and C), so the fast
+// path gives the edge path's bits. The choice is block-uniform, one branch per tile.
+__device__ __forceinline__ bool fast_path_possible(const FlashGeometry& g) {
+  return g.drop_p <= 0.0f && (g.bias_table == nullptr || g.bias_kind == kRelative) &&
+         (g.c_table == nullptr || g.c_kind == kRelative);
+}
+// bench/sass_mix.sh compiles the kernels a second time with URPE_TC_SASS_INTERIOR_ONLY defined,
+// every tile sent down the fast path (wrong results for edge tiles: never built into a program),
+// to count the fast path's instructions apart from the edge path's.
+#if defined(URPE_TC_SASS_INTERIOR_ONLY)
+constexpr bool kSassInteriorOnly = true;
+#else
+constexpr bool kSassInteriorOnly = false;
+#endif
+
+// pad_from: the first padded key of the tile's batch item (first_padded_key), Nk when none.
+__device__ __forceinline__ bool tile_is_interior(const FlashGeometry& g, int i_lo, int i_hi, int j_lo, int j_hi,
+                                                 int pad_from) {
+  if (kSassInteriorOnly) return true;
+  return i_hi <= g.nq && j_hi <= g.nk && j_hi <= pad_from &&
+         (!g.mask.causal || int64_t(j_hi) - 1 <= int64_t(i_lo) + g.mask.causal_offset);
 }
 
+// The first padded key of batch item b (Nk when it has none or there is no padding), found by the
+// whole block once per task: each thread its first in a strided walk, then a fixed min tree over
+// the warp and over the kWarps warps in `scratch`. Barriers inside: every thread calls it.
+__device__ __forceinline__ int first_padded_key(const FlashGeometry& g, int b, int (&scratch)[kWarps]) {
+  const int nk = int(g.nk);
+  if (g.mask.key_padding == nullptr) return nk;
+  const int32_t* pad = g.mask.key_padding + int64_t(b) * nk;
+  int first = nk;
+  for (int j = threadIdx.x; j < nk; j += kThreads)
+    if (pad[j] != 0) {
+      first = j;
+      break;
+    }
+#pragma unroll
+  for (int offset = 1; offset < kWarp; offset *= 2) first = min(first, __shfl_xor_sync(0xffffffffu, first, offset));
+  if (threadIdx.x % kWarp == 0) scratch[threadIdx.x / kWarp] = first;
+  __syncthreads();
+  int result = scratch[0];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) result = min(result, scratch[w]);
+  __syncthreads();  // scratch read by all before the next task writes it
+  return result;
+}
+
+// Where a lane's cells sit in its warp's 16 × kKeys tile of a query-row kernel (forward, dQ): rows i + {0, 8}, keys j + 8·nb + {0, 1}
+// (the C fragment layout), and x, the staged diagonal of register 0 of key block 0; register r of
+// key block nb is diagonal x + 8·nb + (r & 1) − 8·(r >> 1), a constant offset after unrolling.
+struct LaneCells {
+  int i, j, x;
+};
+__device__ __forceinline__ int cell_row(const LaneCells& at, int r) { return at.i + 8 * (r >> 1); }
+__device__ __forceinline__ int cell_key(const LaneCells& at, int nb, int r) { return at.j + 8 * nb + (r & 1); }
+__device__ __forceinline__ int cell_diagonal(const LaneCells& at, int nb, int r) {
+  return at.x + 8 * nb + (r & 1) - 8 * (r >> 1);
+}
+
+// ---- the edge path: one cell at a time ----
 // Cell (i, j) of batch item b: hidden when outside the matrix, causally in the future or a padded
 // key (then every kernel treats it as P = 0).
 __device__ __forceinline__ bool cell_masked(const FlashGeometry& g, int64_t b, int64_t i, int64_t j) {
@@ -100,6 +204,20 @@ __device__ __forceinline__ float cell_c(const FlashGeometry& g, const float* c_s
                                         int64_t h, int64_t i, int64_t j) {
   if (g.c_table == nullptr) return 1.0f;
   return g.c_kind == kRelative ? c_s[x] : g.c_value(b, h, i, j);
+}
+
+// Rows [first, first + 16) of a (rows, cols) output slice from the accumulators (valid rows and
+// columns only).
+template <int kSteps>
+__device__ __forceinline__ void store_rows(float* __restrict__ dst, const float (&acc)[kSteps][4], int first,
+                                           int rows, int cols, int lane) {
+#pragma unroll
+  for (int nd = 0; nd < kSteps; ++nd)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int row = first + tc::c_row(lane, r), col = nd * 8 + tc::c_col(lane, r);
+      if (row < rows && col < cols) dst[row * cols + col] = acc[nd][r];
+    }
 }
 
 // Max and sum over the four lanes of a fragment row's group (lanes 4g … 4g + 3): a fixed tree.
