@@ -89,6 +89,11 @@ attention_tc_shapes() {
   d64="--batch 8 --heads 16 --head-dim 64 --lengths 1024,4096,16384" long="--batch 8 --heads 16 --head-dim 64 --lengths 16384,32768"
   flex_n="--batch 8 --heads 16 --head-dim 64 --lengths 1024,4096" ncu_shape="--batch 8 --heads 16 --head-dim 64 --lengths 4096"
   reps=10 long_reps=2 sz=""
+  # ATTENTION_TC_PEERS=0 skips attention_tc_measure's PyTorch rows (SDPA, PyTorch's materialized
+  # URPE): they do not depend on urpe's kernels, and a call that re-measures urpe after a kernel
+  # change compares with the record that holds them on the same kind of card (H200: 2026-11-26).
+  # FlexAttention (attention_tc_check) has not been measured yet and always runs.
+  peers=${ATTENTION_TC_PEERS:-1}
   if [ "${ATTENTION_TC_SMOKE:-0}" = 1 ]; then
     b32="--batch 1 --heads 2 --head-dim 32 --lengths 70"; t5="--batch 1 --heads 2 --head-dim 64 --lengths 40,70"
     d64="--batch 1 --heads 2 --head-dim 64 --lengths 64,130"; long="--batch 1 --heads 1 --head-dim 64 --lengths 200"
@@ -117,14 +122,14 @@ attention_tc_measure() {
   # shellcheck disable=SC2086
   {
     step bench_b32_tf32 "$urpe" bench attention --device cuda $b32 --tf32 --repeats $reps $sz
-    step torch_b32_tf32 python3 bench/torch_attention.py --device cuda $b32 --tf32 --repeats $reps \
+    [ "$peers" = 1 ] && step torch_b32_tf32 python3 bench/torch_attention.py --device cuda $b32 --tf32 --repeats $reps \
       --paths materialized,sdpa+bias,sdpa,sdpa_bf16 $torch_check
     step bench_table5_tf32 "$urpe" bench attention --device cuda $t5 --tf32 --repeats $reps $sz
     step bench_d64_tf32 "$urpe" bench attention --device cuda $d64 --tf32 --attention fused --repeats $reps $sz
-    step torch_d64_tf32 python3 bench/torch_attention.py --device cuda $d64 --tf32 --repeats $reps \
+    [ "$peers" = 1 ] && step torch_d64_tf32 python3 bench/torch_attention.py --device cuda $d64 --tf32 --repeats $reps \
       --paths sdpa,sdpa_bf16 $torch_check
     step bench_d64_causal_tf32 "$urpe" bench attention --device cuda $d64 --tf32 --causal --attention fused --repeats $reps $sz
-    step torch_d64_causal_tf32 python3 bench/torch_attention.py --device cuda $d64 --tf32 --causal --repeats $reps \
+    [ "$peers" = 1 ] && step torch_d64_causal_tf32 python3 bench/torch_attention.py --device cuda $d64 --tf32 --causal --repeats $reps \
       --paths sdpa,sdpa_bf16 $torch_check
     step bench_long_tf32 "$urpe" bench attention --device cuda $long --tf32 --attention fused --repeats $long_reps $sz
     step bench_b32_fp32 "$urpe" bench attention --device cuda $b32 --repeats $reps $sz

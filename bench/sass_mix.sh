@@ -14,6 +14,12 @@
 # frame and spill bytes. Static counts are instructions in the binary, not instructions executed;
 # the inner loops are unrolled, so they track the per-tile work closely.
 #
+# Since 2026-11-27 each kernel holds two copies of its per-cell code: the interior fast path and
+# the edge path (ops/urpe_flash_tc_tiles.cuh, tile_is_interior). The first table counts the
+# kernels as built; the second compiles them again with URPE_TC_SASS_INTERIOR_ONLY (every tile
+# down the fast path, the edge path compiled out: for counting only, its results are wrong on
+# edge tiles), which is the code a long sequence's tiles run.
+#
 #   bench/sass_mix.sh [--keep DIR]      (DIR keeps the cubins, .sass and ptxas logs)
 # Needs nvcc and cuobjdump: $CUOBJDUMP, else cuobjdump on PATH or in nvcc's folder, else Triton's
 # copy at /tmp/trx/triton/backends/nvidia/bin/cuobjdump (get it with `pip download --no-deps triton`
@@ -34,18 +40,25 @@ mkdir -p "$WORK"
 [ -n "$KEEP" ] || trap 'rm -rf "$WORK"' EXIT
 
 FLAGS=(-cubin -arch=sm_90 -O3 -DNDEBUG --expt-relaxed-constexpr -std=c++17 -DURPE_WITH_CUDA=1 -I. -Ithird_party -Xptxas -v)
+# Variant "" is the kernels as built; "_interior" the fast path alone.
 pids=()
 for part in forward backward; do
   "$NVCC" "${FLAGS[@]}" -o "$WORK/$part.cubin" "ops/urpe_flash_tc_${part}_cuda.cu" 2>"$WORK/$part.ptxas" &
   pids+=($!)
+  if grep -q URPE_TC_SASS_INTERIOR_ONLY ops/urpe_flash_tc_tiles.cuh 2>/dev/null; then
+    "$NVCC" "${FLAGS[@]}" -DURPE_TC_SASS_INTERIOR_ONLY -o "$WORK/${part}_interior.cubin" \
+      "ops/urpe_flash_tc_${part}_cuda.cu" 2>"$WORK/${part}_interior.ptxas" &
+    pids+=($!)
+  fi
 done
 for p in "${pids[@]}"; do wait "$p" || { cat "$WORK"/*.ptxas >&2; exit 1; }; done
 
 # One line per kernel: short name, then the counts. Names: forward<64>, dq<64>, dkdv<64>, …
 short() { c++filt | sed -E 's/.*urpe_flash_tc_(backward_)?([a-z_]+)_kernel(<[0-9]+>)?.*/\2\3/'; }
-{
+table() {  # table VARIANT: the counts of $WORK/{forward,backward}VARIANT.cubin
+  local variant=$1
   for part in forward backward; do
-    "$CUOBJDUMP" -sass "$WORK/$part.cubin" >"$WORK/$part.sass"
+    "$CUOBJDUMP" -sass "$WORK/$part$variant.cubin" >"$WORK/$part$variant.sass"
     awk '
       /Function :/ { name = $3; names[name] = 1 }
       /^ +\/\*[0-9a-f]+\*\/ / {
@@ -63,21 +76,27 @@ short() { c++filt | sed -E 's/.*urpe_flash_tc_(backward_)?([a-z_]+)_kernel(<[0-9
           for (k = 1; k <= 9; ++k) printf " %d", count[n, cls[k]] + 0
           printf " %d %d\n", ints[n] + 0, total[n] + 0
         }
-      }' "$WORK/$part.sass"
-  done
-} >"$WORK/counts.txt"
+      }' "$WORK/$part$variant.sass"
+  done >"$WORK/counts$variant.txt"
+  # ptxas -v: "Compiling entry function 'NAME'", then "N bytes stack frame, S bytes spill stores,
+  # L bytes spill loads", then "Used R registers".
+  awk '
+    /Compiling entry function/ { match($0, /'\''[^'\'']+'\''/); name = substr($0, RSTART + 1, RLENGTH - 2) }
+    /bytes stack frame/ { stack[name] = $1; spill[name] = $5 "/" $9 }
+    /Used [0-9]+ registers/ { for (k = 1; k <= NF; ++k) if ($k == "Used") regs[name] = $(k + 1); print name, regs[name], stack[name], spill[name] }
+  ' "$WORK/forward$variant.ptxas" "$WORK/backward$variant.ptxas" >"$WORK/ptxas$variant.txt"
+  printf '%-12s %6s %6s %6s %5s %5s %5s %5s %4s %4s %6s %6s %5s %6s %9s\n' \
+    kernel HMMA IMAD ISETP BRA LDS LDG CALL LDL STL int total regs stack spill_st/ld
+  join <(sort "$WORK/counts$variant.txt") <(sort "$WORK/ptxas$variant.txt") | while read -r mangled rest; do
+    echo "$(echo "$mangled" | short) $rest"
+  done | grep -E '^(forward|dq|dkdv)<' | sort -t'<' -k1,1 -k2,2n |
+    awk '{ printf "%-12s %6d %6d %6d %5d %5d %5d %5d %4d %4d %6d %6d %5d %6d %9s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 }'
+}
 
-# ptxas -v: "Compiling entry function 'NAME'", then "N bytes stack frame, S bytes spill stores, L
-# bytes spill loads", then "Used R registers".
-awk '
-  /Compiling entry function/ { match($0, /'\''[^'\'']+'\''/); name = substr($0, RSTART + 1, RLENGTH - 2) }
-  /bytes stack frame/ { stack[name] = $1; spill[name] = $5 "/" $9 }
-  /Used [0-9]+ registers/ { for (k = 1; k <= NF; ++k) if ($k == "Used") regs[name] = $(k + 1); print name, regs[name], stack[name], spill[name] }
-' "$WORK/forward.ptxas" "$WORK/backward.ptxas" >"$WORK/ptxas.txt"
-
-printf '%-12s %6s %6s %6s %5s %5s %5s %5s %4s %4s %6s %6s %5s %6s %9s\n' \
-  kernel HMMA IMAD ISETP BRA LDS LDG CALL LDL STL int total regs stack spill_st/ld
-join <(sort "$WORK/counts.txt") <(sort "$WORK/ptxas.txt") | while read -r mangled rest; do
-  echo "$(echo "$mangled" | short) $rest"
-done | grep -E '^(forward|dq|dkdv)<' | sort -t'<' -k1,1 -k2,2n |
-  awk '{ printf "%-12s %6d %6d %6d %5d %5d %5d %5d %4d %4d %6d %6d %5d %6d %9s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 }'
+echo "== the kernels as built (sm_90, $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet -- ops 2>/dev/null || echo ', ops/ modified'))"
+table ""
+if [ -f "$WORK/forward_interior.cubin" ]; then
+  echo
+  echo "== the interior fast path alone (URPE_TC_SASS_INTERIOR_ONLY: the edge path compiled out)"
+  table _interior
+fi
