@@ -14,8 +14,13 @@
 //     O ← α·O + W·V_J                                          kDim/8 × kKeys/8 mma
 //   W goes from the accumulator layout into the A operand without moving (the key pairing of
 //   ops/mma_tf32.cuh): lane t's keys 2t, 2t+1 are its A columns t, t+4, and V is read at rows
-//   2t, 2t+1. At the end O/ℓ and L = m + ln ℓ are written; a row with no unmasked key gets
-//   O = 0, L = −∞, as on the scalar path.
+//   2t, 2t+1. K sits in shared memory as column pairs and V as row pairs
+//   (load_rounded_column_pairs / _row_pairs, ops/urpe_flash_tc_tiles.cuh), so each mma's two B
+//   registers are one 64-bit shared load. Per tile, one block-uniform branch sends interior tiles
+//   (no mask, padding, dropout, dense map) down a fast path that evaluates no per-cell condition.
+//   At the end O/ℓ and L = m + ln ℓ are written; a row with no unmasked key gets O = 0, L = −∞,
+//   as on the scalar path. At most 3 blocks of 4 warps per SM (2 at kDim = 128): __launch_bounds__
+//   holds the registers to 168 (the fast path needs no more; the edge path spills a few words).
 //   FLOPs: 4·Nq·Nk·kDim per (b, h) on the tensor cores (the padded dims count), plus per cell the
 //   scale, bias, max, exp, sum and C (~10) on the FP32 units.
 //   Bytes: Q and O once; K and V once per 64 query rows: (Nq/64)·Nk·(dh + dv)·4 per (b, h); the
@@ -80,15 +85,15 @@ __device__ __forceinline__ void forward_weights(const FlashGeometry& g, float (&
 }
 
 template <int kDim>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
     urpe_flash_tc_forward_kernel(FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k,
                                  const float* __restrict__ v, float* __restrict__ out, float* __restrict__ lse) {
   constexpr int kKeys = kDim == 128 ? 32 : 64;
   constexpr int kKeyBlocks = kKeys / 8;  // n-blocks of S, k-steps of W·V
-  constexpr int kSteps = Dim<kDim>::kSteps, kStride = Dim<kDim>::kStride;
+  constexpr int kSteps = Dim<kDim>::kSteps;
   constexpr int kDiag = kBlockRows + kKeys - 1;
-  URPE_SHARED(float, k_s, [kKeys][kStride]);
-  URPE_SHARED(float, v_s, [kKeys][kStride]);
+  URPE_SHARED(float2, k_s, [kKeys][kDim / 2 + 4]);  // column pairs (load_rounded_column_pairs)
+  URPE_SHARED(float2, v_s, [kKeys / 2][kDim + 4]);  // row pairs (load_rounded_row_pairs)
   URPE_SHARED(float, bias_s, [kDiag]);
   URPE_SHARED(float, c_s, [kDiag]);
   URPE_SHARED(int, pad_scratch, [kWarps]);
@@ -115,8 +120,8 @@ __global__ void __launch_bounds__(kThreads)
     const int key_end = int(g.key_limit(i0 + rows - 1));  // masked for every row beyond
     for (int j0 = 0; j0 < key_end; j0 += kKeys) {
       __syncthreads();  // the previous tile's reads of k_s, v_s and the diagonals are done
-      load_rounded<kKeys, kDim>(k_s, k_bh + j0 * dh, nk - j0, dh);
-      load_rounded<kKeys, kDim>(v_s, v_bh + j0 * dv, nk - j0, dv);
+      load_rounded_column_pairs<kKeys, kDim>(k_s, k_bh + j0 * dh, nk - j0, dh);
+      load_rounded_row_pairs<kKeys, kDim>(v_s, v_bh + j0 * dv, nk - j0, dv);
       stage_diagonals(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s);
       __syncthreads();
 
@@ -129,8 +134,8 @@ __global__ void __launch_bounds__(kThreads)
       for (int ks = 0; ks < kSteps; ++ks)
 #pragma unroll
         for (int nb = 0; nb < kKeyBlocks; ++nb) {
-          const uint32_t kb[2] = {__float_as_uint(k_s[nb * 8 + group][ks * 8 + member]),
-                                  __float_as_uint(k_s[nb * 8 + group][ks * 8 + member + 4])};
+          const float2 kf = k_s[nb * 8 + group][ks * 4 + member];  // K(key, 8ks + t), K(key, 8ks + t + 4)
+          const uint32_t kb[2] = {__float_as_uint(kf.x), __float_as_uint(kf.y)};
           tc::mma_m16n8k8(s[nb], qa[ks], kb);
         }
 
@@ -169,8 +174,8 @@ __global__ void __launch_bounds__(kThreads)
         tc::accumulator_as_a(wa, s[kb]);
 #pragma unroll
         for (int nd = 0; nd < kSteps; ++nd) {
-          const uint32_t vb[2] = {__float_as_uint(v_s[kb * 8 + 2 * member][nd * 8 + group]),
-                                  __float_as_uint(v_s[kb * 8 + 2 * member + 1][nd * 8 + group])};
+          const float2 vf = v_s[kb * 4 + member][nd * 8 + group];  // V(8kb + 2t, ·), V(8kb + 2t + 1, ·)
+          const uint32_t vb[2] = {__float_as_uint(vf.x), __float_as_uint(vf.y)};
           tc::mma_m16n8k8(o[nd], wa, vb);
         }
       }

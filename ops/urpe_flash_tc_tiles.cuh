@@ -86,6 +86,75 @@ __device__ __forceinline__ void load_rounded(float (&tile)[kRows][kStride], cons
   }
 }
 
+// The forward's K and V tiles in layouts that give each mma's two B registers in one 64-bit shared
+// load (half the shared-load instructions of the scalar layout above). The values are the same
+// TF32 roundings, so the products are the same bits.
+//   column pairs (K, read as the n side of S = Q·Kᵀ: B(t, g) = K(g, t), B(t + 4, g) = K(g, t + 4)):
+//     K(r, 8s + t) and K(r, 8s + t + 4) side by side at tile[r][4s + t]; rows kDim + 8 floats
+//     apart, so the 16 lanes of a half-warp (rows g = 0..3, t = 0..3) hit banks 8g + 2t, 8g + 2t + 1;
+//   row pairs (V, read paired as the k side of W·V: rows 2t, 2t + 1, column g):
+//     V(2p, d) and V(2p + 1, d) side by side at tile[p][d]; pair rows 2·kDim + 8 floats apart:
+//     a half-warp's lanes hit banks 8t + 2g, 8t + 2g + 1.
+// Each thread writes whole float2s (8 columns of one row, or 4 columns of two rows); zeros past
+// valid_rows and cols as in load_rounded.
+template <int kRows, int kDim, int kCols2>
+__device__ __forceinline__ void load_rounded_column_pairs(float2 (&tile)[kRows][kCols2], const float* __restrict__ src,
+                                                          int valid_rows, int cols) {
+  static_assert(kCols2 == kDim / 2 + 4, "rows kDim + 8 floats apart");
+  constexpr int kUnits = kRows * kDim / 8;  // 8 columns of one row each
+  static_assert(kUnits % kThreads == 0, "every thread loads the same number of units");
+  const bool whole = cols == kDim && valid_rows >= kRows && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
+#pragma unroll
+  for (int n = 0; n < kUnits / kThreads; ++n) {
+    const int e = threadIdx.x + n * kThreads, r = e / (kDim / 8), c = 8 * (e % (kDim / 8));
+    float lo[4], hi[4];
+    if (whole) {
+      const float4 a = *reinterpret_cast<const float4*>(src + r * kDim + c);
+      const float4 b = *reinterpret_cast<const float4*>(src + r * kDim + c + 4);
+      lo[0] = a.x, lo[1] = a.y, lo[2] = a.z, lo[3] = a.w;
+      hi[0] = b.x, hi[1] = b.y, hi[2] = b.z, hi[3] = b.w;
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        lo[k] = r < valid_rows && c + k < cols ? src[r * cols + c + k] : 0.0f;
+        hi[k] = r < valid_rows && c + 4 + k < cols ? src[r * cols + c + 4 + k] : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      tile[r][c / 2 + k] = make_float2(__uint_as_float(tc::to_tf32(lo[k])), __uint_as_float(tc::to_tf32(hi[k])));
+  }
+}
+
+template <int kRows, int kDim, int kPairs, int kCols>
+__device__ __forceinline__ void load_rounded_row_pairs(float2 (&tile)[kPairs][kCols], const float* __restrict__ src,
+                                                       int valid_rows, int cols) {
+  static_assert(kPairs * 2 == kRows && kCols == kDim + 4, "pair rows 2·kDim + 8 floats apart");
+  constexpr int kUnits = kPairs * kDim / 4;  // 4 columns of two rows each
+  static_assert(kUnits % kThreads == 0, "every thread loads the same number of units");
+  const bool whole = cols == kDim && valid_rows >= kRows && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
+#pragma unroll
+  for (int n = 0; n < kUnits / kThreads; ++n) {
+    const int e = threadIdx.x + n * kThreads, p = e / (kDim / 4), c = 4 * (e % (kDim / 4)), r = 2 * p;
+    float even[4], odd[4];
+    if (whole) {
+      const float4 a = *reinterpret_cast<const float4*>(src + r * kDim + c);
+      const float4 b = *reinterpret_cast<const float4*>(src + (r + 1) * kDim + c);
+      even[0] = a.x, even[1] = a.y, even[2] = a.z, even[3] = a.w;
+      odd[0] = b.x, odd[1] = b.y, odd[2] = b.z, odd[3] = b.w;
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        even[k] = r < valid_rows && c + k < cols ? src[r * cols + c + k] : 0.0f;
+        odd[k] = r + 1 < valid_rows && c + k < cols ? src[(r + 1) * cols + c + k] : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      tile[p][c + k] = make_float2(__uint_as_float(tc::to_tf32(even[k])), __uint_as_float(tc::to_tf32(odd[k])));
+  }
+}
+
 // A row of a fragment-A operand straight from global memory (rows of the block's own side, read
 // once per task): a[s][r] = src(row first_row + a_row, column 8s + a_col), rounded, zero outside
 // (rows from valid_rows, columns from cols).
