@@ -41,13 +41,14 @@ mkdir -p "$WORK"
 
 FLAGS=(-cubin -arch=sm_90 -O3 -DNDEBUG --expt-relaxed-constexpr -std=c++17 -DURPE_WITH_CUDA=1 -I. -Ithird_party -Xptxas -v)
 # Variant "" is the kernels as built; "_interior" the fast path alone.
+declare -A SOURCE=([forward]=ops/urpe_flash_tc_forward_cuda.cu [backward]=ops/urpe_flash_tc_backward_cuda.cu)
 pids=()
 for part in forward backward; do
-  "$NVCC" "${FLAGS[@]}" -o "$WORK/$part.cubin" "ops/urpe_flash_tc_${part}_cuda.cu" 2>"$WORK/$part.ptxas" &
+  "$NVCC" "${FLAGS[@]}" -o "$WORK/$part.cubin" "${SOURCE[$part]}" 2>"$WORK/$part.ptxas" &
   pids+=($!)
   if grep -q URPE_TC_SASS_INTERIOR_ONLY ops/urpe_flash_tc_tiles.cuh 2>/dev/null; then
     "$NVCC" "${FLAGS[@]}" -DURPE_TC_SASS_INTERIOR_ONLY -o "$WORK/${part}_interior.cubin" \
-      "ops/urpe_flash_tc_${part}_cuda.cu" 2>"$WORK/${part}_interior.ptxas" &
+      "${SOURCE[$part]}" 2>"$WORK/${part}_interior.ptxas" &
     pids+=($!)
   fi
 done
