@@ -14,7 +14,7 @@
 #include "models/encoder.h"
 #include "models/transformer_xl.h"
 #include "train/config/memory_estimate.h"
-#include "train/io/config.h"
+#include "base/io/config.h"
 #include "train/loop/train_options.h"
 
 namespace urpe {

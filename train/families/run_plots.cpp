@@ -12,11 +12,11 @@
 #include "models/positional.h"
 #include "train/loop/checkpoint.h"
 #include "train/encoding_names.h"
-#include "train/io/config.h"
+#include "base/io/config.h"
 #include "train/families/model_family.h"
-#include "train/plot/charts.h"
+#include "base/plot/charts.h"
 #include "train/config/run_config.h"
-#include "train/io/safetensors.h"
+#include "base/io/safetensors.h"
 #include "tensor/error.h"
 
 namespace urpe {

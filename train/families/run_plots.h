@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "train/io/config.h"
-#include "train/plot/charts.h"
-#include "train/io/run_dir.h"
+#include "base/io/config.h"
+#include "base/plot/charts.h"
+#include "base/io/run_dir.h"
 #include "tensor/tensor.h"
 
 namespace urpe {
