@@ -25,7 +25,8 @@
 #include "train/encoding_names.h"
 #include "train/families/graphormer/graphormer_plots.h"
 #include "base/io/run_dir.h"
-#include "train/families/run_plots.h"
+#include "train/families/encoder/encoder_plots.h"
+#include "train/families/txl/txl_plots.h"
 #include "base/profile/roofline_plot.h"
 
 using namespace urpe;

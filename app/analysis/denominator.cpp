@@ -15,7 +15,7 @@
 #include "base/plot/charts.h"
 #include "train/loop/progress.h"
 #include "train/config/run_config.h"
-#include "train/families/run_plots.h"
+#include "train/families/encoder/encoder_plots.h"
 
 namespace urpe {
 

@@ -1,5 +1,6 @@
 // The one-page summary of a synthetic grid (see run_summary.h). The charts are the grid's own
-// (train/families/run_plots.h) and the probe's (probe.h), drawn smaller and placed two by two:
+// (train/families/encoder/encoder_plots.h) and the probe's (probe.h), drawn smaller and placed
+// two by two:
 //   accuracy with chance      | learning curves (first task) with chance
 //   learned C per head (URPE) | Theorem 2 probe of every run (first seed)
 #include "app/analysis/run_summary.h"
@@ -10,7 +11,7 @@
 #include "app/analysis/probe.h"
 #include "base/io/run_dir.h"
 #include "base/plot/charts.h"
-#include "train/families/run_plots.h"
+#include "train/families/encoder/encoder_plots.h"
 
 namespace urpe {
 

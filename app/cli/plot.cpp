@@ -8,6 +8,7 @@
 #include "app/analysis/run_summary.h"
 #include "base/io/run_lock.h"
 #include "train/families/run_plots.h"
+#include "train/families/encoder/encoder_plots.h"
 
 namespace urpe::cli {
 

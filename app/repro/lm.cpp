@@ -15,7 +15,7 @@
 #include "train/config/run_config.h"
 #include "base/io/run_dir.h"
 #include "train/loop/run_control.h"
-#include "train/families/run_plots.h"
+#include "train/families/txl/txl_plots.h"
 #include "base/io/safetensors.h"
 #include "app/repro/paper_values.h"
 #include "app/repro/seed_stats.h"

@@ -8,7 +8,7 @@
 #include "train/families/encoder/encoder_mlm_trainer.h"
 #include "train/families/encoder/encoder_trainer.h"
 #include "train/families/model_family.h"
-#include "train/families/run_plots.h"
+#include "train/families/encoder/encoder_plots.h"
 #include "train/loop/checkpoint.h"
 #include "train/loop/run_control.h"
 

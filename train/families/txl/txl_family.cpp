@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "train/families/model_family.h"
-#include "train/families/run_plots.h"
+#include "train/families/txl/txl_plots.h"
 #include "train/families/txl/txl_config.h"
 #include "train/families/txl/txl_trainer.h"
 
