@@ -37,7 +37,7 @@ import torch_reference_txl as ref_txl  # noqa: E402
 
 LEARNING_RATE = 1e-4
 
-# ---- the three bench configurations (app/bench/step_models.cpp) ----
+# ---- the three bench configurations (train/families/NAME/NAME_bench_step.cpp) ----
 
 ENCODER = dict(ref.BENCH)  # n 128, d 128, 4 heads, 2 layers, d_ff 512, batch 32, URPE
 TXL = {"vocab": 1000, "layers": 2, "d_model": 128, "heads": 4, "d_head": 32, "d_inner": 512,
@@ -64,7 +64,7 @@ def init_parameters(shapes, g):
 
 
 def bench_molecules(count):
-    """The molecules of urpe's bench (app/bench/step_models.h: bench_molecules), as
+    """The molecules of urpe's bench (train/families/graphormer/graphormer_bench_step.cpp: bench_molecules), as
     torch_reference_graphormer.collate takes them: (SMILES, atom types, bonds, target)."""
     molecules = []
     for g in range(count):

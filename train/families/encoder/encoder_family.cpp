@@ -59,6 +59,9 @@ AnalysedModel analysed_model(const Config& config, uint64_t seed) {
 
 }  // namespace
 
+// encoder_bench_step.cpp
+std::unique_ptr<StepModel> make_encoder_bench_step(const StepModelOptions& options, const Device& device);
+
 ModelFamily encoder_family() {
   ModelFamily f;
   f.name = "encoder";
@@ -71,6 +74,7 @@ ModelFamily encoder_family() {
   f.evaluate = evaluate;
   f.draw_run_plots = draw_encoder_run_plots;
   f.analysed_model = analysed_model;
+  f.make_bench_step = make_encoder_bench_step;
   return f;
 }
 
