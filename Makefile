@@ -91,7 +91,7 @@ gpu:
 	cmake --build $(GPU_BUILD) -j $(JOBS)
 
 # The manual's generated parts (docs/testing.md#documentation-that-cannot-rot): `make docs` rewrites
-# the command reference in docs/cli.md from train/cli/command_table.cpp and runs the walkthrough in
+# the command reference in docs/cli.md from app/cli/command_table.cpp and runs the walkthrough in
 # full, putting its outputs into docs/walkthrough.md; `make docs-check` runs the checks CI runs
 # (every cross-reference resolves, docs/cli.md matches the command table, the quick walkthrough).
 DOCS_TESTS := test_doc_links test_cli_reference

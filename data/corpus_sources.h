@@ -1,6 +1,6 @@
 // The corpus's source record, `sources.tsv` next to the split files (written by
 // tools/make_corpus.py): which lines of each split come from which source, so that `urpe analyze`
-// can give each source its own topic (train/analysis/corpus_topics.h).
+// can give each source its own topic (app/analysis/corpus_topics.h).
 //
 // Format: a line per (split, source) block in file order,
 //     split<TAB>first line (from 1)<TAB>line count<TAB>source title

@@ -4,7 +4,7 @@
 // developed on — it falls back to its SSE3 "Prescott" kernels: measured here 11 GFLOP/s instead
 // of 51 with the AVX-512 kernels on the same core. The choice can only be overridden through the
 // OPENBLAS_CORETYPE environment variable, read before main(); `urpe` therefore re-executes itself
-// once with it set (train/cli/main.cpp).
+// once with it set (app/cli/main.cpp).
 #pragma once
 #include <string>
 

@@ -1,5 +1,5 @@
 // The per-op profiler's hooks: how every op, model block and training phase tells the profiler
-// (train/profile/: `urpe profile`, `urpe train --trace`) when it begins and ends and what it costs.
+// (base/profile/: `urpe profile`, `urpe train --trace`) when it begins and ends and what it costs.
 //
 //   op      profile::OpRange at the top of each public op (forward) and around each autograd
 //           node's backward ("softmax backward"); the optimizer's and the collectives' ops too.
@@ -52,7 +52,7 @@ const char* phase_name(Phase phase);  // "forward", "backward", "optimizer", "co
 // backward runs under the same names. Shared: every node of one block holds the same path.
 using ScopePath = std::shared_ptr<const std::vector<std::string>>;
 
-// What the hooks talk to (train/profile/op_recorder.h implements it).
+// What the hooks talk to (base/profile/op_recorder.h implements it).
 class Recorder {
  public:
   virtual ~Recorder() = default;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "train/plot/charts.h"
+#include "base/plot/charts.h"
 
 namespace urpe::test {
 

@@ -8,7 +8,7 @@
 #include "doctest/doctest.h"
 #include "models/parameters.h"
 #include "tensor/tensor.h"
-#include "train/io/safetensors.h"
+#include "base/io/safetensors.h"
 
 namespace urpe::test {
 

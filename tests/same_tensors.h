@@ -5,7 +5,7 @@
 #include <string>
 
 #include "doctest/doctest.h"
-#include "train/io/safetensors.h"
+#include "base/io/safetensors.h"
 
 namespace urpe::test {
 

@@ -1,4 +1,4 @@
-// `urpe analyze` (train/analysis/position_context.h, analyze_run.h, corpus_topics.h): the exact
+// `urpe analyze` (app/analysis/position_context.h, analyze_run.h, corpus_topics.h): the exact
 // position/context split and its identities, statistics that recover what was planted in
 // synthetic hidden states, the eigensolvers against each other and against known spectra, the
 // corpus's topic boundary, and the command on tiny trained runs with its errors.
@@ -16,15 +16,15 @@
 #include "data/text_file.h"
 #include "golden_util.h"
 #include "test_util.h"
-#include "train/analysis/analyze_files.h"
-#include "train/analysis/analyze_run.h"
-#include "train/analysis/attention_split.h"
-#include "train/analysis/corpus_topics.h"
-#include "train/analysis/position_context.h"
+#include "app/analysis/analyze_files.h"
+#include "app/analysis/analyze_run.h"
+#include "app/analysis/attention_split.h"
+#include "app/analysis/corpus_topics.h"
+#include "app/analysis/position_context.h"
 #include "train/loop/checkpoint.h"
-#include "train/io/json.h"
-#include "train/io/run_dir.h"
-#include "train/io/safetensors.h"
+#include "base/io/json.h"
+#include "base/io/run_dir.h"
+#include "base/io/safetensors.h"
 #include "train/config/run_config.h"
 
 using namespace urpe;

@@ -1,7 +1,7 @@
-// The minimal-traffic and flop counts behind `urpe bench kernels --device cuda` (bench/kernel_traffic.h),
+// The minimal-traffic and flop counts behind `urpe bench kernels --device cuda` (app/bench/kernel_traffic.h),
 // against numbers worked out by hand at the paper's Table 5 sizes (B = 32, H = 12, N = 128,
 // d_model 768): a wrong formula would silently misreport every GB/s and % of peak.
-#include "bench/kernel_traffic.h"
+#include "app/bench/kernel_traffic.h"
 #include "doctest/doctest.h"
 
 using namespace urpe::bench::traffic;

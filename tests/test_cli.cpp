@@ -13,6 +13,7 @@
 #include "cli_util.h"
 #include "doctest/doctest.h"
 #include "tensor/cuda_backend.h"
+#include "app/bench/step_models.h"
 #include "train/loop/checkpoint.h"
 #include "train/families/encoder/encoder_trainer.h"
 #include "train/families/txl/txl_config.h"
@@ -78,6 +79,16 @@ TEST_CASE("bad input: one line, non-zero exit, names what was wrong") {
   check_one_line_error(run_urpe("eval --run /nonexistent_run_dir"), "does not exist");
   check_one_line_error(run_urpe("train --out " + out + " --set device=tpu"), "device");
   check_one_line_error(run_urpe("train --set steps=3"), "--out");
+}
+
+TEST_CASE("bench step asks the registry: each family's step, its options checked by the family") {
+  // The families with a bench step are the registry's (train/families/NAME/NAME_bench_step.cpp).
+  CHECK(urpe::bench::step_model_names() == std::vector<std::string>{"encoder", "txl", "graphormer"});
+  check_one_line_error(run_urpe("bench step --model toy"), "option --model: expected encoder, txl or graphormer, got 'toy'");
+  check_one_line_error(run_urpe("bench step --model txl --attention fused"),
+                       "option --attention: txl has one attention path");
+  check_one_line_error(run_urpe("bench step --model graphormer --seq-len 64"),
+                       "option --seq-len: graphormer's molecules set their own sizes");
 }
 
 TEST_CASE("bench --device cuda without a usable GPU: one clear line, before any work") {

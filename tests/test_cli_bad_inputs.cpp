@@ -27,8 +27,8 @@
 
 #include "doctest/doctest.h"
 #include "file_bytes.h"
-#include "train/io/config.h"
-#include "train/io/printable.h"
+#include "base/io/config.h"
+#include "base/io/printable.h"
 #include "train/config/run_config.h"
 
 namespace {

@@ -17,7 +17,7 @@
 #include "cli_util.h"
 #include "doctest/doctest.h"
 #include "tensor/error.h"
-#include "train/cli/command_line.h"
+#include "app/cli/command_line.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // docs/cli.md's reference of every command and option is the command table itself
-// (train/cli/command_table.cpp), written out as Markdown: a new option, a changed default or a
+// (app/cli/command_table.cpp), written out as Markdown: a new option, a changed default or a
 // renamed command without its line in the page fails here. `make docs` (URPE_WRITE_DOCS=1)
 // rewrites the page's generated part; the hand-written text around it stays.
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "doctest/doctest.h"
-#include "train/cli/command_table.h"
+#include "app/cli/command_table.h"
 #include "train/config/run_config.h"
 
 namespace fs = std::filesystem;
@@ -23,7 +23,7 @@ using urpe::cli::OptionSpec;
 namespace {
 
 const std::string kBegin =
-    "<!-- BEGIN command reference: generated from train/cli/command_table.cpp by `make docs`; "
+    "<!-- BEGIN command reference: generated from app/cli/command_table.cpp by `make docs`; "
     "test_cli_reference fails when it differs -->";
 const std::string kEnd = "<!-- END command reference -->";
 
@@ -112,7 +112,7 @@ TEST_CASE("docs/cli.md lists every command and option of the command table") {
     MESSAGE("docs/cli.md: command reference rewritten from the command table");
     return;
   }
-  INFO(first_difference(current, wanted) << "\nRun `make docs` to rewrite it from train/cli/command_table.cpp.");
+  INFO(first_difference(current, wanted) << "\nRun `make docs` to rewrite it from app/cli/command_table.cpp.");
   const bool page_matches_table = current == wanted;  // a bool, so a failure prints the line above, not both texts
   CHECK(page_matches_table);
 }

@@ -13,7 +13,7 @@
 #include "models/encoder.h"
 #include "models/graphormer.h"
 #include "train/families/encoder/encoder_trainer.h"
-#include "train/io/config.h"
+#include "base/io/config.h"
 #include "train/families/txl/txl_config.h"
 #include "train/config/memory_estimate.h"
 #include "train/families/graphormer/graphormer_config.h"

@@ -1,4 +1,4 @@
-// The NCCL path of data-parallel training (train/dist/device_collectives.h): with the parameters
+// The NCCL path of data-parallel training (base/dist/device_collectives.h): with the parameters
 // on a GPU, averaging the gradients and taking the sharded Adam step (ZeRO-1) with NCCL must give
 // what the MPI/CPU path gives for the same gradients. With one rank (a GPU machine: the real NCCL
 // on one GPU; CI: the CUDA simulator's stand-in nccl.h), and with two ranks under mpirun where each
@@ -26,10 +26,10 @@
 
 #include "cli_util.h"
 #include "tensor/cuda_backend.h"
-#include "train/dist/communicator.h"
-#include "train/dist/data_parallel.h"
-#include "train/dist/device_collectives.h"
-#include "train/io/run_dir.h"
+#include "base/dist/communicator.h"
+#include "base/dist/data_parallel.h"
+#include "base/dist/device_collectives.h"
+#include "base/io/run_dir.h"
 #include "train/optim/optimizer.h"
 
 using namespace urpe;

@@ -28,7 +28,7 @@
 #include <limits>
 #include <sstream>
 
-#include "bench/cuda_peaks.h"
+#include "app/bench/cuda_peaks.h"
 #include "models/encoder.h"
 #include "models/positional.h"
 #include "ops/activation.h"

@@ -16,11 +16,11 @@
 #include "ops/reduce.h"
 #include "scratch_dir.h"
 #include "tensor/cuda_backend.h"
-#include "train/io/json.h"
-#include "train/io/run_dir.h"
-#include "train/profile/chrome_trace.h"
-#include "train/profile/key_averages.h"
-#include "train/profile/op_recorder.h"
+#include "base/io/json.h"
+#include "base/io/run_dir.h"
+#include "base/profile/chrome_trace.h"
+#include "base/profile/key_averages.h"
+#include "base/profile/op_recorder.h"
 
 using namespace urpe;
 

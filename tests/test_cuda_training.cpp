@@ -30,7 +30,7 @@
 #include "train/families/txl/txl_trainer.h"
 #include "train/families/graphormer/graphormer_trainer.h"
 #include "train/config/run_config.h"
-#include "train/io/safetensors.h"
+#include "base/io/safetensors.h"
 
 using namespace urpe;
 

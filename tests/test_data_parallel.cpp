@@ -1,4 +1,4 @@
-// The arithmetic of data parallelism (train/dist/data_parallel.h), without MPI: a communicator
+// The arithmetic of data parallelism (base/dist/data_parallel.h), without MPI: a communicator
 // that plays a second rank from a recorded buffer checks the weighting of the gradient average,
 // the global loss, the stop flag, a parameter only the other rank's batch reached, and the batch
 // shards; and Adam's sharded mode (ZeRO-1) with one rank against the unsharded Adam, and the size
@@ -8,7 +8,7 @@
 
 #include "doctest/doctest.h"
 #include "tensor/error.h"
-#include "train/dist/data_parallel.h"
+#include "base/dist/data_parallel.h"
 #include "train/optim/optimizer.h"
 
 using namespace urpe;

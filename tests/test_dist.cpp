@@ -1,4 +1,4 @@
-// Data-parallel training (docs/distributed.md, train/dist):
+// Data-parallel training (docs/distributed.md, base/dist):
 // `mpirun -np 2 urpe train` must train like one process with the same global batch, for every model
 // family; a batch that does not divide, or ranks that run different configs, is one clear error; a
 // failure on one rank ends every rank (no hang); Ctrl-C on one rank stops both with a checkpoint,
@@ -39,10 +39,10 @@
 #include "scratch_dir.h"
 #include "toy_corpus.h"
 #include "train/loop/checkpoint.h"
-#include "train/dist/communicator.h"
+#include "base/dist/communicator.h"
 #include "train/families/encoder/encoder_trainer.h"
-#include "train/io/run_dir.h"
-#include "train/io/safetensors.h"
+#include "base/io/run_dir.h"
+#include "base/io/safetensors.h"
 #include "train/families/txl/txl_trainer.h"
 #include "train/config/run_config.h"
 

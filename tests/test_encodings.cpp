@@ -15,10 +15,10 @@
 #include "ops/rotary.h"
 #include "ops/shape.h"
 #include "test_util.h"
-#include "train/analysis/analysis_model.h"
-#include "train/analysis/probe.h"
-#include "train/io/run_dir.h"
-#include "train/repro/synthetic.h"
+#include "app/analysis/analysis_model.h"
+#include "app/analysis/probe.h"
+#include "base/io/run_dir.h"
+#include "app/repro/synthetic.h"
 
 using namespace urpe;
 

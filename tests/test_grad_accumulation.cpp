@@ -18,7 +18,7 @@
 #include "ops/matmul.h"
 #include "test_util.h"
 #include "train/families/encoder/encoder_trainer.h"
-#include "train/io/safetensors.h"
+#include "base/io/safetensors.h"
 #include "train/families/txl/txl_trainer.h"
 #include "train/families/graphormer/graphormer_trainer.h"
 #include "train/config/run_config.h"

@@ -19,9 +19,9 @@
 #include "train/families/graphormer/batch_prefetch.h"
 #include "train/families/graphormer/graphormer_config.h"
 #include "train/families/graphormer/graphormer_trainer.h"
-#include "train/repro/molecules.h"
+#include "app/repro/molecules.h"
 #include "train/config/run_config.h"
-#include "train/io/safetensors.h"
+#include "base/io/safetensors.h"
 
 using namespace urpe;
 

@@ -12,8 +12,8 @@
 #include "tensor/error.h"
 #include "train/loop/checkpoint.h"
 #include "train/families/encoder/encoder_trainer.h"
-#include "train/io/json.h"
-#include "train/io/run_dir.h"
+#include "base/io/json.h"
+#include "base/io/run_dir.h"
 #include "train/families/encoder/encoder_mlm_trainer.h"
 #include "train/config/run_config.h"
 

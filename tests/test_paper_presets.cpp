@@ -13,15 +13,15 @@
 #include "train/families/graphormer/graphormer_config.h"
 #include "train/optim/optimizer.h"
 #include "train/config/paper_presets.h"
-#include "train/repro/lm.h"
-#include "train/repro/molecule_grid.h"
-#include "train/repro/molecules.h"
-#include "train/repro/pretrain.h"
-#include "train/repro/synthetic.h"
-#include "train/repro/table5.h"
+#include "app/repro/lm.h"
+#include "app/repro/molecule_grid.h"
+#include "app/repro/molecules.h"
+#include "app/repro/pretrain.h"
+#include "app/repro/synthetic.h"
+#include "app/repro/table5.h"
 #include "train/config/run_config.h"
 #include "train/config/config_sources.h"
-#include "train/repro/planned_runs.h"
+#include "app/repro/planned_runs.h"
 
 #include <sstream>
 

@@ -1,9 +1,9 @@
-// The paper-beside-ours sections of the repro results (train/repro/paper_values.h): the paper's
+// The paper-beside-ours sections of the repro results (app/repro/paper_values.h): the paper's
 // printed values, the relative changes computed from the values shown, and "not available" /
 // "not measured" where a number is missing, never a made-up one.
 #include "test_util.h"
-#include "train/repro/paper_values.h"
-#include "train/repro/synthetic.h"
+#include "app/repro/paper_values.h"
+#include "app/repro/synthetic.h"
 
 using namespace urpe;
 

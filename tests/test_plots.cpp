@@ -11,7 +11,7 @@
 #include "doctest/doctest.h"
 #include "tensor/error.h"
 #include "chart_checks.h"
-#include "train/plot/charts.h"
+#include "base/plot/charts.h"
 
 using namespace urpe;
 using namespace urpe::plot;

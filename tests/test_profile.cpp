@@ -1,4 +1,4 @@
-// The per-op profiler (tensor/op_profile.h, train/profile/): what it records of real ops — each
+// The per-op profiler (tensor/op_profile.h, base/profile/): what it records of real ops — each
 // GEMM's FLOPs exactly 2·m·n·k, backward under the forward's scopes, the phases — the key
 // averages' arithmetic on a hand-made recording, a Chrome trace that parses with every begin
 // matched by its end in nesting order, the peaks cache, and the commands: `urpe bench peaks`,
@@ -20,15 +20,15 @@
 #include "ops/shape.h"
 #include "scratch_dir.h"
 #include "test_util.h"
-#include "train/io/json.h"
-#include "train/dist/communicator.h"
-#include "train/io/run_dir.h"
+#include "base/io/json.h"
+#include "base/dist/communicator.h"
+#include "base/io/run_dir.h"
 #include "train/optim/optimizer.h"
-#include "train/profile/chrome_trace.h"
-#include "train/profile/key_averages.h"
-#include "train/profile/machine_peaks.h"
-#include "train/profile/op_recorder.h"
-#include "train/profile/profile_report.h"
+#include "base/profile/chrome_trace.h"
+#include "base/profile/key_averages.h"
+#include "base/profile/machine_peaks.h"
+#include "base/profile/op_recorder.h"
+#include "base/profile/profile_report.h"
 
 using namespace urpe;
 using profile::Phase;

@@ -16,11 +16,11 @@
 #include "data/molecule_dataset.h"
 #include "doctest/doctest.h"
 #include "scratch_dir.h"
-#include "train/io/json.h"
-#include "train/io/run_dir.h"
+#include "base/io/json.h"
+#include "base/io/run_dir.h"
 #include "train/families/graphormer/graphormer_trainer.h"
-#include "train/repro/lm.h"
-#include "train/repro/molecules.h"
+#include "app/repro/lm.h"
+#include "app/repro/molecules.h"
 #include "train/config/run_config.h"
 
 using namespace urpe;

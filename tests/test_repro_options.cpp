@@ -1,4 +1,4 @@
-// What every `urpe repro` experiment takes besides its scale (train/repro/repro_overrides.h,
+// What every `urpe repro` experiment takes besides its scale (app/repro/repro_overrides.h,
 // molecule_grid.h, pretrain.h): --set reaching every run and results.md, the keys a grid sets
 // itself refused, --tf32 and --grid checked before --out is claimed (nothing written on an error),
 // the molecule grid's selection, and `urpe repro pretrain` end to end at tiny scale.
@@ -12,11 +12,11 @@
 #include "scratch_dir.h"
 #include "tensor/cuda_backend.h"
 #include "tensor/error.h"
-#include "train/io/json.h"
-#include "train/io/run_dir.h"
-#include "train/repro/molecule_grid.h"
-#include "train/repro/pretrain.h"
-#include "train/repro/repro_overrides.h"
+#include "base/io/json.h"
+#include "base/io/run_dir.h"
+#include "app/repro/molecule_grid.h"
+#include "app/repro/pretrain.h"
+#include "app/repro/repro_overrides.h"
 #include "train/config/run_config.h"
 
 using namespace urpe;

@@ -16,10 +16,10 @@
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "test_util.h"
-#include "train/io/json.h"
-#include "train/io/safetensors.h"
+#include "base/io/json.h"
+#include "base/io/safetensors.h"
 #include "train/loop/checkpoint.h"
-#include "train/io/crc32.h"
+#include "base/io/crc32.h"
 
 using namespace urpe;
 

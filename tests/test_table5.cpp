@@ -9,8 +9,8 @@
 #include <string>
 
 #include "cli_util.h"
-#include "train/io/json.h"
-#include "train/io/run_dir.h"
+#include "base/io/json.h"
+#include "base/io/run_dir.h"
 
 using namespace urpe;
 using urpe::test::run_urpe;

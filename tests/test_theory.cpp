@@ -1,4 +1,4 @@
-// The theory commands (train/analysis/, `urpe theory`): Theorem 2's probe on tiny models trained in
+// The theory commands (app/analysis/, `urpe theory`): Theorem 2's probe on tiny models trained in
 // the test (noPE and RPE keep identical tokens identical at every layer, URPE and APE do not),
 // Proposition 4's construction against its closed form, the row sums of C, the denominator
 // experiment's bookkeeping, the hidden-state collector the probe reads, the errors for run
@@ -15,15 +15,15 @@
 #include "ops/shape.h"
 #include "cli_util.h"
 #include "test_util.h"
-#include "train/analysis/analysis_model.h"
-#include "train/analysis/construction.h"
-#include "train/analysis/denominator.h"
-#include "train/analysis/probe.h"
-#include "train/analysis/rowsums.h"
+#include "app/analysis/analysis_model.h"
+#include "app/analysis/construction.h"
+#include "app/analysis/denominator.h"
+#include "app/analysis/probe.h"
+#include "app/analysis/rowsums.h"
 #include "train/loop/checkpoint.h"
-#include "train/cli/command_line.h"
+#include "app/cli/command_line.h"
 #include "train/families/encoder/encoder_trainer.h"
-#include "train/io/run_dir.h"
+#include "base/io/run_dir.h"
 #include "train/families/txl/txl_config.h"
 #include "train/config/run_config.h"
 

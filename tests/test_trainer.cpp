@@ -13,7 +13,7 @@
 #include "train/families/encoder/encoder_trainer.h"
 #include "train/loop/init_from.h"
 #include "train/config/run_config.h"
-#include "train/io/safetensors.h"
+#include "base/io/safetensors.h"
 
 using namespace urpe;
 

@@ -13,7 +13,7 @@
 #include "ops/shape.h"
 #include "golden_util.h"
 #include "test_util.h"
-#include "train/io/safetensors.h"
+#include "base/io/safetensors.h"
 
 using namespace urpe;
 

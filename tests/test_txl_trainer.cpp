@@ -23,9 +23,9 @@
 #include "test_util.h"
 #include "train/loop/checkpoint.h"
 #include "train/families/txl/txl_trainer.h"
-#include "train/repro/lm.h"
+#include "app/repro/lm.h"
 #include "train/config/run_config.h"
-#include "train/io/safetensors.h"
+#include "base/io/safetensors.h"
 
 using namespace urpe;
 namespace fs = std::filesystem;

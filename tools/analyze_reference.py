@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """numpy reference for `urpe analyze`: the position/context decomposition from a hidden-state file.
 
-Why: train/analysis/position_context.cpp computes every number of `urpe analyze` in C++ (Gram
+Why: app/analysis/position_context.cpp computes every number of `urpe analyze` in C++ (Gram
 eigenvalues, a hand-built DCT, its own loops). This script computes the same numbers a second,
 independent way (numpy's SVD, vectorised means), so tests/test_analyze.cpp can compare urpe with
 it on a committed fixture (CI has no guaranteed Python: the test reads the committed files), and
@@ -22,7 +22,7 @@ The hidden-state file (safetensors; read here by a 20-line reader, so numpy is t
   metadata   "layers": "0,1,2", "baseline_seeds": "1,1001,2001" (the seed of each layer's
              Gaussian baseline), "topic_names": "Austen|Bible" (optional)
 
-The numbers (docs in train/analysis/position_context.h): μ, pos_t, ctx_c, resid; the ANOVA
+The numbers (docs in app/analysis/position_context.h): μ, pos_t, ctx_c, resid; the ANOVA
 energies and shares; σ(P), stable rank, the rank holding 90% of Σσ², the relative norm
 √C·σ₁(P)/σ₁(M); the Gram matrix G of the unit pos_t and E₁₀ of F G Fᵀ (F the orthonormal DCT-II,
 only for T > 10); max/mean |cos(pos_t, ctx_c)| and the same for Gaussian vectors drawn exactly as

@@ -17,7 +17,7 @@ so valid and test have no out-of-vocabulary token.
 
 It also writes data/assets/corpus/sources.tsv, which lines of each split come from which source
 (split, first line counting from 1, line count, source title), so `urpe analyze` can label a
-window of text with its novel or the Bible (train/analysis/corpus_topics.h).
+window of text with its novel or the Bible (app/analysis/corpus_topics.h).
 
 The output is deterministic: gzip with mtime 0 and no file name, so a rerun gives the same bytes
 (with the same zlib). Python 3 standard library only.

@@ -2,7 +2,7 @@
 """PyTorch's side of `urpe bench step --model encoder|txl|graphormer`: the same training steps.
 
 Why: urpe's CPU speed is only meaningful beside what a user would run instead. This script runs
-each family's bench step (bench/step_models.h: the same sizes, initialisation scale, data, loss and
+each family's bench step (app/bench/step_models.h: the same sizes, initialisation scale, data, loss and
 Adam at lr 1e-4) with the golden-fixture twins of the models (tools/torch_reference*.py), in
 PyTorch eager or under torch.compile, and prints the numbers `urpe bench step` prints: the median
 step, the CPU time of a step, the resident-set growth over the first step, and which GEMM kernels
@@ -37,7 +37,7 @@ import torch_reference_txl as ref_txl  # noqa: E402
 
 LEARNING_RATE = 1e-4
 
-# ---- the three bench configurations (bench/step_models.cpp) ----
+# ---- the three bench configurations (train/families/NAME/NAME_bench_step.cpp) ----
 
 ENCODER = dict(ref.BENCH)  # n 128, d 128, 4 heads, 2 layers, d_ff 512, batch 32, URPE
 TXL = {"vocab": 1000, "layers": 2, "d_model": 128, "heads": 4, "d_head": 32, "d_inner": 512,
@@ -64,7 +64,7 @@ def init_parameters(shapes, g):
 
 
 def bench_molecules(count):
-    """The molecules of urpe's bench (bench/step_models.h: bench_molecules), as
+    """The molecules of urpe's bench (train/families/graphormer/graphormer_bench_step.cpp: bench_molecules), as
     torch_reference_graphormer.collate takes them: (SMILES, atom types, bonds, target)."""
     molecules = []
     for g in range(count):

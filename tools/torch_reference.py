@@ -31,7 +31,7 @@ import time
 
 
 def _runtime_environment():
-    """The OpenMP spinning urpe itself applies (train/cli/runtime_env.h): long OpenMP spin-waits
+    """The OpenMP spinning urpe itself applies (app/cli/runtime_env.h): long OpenMP spin-waits
     steal busy cores. Set before torch (and its OpenMP runtime) is loaded; a value already in the
     environment is kept. The BLAS kernels are chosen in _prefer_openmp_blas, as urpe chooses them."""
     if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
@@ -515,7 +515,7 @@ def phase_of(event):
 def urpe_peaks(device_type, path=None):
     """This machine's entry of urpe's peaks cache (`urpe bench peaks --device cpu|cuda`) for
     device_type, or None: the same file and host-name field urpe reads
-    (train/profile/machine_peaks.h)."""
+    (base/profile/machine_peaks.h)."""
     if path is None:
         path = os.environ.get("URPE_PEAKS_CACHE") or os.path.join(
             os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "urpe", "peaks.json")

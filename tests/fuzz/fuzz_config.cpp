@@ -1,10 +1,10 @@
-// Fuzz target: config files and --set overrides (train/io/config), against a schema with a key of
+// Fuzz target: config files and --set overrides (base/io/config), against a schema with a key of
 // every type. Text that applies must round-trip: to_text() parses again to the same values and
 // writes the same text (config.txt of a run directory is read back by `urpe train --resume` and
 // `urpe eval`). The first line is also tried as a `--set key=value` override.
 #include "tensor/error.h"
 #include "tests/fuzz/fuzz_common.h"
-#include "train/io/config.h"
+#include "base/io/config.h"
 
 using namespace urpe;
 

@@ -1,11 +1,11 @@
-// Fuzz target: JSON (train/io/json), the format of safetensors headers and results.json. Text that
+// Fuzz target: JSON (base/io/json), the format of safetensors headers and results.json. Text that
 // parses must round-trip: dump() (compact and indented) parses again to an equal value, and
 // dumping that gives the same text.
 #include <cmath>
 
 #include "tensor/error.h"
 #include "tests/fuzz/fuzz_common.h"
-#include "train/io/json.h"
+#include "base/io/json.h"
 
 using namespace urpe;
 

@@ -1,4 +1,4 @@
-// Fuzz target: safetensors files (train/io/safetensors), the format of checkpoints and fixtures. The
+// Fuzz target: safetensors files (base/io/safetensors), the format of checkpoints and fixtures. The
 // bytes are written to a scratch file and loaded. A file that loads must be self-consistent (the
 // tensors tile the data buffer) and survive save → load unchanged; a file that does not is one
 // urpe::Error naming it.
@@ -8,7 +8,7 @@
 
 #include "tensor/error.h"
 #include "tests/fuzz/fuzz_common.h"
-#include "train/io/safetensors.h"
+#include "base/io/safetensors.h"
 
 using namespace urpe;
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "train/io/config.h"
+#include "base/io/config.h"
 
 namespace urpe::config_check {
 

@@ -4,7 +4,7 @@
 // was set (`--set batch=0: key 'batch' expects an integer from 1 to 2147483647, got '0'`), before
 // anything is built. What the keys need together (memory) is train/config/memory_estimate.h's job.
 #pragma once
-#include "train/io/config.h"
+#include "base/io/config.h"
 
 namespace urpe {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "train/io/config.h"
+#include "base/io/config.h"
 
 namespace urpe {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "train/io/config.h"
+#include "base/io/config.h"
 
 namespace urpe {
 

@@ -6,7 +6,7 @@
 #include "tensor/error.h"
 #include "train/config/config_checks.h"
 #include "train/families/model_family.h"
-#include "train/io/run_dir.h"
+#include "base/io/run_dir.h"
 #include "train/config/config_limits.h"
 #include "train/config/memory_estimate.h"
 #include "train/config/paper_presets.h"

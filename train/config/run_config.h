@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "train/io/config.h"
+#include "base/io/config.h"
 
 namespace urpe {
 

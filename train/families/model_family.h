@@ -2,7 +2,7 @@
 // is one name used everywhere (the `model` config key, its folder train/families/NAME/, its files
 // and types) and everything `urpe` needs to know about it, given here as one ModelFamily: its
 // config keys and their checks, its memory estimate, its training and evaluation, the pictures of
-// its runs and the model theory/analyze look inside. Nothing outside train/families/ branches on
+// its runs, the model theory/analyze look inside and the training step `urpe bench step` times. Nothing outside train/families/ branches on
 // a family's name (tests/test_layout.cpp checks it): it asks the family. Adding a family is one
 // folder with a NAME_family.cpp and one line in the table (docs/architecture.md#add-a-family).
 #pragma once
@@ -13,8 +13,9 @@
 
 #include "models/encoder.h"
 #include "models/transformer_xl.h"
+#include "tensor/device.h"
 #include "train/config/memory_estimate.h"
-#include "train/io/config.h"
+#include "base/io/config.h"
 #include "train/loop/train_options.h"
 
 namespace urpe {
@@ -32,6 +33,28 @@ struct AnalysedModel {
   std::unique_ptr<TransformerEncoder> encoder;
   std::unique_ptr<TransformerXL> txl;
   int64_t seq_len = 0;  // positions of one input window (encoder: seq_len; Transformer-XL: tgt_len)
+};
+
+// `urpe bench step --model NAME`: the family's model at its bench configuration (about the same
+// cost per step for every family), an Adam optimizer (lr 1e-4) and its data, with the sizes and
+// data of its PyTorch twin in tools/torch_bench.py, so the two programs time the same work
+// (app/bench/bench_step.cpp times it).
+struct StepModelOptions {
+  std::string model = "encoder";           // the family
+  int64_t seq_len = 0;                     // 0: the model's bench default
+  int64_t batch = 0;                       // 0: the model's bench default
+  std::string attention = "materialized";  // encoder: materialized (the training default) or fused
+};
+class StepModel {
+ public:
+  virtual ~StepModel() = default;
+  // "n=128 d=128 heads=4 ...": the sizes, printed on the bench's config line.
+  virtual std::string description() const = 0;
+  // The data of the next step, drawn before the clock starts (the twins draw theirs untimed too).
+  virtual void next_batch() = 0;
+  // One training step on that data: zero the gradients, forward, loss, backward, one Adam
+  // update (lr 1e-4). This is what the bench times.
+  virtual void step() = 0;
 };
 
 struct ModelFamily {
@@ -59,6 +82,10 @@ struct ModelFamily {
   AnalysedModel (*analysed_model)(const Config& config, uint64_t seed) = nullptr;
   // Without one: why not, after "'DIR' " in the error of `urpe analyze`.
   std::string not_analysed_because;
+  // ---- bench ----
+  // The bench step on `device` (NAME/NAME_bench_step.cpp); an option the family does not take is
+  // an error naming it. nullptr: `urpe bench step` refuses the family.
+  std::unique_ptr<StepModel> (*make_bench_step)(const StepModelOptions& options, const Device& device) = nullptr;
 };
 
 // Every family, in help order (the first is the default of the `model` key).

@@ -1,4 +1,4 @@
-// Checkpoint layout on top of safetensors (train/io/safetensors.h).
+// Checkpoint layout on top of safetensors (base/io/safetensors.h).
 #include "train/loop/checkpoint.h"
 
 #include <cctype>
@@ -11,8 +11,8 @@
 #include "train/config/run_config.h"
 #include "train/loop/checkpoint_identity.h"
 #include "train/loop/finite_check.h"
-#include "train/io/run_dir.h"
-#include "train/io/safetensors.h"
+#include "base/io/run_dir.h"
+#include "base/io/safetensors.h"
 
 namespace urpe {
 

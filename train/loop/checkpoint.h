@@ -10,7 +10,7 @@
 #include "models/parameters.h"
 #include "tensor/rng.h"
 #include "train/optim/optimizer.h"
-#include "train/io/safetensors.h"
+#include "base/io/safetensors.h"
 
 namespace urpe {
 

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "tensor/error.h"
-#include "train/io/run_dir.h"
+#include "base/io/run_dir.h"
 #include "train/config/run_config.h"
 #include "train/loop/run_control.h"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "train/loop/checkpoint.h"
-#include "train/io/config.h"
+#include "base/io/config.h"
 
 namespace urpe {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "train/io/safetensors.h"
+#include "base/io/safetensors.h"
 
 namespace urpe {
 

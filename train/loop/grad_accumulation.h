@@ -5,7 +5,7 @@
 // The batch's loss is the target-weighted mean L = Σ_m w_m·L_m / W, W = Σ_m w_m, so
 //   ∇L = (1/W)·Σ_m w_m·∇L_m:
 // backward of micro-batch m is seeded with w_m (its gradients add onto the previous ones), and the
-// sum is divided by W once at the end. This is the weighting train/dist/data_parallel.h applies
+// sum is divided by W once at the end. This is the weighting base/dist/data_parallel.h applies
 // across ranks; the two compose: a rank's accumulated gradient is the mean over its W targets, and
 // dist::average_gradients then weighs the ranks by their W. With equal w_m (every family today)
 // the result is the large batch's gradient up to float rounding (tests/test_grad_accumulation.cpp).
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tensor/tensor.h"
-#include "train/dist/data_parallel.h"
+#include "base/dist/data_parallel.h"
 
 namespace urpe {
 

@@ -4,8 +4,8 @@
 #include <set>
 
 #include "train/loop/checkpoint.h"
-#include "train/io/run_dir.h"
-#include "train/io/safetensors.h"
+#include "base/io/run_dir.h"
+#include "base/io/safetensors.h"
 #include "train/config/run_config.h"
 
 namespace urpe {

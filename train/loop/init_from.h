@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "models/parameters.h"
-#include "train/io/config.h"
+#include "base/io/config.h"
 
 namespace urpe {
 

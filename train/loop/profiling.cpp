@@ -8,7 +8,7 @@
 #include "tensor/cuda_backend.h"
 #include "tensor/error.h"
 #include "tensor/nvtx_range.h"
-#include "train/profile/op_recorder.h"
+#include "base/profile/op_recorder.h"
 
 namespace urpe {
 

@@ -8,7 +8,7 @@
 // marks the steps.
 //
 // `urpe train --trace` (and `urpe profile`) add urpe's own per-op recorder to the same window
-// (record_ops): it records every op of steps A..B (train/profile/) and hands the recording over
+// (record_ops): it records every op of steps A..B (base/profile/) and hands the recording over
 // after step B.
 #pragma once
 #include <cstdint>

@@ -4,7 +4,7 @@
 #include "train/loop/checkpoint.h"
 #include "train/loop/checkpoint_identity.h"
 #include "train/config/run_config.h"
-#include "train/io/run_dir.h"
+#include "base/io/run_dir.h"
 
 namespace urpe {
 

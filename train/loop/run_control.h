@@ -1,6 +1,6 @@
 // The set-up pieces of a training run that the loop (train/loop/training_loop.h) builds on: opening
 // (or reopening) the run directory, and Adam and the schedule from the common keys (the Ctrl-C
-// flag is train/io/stop_signals.h). Kept apart from the loop so that the rules for when a run
+// flag is base/io/stop_signals.h). Kept apart from the loop so that the rules for when a run
 // directory may be overwritten read on their own.
 #pragma once
 #include <cstdint>
@@ -8,8 +8,8 @@
 
 #include "tensor/device.h"
 #include "train/loop/checkpoint.h"
-#include "train/io/config.h"
-#include "train/io/stop_signals.h"
+#include "base/io/config.h"
+#include "base/io/stop_signals.h"
 #include "train/optim/optimizer.h"
 #include "train/loop/schedule.h"
 #include "train/loop/train_options.h"
@@ -26,7 +26,7 @@ std::string open_run_directory(const std::string& out_dir, const TrainOptions& o
 // or no checkpoint yet).
 Config stored_run_config(const std::string& run_dir);
 
-// StopOnInterrupt, stop_signal() and stop_exit_code(): train/io/stop_signals.h.
+// StopOnInterrupt, stop_signal() and stop_exit_code(): base/io/stop_signals.h.
 
 // Adam and the learning-rate schedule from the common keys (weight_decay, clip; lr, warmup) for a
 // run of `steps` steps. A trainer sets its family's own schedule keys (decay kind, end_lr) on the

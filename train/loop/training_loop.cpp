@@ -10,11 +10,11 @@
 
 #include "tensor/cuda_backend.h"
 #include "train/loop/checkpoint_identity.h"
-#include "train/dist/data_parallel.h"
-#include "train/dist/device_collectives.h"
+#include "base/dist/data_parallel.h"
+#include "base/dist/device_collectives.h"
 #include "train/loop/finite_check.h"
 #include "train/loop/init_from.h"
-#include "train/io/run_dir.h"
+#include "base/io/run_dir.h"
 #include "train/optim/optimizer.h"
 #include "train/loop/progress.h"
 #include "train/loop/run_control.h"
@@ -55,9 +55,9 @@ class StepMeter {
   double window_units_ = 0;
 };
 
-// ---- data parallelism (train/dist): the loop's hooks ----
+// ---- data parallelism (base/dist): the loop's hooks ----
 
-// Rank 0 locks the run directory (train/io/run_lock.h: held until the run ends) and opens or
+// Rank 0 locks the run directory (base/io/run_lock.h: held until the run ends) and opens or
 // reopens it, checking on resume that its files belong together (train/loop/checkpoint_identity.h);
 // the other ranks write nothing and, on resume, read the stored config from the same checkpoint
 // (a shared file system). A failure on any rank is one error on rank 0, and every rank stops.
@@ -267,7 +267,7 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
   schedule.validate();
 
   // From here a signal only sets the stop flag, polled after every step: the first file below may
-  // move an --overwrite's old run aside (train/io/run_dir.h), which a stop must be able to put back.
+  // move an --overwrite's old run aside (base/io/run_dir.h), which a stop must be able to put back.
   const StopOnInterrupt interrupt;
   // A resume that fails before its first checkpoint leaves the directory as it was.
   ResumeRollback resume_rollback(root && options.resume ? run.out_dir : "");

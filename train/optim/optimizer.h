@@ -27,7 +27,7 @@
 
 #include "ops/optimizer_kernels.h"  // AdamHyper
 #include "tensor/tensor.h"
-#include "train/dist/data_parallel.h"
+#include "base/dist/data_parallel.h"
 
 namespace urpe {
 

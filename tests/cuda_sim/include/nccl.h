@@ -1,4 +1,4 @@
-// CUDA simulator: this header stands in for NCCL's <nccl.h> when train/dist/device_collectives.cpp is
+// CUDA simulator: this header stands in for NCCL's <nccl.h> when base/dist/device_collectives.cpp is
 // compiled for tests/cuda_sim (urpe-cudasim and the test_cuda_sim_* suites), so that the NCCL
 // path of data-parallel training runs in CI without a GPU. Simulated device memory is host memory,
 // so each collective waits for the stream (the kernels that wrote its input) and then runs as the

@@ -1,7 +1,7 @@
 // The keys of the encoder family (`model = encoder`: the synthetic tasks PI and ETP,
 // docs/synthetic_encoder.md, and masked language modelling, encoder_mlm_config.h) and their checks.
 #pragma once
-#include "train/io/config.h"
+#include "base/io/config.h"
 
 namespace urpe {
 

@@ -8,7 +8,7 @@
 #include "train/families/encoder/encoder_mlm_trainer.h"
 #include "train/families/encoder/encoder_trainer.h"
 #include "train/families/model_family.h"
-#include "train/families/run_plots.h"
+#include "train/families/encoder/encoder_plots.h"
 #include "train/loop/checkpoint.h"
 #include "train/loop/run_control.h"
 
@@ -59,6 +59,9 @@ AnalysedModel analysed_model(const Config& config, uint64_t seed) {
 
 }  // namespace
 
+// encoder_bench_step.cpp
+std::unique_ptr<StepModel> make_encoder_bench_step(const StepModelOptions& options, const Device& device);
+
 ModelFamily encoder_family() {
   ModelFamily f;
   f.name = "encoder";
@@ -71,6 +74,7 @@ ModelFamily encoder_family() {
   f.evaluate = evaluate;
   f.draw_run_plots = draw_encoder_run_plots;
   f.analysed_model = analysed_model;
+  f.make_bench_step = make_encoder_bench_step;
   return f;
 }
 

@@ -3,7 +3,7 @@
 
 #include "tensor/error.h"
 #include "train/config/config_checks.h"
-#include "train/io/printable.h"
+#include "base/io/printable.h"
 #include "train/families/txl/txl_config.h"
 
 namespace urpe {

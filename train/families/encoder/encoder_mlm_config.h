@@ -13,7 +13,7 @@
 #pragma once
 #include "data/masked_lm.h"
 #include "models/encoder.h"
-#include "train/io/config.h"
+#include "base/io/config.h"
 
 namespace urpe {
 

@@ -1,7 +1,7 @@
 // Training and evaluation of the encoder on masked language modelling (`task = mlm`,
 // train/families/encoder/encoder_mlm_config.h, data/masked_lm.h): the paper's Appendix C.4 comparison of APE+RPE, RPE and
 // URPE in pre-training, in small. `urpe train` reaches it through train_encoder; `urpe repro
-// pretrain` runs one per positional encoding (train/repro/pretrain.h).
+// pretrain` runs one per positional encoding (app/repro/pretrain.h).
 #pragma once
 #include <string>
 
@@ -9,7 +9,7 @@
 #include "data/masked_lm.h"
 #include "models/encoder.h"
 #include "train/families/encoder/encoder_trainer.h"
-#include "train/io/config.h"
+#include "base/io/config.h"
 #include "train/loop/train_options.h"
 
 namespace urpe {

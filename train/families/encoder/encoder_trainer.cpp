@@ -8,7 +8,7 @@
 #include "autograd/node.h"
 #include "ops/loss.h"
 #include "ops/shape.h"
-#include "train/dist/data_parallel.h"
+#include "base/dist/data_parallel.h"
 #include "train/families/encoder/encoder_mlm_config.h"
 #include "train/families/encoder/encoder_mlm_trainer.h"
 #include "train/families/encoder/top1_hits.h"

@@ -5,8 +5,8 @@
 
 #include "data/synthetic.h"
 #include "models/encoder.h"
-#include "train/io/config.h"
-#include "train/io/run_dir.h"
+#include "base/io/config.h"
+#include "base/io/run_dir.h"
 #include "train/loop/train_options.h"
 
 namespace urpe {

@@ -7,7 +7,7 @@
 
 #include "tensor/error.h"
 #include "train/config/config_checks.h"
-#include "train/io/run_dir.h"
+#include "base/io/run_dir.h"
 #include "data/ogb_features.h"
 #include "train/families/graphormer/graphormer_sources.h"
 

@@ -20,7 +20,7 @@
 
 #include "data/molecule_dataset.h"
 #include "models/graphormer.h"
-#include "train/io/config.h"
+#include "base/io/config.h"
 
 namespace urpe {
 

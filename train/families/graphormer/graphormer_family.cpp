@@ -35,6 +35,9 @@ std::vector<std::string> draw_run_plots(const std::string& run_dir) { return dra
 
 }  // namespace
 
+// graphormer_bench_step.cpp
+std::unique_ptr<StepModel> make_graphormer_bench_step(const StepModelOptions& options, const Device& device);
+
 ModelFamily graphormer_family() {
   ModelFamily f;
   f.name = "graphormer";
@@ -48,6 +51,7 @@ ModelFamily graphormer_family() {
   f.not_analysed_because =
       "is a Graphormer run, which is not supported: a molecule's atoms have no sequence positions (Graphormer "
       "encodes graph distances, and molecules differ in size), so there is no position t to average over";
+  f.make_bench_step = make_graphormer_bench_step;
   return f;
 }
 

@@ -6,9 +6,9 @@
 
 #include "data/molecule_graph.h"
 #include "train/families/graphormer/graphormer_trainer.h"
-#include "train/io/config.h"
+#include "base/io/config.h"
 #include "train/config/run_config.h"
-#include "train/io/run_dir.h"
+#include "base/io/run_dir.h"
 
 namespace urpe {
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "train/plot/charts.h"
-#include "train/io/safetensors.h"
+#include "base/plot/charts.h"
+#include "base/io/safetensors.h"
 
 namespace urpe {
 

@@ -4,7 +4,7 @@
 #include "data/graph_file.h"
 #include "data/ogb_dataset.h"
 #include "tensor/error.h"
-#include "train/io/run_dir.h"
+#include "base/io/run_dir.h"
 
 namespace urpe {
 

@@ -18,7 +18,7 @@
 #include <string>
 
 #include "data/molecule_dataset.h"
-#include "train/io/config.h"
+#include "base/io/config.h"
 
 namespace urpe {
 

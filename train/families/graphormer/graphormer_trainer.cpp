@@ -11,12 +11,12 @@
 
 #include "autograd/node.h"
 #include "train/loop/checkpoint.h"
-#include "train/io/printable.h"
+#include "base/io/printable.h"
 #include "train/families/graphormer/batch_prefetch.h"
 #include "train/families/graphormer/graphormer_config.h"
 #include "train/families/graphormer/graphormer_sources.h"
 #include "train/config/run_config.h"
-#include "train/dist/data_parallel.h"
+#include "base/dist/data_parallel.h"
 #include "train/loop/training_loop.h"
 
 namespace urpe {

@@ -21,9 +21,9 @@
 
 #include "data/molecule_dataset.h"
 #include "models/graphormer.h"
-#include "train/io/config.h"
+#include "base/io/config.h"
 #include "train/families/encoder/encoder_trainer.h"
-#include "train/io/run_dir.h"
+#include "base/io/run_dir.h"
 
 namespace urpe {
 

@@ -9,7 +9,7 @@
 #include "data/corpus.h"
 #include "tensor/error.h"
 #include "train/config/config_checks.h"
-#include "train/io/run_dir.h"
+#include "base/io/run_dir.h"
 #include "train/config/memory_estimate.h"
 
 namespace urpe {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "models/transformer_xl.h"
-#include "train/io/config.h"
+#include "base/io/config.h"
 
 namespace urpe {
 

@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "train/families/model_family.h"
-#include "train/families/run_plots.h"
+#include "train/families/txl/txl_plots.h"
 #include "train/families/txl/txl_config.h"
 #include "train/families/txl/txl_trainer.h"
 
@@ -43,6 +43,9 @@ AnalysedModel analysed_model(const Config& config, uint64_t seed) {
 
 }  // namespace
 
+// txl_bench_step.cpp
+std::unique_ptr<StepModel> make_txl_bench_step(const StepModelOptions& options, const Device& device);
+
 ModelFamily txl_family() {
   ModelFamily f;
   f.name = "txl";
@@ -54,6 +57,7 @@ ModelFamily txl_family() {
   f.evaluate = evaluate;
   f.draw_run_plots = draw_txl_run_plots;
   f.analysed_model = analysed_model;
+  f.make_bench_step = make_txl_bench_step;
   return f;
 }
 

@@ -11,7 +11,7 @@
 #include "data/text_file.h"
 #include "train/loop/checkpoint.h"
 #include "ops/shape.h"
-#include "train/dist/data_parallel.h"
+#include "base/dist/data_parallel.h"
 #include "train/config/run_config.h"
 #include "train/loop/training_loop.h"
 

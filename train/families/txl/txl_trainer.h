@@ -21,10 +21,10 @@
 
 #include "data/corpus.h"
 #include "models/transformer_xl.h"
-#include "train/io/config.h"
+#include "base/io/config.h"
 #include "train/families/encoder/encoder_trainer.h"
 #include "train/families/txl/txl_config.h"
-#include "train/io/run_dir.h"
+#include "base/io/run_dir.h"
 
 namespace urpe {
 

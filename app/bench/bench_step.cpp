@@ -1,0 +1,152 @@
+// One training step timed end to end with a host clock (synchronising the device first), so the
+// number includes everything a real step pays: op dispatch, allocation, autograd bookkeeping.
+#include "app/bench/bench_step.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <vector>
+
+#include "app/bench/peaks.h"
+#include "app/bench/step_models.h"
+#include "ops/blas_runtime.h"
+#include "tensor/cuda_backend.h"
+#include "tensor/host_allocator.h"
+#include "app/bench/process_memory.h"
+#include "base/profile/op_recorder.h"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace urpe::bench {
+
+namespace {
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+struct StepFlops {
+  double total = 0;  // every op's cost formula
+  double gemm = 0;   // of which the products of matmul and linear (forward and backward)
+};
+
+// The FLOPs of one step, from the ops' cost formulas: the step runs once under the per-op
+// recorder (after the timed steps, so they ran without it), and its op spans' costs are summed.
+StepFlops count_step_flops(StepModel& model, const Device& device) {
+  model.next_batch();
+  profile::OpRecorder recorder(device);
+  recorder.begin_step(0);
+  model.step();
+  recorder.end_step();
+  const profile::Recording recording = recorder.take();
+  StepFlops flops;
+  for (const profile::Span& span : recording.spans) {
+    if (span.kind != profile::SpanKind::op) continue;
+    flops.total += span.cost.flops;
+    const std::string& name = recording.name_of(span);
+    if (name.rfind("matmul", 0) == 0 || name.rfind("linear", 0) == 0) flops.gemm += span.cost.flops;
+  }
+  return flops;
+}
+
+}  // namespace
+
+double run_step_benchmark(const StepBenchOptions& options) {
+  const Device device = parse_device(options.device);
+  if (device.is_cuda()) cuda::set_tf32(device.context(), options.tf32);
+  URPE_CHECK(options.steps >= 1 && options.warmup >= 0,
+             "bench step: needs at least one timed step, got " << options.steps);  // a median of none
+  StepModelOptions model_options;
+  model_options.model = options.model;
+  model_options.seq_len = options.seq_len;
+  model_options.batch = options.batch;
+  model_options.attention = options.attention;
+  const std::unique_ptr<StepModel> model = make_step_model(model_options, device);
+
+  std::vector<double> times, cpu_times;
+  size_t peak = 0;  // the most bytes a step held on top of what was live before it
+  // The resident set's growth over the first step: every buffer then comes fresh from the
+  // system (later steps reuse the host cache, so their growth is 0). The PyTorch bench reports
+  // the same quantity, which makes the two comparable whatever their allocators keep.
+  const double rss_before = resident_bytes();
+  const bool rss_window = reset_peak_resident();
+  double rss_first_step = -1;
+  host::CacheStats cache_at_start;
+  for (int step = 0; step < options.warmup + options.steps; ++step) {
+    if (step == 1 && rss_window && rss_before >= 0) rss_first_step = peak_resident_bytes() - rss_before;
+    if (step == options.warmup) cache_at_start = host::cache_stats();
+    model->next_batch();
+    if (device.is_cuda()) cuda::synchronize(device.context());
+    size_t before = 0;
+    if (device.is_cuda()) {
+      cuda::reset_peak(device.context());
+      before = cuda::bytes_in_use(device.context());
+    } else {
+      host::reset_peak();
+      before = host::in_use_bytes();
+    }
+    const double cpu_start = process_cpu_seconds();
+    const auto start = std::chrono::steady_clock::now();
+    model->step();
+    if (device.is_cuda()) cuda::synchronize(device.context());
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const double cpu_ms = (process_cpu_seconds() - cpu_start) * 1e3;
+    if (step >= options.warmup) {
+      times.push_back(ms);
+      cpu_times.push_back(cpu_ms);
+    }
+    const size_t after = device.is_cuda() ? cuda::peak_bytes(device.context()) : host::peak_bytes();
+    peak = std::max(peak, after - before);
+  }
+  const host::CacheStats cache_at_end = host::cache_stats();
+  const StepFlops flops = count_step_flops(*model, device);
+
+  const double median = median_of(times);
+  int threads = 1;
+#if defined(_OPENMP)
+  threads = omp_get_max_threads();
+#endif
+  const std::string blas = kernels::blas_core_name();
+  std::printf("urpe %s, %s, %d threads, BLAS: %s, host code: %s\n", device.is_cpu() ? "cpu" : "cuda",
+              cpu_model_name().c_str(), threads,
+              blas.empty() ? "built-in blocked GEMM" : ("OpenBLAS " + blas).c_str(), host_code_name());
+  if (device.is_cuda())
+    std::printf("GPU: %s, TF32 tensor-core GEMMs %s\n", cuda::device_name(device.context()).c_str(),
+                options.tf32 ? "on (--tf32)" : "off (full FP32)");
+  std::printf("bench config: %s; %d timed steps after %d warm-up\n", model->description().c_str(),
+              options.steps, options.warmup);
+  std::printf("median %.2f ms per step (min %.2f, max %.2f)\n", median,
+              *std::min_element(times.begin(), times.end()), *std::max_element(times.begin(), times.end()));
+  if (device.is_cpu())
+    std::printf("CPU time per step: median %.2f ms (all threads; wall × threads = %.2f ms)\n", median_of(cpu_times),
+                median * threads);
+  std::printf("FLOPs per step: %.3f GFLOP (GEMMs %.3f; the ops' cost formulas) = %.1f GFLOP/s\n", flops.total / 1e9,
+              flops.gemm / 1e9, flops.total / (median * 1e-3) / 1e9);
+  std::string peaks_source;
+  const std::optional<profile::MachinePeaks> peaks = profile::cached_peaks(machine_key(device));
+  if (peaks && !peaks->smoke)
+    std::printf("of the measured sgemm rate: %.1f%% (%.1f GFLOP/s, urpe bench peaks %s)\n",
+                100.0 * flops.total / (median * 1e-3) / 1e9 / peaks->gemm_gflops, peaks->gemm_gflops,
+                peaks->measured.c_str());
+  else
+    std::printf("of the measured sgemm rate: unknown (no peaks for this machine: run urpe bench peaks)\n");
+  std::printf("peak memory of a step: %.1f MiB (%s, tensor storage allocated during the step)\n",
+              static_cast<double>(peak) / (1024.0 * 1024.0),
+              device.is_cuda() ? "CUDA caching allocator" : "host allocator");
+  if (rss_first_step >= 0)
+    std::printf("peak RSS growth during the first step: %.1f MiB (from %.1f MiB resident before it)\n",
+                rss_first_step / 1048576.0, rss_before / 1048576.0);
+  if (device.is_cpu())
+    std::printf("host allocator over the timed steps: %zu blocks reused from its cache, %zu from the system "
+                "(+ %zu below %zu bytes from malloc)\n",
+                cache_at_end.hits - cache_at_start.hits, cache_at_end.misses - cache_at_start.misses,
+                cache_at_end.small - cache_at_start.small, host::kMinCachedBytes);
+  std::printf("load averages (1, 5, 15 min) at the end: %s\n", load_averages().c_str());
+  return median;
+}
+
+}  // namespace urpe::bench

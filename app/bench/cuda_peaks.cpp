@@ -1,0 +1,161 @@
+// Measured device ceilings and the CUDA event timer (see cuda_peaks.h). Plain host C++ calling
+// the CUDA runtime, so it lives in a .cpp beside the other bench sources; in a build without CUDA
+// every entry point throws a clear error instead.
+#include "app/bench/cuda_peaks.h"
+
+#include "tensor/error.h"
+
+#if defined(URPE_WITH_CUDA)
+#include <algorithm>
+#include <vector>
+
+#include "ops/matmul.h"
+#include "tensor/cuda_context.h"
+#include "tensor/tensor.h"
+#endif
+
+namespace urpe::bench {
+
+#if defined(URPE_WITH_CUDA)
+
+namespace {
+
+// A pair of CUDA events, destroyed with the object.
+struct EventPair {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  EventPair() {
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+  }
+  ~EventPair() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+};
+
+}  // namespace
+
+CudaTiming time_cuda(cuda::Context* context, const std::function<void()>& fn, int runs,
+                     int warmup, bool flush_l2) {
+  URPE_CHECK(context != nullptr && runs > 0, "time_cuda: needs a CUDA context and runs > 0");
+  context->activate();
+  cudaStream_t stream = context->stream();
+  // Twice the L2 size, rewritten before every run, evicts whatever the previous run left there.
+  const size_t flush_bytes = flush_l2 ? 2 * static_cast<size_t>(context->properties().l2CacheSize) : 0;
+  cuda::DeviceBuffer flush(*context, flush_bytes);
+  for (int i = 0; i < warmup; ++i) fn();
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  URPE_CHECK(runs >= 1, "bench: at least one timed run is needed, got " << runs);  // a median of none
+  std::vector<double> times;
+  times.reserve(runs);
+  EventPair events;
+  for (int i = 0; i < runs; ++i) {
+    if (flush_bytes) CUDA_CHECK(cudaMemsetAsync(flush.as<void>(), i & 0xFF, flush_bytes, stream));
+    CUDA_CHECK(cudaEventRecord(events.start, stream));
+    fn();
+    CUDA_CHECK(cudaEventRecord(events.stop, stream));
+    CUDA_CHECK(cudaEventSynchronize(events.stop));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, events.start, events.stop));
+    times.push_back(ms);
+  }
+  std::sort(times.begin(), times.end());
+  CudaTiming t;
+  t.runs = runs;
+  t.min_ms = times.front();
+  t.max_ms = times.back();
+  t.median_ms = runs % 2 ? times[runs / 2] : 0.5 * (times[runs / 2 - 1] + times[runs / 2]);
+  return t;
+}
+
+void fill_by_tiling(const Tensor& dst, const Tensor& tile, int64_t shift) {
+  URPE_CHECK(dst.device().is_cuda() && tile.device().is_cuda() && dst.dtype() == DType::f32 &&
+                 tile.dtype() == DType::f32 && tile.numel() > 0,
+             "fill_by_tiling: needs f32 CUDA tensors and a non-empty tile, got " << dst.describe()
+                                                                                 << " and " << tile.describe());
+  cuda::Context* context = dst.device().context();
+  const int64_t n = dst.numel(), period = tile.numel();
+  int64_t done = 0, from = ((shift % period) + period) % period;
+  while (done < n) {
+    const int64_t count = std::min(n - done, period - from);
+    cuda::copy_device_to_device(context, dst.f32() + done, tile.f32() + from,
+                                static_cast<size_t>(count) * sizeof(float));
+    done += count;
+    from = 0;
+  }
+}
+
+double measure_copy_bandwidth_gbs(cuda::Context* context, size_t bytes) {
+  URPE_CHECK(context != nullptr && bytes >= 4, "measure_copy_bandwidth_gbs: bad arguments");
+  context->activate();
+  const size_t n = bytes / sizeof(float);
+  cuda::DeviceBuffer src(*context, n * sizeof(float)), dst(*context, n * sizeof(float));
+  cuda::fill_f32(context, src.as<float>(), n, 1.5f);  // not zeros
+  cuda::fill_f32(context, dst.as<float>(), n, -2.5f);
+  const CudaTiming t = time_cuda(
+      context,
+      [&] {
+        CUDA_CHECK(cudaMemcpyAsync(dst.as<void>(), src.as<void>(), n * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, context->stream()));
+      },
+      20, 3, true);
+  return 2.0 * static_cast<double>(n * sizeof(float)) / (t.median_ms * 1e-3) / 1e9;
+}
+
+double measure_sgemm_tflops(cuda::Context* context, int n, bool tf32) {
+  URPE_CHECK(context != nullptr && n > 0, "measure_sgemm_tflops: bad arguments");
+  std::shared_ptr<cuda::Context> keep(std::shared_ptr<cuda::Context>(), context);  // non-owning
+  const Device device = Device::cuda(keep);
+  Rng rng(20221128);
+  const Tensor tile = Tensor::uniform({kTimingTile}, -1.0f, 1.0f, rng, device);
+  const Tensor a = Tensor::empty({n, n}, DType::f32, device), b = Tensor::empty({n, n}, DType::f32, device);
+  fill_by_tiling(a, tile, 0);
+  fill_by_tiling(b, tile, kTimingTile / 2);
+  Tensor c = Tensor::empty({n, n}, DType::f32, device);
+  kernels::GemmArgs g;
+  g.m = g.n = g.k = n;
+  g.a = a.f32(); g.lda = n;
+  g.b = b.f32(); g.ldb = n;
+  g.c = c.f32(); g.ldc = n;
+  const bool previous = context->tf32();
+  context->set_tf32(tf32);
+  CudaTiming t;
+  try {
+    t = time_cuda(context, [&] { kernels::gemm_cuda(device, g); }, 20, 3, true);
+  } catch (...) {
+    context->set_tf32(previous);
+    throw;
+  }
+  context->set_tf32(previous);
+  return 2.0 * double(n) * double(n) * double(n) / (t.median_ms * 1e-3) / 1e12;
+}
+
+DevicePeaks measure_device_peaks(cuda::Context* context, size_t copy_bytes, int sgemm_n) {
+  DevicePeaks p;
+  p.device = cuda::device_name(context);
+  p.copy_gbs = measure_copy_bandwidth_gbs(context, copy_bytes);
+  p.sgemm_tflops = measure_sgemm_tflops(context, sgemm_n, false);
+  p.tf32_tflops = measure_sgemm_tflops(context, sgemm_n, true);
+  return p;
+}
+
+#else  // no CUDA backend in this build
+
+[[noreturn]] static void no_cuda(const char* what) {
+  URPE_FAIL(what << ": this urpe build has no CUDA backend (configure with -DURPE_CUDA=ON on a "
+                    "machine with nvcc)");
+}
+
+CudaTiming time_cuda(cuda::Context*, const std::function<void()>&, int, int, bool) {
+  no_cuda("time_cuda");
+}
+double measure_copy_bandwidth_gbs(cuda::Context*, size_t) { no_cuda("measure_copy_bandwidth_gbs"); }
+double measure_sgemm_tflops(cuda::Context*, int, bool) { no_cuda("measure_sgemm_tflops"); }
+DevicePeaks measure_device_peaks(cuda::Context*, size_t, int) { no_cuda("measure_device_peaks"); }
+void fill_by_tiling(const Tensor&, const Tensor&, int64_t) { no_cuda("fill_by_tiling"); }
+
+#endif
+
+}  // namespace urpe::bench

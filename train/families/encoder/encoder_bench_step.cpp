@@ -1,0 +1,82 @@
+// The encoder family's bench step (`urpe bench step --model encoder`, the registry's
+// make_bench_step): the synthetic-tasks model at the bench configuration, Adam and
+// position-identification data; app/bench/bench_step.cpp times it, tools/torch_bench.py is its
+// PyTorch twin.
+#include "data/synthetic.h"
+#include "models/attention.h"
+#include "models/encoder.h"
+#include "ops/loss.h"
+#include "ops/shape.h"
+#include "train/families/model_family.h"
+#include "train/optim/optimizer.h"
+
+namespace urpe {
+
+namespace {
+
+constexpr float kLearningRate = 1e-4f;  // Adam's, as the PyTorch twin's
+
+std::vector<Tensor> parameter_tensors(const ParameterSet& params) { return params.tensors(); }
+
+// ---- encoder: the synthetic-tasks bench ----
+
+class EncoderStep final : public StepModel {
+ public:
+  EncoderStep(const StepModelOptions& o, const Device& device)
+      : config_(make_config(o)),
+        batch_(o.batch > 0 ? o.batch : 32),
+        model_(config_, 0, device),
+        optimizer_(parameter_tensors(model_.parameters())),
+        task_(SyntheticKind::position_identification, config_.seq_len, config_.vocab),
+        data_rng_(1),
+        device_(device) {}
+
+  std::string description() const override {
+    return "encoder: n=" + std::to_string(config_.seq_len) + " d=" + std::to_string(config_.d_model) +
+           " heads=" + std::to_string(config_.heads) + " layers=" + std::to_string(config_.layers) +
+           " d_ff=" + std::to_string(config_.d_ff) + " batch=" + std::to_string(batch_) +
+           " pe=urpe attention=" + attention_path_name(config_.attention);
+  }
+  void next_batch() override { data_ = task_.sample(batch_, data_rng_, device_); }
+  void step() override {
+    optimizer_.zero_grad();
+    const Tensor logits = model_.forward(data_.tokens, true, nullptr);  // (B, n, n)
+    const Tensor loss = cross_entropy(reshape(logits, {batch_ * config_.seq_len, config_.num_classes}),
+                                      reshape(data_.targets, {batch_ * config_.seq_len}));
+    loss.backward();
+    optimizer_.step(kLearningRate);
+  }
+
+ private:
+  static EncoderConfig make_config(const StepModelOptions& o) {
+    EncoderConfig c;
+    c.seq_len = o.seq_len > 0 ? o.seq_len : 128;
+    c.vocab = 100;
+    c.layers = 2;
+    c.d_model = 128;
+    c.heads = 4;
+    c.d_ff = 512;
+    c.num_classes = c.seq_len;  // position identification: one class per position
+    c.pe = PositionalKind::urpe;
+    c.init_std = 0.02f;
+    c.attention = parse_attention_path(o.attention);
+    return c;
+  }
+
+  EncoderConfig config_;
+  int64_t batch_;
+  TransformerEncoder model_;
+  Adam optimizer_;
+  SyntheticTask task_;
+  Rng data_rng_;
+  Device device_;
+  SyntheticBatch data_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepModel> make_encoder_bench_step(const StepModelOptions& options, const Device& device) {
+  return std::make_unique<EncoderStep>(options, device);
+}
+
+}  // namespace urpe
