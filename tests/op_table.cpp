@@ -447,6 +447,17 @@ std::vector<OpRow> build_table() {
           r.with(bf16_column({1e-4, 1e-4}, {1e-4, 0x1p-7}, {0, 1}));
           t.push_back(r);
         }
+  // One operand in two products, C = A·B + A·D: A's gradient is the sum of two (in the bf16
+  // column, of two bf16 gradients, summed in FP32 and rounded once: autograd's accumulation).
+  t.push_back(row("matmul, A·B + A·D, A used twice", "matmul",
+                  {uniform("a", {2, 9, 13}), uniform("b", {13, 11}), uniform("d", {13, 11})},
+                  [](const In& v, const Device&) { return add(matmul(v[0], v[1]), matmul(v[0], v[2])); },
+                  f32({1e-4, 1e-4}, {1e-4, 1e-4}),
+                  [](const In& v) {
+                    const OpCosts p = matmul_costs(v[0], v[1], false, false), q = matmul_costs(v[0], v[2], false, false);
+                    return OpCosts{p.forward + q.forward, p.backward + q.backward};
+                  })
+                  .with(bf16_column({1e-4, 1e-4}, {1e-4, 0x1p-6}, {0, 1, 2})));
   // linear with a bias: y = x·Wᵀ + b (small, then at parity sizes).
   for (int big = 0; big < 2; ++big) {
     const int64_t R = big ? 37 : 3, I = big ? 45 : 5, O = big ? 67 : 4;
