@@ -2,9 +2,9 @@
 // check of an op generated from its rows.
 //
 //   row = the op's inputs (shape and value range of each, which ones are differentiated), the call,
-//         whether it has a backward, one column of tolerances per dtype (f32 today; the mixed-
-//         precision work adds bf16 as a second column, not a new suite), and its cost formula (the
-//         FLOPs and bytes of the op's own `*_cost` functions in ops/*.h).
+//         whether it has a backward, one column of tolerances per dtype (f32 for every row; a
+//         bf16 column on the GEMM rows runs the same call with its operands cast to bf16), and
+//         its cost formula (the FLOPs and bytes of the op's own `*_cost` functions in ops/*.h).
 //
 //   check          where it runs                               what must hold
 //   gradcheck      test_op_table (CPU)                         finite differences in double against
