@@ -52,7 +52,7 @@ Tensor record(Tensor output, const char* op, std::vector<Tensor> inputs, Backwar
   return output;
 }
 
-// total += g (both f32, same shape and device); `total` may be undefined (first contribution).
+// total += g (same dtype, f32 or bf16, same shape and device); `total` may be undefined (first contribution).
 // g is taken by value: when the caller hands over the only reference to g and to its storage
 // (no view, no saved tensor, no other gradient shares it), the first contribution adopts g's
 // buffer instead of copying it. Otherwise it is copied, since later contributions are added
@@ -61,6 +61,10 @@ static void accumulate(std::shared_ptr<TensorImpl>& total, Tensor g, const Tenso
                        const std::string& op) {
   URPE_CHECK(g.shape() == like.shape(), "backward of '" << op << "' returned a gradient "
                                             << shape_str(g.shape()) << " for an input "
+                                            << like.describe());
+  // A gradient has its tensor's dtype (bf16 for a bf16 activation, as in PyTorch).
+  URPE_CHECK(g.dtype() == like.dtype(), "backward of '" << op << "' returned a "
+                                            << dtype_name(g.dtype()) << " gradient for an input "
                                             << like.describe());
   if (!total) {
     const bool exclusive = g.impl_ptr().use_count() == 1 && g.impl().storage.use_count() == 1;
@@ -78,7 +82,17 @@ static void accumulate(std::shared_ptr<TensorImpl>& total, Tensor g, const Tenso
   Tensor t(total);
   const profile::OpRange range("accumulate_grad", t.device());
   // total += g: one add per element; reads both, writes total.
-  URPE_PROFILE_COST((profile::Cost{double(t.numel()), 3 * profile::kElementBytes * double(t.numel())}));
+  URPE_PROFILE_COST((profile::Cost{double(t.numel()), 3.0 * double(dtype_size(t.dtype())) * double(t.numel())}));
+  if (t.dtype() == DType::bf16) {  // widened, summed in FP32, rounded once (RNE)
+    if (t.device().is_cpu()) {
+      bf16* dst = t.data<bf16>();
+      const bf16* src = g.data<bf16>();
+      for (int64_t k = 0; k < t.numel(); ++k) dst[k] = to_bf16(to_float(dst[k]) + to_float(src[k]));
+    } else {
+      cuda::accumulate_bf16(t.device().context(), t.data<bf16>(), g.data<bf16>(), static_cast<size_t>(t.numel()));
+    }
+    return;
+  }
   if (t.device().is_cpu()) {
     float* dst = t.f32();
     const float* src = g.f32();
@@ -103,6 +117,8 @@ void Tensor::backward(const Tensor& gradient) const {
     seed = Tensor::ones(shape(), device());
   }
   check_same_shape("backward", *this, seed);
+  URPE_CHECK(seed.dtype() == dtype(), "backward: the gradient " << seed.describe() << " of " << describe()
+                                                                << " must have its dtype");
   if (!grad_fn()) {  // a leaf: its gradient is the seed itself
     autograd::accumulate(impl().grad, seed, *this, "backward");
     return;

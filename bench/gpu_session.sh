@@ -32,6 +32,11 @@
 #                                   of steps 3..6 (step time, peak memory, the per-op table)
 #   bench/gpu_session.sh nsight     docs/profiling.md's Nsight recipe as written: ncu on step 41 of
 #                                   pi-paper filtered by kernel name, then by NVTX range
+#   bench/gpu_session.sh precision  fp32 against tf32 against bf16 (issue 36): `urpe profile` of
+#                                   the PI preset and the encoder at Table 5's size (12 layers,
+#                                   d 768, batch 32, n = 512) in each precision, two alternating
+#                                   rounds; per run the step time, peak memory and the GEMM rows
+#                                   (linear, matmul, cast) of the per-op table
 #   bench/gpu_session.sh profile    urpe's per-op profile of the bench step on the GPU (peaks, then
 #                                   `urpe profile --device cuda`), torch.profiler on the same step,
 #                                   and Nsight Systems' kernel/NVTX sums of the same window when
@@ -304,6 +309,40 @@ case "$1" in
       [ -f "$LOGS/presets/$preset/profile.md" ] && head -n 40 "$LOGS/presets/$preset/profile.md" >"$LOGS/preset_${preset}_table.md"
     done
     ;;
+  precision)
+    # The precision switch (docs/cuda.md#mixed-precision): the same runs in fp32, tf32 and bf16,
+    # rounds alternating so that clocks and thermals fall on all three alike. `urpe profile` trains
+    # a few steps and records the window (median step, peak device memory, the per-op table, whose
+    # linear rows are bf16's GEMMs and whose cast rows are what the switch costs). PRECISION_SMOKE=1
+    # runs one tiny model instead (URPE_BIN=./build/urpe-cudasim BUILD=build on the simulator; there
+    # `urpe profile` first measures the machine's peaks, minutes of simulated GEMMs, so give it a
+    # URPE_PEAKS_CACHE measured before or a long STEP_TIMEOUT). The simulator has run the bf16 CUDA
+    # path end to end (`urpe-cudasim train --set device=cuda --set precision=bf16`, 2 steps).
+    local urpe_bin=${URPE_BIN:-./$BUILD/urpe}
+    local window="3:6"
+    local -a runs=("pi-paper|--preset pi-paper"
+      "table5-n512|--preset pi-paper --set layers=12 --set d_model=768 --set heads=12 --set d_ff=3072 --set batch=32 --set seq_len=512")
+    if [ "${PRECISION_SMOKE:-0}" = 1 ]; then
+      window="2:2"
+      runs=("pi-smoke|--preset pi-tiny --set seq_len=8 --set d_model=16 --set heads=2 --set d_ff=32 --set layers=1 --set batch=2 --set valid_size=8")
+    fi
+    local round precision run name args
+    for round in 1 2; do
+      for precision in fp32 tf32 bf16; do
+        for run in "${runs[@]}"; do
+          name=${run%%|*}
+          args=${run#*|}
+          # shellcheck disable=SC2086
+          step "precision_${name}_${precision}_$round" "$urpe_bin" profile $args --set "precision=$precision" \
+            --device cuda --steps "$window" --out "$LOGS/precision/${name}_${precision}_$round" --overwrite --quiet
+          local md="$LOGS/precision/${name}_${precision}_$round/profile.md"
+          if [ -f "$md" ]; then
+            grep -E "measured step|peak|^\| (linear|matmul|cast)" "$md" | head -n 12
+          fi
+        done
+      done
+    done
+    ;;
   nsight)
     # docs/profiling.md steps 4 and 5, as the page writes them (pi-paper, step 41).
     local run="--preset pi-paper --set device=cuda --set warmup=10 --set valid_size=256 --quiet"
@@ -360,7 +399,7 @@ case "$1" in
     step fix_graphormer_compile python3 tools/torch_bench.py --device cuda --model graphormer --steps 30 --compile
     ;;
   *)
-    echo "usage: bench/gpu_session.sh STEP... (STEP: build, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, fixes, nccl, compare, families, presets, nsight, profile)" >&2
+    echo "usage: bench/gpu_session.sh STEP... (STEP: build, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, fixes, nccl, compare, families, presets, precision, nsight, profile)" >&2
     exit 2
     ;;
 esac

@@ -135,7 +135,7 @@ TransformerEncoder::TransformerEncoder(const EncoderConfig& c, uint64_t seed, co
   URPE_CHECK(c.pe != PositionalKind::shaw || c.shaw_clip >= 1,
              "encoder: shaw_clip must be at least 1, got " << c.shaw_clip);
   Rng rng(seed);
-  const InitSpec init{c.init_std, &rng, device};
+  const InitSpec init{c.init_std, &rng, device, c.linear_dtype};
   tokens_ = EmbeddingTable(params_, "embed_tokens", c.vocab, c.d_model, init);
   if (c.padding_id >= 0) {  // fairseq's init_bert_params zeroes the padding row
     URPE_CHECK(c.padding_id < c.vocab, "encoder: padding_id " << c.padding_id << " is not a token id (vocab " << c.vocab << ")");

@@ -64,6 +64,7 @@ struct EncoderConfig {
   float dropout = 0.0f;
   float attention_dropout = 0.0f;
   float init_std = 0.02f;
+  DType linear_dtype = DType::f32;  // the linear layers' GEMMs: bf16 under precision=bf16 (layers.h)
   PositionalKind pe = PositionalKind::urpe;
   bool urpe_on_top = false;   // C on top of `pe` (any base but rpe/urpe): pe = BASE+urpe
   bool with_ape = false;      // learned absolute positions as well (pe = ape+rpe; base rpe only)

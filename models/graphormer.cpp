@@ -86,8 +86,8 @@ Graphormer::Graphormer(const GraphormerConfig& c, uint64_t seed, const Device& d
     URPE_CHECK(p >= 0.0f && p < 1.0f, "graphormer: dropout probabilities must be in [0, 1), got " << p);
 
   Rng rng(seed);
-  const InitSpec embedding_init{c.init_std, &rng, device};
-  const InitSpec linear_init{c.init_std / std::sqrt(static_cast<float>(c.layers)), &rng, device};
+  const InitSpec embedding_init{c.init_std, &rng, device, c.linear_dtype};
+  const InitSpec linear_init{c.init_std / std::sqrt(static_cast<float>(c.layers)), &rng, device, c.linear_dtype};
   auto table = [&](const std::string& name, int64_t rows, int64_t cols) {
     return params_.add(name, Tensor::normal({rows, cols}, 0.0f, embedding_init.std, rng, device));
   };

@@ -2,6 +2,7 @@
 #include "models/layers.h"
 
 #include "ops/activation.h"
+#include "ops/cast.h"
 #include "ops/dropout.h"
 #include "ops/embedding.h"
 #include "ops/layer_norm.h"
@@ -17,10 +18,16 @@ static Tensor draw_normal(const Shape& shape, const InitSpec& init) {
 Linear::Linear(ParameterSet& params, const std::string& name, int64_t in, int64_t out,
                const InitSpec& init, bool with_bias) {
   weight = params.add(name + ".weight", draw_normal({out, in}, init));
+  dtype = init.linear_dtype;
   if (with_bias) bias = params.add(name + ".bias", Tensor::zeros({out}, DType::f32, init.device));
 }
 
-Tensor Linear::forward(const Tensor& x) const { return linear(x, weight, bias); }
+Tensor linear_in(DType dtype, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (dtype == DType::f32) return linear(x, weight, bias);
+  return linear(cast(x, dtype), cast(weight, dtype), bias);
+}
+
+Tensor Linear::forward(const Tensor& x) const { return linear_in(dtype, x, weight, bias); }
 
 EmbeddingTable::EmbeddingTable(ParameterSet& params, const std::string& name, int64_t count,
                                int64_t dim, const InitSpec& init) {

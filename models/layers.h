@@ -9,16 +9,24 @@
 
 namespace urpe {
 
-// How a layer draws its initial weights: N(0, std) for weights, zeros for biases.
+// How a layer draws its initial weights: N(0, std) for weights, zeros for biases; and the dtype
+// its linear layers multiply in (the run's `precision`: bf16, or f32 for fp32 and tf32).
 struct InitSpec {
   float std = 0.02f;
   Rng* rng = nullptr;
   Device device;
+  DType linear_dtype = DType::f32;
 };
+
+// y = x·Wᵀ + b with x and W cast to `dtype` for the GEMM (autocast style: W stays the f32
+// parameter, its bf16 copy lives for this forward and backward only; the bias and y stay f32;
+// gradients reach x and W in f32 through the casts). f32: linear(x, W, b) itself.
+Tensor linear_in(DType dtype, const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 struct Linear {
   Tensor weight;  // (out, in)
   Tensor bias;    // (out,) or undefined
+  DType dtype = DType::f32;  // what the GEMM multiplies in (InitSpec::linear_dtype)
   Linear() = default;
   Linear(ParameterSet& params, const std::string& name, int64_t in, int64_t out, const InitSpec& init,
          bool with_bias = true);

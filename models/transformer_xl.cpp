@@ -45,7 +45,7 @@ TransformerXL::TransformerXL(const TransformerXLConfig& c, uint64_t seed, const 
   set_memory_options(c.mem_len, c.clamp_len, c.same_length);
 
   Rng rng(seed);
-  const InitSpec init{c.init_std, &rng, device};
+  const InitSpec init{c.init_std, &rng, device, c.linear_dtype};
   const int64_t d = c.d_model, hd = c.heads * c.d_head;
   auto layer_norm = [&](const std::string& name) {  // gain N(1, std), bias 0 (docs/transformer_xl.md#initialisation)
     LayerNorm norm(params_, name, d, device);
@@ -268,7 +268,7 @@ TxlStep TransformerXL::forward(const Tensor& tokens, const Tensor& targets, cons
 Tensor TransformerXL::logits(const Tensor& hidden) const {
   URPE_CHECK(config_.cutoffs.empty(),
              kModel << ": logits() needs a full softmax; this model has adaptive cutoffs (use loss())");
-  return linear(hidden, embedding_, out_bias_);  // (qlen, B, vocab)
+  return linear_in(config_.linear_dtype, hidden, embedding_, out_bias_);  // (qlen, B, vocab)
 }
 
 Tensor TransformerXL::loss(const Tensor& hidden, const Tensor& targets) const {
@@ -314,14 +314,14 @@ Tensor TransformerXL::adaptive_loss(const Tensor& hidden, const Tensor& targets)
 
   const Tensor head_weight = concat({slice(embedding_, 0, 0, head_size), cluster_weight_}, 0);
   const Tensor head_bias = concat({slice(out_bias_, 0, 0, head_size), cluster_bias_}, 0);
-  const Tensor head_ce = cross_entropy(linear(h, head_weight, head_bias),
+  const Tensor head_ce = cross_entropy(linear_in(config_.linear_dtype, h, head_weight, head_bias),
                                        Tensor::from_vector(head_targets, {rows}).to(device_));
   Tensor total = scale(head_ce, static_cast<float>(rows));
   for (int64_t c = 1; c <= clusters; ++c) {
     const int64_t count = static_cast<int64_t>(tail_rows[c].size());
     if (count == 0) continue;
     const Tensor h_c = embedding(h, Tensor::from_vector(tail_rows[c], {count}).to(device_));  // (n_c, d)
-    const Tensor logits_c = linear(h_c, slice(embedding_, 0, bounds[c], bounds[c + 1]),
+    const Tensor logits_c = linear_in(config_.linear_dtype, h_c, slice(embedding_, 0, bounds[c], bounds[c + 1]),
                                    slice(out_bias_, 0, bounds[c], bounds[c + 1]));
     const Tensor ce = cross_entropy(logits_c, Tensor::from_vector(tail_targets[c], {count}).to(device_));
     total = add(total, scale(ce, static_cast<float>(count)));

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "autograd/node.h"
+#include "ops/cast.h"
 #include "ops/dispatch.h"
 #include "ops/reduce.h"
 
@@ -14,15 +15,32 @@ using kernels::GemmArgs;
 
 namespace {
 
-// A stored matrix operand: its rows × cols as stored, and how batch items are laid out.
+// A stored matrix operand (f32 or bf16): its rows × cols as stored, and how batch items are laid out.
 struct Operand {
-  const float* data;
+  const void* data;
+  DType dtype;
   int64_t rows, cols, stride;
+  // Batch item i's matrix.
+  Operand item(int64_t i) const {
+    Operand o = *this;
+    o.data = static_cast<const char*>(data) + i * stride * int64_t(dtype_size(dtype));
+    return o;
+  }
 };
 
 Operand operand(const Tensor& t, bool shared) {
+  URPE_CHECK(t.dtype() == DType::f32 || t.dtype() == DType::bf16, "matmul: operand " << t.describe());
   const int64_t rows = t.size(-2), cols = t.size(-1);
-  return {t.f32(), rows, cols, shared ? 0 : rows * cols};
+  return {t.impl().storage->data, t.dtype(), rows, cols, shared ? 0 : rows * cols};
+}
+
+// The f32 rows of a tensor (a gradient), or their bf16 rounding when the GEMM's operands are bf16.
+Tensor in_dtype(const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype) return t;
+  Tensor out = Tensor::empty(t.shape(), dtype, t.device());
+  URPE_PROFILE_COST(cast_cost(t.numel()));
+  URPE_DISPATCH("matmul", t.device(), kernels::cast_cpu(t, out), kernels::cast_cuda(t, out));
+  return out;
 }
 
 // C[i] = op(X[i])·op(Y[i]) (+ C[i] when accumulate); c_rows × c_cols output. On the CPU,
@@ -35,8 +53,17 @@ void run_gemm(const Device& device, const Operand& x, bool tx, const Operand& y,
   g.m = tx ? x.cols : x.rows;
   g.k = tx ? x.rows : x.cols;
   g.n = ty ? y.rows : y.cols;
-  g.a = x.data; g.lda = x.cols; g.stride_a = x.stride;
-  g.b = y.data; g.ldb = y.cols; g.stride_b = y.stride;
+  URPE_CHECK(x.dtype == y.dtype, "matmul: one GEMM operand is " << dtype_name(x.dtype) << ", the other "
+                                                               << dtype_name(y.dtype));
+  if (x.dtype == DType::bf16) {
+    g.a_bf16 = static_cast<const bf16*>(x.data);
+    g.b_bf16 = static_cast<const bf16*>(y.data);
+  } else {
+    g.a = static_cast<const float*>(x.data);
+    g.b = static_cast<const float*>(y.data);
+  }
+  g.lda = x.cols; g.stride_a = x.stride;
+  g.ldb = y.cols; g.stride_b = y.stride;
   g.c = c; g.ldc = g.n; g.stride_c = g.m * g.n;
   g.batch = batch;
   g.beta = accumulate ? 1.0f : 0.0f;
@@ -49,8 +76,10 @@ void run_gemm(const Device& device, const Operand& x, bool tx, const Operand& y,
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
   const profile::OpRange range("matmul", a);
-  check_dtype("matmul", "a", a, DType::f32);
-  check_dtype("matmul", "b", b, DType::f32);
+  check_defined("matmul", "a", a);
+  check_defined("matmul", "b", b);
+  URPE_CHECK((a.dtype() == DType::f32 || a.dtype() == DType::bf16) && b.dtype() == a.dtype(),
+             "matmul: operands must be both f32 or both bf16, got " << a.describe() << " and " << b.describe());
   check_dim("matmul", "a", a, 2, 4);
   check_dim("matmul", "b", b, 2, 4);
   check_same_device("matmul", a, b);
@@ -80,9 +109,12 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
     run_gemm(a.device(), oa, transpose_a, ob, transpose_b, out.f32(), batch, false);
   }
 
-  return autograd::record(out, "matmul", {a, b}, [=](const Tensor& g) {
+  return autograd::record(out, "matmul", {a, b}, [=](const Tensor& g_out) {
+    // bf16 operands: g in bf16 for the GEMMs, the gradients (f32 from the GEMMs) rounded to bf16.
+    const DType dtype = a.dtype();
+    const Tensor g = in_dtype(g_out, dtype);
     Tensor ga, gb;
-    const Operand og{g.f32(), m, n, m * n};
+    const Operand og{g.impl().storage->data, dtype, m, n, m * n};
     if (a.requires_grad()) {
       ga = Tensor::empty(a.shape(), DType::f32, a.device());
       if (!transpose_a) {  // ∂A = g·op(B)ᵀ
@@ -106,9 +138,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
         const int64_t calls = shared_b ? batch : 1;
         const int64_t per_call = shared_b ? 1 : batch;
         for (int64_t i = 0; i < calls; ++i) {
-          Operand ai = operand(a, false), gi = og;
-          ai.data += i * ai.stride;
-          gi.data += i * gi.stride;
+          const Operand ai = operand(a, false).item(i), gi = og.item(i);
           if (!transpose_b)  // ∂B = op(A)ᵀ·g
             run_gemm(a.device(), ai, !transpose_a, gi, false, gb.f32(), per_call, i > 0);
           else               // ∂B_stored = gᵀ·op(A)
@@ -116,7 +146,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
         }
       }
     }
-    return std::vector<Tensor>{ga, gb};
+    return std::vector<Tensor>{ga.defined() ? in_dtype(ga, dtype) : ga, gb.defined() ? in_dtype(gb, dtype) : gb};
   });
 }
 
@@ -135,9 +165,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (!bias.defined()) return matmul(x, weight, false, true);
   URPE_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0),
              "linear: bias " << bias.describe() << " does not match weight " << weight.describe());
-  check_dtype("linear", "x", x, DType::f32);
-  check_dtype("linear", "weight", weight, DType::f32);
-  check_dtype("linear", "bias", bias, DType::f32);
+  URPE_CHECK((x.dtype() == DType::f32 || x.dtype() == DType::bf16) && weight.dtype() == x.dtype(),
+             "linear: input and weight must be both f32 or both bf16, got " << x.describe() << " and "
+                                                                             << weight.describe());
+  check_dtype("linear", "bias", bias, DType::f32);  // added onto the f32 output in FP32
   check_same_device("linear", x, weight);
   check_same_device("linear", x, bias);
   const int64_t in = weight.size(1), out_features = weight.size(0);
@@ -147,7 +178,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   out_shape.push_back(out_features);
   Tensor y = Tensor::empty(out_shape, DType::f32, x.device());
   const Device& device = x.device();
-  const Operand x_rows{x.f32(), rows, in, 0}, w = operand(weight, true);
+  const Operand x_rows{x.impl().storage->data, x.dtype(), rows, in, 0}, w = operand(weight, true);
   URPE_PROFILE_COST(broadcast_axis_cost(1, rows, out_features, 1.0f));
   if (device.is_cpu()) {
     // The bias into each block of rows right before the GEMM adds onto it: the rows are written
@@ -165,7 +196,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   }
 
   return autograd::record(y, "linear", {x, weight, bias}, [=](const Tensor& g) {
-    const Operand g_rows{g.f32(), rows, out_features, 0};
+    // bf16 x and W: g rounded to bf16 for their GEMMs, ∂x and ∂W rounded to bf16 (as matmul).
+    const DType dtype = x.dtype();
+    const Tensor g_op = in_dtype(g, dtype);
+    const Operand g_rows{g_op.impl().storage->data, dtype, rows, out_features, 0};
     Tensor gx, gw, gb;
     if (x.requires_grad()) {  // ∂x = g·W
       gx = Tensor::empty(x.shape(), DType::f32, device);
@@ -181,7 +215,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       URPE_DISPATCH("linear", device, kernels::sum_axis_cpu(g, 1, rows, out_features, 1.0f, gb),
                     kernels::sum_axis_cuda(g, 1, rows, out_features, 1.0f, gb));
     }
-    return std::vector<Tensor>{gx, gw, gb};
+    return std::vector<Tensor>{gx.defined() ? in_dtype(gx, dtype) : gx, gw.defined() ? in_dtype(gw, dtype) : gw, gb};
   });
 }
 

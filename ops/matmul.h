@@ -6,6 +6,18 @@
 //   C: (..., M, N)
 // Backward (g = ∂L/∂C): ∂op(A) = g·op(B)ᵀ, ∂op(B) = op(A)ᵀ·g, summed over the batch when B is
 // shared; each is again one GEMM with the right transpose flags.
+//
+// BF16 (mixed precision, docs/cuda.md#mixed-precision): A and B may both be bf16 (never one of
+// each). The product is accumulated in FP32 and C is **f32**: every op that reads a GEMM's output
+// (bias, activations, layer norm, softmax, the residual adds) is FP32 for now, so a bf16 C would
+// be rounded only to be widened again by the next op; PyTorch's autocast returns bf16 because its
+// neighbours read bf16, and a bf16 output is the change to make when the activations go bf16.
+// The CPU widens the bf16 operands to f32 (exactly) and runs the f32 GEMM: that is the reference,
+// the exact products of the rounded inputs summed in FP32 (cuBLAS's CUBLAS_COMPUTE_32F sums the
+// same products in FP32, in another order). Backward with bf16 operands: g is rounded to bf16
+// (the tensor cores take both operands in one type, as autocast's backward GEMMs do), each
+// gradient GEMM accumulates in FP32, and ∂A, ∂B are rounded to bf16: a gradient has its tensor's
+// dtype, and the cast that made the bf16 operand widens it back to f32 for the FP32 master.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -29,6 +41,9 @@ struct GemmArgs {
   float alpha = 1.0f, beta = 0.0f;
   const float* a = nullptr; int64_t lda = 0, stride_a = 0;
   const float* b = nullptr; int64_t ldb = 0, stride_b = 0;
+  // bf16 operands instead of a and b (both or neither): FP32 accumulation, C stays f32.
+  const bf16* a_bf16 = nullptr;
+  const bf16* b_bf16 = nullptr;
   float* c = nullptr;       int64_t ldc = 0, stride_c = 0;
   int64_t batch = 1;
 };
@@ -44,14 +59,16 @@ void gemm_cuda(const Device& device, const GemmArgs& args);
 
 // ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
 // One GEMM: 2·m·n·k FLOPs per batch item (a multiply-add is two), exactly. Bytes: A, B and C once
-// each (an operand with stride 0 is one matrix shared by every item, read once), plus C read
-// again when it accumulates (beta ≠ 0).
+// each (an operand with stride 0 is one matrix shared by every item, read once; 2 bytes an element
+// when bf16), plus C read again when it accumulates (beta ≠ 0).
 inline profile::Cost gemm_cost(const kernels::GemmArgs& g) {
   const double items = double(g.batch);
   const double a = double(g.m) * g.k * (g.stride_a == 0 ? 1.0 : items);
   const double b = double(g.k) * g.n * (g.stride_b == 0 ? 1.0 : items);
   const double c = double(g.m) * g.n * items * (g.beta != 0.0f ? 2.0 : 1.0);
-  return {2.0 * items * double(g.m) * double(g.n) * double(g.k), profile::kElementBytes * (a + b + c)};
+  const double operand_bytes = g.a_bf16 != nullptr ? 2.0 : profile::kElementBytes;
+  return {2.0 * items * double(g.m) * double(g.n) * double(g.k),
+          operand_bytes * (a + b) + profile::kElementBytes * c};
 }
 
 }  // namespace urpe

@@ -1,5 +1,6 @@
 // CPU GEMM: OpenBLAS cblas_sgemm when the build found it, otherwise a cache-blocked loop nest
-// (i-k-j order, 64×64×256 tiles) that is slow but correct on any machine.
+// (i-k-j order, 64×64×256 tiles) that is slow but correct on any machine. bf16 operands are
+// widened to f32 first (exact), so the bf16 product is the f32 product of the rounded inputs.
 #include <algorithm>
 #include <vector>
 
@@ -147,8 +148,40 @@ static void gemm_depth(const GemmArgs& g) {
 // inside one, OpenBLAS's own threads form a nested team, and libgomp starts fresh threads for
 // every nested team instead of reusing its pool (measured: ~1,700 threads created and joined in
 // 45 training steps, a quarter of the step's samples on short-lived threads).
+// ---- bf16 operands: widened to f32 (exactly), then the f32 product ----
+// The elements one operand's GEMMs read: batch items `stride` apart, `rows` stored rows `ld` apart.
+static int64_t operand_extent(int64_t rows, int64_t cols, int64_t ld, int64_t stride, int64_t batch) {
+  if (rows == 0 || cols == 0 || batch == 0) return 0;
+  return stride * (batch - 1) + ld * (rows - 1) + cols;
+}
+
+static Tensor widened(const bf16* p, int64_t n) {
+  Tensor out = Tensor::empty({n});
+  float* dst = out.f32();
+#pragma omp parallel for schedule(static) if (n > 32768)
+  for (int64_t k = 0; k < n; ++k) dst[k] = to_float(p[k]);
+  return out;
+}
+
+// The f32 arguments over widened copies of the bf16 operands (kept alive by `keep`).
+static GemmArgs widen_operands(const GemmArgs& g, Tensor keep[2]) {
+  URPE_CHECK(g.a_bf16 != nullptr && g.b_bf16 != nullptr, "gemm_cpu: one bf16 operand and one f32");
+  const int64_t k = g.m == 0 || g.n == 0 ? 0 : g.k;
+  keep[0] = widened(g.a_bf16, operand_extent(g.trans_a ? k : g.m, g.trans_a ? g.m : k, g.lda, g.stride_a, g.batch));
+  keep[1] = widened(g.b_bf16, operand_extent(g.trans_b ? g.n : k, g.trans_b ? k : g.n, g.ldb, g.stride_b, g.batch));
+  GemmArgs f = g;
+  f.a = keep[0].f32();
+  f.b = keep[1].f32();
+  f.a_bf16 = f.b_bf16 = nullptr;
+  return f;
+}
+
 void gemm_cpu(const GemmArgs& g) {
   if (g.m == 0 || g.n == 0) return;
+  if (g.a_bf16 != nullptr || g.b_bf16 != nullptr) {
+    Tensor keep[2];
+    return gemm_cpu(widen_operands(g, keep));
+  }
   const bool split_batch = g.batch > 1 && g.m * g.n * g.k < kSmallGemmFlops;
   if (split_batch) {
 #pragma omp parallel for schedule(static)
@@ -169,6 +202,10 @@ void gemm_cpu(const GemmArgs& g) {
 
 void gemm_cpu(const GemmArgs& g, const RowsFn& before) {
   URPE_CHECK(g.batch == 1, "gemm_cpu: row hooks need a single product, got a batch of " << g.batch);
+  if (g.a_bf16 != nullptr || g.b_bf16 != nullptr) {
+    Tensor keep[2];
+    return gemm_cpu(widen_operands(g, keep), before);
+  }
 #if defined(URPE_WITH_OPENBLAS)
   if (split_of(g) == Split::rows) return gemm_rows(g, &before);
 #endif

@@ -7,7 +7,8 @@
 // ever materialised. Batched calls use cublasSgemmStridedBatched; a stride of 0 means every batch
 // item shares that matrix (cuBLAS allows it).
 // TF32 tensor-core math is used only when the context's tf32 flag is on; otherwise cuBLAS runs
-// full float32 (CUBLAS_DEFAULT_MATH), matching the CPU to rounding.
+// full float32 (CUBLAS_DEFAULT_MATH), matching the CPU to rounding. bf16 operands go to
+// cublasGemmEx / cublasGemmStridedBatchedEx (BF16 inputs, FP32 accumulation and output).
 // Cost: 2·m·n·k·batch flops; bytes at least 4·(m·k + k·n + m·n)·batch (less when shared).
 #include <limits>
 
@@ -60,6 +61,22 @@ void gemm_cuda(const Device& device, const GemmArgs& g) {
   CUBLAS_CHECK(cublasSetMathMode(handle, ctx.tf32() ? CUBLAS_TF32_TENSOR_OP_MATH
                                                     : CUBLAS_DEFAULT_MATH));
   const float alpha = g.alpha, beta = g.beta;
+  if (g.a_bf16 != nullptr || g.b_bf16 != nullptr) {
+    URPE_CHECK(g.a_bf16 != nullptr && g.b_bf16 != nullptr, "gemm_cuda: one bf16 operand and one f32");
+    // A, B in CUDA_R_16BF, C in CUDA_R_32F, products summed in FP32 (CUBLAS_COMPUTE_32F); the
+    // default algorithm runs on the BF16 tensor cores (the math mode does not apply here).
+    if (batch == 1) {
+      CUBLAS_CHECK(cublasGemmEx(handle, op_b, op_a, n, m, k, &alpha, g.b_bf16, CUDA_R_16BF, ldb, g.a_bf16,
+                                CUDA_R_16BF, lda, &beta, g.c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+                                CUBLAS_GEMM_DEFAULT));
+    } else {
+      CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+          handle, op_b, op_a, n, m, k, &alpha, g.b_bf16, CUDA_R_16BF, ldb, static_cast<long long>(g.stride_b),
+          g.a_bf16, CUDA_R_16BF, lda, static_cast<long long>(g.stride_a), &beta, g.c, CUDA_R_32F, ldc,
+          static_cast<long long>(g.stride_c), batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
+    return;
+  }
   if (batch == 1) {
     CUBLAS_CHECK(cublasSgemm(handle, op_b, op_a, n, m, k, &alpha, g.b, ldb, g.a, lda, &beta, g.c,
                              ldc));

@@ -21,7 +21,9 @@ void copy_device_to_host(Context*, void*, const void*, size_t) { no_cuda("cuda::
 void copy_device_to_device(Context*, void*, const void*, size_t) { no_cuda("cuda::copy"); }
 void fill_f32(Context*, float*, size_t, float) { no_cuda("cuda::fill"); }
 void fill_i32(Context*, int32_t*, size_t, int32_t) { no_cuda("cuda::fill"); }
+void fill_bf16(Context*, bf16*, size_t, bf16) { no_cuda("cuda::fill"); }
 void accumulate_f32(Context*, float*, const float*, size_t) { no_cuda("cuda::accumulate"); }
+void accumulate_bf16(Context*, bf16*, const bf16*, size_t) { no_cuda("cuda::accumulate"); }
 void synchronize(Context*) {}
 size_t peak_bytes(Context*) { return 0; }
 void reset_peak(Context*) {}

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "tensor/bf16.h"
+
 namespace urpe::cuda {
 
 class Context;
@@ -25,7 +27,10 @@ void copy_device_to_host(Context* context, void* dst, const void* src, size_t by
 void copy_device_to_device(Context* context, void* dst, const void* src, size_t bytes);
 void fill_f32(Context* context, float* dst, size_t n, float value);
 void fill_i32(Context* context, int32_t* dst, size_t n, int32_t value);
+void fill_bf16(Context* context, bf16* dst, size_t n, bf16 value);
 void accumulate_f32(Context* context, float* dst, const float* src, size_t n);  // dst += src
+// dst = bf16(float(dst) + float(src)): the sum in FP32, rounded to nearest even once.
+void accumulate_bf16(Context* context, bf16* dst, const bf16* src, size_t n);
 void synchronize(Context* context);
 
 // Memory statistics of the context's caching allocator (bytes of its size classes).

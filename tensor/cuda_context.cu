@@ -5,6 +5,7 @@
 // 4 B per element; both are grid-stride loops over int64 indices.
 #include "tensor/cuda_context.h"
 
+#include <cuda_bf16.h>
 #include <cuda_profiler_api.h>
 
 #include <algorithm>
@@ -188,7 +189,7 @@ int grid_for(const Context& context, int64_t n, int threads) {
 
 // ---- kernels of the tensor core ----
 
-// dst[k] = value. Writes 4 B per element.
+// dst[k] = value. Writes sizeof(T) B per element (4 for f32 and i32, 2 for bf16).
 template <typename T>
 __global__ void fill_kernel(T* __restrict__ dst, int64_t n, T value) {
   for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n;
@@ -202,6 +203,14 @@ __global__ void accumulate_f32_kernel(float* __restrict__ dst, const float* __re
   for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n;
        k += int64_t(gridDim.x) * blockDim.x)
     dst[k] += src[k];
+}
+
+// A gradient of a bf16 tensor reached by two uses: widened, added in FP32, rounded once (RNE).
+__global__ void accumulate_bf16_kernel(__nv_bfloat16* __restrict__ dst,
+                                       const __nv_bfloat16* __restrict__ src, int64_t n) {
+  for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n;
+       k += int64_t(gridDim.x) * blockDim.x)
+    dst[k] = __float2bfloat16_rn(__bfloat162float(dst[k]) + __bfloat162float(src[k]));
 }
 
 // ---- cuda_backend.h ----
@@ -284,6 +293,25 @@ void fill_i32(Context* context, int32_t* dst, size_t n, int32_t value) {
   fill_kernel<int32_t><<<grid_for(*context, n, threads), threads, 0, context->stream()>>>(
       dst, static_cast<int64_t>(n), value);
   CUDA_CHECK_LAUNCH("fill_i32");
+}
+
+void fill_bf16(Context* context, bf16* dst, size_t n, bf16 value) {
+  if (n == 0) return;
+  context->activate();
+  const int threads = 256;
+  fill_kernel<uint16_t><<<grid_for(*context, n, threads), threads, 0, context->stream()>>>(
+      reinterpret_cast<uint16_t*>(dst), static_cast<int64_t>(n), value.bits);
+  CUDA_CHECK_LAUNCH("fill_bf16");
+}
+
+void accumulate_bf16(Context* context, bf16* dst, const bf16* src, size_t n) {
+  if (n == 0) return;
+  context->activate();
+  const int threads = 256;
+  accumulate_bf16_kernel<<<grid_for(*context, n, threads), threads, 0, context->stream()>>>(
+      reinterpret_cast<__nv_bfloat16*>(dst), reinterpret_cast<const __nv_bfloat16*>(src),
+      static_cast<int64_t>(n));
+  CUDA_CHECK_LAUNCH("accumulate_bf16");
 }
 
 void accumulate_f32(Context* context, float* dst, const float* src, size_t n) {

@@ -118,6 +118,7 @@ Tensor Tensor::arange(int64_t n, DType dtype, const Device& device) {
   Tensor host = empty({n}, dtype);
   for (int64_t i = 0; i < n; ++i) {
     if (dtype == DType::f32) host.f32()[i] = static_cast<float>(i);
+    else if (dtype == DType::bf16) host.data<bf16>()[i] = to_bf16(static_cast<float>(i));
     else host.i32()[i] = static_cast<int32_t>(i);
   }
   return host.to(device);
@@ -239,9 +240,12 @@ void Tensor::fill(float value) const {
   const size_t n = static_cast<size_t>(numel());
   if (device().is_cpu()) {
     if (dtype() == DType::f32) std::fill(f32(), f32() + n, value);
+    else if (dtype() == DType::bf16) std::fill(data<bf16>(), data<bf16>() + n, to_bf16(value));
     else std::fill(i32(), i32() + n, static_cast<int32_t>(value));
   } else if (dtype() == DType::f32) {
     cuda::fill_f32(device().context(), f32(), n, value);
+  } else if (dtype() == DType::bf16) {
+    cuda::fill_bf16(device().context(), data<bf16>(), n, to_bf16(value));
   } else {
     cuda::fill_i32(device().context(), i32(), n, static_cast<int32_t>(value));
   }
@@ -249,14 +253,18 @@ void Tensor::fill(float value) const {
 
 float Tensor::item() const {
   URPE_CHECK(numel() == 1, "item: expected a one-element tensor, got " << describe());
-  Tensor host = cpu();
-  return dtype() == DType::f32 ? host.f32()[0] : static_cast<float>(host.i32()[0]);
+  return cpu().to_vector_f32()[0];
 }
 
+// f32 as stored; bf16 widened (exactly); i32 as float.
 std::vector<float> Tensor::to_vector_f32() const {
   Tensor host = cpu();
-  const float* p = host.f32();
-  return std::vector<float>(p, p + numel());
+  const int64_t n = numel();
+  if (dtype() == DType::f32) return std::vector<float>(host.f32(), host.f32() + n);
+  std::vector<float> out(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k)
+    out[k] = dtype() == DType::bf16 ? to_float(host.data<bf16>()[k]) : static_cast<float>(host.i32()[k]);
+  return out;
 }
 
 std::vector<int32_t> Tensor::to_vector_i32() const {
@@ -266,6 +274,8 @@ std::vector<int32_t> Tensor::to_vector_i32() const {
 }
 
 Tensor& Tensor::set_requires_grad(bool value) {
+  // Leaves are f32 (parameters are FP32 masters under every precision); a bf16 tensor gets its
+  // gradient as the output of a differentiable cast.
   URPE_CHECK(!value || dtype() == DType::f32,
              "requires_grad: only f32 tensors can have gradients, got " << describe());
   impl().requires_grad = value;
@@ -283,6 +293,7 @@ std::string Tensor::to_string(int max_elements) const {
     for (int64_t k = 0; k < n && k < max_elements; ++k) {
       out << (k ? ", " : "");
       if (dtype() == DType::f32) out << std::setprecision(6) << host.f32()[k];
+      else if (dtype() == DType::bf16) out << std::setprecision(4) << to_float(host.data<bf16>()[k]);
       else out << host.i32()[k];
     }
     if (n > max_elements) out << ", ... (" << n << " values)";

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "ops/activation.h"
+#include "ops/cast.h"
 #include "ops/dispatch.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
@@ -36,7 +37,11 @@ namespace urpe::test {
 // ---- building blocks ----
 
 DTypeColumn f32(Tolerance forward, Tolerance backward, autograd::GradcheckOptions gradcheck) {
-  return {DType::f32, forward, backward, gradcheck};
+  return {DType::f32, forward, backward, gradcheck, {}};
+}
+
+DTypeColumn bf16_column(Tolerance forward, Tolerance backward, std::vector<size_t> cast_inputs) {
+  return {DType::bf16, forward, backward, {}, std::move(cast_inputs)};
 }
 
 OpInput uniform(const std::string& name, const Shape& shape, float low, float high) {
@@ -436,8 +441,23 @@ std::vector<OpRow> build_table() {
                         f32({1e-4, 1e-4}, {1e-4, 1e-4}),
                         [ta, tb](const In& v) { return matmul_costs(v[0], v[1], ta, tb); });
           if (big) r.without(kGradcheck);
+          // bf16 operands: both sides multiply the same rounded inputs exactly and sum in FP32
+          // (forward: f32 bounds); ∂A and ∂B are rounded to bf16, where a sum that differs in
+          // its last f32 bits may round the other way: one bf16 ulp, 2⁻⁷ relative at most.
+          r.with(bf16_column({1e-4, 1e-4}, {1e-4, 0x1p-7}, {0, 1}));
           t.push_back(r);
         }
+  // One operand in two products, C = A·B + A·D: A's gradient is the sum of two (in the bf16
+  // column, of two bf16 gradients, summed in FP32 and rounded once: autograd's accumulation).
+  t.push_back(row("matmul, A·B + A·D, A used twice", "matmul",
+                  {uniform("a", {2, 9, 13}), uniform("b", {13, 11}), uniform("d", {13, 11})},
+                  [](const In& v, const Device&) { return add(matmul(v[0], v[1]), matmul(v[0], v[2])); },
+                  f32({1e-4, 1e-4}, {1e-4, 1e-4}),
+                  [](const In& v) {
+                    const OpCosts p = matmul_costs(v[0], v[1], false, false), q = matmul_costs(v[0], v[2], false, false);
+                    return OpCosts{p.forward + q.forward, p.backward + q.backward};
+                  })
+                  .with(bf16_column({1e-4, 1e-4}, {1e-4, 0x1p-6}, {0, 1, 2})));
   // linear with a bias: y = x·Wᵀ + b (small, then at parity sizes).
   for (int big = 0; big < 2; ++big) {
     const int64_t R = big ? 37 : 3, I = big ? 45 : 5, O = big ? 67 : 4;
@@ -446,7 +466,30 @@ std::vector<OpRow> build_table() {
                   [](const In& v, const Device&) { return linear(v[0], v[1], v[2]); },
                   f32({1e-4, 1e-4}, {1e-4, 1e-4}), [](const In& v) { return linear_costs(v[0], v[1]); });
     if (big) r.without(kGradcheck);
+    r.with(bf16_column({1e-4, 1e-4}, {1e-4, 0x1p-7}, {0, 1}));  // x and W in bf16, the bias f32 (as matmul's)
     t.push_back(r);
+  }
+
+  // ---- cast (ops/cast.h) ----
+  // f32 → bf16, bit-exact (round to nearest even on both devices: the simulator's <cuda_bf16.h>
+  // is a second implementation), and the round trip; values over several binades. No gradient
+  // check: rounding is a step function, its derivative the straight-through 1 (test_bf16 checks
+  // ∂x = g exactly).
+  for (int big = 0; big < 2; ++big) {
+    const Shape s = big ? Shape{3, 37, 67} : Shape{2, 3, 5};
+    const std::string size = big ? " (3, 37, 67)" : " (2, 3, 5)";
+    t.push_back(row("cast f32 → bf16" + size, "cast", {signed_uniform("x", s, 1e-3f, 300.0f)},
+                    [](const In& v, const Device&) { return cast(v[0], DType::bf16); }, f32({0, 0}, {0, 0}),
+                    [](const In& v) { return same_both_ways(cast_cost(v[0].numel())); })
+                    .without(kGradcheck));
+    t.push_back(row("cast f32 → bf16 → f32" + size, "cast", {signed_uniform("x", s, 1e-3f, 300.0f)},
+                    [](const In& v, const Device&) { return cast(cast(v[0], DType::bf16), DType::f32); },
+                    f32({0, 0}, {0, 0}),
+                    [](const In& v) {
+                      const Cost c = cast_cost(v[0].numel());
+                      return same_both_ways(c + c);
+                    })
+                    .without(kGradcheck));
   }
 
   // ---- reductions (ops/reduce.h) ----

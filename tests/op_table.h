@@ -2,9 +2,9 @@
 // check of an op generated from its rows.
 //
 //   row = the op's inputs (shape and value range of each, which ones are differentiated), the call,
-//         whether it has a backward, one column of tolerances per dtype (f32 today; the mixed-
-//         precision work adds bf16 as a second column, not a new suite), and its cost formula (the
-//         FLOPs and bytes of the op's own `*_cost` functions in ops/*.h).
+//         whether it has a backward, one column of tolerances per dtype (f32 for every row; a
+//         bf16 column on the GEMM rows runs the same call with its operands cast to bf16), and
+//         its cost formula (the FLOPs and bytes of the op's own `*_cost` functions in ops/*.h).
 //
 //   check          where it runs                               what must hold
 //   gradcheck      test_op_table (CPU)                         finite differences in double against
@@ -16,8 +16,9 @@
 //                                                              call, forward and backward, equals
 //                                                              the row's formula exactly
 //   parity         test_cuda_parity (GPU), test_cuda_sim_parity  CUDA against the CPU within the
-//                  (the CUDA simulator)                        row's f32 bounds, forward and every
-//                                                              gradient, outputs poisoned with NaN
+//                  (the CUDA simulator)                        row's bounds, forward and every
+//                                                              gradient, outputs poisoned with NaN,
+//                                                              for each dtype column (f32, bf16)
 //
 // Adding an op (docs/architecture.md#adding-an-op): its files in ops/, then one row in
 // tests/op_table.cpp. The rows are listed there, one per case with a comment.
@@ -40,14 +41,21 @@ struct Tolerance {
 
 // One dtype column of a row: CUDA against the CPU (forward output; backward, every gradient), and
 // the CPU gradient check's step and bounds.
+// A bf16 column runs the same call with the inputs listed in `cast_inputs` cast to bf16 first
+// (ops/cast.h, differentiable: their gradients come back to the f32 inputs), on the CPU and on
+// the device, and compares the two with its own bounds (parity only: the gradient check is the
+// f32 column's, since rounding has no finite differences).
 struct DTypeColumn {
   DType dtype = DType::f32;
   Tolerance forward, backward;
   autograd::GradcheckOptions gradcheck;
+  std::vector<size_t> cast_inputs;
 };
 
 // The f32 column.
 DTypeColumn f32(Tolerance forward, Tolerance backward, autograd::GradcheckOptions gradcheck = {});
+// The bf16 column: these inputs cast to bf16.
+DTypeColumn bf16_column(Tolerance forward, Tolerance backward, std::vector<size_t> cast_inputs);
 
 // One input of a row: built on the CPU from a seed (the row's name and the input's position), so
 // every check of the row sees the same values. `grad`: the call differentiates it (gradcheck, and
@@ -103,6 +111,7 @@ struct OpRow {
   OpRow& no_backward() { backward = false; return *this; }
   OpRow& exact_zeros() { same_zeros = true; return *this; }
   OpRow& repeatable_on_device(bool on = true) { device_repeat = on; return *this; }
+  OpRow& with(DTypeColumn column) { dtypes.push_back(std::move(column)); return *this; }
 };
 
 OpRow row(std::string name, std::string op, std::vector<OpInput> inputs, OpCall call, DTypeColumn f32_column,
@@ -126,7 +135,7 @@ struct CheckResult {
 CheckResult gradcheck_row(const OpRow& row);
 CheckResult threads_row(const OpRow& row);
 CheckResult cost_row(const OpRow& row);
-// CPU against `device` (a CUDA device) for the row's f32 column: the outputs the op allocates on
+// CPU against `device` (a CUDA device) for each of the row's columns: the outputs the op allocates on
 // the device start as NaN (poison_free_blocks), so an element it never writes fails.
 CheckResult parity_row(const OpRow& row, const Device& device);
 // Leaves NaN-filled blocks of these shapes on the device allocator's free lists, so that the next

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "autograd/node.h"
+#include "ops/cast.h"
 #include "op_table.h"
 #include "test_util.h"
 #if defined(_OPENMP)
@@ -46,7 +47,13 @@ Tensor upstream_for(const OpRow& row, const Tensor& out) {
   uint64_t seed = 0x0f0e0d0cull;
   for (unsigned char c : row.name) seed = seed * 131 + c;
   Rng rng(seed);
-  return Tensor::uniform(out.shape(), -1.0f, 1.0f, rng);
+  const Tensor g = Tensor::uniform(out.shape(), -1.0f, 1.0f, rng);
+  if (out.dtype() == g.dtype()) return g;
+  // A gradient has its tensor's dtype (bf16 for a cast's output); the kernel, not the op, so that
+  // no profiled cast is charged to the row.
+  Tensor rounded = Tensor::empty(g.shape(), out.dtype());
+  kernels::cast_cpu(g, rounded);
+  return rounded;
 }
 
 struct Run {
@@ -73,7 +80,7 @@ bool same_bits(const Tensor& a, const Tensor& b) {
   if (!a.defined()) return true;
   if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
   const Tensor x = a.cpu(), y = b.cpu();
-  return std::memcmp(x.impl().storage->data, y.impl().storage->data, static_cast<size_t>(x.numel()) * 4) == 0;
+  return std::memcmp(x.impl().storage->data, y.impl().storage->data, static_cast<size_t>(x.numel()) * dtype_size(x.dtype())) == 0;
 }
 
 // Every element finite where the reference is finite (NaN where it is NaN, the same infinity),
@@ -232,18 +239,22 @@ static CheckResult cost_row_unguarded(const OpRow& row) {
   return r;
 }
 
-static CheckResult parity_row_unguarded(const OpRow& row, const Device& device) {
-  CheckResult r;
-  if (!(row.checks & kParity)) return r;
-  r.ran = true;
-  for (const DTypeColumn& c : row.dtypes)
-    if (c.dtype != DType::f32) fail(r, std::string("parity: no inputs in ") + dtype_name(c.dtype) + " yet");
-  const DTypeColumn& tol = column(row, DType::f32);
+// The row's call in a column's dtype: its cast_inputs cast (differentiably) to the column's dtype.
+Tensor call_in(const OpRow& row, const DTypeColumn& c, const std::vector<Tensor>& in, const Device& device) {
+  if (c.cast_inputs.empty()) return row.call(in, device);
+  std::vector<Tensor> cast_in = in;
+  for (size_t k : c.cast_inputs) cast_in.at(k) = cast(in.at(k), c.dtype);
+  return row.call(cast_in, device);
+}
+
+static void parity_column(CheckResult& r, const OpRow& row, const DTypeColumn& tol, const Device& device) {
+  const std::string prefix = tol.dtype == DType::f32 ? "" : std::string(dtype_name(tol.dtype)) + " ";
+  auto fail = [&r, &prefix](const std::string& what) { test::fail(r, prefix + what); };
   const std::vector<Tensor> cpu = make_inputs(row);
 
   // The CPU, the reference.
   const std::vector<Tensor> on_cpu = inputs_on(row, cpu, Device::cpu());
-  const Tensor want = row.call(on_cpu, Device::cpu());
+  const Tensor want = call_in(row, tol, on_cpu, Device::cpu());
   Tensor upstream;
   if (row.backward) {
     upstream = upstream_for(row, want);
@@ -256,10 +267,10 @@ static CheckResult parity_row_unguarded(const OpRow& row, const Device& device) 
     const std::vector<Tensor> on_device = inputs_on(row, cpu, device);
     const Tensor upstream_d = upstream.defined() ? upstream.to(device) : Tensor();
     poison_free_blocks({want.shape()}, device);
-    const Tensor got = row.call(on_device, device);
+    const Tensor got = call_in(row, tol, on_device, device);
     if (!(got.device() == device)) {
-      fail(r, "parity: the output is on " + got.device().name() + ", not the device");
-      return r;
+      fail("parity: the output is on " + got.device().name() + ", not the device");
+      return;
     }
     Run d;
     if (row.backward) {
@@ -276,29 +287,36 @@ static CheckResult parity_row_unguarded(const OpRow& row, const Device& device) 
   }
 
   const Run& d = device_runs[0];
-  if (std::string m = compare(d.out, want, tol.forward, "forward"); !m.empty()) fail(r, m);
+  if (std::string m = compare(d.out, want, tol.forward, "forward"); !m.empty()) fail(m);
   if (row.same_zeros && want.dtype() == DType::f32)
-    if (std::string m = compare_zeros(d.out, want); !m.empty()) fail(r, m);
+    if (std::string m = compare_zeros(d.out, want); !m.empty()) fail(m);
   size_t g = 0;
   for (size_t k = 0; k < on_cpu.size(); ++k) {
     if (!row.inputs[k].grad || !row.backward) continue;
     const Tensor& want_grad = on_cpu[k].grad();
     if (!want_grad.defined() || !d.grads[g].defined()) {
-      fail(r, "backward: no gradient of input " + std::to_string(k) + " (" + row.inputs[k].name + ")");
+      fail("backward: no gradient of input " + std::to_string(k) + " (" + row.inputs[k].name + ")");
     } else if (std::string m = compare(d.grads[g], want_grad, tol.backward,
                                        "backward, gradient of " + row.inputs[k].name);
                !m.empty()) {
-      fail(r, m);
+      fail(m);
     }
     ++g;
   }
   if (row.device_repeat) {
     const Run& again = device_runs[1];
-    if (!same_bits(again.out, d.out)) fail(r, "repeat: a second device run gave other output bits");
+    if (!same_bits(again.out, d.out)) fail("repeat: a second device run gave other output bits");
     for (size_t k = 0; k < d.grads.size(); ++k)
       if (!same_bits(again.grads[k], d.grads[k]))
-        fail(r, "repeat: a second device run gave other bits for gradient " + std::to_string(k));
+        fail("repeat: a second device run gave other bits for gradient " + std::to_string(k));
   }
+}
+
+static CheckResult parity_row_unguarded(const OpRow& row, const Device& device) {
+  CheckResult r;
+  if (!(row.checks & kParity)) return r;
+  r.ran = true;
+  for (const DTypeColumn& c : row.dtypes) parity_column(r, row, c, device);
   return r;
 }
 

@@ -31,6 +31,7 @@
 #include "app/bench/cuda_peaks.h"
 #include "models/encoder.h"
 #include "models/positional.h"
+#include "ops/cast.h"
 #include "ops/activation.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
@@ -47,6 +48,7 @@
 #include "ops/urpe_attention.h"
 #include "ops/urpe_attention_checks.h"
 #include "ops/urpe_flash_attention.h"
+#include "bf16_cases.h"
 #include "op_table.h"
 #include "tensor/cuda_backend.h"
 #include "cuda_test_util.h"
@@ -280,6 +282,33 @@ TEST_CASE("parity: gemm_cuda against gemm_cpu, every layout, batched, shared, ac
   CHECK(c.to_vector_f32() == std::vector<float>(35, 0.0f));
 }
 
+
+// ---- bf16 (ops/cast.h; matmul's bf16 operands are the op table's bf16 columns) ----
+
+TEST_CASE("parity: cast to bf16 on the device against hand-derived bit patterns, and back exactly") {
+  std::vector<float> v;
+  for (const test::Bf16Case& c : test::bf16_cases()) {
+    float f;
+    std::memcpy(&f, &c.f32_bits, 4);
+    v.push_back(f);
+  }
+  const Tensor y = cast(Tensor::from_vector(v, {int64_t(v.size())}).to(gpu()), DType::bf16);
+  REQUIRE(y.device().is_cuda());
+  const std::vector<float> got = y.to_vector_f32();
+  const std::vector<float> back = cast(y, DType::f32).to_vector_f32();
+  for (size_t k = 0; k < v.size(); ++k) {
+    INFO(test::bf16_cases()[k].what);
+    uint32_t bits, back_bits;
+    std::memcpy(&bits, &got[k], 4);
+    std::memcpy(&back_bits, &back[k], 4);
+    CHECK(bits == uint32_t(test::bf16_cases()[k].bf16_bits) << 16);
+    CHECK(back_bits == bits);
+  }
+  // fill and zeros of a bf16 tensor on the device.
+  Tensor f = Tensor::empty({1000}, DType::bf16, gpu());
+  f.fill(1.00390625f);  // 1 + 2⁻⁸, a tie: 1
+  CHECK(f.to_vector_f32() == std::vector<float>(1000, 1.0f));
+}
 
 // ---- reductions ----
 

@@ -62,7 +62,7 @@ TEST_CASE("op table: every public op of ops/*.h has a row") {
   // declarations return void), and the optimizer's entry points.
   std::set<std::string> ops{"adam_update", "global_grad_norm", "scale_grads"};
   const std::regex declaration("^Tensor ([a-z_0-9]+)\\(");
-  for (const char* header : {"activation", "dropout", "elementwise", "embedding", "layer_norm", "loss", "matmul",
+  for (const char* header : {"activation", "cast", "dropout", "elementwise", "embedding", "layer_norm", "loss", "matmul",
                              "reduce", "relative_shift", "rotary", "shape", "softmax", "urpe_attention",
                              "urpe_flash_attention", "urpe_self_attention", "optimizer_kernels"}) {
     std::ifstream in(std::string(URPE_SOURCE_DIR) + "/ops/" + header + ".h");

@@ -66,6 +66,8 @@ void check_tensors(const std::vector<NamedTensor>& tensors) {
     URPE_CHECK(name != "__metadata__", "safetensors: '__metadata__' cannot name a tensor");
     URPE_CHECK(seen.insert(name).second, "safetensors: tensor name '" << name << "' appears twice");
     URPE_CHECK(tensor.defined(), "safetensors: tensor '" << name << "' is undefined");
+    URPE_CHECK(tensor.dtype() != DType::bf16, "safetensors: tensor '" << name << "' is bf16; urpe writes "
+                                                  "F32 and I32 only (checkpoints keep the FP32 master weights)");
   }
 }
 

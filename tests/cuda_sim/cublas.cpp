@@ -1,4 +1,5 @@
-// CUDA simulator: the two cuBLAS GEMMs urpe calls, as column-major reference loops.
+// CUDA simulator: the cuBLAS GEMMs urpe calls (float, and bf16 inputs through cublasGemmEx), as
+// column-major reference loops.
 //   C = α·op(A)·op(B) + β·C,  op(A): m×k, op(B): k×n, C: m×n, all column-major with leading
 //   dimensions lda, ldb, ldc; element (i, j) of a matrix X is X[i + j·ldx].
 // Arguments are checked as cuBLAS checks them (CUBLAS_STATUS_INVALID_VALUE), and every matrix
@@ -8,7 +9,9 @@
 // With initcheck on, an element of A, B (or C when β ≠ 0) that nothing has written is a launch
 // failure, as compute-sanitizer's initcheck reports cuBLAS's kernels; C counts as written after.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "cublas_v2.h"
@@ -21,21 +24,35 @@ struct cublasContext {
 
 namespace {
 
+// A bf16 input element: its 16 bits, the top half of the float it stands for (exact).
+struct Bf16 {
+  uint16_t bits;
+};
+float value(float x) { return x; }
+float value(Bf16 x) {
+  const uint32_t u = uint32_t(x.bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 // Does the column-major rows×cols matrix at p with leading dimension ld lie in device memory?
-bool inside_device(const float* p, int rows, int cols, int ld) {
+template <typename T>
+bool inside_device(const T* p, int rows, int cols, int ld) {
   if (rows == 0 || cols == 0) return true;
   const size_t elements = size_t(ld) * size_t(cols - 1) + size_t(rows);
-  return urpe_sim::is_device_range(p, elements * sizeof(float));
+  return urpe_sim::is_device_range(p, elements * sizeof(T));
 }
 
 // The first element of the column-major rows×cols matrix at p that nothing has written, as
 // "(i, j)", or "" when all are written.
-std::string first_unwritten(const float* p, int rows, int cols, int ld) {
+template <typename T>
+std::string first_unwritten(const T* p, int rows, int cols, int ld) {
   for (int j = 0; j < cols; ++j) {
-    const float* column = p + size_t(j) * ld;
-    if (urpe_sim::all_written(column, size_t(rows) * sizeof(float))) continue;
+    const T* column = p + size_t(j) * ld;
+    if (urpe_sim::all_written(column, size_t(rows) * sizeof(T))) continue;
     for (int i = 0; i < rows; ++i)
-      if (!urpe_sim::all_written(column + i, sizeof(float)))
+      if (!urpe_sim::all_written(column + i, sizeof(T)))
         return "(" + std::to_string(i) + ", " + std::to_string(j) + ")";
   }
   return "";
@@ -58,9 +75,10 @@ cublasStatus_t invalid(const char* call, const char* why) {
   return CUBLAS_STATUS_INVALID_VALUE;
 }
 
+template <typename T>
 cublasStatus_t gemm_batched(const char* call, cublasHandle_t handle, cublasOperation_t op_a,
                             cublasOperation_t op_b, int m, int n, int k, const float* alpha,
-                            const float* a, int lda, long long stride_a, const float* b, int ldb,
+                            const T* a, int lda, long long stride_a, const T* b, int ldb,
                             long long stride_b, const float* beta, float* c, int ldc,
                             long long stride_c, int batch) {
   if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
@@ -77,8 +95,8 @@ cublasStatus_t gemm_batched(const char* call, cublasHandle_t handle, cublasOpera
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
   const bool read_ab = *alpha != 0.0f && k > 0;
   for (int q = 0; q < batch; ++q) {
-    const float* aq = a + q * stride_a;
-    const float* bq = b + q * stride_b;
+    const T* aq = a + q * stride_a;
+    const T* bq = b + q * stride_b;
     float* cq = c + q * stride_c;
     if (read_ab && !inside_device(aq, a_rows, a_cols, lda))
       return invalid(call, "A (with lda and stride) reaches outside device memory");
@@ -100,8 +118,8 @@ cublasStatus_t gemm_batched(const char* call, cublasHandle_t handle, cublasOpera
         double sum = 0.0;
         if (read_ab)
           for (int p = 0; p < k; ++p) {
-            const float av = ta ? aq[p + size_t(i) * lda] : aq[i + size_t(p) * lda];
-            const float bv = tb ? bq[j + size_t(p) * ldb] : bq[p + size_t(j) * ldb];
+            const float av = value(ta ? aq[p + size_t(i) * lda] : aq[i + size_t(p) * lda]);
+            const float bv = value(tb ? bq[j + size_t(p) * ldb] : bq[p + size_t(j) * ldb]);
             sum += double(av) * double(bv);
           }
         float& out = cq[i + size_t(j) * ldc];
@@ -150,4 +168,47 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_
                                          long long stride_c, int batch_count) {
   return gemm_batched("cublasSgemmStridedBatched", handle, op_a, op_b, m, n, k, alpha, a, lda,
                       stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch_count);
+}
+
+// cublasGemmEx's types as urpe uses them: A and B both CUDA_R_32F or both CUDA_R_16BF, C
+// CUDA_R_32F, FP32 compute. cuBLAS rejects other mixes too (or urpe does not call them).
+static cublasStatus_t gemm_ex(const char* call, cublasHandle_t handle, cublasOperation_t op_a,
+                              cublasOperation_t op_b, int m, int n, int k, const void* alpha, const void* a,
+                              cudaDataType_t a_type, int lda, long long stride_a, const void* b,
+                              cudaDataType_t b_type, int ldb, long long stride_b, const void* beta, void* c,
+                              cudaDataType_t c_type, int ldc, long long stride_c, int batch,
+                              cublasComputeType_t compute) {
+  if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (a_type != b_type || c_type != CUDA_R_32F || compute != CUBLAS_COMPUTE_32F ||
+      (a_type != CUDA_R_32F && a_type != CUDA_R_16BF)) {
+    std::fprintf(stderr, "cuda_sim: %s: type combination not simulated\n", call);
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  const float* fa = static_cast<const float*>(alpha);
+  const float* fb = static_cast<const float*>(beta);
+  float* fc = static_cast<float*>(c);
+  if (a_type == CUDA_R_16BF)
+    return gemm_batched(call, handle, op_a, op_b, m, n, k, fa, static_cast<const Bf16*>(a), lda, stride_a,
+                        static_cast<const Bf16*>(b), ldb, stride_b, fb, fc, ldc, stride_c, batch);
+  return gemm_batched(call, handle, op_a, op_b, m, n, k, fa, static_cast<const float*>(a), lda, stride_a,
+                      static_cast<const float*>(b), ldb, stride_b, fb, fc, ldc, stride_c, batch);
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t op_a, cublasOperation_t op_b, int m,
+                            int n, int k, const void* alpha, const void* a, cudaDataType_t a_type, int lda,
+                            const void* b, cudaDataType_t b_type, int ldb, const void* beta, void* c,
+                            cudaDataType_t c_type, int ldc, cublasComputeType_t compute, cublasGemmAlgo_t) {
+  return gemm_ex("cublasGemmEx", handle, op_a, op_b, m, n, k, alpha, a, a_type, lda, 0, b, b_type, ldb, 0,
+                 beta, c, c_type, ldc, 0, 1, compute);
+}
+
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t op_a,
+                                          cublasOperation_t op_b, int m, int n, int k, const void* alpha,
+                                          const void* a, cudaDataType_t a_type, int lda, long long stride_a,
+                                          const void* b, cudaDataType_t b_type, int ldb, long long stride_b,
+                                          const void* beta, void* c, cudaDataType_t c_type, int ldc,
+                                          long long stride_c, int batch_count, cublasComputeType_t compute,
+                                          cublasGemmAlgo_t) {
+  return gemm_ex("cublasGemmStridedBatchedEx", handle, op_a, op_b, m, n, k, alpha, a, a_type, lda, stride_a,
+                 b, b_type, ldb, stride_b, beta, c, c_type, ldc, stride_c, batch_count, compute);
 }

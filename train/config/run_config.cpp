@@ -42,6 +42,10 @@ void add_common_keys(ConfigSchema& s) {
              "under mpirun: each rank keeps Adam's moments for 1/K of the parameters only (ZeRO-1; same "
              "results, optimizer memory per rank / K)");
   s.add_string("device", "cpu", "cpu, cuda or cuda:N");
+  s.add_choice("precision", {"fp32", "tf32", "bf16"}, "fp32",
+               "GEMM precision (docs/cuda.md#mixed-precision): fp32; tf32 (TF32 tensor-core GEMMs, CUDA only; "
+               "--tf32 is the same); bf16 (the linear layers multiply in BF16 with FP32 accumulation, CPU or "
+               "CUDA; parameters, optimizer, checkpoints and every other op stay FP32)");
 }
 
 // What the common keys mean (config_checks.h): the optimizer and loop of every family.
@@ -63,6 +67,14 @@ void check_common_values(const Config& c) {
   int_at_least(c, "eval_every", 1);
   device_name(c, "device");
 }
+
+}  // namespace
+
+DType linear_dtype_of(const Config& config) {
+  return config.get_string("precision") == "bf16" ? DType::bf16 : DType::f32;
+}
+
+namespace {
 
 ConfigSchema build_schema(const std::string& model) {
   ConfigSchema s;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/io/config.h"
+#include "tensor/dtype.h"
 
 namespace urpe {
 
@@ -44,6 +45,10 @@ void check_config_values(const Config& config);
 // The files and directories the config names exist and are of the right kind (txl: `corpus` a
 // directory; graphormer: `dataset` and a `split` path files); one error naming the key.
 void check_config_paths(const Config& config);
+
+// The dtype the linear layers multiply in under the config's `precision` key: bf16 for bf16, f32
+// for fp32 and tf32 (TF32 is a mode of cuBLAS's f32 GEMMs, switched on the CUDA context).
+DType linear_dtype_of(const Config& config);
 
 // Help text for `urpe train --help`: the keys of every family with type, default and meaning,
 // then the presets.

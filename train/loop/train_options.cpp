@@ -13,10 +13,17 @@ std::string default_trace_window(int64_t steps) {
   return std::to_string(first) + ":" + std::to_string(std::max(first, std::min<int64_t>(steps, 6)));
 }
 
-ProfileWindow apply_device_options(const TrainOptions& options, const Device& device, int64_t steps) {
-  URPE_CHECK(!options.tf32 || device.is_cuda(), "--tf32 needs a CUDA device (the config's device is "
-                                                    << device.name() << ")");
-  if (options.tf32) cuda::set_tf32(device.context(), true);
+ProfileWindow apply_device_options(const TrainOptions& options, const Device& device, int64_t steps,
+                                   const std::string& precision) {
+  URPE_CHECK(precision == "fp32" || precision == "tf32" || precision == "bf16",
+             "precision '" << precision << "': expected fp32, tf32 or bf16");
+  URPE_CHECK(!options.tf32 || precision != "bf16",
+             "--tf32 is precision=tf32, but the config says precision=bf16: drop one of them");
+  const bool tf32 = options.tf32 || precision == "tf32";
+  URPE_CHECK(!tf32 || device.is_cuda(), (options.tf32 ? "--tf32" : "precision=tf32")
+                                            << " needs a CUDA device (the config's device is " << device.name()
+                                            << "); precision=bf16 runs on the CPU too");
+  if (tf32) cuda::set_tf32(device.context(), true);
   std::string window_text = options.profile_steps;
   if (window_text.empty() && options.on_trace) window_text = default_trace_window(steps);
   ProfileWindow window = window_text.empty() ? ProfileWindow() : ProfileWindow::parse(window_text);

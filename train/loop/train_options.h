@@ -23,7 +23,7 @@ struct TrainOptions {
   std::string label;    // prefix of progress lines
   std::string experiment = "train";
   std::string profile_steps;    // "A:B": wrap steps A..B in cudaProfilerStart/Stop (--profile-steps)
-  bool tf32 = false;            // allow TF32 tensor-core GEMMs on CUDA (--tf32)
+  bool tf32 = false;            // allow TF32 tensor-core GEMMs on CUDA (--tf32: precision=tf32)
   bool overwrite = false;       // replace an existing run in out_dir (repro, demo) instead of refusing
   int64_t stop_after_step = 0;  // > 0: act as if Ctrl-C arrived during this step (tests)
   // A fresh run's parameters start from this run directory's last checkpoint (--init-from; see
@@ -43,9 +43,12 @@ struct TrainOptions {
 // every first allocation) to at most the sixth.
 std::string default_trace_window(int64_t steps);
 
-// Validates --tf32 and --profile-steps against the run's device and length, switches TF32 on
-// when asked, and returns the profiling window (disabled when neither --profile-steps nor
-// --trace was given), with the per-op recorder attached for --trace.
-ProfileWindow apply_device_options(const TrainOptions& options, const Device& device, int64_t steps);
+// Validates --tf32, the config's `precision` (fp32, tf32 or bf16) and --profile-steps against the
+// run's device and length, switches TF32 on for precision=tf32 or --tf32 (the same switch: --tf32
+// with precision=bf16 is an error), and returns the profiling window (disabled when neither
+// --profile-steps nor --trace was given), with the per-op recorder attached for --trace. bf16 is
+// not a device mode: the models' linear layers read it from the config (linear_dtype_of).
+ProfileWindow apply_device_options(const TrainOptions& options, const Device& device, int64_t steps,
+                                   const std::string& precision = "fp32");
 
 }  // namespace urpe

@@ -246,7 +246,7 @@ TrainingRun begin_training_run(const Config& config_in, const std::string& out_d
   URPE_CHECK(eval_every > 0, "config: eval_every must be positive, got " << eval_every);
   const uint64_t seed = static_cast<uint64_t>(config.get_int("seed"));
   const Device device = parse_device(rank_device_name(comm, config.get_string("device")));
-  ProfileWindow profile = apply_device_options(options, device, steps);
+  ProfileWindow profile = apply_device_options(options, device, steps, config.get_string("precision"));
   return TrainingRun{std::move(config), out_dir, std::move(checkpoint_path), options, steps, eval_every,
                      seed,              device,  std::move(profile),         &comm,           std::move(lock)};
 }

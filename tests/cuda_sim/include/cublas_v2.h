@@ -18,6 +18,10 @@ enum cublasStatus_t {
 };
 enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2 };
 enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3 };
+// The mixed-precision GEMMs' types (cublasGemmEx): the values urpe passes, as CUDA numbers them.
+enum cudaDataType_t { CUDA_R_32F = 0, CUDA_R_16BF = 14 };
+enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68 };
+enum cublasGemmAlgo_t { CUBLAS_GEMM_DEFAULT = -1 };
 struct cublasContext;
 using cublasHandle_t = cublasContext*;
 
@@ -34,3 +38,17 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_
                                          long long stride_a, const float* b, int ldb,
                                          long long stride_b, const float* beta, float* c, int ldc,
                                          long long stride_c, int batch_count);
+// A and B of `a_type`/`b_type` (CUDA_R_32F or CUDA_R_16BF, the same), C of CUDA_R_32F, products
+// summed in double (as the float GEMMs here); any other combination is CUBLAS_STATUS_NOT_SUPPORTED.
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t op_a, cublasOperation_t op_b, int m,
+                            int n, int k, const void* alpha, const void* a, cudaDataType_t a_type, int lda,
+                            const void* b, cudaDataType_t b_type, int ldb, const void* beta, void* c,
+                            cudaDataType_t c_type, int ldc, cublasComputeType_t compute,
+                            cublasGemmAlgo_t algo);
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t op_a,
+                                          cublasOperation_t op_b, int m, int n, int k, const void* alpha,
+                                          const void* a, cudaDataType_t a_type, int lda, long long stride_a,
+                                          const void* b, cudaDataType_t b_type, int ldb, long long stride_b,
+                                          const void* beta, void* c, cudaDataType_t c_type, int ldc,
+                                          long long stride_c, int batch_count, cublasComputeType_t compute,
+                                          cublasGemmAlgo_t algo);

@@ -48,6 +48,7 @@ EncoderConfig encoder_config_from(const Config& config) {
   c.dropout = static_cast<float>(config.get_float("dropout"));
   c.attention_dropout = static_cast<float>(config.get_float("attention_dropout"));
   c.init_std = static_cast<float>(config.get_float("init_std"));
+  c.linear_dtype = linear_dtype_of(config);
   const PositionalSpec pe = parse_positional_spec(config.get_string("pe"));
   c.pe = pe.base;
   c.urpe_on_top = pe.urpe_on_top;

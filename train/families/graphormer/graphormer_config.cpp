@@ -8,6 +8,7 @@
 #include "tensor/error.h"
 #include "train/config/config_checks.h"
 #include "base/io/run_dir.h"
+#include "train/config/run_config.h"
 #include "data/ogb_features.h"
 #include "train/families/graphormer/graphormer_sources.h"
 
@@ -72,6 +73,7 @@ GraphormerConfig graphormer_config_from(const Config& config) {
   c.multi_hop_max_dist = config.get_int("multi_hop_max_dist");
   c.max_spd = config.get_int("max_spd");
   c.init_std = static_cast<float>(config.get_float("init_std"));
+  c.linear_dtype = linear_dtype_of(config);
   c.urpe = config.get_string("pe") == "urpe";
   if (embedding_tables_of(config) == "ogb") {
     // GV1's tables for OGB features (model.py, every dataset but ZINC): 512 ids per feature column

@@ -10,6 +10,7 @@
 #include "tensor/error.h"
 #include "train/config/config_checks.h"
 #include "base/io/run_dir.h"
+#include "train/config/run_config.h"
 #include "train/config/memory_estimate.h"
 
 namespace urpe {
@@ -137,6 +138,7 @@ TransformerXLConfig txl_config_from(const Config& config, int64_t vocab) {
   c.urpe = pe == "urpe" || pe == "alibi+urpe";
   c.alibi = pe == "alibi" || pe == "alibi+urpe";
   c.init_std = static_cast<float>(config.get_float("init_std"));
+  c.linear_dtype = linear_dtype_of(config);
   URPE_CHECK(c.layers > 0 && c.heads > 0 && c.d_head > 0 && c.d_inner > 0,
              "config: layers, heads, d_head and d_inner must be positive");
   URPE_CHECK(c.d_model > 0 && c.d_model % 2 == 0, "config: d_model must be positive and even, got " << c.d_model);

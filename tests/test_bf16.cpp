@@ -1,0 +1,193 @@
+// BF16 on the CPU (docs/cuda.md#mixed-precision): the storage type and its rounding against
+// hand-derived bit patterns (tests/bf16_cases.h), bf16 tensors through creation, copies and
+// printing, the cast op's straight-through gradient, bf16 GEMMs against the f32 GEMM within a
+// bound derived from the rounding, gradients of a bf16 tensor used twice, and the clear errors
+// (mixed operands, checkpoints that stay FP32). CUDA against the CPU: test_cuda_parity (the op
+// table's bf16 columns and the same bit patterns on the device).
+#include <cmath>
+#include <cstring>
+
+#include "bf16_cases.h"
+#include "doctest/doctest.h"
+#include "ops/cast.h"
+#include "ops/elementwise.h"
+#include "ops/matmul.h"
+#include "ops/reduce.h"
+#include "test_util.h"
+#include "base/io/safetensors.h"
+
+using namespace urpe;
+using namespace urpe::test;
+
+namespace {
+
+float from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// |x| element by element (a new tensor, no autograd).
+Tensor abs_of(const Tensor& t) {
+  std::vector<float> v = t.to_vector_f32();
+  for (float& e : v) e = std::fabs(e);
+  return Tensor::from_vector(v, t.shape());
+}
+
+}  // namespace
+
+TEST_CASE("bf16: round to nearest even from float, exact back, on hand-derived bit patterns") {
+  for (const Bf16Case& c : bf16_cases()) {
+    INFO(c.what);
+    CHECK(float_to_bf16_bits(from_bits(c.f32_bits)) == c.bf16_bits);
+    // Widening is exact: the 16 bits shifted up (a NaN stays NaN).
+    const float back = bf16_bits_to_float(c.bf16_bits);
+    CHECK(bits_of(back) == uint32_t(c.bf16_bits) << 16);
+  }
+  // Every bf16 value survives the round trip bf16 → f32 → bf16 unchanged (NaNs become the
+  // canonical one).
+  for (uint32_t b = 0; b < 0x10000u; ++b) {
+    const float f = bf16_bits_to_float(uint16_t(b));
+    const uint16_t again = float_to_bf16_bits(f);
+    if (std::isnan(f)) CHECK(again == 0x7FFFu);
+    else if (again != b) FAIL_CHECK("bf16 " << b << " does not survive the round trip");
+  }
+}
+
+TEST_CASE("bf16: tensors: size, creation, copies, fill, printing") {
+  CHECK(dtype_size(DType::bf16) == 2);
+  CHECK(std::string(dtype_name(DType::bf16)) == "bf16");
+  CHECK(tensor_bytes({3, 5}, DType::bf16) == 30);
+  std::vector<float> v;
+  for (const Bf16Case& c : bf16_cases()) v.push_back(from_bits(c.f32_bits));
+  const Tensor x = Tensor::from_vector(v, {int64_t(v.size())});
+  const Tensor y = cast(x, DType::bf16);
+  CHECK(y.dtype() == DType::bf16);
+  CHECK(y.impl().storage->bytes == v.size() * 2);
+  const std::vector<float> w = y.to_vector_f32();
+  for (size_t k = 0; k < v.size(); ++k) {
+    INFO(bf16_cases()[k].what);
+    CHECK(bits_of(w[k]) == uint32_t(bf16_cases()[k].bf16_bits) << 16);
+  }
+  const Tensor z = y.clone();
+  CHECK(std::memcmp(z.impl().storage->data, y.impl().storage->data, v.size() * 2) == 0);
+  Tensor e = Tensor::empty(y.shape(), DType::bf16);
+  e.copy_from(y);
+  CHECK(std::memcmp(e.impl().storage->data, y.impl().storage->data, v.size() * 2) == 0);
+  CHECK_THROWS_WITH_AS(e.copy_from(x), doctest::Contains("copy_from"), Error);
+  e.fill(1.00390625f);  // 1 + 2⁻⁸: a tie, rounds to 1
+  CHECK(e.to_vector_f32() == std::vector<float>(v.size(), 1.0f));
+  CHECK(Tensor::zeros({4}, DType::bf16).to_vector_f32() == std::vector<float>(4, 0.0f));
+  CHECK(Tensor::arange(3, DType::bf16).to_vector_f32() == std::vector<float>{0, 1, 2});
+  CHECK(cast(Tensor::full({1}, 2.5f), DType::bf16).item() == 2.5f);
+  CHECK(cast(Tensor::from_vector(std::vector<float>{1.5f, -2.0f}, {2}), DType::bf16).to_string() ==
+        "tensor bf16 (2,) on cpu [1.5, -2]");
+  CHECK(y.describe().rfind("bf16 (", 0) == 0);
+  // Leaves are the f32 masters: a bf16 tensor gets a gradient only through a cast.
+  CHECK_THROWS_WITH_AS(Tensor::zeros({2}, DType::bf16).set_requires_grad(true),
+                       doctest::Contains("only f32 tensors"), Error);
+}
+
+TEST_CASE("bf16: cast: the gradient is the output gradient in the input's dtype") {
+  const Tensor x = random_param({3, 7}, 11, -40.0f, 40.0f);
+  const Tensor y = cast(x, DType::bf16);
+  CHECK(cast(x, DType::f32).same_as(x));  // a cast to its own dtype is x itself
+  const Tensor g = cast(random_values({3, 7}, 12), DType::bf16);
+  y.backward(g);
+  REQUIRE(x.grad().defined());
+  CHECK(x.grad().dtype() == DType::f32);
+  CHECK(x.grad().to_vector_f32() == g.to_vector_f32());  // exact: bf16 widens exactly
+  // bf16 → f32: the f32 gradient rounded to nearest even.
+  const Tensor x2 = random_param({5}, 13);
+  const Tensor back = cast(cast(x2, DType::bf16), DType::f32);
+  const Tensor g2 = random_values({5}, 14);
+  back.backward(g2);
+  CHECK(x2.grad().to_vector_f32() == cast(g2, DType::bf16).to_vector_f32());
+  CHECK_THROWS_WITH_AS(cast(Tensor::arange(3), DType::bf16), doctest::Contains("only f32 ↔ bf16"), Error);
+  CHECK_THROWS_WITH_AS(y.backward(random_values({3, 7}, 15)), doctest::Contains("must have its dtype"), Error);
+}
+
+// bf16 inputs rounded from a and b (unit roundoff u = 2⁻⁸: 8 significant bits) change each product
+// a·b by at most |a·b|·(2u + u²); the FP32 sums (k terms) add at most k·2⁻²⁴·Σ|a||b| on either
+// side. So, element by element, |C_bf16 − C_f32| ≤ (2u + u² + 2k·2⁻²⁴)·(|A|·|B|): a bound that
+// holds for every input, not a statistical one, and that k scales (the √k typical growth of
+// random rounding errors is well inside it).
+TEST_CASE("bf16: matmul and linear against the f32 product within the rounding bound, every layout") {
+  const double u = 0x1p-8;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (int64_t k : {5, 64, 300}) {
+        CAPTURE(ta);
+        CAPTURE(tb);
+        CAPTURE(k);
+        const int64_t m = 7, n = 9;
+        const Tensor a = random_values(ta ? Shape{2, k, m} : Shape{2, m, k}, 20 + k, -2.0f, 2.0f);
+        const Tensor b = random_values(tb ? Shape{n, k} : Shape{k, n}, 21 + k, -2.0f, 2.0f);
+        const Tensor want = matmul(a, b, ta, tb);
+        const Tensor got = matmul(cast(a, DType::bf16), cast(b, DType::bf16), ta, tb);
+        CHECK(got.dtype() == DType::f32);
+        const std::vector<float> bound = matmul(abs_of(a), abs_of(b), ta, tb).to_vector_f32();
+        const std::vector<float> w = want.to_vector_f32(), g = got.to_vector_f32();
+        const double factor = 2 * u + u * u + 2.0 * double(k) * 0x1p-24;
+        int bad = 0;
+        double worst = 0;
+        for (size_t e = 0; e < w.size(); ++e) {
+          bad += std::fabs(double(g[e]) - w[e]) > factor * bound[e];
+          worst = std::max(worst, std::fabs(double(g[e]) - w[e]) / bound[e]);
+        }
+        CHECK(bad == 0);
+        // ... and the rounding is there: the bf16 product is not the f32 one.
+        CHECK(worst > 0.0);
+      }
+  // linear: x and W in bf16, the bias f32.
+  const Tensor x = random_values({3, 4, 33}, 30), w = random_values({6, 33}, 31), bias = random_values({6}, 32);
+  const Tensor want = linear(x, w, bias);
+  const Tensor got = linear(cast(x, DType::bf16), cast(w, DType::bf16), bias);
+  const std::vector<float> bound = matmul(abs_of(x), abs_of(w), false, true).to_vector_f32();
+  const std::vector<float> wv = want.to_vector_f32(), gv = got.to_vector_f32();
+  for (size_t e = 0; e < wv.size(); ++e)
+    CHECK(std::fabs(double(gv[e]) - wv[e]) <= (2 * u + u * u + 2 * 33 * 0x1p-24) * bound[e] + 1e-6);
+  CHECK_THROWS_WITH_AS(matmul(cast(x, DType::bf16), w, false, true), doctest::Contains("both f32 or both bf16"), Error);
+  CHECK_THROWS_WITH_AS(linear(x, cast(w, DType::bf16), bias), doctest::Contains("both f32 or both bf16"), Error);
+}
+
+// The CPU reference is exactly the f32 GEMM of the widened inputs (same code, same order).
+TEST_CASE("bf16: the CPU's bf16 GEMM is the f32 GEMM of the rounded inputs, bit for bit") {
+  const Tensor a = random_values({2, 37, 45}, 40), b = random_values({45, 67}, 41);
+  const Tensor a16 = cast(a, DType::bf16), b16 = cast(b, DType::bf16);
+  const Tensor got = matmul(a16, b16);
+  const Tensor want = matmul(cast(a16, DType::f32), cast(b16, DType::f32));
+  CHECK(got.to_vector_f32() == want.to_vector_f32());
+}
+
+// Backward with bf16 operands: g rounded to bf16, the gradient GEMMs in FP32, ∂A and ∂B rounded
+// to bf16, then widened to the f32 leaves by the casts: the f32 reference, rounded where it says.
+TEST_CASE("bf16: matmul backward rounds g, then each gradient, and a bf16 tensor used twice sums in FP32") {
+  const Tensor a = random_param({4, 6}, 50), b = random_param({6, 5}, 51), c = random_param({6, 5}, 52);
+  const Tensor a16 = cast(a, DType::bf16);
+  // a16 feeds two products: its gradient is the bf16 sum of the two bf16 gradients.
+  const Tensor out = add(matmul(a16, cast(b, DType::bf16)), matmul(a16, cast(c, DType::bf16)));
+  const Tensor g = random_values({4, 5}, 53);
+  out.backward(g);
+  const auto round = [](const Tensor& t) { return cast(cast(t, DType::bf16), DType::f32); };
+  const Tensor g16 = round(g), b16 = round(b), c16 = round(c), a16f = round(a);
+  std::vector<float> want;
+  {
+    autograd::NoGrad no_grad;
+    const std::vector<float> p = round(matmul(g16, b16, false, true)).to_vector_f32();
+    const std::vector<float> q = round(matmul(g16, c16, false, true)).to_vector_f32();
+    for (size_t k = 0; k < p.size(); ++k) want.push_back(to_float(to_bf16(p[k] + q[k])));
+    CHECK(b.grad().to_vector_f32() == round(matmul(a16f, g16, true, false)).to_vector_f32());
+  }
+  CHECK(a.grad().to_vector_f32() == want);
+}
+
+TEST_CASE("bf16: checkpoints stay FP32: a bf16 tensor is refused by the safetensors writer") {
+  const Tensor w = cast(random_values({2, 3}, 60), DType::bf16);
+  CHECK_THROWS_WITH_AS(safetensors_header({{"w", w}}, {}), doctest::Contains("checkpoints keep the FP32 master"), Error);
+}
