@@ -158,7 +158,7 @@ void cross_entropy_forward_cuda(const Tensor& logits, const Tensor& targets, int
   long long host_count = 0;
   CUDA_CHECK(cudaMemcpyAsync(&host_count, device_count.as<long long>(), sizeof(host_count),
                              cudaMemcpyDeviceToHost, ctx.stream()));
-  CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+  ctx.synchronize_stream(cuda::HostSync::device_to_host, sizeof(host_count));
   count = host_count;
 }
 

@@ -99,6 +99,7 @@ void append_chunks(int64_t tensor, int64_t n, std::vector<TensorChunk>& chunks) 
 template <typename T>
 void upload(cuda::Context& ctx, const std::vector<T>& host, const cuda::DeviceBuffer& device) {
   if (host.empty()) return;
+  ctx.note_host_sync(cuda::HostSync::pageable_upload, sizeof(T) * host.size());
   CUDA_CHECK(cudaMemcpyAsync(device.as<void>(), host.data(), sizeof(T) * host.size(),
                              cudaMemcpyHostToDevice, ctx.stream()));
 }
@@ -174,7 +175,7 @@ double sum_of_squares_cuda(const std::vector<Tensor>& tensors) {
   double host = 0.0;
   CUDA_CHECK(cudaMemcpyAsync(&host, result.as<double>(), sizeof(host), cudaMemcpyDeviceToHost,
                              ctx->stream()));
-  CUDA_CHECK(cudaStreamSynchronize(ctx->stream()));
+  ctx->synchronize_stream(cuda::HostSync::device_to_host, sizeof(host));
   return host;
 }
 

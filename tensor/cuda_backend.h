@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -27,6 +28,34 @@ void fill_f32(Context* context, float* dst, size_t n, float value);
 void fill_i32(Context* context, int32_t* dst, size_t n, int32_t value);
 void accumulate_f32(Context* context, float* dst, const float* src, size_t n);  // dst += src
 void synchronize(Context* context);
+
+// ---- host synchronisations (docs/cuda.md#host-synchronisations) ----
+// Each time the host waits for the context's stream: an explicit synchronize (a stream, the
+// device, an event), a device-to-host copy (the host reads a number: the copy, then the wait),
+// and a host-to-device copy from pageable memory (the driver stages it and waits for the
+// stream before it). Counted per context, in the units the CUDA runtime sees: copy_host_to_device
+// is one pageable upload and one synchronize; copy_device_to_host is one device-to-host wait.
+enum class HostSync : uint8_t { synchronize, device_to_host, pageable_upload };
+constexpr int kHostSyncKinds = 3;
+const char* host_sync_name(HostSync kind);  // "synchronize", "device-to-host", "pageable upload"
+struct HostSyncCounts {
+  uint64_t by_kind[kHostSyncKinds] = {};
+  uint64_t operator[](HostSync kind) const { return by_kind[static_cast<int>(kind)]; }
+  uint64_t total() const { return by_kind[0] + by_kind[1] + by_kind[2]; }
+};
+// The counts since the context was created (no CUDA: all zero).
+HostSyncCounts host_sync_counts(Context* context);
+// Called at each host synchronisation of any context waited for on this thread (a test
+// attributes each to the op open at that moment, tensor/op_profile.h). Per thread, like the op
+// recorder, so that no op needs a parameter for it; returns the observer it replaces (an empty
+// function: none).
+using HostSyncObserver = std::function<void(HostSync kind, size_t bytes)>;
+HostSyncObserver set_host_sync_observer(HostSyncObserver observer);
+// Small host tables (multi-tensor kernels) uploaded to the context's table cache so far: a miss
+// is an upload (cuda_context.h, Context::cached_table).
+uint64_t table_uploads(Context* context);
+// For code that waits through the CUDA runtime directly (not through the primitives above).
+void note_host_sync(Context* context, HostSync kind, size_t bytes);
 
 // Memory statistics of the context's caching allocator (bytes of its size classes).
 size_t peak_bytes(Context* context);

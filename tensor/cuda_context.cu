@@ -78,7 +78,9 @@ CachingAllocator::~CachingAllocator() {
 void CachingAllocator::free_cached_locked() {
   if (free_lists_.empty()) return;
   // A cached block may still be read or written by queued kernels (release is stream-ordered,
-  // not immediate): wait for the device before handing blocks back to the driver.
+  // not immediate): wait for the device before handing blocks back to the driver. (Not counted
+  // as a host synchronisation of a context: the allocator knows none; it happens only when
+  // cudaMalloc fails or empty_cache is called, never in a steady step.)
   CUDA_CHECK(cudaDeviceSynchronize());
   for (auto& entry : free_lists_)
     for (void* p : entry.second) CUDA_CHECK(cudaFree(p));
@@ -169,9 +171,48 @@ Context::~Context() {
   // The allocator's own destructor (after this body) frees the cached blocks the same way.
   cudaSetDevice(device_);
   cudaStreamSynchronize(stream_);
+  for (CachedTable& table : tables_) allocator_.release(table.device, table.host.size());
   if (cublas_) cublasDestroy(cublas_);
   if (stream_) cudaStreamDestroy(stream_);
   cudaGetLastError();
+}
+
+namespace {
+thread_local HostSyncObserver t_host_sync_observer;  // set_host_sync_observer (tests)
+}  // namespace
+
+void Context::note_host_sync(HostSync kind, size_t bytes) {
+  ++host_syncs_.by_kind[static_cast<int>(kind)];
+  if (t_host_sync_observer) t_host_sync_observer(kind, bytes);
+}
+
+const void* Context::cached_table(const void* host, size_t bytes) {
+  if (bytes == 0) return nullptr;
+  const auto* begin = static_cast<const unsigned char*>(host);
+  ++table_clock_;
+  for (CachedTable& table : tables_)
+    if (table.host.size() == bytes && std::equal(begin, begin + bytes, table.host.begin())) {
+      table.last_use = table_clock_;
+      return table.device;
+    }
+  // A miss: the least recently used entry makes room (its block goes back to the allocator,
+  // stream-ordered after the kernels that read it).
+  if (tables_.size() == kTableCacheEntries) {
+    auto oldest = std::min_element(tables_.begin(), tables_.end(),
+                                   [](const CachedTable& a, const CachedTable& b) { return a.last_use < b.last_use; });
+    allocator_.release(oldest->device, oldest->host.size());
+    tables_.erase(oldest);
+  }
+  CachedTable table;
+  table.host.assign(begin, begin + bytes);
+  table.device = allocator_.allocate(bytes);
+  table.last_use = table_clock_;
+  // From pageable memory: the copy waits for the stream (counted), and the source may go at once.
+  note_host_sync(HostSync::pageable_upload, bytes);
+  CUDA_CHECK(cudaMemcpyAsync(table.device, table.host.data(), bytes, cudaMemcpyHostToDevice, stream_));
+  ++table_uploads_;
+  tables_.push_back(std::move(table));
+  return tables_.back().device;
 }
 
 void Context::activate() const {
@@ -250,16 +291,17 @@ void release(Context* context, void* pointer, size_t bytes) {
 void copy_host_to_device(Context* context, void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   context->activate();
+  context->note_host_sync(HostSync::pageable_upload, bytes);
   CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, context->stream()));
   // The source is ordinary (pageable) host memory the caller may free at once: wait.
-  CUDA_CHECK(cudaStreamSynchronize(context->stream()));
+  context->synchronize_stream(HostSync::synchronize);
 }
 
 void copy_device_to_host(Context* context, void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   context->activate();
   CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, context->stream()));
-  CUDA_CHECK(cudaStreamSynchronize(context->stream()));
+  context->synchronize_stream(HostSync::device_to_host, bytes);
 }
 
 void copy_device_to_device(Context* context, void* dst, const void* src, size_t bytes) {
@@ -297,8 +339,24 @@ void accumulate_f32(Context* context, float* dst, const float* src, size_t n) {
 
 void synchronize(Context* context) {
   context->activate();
-  CUDA_CHECK(cudaStreamSynchronize(context->stream()));
+  context->synchronize_stream(HostSync::synchronize);
 }
+
+const char* host_sync_name(HostSync kind) {
+  switch (kind) {
+    case HostSync::synchronize: return "synchronize";
+    case HostSync::device_to_host: return "device-to-host";
+    case HostSync::pageable_upload: return "pageable upload";
+  }
+  return "?";
+}
+HostSyncCounts host_sync_counts(Context* context) { return context->host_sync_counts(); }
+HostSyncObserver set_host_sync_observer(HostSyncObserver observer) {
+  std::swap(observer, t_host_sync_observer);
+  return observer;
+}
+void note_host_sync(Context* context, HostSync kind, size_t bytes) { context->note_host_sync(kind, bytes); }
+uint64_t table_uploads(Context* context) { return context->table_uploads(); }
 
 size_t peak_bytes(Context* context) { return context->peak_bytes(); }
 void reset_peak(Context* context) { context->reset_peak(); }

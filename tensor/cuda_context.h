@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/cuda_backend.h"
 #include "tensor/error.h"
 
 namespace urpe::cuda {
@@ -107,6 +108,27 @@ class Context {
   bool tf32() const { return tf32_; }
   void set_tf32(bool on) { tf32_ = on; }
 
+  // Host synchronisations (tensor/cuda_backend.h): every wait of the host on this context's
+  // stream is counted here, by the primitive or the op that waits, before it waits.
+  void note_host_sync(HostSync kind, size_t bytes);
+  HostSyncCounts host_sync_counts() const { return host_syncs_; }
+  // A device copy of a small host table (a multi-tensor kernel's pointers and chunks), uploaded
+  // once and handed out again while a call asks for the same bytes: an optimizer step over an
+  // unchanged parameter set uploads nothing (each upload from pageable memory waits for the
+  // stream). Holds the last kTableCacheEntries tables; the pointer stays valid until
+  // kTableCacheEntries other tables have been asked for, so a caller uses it at once (its
+  // kernels are stream-ordered before any later upload that could replace it).
+  static constexpr size_t kTableCacheEntries = 16;
+  const void* cached_table(const void* host, size_t bytes);
+  // Tables uploaded by cached_table since creation (a test counts the misses).
+  uint64_t table_uploads() const { return table_uploads_; }
+
+  // cudaStreamSynchronize on the stream, counted.
+  void synchronize_stream(HostSync kind, size_t bytes = 0) {
+    note_host_sync(kind, bytes);
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
  private:
   int device_;
   cudaDeviceProp properties_{};
@@ -114,6 +136,14 @@ class Context {
   cublasHandle_t cublas_ = nullptr;
   CachingAllocator allocator_;
   bool tf32_ = false;
+  HostSyncCounts host_syncs_;
+  struct CachedTable {
+    std::vector<unsigned char> host;
+    void* device = nullptr;
+    uint64_t last_use = 0;
+  };
+  std::vector<CachedTable> tables_;
+  uint64_t table_clock_ = 0, table_uploads_ = 0;
 };
 
 // A temporary device buffer from the context's caching allocator (scratch for partial sums,

@@ -26,6 +26,7 @@ namespace {
 // consistent should a test call the API from several.
 std::mutex g_mutex;
 int g_current_device = 0;
+uint64_t g_explicit_waits = 0, g_pageable_uploads = 0;  // tests read them: urpe_sim_launch.h
 cudaError_t g_last_error = cudaSuccess;
 std::string g_last_message;
 
@@ -48,6 +49,22 @@ void record_launch_error(cudaError_t error, const std::string& message) {
     g_last_message = message;
   }
 }
+
+uint64_t explicit_wait_count() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_explicit_waits;
+}
+uint64_t pageable_upload_count() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_pageable_uploads;
+}
+
+namespace {
+void count_wait(uint64_t& counter) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++counter;
+}
+}  // namespace
 
 }  // namespace urpe_sim
 
@@ -83,7 +100,10 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int device) {
   properties->minor = 0;
   return cudaSuccess;
 }
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() {
+  count_wait(g_explicit_waits);
+  return cudaSuccess;
+}
 
 // ---- memory ----
 
@@ -106,6 +126,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
       }
     }
   }
+  if (kind == cudaMemcpyHostToDevice) count_wait(g_pageable_uploads);
   std::memmove(dst, src, bytes);
   if (in_device_region(dst)) {
     if (in_device_region(src)) copy_written_bits(dst, src, bytes);
@@ -142,6 +163,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) {
   std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_explicit_waits;
   return g_last_error == cudaErrorLaunchFailure ? cudaErrorLaunchFailure : cudaSuccess;
 }
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
@@ -159,6 +181,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
   return cudaSuccess;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  count_wait(g_explicit_waits);
   return event ? cudaSuccess : record_api_error(cudaErrorInvalidResourceHandle);
 }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop) {
