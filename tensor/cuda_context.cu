@@ -8,6 +8,7 @@
 #include <cuda_profiler_api.h>
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 
 #include "tensor/bytes.h"
@@ -172,6 +173,10 @@ Context::~Context() {
   cudaSetDevice(device_);
   cudaStreamSynchronize(stream_);
   for (CachedTable& table : tables_) allocator_.release(table.device, table.host.size());
+  for (StagingBlock& block : staging_) {
+    cudaFreeHost(block.pinned);
+    cudaEventDestroy(block.copied);
+  }
   if (cublas_) cublasDestroy(cublas_);
   if (stream_) cudaStreamDestroy(stream_);
   cudaGetLastError();
@@ -188,6 +193,7 @@ void Context::note_host_sync(HostSync kind, size_t bytes) {
 
 const void* Context::cached_table(const void* host, size_t bytes) {
   if (bytes == 0) return nullptr;
+  std::lock_guard<std::mutex> lock(host_tables_mutex_);
   const auto* begin = static_cast<const unsigned char*>(host);
   ++table_clock_;
   for (CachedTable& table : tables_)
@@ -207,12 +213,63 @@ const void* Context::cached_table(const void* host, size_t bytes) {
   table.host.assign(begin, begin + bytes);
   table.device = allocator_.allocate(bytes);
   table.last_use = table_clock_;
-  // From pageable memory: the copy waits for the stream (counted), and the source may go at once.
-  note_host_sync(HostSync::pageable_upload, bytes);
-  CUDA_CHECK(cudaMemcpyAsync(table.device, table.host.data(), bytes, cudaMemcpyHostToDevice, stream_));
+  upload_locked(table.device, host, bytes);
   ++table_uploads_;
   tables_.push_back(std::move(table));
   return tables_.back().device;
+}
+
+Context::StagingBlock& Context::staging_block(size_t bytes) {
+  // A free block that is large enough (the smallest such, so large ones stay for large uploads).
+  StagingBlock* best = nullptr;
+  for (StagingBlock& block : staging_) {
+    if (block.bytes < bytes || (best && best->bytes <= block.bytes)) continue;
+    const cudaError_t state = cudaEventQuery(block.copied);
+    if (state == cudaErrorNotReady) continue;
+    CUDA_CHECK(state);
+    best = &block;
+  }
+  if (best) return *best;
+  if (staging_.size() == kMaxStagingBlocks) {
+    // Every block is in flight or too small: wait for the stream, then replace the smallest.
+    synchronize_stream(HostSync::synchronize);
+    auto smallest = std::min_element(staging_.begin(), staging_.end(),
+                                     [](const StagingBlock& a, const StagingBlock& b) { return a.bytes < b.bytes; });
+    if (smallest->bytes >= bytes) return *smallest;
+    CUDA_CHECK(cudaFreeHost(smallest->pinned));
+    CUDA_CHECK(cudaEventDestroy(smallest->copied));
+    staging_.erase(smallest);
+  }
+  // A new block: at least 64 KiB, rounded up to a power of two, so that the sizes of the
+  // batches' tensors settle on a few blocks after the first steps.
+  size_t size = size_t(1) << 16;
+  while (size < bytes) size *= 2;
+  StagingBlock block;
+  block.bytes = size;
+  CUDA_CHECK(cudaMallocHost(&block.pinned, size));
+  CUDA_CHECK(cudaEventCreate(&block.copied));
+  staging_.push_back(block);
+  return staging_.back();
+}
+
+void Context::upload(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  std::lock_guard<std::mutex> lock(host_tables_mutex_);
+  upload_locked(dst, src, bytes);
+}
+
+void Context::upload_locked(void* dst, const void* src, size_t bytes) {
+  StagingBlock& block = staging_block(bytes);
+  std::memcpy(block.pinned, src, bytes);
+  CUDA_CHECK(cudaMemcpyAsync(dst, block.pinned, bytes, cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaEventRecord(block.copied, stream_));
+}
+
+size_t Context::staging_bytes() const {
+  std::lock_guard<std::mutex> lock(host_tables_mutex_);
+  size_t total = 0;
+  for (const StagingBlock& block : staging_) total += block.bytes;
+  return total;
 }
 
 void Context::activate() const {
@@ -291,10 +348,8 @@ void release(Context* context, void* pointer, size_t bytes) {
 void copy_host_to_device(Context* context, void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   context->activate();
-  context->note_host_sync(HostSync::pageable_upload, bytes);
-  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, context->stream()));
-  // The source is ordinary (pageable) host memory the caller may free at once: wait.
-  context->synchronize_stream(HostSync::synchronize);
+  // Through pinned staging memory: queued on the stream, no wait (Context::upload).
+  context->upload(dst, src, bytes);
 }
 
 void copy_device_to_host(Context* context, void* dst, const void* src, size_t bytes) {

@@ -123,6 +123,15 @@ class Context {
   // Tables uploaded by cached_table since creation (a test counts the misses).
   uint64_t table_uploads() const { return table_uploads_; }
 
+  // A host-to-device copy that does not make the host wait: the bytes are copied on the host into
+  // a block of page-locked (pinned) staging memory and the device copy is queued on the stream
+  // from there; `src` may go at once. A staging block is reused once the stream has passed its
+  // copy (an event, queried, not waited for); only when kMaxStagingBlocks are all still in
+  // flight does the host wait (counted as a synchronize).
+  static constexpr size_t kMaxStagingBlocks = 64;
+  void upload(void* dst, const void* src, size_t bytes);
+  size_t staging_bytes() const;  // pinned bytes held for uploads
+
   // cudaStreamSynchronize on the stream, counted.
   void synchronize_stream(HostSync kind, size_t bytes = 0) {
     note_host_sync(kind, bytes);
@@ -143,6 +152,15 @@ class Context {
     uint64_t last_use = 0;
   };
   std::vector<CachedTable> tables_;
+  struct StagingBlock {
+    void* pinned = nullptr;
+    size_t bytes = 0;
+    cudaEvent_t copied = nullptr;  // recorded after the block's last copy
+  };
+  StagingBlock& staging_block(size_t bytes);
+  void upload_locked(void* dst, const void* src, size_t bytes);
+  std::vector<StagingBlock> staging_;
+  mutable std::mutex host_tables_mutex_;  // tables_ and staging_ (ops may run on several threads)
   uint64_t table_clock_ = 0, table_uploads_ = 0;
 };
 

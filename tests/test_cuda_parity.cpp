@@ -800,6 +800,32 @@ TEST_CASE("parity: sum of squares in double, undefined gradients skipped, clip_g
   for (size_t k = 0; k + 1 < grads.size(); ++k) check_close(grads_d[k], grads[k], {1e-7, 1e-5}, "clip_grad_norm");
 }
 
+// The clip that stays on the device (Adam's): the norm written into a device scalar and the factor
+// computed there, against the CPU's clip_grad_norm_on_device; clipped and left alone; every
+// gradient element checked, and the table cache reused by the second call (no upload).
+TEST_CASE("parity: clip_grad_norm_on_device, the norm kept on the GPU") {
+  for (const float max_norm : {0.5f, 1e4f}) {
+    INFO("max_norm " << max_norm);
+    std::vector<Tensor> grads, grads_d;
+    uint64_t seed = 180;
+    for (const Shape& s : std::vector<Shape>{{67}, {37, 45}, {10007}}) {
+      grads.push_back(values(s, seed++));
+      grads_d.push_back(grads.back().to(gpu()));
+    }
+    grads_d.insert(grads_d.begin() + 1, Tensor());
+    grads.insert(grads.begin() + 1, Tensor());
+    const Tensor norm_cpu = clip_grad_norm_on_device(grads, max_norm);
+    const Tensor norm_gpu = clip_grad_norm_on_device(grads_d, max_norm);
+    CHECK(norm_gpu.device().is_cuda());
+    CHECK(norm_gpu.item() == doctest::Approx(norm_cpu.item()).epsilon(1e-6));
+    for (size_t k = 0; k < grads.size(); ++k)
+      if (grads[k].defined()) check_close(grads_d[k], grads[k], {1e-7, 1e-5}, "clip_grad_norm_on_device");
+    const uint64_t uploads = cuda::table_uploads(gpu().context());
+    clip_grad_norm_on_device(grads_d, max_norm);
+    CHECK(cuda::table_uploads(gpu().context()) == uploads);  // the same tensors: the tables are cached
+  }
+}
+
 // ---- the op table (tests/op_table.h): every row, CPU against CUDA ----
 
 TEST_CASE("parity: the op table, every row on CUDA against the CPU (output, every gradient, poisoned)") {

@@ -4,7 +4,9 @@
 // measure host time.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -27,6 +29,16 @@ namespace {
 std::mutex g_mutex;
 int g_current_device = 0;
 uint64_t g_explicit_waits = 0, g_pageable_uploads = 0;  // tests read them: urpe_sim_launch.h
+std::map<const char*, size_t> g_pinned;  // cudaMallocHost blocks: start → bytes
+
+bool is_pinned(const void* pointer) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const char* p = static_cast<const char*>(pointer);
+  auto it = g_pinned.upper_bound(p);
+  if (it == g_pinned.begin()) return false;
+  --it;
+  return p < it->first + it->second;
+}
 cudaError_t g_last_error = cudaSuccess;
 std::string g_last_message;
 
@@ -126,7 +138,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
       }
     }
   }
-  if (kind == cudaMemcpyHostToDevice) count_wait(g_pageable_uploads);
+  if (kind == cudaMemcpyHostToDevice && !is_pinned(src)) count_wait(g_pageable_uploads);
   std::memmove(dst, src, bytes);
   if (in_device_region(dst)) {
     if (in_device_region(src)) copy_written_bits(dst, src, bytes);
@@ -138,6 +150,23 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t) {
   return cudaMemcpy(dst, src, bytes, kind);
+}
+
+cudaError_t cudaMallocHost(void** pointer, size_t bytes) {
+  *pointer = std::malloc(bytes ? bytes : 1);
+  if (!*pointer) return record_api_error(cudaErrorMemoryAllocation);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_pinned[static_cast<const char*>(*pointer)] = bytes;
+  return cudaSuccess;
+}
+cudaError_t cudaFreeHost(void* pointer) {
+  if (!pointer) return cudaSuccess;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_pinned.erase(static_cast<const char*>(pointer)) == 0) return cudaErrorInvalidValue;
+  }
+  std::free(pointer);
+  return cudaSuccess;
 }
 
 cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
@@ -184,6 +213,9 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   count_wait(g_explicit_waits);
   return event ? cudaSuccess : record_api_error(cudaErrorInvalidResourceHandle);
 }
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  return event ? cudaSuccess : record_api_error(cudaErrorInvalidResourceHandle);
+}
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop) {
   if (!start || !stop || !start->recorded || !stop->recorded)
     return record_api_error(cudaErrorInvalidResourceHandle);
@@ -215,6 +247,7 @@ const char* cudaGetErrorName(cudaError_t error) {
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
   }
   return "cudaErrorUnknown";
