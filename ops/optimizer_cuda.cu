@@ -206,9 +206,7 @@ double sum_of_squares_cuda(const std::vector<Tensor>& tensors) {
   const cuda::DeviceBuffer result(*tables.ctx, sizeof(double));
   sum_of_squares_on_device(tables, result);
   double host = 0.0;
-  CUDA_CHECK(cudaMemcpyAsync(&host, result.as<double>(), sizeof(host), cudaMemcpyDeviceToHost,
-                             tables.ctx->stream()));
-  tables.ctx->synchronize_stream(cuda::HostSync::device_to_host, sizeof(host));
+  tables.ctx->read_back(&host, result.as<double>(), sizeof(host));
   return host;
 }
 

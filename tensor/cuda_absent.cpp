@@ -35,6 +35,7 @@ HostSyncCounts host_sync_counts(Context*) { return {}; }
 HostSyncObserver set_host_sync_observer(HostSyncObserver) { return {}; }
 void note_host_sync(Context*, HostSync, size_t) {}
 uint64_t table_uploads(Context*) { return 0; }
+int64_t* defer_check(Context*, CheckRaise) { no_cuda("cuda::defer_check"); }
 size_t peak_bytes(Context*) { return 0; }
 void reset_peak(Context*) {}
 size_t bytes_in_use(Context*) { return 0; }

@@ -54,6 +54,16 @@ HostSyncObserver set_host_sync_observer(HostSyncObserver observer);
 // Small host tables (multi-tensor kernels) uploaded to the context's table cache so far: a miss
 // is an upload (cuda_context.h, Context::cached_table).
 uint64_t table_uploads(Context* context);
+// ---- checks made on the device, reported at the next read (docs/cuda.md#host-synchronisations) ----
+// An op that must refuse bad input values (an id outside its table, a target outside [0, C))
+// without reading them back asks for a slot: one int64 in device memory, zero until the op's
+// check kernel writes a nonzero value there. The next time the host reads from the context
+// (copy_device_to_host, synchronize: the step's loss read) the slots come back with that read,
+// at no extra wait, and `raise` is called with each slot's value in the order the checks were
+// made; it throws the op's error (the same words as a check on the host) when the value is not
+// zero. Until then the op's kernels must stay in bounds whatever the values are.
+using CheckRaise = std::function<void(int64_t value)>;
+int64_t* defer_check(Context* context, CheckRaise raise);
 // For code that waits through the CUDA runtime directly (not through the primitives above).
 void note_host_sync(Context* context, HostSync kind, size_t bytes);
 

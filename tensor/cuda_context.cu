@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <sstream>
 
 #include "tensor/bytes.h"
@@ -173,6 +174,8 @@ Context::~Context() {
   cudaSetDevice(device_);
   cudaStreamSynchronize(stream_);
   for (CachedTable& table : tables_) allocator_.release(table.device, table.host.size());
+  if (check_slots_) allocator_.release(check_slots_, sizeof(int64_t) * kMaxPendingChecks);
+  if (check_results_) cudaFreeHost(check_results_);
   for (StagingBlock& block : staging_) {
     cudaFreeHost(block.pinned);
     cudaEventDestroy(block.copied);
@@ -265,6 +268,50 @@ void Context::upload_locked(void* dst, const void* src, size_t bytes) {
   CUDA_CHECK(cudaEventRecord(block.copied, stream_));
 }
 
+int64_t* Context::defer_check(CheckRaise raise) {
+  if (!check_slots_) {
+    check_slots_ = static_cast<int64_t*>(allocator_.allocate(sizeof(int64_t) * kMaxPendingChecks));
+    CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&check_results_), sizeof(int64_t) * kMaxPendingChecks));
+  }
+  if (checks_.size() == kMaxPendingChecks) synchronize_and_check(HostSync::synchronize);
+  int64_t* slot = check_slots_ + checks_.size();
+  CUDA_CHECK(cudaMemsetAsync(slot, 0, sizeof(int64_t), stream_));
+  checks_.push_back(std::move(raise));
+  return slot;
+}
+
+size_t Context::queue_check_readback() {
+  const size_t count = checks_.size();
+  if (count > 0)
+    CUDA_CHECK(cudaMemcpyAsync(check_results_, check_slots_, sizeof(int64_t) * count, cudaMemcpyDeviceToHost,
+                               stream_));
+  return count;
+}
+
+void Context::raise_failed_checks(size_t count) {
+  if (count == 0) return;
+  // Taken out first: a raise reads the op's input back to name the bad value (a read of its own).
+  const std::vector<int64_t> values(check_results_, check_results_ + count);
+  std::vector<CheckRaise> raises(std::make_move_iterator(checks_.begin()),
+                                 std::make_move_iterator(checks_.begin() + count));
+  checks_.erase(checks_.begin(), checks_.begin() + count);
+  for (size_t k = 0; k < count; ++k)
+    if (values[k] != 0) raises[k](values[k]);
+}
+
+void Context::read_back(void* dst, const void* src, size_t bytes) {
+  const size_t checks = queue_check_readback();
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  synchronize_stream(HostSync::device_to_host, bytes);
+  raise_failed_checks(checks);
+}
+
+void Context::synchronize_and_check(HostSync kind) {
+  const size_t checks = queue_check_readback();
+  synchronize_stream(kind);
+  raise_failed_checks(checks);
+}
+
 size_t Context::staging_bytes() const {
   std::lock_guard<std::mutex> lock(host_tables_mutex_);
   size_t total = 0;
@@ -355,8 +402,7 @@ void copy_host_to_device(Context* context, void* dst, const void* src, size_t by
 void copy_device_to_host(Context* context, void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   context->activate();
-  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, context->stream()));
-  context->synchronize_stream(HostSync::device_to_host, bytes);
+  context->read_back(dst, src, bytes);
 }
 
 void copy_device_to_device(Context* context, void* dst, const void* src, size_t bytes) {
@@ -394,7 +440,7 @@ void accumulate_f32(Context* context, float* dst, const float* src, size_t n) {
 
 void synchronize(Context* context) {
   context->activate();
-  context->synchronize_stream(HostSync::synchronize);
+  context->synchronize_and_check(HostSync::synchronize);
 }
 
 const char* host_sync_name(HostSync kind) {
@@ -412,6 +458,7 @@ HostSyncObserver set_host_sync_observer(HostSyncObserver observer) {
 }
 void note_host_sync(Context* context, HostSync kind, size_t bytes) { context->note_host_sync(kind, bytes); }
 uint64_t table_uploads(Context* context) { return context->table_uploads(); }
+int64_t* defer_check(Context* context, CheckRaise raise) { return context->defer_check(std::move(raise)); }
 
 size_t peak_bytes(Context* context) { return context->peak_bytes(); }
 void reset_peak(Context* context) { context->reset_peak(); }

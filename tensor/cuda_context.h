@@ -132,6 +132,16 @@ class Context {
   void upload(void* dst, const void* src, size_t bytes);
   size_t staging_bytes() const;  // pinned bytes held for uploads
 
+  // Checks made on the device (cuda_backend.h, defer_check): at most kMaxPendingChecks wait for
+  // a read; one more makes the host wait and report them first (counted as a synchronize).
+  static constexpr size_t kMaxPendingChecks = 256;
+  int64_t* defer_check(CheckRaise raise);
+  // A read of `bytes` from the device into host memory, waiting for the stream; the pending
+  // checks' slots come back with it and any that failed raises its error after the copy.
+  void read_back(void* dst, const void* src, size_t bytes);
+  // Waits for the stream (counted as `kind`) and reports the pending checks.
+  void synchronize_and_check(HostSync kind);
+
   // cudaStreamSynchronize on the stream, counted.
   void synchronize_stream(HostSync kind, size_t bytes = 0) {
     note_host_sync(kind, bytes);
@@ -160,6 +170,11 @@ class Context {
   StagingBlock& staging_block(size_t bytes);
   void upload_locked(void* dst, const void* src, size_t bytes);
   std::vector<StagingBlock> staging_;
+  size_t queue_check_readback();           // the slots' copy into pinned memory; returns how many
+  void raise_failed_checks(size_t count);  // after the wait: calls the first `count` raises
+  std::vector<CheckRaise> checks_;
+  int64_t* check_slots_ = nullptr;    // device, kMaxPendingChecks
+  int64_t* check_results_ = nullptr;  // pinned host, kMaxPendingChecks
   mutable std::mutex host_tables_mutex_;  // tables_ and staging_ (ops may run on several threads)
   uint64_t table_clock_ = 0, table_uploads_ = 0;
 };
