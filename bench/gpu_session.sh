@@ -362,7 +362,9 @@ case "$1" in
       # shellcheck disable=SC2086
       step "syncs_$preset" "$urpe" profile --preset "$preset" $extra --device cuda --steps 3:6 \
         --out "$LOGS/syncs/$preset" --overwrite --quiet
-      grep -i "outside every op\|step" "$LOGS/syncs/$preset/profile.md" 2>/dev/null | head -n 6 >"$LOGS/syncs_${preset}_idle.txt"
+      # The step and the share of it outside every op (on a GPU: the stream's idle time).
+      grep -e "^| measured step" -e "^| outside every op" "$LOGS/syncs/$preset/profile.md" 2>/dev/null |
+        sed "s/^/$preset /" | tee "$LOGS/syncs_${preset}_idle.txt"
       step "syncs_gaps_$preset" python3 bench/profile_gaps.py "$LOGS/syncs/$preset/trace.json" --top 15
     done
     ;;

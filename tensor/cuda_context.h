@@ -113,9 +113,9 @@ class Context {
   void note_host_sync(HostSync kind, size_t bytes);
   HostSyncCounts host_sync_counts() const { return host_syncs_; }
   // A device copy of a small host table (a multi-tensor kernel's pointers and chunks), uploaded
-  // once and handed out again while a call asks for the same bytes: an optimizer step over an
-  // unchanged parameter set uploads nothing (each upload from pageable memory waits for the
-  // stream). Holds the last kTableCacheEntries tables; the pointer stays valid until
+  // once (through `upload`) and handed out again while a call asks for the same bytes: an
+  // optimizer step over an unchanged parameter set copies nothing. Matched by content (a
+  // byte compare of a few KB). Holds the last kTableCacheEntries tables; the pointer stays valid until
   // kTableCacheEntries other tables have been asked for, so a caller uses it at once (its
   // kernels are stream-ordered before any later upload that could replace it).
   static constexpr size_t kTableCacheEntries = 16;

@@ -210,3 +210,21 @@ TEST_CASE("the host synchronisations of a steady training step, per family, and 
 #endif
   }
 }
+
+TEST_CASE("an upload does not wait and its host source may change at once; a read waits once") {
+  const Device gpu = parse_device("cuda");
+  cuda::Context* context = gpu.context();
+  std::vector<float> host(5000);
+  for (size_t k = 0; k < host.size(); ++k) host[k] = 0.5f * static_cast<float>(k) - 7.0f;
+  const std::vector<float> first = host;
+  const cuda::HostSyncCounts before = cuda::host_sync_counts(context);
+  const Tensor a = Tensor::from_vector(host, {5000}, gpu);
+  for (float& x : host) x = -x;  // the staging block holds the first values
+  const Tensor b = Tensor::from_vector(host, {5000}, gpu);
+  CHECK(cuda::host_sync_counts(context).total() == before.total());  // two uploads, no wait
+  CHECK(a.to_vector_f32() == first);
+  CHECK(b.to_vector_f32() == host);
+  const cuda::HostSyncCounts after = cuda::host_sync_counts(context);
+  CHECK(after[cuda::HostSync::device_to_host] == before[cuda::HostSync::device_to_host] + 2);
+  CHECK(after.total() == before.total() + 2);
+}
