@@ -36,7 +36,8 @@
 #                                   of each family (test_cuda_syncs), then the GPU idle share of a
 #                                   steady step (3..6) of each paper preset and where it lies
 #                                   (bench/profile_gaps.py); 2026-11-26's record is the before.
-#                                   ~4 min on an H100 after `build`. Rehearsed on the simulator
+#                                   As long as `presets` (the same runs) plus the suite, after
+#                                   `build`; use DEADLINE. Rehearsed on the simulator
 #                                   build with tiny presets (SYNCS_SMOKE=1, binaries named by
 #                                   URPE_BIN and SYNCS_SUITE):
 #                                     SYNCS_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim \
