@@ -1,9 +1,9 @@
-// Host synchronisations of one steady-state CUDA training step (issue 37; docs/cuda.md#host-
-// synchronisations): every time the host waits for the GPU the stream runs dry, so a step should
-// wait only where it must (the loss read for logging). This suite trains each family on a tiny
-// config, counts the waits of step 3 (after the first step's allocations and Adam's first
-// update) through tensor/cuda_backend.h's observer, names the op open at each wait, prints the
-// table and holds each family to its budget.
+// Host synchronisations of one steady-state CUDA training step (issue 37;
+// docs/cuda.md#host-synchronisations): every time the host waits for the GPU the stream runs dry,
+// so a step should wait only where it must (the loss read for logging). This suite trains each
+// family on a tiny config, counts the waits of step 3 (after the first step's allocations and
+// Adam's first update) through tensor/cuda_backend.h's observer, names the op open at each wait,
+// prints the table and holds each family to its budget.
 //
 // Built against the CUDA simulator (test_cuda_sim_syncs) it also checks the count against the
 // simulator's own count of the runtime calls that wait (tests/cuda_sim/runtime.cpp), so that no
