@@ -37,6 +37,16 @@
 #                                   d 768, batch 32, n = 512) in each precision, two alternating
 #                                   rounds; per run the step time, peak memory and the GEMM rows
 #                                   (linear, matmul, cast) of the per-op table
+#   bench/gpu_session.sh syncs      issue 37's host synchronisations: their count in a steady step
+#                                   of each family (test_cuda_syncs), then the GPU idle share of a
+#                                   steady step (3..6) of each paper preset and where it lies
+#                                   (bench/profile_gaps.py); 2026-11-26's record is the before.
+#                                   As long as `presets` (the same runs) plus the suite, after
+#                                   `build`; use DEADLINE. Rehearsed on the simulator
+#                                   build with tiny presets (SYNCS_SMOKE=1, binaries named by
+#                                   URPE_BIN and SYNCS_SUITE):
+#                                     SYNCS_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim \
+#                                       SYNCS_SUITE=./build/test_cuda_sim_syncs bench/gpu_session.sh syncs
 #   bench/gpu_session.sh profile    urpe's per-op profile of the bench step on the GPU (peaks, then
 #                                   `urpe profile --device cuda`), torch.profiler on the same step,
 #                                   and Nsight Systems' kernel/NVTX sums of the same window when
@@ -378,6 +388,31 @@ case "$1" in
   attention_tc_measure | attention_tc_check)
     "$1"
     ;;
+  syncs)
+    local urpe=${URPE_BIN:-./$BUILD/urpe}
+    step syncs_count "${SYNCS_SUITE:-./$BUILD/test_cuda_syncs}"
+    local presets="pi-paper txl-base-paper graphormer-slim-urpe graphormer-pcqm4m-urpe mlm-paper"
+    if [ "${SYNCS_SMOKE:-0}" = 1 ]; then  # the simulator: its peaks at smoke sizes (the full ones take hours)
+      presets="pi-tiny graphormer-tiny"
+      step syncs_peaks "$urpe" bench peaks --device cuda --sizes smoke --repeats 1
+    fi
+    [ "${SYNCS_SMOKE:-0}" = 1 ] || python3 tools/make_shape_corpus.py /tmp/shape_corpus >"$LOGS/shape_corpus.log" 2>&1
+    local preset
+    for preset in $presets; do
+      local extra=""
+      [ "$preset" = txl-base-paper ] && extra="--set corpus=/tmp/shape_corpus --set pe=urpe"
+      # One micro-batch of the MLM preset (its 8 micro-batches are 8 such, with one loss read).
+      [ "$preset" = mlm-paper ] && extra="--set pe=urpe --set batch=32 --set accum_steps=1 --set valid_size=64"
+      [ "$preset" = graphormer-tiny ] && extra="--set pe=urpe"
+      # shellcheck disable=SC2086
+      step "syncs_$preset" "$urpe" profile --preset "$preset" $extra --device cuda --steps 3:6 \
+        --out "$LOGS/syncs/$preset" --overwrite --quiet
+      # The step and the share of it outside every op (on a GPU: the stream's idle time).
+      grep -e "^| measured step" -e "^| outside every op" "$LOGS/syncs/$preset/profile.md" 2>/dev/null |
+        sed "s/^/$preset /" | tee "$LOGS/syncs_${preset}_idle.txt"
+      step "syncs_gaps_$preset" python3 bench/profile_gaps.py "$LOGS/syncs/$preset/trace.json" --top 15
+    done
+    ;;
   fixes)
     # The 2026-11-26 host-side fixes, against that day's first call: the Graphormer step (multi-hop
     # ids on the device, narrow embedding backward, device-side id checks) beside PyTorch eager,
@@ -399,7 +434,7 @@ case "$1" in
     step fix_graphormer_compile python3 tools/torch_bench.py --device cuda --model graphormer --steps 30 --compile
     ;;
   *)
-    echo "usage: bench/gpu_session.sh STEP... (STEP: build, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, fixes, nccl, compare, families, presets, precision, nsight, profile)" >&2
+    echo "usage: bench/gpu_session.sh STEP... (STEP: build, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, fixes, syncs, nccl, compare, families, presets, precision, nsight, profile)" >&2
     exit 2
     ;;
 esac

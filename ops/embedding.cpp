@@ -1,32 +1,26 @@
 // Public embedding and gather_table: validation, dispatch, autograd. Kernels: embedding_cpu.cpp /
-// embedding_cuda.cu. Indices are range-checked here, on the host, before any kernel runs, so a bad
-// id is one readable error instead of an out-of-bounds read on a device.
+// embedding_cuda.cu. Indices are range-checked by ops/index_check.h, so a bad id is one readable
+// error instead of an out-of-bounds read on a device (on CUDA, raised at the next read).
 #include "ops/embedding.h"
 
+#include <string>
 #include <vector>
 
 #include "autograd/node.h"
 #include "ops/dispatch.h"
+#include "ops/index_check.h"
 
 namespace urpe {
 
-// Throws unless every index is in [0, size). CUDA indices are first reduced to their bounds on the
-// device (two numbers come back: one synchronisation, not a copy of every index: Graphormer's
-// multi-hop ids are 7M a step); only a bad tensor is copied to the host, to name the bad index.
+// Throws unless every index is in [0, size) (ops/index_check.h: on CUDA, counted on the device and
+// reported at the context's next read, with the same words).
 static void check_indices(const char* op, const char* arg, const Tensor& indices, int64_t size,
                           const Tensor& table) {
-  if (indices.numel() == 0) return;
-#if defined(URPE_WITH_CUDA)
-  if (indices.device().is_cuda()) {
-    const kernels::IndexBounds bounds = kernels::index_bounds_cuda(indices);
-    if (bounds.low >= 0 && bounds.high < size) return;
-  }
-#endif
-  const std::vector<int32_t> v = indices.to_vector_i32();
-  for (size_t p = 0; p < v.size(); ++p)
-    URPE_CHECK(v[p] >= 0 && v[p] < size,
-               op << ": " << arg << " value " << v[p] << " at flat position " << p
-                  << " is out of range [0, " << size << ") for table " << table.describe());
+  const std::string table_name = table.describe();
+  check_index_range(indices, size, false, 0, [op, arg, size, table_name](int64_t p, int32_t v) {
+    URPE_FAIL(op << ": " << arg << " value " << v << " at flat position " << p << " is out of range [0, " << size
+                 << ") for table " << table_name);
+  });
 }
 
 // ---- embedding ----

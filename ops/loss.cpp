@@ -1,6 +1,7 @@
 // Public losses (cross_entropy, l1_loss): validation, dispatch, autograd. Kernels: loss_cpu.cpp /
-// loss_cuda.cu. Targets are range-checked here, on the host, before any kernel runs, so a bad
-// label is one readable error (row and value) rather than an out-of-bounds read on a device.
+// loss_cuda.cu. Targets are range-checked (ops/index_check.h), so a bad label is one readable
+// error (row and value) rather than an out-of-bounds read on a device; on CUDA the check runs on
+// the device and its error is raised at the next read (the kernels skip such a row meanwhile).
 #include "ops/loss.h"
 
 #include <vector>
@@ -8,6 +9,7 @@
 #include "autograd/node.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
+#include "ops/index_check.h"
 #include "tensor/op_profile.h"
 
 namespace urpe {
@@ -27,17 +29,16 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore
   URPE_CHECK(targets.size(0) == N, op << ": targets must have shape (" << N << ",), one class per row of logits "
                                       << logits.describe() << ", got " << targets.describe());
   URPE_CHECK(C > 0, op << ": logits " << logits.describe() << " have no classes");
-  // A device→host copy of N ints on CUDA: the price of naming the bad row.
-  const std::vector<int32_t> t = targets.to_vector_i32();
-  for (int64_t i = 0; i < N; ++i)
-    URPE_CHECK(t[i] == ignore_index || (t[i] >= 0 && t[i] < C),
-               op << ": target " << t[i] << " at row " << i << " is out of range [0, " << C
-                  << ") and is not ignore_index (" << ignore_index << ")");
+  // On CUDA counted on the device and raised at the next read (ops/index_check.h).
+  check_index_range(targets, C, true, ignore_index, [op, C, ignore_index](int64_t i, int32_t t) {
+    URPE_FAIL(op << ": target " << t << " at row " << i << " is out of range [0, " << C
+                 << ") and is not ignore_index (" << ignore_index << ")");
+  });
 
   // ---- forward: saves lse per row and M, the number of counted rows ----
   Tensor loss = Tensor::empty({}, DType::f32, logits.device());
   Tensor lse = Tensor::empty({N}, DType::f32, logits.device());
-  int64_t count = 0;
+  Tensor count = Tensor::empty({}, DType::i32, logits.device());  // M, where the logits are
   URPE_PROFILE_COST(cross_entropy_forward_cost(N, C));
   URPE_DISPATCH(op, logits.device(),
                 kernels::cross_entropy_forward_cpu(logits, targets, ignore_index, loss, lse, count),

@@ -18,17 +18,18 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore
 Tensor l1_loss(const Tensor& pred, const Tensor& target);
 
 namespace kernels {
-// loss: shape () = mean over counted rows; lse: (N,); count: number of counted rows (host int).
+// loss: shape () = mean over counted rows; lse: (N,); count: i32 shape (), the number of counted
+// rows M, on the logits' device (CUDA: it stays there, the backward reads it there: no host wait).
 void cross_entropy_forward_cpu(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
-                               Tensor& loss, Tensor& lse, int64_t& count);
+                               Tensor& loss, Tensor& lse, Tensor& count);
 void cross_entropy_forward_cuda(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
-                                Tensor& loss, Tensor& lse, int64_t& count);
-// grad_loss: shape () (the upstream scalar gradient, read on the device).
+                                Tensor& loss, Tensor& lse, Tensor& count);
+// grad_loss: shape () (the upstream scalar gradient, read on the device); count: the forward's.
 void cross_entropy_backward_cpu(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
-                                const Tensor& lse, int64_t count, const Tensor& grad_loss,
+                                const Tensor& lse, const Tensor& count, const Tensor& grad_loss,
                                 Tensor& grad_logits);
 void cross_entropy_backward_cuda(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
-                                 const Tensor& lse, int64_t count, const Tensor& grad_loss,
+                                 const Tensor& lse, const Tensor& count, const Tensor& grad_loss,
                                  Tensor& grad_logits);
 void l1_loss_forward_cpu(const Tensor& pred, const Tensor& target, Tensor& loss);
 void l1_loss_forward_cuda(const Tensor& pred, const Tensor& target, Tensor& loss);

@@ -19,7 +19,7 @@ constexpr int64_t kChunk = 256;  // exponentials computed per block of a row
 //   lse_i = m_i + log Σ_c e^{logits[i,c] − m_i},   L = (1/M) Σ_{counted} (lse_i − logits[i, t_i])
 
 void cross_entropy_forward_cpu(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
-                               Tensor& loss, Tensor& lse, int64_t& count) {
+                               Tensor& loss, Tensor& lse, Tensor& count_out) {
   const int64_t N = logits.size(0), C = logits.size(1);
   const float* px = logits.f32();
   const int32_t* pt = targets.i32();
@@ -45,13 +45,14 @@ void cross_entropy_forward_cpu(const Tensor& logits, const Tensor& targets, int3
     if (pt[i] != ignore_index) row_loss[i] = row_lse - xr[pt[i]];
   }
   double sum = 0;
-  count = 0;
+  int64_t count = 0;
   for (int64_t i = 0; i < N; ++i) {
     if (pt[i] == ignore_index) continue;
     sum += row_loss[i];
     ++count;
   }
   loss.f32()[0] = count > 0 ? static_cast<float>(sum / static_cast<double>(count)) : 0.0f;
+  count_out.i32()[0] = static_cast<int32_t>(count);
 }
 
 // ---- cross_entropy backward ----
@@ -59,9 +60,10 @@ void cross_entropy_forward_cpu(const Tensor& logits, const Tensor& targets, int3
 // grad_loss: () read on the host; grad_logits: (N, C)
 
 void cross_entropy_backward_cpu(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
-                                const Tensor& lse, int64_t count, const Tensor& grad_loss,
+                                const Tensor& lse, const Tensor& count_in, const Tensor& grad_loss,
                                 Tensor& grad_logits) {
   const int64_t N = logits.size(0), C = logits.size(1);
+  const int64_t count = count_in.i32()[0];
   const float* px = logits.f32();
   const int32_t* pt = targets.i32();
   const float* plse = lse.f32();

@@ -3,14 +3,14 @@
 // cross_entropy forward, fused: one warp per row computes lse_i = m + log Σ_c e^{x_ic − m} (a max
 //   sweep and a sum sweep, the sum in double) and the row's term lse_i − x[i, t_i] (0 and uncounted when t_i is
 //   ignore_index). A second kernel, one block, adds the terms and counts in a fixed order (strided
-//   loop + shuffle tree, double) and writes loss = Σ/M (0 when M = 0) and M, which the host reads
-//   back (one synchronisation, needed anyway to return the count). Targets are range-checked on
-//   the host by the public op (loss.cpp); here a target outside [0, C) only ever reads in bounds
-//   (such a row is left uncounted).
+//   loop + shuffle tree, double) and writes loss = Σ/M (0 when M = 0) and M, which stays on the
+//   device for the backward (no host wait). Targets are range-checked by the public op
+//   (ops/index_check.h: on the device, raised at the next read); here a target outside [0, C)
+//   only ever reads in bounds (such a row is left uncounted).
 //   Bytes: 4·N·C read (twice from cache), 4·N for lse, 8 bytes per row of scratch.
 // cross_entropy backward: one thread per logit, the softmax recomputed from the saved lse:
-//   ∂x[i, c] = (e^{x_ic − lse_i} − [c = t_i])·g/M on counted rows, 0 elsewhere; g is read on the
-//   device. Bytes: 4·N·C read, 4·N·C written.
+//   ∂x[i, c] = (e^{x_ic − lse_i} − [c = t_i])·g/M on counted rows, 0 elsewhere (all 0 when M = 0);
+//   g and M are read on the device. Bytes: 4·N·C read, 4·N·C written.
 // l1_loss forward: L = (1/n) Σ |p − t|: blocks of 8192 elements each reduce their chunk with a
 //   fixed tree (double) into a partial; one block adds the partials in order.
 //   Bytes: 8·n read. Backward: ∂p = sign(p − t)·g/n, one thread per element (8 B in, 4 B out).
@@ -59,7 +59,7 @@ __global__ void cross_entropy_rows_kernel(const float* __restrict__ logits,
 __global__ void cross_entropy_mean_kernel(const double* __restrict__ term,
                                           const int32_t* __restrict__ counted, int64_t rows,
                                           float* __restrict__ loss,
-                                          long long* __restrict__ count_out) {
+                                          int32_t* __restrict__ count_out) {
   URPE_SHARED(double, shared_sum, [32]);
   URPE_SHARED(long long, shared_count, [32]);
   double total = 0;
@@ -72,21 +72,23 @@ __global__ void cross_entropy_mean_kernel(const double* __restrict__ term,
   count = block_sum(count, shared_count);
   if (threadIdx.x == 0) {
     loss[0] = count > 0 ? static_cast<float>(total / static_cast<double>(count)) : 0.0f;
-    count_out[0] = count;
+    count_out[0] = static_cast<int32_t>(count);
   }
 }
 
 __global__ void cross_entropy_backward_kernel(const float* __restrict__ logits,
                                               const int32_t* __restrict__ targets,
                                               const float* __restrict__ lse, int64_t classes,
-                                              int32_t ignore_index, int64_t count,
+                                              int32_t ignore_index,
+                                              const int32_t* __restrict__ count_in,
                                               const float* __restrict__ grad_loss,
                                               float* __restrict__ grad_logits, int64_t total) {
-  const float scale = static_cast<float>(static_cast<double>(grad_loss[0]) / count);  // g/M
+  const int32_t count = count_in[0];
+  const float scale = count > 0 ? static_cast<float>(static_cast<double>(grad_loss[0]) / count) : 0.0f;  // g/M
   URPE_GRID_STRIDE(k, total) {
     const int64_t r = k / classes, c = k % classes;
     const int32_t t = targets[r];
-    if (t == ignore_index || t < 0 || t >= classes) {
+    if (count == 0 || t == ignore_index || t < 0 || t >= classes) {
       grad_logits[k] = 0.0f;
     } else {
       const float p = expf(logits[k] - lse[r]);
@@ -135,17 +137,16 @@ __global__ void l1_backward_kernel(const float* __restrict__ pred,
 // ---- cross entropy ----
 
 void cross_entropy_forward_cuda(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
-                                Tensor& loss, Tensor& lse, int64_t& count) {
+                                Tensor& loss, Tensor& lse, Tensor& count) {
   cuda::Context& ctx = context_of(loss);
   const int64_t rows = logits.size(0), classes = logits.size(1);
-  count = 0;
   if (rows == 0) {
     loss.fill(0.0f);
+    count.fill(0.0f);
     return;
   }
   cuda::DeviceBuffer term(ctx, sizeof(double) * rows);
   cuda::DeviceBuffer counted(ctx, sizeof(int32_t) * rows);
-  cuda::DeviceBuffer device_count(ctx, sizeof(long long));
   cross_entropy_rows_kernel<<<grid_for(ctx, rows, kRowsPerBlock), kWarp * kRowsPerBlock, 0,
                               ctx.stream()>>>(logits.f32(), targets.i32(), rows, classes,
                                               ignore_index, lse.f32(), term.as<double>(),
@@ -153,30 +154,21 @@ void cross_entropy_forward_cuda(const Tensor& logits, const Tensor& targets, int
   CUDA_CHECK_LAUNCH("cross_entropy_rows_kernel");
   cross_entropy_mean_kernel<<<1, 1024, 0, ctx.stream()>>>(term.as<double>(),
                                                            counted.as<int32_t>(), rows,
-                                                           loss.f32(), device_count.as<long long>());
+                                                           loss.f32(), count.i32());
   CUDA_CHECK_LAUNCH("cross_entropy_mean_kernel");
-  long long host_count = 0;
-  CUDA_CHECK(cudaMemcpyAsync(&host_count, device_count.as<long long>(), sizeof(host_count),
-                             cudaMemcpyDeviceToHost, ctx.stream()));
-  CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
-  count = host_count;
 }
 
 void cross_entropy_backward_cuda(const Tensor& logits, const Tensor& targets,
-                                 int32_t ignore_index, const Tensor& lse, int64_t count,
+                                 int32_t ignore_index, const Tensor& lse, const Tensor& count,
                                  const Tensor& grad_loss, Tensor& grad_logits) {
   cuda::Context& ctx = context_of(grad_logits);
   const int64_t total = logits.numel();
   if (total == 0) return;
-  if (count == 0) {
-    grad_logits.fill(0.0f);
-    return;
-  }
   const int64_t classes = logits.size(1);
   const int threads = 256;
   cross_entropy_backward_kernel<<<grid_for(ctx, total, threads), threads, 0, ctx.stream()>>>(
       logits.f32(), targets.i32(), lse.f32(), classes, ignore_index,
-      count, grad_loss.f32(), grad_logits.f32(), total);
+      count.i32(), grad_loss.f32(), grad_logits.f32(), total);
   CUDA_CHECK_LAUNCH("cross_entropy_backward_kernel");
 }
 

@@ -1,6 +1,9 @@
 // CUDA optimizer kernels (maths in optimizer_kernels.h), multi-tensor: every parameter of the
 // model is updated by ONE launch. The host cuts each tensor into chunks of 8192 elements and
-// uploads a table of tensors (pointers, sizes) and chunks (tensor, start); one block per chunk.
+// hands the kernel a table of tensors (pointers, sizes) and chunks (tensor, start); one block per
+// chunk. The tables live on the device in the context's table cache (cuda::Context::cached_table):
+// while the parameter set and its gradients' blocks are unchanged, a step uploads nothing, so it
+// never waits for the stream (an upload from pageable memory would).
 //
 // adam_multi_tensor_kernel: per element, with bias corrections bc1 = 1 − β1ᵗ, bc2 = 1 − β2ᵗ:
 //   AdamW: θ ← θ − lr·wd·θ;   Adam (L2): g ← g + wd·θ
@@ -9,6 +12,9 @@
 // sum_of_squares: one block per chunk adds g² with a strided loop and a fixed shuffle tree
 //   (double) into a partial; one block adds the partials in chunk order: deterministic.
 //   Bytes: 4 B read per element.
+// clip_by_norm_multi_tensor_kernel: reads Σg² from the device, ‖g‖ = (float)√Σg², factor =
+//   max_norm / (‖g‖ + 1e-6) in double; g ← (float)factor · g when ‖g‖ is finite and factor < 1
+//   (clip_grad_norm's rule, on the device: no host wait). 4 B read + 4 B written per element.
 // scale_in_place: x ← factor·x, 4 B read + 4 B written per element.
 #include <cmath>
 #include <vector>
@@ -33,6 +39,12 @@ struct AdamTensor {
 struct TensorChunk {
   int64_t tensor;
   int64_t start;
+};
+
+// A tensor of a norm or a clip (read by the sum of squares, scaled by the clip).
+struct MultiTensor {
+  float* x;
+  int64_t n;
 };
 
 struct AdamStep {
@@ -60,14 +72,14 @@ __global__ void adam_multi_tensor_kernel(const AdamTensor* __restrict__ tensors,
   }
 }
 
-__global__ void sum_of_squares_partial_kernel(const float* const* __restrict__ tensors,
-                                              const int64_t* __restrict__ sizes,
+__global__ void sum_of_squares_partial_kernel(const MultiTensor* __restrict__ tensors,
                                               const TensorChunk* __restrict__ chunks,
                                               int64_t num_chunks, double* __restrict__ partial) {
   URPE_SHARED(double, shared, [32]);
   for (int64_t c = blockIdx.x; c < num_chunks; c += gridDim.x) {
-    const float* x = tensors[chunks[c].tensor];
-    const int64_t end = min(sizes[chunks[c].tensor], chunks[c].start + kChunk);
+    const MultiTensor t = tensors[chunks[c].tensor];
+    const float* x = t.x;
+    const int64_t end = min(t.n, chunks[c].start + kChunk);
     double total = 0;
     for (int64_t k = chunks[c].start + threadIdx.x; k < end; k += blockDim.x) {
       const double v = x[k];
@@ -87,6 +99,26 @@ __global__ void sum_partials_in_order_kernel(const double* __restrict__ partial,
   if (threadIdx.x == 0) result[0] = total;
 }
 
+// clip_grad_norm on the device: the norm and the factor from Σg² (device memory), the same
+// arithmetic as the host's clip_grad_norm (norm rounded to float, factor in double).
+__global__ void clip_by_norm_multi_tensor_kernel(const MultiTensor* __restrict__ tensors,
+                                                 const TensorChunk* __restrict__ chunks,
+                                                 int64_t num_chunks,
+                                                 const double* __restrict__ sum_of_squares,
+                                                 float max_norm, float* __restrict__ norm_out) {
+  const float norm = static_cast<float>(sqrt(sum_of_squares[0]));
+  if (blockIdx.x == 0 && threadIdx.x == 0) norm_out[0] = norm;
+  if (!isfinite(norm)) return;  // an inf or NaN gradient is left for the caller to see
+  const double factor = static_cast<double>(max_norm) / (static_cast<double>(norm) + 1e-6);
+  if (factor >= 1.0) return;
+  const float f = static_cast<float>(factor);
+  for (int64_t c = blockIdx.x; c < num_chunks; c += gridDim.x) {
+    const MultiTensor t = tensors[chunks[c].tensor];
+    const int64_t end = min(t.n, chunks[c].start + kChunk);
+    for (int64_t k = chunks[c].start + threadIdx.x; k < end; k += blockDim.x) t.x[k] *= f;
+  }
+}
+
 __global__ void scale_in_place_kernel(float* __restrict__ x, float factor, int64_t n) {
   URPE_GRID_STRIDE(k, n) x[k] *= factor;
 }
@@ -95,12 +127,44 @@ void append_chunks(int64_t tensor, int64_t n, std::vector<TensorChunk>& chunks) 
   for (int64_t start = 0; start < n; start += kChunk) chunks.push_back({tensor, start});
 }
 
-// Copies a host vector into a device buffer on the context's stream.
+// The device copy of a host table, from the context's cache (uploaded only when new).
 template <typename T>
-void upload(cuda::Context& ctx, const std::vector<T>& host, const cuda::DeviceBuffer& device) {
-  if (host.empty()) return;
-  CUDA_CHECK(cudaMemcpyAsync(device.as<void>(), host.data(), sizeof(T) * host.size(),
-                             cudaMemcpyHostToDevice, ctx.stream()));
+const T* device_table(cuda::Context& ctx, const std::vector<T>& host) {
+  return static_cast<const T*>(ctx.cached_table(host.data(), sizeof(T) * host.size()));
+}
+
+// The tensors of a norm or a clip, cut into chunks: defined, non-empty tensors only.
+struct NormTables {
+  std::vector<MultiTensor> tensors;
+  std::vector<TensorChunk> chunks;
+  cuda::Context* ctx = nullptr;
+};
+NormTables norm_tables(const std::vector<Tensor>& tensors) {
+  NormTables out;
+  for (const Tensor& t : tensors) {
+    if (!t.defined() || t.numel() == 0) continue;
+    if (!out.ctx) out.ctx = &context_of(t);
+    append_chunks(static_cast<int64_t>(out.tensors.size()), t.numel(), out.chunks);
+    out.tensors.push_back({t.f32(), t.numel()});
+  }
+  return out;
+}
+
+// Σ x² over the tables' tensors into `result` (device memory, one double), deterministic.
+void sum_of_squares_on_device(const NormTables& tables, const cuda::DeviceBuffer& result) {
+  cuda::Context& ctx = *tables.ctx;
+  const MultiTensor* device_tensors = device_table(ctx, tables.tensors);
+  const TensorChunk* device_chunks = device_table(ctx, tables.chunks);
+  const int64_t num_chunks = static_cast<int64_t>(tables.chunks.size());
+  cuda::DeviceBuffer partial(ctx, sizeof(double) * num_chunks);
+  const int threads = 256;
+  sum_of_squares_partial_kernel<<<grid_for(ctx, num_chunks * threads, threads), threads, 0,
+                                  ctx.stream()>>>(device_tensors, device_chunks, num_chunks,
+                                                  partial.as<double>());
+  CUDA_CHECK_LAUNCH("sum_of_squares_partial_kernel");
+  sum_partials_in_order_kernel<<<1, 1024, 0, ctx.stream()>>>(partial.as<double>(), num_chunks,
+                                                              result.as<double>());
+  CUDA_CHECK_LAUNCH("sum_partials_in_order_kernel");
 }
 
 }  // namespace
@@ -117,10 +181,8 @@ void adam_update_cuda(const std::vector<AdamSlot>& slots, const AdamHyper& hyper
                        slot.param.numel()});
   }
   if (chunks.empty()) return;
-  cuda::DeviceBuffer device_tensors(*ctx, sizeof(AdamTensor) * tensors.size());
-  cuda::DeviceBuffer device_chunks(*ctx, sizeof(TensorChunk) * chunks.size());
-  upload(*ctx, tensors, device_tensors);
-  upload(*ctx, chunks, device_chunks);
+  const AdamTensor* device_tensors = device_table(*ctx, tensors);
+  const TensorChunk* device_chunks = device_table(*ctx, chunks);
   const double t = static_cast<double>(hyper.step);
   AdamStep s{};
   s.lr = hyper.lr;
@@ -134,48 +196,37 @@ void adam_update_cuda(const std::vector<AdamSlot>& slots, const AdamHyper& hyper
   const int threads = 256;
   const int64_t num_chunks = static_cast<int64_t>(chunks.size());
   adam_multi_tensor_kernel<<<grid_for(*ctx, num_chunks * threads, threads), threads, 0,
-                             ctx->stream()>>>(device_tensors.as<AdamTensor>(),
-                                              device_chunks.as<TensorChunk>(), num_chunks, s);
+                             ctx->stream()>>>(device_tensors, device_chunks, num_chunks, s);
   CUDA_CHECK_LAUNCH("adam_multi_tensor_kernel");
 }
 
 double sum_of_squares_cuda(const std::vector<Tensor>& tensors) {
-  std::vector<const float*> pointers;
-  std::vector<int64_t> sizes;
-  std::vector<TensorChunk> chunks;
-  cuda::Context* ctx = nullptr;
-  for (const Tensor& t : tensors) {
-    if (!t.defined() || t.numel() == 0) continue;
-    if (!ctx) ctx = &context_of(t);
-    append_chunks(static_cast<int64_t>(pointers.size()), t.numel(), chunks);
-    pointers.push_back(t.f32());
-    sizes.push_back(t.numel());
-  }
-  if (chunks.empty()) return 0.0;
-  cuda::DeviceBuffer device_pointers(*ctx, sizeof(const float*) * pointers.size());
-  cuda::DeviceBuffer device_sizes(*ctx, sizeof(int64_t) * sizes.size());
-  cuda::DeviceBuffer device_chunks(*ctx, sizeof(TensorChunk) * chunks.size());
-  upload(*ctx, pointers, device_pointers);
-  upload(*ctx, sizes, device_sizes);
-  upload(*ctx, chunks, device_chunks);
-  const int64_t num_chunks = static_cast<int64_t>(chunks.size());
-  cuda::DeviceBuffer partial(*ctx, sizeof(double) * num_chunks);
-  cuda::DeviceBuffer result(*ctx, sizeof(double));
-  const int threads = 256;
-  sum_of_squares_partial_kernel<<<grid_for(*ctx, num_chunks * threads, threads), threads, 0,
-                                  ctx->stream()>>>(device_pointers.as<const float*>(),
-                                                   device_sizes.as<int64_t>(),
-                                                   device_chunks.as<TensorChunk>(), num_chunks,
-                                                   partial.as<double>());
-  CUDA_CHECK_LAUNCH("sum_of_squares_partial_kernel");
-  sum_partials_in_order_kernel<<<1, 1024, 0, ctx->stream()>>>(partial.as<double>(), num_chunks,
-                                                              result.as<double>());
-  CUDA_CHECK_LAUNCH("sum_partials_in_order_kernel");
+  const NormTables tables = norm_tables(tensors);
+  if (tables.chunks.empty()) return 0.0;
+  const cuda::DeviceBuffer result(*tables.ctx, sizeof(double));
+  sum_of_squares_on_device(tables, result);
   double host = 0.0;
-  CUDA_CHECK(cudaMemcpyAsync(&host, result.as<double>(), sizeof(host), cudaMemcpyDeviceToHost,
-                             ctx->stream()));
-  CUDA_CHECK(cudaStreamSynchronize(ctx->stream()));
+  tables.ctx->read_back(&host, result.as<double>(), sizeof(host));
   return host;
+}
+
+void clip_grad_norm_cuda(const std::vector<Tensor>& grads, float max_norm, Tensor& norm) {
+  const NormTables tables = norm_tables(grads);
+  if (tables.chunks.empty()) {
+    norm.fill(0.0f);
+    return;
+  }
+  cuda::Context& ctx = *tables.ctx;
+  const cuda::DeviceBuffer sum(ctx, sizeof(double));
+  sum_of_squares_on_device(tables, sum);
+  const MultiTensor* device_tensors = device_table(ctx, tables.tensors);
+  const TensorChunk* device_chunks = device_table(ctx, tables.chunks);
+  const int64_t num_chunks = static_cast<int64_t>(tables.chunks.size());
+  const int threads = 256;
+  clip_by_norm_multi_tensor_kernel<<<grid_for(ctx, num_chunks * threads, threads), threads, 0,
+                                     ctx.stream()>>>(device_tensors, device_chunks, num_chunks,
+                                                     sum.as<double>(), max_norm, norm.f32());
+  CUDA_CHECK_LAUNCH("clip_by_norm_multi_tensor_kernel");
 }
 
 void scale_in_place_cuda(const Tensor& x, float factor) {

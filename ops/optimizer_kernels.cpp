@@ -106,4 +106,18 @@ float clip_grad_norm(const std::vector<Tensor>& grads, float max_norm) {
   return norm;
 }
 
+Tensor clip_grad_norm_on_device(const std::vector<Tensor>& grads, float max_norm) {
+  constexpr const char* op = "clip_grad_norm";
+  URPE_CHECK(max_norm > 0 && std::isfinite(max_norm),
+             op << ": max_norm must be finite and > 0, got " << max_norm);
+  const Device device = common_device(op, grads);
+  const profile::OpRange range(op, device);
+  Tensor norm = Tensor::empty({}, DType::f32, device);
+  const int64_t n = total_elements(grads);
+  URPE_PROFILE_COST(sum_of_squares_cost(n) + scale_in_place_cost(n));
+  URPE_DISPATCH(op, device, kernels::clip_grad_norm_cpu(grads, max_norm, norm),
+                kernels::clip_grad_norm_cuda(grads, max_norm, norm));
+  return norm;
+}
+
 }  // namespace urpe

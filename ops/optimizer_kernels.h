@@ -38,8 +38,12 @@ float global_grad_norm(const std::vector<Tensor>& grads);
 double grad_sum_of_squares(const std::vector<Tensor>& grads);
 // Scales every defined gradient in place by `factor`.
 void scale_grads(const std::vector<Tensor>& grads, float factor);
-// Clips to max_norm; returns the norm before clipping.
+// Clips to max_norm; returns the norm before clipping (read back to the host: on CUDA a wait).
 float clip_grad_norm(const std::vector<Tensor>& grads, float max_norm);
+// The same clip with the norm and the factor kept where the gradients are: returns the norm
+// before clipping as a scalar f32 tensor (shape ()) on their device. On CUDA nothing waits for
+// the GPU; read the norm (item()) only where it is printed. Bit for bit clip_grad_norm's result.
+Tensor clip_grad_norm_on_device(const std::vector<Tensor>& grads, float max_norm);
 
 namespace kernels {
 void adam_update_cpu(const std::vector<AdamSlot>& slots, const AdamHyper& hyper);
@@ -47,6 +51,9 @@ void adam_update_cuda(const std::vector<AdamSlot>& slots, const AdamHyper& hyper
 // Σ g² over all tensors (the CUDA version reduces per-block partials in a fixed order).
 double sum_of_squares_cpu(const std::vector<Tensor>& tensors);
 double sum_of_squares_cuda(const std::vector<Tensor>& tensors);
+// norm: shape (), on the gradients' device.
+void clip_grad_norm_cpu(const std::vector<Tensor>& grads, float max_norm, Tensor& norm);
+void clip_grad_norm_cuda(const std::vector<Tensor>& grads, float max_norm, Tensor& norm);
 void scale_in_place_cpu(const Tensor& x, float factor);
 void scale_in_place_cuda(const Tensor& x, float factor);
 }  // namespace kernels

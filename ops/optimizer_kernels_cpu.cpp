@@ -76,6 +76,17 @@ double sum_of_squares_cpu(const std::vector<Tensor>& tensors) {
   return total;
 }
 
+// clip_grad_norm's rule (optimizer_kernels.cpp), writing the norm into a tensor.
+void clip_grad_norm_cpu(const std::vector<Tensor>& grads, float max_norm, Tensor& norm) {
+  const float n = static_cast<float>(std::sqrt(sum_of_squares_cpu(grads)));
+  norm.f32()[0] = n;
+  if (!std::isfinite(n)) return;
+  const double factor = static_cast<double>(max_norm) / (static_cast<double>(n) + 1e-6);
+  if (factor >= 1.0) return;
+  for (const Tensor& g : grads)
+    if (g.defined()) scale_in_place_cpu(g, static_cast<float>(factor));
+}
+
 void scale_in_place_cpu(const Tensor& x, float factor) {
   float* p = x.f32();
   const int64_t n = x.numel();

@@ -25,6 +25,19 @@ void fill_bf16(Context*, bf16*, size_t, bf16) { no_cuda("cuda::fill"); }
 void accumulate_f32(Context*, float*, const float*, size_t) { no_cuda("cuda::accumulate"); }
 void accumulate_bf16(Context*, bf16*, const bf16*, size_t) { no_cuda("cuda::accumulate"); }
 void synchronize(Context*) {}
+const char* host_sync_name(HostSync kind) {
+  switch (kind) {
+    case HostSync::synchronize: return "synchronize";
+    case HostSync::device_to_host: return "device-to-host";
+    case HostSync::pageable_upload: return "pageable upload";
+  }
+  return "?";
+}
+HostSyncCounts host_sync_counts(Context*) { return {}; }
+HostSyncObserver set_host_sync_observer(HostSyncObserver) { return {}; }
+void note_host_sync(Context*, HostSync, size_t) {}
+uint64_t table_uploads(Context*) { return 0; }
+int64_t* defer_check(Context*, CheckRaise) { no_cuda("cuda::defer_check"); }
 size_t peak_bytes(Context*) { return 0; }
 void reset_peak(Context*) {}
 size_t bytes_in_use(Context*) { return 0; }

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -32,6 +33,44 @@ void accumulate_f32(Context* context, float* dst, const float* src, size_t n);  
 // dst = bf16(float(dst) + float(src)): the sum in FP32, rounded to nearest even once.
 void accumulate_bf16(Context* context, bf16* dst, const bf16* src, size_t n);
 void synchronize(Context* context);
+
+// ---- host synchronisations (docs/cuda.md#host-synchronisations) ----
+// Each time the host waits for the context's stream: an explicit synchronize (a stream, the
+// device, an event), a device-to-host copy (the host reads a number: the copy, then the wait),
+// and a host-to-device copy from pageable memory (the driver stages it and waits for the
+// stream before it). Counted per context, in the units the CUDA runtime sees: copy_host_to_device
+// is one pageable upload and one synchronize; copy_device_to_host is one device-to-host wait.
+enum class HostSync : uint8_t { synchronize, device_to_host, pageable_upload };
+constexpr int kHostSyncKinds = 3;
+const char* host_sync_name(HostSync kind);  // "synchronize", "device-to-host", "pageable upload"
+struct HostSyncCounts {
+  uint64_t by_kind[kHostSyncKinds] = {};
+  uint64_t operator[](HostSync kind) const { return by_kind[static_cast<int>(kind)]; }
+  uint64_t total() const { return by_kind[0] + by_kind[1] + by_kind[2]; }
+};
+// The counts since the context was created (no CUDA: all zero).
+HostSyncCounts host_sync_counts(Context* context);
+// Called at each host synchronisation of any context waited for on this thread (a test
+// attributes each to the op open at that moment, tensor/op_profile.h). Per thread, like the op
+// recorder, so that no op needs a parameter for it; returns the observer it replaces (an empty
+// function: none).
+using HostSyncObserver = std::function<void(HostSync kind, size_t bytes)>;
+HostSyncObserver set_host_sync_observer(HostSyncObserver observer);
+// Small host tables (multi-tensor kernels) uploaded to the context's table cache so far: a miss
+// is an upload (cuda_context.h, Context::cached_table).
+uint64_t table_uploads(Context* context);
+// ---- checks made on the device, reported at the next read (docs/cuda.md#host-synchronisations) ----
+// An op that must refuse bad input values (an id outside its table, a target outside [0, C))
+// without reading them back asks for a slot: one int64 in device memory, zero until the op's
+// check kernel writes a nonzero value there. The next time the host reads from the context
+// (copy_device_to_host, synchronize: the step's loss read) the slots come back with that read,
+// at no extra wait, and `raise` is called with each slot's value in the order the checks were
+// made; it throws the op's error (the same words as a check on the host) when the value is not
+// zero. Until then the op's kernels must stay in bounds whatever the values are.
+using CheckRaise = std::function<void(int64_t value)>;
+int64_t* defer_check(Context* context, CheckRaise raise);
+// For code that waits through the CUDA runtime directly (not through the primitives above).
+void note_host_sync(Context* context, HostSync kind, size_t bytes);
 
 // Memory statistics of the context's caching allocator (bytes of its size classes).
 size_t peak_bytes(Context* context);

@@ -9,6 +9,8 @@
 #include <cuda_profiler_api.h>
 
 #include <algorithm>
+#include <cstring>
+#include <iterator>
 #include <sstream>
 
 #include "tensor/bytes.h"
@@ -79,7 +81,9 @@ CachingAllocator::~CachingAllocator() {
 void CachingAllocator::free_cached_locked() {
   if (free_lists_.empty()) return;
   // A cached block may still be read or written by queued kernels (release is stream-ordered,
-  // not immediate): wait for the device before handing blocks back to the driver.
+  // not immediate): wait for the device before handing blocks back to the driver. (Not counted
+  // as a host synchronisation of a context: the allocator knows none; it happens only when
+  // cudaMalloc fails or empty_cache is called, never in a steady step.)
   CUDA_CHECK(cudaDeviceSynchronize());
   for (auto& entry : free_lists_)
     for (void* p : entry.second) CUDA_CHECK(cudaFree(p));
@@ -170,9 +174,150 @@ Context::~Context() {
   // The allocator's own destructor (after this body) frees the cached blocks the same way.
   cudaSetDevice(device_);
   cudaStreamSynchronize(stream_);
+  for (CachedTable& table : tables_) allocator_.release(table.device, table.host.size());
+  if (check_slots_) allocator_.release(check_slots_, sizeof(int64_t) * kMaxPendingChecks);
+  if (check_results_) cudaFreeHost(check_results_);
+  for (StagingBlock& block : staging_) {
+    cudaFreeHost(block.pinned);
+    cudaEventDestroy(block.copied);
+  }
   if (cublas_) cublasDestroy(cublas_);
   if (stream_) cudaStreamDestroy(stream_);
   cudaGetLastError();
+}
+
+namespace {
+thread_local HostSyncObserver t_host_sync_observer;  // set_host_sync_observer (tests)
+}  // namespace
+
+void Context::note_host_sync(HostSync kind, size_t bytes) {
+  ++host_syncs_.by_kind[static_cast<int>(kind)];
+  if (t_host_sync_observer) t_host_sync_observer(kind, bytes);
+}
+
+const void* Context::cached_table(const void* host, size_t bytes) {
+  if (bytes == 0) return nullptr;
+  std::lock_guard<std::mutex> lock(host_tables_mutex_);
+  const auto* begin = static_cast<const unsigned char*>(host);
+  ++table_clock_;
+  for (CachedTable& table : tables_)
+    if (table.host.size() == bytes && std::equal(begin, begin + bytes, table.host.begin())) {
+      table.last_use = table_clock_;
+      return table.device;
+    }
+  // A miss: the least recently used entry makes room (its block goes back to the allocator,
+  // stream-ordered after the kernels that read it).
+  if (tables_.size() == kTableCacheEntries) {
+    auto oldest = std::min_element(tables_.begin(), tables_.end(),
+                                   [](const CachedTable& a, const CachedTable& b) { return a.last_use < b.last_use; });
+    allocator_.release(oldest->device, oldest->host.size());
+    tables_.erase(oldest);
+  }
+  CachedTable table;
+  table.host.assign(begin, begin + bytes);
+  table.device = allocator_.allocate(bytes);
+  table.last_use = table_clock_;
+  upload_locked(table.device, host, bytes);
+  ++table_uploads_;
+  tables_.push_back(std::move(table));
+  return tables_.back().device;
+}
+
+Context::StagingBlock& Context::staging_block(size_t bytes) {
+  // A free block that is large enough (the smallest such, so large ones stay for large uploads).
+  StagingBlock* best = nullptr;
+  for (StagingBlock& block : staging_) {
+    if (block.bytes < bytes || (best && best->bytes <= block.bytes)) continue;
+    const cudaError_t state = cudaEventQuery(block.copied);
+    if (state == cudaErrorNotReady) continue;
+    CUDA_CHECK(state);
+    best = &block;
+  }
+  if (best) return *best;
+  if (staging_.size() == kMaxStagingBlocks) {
+    // Every block is in flight or too small: wait for the stream, then replace the smallest.
+    synchronize_stream(HostSync::synchronize);
+    auto smallest = std::min_element(staging_.begin(), staging_.end(),
+                                     [](const StagingBlock& a, const StagingBlock& b) { return a.bytes < b.bytes; });
+    if (smallest->bytes >= bytes) return *smallest;
+    CUDA_CHECK(cudaFreeHost(smallest->pinned));
+    CUDA_CHECK(cudaEventDestroy(smallest->copied));
+    staging_.erase(smallest);
+  }
+  // A new block: at least 64 KiB, rounded up to a power of two, so that the sizes of the
+  // batches' tensors settle on a few blocks after the first steps.
+  size_t size = size_t(1) << 16;
+  while (size < bytes) size *= 2;
+  StagingBlock block;
+  block.bytes = size;
+  CUDA_CHECK(cudaMallocHost(&block.pinned, size));
+  CUDA_CHECK(cudaEventCreate(&block.copied));
+  staging_.push_back(block);
+  return staging_.back();
+}
+
+void Context::upload(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  std::lock_guard<std::mutex> lock(host_tables_mutex_);
+  upload_locked(dst, src, bytes);
+}
+
+void Context::upload_locked(void* dst, const void* src, size_t bytes) {
+  StagingBlock& block = staging_block(bytes);
+  std::memcpy(block.pinned, src, bytes);
+  CUDA_CHECK(cudaMemcpyAsync(dst, block.pinned, bytes, cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaEventRecord(block.copied, stream_));
+}
+
+int64_t* Context::defer_check(CheckRaise raise) {
+  if (!check_slots_) {
+    check_slots_ = static_cast<int64_t*>(allocator_.allocate(sizeof(int64_t) * kMaxPendingChecks));
+    CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&check_results_), sizeof(int64_t) * kMaxPendingChecks));
+  }
+  if (checks_.size() == kMaxPendingChecks) synchronize_and_check(HostSync::synchronize);
+  int64_t* slot = check_slots_ + checks_.size();
+  CUDA_CHECK(cudaMemsetAsync(slot, 0, sizeof(int64_t), stream_));
+  checks_.push_back(std::move(raise));
+  return slot;
+}
+
+size_t Context::queue_check_readback() {
+  const size_t count = checks_.size();
+  if (count > 0)
+    CUDA_CHECK(cudaMemcpyAsync(check_results_, check_slots_, sizeof(int64_t) * count, cudaMemcpyDeviceToHost,
+                               stream_));
+  return count;
+}
+
+void Context::raise_failed_checks(size_t count) {
+  if (count == 0) return;
+  // Taken out first: a raise reads the op's input back to name the bad value (a read of its own).
+  const std::vector<int64_t> values(check_results_, check_results_ + count);
+  std::vector<CheckRaise> raises(std::make_move_iterator(checks_.begin()),
+                                 std::make_move_iterator(checks_.begin() + count));
+  checks_.erase(checks_.begin(), checks_.begin() + count);
+  for (size_t k = 0; k < count; ++k)
+    if (values[k] != 0) raises[k](values[k]);
+}
+
+void Context::read_back(void* dst, const void* src, size_t bytes) {
+  const size_t checks = queue_check_readback();
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  synchronize_stream(HostSync::device_to_host, bytes);
+  raise_failed_checks(checks);
+}
+
+void Context::synchronize_and_check(HostSync kind) {
+  const size_t checks = queue_check_readback();
+  synchronize_stream(kind);
+  raise_failed_checks(checks);
+}
+
+size_t Context::staging_bytes() const {
+  std::lock_guard<std::mutex> lock(host_tables_mutex_);
+  size_t total = 0;
+  for (const StagingBlock& block : staging_) total += block.bytes;
+  return total;
 }
 
 void Context::activate() const {
@@ -259,16 +404,14 @@ void release(Context* context, void* pointer, size_t bytes) {
 void copy_host_to_device(Context* context, void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   context->activate();
-  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, context->stream()));
-  // The source is ordinary (pageable) host memory the caller may free at once: wait.
-  CUDA_CHECK(cudaStreamSynchronize(context->stream()));
+  // Through pinned staging memory: queued on the stream, no wait (Context::upload).
+  context->upload(dst, src, bytes);
 }
 
 void copy_device_to_host(Context* context, void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   context->activate();
-  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, context->stream()));
-  CUDA_CHECK(cudaStreamSynchronize(context->stream()));
+  context->read_back(dst, src, bytes);
 }
 
 void copy_device_to_device(Context* context, void* dst, const void* src, size_t bytes) {
@@ -325,8 +468,25 @@ void accumulate_f32(Context* context, float* dst, const float* src, size_t n) {
 
 void synchronize(Context* context) {
   context->activate();
-  CUDA_CHECK(cudaStreamSynchronize(context->stream()));
+  context->synchronize_and_check(HostSync::synchronize);
 }
+
+const char* host_sync_name(HostSync kind) {
+  switch (kind) {
+    case HostSync::synchronize: return "synchronize";
+    case HostSync::device_to_host: return "device-to-host";
+    case HostSync::pageable_upload: return "pageable upload";
+  }
+  return "?";
+}
+HostSyncCounts host_sync_counts(Context* context) { return context->host_sync_counts(); }
+HostSyncObserver set_host_sync_observer(HostSyncObserver observer) {
+  std::swap(observer, t_host_sync_observer);
+  return observer;
+}
+void note_host_sync(Context* context, HostSync kind, size_t bytes) { context->note_host_sync(kind, bytes); }
+uint64_t table_uploads(Context* context) { return context->table_uploads(); }
+int64_t* defer_check(Context* context, CheckRaise raise) { return context->defer_check(std::move(raise)); }
 
 size_t peak_bytes(Context* context) { return context->peak_bytes(); }
 void reset_peak(Context* context) { context->reset_peak(); }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/cuda_backend.h"
 #include "tensor/error.h"
 
 namespace urpe::cuda {
@@ -107,6 +108,46 @@ class Context {
   bool tf32() const { return tf32_; }
   void set_tf32(bool on) { tf32_ = on; }
 
+  // Host synchronisations (tensor/cuda_backend.h): every wait of the host on this context's
+  // stream is counted here, by the primitive or the op that waits, before it waits.
+  void note_host_sync(HostSync kind, size_t bytes);
+  HostSyncCounts host_sync_counts() const { return host_syncs_; }
+  // A device copy of a small host table (a multi-tensor kernel's pointers and chunks), uploaded
+  // once (through `upload`) and handed out again while a call asks for the same bytes: an
+  // optimizer step over an unchanged parameter set copies nothing. Matched by content (a
+  // byte compare of a few KB). Holds the last kTableCacheEntries tables; the pointer stays valid until
+  // kTableCacheEntries other tables have been asked for, so a caller uses it at once (its
+  // kernels are stream-ordered before any later upload that could replace it).
+  static constexpr size_t kTableCacheEntries = 16;
+  const void* cached_table(const void* host, size_t bytes);
+  // Tables uploaded by cached_table since creation (a test counts the misses).
+  uint64_t table_uploads() const { return table_uploads_; }
+
+  // A host-to-device copy that does not make the host wait: the bytes are copied on the host into
+  // a block of page-locked (pinned) staging memory and the device copy is queued on the stream
+  // from there; `src` may go at once. A staging block is reused once the stream has passed its
+  // copy (an event, queried, not waited for); only when kMaxStagingBlocks are all still in
+  // flight does the host wait (counted as a synchronize).
+  static constexpr size_t kMaxStagingBlocks = 64;
+  void upload(void* dst, const void* src, size_t bytes);
+  size_t staging_bytes() const;  // pinned bytes held for uploads
+
+  // Checks made on the device (cuda_backend.h, defer_check): at most kMaxPendingChecks wait for
+  // a read; one more makes the host wait and report them first (counted as a synchronize).
+  static constexpr size_t kMaxPendingChecks = 256;
+  int64_t* defer_check(CheckRaise raise);
+  // A read of `bytes` from the device into host memory, waiting for the stream; the pending
+  // checks' slots come back with it and any that failed raises its error after the copy.
+  void read_back(void* dst, const void* src, size_t bytes);
+  // Waits for the stream (counted as `kind`) and reports the pending checks.
+  void synchronize_and_check(HostSync kind);
+
+  // cudaStreamSynchronize on the stream, counted.
+  void synchronize_stream(HostSync kind, size_t bytes = 0) {
+    note_host_sync(kind, bytes);
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
  private:
   int device_;
   cudaDeviceProp properties_{};
@@ -114,6 +155,28 @@ class Context {
   cublasHandle_t cublas_ = nullptr;
   CachingAllocator allocator_;
   bool tf32_ = false;
+  HostSyncCounts host_syncs_;
+  struct CachedTable {
+    std::vector<unsigned char> host;
+    void* device = nullptr;
+    uint64_t last_use = 0;
+  };
+  std::vector<CachedTable> tables_;
+  struct StagingBlock {
+    void* pinned = nullptr;
+    size_t bytes = 0;
+    cudaEvent_t copied = nullptr;  // recorded after the block's last copy
+  };
+  StagingBlock& staging_block(size_t bytes);
+  void upload_locked(void* dst, const void* src, size_t bytes);
+  std::vector<StagingBlock> staging_;
+  size_t queue_check_readback();           // the slots' copy into pinned memory; returns how many
+  void raise_failed_checks(size_t count);  // after the wait: calls the first `count` raises
+  std::vector<CheckRaise> checks_;
+  int64_t* check_slots_ = nullptr;    // device, kMaxPendingChecks
+  int64_t* check_results_ = nullptr;  // pinned host, kMaxPendingChecks
+  mutable std::mutex host_tables_mutex_;  // tables_ and staging_ (ops may run on several threads)
+  uint64_t table_clock_ = 0, table_uploads_ = 0;
 };
 
 // A temporary device buffer from the context's caching allocator (scratch for partial sums,

@@ -961,6 +961,23 @@ std::vector<OpRow> build_table() {
                   [](const In& v) { return OpCosts{scale_in_place_cost(v[0].numel()) + scale_in_place_cost(v[1].numel()), {}}; })
                   .no_backward());
 
+  // clip_grad_norm_on_device: the norm before clipping (a scalar where the gradients are) and the
+  // gradients scaled past max_norm = 5 (the norm here is about 68), the factor computed there.
+  t.push_back(row("clip_grad_norm_on_device to 5, (37, 45), (10007,)", "clip_grad_norm",
+                  {constant(uniform("g1", {37, 45})), constant(uniform("g2", {10007}))},
+                  [](const In& v, const Device&) {
+                    std::vector<Tensor> g{v[0].clone(), v[1].clone()};
+                    const Tensor norm = clip_grad_norm_on_device(g, 5.0f);
+                    autograd::NoGrad no_grad;
+                    return concat({reshape(norm, {1}), reshape(g[0], {-1}), g[1]}, 0);
+                  },
+                  f32({1e-7, 1e-5}, exact),
+                  [](const In& v) {
+                    const int64_t n = v[0].numel() + v[1].numel();
+                    return OpCosts{sum_of_squares_cost(n) + scale_in_place_cost(n), {}};
+                  })
+                  .no_backward());
+
   // ---- the recipe's example (docs/architecture.md#adding-an-op): a test-only op, one row ----
   t.push_back(toy_square_row(ToyMutant::none));
   return t;

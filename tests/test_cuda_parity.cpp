@@ -36,6 +36,7 @@
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
+#include "ops/index_check.h"
 #include "ops/layer_norm.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
@@ -407,9 +408,36 @@ TEST_CASE("embedding on CUDA: the padding row's gradient is exactly zero, bad id
   for (int64_t d = 0; d < D; ++d) CHECK(prow[pad * D + d] == 0.0f);
 
   Tensor bad = Tensor::from_vector(std::vector<int32_t>{1, 2, static_cast<int32_t>(V), 3}, {4}, gpu());
-  CHECK_THROWS_WITH_AS(embedding(table.to(gpu()), bad), doctest::Contains("50"), Error);
+  // Checked on the device (ops/index_check.h): the error comes at the next read, in the CPU's words.
+  CHECK_THROWS_WITH_AS(embedding(table.to(gpu()), bad).to_vector_f32(),
+                       doctest::Contains("embedding: id value 50 at flat position 2 is out of range [0, 50)"), Error);
   Tensor negative = Tensor::from_vector(std::vector<int32_t>{1, -1}, {2}, gpu());
-  CHECK_THROWS_AS(embedding(table.to(gpu()), negative), Error);
+  const Tensor out = embedding(table.to(gpu()), negative);  // no error yet: nothing was read
+  CHECK_THROWS_WITH_AS(cuda::synchronize(gpu().context()),
+                       doctest::Contains("embedding: id value -1 at flat position 1"), Error);
+  CHECK(out.to_vector_f32().size() == 2 * D);  // reported once; the output stayed in bounds
+}
+
+// The device half of the index check: the count of values outside [0, size) (the ignore value
+// aside) against the host's count, over sizes with partial blocks and many blocks.
+TEST_CASE("index range check on CUDA: the device's count of bad values equals the host's") {
+  for (const int64_t n : {int64_t(1), int64_t(255), int64_t(257), int64_t(100003)}) {
+    for (const bool has_ignore : {false, true}) {
+      CAPTURE(n);
+      CAPTURE(has_ignore);
+      std::vector<int32_t> v = random_ids({n}, 1000, 76).to_vector_i32();
+      for (int64_t k = 0; k < n; k += 97) v[static_cast<size_t>(k)] = -100;  // ignore, or bad
+      if (n > 2) v[static_cast<size_t>(n / 2)] = 1000;                         // one past the end
+      int64_t want = 0;
+      for (int32_t x : v) want += !(has_ignore && x == -100) && (x < 0 || x >= 1000);
+      const Tensor ids = Tensor::from_vector(v, {n}, gpu());
+      int64_t seen = -1;
+      int64_t* slot = cuda::defer_check(gpu().context(), [&](int64_t count) { seen = count; });
+      kernels::count_outside_range_cuda(ids, 1000, has_ignore, -100, slot);
+      cuda::synchronize(gpu().context());
+      CHECK(seen == (want > 0 ? want : -1));  // a raise is called only for a nonzero count
+    }
+  }
 }
 
 TEST_CASE("index bounds of CUDA indices: min and max over sizes with partial blocks and many blocks") {
@@ -481,14 +509,16 @@ TEST_CASE("parity: cross_entropy kernels (count, log-sum-exp), ignored rows, bad
   std::vector<int32_t> t = random_ids({N}, static_cast<int32_t>(C), 121).to_vector_i32();
   for (int64_t i = 0; i < N; i += 4) t[i] = ignore;
   Tensor targets = Tensor::from_vector(t, {N});
-  Tensor loss = Tensor::empty({}), lse = Tensor::empty({N});
-  int64_t count = -1, count_d = -1;
+  Tensor loss = Tensor::empty({}), lse = Tensor::empty({N}), count = Tensor::empty({}, DType::i32);
+  count.fill(-1.0f);
   kernels::cross_entropy_forward_cpu(logits, targets, ignore, loss, lse, count);
   Tensor loss_d = poisoned({}), lse_d = poisoned({N});
+  Tensor count_d = Tensor::empty({}, DType::i32, gpu());  // the count stays on the device
+  count_d.fill(-1.0f);
   const Tensor logits_d = logits.to(gpu()), targets_d = targets.to(gpu());
   kernels::cross_entropy_forward_cuda(logits_d, targets_d, ignore, loss_d, lse_d, count_d);
-  CHECK(count_d == count);
-  CHECK(count == N - (N + 3) / 4);
+  CHECK(count_d.to_vector_i32() == count.to_vector_i32());
+  CHECK(count.to_vector_i32()[0] == N - (N + 3) / 4);
   check_close(loss_d, loss, {1e-5, 1e-5}, "cross_entropy loss");
   // lse is compared on counted rows (what backward reads).
   const std::vector<float> l = lse.to_vector_f32(), ld = lse_d.to_vector_f32();
@@ -505,9 +535,10 @@ TEST_CASE("parity: cross_entropy kernels (count, log-sum-exp), ignored rows, bad
   // Every row ignored: loss 0, count 0, zero gradient.
   Tensor ai = Tensor::from_vector(std::vector<int32_t>(N, ignore), {N}, gpu());
   Tensor loss0 = poisoned({}), lse0 = poisoned({N}), g0 = poisoned({N, C});
-  int64_t count0 = -1;
+  Tensor count0 = Tensor::empty({}, DType::i32, gpu());
+  count0.fill(-1.0f);
   kernels::cross_entropy_forward_cuda(logits_d, ai, ignore, loss0, lse0, count0);
-  CHECK(count0 == 0);
+  CHECK(count0.to_vector_i32()[0] == 0);
   CHECK(loss0.item() == 0.0f);
   kernels::cross_entropy_backward_cuda(logits_d, ai, ignore, lse0, count0, grad_loss.to(gpu()), g0);
   CHECK(g0.to_vector_f32() == std::vector<float>(N * C, 0.0f));
@@ -516,7 +547,11 @@ TEST_CASE("parity: cross_entropy kernels (count, log-sum-exp), ignored rows, bad
   std::vector<int32_t> tb = t;
   tb[7] = static_cast<int32_t>(C) + 3;
   Tensor bad = Tensor::from_vector(tb, {N}, gpu());
-  CHECK_THROWS_WITH_AS(cross_entropy(logits_d, bad, ignore), doctest::Contains("70"), Error);
+  // Checked on the device: the error comes at the next read (the loss's), with the CPU's words.
+  CHECK_THROWS_WITH_AS(cross_entropy(logits_d, bad, ignore).item(),
+                       doctest::Contains("cross_entropy: target 70 at row 7 is out of range [0, 67)"), Error);
+  // A good call after it reads normally: the failed check was reported once.
+  CHECK(std::isfinite(cross_entropy(logits_d, targets_d, ignore).item()));
 }
 
 
@@ -827,6 +862,32 @@ TEST_CASE("parity: sum of squares in double, undefined gradients skipped, clip_g
   const float norm_cpu = clip_grad_norm(grads, 0.5f), norm_gpu = clip_grad_norm(grads_d, 0.5f);
   CHECK(norm_gpu == doctest::Approx(norm_cpu).epsilon(1e-6));
   for (size_t k = 0; k + 1 < grads.size(); ++k) check_close(grads_d[k], grads[k], {1e-7, 1e-5}, "clip_grad_norm");
+}
+
+// The clip that stays on the device (Adam's): the norm written into a device scalar and the factor
+// computed there, against the CPU's clip_grad_norm_on_device; clipped and left alone; every
+// gradient element checked, and the table cache reused by the second call (no upload).
+TEST_CASE("parity: clip_grad_norm_on_device, the norm kept on the GPU") {
+  for (const float max_norm : {0.5f, 1e4f}) {
+    INFO("max_norm " << max_norm);
+    std::vector<Tensor> grads, grads_d;
+    uint64_t seed = 180;
+    for (const Shape& s : std::vector<Shape>{{67}, {37, 45}, {10007}}) {
+      grads.push_back(values(s, seed++));
+      grads_d.push_back(grads.back().to(gpu()));
+    }
+    grads_d.insert(grads_d.begin() + 1, Tensor());
+    grads.insert(grads.begin() + 1, Tensor());
+    const Tensor norm_cpu = clip_grad_norm_on_device(grads, max_norm);
+    const Tensor norm_gpu = clip_grad_norm_on_device(grads_d, max_norm);
+    CHECK(norm_gpu.device().is_cuda());
+    CHECK(norm_gpu.item() == doctest::Approx(norm_cpu.item()).epsilon(1e-6));
+    for (size_t k = 0; k < grads.size(); ++k)
+      if (grads[k].defined()) check_close(grads_d[k], grads[k], {1e-7, 1e-5}, "clip_grad_norm_on_device");
+    const uint64_t uploads = cuda::table_uploads(gpu().context());
+    clip_grad_norm_on_device(grads_d, max_norm);
+    CHECK(cuda::table_uploads(gpu().context()) == uploads);  // the same tensors: the tables are cached
+  }
 }
 
 // ---- the op table (tests/op_table.h): every row, CPU against CUDA ----

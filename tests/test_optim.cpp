@@ -152,9 +152,9 @@ TEST_CASE("Adam state round-trips: a restored optimizer continues bit-identicall
     b.backward(gb);
   };
   give(w1, b1);
-  const std::optional<float> norm = first.step(0.01f);
+  const std::optional<Tensor> norm = first.step(0.01f);
   REQUIRE(norm.has_value());
-  CHECK(*norm == doctest::Approx(global_grad_norm({gw, gb})));
+  CHECK(norm->item() == doctest::Approx(global_grad_norm({gw, gb})));
   first.zero_grad();
 
   const auto saved = first.state();
@@ -206,6 +206,25 @@ TEST_CASE("clip_grad_norm scales to max_norm and returns the norm before clippin
   CHECK(std::isinf(clip_grad_norm({bad}, 1.0f)));
   CHECK(bad.to_vector_f32()[0] == 1.0f);
   CHECK_THROWS_WITH_AS(clip_grad_norm({g1}, 0.0f), doctest::Contains("max_norm must be finite and > 0"), Error);
+}
+
+TEST_CASE("clip_grad_norm_on_device: the same norm and the same scaled gradients as clip_grad_norm, the norm as a tensor") {
+  for (const float max_norm : {0.3f, 50.0f}) {  // clipped, and left alone
+    INFO("max_norm " << max_norm);
+    const Tensor a1 = random_values({5, 7}, 11), a2 = random_values({300}, 12);
+    const Tensor b1 = a1.clone(), b2 = a2.clone();
+    const float want = clip_grad_norm({a1, Tensor(), a2}, max_norm);
+    const Tensor got = clip_grad_norm_on_device({b1, Tensor(), b2}, max_norm);
+    CHECK(got.shape() == Shape{});
+    CHECK(got.item() == want);
+    CHECK(a1.to_vector_f32() == b1.to_vector_f32());
+    CHECK(a2.to_vector_f32() == b2.to_vector_f32());
+  }
+  Tensor bad = Tensor::from_vector(std::vector<float>{1, INFINITY}, {2});
+  CHECK(std::isinf(clip_grad_norm_on_device({bad}, 1.0f).item()));
+  CHECK(bad.to_vector_f32()[0] == 1.0f);
+  CHECK(clip_grad_norm_on_device({}, 1.0f).item() == 0.0f);
+  CHECK_THROWS_WITH_AS(clip_grad_norm_on_device({bad}, -1.0f), doctest::Contains("max_norm must be finite and > 0"), Error);
 }
 
 // ---- schedules ----

@@ -4,7 +4,9 @@
 // measure host time.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -26,6 +28,17 @@ namespace {
 // consistent should a test call the API from several.
 std::mutex g_mutex;
 int g_current_device = 0;
+uint64_t g_explicit_waits = 0, g_pageable_uploads = 0;  // tests read them: urpe_sim_launch.h
+std::map<const char*, size_t> g_pinned;  // cudaMallocHost blocks: start → bytes
+
+bool is_pinned(const void* pointer) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const char* p = static_cast<const char*>(pointer);
+  auto it = g_pinned.upper_bound(p);
+  if (it == g_pinned.begin()) return false;
+  --it;
+  return p < it->first + it->second;
+}
 cudaError_t g_last_error = cudaSuccess;
 std::string g_last_message;
 
@@ -48,6 +61,22 @@ void record_launch_error(cudaError_t error, const std::string& message) {
     g_last_message = message;
   }
 }
+
+uint64_t explicit_wait_count() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_explicit_waits;
+}
+uint64_t pageable_upload_count() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_pageable_uploads;
+}
+
+namespace {
+void count_wait(uint64_t& counter) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++counter;
+}
+}  // namespace
 
 }  // namespace urpe_sim
 
@@ -83,7 +112,10 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int device) {
   properties->minor = 0;
   return cudaSuccess;
 }
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() {
+  count_wait(g_explicit_waits);
+  return cudaSuccess;
+}
 
 // ---- memory ----
 
@@ -106,6 +138,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
       }
     }
   }
+  if (kind == cudaMemcpyHostToDevice && !is_pinned(src)) count_wait(g_pageable_uploads);
   std::memmove(dst, src, bytes);
   if (in_device_region(dst)) {
     if (in_device_region(src)) copy_written_bits(dst, src, bytes);
@@ -117,6 +150,23 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t) {
   return cudaMemcpy(dst, src, bytes, kind);
+}
+
+cudaError_t cudaMallocHost(void** pointer, size_t bytes) {
+  *pointer = std::malloc(bytes ? bytes : 1);
+  if (!*pointer) return record_api_error(cudaErrorMemoryAllocation);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_pinned[static_cast<const char*>(*pointer)] = bytes;
+  return cudaSuccess;
+}
+cudaError_t cudaFreeHost(void* pointer) {
+  if (!pointer) return cudaSuccess;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_pinned.erase(static_cast<const char*>(pointer)) == 0) return cudaErrorInvalidValue;
+  }
+  std::free(pointer);
+  return cudaSuccess;
 }
 
 cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
@@ -142,6 +192,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) {
   std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_explicit_waits;
   return g_last_error == cudaErrorLaunchFailure ? cudaErrorLaunchFailure : cudaSuccess;
 }
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
@@ -159,6 +210,10 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
   return cudaSuccess;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  count_wait(g_explicit_waits);
+  return event ? cudaSuccess : record_api_error(cudaErrorInvalidResourceHandle);
+}
+cudaError_t cudaEventQuery(cudaEvent_t event) {
   return event ? cudaSuccess : record_api_error(cudaErrorInvalidResourceHandle);
 }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop) {
@@ -192,6 +247,7 @@ const char* cudaGetErrorName(cudaError_t error) {
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
   }
   return "cudaErrorUnknown";

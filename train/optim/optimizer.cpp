@@ -76,7 +76,7 @@ AdamHyper Adam::next_step_hyper(float lr) const {
   return hyper;
 }
 
-std::optional<float> Adam::step(float lr) {
+std::optional<Tensor> Adam::step(float lr) {
   URPE_CHECK(std::isfinite(lr) && lr >= 0, "Adam.step: lr must be finite and ≥ 0, got " << lr);
   URPE_CHECK(!sharded(), "Adam.step: a sharded optimizer steps with step_sharded (internal error)");
   autograd::NoGrad no_grad;
@@ -91,8 +91,10 @@ std::optional<float> Adam::step(float lr) {
     decayed.push_back(decays(params_[k]));
     grads.push_back(g);
   }
-  std::optional<float> norm;
-  if (config_.clip_norm > 0) norm = clip_grad_norm(grads, config_.clip_norm);
+  // The clip stays on the gradients' device (no host wait on CUDA): the norm comes back as a
+  // scalar tensor that nobody reads unless it is printed.
+  std::optional<Tensor> norm;
+  if (config_.clip_norm > 0) norm = clip_grad_norm_on_device(grads, config_.clip_norm);
   const AdamHyper hyper = next_step_hyper(lr);
   update_in_decay_groups(slots, decayed, hyper);
   step_ = hyper.step;

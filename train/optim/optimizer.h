@@ -53,8 +53,9 @@ class Adam {
 
   // One update of every parameter that has a gradient. Returns the global gradient norm before
   // clipping when clip_norm > 0 (it may be inf/NaN: the gradients are then not scaled, see
-  // clip_grad_norm), and nothing otherwise.
-  std::optional<float> step(float lr);
+  // clip_grad_norm), and nothing otherwise: a scalar f32 tensor on the parameters' device
+  // (clip_grad_norm_on_device), so that a CUDA step does not wait for the GPU to return it.
+  std::optional<Tensor> step(float lr);
   // Sharded only: the step of a data-parallel run on every rank, in place of
   // dist::average_gradients + step(lr): the reduce-scatter of the gradients (this rank's loss is
   // a mean over `weight` targets), the update of this rank's range, the all-gather of the

@@ -94,6 +94,7 @@ enum cudaError_t {
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
+  cudaErrorNotReady = 600,
   cudaErrorLaunchFailure = 719,
 };
 enum cudaMemcpyKind {
@@ -130,6 +131,10 @@ cudaError_t cudaDeviceSynchronize();
 cudaError_t cudaMalloc(void** pointer, size_t bytes);
 cudaError_t cudaFree(void* pointer);
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes);
+// Page-locked host memory: ordinary host memory here, remembered so that a copy from it is not
+// counted as a pageable upload (urpe_sim::pageable_upload_count).
+cudaError_t cudaMallocHost(void** pointer, size_t bytes);
+cudaError_t cudaFreeHost(void* pointer);
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream = nullptr);
@@ -142,6 +147,7 @@ cudaError_t cudaEventCreate(cudaEvent_t* event);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventQuery(cudaEvent_t event);  // all work is done when a call returns: cudaSuccess
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop);
 cudaError_t cudaGetLastError();
 cudaError_t cudaPeekAtLastError();

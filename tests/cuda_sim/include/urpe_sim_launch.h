@@ -27,6 +27,13 @@ void run_grid(const LaunchConfig& config, void (*thread_main)(void*), void* clos
 // simulated device.
 uint64_t launch_count();
 
+// The host's waits on the simulated device so far, as a GPU would make them (tests check that
+// urpe's own count, tensor/cuda_backend.h host_sync_counts, misses none): explicit waits
+// (cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize), and host-to-device copies
+// from host memory (all host memory here is pageable: the copy waits for the stream on a GPU).
+uint64_t explicit_wait_count();
+uint64_t pageable_upload_count();
+
 // A pointer kernel argument must be null or point into memory from cudaMalloc: a host pointer
 // would work here but fault on a GPU. Records a launch error naming the argument otherwise.
 bool check_kernel_pointer(const LaunchConfig& config, int argument, const void* pointer);
