@@ -290,7 +290,7 @@ Tensor TransformerEncoder::classify(const Tensor& features) const {
 }
 
 Tensor TransformerEncoder::classify_loss(const Tensor& features, const Tensor& targets, int32_t ignore_index,
-                                         Tensor* argmax) const {
+                                         Tensor* argmax, int64_t chunk_rows) const {
   Tensor x = features;  // (..., d)
   if (config_.head == EncoderHead::lm_head) x = head_norm_.forward(gelu(head_dense_.forward(x)));
   const int64_t rows = x.numel() / config_.d_model;
@@ -299,7 +299,7 @@ Tensor TransformerEncoder::classify_loss(const Tensor& features, const Tensor& t
   // The last linear layer and the cross-entropy in row chunks: the (rows, num_classes) logits
   // never exist whole (ops/linear_cross_entropy.h).
   return linear_cross_entropy(reshape(x, {rows, config_.d_model}), head_.weight, head_.bias,
-                              reshape(targets, {rows}), ignore_index, argmax);
+                              reshape(targets, {rows}), ignore_index, argmax, chunk_rows);
 }
 
 }  // namespace urpe
