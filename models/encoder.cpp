@@ -8,6 +8,7 @@
 #include "ops/activation.h"
 #include "ops/dropout.h"
 #include "ops/embedding.h"
+#include "ops/linear_cross_entropy.h"
 #include "ops/rotary.h"
 #include "ops/elementwise.h"
 #include "ops/shape.h"
@@ -286,6 +287,19 @@ Tensor TransformerEncoder::classify(const Tensor& features) const {
   Tensor x = features;  // (..., d)
   if (config_.head == EncoderHead::lm_head) x = head_norm_.forward(gelu(head_dense_.forward(x)));
   return head_.forward(x);  // (..., num_classes); tied: x·E_tokᵀ + b
+}
+
+Tensor TransformerEncoder::classify_loss(const Tensor& features, const Tensor& targets, int32_t ignore_index,
+                                         Tensor* argmax, int64_t chunk_rows) const {
+  Tensor x = features;  // (..., d)
+  if (config_.head == EncoderHead::lm_head) x = head_norm_.forward(gelu(head_dense_.forward(x)));
+  const int64_t rows = x.numel() / config_.d_model;
+  URPE_CHECK(targets.numel() == rows, "encoder: " << targets.describe() << " targets for " << rows
+                                                  << " rows of features " << features.describe());
+  // The last linear layer and the cross-entropy in row chunks: the (rows, num_classes) logits
+  // never exist whole (ops/linear_cross_entropy.h).
+  return linear_cross_entropy(reshape(x, {rows, config_.d_model}), head_.weight, head_.bias,
+                              reshape(targets, {rows}), ignore_index, argmax, chunk_rows);
 }
 
 }  // namespace urpe

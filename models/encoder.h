@@ -97,6 +97,12 @@ class TransformerEncoder {
   // on the masked positions only, as BERT does.
   Tensor encode(const Tensor& tokens, bool training, Rng* dropout_rng, HiddenStates* states = nullptr) const;
   Tensor classify(const Tensor& features) const;
+  // The head's mean cross-entropy on (..., d) features against i32 targets (...) without the
+  // logits (classify + cross_entropy, fused in row chunks: position identification's logits are
+  // (B·n, n)). `argmax`, when given, receives each row's top class, i32 (rows,), for the accuracy.
+  // `chunk_rows`: rows per chunk, 0 = automatic (≤ 16 MiB of logits; tests pick smaller ones).
+  Tensor classify_loss(const Tensor& features, const Tensor& targets, int32_t ignore_index,
+                       Tensor* argmax = nullptr, int64_t chunk_rows = 0) const;
 
   const EncoderConfig& config() const { return config_; }
   const ParameterSet& parameters() const { return params_; }

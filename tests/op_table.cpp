@@ -15,6 +15,7 @@
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/layer_norm.h"
+#include "ops/linear_cross_entropy.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
 #include "ops/optimizer_kernels.h"
@@ -788,6 +789,44 @@ std::vector<OpRow> build_table() {
                   [](const In& v, const Device&) { return cross_entropy(v[0], v[1], -100); },
                   f32({1e-5, 1e-5}, {1e-6, 1e-4}), ce_cost)
                   .without(kGradcheck));
+  // ---- linear_cross_entropy (ops/linear_cross_entropy.h): the head fused with the loss, in row chunks ----
+  // Inputs h (N, d), weight (C, d), bias (C,) or none, targets (N,); the cost from the chunk count.
+  const auto lce_row = [&](const std::string& name, int64_t N, int64_t d, int64_t C, bool with_bias,
+                           int64_t chunk, int32_t ignore, int every_ignored) {
+    std::vector<OpInput> in{uniform("h", {N, d}, -1.5f, 1.5f), uniform("weight", {C, d}, -1.0f, 1.0f)};
+    if (with_bias) in.push_back(uniform("bias", {C}, -0.5f, 0.5f));
+    in.push_back(given("targets", [N, C, ignore, every_ignored](uint64_t seed) {
+      Rng rng(seed);
+      std::vector<int32_t> v(N);
+      for (int64_t i = 0; i < N; ++i)
+        v[i] = every_ignored > 0 && i % every_ignored == every_ignored - 1 ? ignore : int32_t(rng.below(uint64_t(C)));
+      return Tensor::from_vector(v, {N});
+    }));
+    const OpCall call = [with_bias, chunk, ignore](const In& v, const Device&) {
+      return linear_cross_entropy(v[0], v[1], with_bias ? v[2] : Tensor(), v[with_bias ? 3 : 2], ignore, nullptr, chunk);
+    };
+    const CostFormula cost = [with_bias, chunk](const In& v) {
+      const int64_t rows = v[0].size(0), c = v[1].size(0);
+      const int64_t per = linear_cross_entropy_chunk_rows(rows, c, chunk), chunks = (rows + per - 1) / per;
+      return OpCosts{linear_cross_entropy_forward_cost(rows, v[0].size(1), c, chunks, with_bias),
+                     linear_cross_entropy_backward_cost(rows, v[0].size(1), c, chunks, with_bias)};
+    };
+    return row(name, "linear_cross_entropy", in, call, f32({1e-5, 1e-4}, {1e-5, 1e-4}), cost);
+  };
+  // Small, gradient-checked: three chunks (the last short), one ignored row in three; no bias and
+  // chunks of one row; ignore_index 0 as a class index.
+  t.push_back(lce_row("linear_cross_entropy (7, 5)·(6, 5)ᵀ + (6,), chunks of 3", 7, 5, 6, true, 3, -100, 3));
+  t.push_back(lce_row("linear_cross_entropy (5, 4)·(9, 4)ᵀ, chunks of 1, ignore_index 0", 5, 4, 9, false, 1, 0, 0));
+  // Every row ignored: L = 0 and zero gradients.
+  t.push_back(lce_row("linear_cross_entropy (45, 8)·(30, 8)ᵀ, every row ignored", 45, 8, 30, true, 16, -100, 1)
+                  .without(kGradcheck));
+  // At parity sizes: chunks of 64 over 257 rows (the last of one row), every 4th row ignored; and
+  // the automatic chunk (one chunk here).
+  t.push_back(lce_row("linear_cross_entropy (257, 33)·(131, 33)ᵀ + (131,), chunks of 64", 257, 33, 131, true, 64, -100, 4)
+                  .without(kGradcheck));
+  t.push_back(lce_row("linear_cross_entropy (600, 37)·(45, 37)ᵀ + (45,), automatic chunk", 600, 37, 45, true, 0, -100, 0)
+                  .without(kGradcheck));
+
   // l1_loss: |pred| in [0.55, 1) and |target| < 0.45, so pred − target keeps its sign (either)
   // by more than the finite-difference step; gradients to both.
   const auto l1_cost = [](const In& v) {

@@ -38,6 +38,7 @@
 #include "ops/embedding.h"
 #include "ops/index_check.h"
 #include "ops/layer_norm.h"
+#include "ops/linear_cross_entropy.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
 #include "ops/optimizer_kernels.h"
@@ -501,6 +502,32 @@ TEST_CASE("softmax and log_softmax kernels on CUDA: fully masked rows exactly ze
 }
 
 // ---- losses ----
+
+// The loss and gradients of linear_cross_entropy are op-table rows; here its argmax, which the
+// accuracy reads: the same index as the CPU's on every row, ties (two equal rows of W) to the
+// smaller class, over chunks of 7 rows of 300 classes (more than one warp's stride).
+TEST_CASE("parity: linear_cross_entropy's argmax on CUDA, ties to the smaller class") {
+  const int64_t N = 40, d = 9, C = 300;
+  std::vector<float> w = values({C, d}, 130).to_vector_f32();
+  for (int64_t k = 0; k < d; ++k) w[size_t(250 * d + k)] = w[size_t(17 * d + k)];  // class 250 = class 17
+  const Tensor weight = Tensor::from_vector(w, {C, d});
+  std::vector<float> h = values({N, d}, 131, -2.0f, 2.0f).to_vector_f32();
+  for (int64_t k = 0; k < d; ++k) h[size_t(5 * d + k)] = 3.0f * w[size_t(17 * d + k)];  // row 5's top: 17 = 250
+  const Tensor hidden = Tensor::from_vector(h, {N, d}), bias = values({C}, 132, -0.1f, 0.1f);
+  std::vector<float> b = bias.to_vector_f32();
+  b[250] = b[17];
+  const Tensor tied_bias = Tensor::from_vector(b, {C});
+  const Tensor targets = random_ids({N}, static_cast<int32_t>(C), 133);
+  Tensor best_cpu, best_gpu;
+  const Tensor loss = linear_cross_entropy(hidden, weight, tied_bias, targets, -100, &best_cpu, 7);
+  const Tensor loss_d = linear_cross_entropy(hidden.to(gpu()), weight.to(gpu()), tied_bias.to(gpu()), targets.to(gpu()),
+                                             -100, &best_gpu, 7);
+  check_close(loss_d, loss, {1e-5, 1e-5}, "linear_cross_entropy loss");
+  const std::vector<int32_t> want = best_cpu.to_vector_i32(), got = best_gpu.to_vector_i32();
+  CHECK(got == want);
+  CHECK(want[5] == 17);
+  CHECK(want == argmax_last(linear(hidden, weight, tied_bias)).to_vector_i32());
+}
 
 TEST_CASE("parity: cross_entropy kernels (count, log-sum-exp), ignored rows, bad targets") {
   const int64_t N = 45, C = 67;

@@ -48,14 +48,18 @@ TEST_CASE("graph edges: linear with a bias allocates its output alone, and a per
 // (whose moments, made at the first step, are counted too). A narrow model with a head of fixed
 // width, so that whatever grows with n² would dominate: at n = 512 one (n, n) f32 tensor is 1 MiB,
 // the whole linear part of the step about a fifth of that.
-size_t step_tensor_bytes(int64_t n, AttentionPath path, RelativeKind kind) {
+// With `pi_head`, position identification's head instead: n classes, targets 0 … n − 1, and the
+// loss from the head either through the whole (n, n) logits or fused with the cross-entropy in
+// chunks of 64 rows (TransformerEncoder::classify_loss).
+enum class Head { narrow, pi_logits, pi_chunked };
+size_t step_tensor_bytes(int64_t n, AttentionPath path, RelativeKind kind, Head head = Head::narrow) {
   EncoderConfig c;
   c.seq_len = n;
   c.layers = 1;
   c.d_model = 16;
   c.heads = 4;
   c.d_ff = 32;
-  c.num_classes = 8;             // not position identification, whose n classes make n² logits
+  c.num_classes = head == Head::narrow ? 8 : n;  // position identification: n classes, n² logits
   c.attention_dropout = 0.1f;    // the fused op's own dropout, the materialised path's mask
   c.pe = PositionalKind::urpe;   // B and C, through relative bucket maps
   c.rpe_kind = kind;
@@ -74,8 +78,13 @@ size_t step_tensor_bytes(int64_t n, AttentionPath path, RelativeKind kind) {
   const size_t before = host::in_use_bytes();
   {
     adam.zero_grad();
-    const Tensor logits = model.forward(x, true, &dropout_rng);  // (1, n, classes)
-    const Tensor loss = cross_entropy(reshape(logits, {n, c.num_classes}), y);
+    Tensor loss;
+    if (head == Head::pi_chunked) {
+      loss = model.classify_loss(model.encode(x, true, &dropout_rng), y, -100, nullptr, 64);
+    } else {
+      const Tensor logits = model.forward(x, true, &dropout_rng);  // (1, n, classes)
+      loss = cross_entropy(reshape(logits, {n, c.num_classes}), y);
+    }
     loss.backward();
     adam.step(1e-3f);
   }
@@ -100,4 +109,20 @@ TEST_CASE("a fused training step holds nothing n × n: its tensor bytes grow abo
     // The measure sees n²: the materialised step, with its (1, H, n, n) scores, grows 3× or more.
     CHECK(static_cast<double>(materialised_1024) > 3.0 * static_cast<double>(materialised_512));
   }
+}
+
+// Position identification's head: with the logits whole the fused step grows as n² (the (n, n)
+// logits and their gradient); fused with the loss in chunks of 64 rows it grows as n.
+TEST_CASE("position identification's head fused with its loss in row chunks keeps the fused step linear in n") {
+  const size_t chunked_512 = step_tensor_bytes(512, AttentionPath::fused, RelativeKind::unique, Head::pi_chunked);
+  const size_t chunked_1024 = step_tensor_bytes(1024, AttentionPath::fused, RelativeKind::unique, Head::pi_chunked);
+  const size_t logits_512 = step_tensor_bytes(512, AttentionPath::fused, RelativeKind::unique, Head::pi_logits);
+  const size_t logits_1024 = step_tensor_bytes(1024, AttentionPath::fused, RelativeKind::unique, Head::pi_logits);
+  CAPTURE(chunked_512);
+  CAPTURE(chunked_1024);
+  CAPTURE(logits_512);
+  CAPTURE(logits_1024);
+  CHECK(static_cast<double>(chunked_1024) < 2.2 * static_cast<double>(chunked_512));
+  CHECK(chunked_1024 < size_t(1024) * 1024 * sizeof(float));
+  CHECK(static_cast<double>(logits_1024) > 3.0 * static_cast<double>(logits_512));
 }

@@ -11,6 +11,9 @@
 #include "ops/dropout.h"
 #include "ops/embedding.h"
 #include "ops/layer_norm.h"
+#include "ops/linear_cross_entropy.h"
+#include "ops/matmul.h"
+#include "ops/reduce.h"
 #include "ops/loss.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
@@ -396,4 +399,57 @@ TEST_CASE("gather_table: per-head lookups through a bucket map, gradients summed
                        doctest::Contains("gather_table: map value 8 at flat position 2 is out of range [0, 8)"), Error);
   CHECK_THROWS_WITH_AS(gather_table(table, Tensor::arange(4)),
                        doctest::Contains("gather_table: argument 'map' must have 2 dims"), Error);
+}
+
+// The fused, chunked head against what it replaces, linear then cross_entropy (and argmax_last of
+// those logits): the loss, every gradient and the argmax, for chunks of 1 row, an uneven split,
+// one chunk, with and without a bias, with ignored rows. Then the readable errors.
+TEST_CASE("linear_cross_entropy: equals linear + cross_entropy for any chunk size; argmax; bad arguments") {
+  const int64_t N = 23, d = 6, C = 17;
+  std::vector<int32_t> t(N);
+  for (int64_t i = 0; i < N; ++i) t[i] = i % 5 == 2 ? -100 : int32_t((i * 7 + 3) % C);
+  const Tensor targets = Tensor::from_vector(t, {N});
+  for (int with_bias = 0; with_bias < 2; ++with_bias) {
+    const Tensor h = random_param({N, d}, 11, -2.0f, 2.0f), w = random_param({C, d}, 12);
+    const Tensor b = with_bias ? random_param({C}, 13) : Tensor();
+    const Tensor logits = with_bias ? linear(h, w, b) : matmul(h, w, false, true);
+    const Tensor want = cross_entropy(logits, targets);
+    want.backward();
+    const std::vector<float> want_h = h.grad().to_vector_f32(), want_w = w.grad().to_vector_f32();
+    const std::vector<float> want_b = with_bias ? b.grad().to_vector_f32() : std::vector<float>();
+    const std::vector<int32_t> want_best = argmax_last(logits.detach()).to_vector_i32();
+    for (const int64_t chunk : {1, 5, 23, 0}) {
+      CAPTURE(with_bias);
+      CAPTURE(chunk);
+      h.zero_grad();
+      w.zero_grad();
+      if (with_bias) b.zero_grad();
+      Tensor best;
+      const Tensor got = linear_cross_entropy(h, w, b, targets, -100, &best, chunk);
+      CHECK(std::fabs(got.item() - want.item()) <= 1e-6 + 1e-5 * std::fabs(want.item()));
+      CHECK(best.to_vector_i32() == want_best);
+      got.backward();
+      const auto close = [](const std::vector<float>& a, const std::vector<float>& e) {
+        REQUIRE(a.size() == e.size());
+        for (size_t k = 0; k < a.size(); ++k)
+          if (!(std::fabs(a[k] - e[k]) <= 1e-6 + 1e-4 * std::fabs(e[k]))) return false;
+        return true;
+      };
+      CHECK(close(h.grad().to_vector_f32(), want_h));
+      CHECK(close(w.grad().to_vector_f32(), want_w));
+      if (with_bias) CHECK(close(b.grad().to_vector_f32(), want_b));
+    }
+  }
+  // The automatic chunk keeps a chunk's logits within 16 MiB, at least one row.
+  CHECK(linear_cross_entropy_chunk_rows(100000, 8192, 0) == kLinearCrossEntropyChunkFloats / 8192);
+  CHECK(linear_cross_entropy_chunk_rows(10, 8192, 0) == 10);
+  CHECK(linear_cross_entropy_chunk_rows(10, int64_t(1) << 30, 0) == 1);
+  const Tensor h = random_values({4, 3}, 1), w = random_values({5, 3}, 2);
+  CHECK_THROWS_WITH(linear_cross_entropy(h, random_values({5, 2}, 3), Tensor(), targets), doctest::Contains("does not match h"));
+  CHECK_THROWS_WITH(linear_cross_entropy(h, w, Tensor(), Tensor::from_vector(std::vector<int32_t>{0, 1, 5, 2}, {4})),
+                    doctest::Contains("target 5 at row 2 is out of range"));
+  CHECK_THROWS_WITH(linear_cross_entropy(h, w, random_values({4}, 4), Tensor::from_vector(std::vector<int32_t>{0, 1, 2, 3}, {4})),
+                    doctest::Contains("bias"));
+  CHECK_THROWS_WITH(linear_cross_entropy(h, w, Tensor(), Tensor::from_vector(std::vector<int32_t>{0, 1}, {2})),
+                    doctest::Contains("targets must have shape (4,)"));
 }

@@ -5,8 +5,6 @@
 #include "data/synthetic.h"
 #include "models/attention.h"
 #include "models/encoder.h"
-#include "ops/loss.h"
-#include "ops/shape.h"
 #include "train/families/model_family.h"
 #include "train/optim/optimizer.h"
 
@@ -40,9 +38,9 @@ class EncoderStep final : public StepModel {
   void next_batch() override { data_ = task_.sample(batch_, data_rng_, device_); }
   void step() override {
     optimizer_.zero_grad();
-    const Tensor logits = model_.forward(data_.tokens, true, nullptr);  // (B, n, n)
-    const Tensor loss = cross_entropy(reshape(logits, {batch_ * config_.seq_len, config_.num_classes}),
-                                      reshape(data_.targets, {batch_ * config_.seq_len}));
+    // The head fused with the loss, as training runs position identification: the (B·n, n) logits
+    // are never whole (ops/linear_cross_entropy.h).
+    const Tensor loss = model_.classify_loss(model_.encode(data_.tokens, true, nullptr), data_.targets, -100);
     loss.backward();
     optimizer_.step(kLearningRate);
   }

@@ -29,6 +29,28 @@ Tensor flat_loss(const Tensor& logits, const Tensor& targets, int32_t ignore) {
   return cross_entropy(reshape(logits, {rows, logits.size(-1)}), reshape(targets, {rows}), ignore);
 }
 
+// Position identification has one class per position: its logits, (B·n, n), are the step's only
+// n² tensors once attention is fused. Its loss and top-1 classes come from the head fused with
+// the cross-entropy in row chunks (TransformerEncoder::classify_loss), without the logits.
+bool chunked_head(const SyntheticTask& task) { return task.kind() == SyntheticKind::position_identification; }
+
+// The batch's mean loss over the scored positions, and each row's top class, i32 (B·n,).
+struct HeadResult {
+  Tensor loss, best;
+};
+HeadResult head_result(const TransformerEncoder& model, const SyntheticTask& task, const Tensor& tokens,
+                       const Tensor& targets, bool training, Rng* dropout_rng) {
+  HeadResult r;
+  if (chunked_head(task)) {
+    r.loss = model.classify_loss(model.encode(tokens, training, dropout_rng), targets, task.ignore_index(), &r.best);
+  } else {
+    const Tensor logits = model.forward(tokens, training, dropout_rng);
+    r.loss = flat_loss(logits, targets, task.ignore_index());
+    r.best = argmax_last(logits.detach());
+  }
+  return r;
+}
+
 }  // namespace
 
 SyntheticTask task_from_config(const Config& config) {
@@ -89,9 +111,9 @@ EncoderEvalResult evaluate_encoder(const TransformerEncoder& model, const Synthe
   while (seen < valid_size) {
     const int64_t b = std::min(batch, valid_size - seen);
     const SyntheticBatch data = task.sample(b, valid_rng, model.device());
-    const Tensor logits = model.forward(data.tokens, false, nullptr);
-    result.loss += flat_loss(logits, data.targets, task.ignore_index()).item() * static_cast<double>(b);
-    result.accuracy += hits_of(logits, data.targets, task.ignore_index()).fraction() * static_cast<double>(b);
+    const HeadResult head = head_result(model, task, data.tokens, data.targets, false, nullptr);
+    result.loss += head.loss.item() * static_cast<double>(b);
+    result.accuracy += hits_of_best(head.best, data.targets, task.ignore_index()).fraction() * static_cast<double>(b);
     seen += b;
   }
   result.loss /= static_cast<double>(valid_size);
@@ -133,16 +155,16 @@ class EncoderTask final : public TrainingTask {
     const dist::Shard rows = micro_rows(shard_, micro);
     SyntheticBatch part{dist::shard_rows(global_.tokens, rows).to(model_.device()),
                         dist::shard_rows(global_.targets, rows).to(model_.device())};
-    const Tensor logits = model_.forward(part.tokens, true, &progress.dropout_rng);
-    const Tensor loss = flat_loss(logits, part.targets, task_.ignore_index());
-    trained_.push_back({logits.detach(), part.targets});  // for the train metric, without the graph
+    const HeadResult head = head_result(model_, task_, part.tokens, part.targets, true, &progress.dropout_rng);
+    const Tensor& loss = head.loss;
+    trained_.push_back({head.best, part.targets});  // for the train metric
     const double scored = static_cast<double>(rows.count * task_.scored_per_sequence());
     return {loss, static_cast<double>(part.tokens.numel()), scored};
   }
   // The accuracy of the global batch: the shards are equal, so the mean of the ranks' accuracies.
   double train_metric(double) override {
     Hits hits;
-    for (const TrainedPart& part : trained_) hits += hits_of(part.logits, part.targets, task_.ignore_index());
+    for (const TrainedPart& part : trained_) hits += hits_of_best(part.best, part.targets, task_.ignore_index());
     double accuracy = hits.fraction();
     comm_.all_reduce_sum(&accuracy, 1);
     return accuracy / comm_.size();
@@ -176,7 +198,7 @@ class EncoderTask final : public TrainingTask {
   const dist::Shard shard_;
   const std::string task_name_, label_;
   struct TrainedPart {
-    Tensor logits, targets;
+    Tensor best, targets;  // each row's top class, i32 (rows,); the targets
   };
   SyntheticBatch global_;               // the step's global batch
   std::vector<TrainedPart> trained_;    // the step's micro-batches so far

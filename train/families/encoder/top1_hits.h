@@ -24,8 +24,10 @@ struct Hits {
 // The argmax runs where the logits are (ops/reduce.h argmax_last): only one index per row reaches
 // the host, not the rows themselves (on a GPU, copying the masked LM's logits to the host took
 // about 370 ms a micro-batch, more than half of the paper preset's step; bench/results/gpu_h200_2026-11-26.md).
-inline Hits hits_of(const Tensor& logits, const Tensor& targets, int32_t ignore) {
-  const std::vector<int32_t> best = argmax_last(logits).to_vector_i32();
+// `best`: each row's top class, i32 (M,), as argmax_last gives it or linear_cross_entropy's argmax
+// (position identification, whose logits are never whole: ops/linear_cross_entropy.h).
+inline Hits hits_of_best(const Tensor& best_rows, const Tensor& targets, int32_t ignore) {
+  const std::vector<int32_t> best = best_rows.to_vector_i32();
   const std::vector<int32_t> t = targets.to_vector_i32();
   Hits hits;
   for (size_t row = 0; row < t.size(); ++row) {
@@ -34,6 +36,10 @@ inline Hits hits_of(const Tensor& logits, const Tensor& targets, int32_t ignore)
     ++hits.scored;
   }
   return hits;
+}
+
+inline Hits hits_of(const Tensor& logits, const Tensor& targets, int32_t ignore) {
+  return hits_of_best(argmax_last(logits), targets, ignore);
 }
 
 }  // namespace urpe
