@@ -15,6 +15,7 @@
 #include "train/families/encoder/encoder_trainer.h"
 #include "base/io/config.h"
 #include "train/families/txl/txl_config.h"
+#include "ops/linear_cross_entropy.h"
 #include "train/config/memory_estimate.h"
 #include "train/families/graphormer/graphormer_config.h"
 #include "train/config/run_config.h"
@@ -344,6 +345,17 @@ TEST_CASE("config: a size no machine holds is refused from the estimate, naming 
   CHECK(m == "config: seq_len = 16384 needs attention scores of 256.0 GiB (evaluation batch 64 × heads 4 × "
              "seq_len 16384² × 4 bytes); more than the test bound (1.0 GiB)");
   CHECK(estimate_error(pi, estimate_encoder_memory(pi), 512.0 * kGiB).empty());
+  // Fused attention holds per-row statistics, not the n² scores, and position identification's
+  // head one row chunk of logits at a time: the same length fits 2 GiB (its largest tensor is now the
+  // feed-forward hidden layer, 64 × 16384 × 256 floats = 1 GiB).
+  const Config fused = unchecked("pi-tiny", {"seq_len=16384", "attention=fused"});
+  const MemoryEstimate fused_estimate = estimate_encoder_memory(fused);
+  CHECK(fused_estimate.activations.at(0).what == "attention row statistics (fused)");
+  CHECK(fused_estimate.activations.at(0).count() == 64.0 * 4 * 16384);
+  CHECK(fused_estimate.activations.at(2).what == "logits of one row chunk (the head fused with its loss)");
+  CHECK(fused_estimate.activations.at(2).count() == double(kLinearCrossEntropyChunkFloats));  // 256 rows of 16384
+  CHECK(estimate_error(fused, fused_estimate, 2.0 * kGiB).empty());
+  CHECK(!estimate_error(pi, estimate_encoder_memory(pi), 2.0 * kGiB).empty());
   // A bound that cannot be told (a GPU of a CPU-only build) still refuses past 2^62 bytes.
   CHECK(estimate_error(pi, estimate_encoder_memory(pi), 0).empty());
   const Config huge = unchecked("pi-tiny", {"seq_len=2000000000"});

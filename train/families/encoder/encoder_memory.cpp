@@ -8,6 +8,7 @@
 
 #include "models/encoder.h"
 #include "models/positional.h"
+#include "ops/linear_cross_entropy.h"
 #include "train/config/memory_estimate.h"
 
 namespace urpe {
@@ -48,9 +49,21 @@ MemoryEstimate estimate_encoder_memory(const Config& config) {
   // mlm (train/families/encoder/encoder_mlm_config.h): vocab rows and vocab classes (the head is tied to the embedding).
   const bool mlm = config.get_string("task") == "mlm";
   if (mlm) classes = embedding_rows = key_factor(config, "vocab");
-  e.activations = {{"attention scores", {rows, heads, n2}},
+  // Fused attention keeps per-row statistics instead of the B·H·n² scores (ops/urpe_flash_attention.h).
+  const bool fused = config.get_string("attention") == "fused";
+  const SizeTerm attention = fused ? SizeTerm{"attention row statistics (fused)", {rows, heads, n}}
+                                   : SizeTerm{"attention scores", {rows, heads, n2}};
+  // Position identification's head runs fused with its loss in row chunks (encoder_trainer.cpp,
+  // ops/linear_cross_entropy.h): one chunk of logits at a time, at most kLinearCrossEntropyChunkFloats
+  // of them but at least one row, never more than the whole (B·n, classes).
+  SizeTerm logits{"logits", {rows, n, classes}};
+  if (pi && logits.count() > double(kLinearCrossEntropyChunkFloats)) {
+    const double chunk = std::max(classes.value, std::floor(double(kLinearCrossEntropyChunkFloats) / classes.value) * classes.value);
+    if (chunk < logits.count()) logits = {"logits of one row chunk (the head fused with its loss)", {constant(chunk)}};
+  }
+  e.activations = {attention,
                    {"the feed-forward hidden layer", {rows, n, d_ff}},
-                   {"logits", {rows, n, classes}},
+                   logits,
                    {"hidden states", {rows, n, d}}};
   e.parameters = {{"the token embedding", {embedding_rows, d}},
                   {"the attention projections", {layers, constant(4), key_factor(config, "d_model", 2)}},
@@ -66,7 +79,6 @@ MemoryEstimate estimate_encoder_memory(const Config& config) {
 
   // The positional encoding's own tables (models/encoder.cpp), `pe` = BASE or BASE+urpe.
   const PositionalSpec pe = parse_positional_spec(config.get_string("pe"));
-  const bool fused = config.get_string("attention") == "fused";
   // A map of buckets per (i, j): square (n²) for the materialised core, relative (2n − 1) when fused.
   const SizeFactor map_size = fused ? SizeFactor{"(2·seq_len − 1) distances", 2 * n.value - 1, 1, {"seq_len"}} : n2;
   // One table row per bucket: a scalar per distance (unique) or T5's 32 buckets.
