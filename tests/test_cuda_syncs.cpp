@@ -23,7 +23,7 @@
 #include "tensor/cuda_backend.h"
 #include "tensor/op_profile.h"
 #include "test_util.h"
-#include "toy_corpus.h"
+#include "cuda_training_util.h"
 #include "train/config/run_config.h"
 #include "train/families/encoder/encoder_trainer.h"
 #include "train/families/graphormer/graphormer_trainer.h"
@@ -33,21 +33,10 @@ using namespace urpe;
 
 namespace {
 
-struct SkipWithoutCuda {
-  SkipWithoutCuda() {
-    if (cuda::device_count() == 0) {
-      std::printf("no CUDA device: host synchronisation suite skipped\n");
-      std::fflush(stdout);
-      std::exit(77);
-    }
-  }
-} skip_without_cuda;
+[[maybe_unused]] const bool skipped_without_cuda =
+    (test::skip_without_cuda("host synchronisation suite", "urpe_test_cuda_syncs"), false);
 
-std::string temp_dir(const std::string& name) {
-  const std::string dir = std::string("/tmp/urpe_test_cuda_syncs_") + std::to_string(::getpid()) + "_" + name;
-  std::system(("rm -rf '" + dir + "'").c_str());
-  return dir;
-}
+using test::temp_dir;
 
 // The op recorder's hooks, reduced to what attribution needs: the ops open now (innermost last)
 // and the phase. Costs and scopes are ignored.
@@ -89,35 +78,10 @@ struct StepSyncs {
 #endif
 };
 
+// Each family's tiny config of test_cuda_training on CUDA, 4 steps; the encoder clips its gradient
+// norm, so the device-side clipping is in what is counted.
 Config family_config(const std::string& family) {
-  if (family == "encoder")
-    return resolve_config("", "", {"seq_len=12", "vocab=6", "layers=2", "d_model=16", "heads=2", "d_ff=32",
-                                   "batch=4", "steps=4", "warmup=2", "eval_every=4", "valid_size=8",
-                                   "dropout=0.1", "task=etp", "pe=urpe", "lr=0.01", "clip=1.0", "device=cuda"});
-  if (family == "txl") {
-    static const std::string corpus = test::write_toy_corpus(temp_dir("corpus"));
-    return resolve_config("txl-tiny", "",
-                          {"pe=urpe", "corpus=" + corpus, "cutoffs=", "layers=2", "d_model=16", "heads=2", "d_head=8",
-                           "d_inner=32", "tgt_len=6", "mem_len=6", "batch=3", "steps=4", "warmup=2", "eval_every=4",
-                           "eval_batch=2", "eval_tgt_len=5", "eval_mem_len=6", "max_eval_tokens=60", "dropout=0.1",
-                           "device=cuda"});
-  }
-  static const std::string molecules = [] {
-    const std::string file = temp_dir("molecules.csv");
-    std::FILE* out = std::fopen(file.c_str(), "w");
-    REQUIRE(out != nullptr);
-    std::fprintf(out, "name,smiles,y\n");
-    for (int k = 1; k <= 10; ++k) {
-      const std::string chain(static_cast<size_t>(k), 'C');
-      std::fprintf(out, "a%d,%s,%g\nb%d,%sO,%g\nc%d,%sN,%g\nd%d,c1ccccc1%s,%g\n", k, chain.c_str(), 0.3 * k, k,
-                   chain.c_str(), 0.3 * k - 1.0, k, chain.c_str(), 0.3 * k + 0.5, k, chain.c_str(), 0.2 * k + 1.0);
-    }
-    std::fclose(out);
-    return file;
-  }();
-  return resolve_config("graphormer-tiny", "",
-                        {"pe=urpe", "dataset=" + molecules, "target_column=y", "layers=2", "d_model=16", "d_ffn=16",
-                         "heads=2", "batch=6", "steps=4", "warmup=2", "eval_every=4", "eval_batch=8", "device=cuda"});
+  return test::tiny_family_config(family, "cuda", 4, {"clip=1.0"});
 }
 
 // Trains `family` for 4 steps and returns the waits of step 3: from the end of step 2 (the loop's
@@ -157,9 +121,7 @@ StepSyncs syncs_of_step_3(const std::string& family) {
   };
   {
     const profile::ActiveRecorder active(&ops);
-    if (family == "encoder") train_encoder(config, dir, options);
-    else if (family == "txl") train_txl(config, dir, options);
-    else train_graphormer(config, dir, options);
+    test::train_family(family, config, dir, options);
   }
   cuda::set_host_sync_observer(previous);
   std::system(("rm -rf '" + dir + "'").c_str());

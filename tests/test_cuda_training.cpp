@@ -25,7 +25,7 @@
 #include "cli_util.h"
 #include "tensor/cuda_backend.h"
 #include "test_util.h"
-#include "toy_corpus.h"
+#include "cuda_training_util.h"
 #include "train/families/encoder/encoder_trainer.h"
 #include "train/families/txl/txl_trainer.h"
 #include "train/families/graphormer/graphormer_trainer.h"
@@ -36,22 +36,13 @@ using namespace urpe;
 
 namespace {
 
-struct SkipWithoutCuda {
-  SkipWithoutCuda() {
-    if (cuda::device_count() == 0) {
-      std::printf("no CUDA device: CUDA training suite skipped\n");
-      std::fflush(stdout);
-      std::exit(77);
-    }
-  }
-} skip_without_cuda;
+[[maybe_unused]] const bool skipped_without_cuda =
+    (test::skip_without_cuda("CUDA training suite", "urpe_test_cuda_training"), false);
 
-std::string temp_dir(const std::string& name) {
-  const std::string dir =
-      std::string("/tmp/urpe_test_cuda_training_") + std::to_string(::getpid()) + "_" + name;
-  std::system(("rm -rf '" + dir + "'").c_str());
-  return dir;
-}
+using test::temp_dir;
+using test::toy_corpus;
+using test::toy_molecules;
+using test::train_family;
 
 TrainOptions quiet() {
   TrainOptions options;
@@ -59,59 +50,9 @@ TrainOptions quiet() {
   return options;
 }
 
-// 40 small molecules (chains C_k, C_kO, C_kN and benzene + C_k) with a target that depends on
-// their structure, written once per test process.
-std::string toy_molecules() {
-  static const std::string path = [] {
-    const std::string file = temp_dir("molecules.csv");
-    std::FILE* out = std::fopen(file.c_str(), "w");
-    REQUIRE(out != nullptr);
-    std::fprintf(out, "name,smiles,y\n");
-    for (int k = 1; k <= 10; ++k) {
-      const std::string chain(static_cast<size_t>(k), 'C');
-      std::fprintf(out, "a%d,%s,%g\nb%d,%sO,%g\nc%d,%sN,%g\nd%d,c1ccccc1%s,%g\n", k,
-                   chain.c_str(), 0.3 * k, k, chain.c_str(), 0.3 * k - 1.0, k, chain.c_str(),
-                   0.3 * k + 0.5, k, chain.c_str(), 0.2 * k + 1.0);
-    }
-    std::fclose(out);
-    return file;
-  }();
-  return path;
-}
-
-// A WikiText-format corpus of short sentences (train, valid, test), written once per process: the
-// final evaluation reads the whole valid and test splits, which must stay small here.
-std::string toy_corpus() {
-  static const std::string dir = test::write_toy_corpus(temp_dir("corpus"));
-  return dir;
-}
-
-// The settings of one family, on the given device.
+// The settings of one family, on the given device: 8 steps.
 Config family_config(const std::string& family, const std::string& device) {
-  const std::string on = "device=" + device;
-  if (family == "encoder" || family == "encoder-fused")  // the two attention paths
-    return resolve_config("", "", {"seq_len=12", "vocab=6", "layers=2", "d_model=16", "heads=2",
-                                   "d_ff=32", "batch=4", "steps=8", "warmup=2", "eval_every=4",
-                                   "valid_size=8", "dropout=0.1", "task=etp", "pe=urpe", "lr=0.01",
-                                   family == "encoder" ? "attention=materialized" : "attention=fused",
-                                   on});
-  if (family == "txl" || family == "txl-alibi")  // Transformer-XL's relative term, or ALiBi in its place
-    return resolve_config("txl-tiny", "",
-                          {family == "txl" ? "pe=urpe" : "pe=alibi+urpe", "corpus=" + toy_corpus(), "cutoffs=", "layers=2", "d_model=16", "heads=2", "d_head=8",
-                           "d_inner=32", "tgt_len=6", "mem_len=6", "batch=3", "steps=8",
-                           "warmup=2", "eval_every=4", "eval_batch=2", "eval_tgt_len=5",
-                           "eval_mem_len=6", "max_eval_tokens=60", "dropout=0.1", on});
-  return resolve_config("graphormer-tiny", "",
-                        {"pe=urpe", "dataset=" + toy_molecules(), "target_column=y", "layers=2",
-                         "d_model=16", "d_ffn=16", "heads=2", "batch=6", "steps=8", "warmup=2",
-                         "eval_every=4", "eval_batch=8", on});
-}
-
-void train_family(const std::string& family, const Config& config, const std::string& dir,
-                  const TrainOptions& options) {
-  if (family.rfind("encoder", 0) == 0) train_encoder(config, dir, options);
-  else if (family.rfind("txl", 0) == 0) train_txl(config, dir, options);
-  else train_graphormer(config, dir, options);
+  return test::tiny_family_config(family, device, 8);
 }
 
 std::vector<MetricsRow> metrics_of(const std::string& dir) {
