@@ -135,6 +135,21 @@ inline float exp_of_sum(float hi, float lo) {
 
 inline float exp_fast(float x) { return exp_of_sum(x, 0.0f); }
 
+// Σ_c e^{z_c − m} over a row of n values: the exponentials in float, a block of 256 at a time so
+// that their loop vectorises, the sum in double and in order. The softmax denominator of
+// cross_entropy and linear_cross_entropy (ops/loss_cpu.cpp, ops/linear_cross_entropy_cpu.cpp).
+inline double sum_exp_shifted(const float* z, int64_t n, float m) {
+  constexpr int64_t kBlock = 256;
+  double total = 0;
+  float e[kBlock];
+  for (int64_t c0 = 0; c0 < n; c0 += kBlock) {
+    const int64_t len = n - c0 < kBlock ? n - c0 : kBlock;
+    for (int64_t c = 0; c < len; ++c) e[c] = exp_fast(z[c0 + c] - m);
+    for (int64_t c = 0; c < len; ++c) total += e[c];
+  }
+  return total;
+}
+
 // e^{−a²·k} for a ≥ 0 (or NaN) and k ∈ {1, ½}: a² split into an exact part and a correction.
 inline float exp_neg_scaled_square(float a, float k) {
   const float a_hi = float_of(bits_of(a) & 0xFFFFF000u);  // 12 significant bits: a_hi² is exact

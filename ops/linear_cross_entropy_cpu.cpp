@@ -9,10 +9,6 @@
 
 namespace urpe::kernels {
 
-namespace {
-constexpr int64_t kBlock = 256;  // exponentials computed per block of a row
-}  // namespace
-
 // ---- forward: per row of the chunk ----
 // m = max_c z_c (its first index is the argmax),  lse = m + log Σ_c e^{z_c − m},  term = lse − z_t
 // logits: (≥ rows, classes) chunk; targets, lse, term, argmax: (N,), rows row0 … row0 + rows − 1
@@ -32,13 +28,7 @@ void linear_ce_chunk_stats_cpu(const Tensor& logits, int64_t rows, int64_t class
     int32_t best = 0;
     for (int64_t c = 0; c < classes; ++c)
       if (z[c] > m) m = z[c], best = static_cast<int32_t>(c);
-    double total = 0;
-    float e[kBlock];
-    for (int64_t c0 = 0; c0 < classes; c0 += kBlock) {
-      const int64_t len = classes - c0 < kBlock ? classes - c0 : kBlock;
-      for (int64_t c = 0; c < len; ++c) e[c] = fast::exp_fast(z[c0 + c] - m);
-      for (int64_t c = 0; c < len; ++c) total += e[c];
-    }
+    const double total = fast::sum_exp_shifted(z, classes, m);
     const double row_lse = static_cast<double>(m) + std::log(total);
     plse[r] = static_cast<float>(row_lse);
     pterm[r] = pt[r] == ignore_index ? 0.0f : static_cast<float>(row_lse - z[pt[r]]);

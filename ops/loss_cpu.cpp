@@ -10,10 +10,6 @@
 
 namespace urpe::kernels {
 
-namespace {
-constexpr int64_t kChunk = 256;  // exponentials computed per block of a row
-}  // namespace
-
 // ---- cross_entropy forward ----
 // logits: (N, C); targets: i32 (N,); loss: (); lse: (N,); count: # rows with target ≠ ignore_index
 //   lse_i = m_i + log Σ_c e^{logits[i,c] − m_i},   L = (1/M) Σ_{counted} (lse_i − logits[i, t_i])
@@ -31,15 +27,8 @@ void cross_entropy_forward_cpu(const Tensor& logits, const Tensor& targets, int3
     double m = xr[0];
     for (int64_t c = 1; c < C; ++c) m = xr[c] > m ? xr[c] : m;
     // Each e^{x − m} ≤ 1 after the max subtraction: float exp is exact enough, the sum is double
-    // (in order). The exponentials go through a small buffer so that their loop vectorises.
-    const float mf = static_cast<float>(m);
-    double total = 0;
-    float e[kChunk];
-    for (int64_t c0 = 0; c0 < C; c0 += kChunk) {
-      const int64_t len = C - c0 < kChunk ? C - c0 : kChunk;
-      for (int64_t c = 0; c < len; ++c) e[c] = fast::exp_fast(xr[c0 + c] - mf);
-      for (int64_t c = 0; c < len; ++c) total += e[c];
-    }
+    // (in order).
+    const double total = fast::sum_exp_shifted(xr, C, static_cast<float>(m));
     const double row_lse = m + std::log(total);
     plse[i] = static_cast<float>(row_lse);
     if (pt[i] != ignore_index) row_loss[i] = row_lse - xr[pt[i]];
