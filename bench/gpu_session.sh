@@ -9,6 +9,8 @@
 #                                   ctest suite
 #   bench/gpu_session.sh core       after a change to the attention kernels: parity twice, memcheck
 #                                   and racecheck on the attention cases, the kernel table
+#   bench/gpu_session.sh carried    with BUILD=gpu_bin (binaries built here and carried): parity
+#                                   twice and the host-sync count, the suites that need no build
 #   bench/gpu_session.sh sanitize   compute-sanitizer memcheck, racecheck, initcheck, synccheck
 #   bench/gpu_session.sh bench      urpe bench kernels --device cuda, FP32 then --tf32
 #   bench/gpu_session.sh ncu        Nsight Compute on the URPE core kernels of the bench
@@ -198,6 +200,13 @@ case "$1" in
     (cd "$BUILD" && OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 \
       step ctest ctest --output-on-failure -j "$(( $(nproc) / 2 ))")
     ;;
+  carried)
+    # The suites carried prebuilt in $BUILD (bench/cuda_notes.md, "prebuilt binaries"): the op
+    # table's parity twice (table gradients bit-identical across runs), then the host-sync count.
+    step parity1 "./$BUILD/test_cuda_parity"
+    step parity2 "./$BUILD/test_cuda_parity"
+    step syncs_count "./$BUILD/test_cuda_syncs"
+    ;;
   sanitize)
     # The context case asks cudaMalloc for more than the card has on purpose (its out-of-memory
     # message is under test); memcheck reports that refused call as an API error, so that case
@@ -337,7 +346,8 @@ case "$1" in
       runs=("pi-smoke|--preset pi-tiny --set seq_len=8 --set d_model=16 --set heads=2 --set d_ff=32 --set layers=1 --set batch=2 --set valid_size=8")
     fi
     local round precision run name args
-    for round in 1 2; do
+    # PRECISION_ROUNDS=1 keeps one round when a call is short of device time.
+    for round in $(seq 1 "${PRECISION_ROUNDS:-2}"); do
       for precision in fp32 tf32 bf16; do
         for run in "${runs[@]}"; do
           name=${run%%|*}
@@ -434,7 +444,7 @@ case "$1" in
     step fix_graphormer_compile python3 tools/torch_bench.py --device cuda --model graphormer --steps 30 --compile
     ;;
   *)
-    echo "usage: bench/gpu_session.sh STEP... (STEP: build, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, fixes, syncs, nccl, compare, families, presets, precision, nsight, profile)" >&2
+    echo "usage: bench/gpu_session.sh STEP... (STEP: build, carried, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, fixes, syncs, nccl, compare, families, presets, precision, nsight, profile)" >&2
     exit 2
     ;;
 esac
