@@ -15,6 +15,7 @@
 
 #include "tensor/bytes.h"
 #include "tensor/cuda_backend.h"
+#include "tensor/parallel_copy.h"
 
 namespace urpe::cuda {
 
@@ -264,7 +265,7 @@ void Context::upload(void* dst, const void* src, size_t bytes) {
 
 void Context::upload_locked(void* dst, const void* src, size_t bytes) {
   StagingBlock& block = staging_block(bytes);
-  std::memcpy(block.pinned, src, bytes);
+  parallel_copy(block.pinned, src, bytes);  // over the cores from 1 MiB on (tensor/parallel_copy.h)
   CUDA_CHECK(cudaMemcpyAsync(dst, block.pinned, bytes, cudaMemcpyHostToDevice, stream_));
   CUDA_CHECK(cudaEventRecord(block.copied, stream_));
 }

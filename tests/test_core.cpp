@@ -12,6 +12,7 @@
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "tensor/host_allocator.h"
+#include "tensor/parallel_copy.h"
 #include "test_util.h"
 
 using namespace urpe;
@@ -66,6 +67,23 @@ TEST_CASE("tensor sizes that overflow 64 bits are errors naming the shape, never
   CHECK_THROWS_AS(host::allocate(SIZE_MAX - 8), Error);
   CHECK_THROWS_AS(host::size_class(host::kMaxAllocationBytes + 1), Error);
   CHECK(host::size_class(host::kMaxAllocationBytes) == host::kMaxAllocationBytes);
+}
+
+TEST_CASE("parallel_copy copies every byte, at sizes that split into slices and at the edges") {
+  // Sizes under the threshold, at it, with a remainder that does not fill a page, and several
+  // slices; each destination starts filled with a value the source never has.
+  const size_t sizes[] = {0, 1, 4095, kParallelCopyMinBytes - 1, kParallelCopyMinBytes,
+                          kParallelCopyMinBytes + 4097, 3 * kParallelCopyMinBytes + 12345};
+  for (const size_t bytes : sizes) {
+    CAPTURE(bytes);
+    std::vector<unsigned char> src(bytes), dst(bytes + 64, 0xFF);
+    for (size_t k = 0; k < bytes; ++k) src[k] = static_cast<unsigned char>((k * 2654435761u >> 13) % 251);
+    parallel_copy(dst.data(), src.data(), bytes);
+    CHECK(std::equal(src.begin(), src.end(), dst.begin()));
+    CHECK(std::all_of(dst.begin() + static_cast<std::ptrdiff_t>(bytes), dst.end(), [](unsigned char c) { return c == 0xFF; }));
+  }
+  CHECK(parallel_copy_threads(kParallelCopyMinBytes - 1) == 1);
+  CHECK(parallel_copy_threads(4 * kParallelCopyMinBytes) >= 1);
 }
 
 TEST_CASE("seeded RNG: same seed, same bits; different seed, different bits") {

@@ -189,4 +189,13 @@ TEST_CASE("an upload does not wait and its host source may change at once; a rea
   const cuda::HostSyncCounts after = cuda::host_sync_counts(context);
   CHECK(after[cuda::HostSync::device_to_host] == before[cuda::HostSync::device_to_host] + 2);
   CHECK(after.total() == before.total() + 2);
+
+  // A large upload goes through the staging block in slices over the threads (tensor/parallel_copy.h):
+  // every element arrives, and still no wait.
+  std::vector<float> large(3 * (1 << 18) + 1001);  // 3 MiB and a remainder
+  for (size_t k = 0; k < large.size(); ++k) large[k] = static_cast<float>(k % 9973) * 0.25f - 17.0f;
+  const cuda::HostSyncCounts before_large = cuda::host_sync_counts(context);
+  const Tensor c = Tensor::from_vector(large, {static_cast<int64_t>(large.size())}, gpu);
+  CHECK(cuda::host_sync_counts(context).total() == before_large.total());
+  CHECK(c.to_vector_f32() == large);
 }
