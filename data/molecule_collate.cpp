@@ -144,6 +144,7 @@ GraphBatch collate_graphs(const MoleculeDataset& dataset, const std::vector<int6
     batch.num_nodes.i32()[b] = g.num_nodes;
     batch.y.f32()[b] = dataset.targets[batch.indices[b]];
   }
+  if (options.maps) batch.maps = graph_batch_maps(batch, *options.maps);
   return batch;
 }
 

@@ -32,9 +32,11 @@
 //   num_nodes      i32 (B,)             real nodes per graph
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "data/graph_batch_maps.h"
 #include "data/molecule_graph.h"
 #include "tensor/tensor.h"
 
@@ -104,6 +106,9 @@ struct CollateOptions {
   int32_t max_nodes = 128;           // larger graphs are left out of the batch
   int32_t multi_hop_max_dist = 5;    // GV2 ZINC default; the paper's GV1 used 20
   int32_t spatial_pos_max = 1024;    // real pairs with SPD ≥ this get −inf bias
+  // When set, the batch also carries the model's host-side index maps for these settings
+  // (graph_batch_maps.h), made by whichever thread collates.
+  std::optional<GraphMapOptions> maps;
 };
 
 // GV2's convert_to_single_emb: feature column f owns ids [512·f, 512·(f+1)) of one table.
@@ -114,6 +119,7 @@ struct GraphBatch {
   int64_t bond_features = 1;  // Fe: the feature columns of each hop in edge_input
   std::vector<int64_t> indices;  // dataset rows in the batch, in order
   int64_t num_dropped = 0;       // graphs left out for having more than max_nodes nodes
+  GraphBatchMaps maps;           // made when CollateOptions::maps was set (graph_batch_maps.h)
 };
 
 // Collates dataset rows `indices` into CPU tensors (see the table at the top).

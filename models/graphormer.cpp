@@ -178,16 +178,6 @@ void check_ids(const char* name, const Tensor& t, int64_t rows, const char* opti
                       << k << ", outside the table of " << option << " = " << rows << " rows");
 }
 
-// key_padding: i32 (B, n+1), 1 on the padded nodes (index > num_nodes[b]); the graph token never.
-Tensor key_padding_mask(const data::GraphBatch& b) {
-  const int64_t B = b.x.size(0), n1 = b.x.size(1) + 1;
-  const std::vector<int32_t> nodes = b.num_nodes.to_vector_i32();
-  std::vector<int32_t> mask(B * n1, 0);
-  for (int64_t g = 0; g < B; ++g)
-    for (int64_t j = nodes[g] + 1; j < n1; ++j) mask[g * n1 + j] = 1;
-  return Tensor::from_vector(mask, {B, n1});
-}
-
 }  // namespace
 
 // ---- forward pieces ----
@@ -207,7 +197,7 @@ Tensor Graphormer::node_features(const data::GraphBatch& batch) const {
   return concat({token, h}, 1);  // (B, n+1, d)
 }
 
-Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch) const {
+Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch, const data::GraphBatchMaps& maps) const {
   const int64_t B = batch.x.size(0), n = batch.x.size(1), H = config_.heads, M = B * n * n;
   const int64_t Fe = batch.bond_features;  // feature columns per hop (1: the bond type)
   const int64_t hops_in = batch.edge_input.size(3) / Fe;
@@ -221,15 +211,9 @@ Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch) const {
   check_ids("batch.edge_input", all_hops, config_.num_edges, "num_edges");
   const Tensor hop_ids = permute(slice(all_hops, 1, 0, D), {1, 0, 2});             // (D, M, Fe)
   // Divisor sp' (B, n, n): SPD for real pairs (spatial_pos − 1), 1 for self and padding, clamped
-  // to [0, multi_hop_max_dist]. One number per pair: it divides the head-major sum below as a
-  // broadcast suffix (ops/elementwise.h), so no (B, n, n, H) repeat is built or uploaded.
-  const std::vector<int32_t> spatial = batch.spatial_pos.to_vector_i32();  // (B, n, n)
-  std::vector<float> divisor(M);
-  for (int64_t m = 0; m < M; ++m) {
-    int64_t sp = spatial[m] == 0 ? 1 : spatial[m];
-    if (sp > 1) sp -= 1;
-    divisor[m] = static_cast<float>(std::min<int64_t>(sp, config_.multi_hop_max_dist));
-  }
+  // to [0, multi_hop_max_dist] (data/graph_batch_maps.cpp). One number per pair: it divides the
+  // head-major sum below as a broadcast suffix (ops/elementwise.h), so no (B, n, n, H) repeat is
+  // built or uploaded.
 
   // Missing hops read EdgeEmb[0], GV1's padding row: it adds to the sum but is never trained.
   // With feature columns, e = mean_f EdgeEmb[id_f] (GV2: edge_encoder(edge_input).mean(-2)).
@@ -239,35 +223,44 @@ Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch) const {
   const Tensor w = slice(reshape(edge_dis_, {config_.num_edge_dis, H, H}), 0, 0, D);  // (D, H, H)
   const Tensor per_hop = matmul(e, w);                                             // (D, M, H)
   const Tensor total = reshape(permute(sum(per_hop, 0), {1, 0}), {H, B, n, n});    // (H, B, n, n)
-  return div(total, Tensor::from_vector(divisor, {B, n, n}).to(device_));
+  return div(total, maps.divisor.to(device_));
+}
+
+data::GraphMapOptions Graphormer::map_options() const {
+  data::GraphMapOptions o;
+  o.num_spatial = static_cast<int32_t>(config_.num_spatial);
+  o.max_spd = static_cast<int32_t>(config_.max_spd);
+  o.multi_hop_max_dist = static_cast<int32_t>(config_.multi_hop_max_dist);
+  return o;
+}
+
+data::GraphBatchMaps Graphormer::maps_of(const data::GraphBatch& batch) const {
+  const data::GraphMapOptions mine = map_options();
+  if (batch.maps.made && batch.maps.options == mine) return batch.maps;
+  return data::graph_batch_maps(batch, mine);
 }
 
 Tensor Graphormer::attention_bias(const data::GraphBatch& batch) const {
   check_batch(batch);
+  return attention_bias(batch, maps_of(batch));
+}
+
+Tensor Graphormer::attention_bias(const data::GraphBatch& batch, const data::GraphBatchMaps& maps) const {
   const int64_t B = batch.x.size(0), n = batch.x.size(1), n1 = n + 1, H = config_.heads;
 
   // Spatial + virtual distance in one lookup: rows [0, num_spatial) of the joint table are
   // Spatial, row num_spatial is t. Node pairs read Spatial[min(spatial_pos, num_spatial − 1)],
-  // the graph token's row and column read t (so (0, 0) gets t once, as in GV1).
-  const int32_t virtual_row = static_cast<int32_t>(config_.num_spatial);
-  const std::vector<int32_t> spatial = batch.spatial_pos.to_vector_i32();  // (B, n, n)
-  std::vector<int32_t> ids(B * n1 * n1, virtual_row);                      // (B, n+1, n+1)
-  for (int64_t g = 0; g < B; ++g)
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        ids[(g * n1 + i + 1) * n1 + j + 1] =
-            std::min<int32_t>(spatial[(g * n + i) * n + j], virtual_row - 1);
+  // the graph token's row and column read t (so (0, 0) gets t once, as in GV1): maps.joint_ids.
   const Tensor joint = concat({spatial_, virtual_distance_}, 0);  // (num_spatial + 1, H)
   // Spatial row 0 (padding pairs) is GV1's padding_idx; the virtual-distance row is trained.
-  const Tensor joint_ids = Tensor::from_vector(ids, {B, n1, n1}).to(device_);
-  Tensor bias = embedding(joint, joint_ids, kPaddingRow);  // (B, n+1, n+1, H)
+  Tensor bias = embedding(joint, maps.joint_ids.to(device_), kPaddingRow);  // (B, n+1, n+1, H)
 
   // The rest is summed head-major, (H, B, n+1, n+1), where the per-graph terms (B, …) broadcast
   // over the heads as suffixes (ops/elementwise.h) on the model's device.
   bias = permute(bias, {3, 0, 1, 2});  // (H, B, n+1, n+1)
 
   // Multi-hop edge term on the node block: pad a zero row and column for the graph token.
-  Tensor edges = multi_hop_edge_bias(batch);  // (H, B, n, n)
+  Tensor edges = multi_hop_edge_bias(batch, maps);  // (H, B, n, n)
   edges = concat({Tensor::zeros({H, B, n, 1}, DType::f32, device_), edges}, 3);   // (H, B, n, n+1)
   edges = concat({Tensor::zeros({H, B, 1, n1}, DType::f32, device_), edges}, 2);  // (H, B, n+1, n+1)
 
@@ -278,25 +271,9 @@ Tensor Graphormer::attention_bias(const data::GraphBatch& batch) const {
 
 Tensor Graphormer::urpe_c_map(const data::GraphBatch& batch) const {
   check_batch(batch);
-  const int64_t B = batch.x.size(0), n = batch.x.size(1), n1 = n + 1;
-  const int32_t max_spd = static_cast<int32_t>(config_.max_spd);
-  const std::vector<int32_t> spatial = batch.spatial_pos.to_vector_i32();  // (B, n, n)
-  std::vector<int32_t> map(B * n1 * n1, 0);                                // (B, n+1, n+1)
-  for (int64_t g = 0; g < B; ++g) {
-    int32_t* m = map.data() + g * n1 * n1;
-    m[0] = max_spd + 3;                                   // graph token itself
-    for (int64_t j = 1; j < n1; ++j) m[j] = max_spd + 1;  // graph token → node
-    for (int64_t i = 1; i < n1; ++i) {
-      m[i * n1] = max_spd + 2;                            // node → graph token
-      for (int64_t j = 1; j < n1; ++j) {
-        const int32_t sp = spatial[(g * n + i - 1) * n + j - 1];  // SPD + 1; 0 = padding
-        // Padding (sp = 0) maps to bucket 0: padded keys are masked (A = 0) and padded query
-        // rows never reach the graph token, so the value there is never used.
-        m[i * n1 + j] = sp == 0 ? 0 : std::min(sp - 1, max_spd);
-      }
-    }
-  }
-  return Tensor::from_vector(map, {B, n1, n1}).to(device_);
+  // C's bucket of each pair (data/graph_batch_maps.cpp): min(SPD, max_spd) for node pairs, then
+  // the graph token's three buckets.
+  return maps_of(batch).c_map.to(device_);
 }
 
 Tensor Graphormer::attention(const Layer& layer, const Tensor& x, const Tensor& bias,
@@ -338,12 +315,15 @@ Tensor Graphormer::forward(const data::GraphBatch& batch, bool training, Rng* dr
     return (training && p > 0.0f) ? dropout(t, p, dropout_rng->next_seed(), true) : t;
   };
 
-  const Tensor bias = attention_bias(batch);  // (B, H, n+1, n+1)
-  UrpeAttentionParams core;                   // scale 1: q is already scaled, b already added
-  core.key_padding = key_padding_mask(batch).to(device_);
+  // The host-side maps: made by the collator a step ahead when it was given map_options(),
+  // else here (data/graph_batch_maps.h).
+  const data::GraphBatchMaps maps = maps_of(batch);
+  const Tensor bias = attention_bias(batch, maps);  // (B, H, n+1, n+1)
+  UrpeAttentionParams core;                         // scale 1: q is already scaled, b already added
+  core.key_padding = maps.key_padding.to(device_);
   if (config_.urpe) {
     core.c_table = c_table_;
-    core.c_map = urpe_c_map(batch);
+    core.c_map = maps.c_map.to(device_);
   }
 
   Tensor x = drop(node_features(batch), config_.input_dropout);  // (B, n+1, d)

@@ -85,6 +85,9 @@ class Graphormer {
   // The pieces of the forward, public for tests and plots.
   Tensor attention_bias(const data::GraphBatch& batch) const;  // (B, H, n+1, n+1)
   Tensor urpe_c_map(const data::GraphBatch& batch) const;      // i32 (B, n+1, n+1)
+  // The settings the batch's host-side maps depend on: a collator given these
+  // (CollateOptions::maps) makes them ahead, and forward uses them instead of making its own.
+  data::GraphMapOptions map_options() const;
 
   const GraphormerConfig& config() const { return config_; }
   const ParameterSet& parameters() const { return params_; }
@@ -100,7 +103,10 @@ class Graphormer {
   };
 
   Tensor node_features(const data::GraphBatch& batch) const;              // (B, n+1, d)
-  Tensor multi_hop_edge_bias(const data::GraphBatch& batch) const;        // (H, B, n, n), head-major
+  // The batch's maps: its own when made for this model's settings, else made here.
+  data::GraphBatchMaps maps_of(const data::GraphBatch& batch) const;
+  Tensor attention_bias(const data::GraphBatch& batch, const data::GraphBatchMaps& maps) const;
+  Tensor multi_hop_edge_bias(const data::GraphBatch& batch, const data::GraphBatchMaps& maps) const;  // (H, B, n, n)
   Tensor attention(const Layer& layer, const Tensor& x, const Tensor& bias,
                    const UrpeAttentionParams& core, bool training, Rng* rng) const;
 

@@ -251,6 +251,44 @@ TEST_CASE("graphormer: padding nodes do not change another graph's prediction") 
   }
 }
 
+TEST_CASE("graphormer: maps made by the collator are the model's own, and used only when made for it") {
+  // The prefetch thread collates with the model's map options (data/graph_batch_maps.h): the
+  // batch then carries the four host maps, which must be what the model would make, and give the
+  // same predictions bit for bit. Maps made for other settings are ignored.
+  const data::MoleculeDataset d =
+      dataset_of({"CC(=O)O", "N#C[NH3+]", "CCCC", "CC(C)(C)C1=CC=C(NNC(=O)C2CCC2)C=C1"});
+  for (bool urpe : {false, true}) {
+    CAPTURE(urpe);
+    Graphormer model(tiny_config(urpe), 21);
+    randomise(model, 22);
+    data::CollateOptions plain;
+    plain.multi_hop_max_dist = 5;
+    data::CollateOptions ahead = plain;
+    ahead.maps = model.map_options();
+    const data::GraphBatch without = data::collate_graphs(d, {0, 1, 2, 3}, plain);
+    const data::GraphBatch with = data::collate_graphs(d, {0, 1, 2, 3}, ahead);
+    CHECK_FALSE(without.maps.made);
+    REQUIRE(with.maps.made);
+    const data::GraphBatchMaps own = data::graph_batch_maps(without, model.map_options());
+    CHECK(with.maps.joint_ids.to_vector_i32() == own.joint_ids.to_vector_i32());
+    CHECK(with.maps.divisor.to_vector_f32() == own.divisor.to_vector_f32());
+    CHECK(with.maps.c_map.to_vector_i32() == own.c_map.to_vector_i32());
+    CHECK(with.maps.key_padding.to_vector_i32() == own.key_padding.to_vector_i32());
+    CHECK(model.urpe_c_map(with).to_vector_i32() == own.c_map.to_vector_i32());
+    const std::vector<float> reference = model.forward(without, false, nullptr).to_vector_f32();
+    CHECK(model.forward(with, false, nullptr).to_vector_f32() == reference);
+
+    // Maps made for another model (num_spatial 2: every pair would read row 1) are not used.
+    data::CollateOptions other = plain;
+    other.maps = model.map_options();
+    other.maps->num_spatial = 2;
+    const data::GraphBatch foreign = data::collate_graphs(d, {0, 1, 2, 3}, other);
+    REQUIRE(foreign.maps.made);
+    CHECK(foreign.maps.joint_ids.to_vector_i32() != own.joint_ids.to_vector_i32());
+    CHECK(model.forward(foreign, false, nullptr).to_vector_f32() == reference);
+  }
+}
+
 TEST_CASE("graphormer (GV1 quirk): a graph's prediction depends on the batch's hop count") {
   // Missing hops are edge id 0, and GV1 never zeroes the padding row of the edge table (it is
   // padding_idx, so untrained, but keeps its random init; docs/graphormer.md#initialisation), so

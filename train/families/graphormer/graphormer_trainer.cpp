@@ -121,6 +121,13 @@ double mean_predictor_mae(const std::vector<float>& targets, const std::vector<i
 
 // ---- evaluation ----
 
+// The collator also makes the model's host-side maps (data/graph_batch_maps.h): on the prefetch
+// thread for training batches, so the training thread only uploads them.
+data::CollateOptions with_maps(data::CollateOptions options, const data::GraphMapOptions& maps) {
+  options.maps = maps;
+  return options;
+}
+
 std::vector<data::GraphBatch> collate_in_order(const data::MoleculeDataset& dataset,
                                                const std::vector<int64_t>& rows, int64_t batch,
                                                const data::CollateOptions& options) {
@@ -176,7 +183,7 @@ class GraphormerTask final : public TrainingTask {
   GraphormerTask(const TrainingRun& run, const GraphormerData& data)
       : data_(data),
         model_(graphormer_config_from(run.config), run.seed, run.device),
-        collate_(collate_options_from(run.config)),
+        collate_(with_maps(collate_options_from(run.config), model_.map_options())),
         prefetch_(data.dataset, collate_),
         batch_(run.config.get_int("batch")),
         shard_(dist::batch_shard(*run.comm, batch_)),

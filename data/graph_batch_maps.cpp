@@ -1,0 +1,67 @@
+// The host-side index maps of a Graphormer batch (why they live in data/: graph_batch_maps.h).
+#include "data/graph_batch_maps.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "data/molecule_dataset.h"
+
+namespace urpe::data {
+
+GraphBatchMaps graph_batch_maps(const GraphBatch& batch, const GraphMapOptions& options) {
+  const int64_t B = batch.x.size(0), n = batch.x.size(1), n1 = n + 1, M = B * n * n;
+  const std::vector<int32_t> spatial = batch.spatial_pos.to_vector_i32();  // (B, n, n): SPD + 1, 0 = padding
+  GraphBatchMaps maps;
+  maps.made = true;
+  maps.options = options;
+
+  // Spatial + virtual distance in one lookup: node pairs read Spatial[min(spatial_pos,
+  // num_spatial − 1)], the graph token's row and column read t (row num_spatial).
+  const int32_t virtual_row = options.num_spatial;
+  std::vector<int32_t> ids(B * n1 * n1, virtual_row);
+  for (int64_t g = 0; g < B; ++g)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        ids[(g * n1 + i + 1) * n1 + j + 1] = std::min<int32_t>(spatial[(g * n + i) * n + j], virtual_row - 1);
+  maps.joint_ids = Tensor::from_vector(ids, {B, n1, n1});
+
+  // Divisor sp': SPD for real pairs (spatial_pos − 1), 1 for self and padding, clamped to
+  // [0, multi_hop_max_dist].
+  std::vector<float> divisor(M);
+  for (int64_t m = 0; m < M; ++m) {
+    int64_t sp = spatial[m] == 0 ? 1 : spatial[m];
+    if (sp > 1) sp -= 1;
+    divisor[m] = static_cast<float>(std::min<int64_t>(sp, options.multi_hop_max_dist));
+  }
+  maps.divisor = Tensor::from_vector(divisor, {B, n, n});
+
+  // URPE's C buckets: min(SPD, max_spd) for node pairs, then graph token → node (max_spd + 1),
+  // node → graph token (max_spd + 2), the graph token itself (max_spd + 3). Padding (sp = 0) maps
+  // to bucket 0: padded keys are masked (A = 0) and padded query rows never reach the graph
+  // token, so the value there is never used.
+  const int32_t max_spd = options.max_spd;
+  std::vector<int32_t> map(B * n1 * n1, 0);
+  for (int64_t g = 0; g < B; ++g) {
+    int32_t* m = map.data() + g * n1 * n1;
+    m[0] = max_spd + 3;
+    for (int64_t j = 1; j < n1; ++j) m[j] = max_spd + 1;
+    for (int64_t i = 1; i < n1; ++i) {
+      m[i * n1] = max_spd + 2;
+      for (int64_t j = 1; j < n1; ++j) {
+        const int32_t sp = spatial[(g * n + i - 1) * n + j - 1];
+        m[i * n1 + j] = sp == 0 ? 0 : std::min(sp - 1, max_spd);
+      }
+    }
+  }
+  maps.c_map = Tensor::from_vector(map, {B, n1, n1});
+
+  // Key padding: 1 on the padded nodes (index > num_nodes[b]); the graph token never.
+  const std::vector<int32_t> nodes = batch.num_nodes.to_vector_i32();
+  std::vector<int32_t> mask(B * n1, 0);
+  for (int64_t g = 0; g < B; ++g)
+    for (int64_t j = nodes[g] + 1; j < n1; ++j) mask[g * n1 + j] = 1;
+  maps.key_padding = Tensor::from_vector(mask, {B, n1});
+  return maps;
+}
+
+}  // namespace urpe::data

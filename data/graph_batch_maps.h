@@ -1,0 +1,39 @@
+// The index maps a Graphormer step derives on the host from a batch's shortest-path distances:
+// the spatial/virtual-distance lookup ids, the multi-hop divisor, URPE's C bucket map and the key
+// padding. Why here, in data/: the collator can make them on its own thread a step ahead
+// (CollateOptions::maps), so the training thread only uploads them. On the H200 the three host
+// loops held the GPU idle ~1.4 ms of a 38.5 ms ZINC step (bench/results/gpu_h200_2026-11-27.md).
+// models/graphormer.cpp calls the same function when a batch comes without them.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/tensor.h"
+
+namespace urpe::data {
+
+struct GraphBatch;
+
+// The model settings the maps depend on (models/graphormer.h has their meaning).
+struct GraphMapOptions {
+  int32_t num_spatial = 40;         // rows of the Spatial table; row num_spatial is the virtual distance t
+  int32_t max_spd = 38;             // URPE's C buckets for SPD 0..max_spd, then 3 graph-token buckets
+  int32_t multi_hop_max_dist = 20;  // the divisor's clamp
+  bool operator==(const GraphMapOptions& o) const {
+    return num_spatial == o.num_spatial && max_spd == o.max_spd && multi_hop_max_dist == o.multi_hop_max_dist;
+  }
+};
+
+// Host tensors, n the batch's node count (padded), B its graphs.
+struct GraphBatchMaps {
+  bool made = false;        // false: the batch came without maps (the model makes them)
+  GraphMapOptions options;  // what they were made for; a model with other settings ignores them
+  Tensor joint_ids;         // i32 (B, n+1, n+1): Spatial[min(spd, num_spatial − 1)], t on the graph token's row/column
+  Tensor divisor;           // f32 (B, n, n): clamp(spd − 1 for real pairs, 1 for self and padding) to [.., max dist]
+  Tensor c_map;             // i32 (B, n+1, n+1): URPE's C bucket of each pair
+  Tensor key_padding;       // i32 (B, n+1): 1 on padded nodes
+};
+
+GraphBatchMaps graph_batch_maps(const GraphBatch& batch, const GraphMapOptions& options);
+
+}  // namespace urpe::data
