@@ -32,6 +32,12 @@ struct GraphBatchMaps {
   Tensor divisor;           // f32 (B, n, n): clamp(spd − 1 for real pairs, 1 for self and padding) to [.., max dist]
   Tensor c_map;             // i32 (B, n+1, n+1): URPE's C bucket of each pair
   Tensor key_padding;       // i32 (B, n+1): 1 on padded nodes
+  // The bounds of edge_input's ids, when the collator measured them (while it had the ids in its
+  // cache, on its own thread): the model then checks them against its edge table without reading
+  // bounds back from the device. Not set by graph_batch_maps (the model's own thread would pay a
+  // pass over millions of ids).
+  bool edge_ids_bounded = false;
+  int32_t edge_id_low = 0, edge_id_high = -1;  // an empty edge_input: no id
 };
 
 GraphBatchMaps graph_batch_maps(const GraphBatch& batch, const GraphMapOptions& options);

@@ -144,7 +144,20 @@ GraphBatch collate_graphs(const MoleculeDataset& dataset, const std::vector<int6
     batch.num_nodes.i32()[b] = g.num_nodes;
     batch.y.f32()[b] = dataset.targets[batch.indices[b]];
   }
-  if (options.maps) batch.maps = graph_batch_maps(batch, *options.maps);
+  if (options.maps) {
+    batch.maps = graph_batch_maps(batch, *options.maps);
+    const int32_t* ids = batch.edge_input.i32();
+    const int64_t count = batch.edge_input.numel();
+    int32_t low = 0, high = -1;
+    if (count > 0) low = high = ids[0];
+    for (int64_t k = 1; k < count; ++k) {
+      low = std::min(low, ids[k]);
+      high = std::max(high, ids[k]);
+    }
+    batch.maps.edge_ids_bounded = true;
+    batch.maps.edge_id_low = low;
+    batch.maps.edge_id_high = high;
+  }
   return batch;
 }
 

@@ -208,7 +208,10 @@ Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch, const data
   // the model runs (on a GPU: millions of ids a step, which a host loop and a second upload cost
   // tens of milliseconds).
   const Tensor all_hops = reshape(batch.edge_input.to(device_), {M, hops_in, Fe});  // (M, hops_in, Fe)
-  check_ids("batch.edge_input", all_hops, config_.num_edges, "num_edges");
+  // The ids' bounds from the collator when it measured them (no read-back from the device);
+  // otherwise, or when one is out of range (to name it), check_ids on the device.
+  const bool known_in_range = maps.edge_ids_bounded && maps.edge_id_low >= 0 && maps.edge_id_high < config_.num_edges;
+  if (!known_in_range) check_ids("batch.edge_input", all_hops, config_.num_edges, "num_edges");
   const Tensor hop_ids = permute(slice(all_hops, 1, 0, D), {1, 0, 2});             // (D, M, Fe)
   // Divisor sp' (B, n, n): SPD for real pairs (spatial_pos − 1), 1 for self and padding, clamped
   // to [0, multi_hop_max_dist] (data/graph_batch_maps.cpp). One number per pair: it divides the

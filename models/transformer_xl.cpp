@@ -4,10 +4,10 @@
 // is in transformer_xl.h.
 #include "models/transformer_xl.h"
 
-#include <string>
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "autograd/node.h"
 #include "models/encoder.h"  // alibi_slopes
@@ -148,6 +148,24 @@ UrpeAttentionParams TransformerXL::attention_core(int64_t qlen, int64_t mlen) co
   return core;
 }
 
+const TransformerXL::SegmentConstants& TransformerXL::segment_constants(int64_t qlen, int64_t mlen) const {
+  for (size_t k = 0; k < segment_constants_.size(); ++k) {
+    if (segment_constants_[k].qlen != qlen || segment_constants_[k].mlen != mlen) continue;
+    std::rotate(segment_constants_.begin() + static_cast<std::ptrdiff_t>(k),
+                segment_constants_.begin() + static_cast<std::ptrdiff_t>(k) + 1, segment_constants_.end());
+    return segment_constants_.back();
+  }
+  if (segment_constants_.size() == kSegmentConstants) segment_constants_.erase(segment_constants_.begin());
+  SegmentConstants made;
+  made.qlen = qlen;
+  made.mlen = mlen;
+  if (!config_.alibi) made.pos = positional_table(qlen + mlen);
+  made.core = attention_core(qlen, mlen);
+  made.core.c_table = Tensor();  // the parameter is set at each use
+  segment_constants_.push_back(std::move(made));
+  return segment_constants_.back();
+}
+
 // ---- attention block ----
 
 // h: (B, qlen, d), memory: (B, mlen, d) or undefined, pos: (klen, d) (undefined with ALiBi)
@@ -215,8 +233,10 @@ TxlHidden TransformerXL::forward_hidden(const Tensor& tokens, const TxlMemory& m
   const Tensor embedded = scale(embedding(embedding_, tokens), std::sqrt(static_cast<float>(d)));
   std::vector<Tensor> hids{drop(permute(embedded, {1, 0, 2}))};
   // (klen, d), one dropout mask for batch and layers; ALiBi has no R
-  const Tensor pos = config_.alibi ? Tensor() : drop(positional_table(klen));
-  const UrpeAttentionParams core = attention_core(qlen, mlen);
+  const SegmentConstants& constants = segment_constants(qlen, mlen);
+  const Tensor pos = config_.alibi ? Tensor() : drop(constants.pos);
+  UrpeAttentionParams core = constants.core;
+  if (c_table_.defined()) core.c_table = c_table_;
   if (states) states->clear();
 
   for (size_t l = 0; l < layers_.size(); ++l) {

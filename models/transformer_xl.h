@@ -122,6 +122,18 @@ class TransformerXL {
                    Tensor* weights = nullptr) const;
   Tensor positional_table(int64_t klen) const;  // (klen, d), before dropout
   UrpeAttentionParams attention_core(int64_t qlen, int64_t mlen) const;
+  // A segment's constants for (qlen, mlen): the positional table and the core's maps and bias
+  // table, built and uploaded on first use and kept for the last kSegmentConstants lengths. A
+  // run's segments have one or two lengths, so a steady step builds nothing on the host, and the
+  // attention op's range check of a map, cached by storage (ops/urpe_attention_checks.cpp), reads
+  // each map back once per run instead of once per step.
+  struct SegmentConstants {
+    int64_t qlen = 0, mlen = 0;
+    Tensor pos;                // positional_table(qlen + mlen), undefined with ALiBi
+    UrpeAttentionParams core;  // attention_core(qlen, mlen) without c_table (a parameter)
+  };
+  static constexpr size_t kSegmentConstants = 4;
+  const SegmentConstants& segment_constants(int64_t qlen, int64_t mlen) const;
   Tensor adaptive_loss(const Tensor& hidden, const Tensor& targets) const;
 
   TransformerXLConfig config_;
@@ -134,6 +146,7 @@ class TransformerXL {
   Tensor u_, v_;            // (H, dh) each: r_w_bias and r_r_bias (v: not with ALiBi)
   Tensor c_table_;          // (H, max_klen), URPE only
   std::vector<Layer> layers_;
+  mutable std::vector<SegmentConstants> segment_constants_;  // most recent last
 };
 
 }  // namespace urpe

@@ -149,10 +149,10 @@ struct Budget {
 };
 constexpr Budget kBudgets[] = {
     {"encoder", 1, "the loss read for logging"},
-    {"txl", 2, "the loss read; urpe_attention's host check of a bucket map it has not seen"},
-    {"graphormer", 3,
-     "the loss read; the model's range check of the multi-hop ids (models/graphormer.cpp); "
-     "urpe_self_attention's host check of the batch's SPD map"},
+    {"txl", 1, "the loss read (the segment's maps are kept, so the attention op's map check reads them back once per run)"},
+    {"graphormer", 2,
+     "the loss read; urpe_self_attention's host check of the batch's SPD map (the multi-hop ids' bounds come "
+     "from the collator)"},
 };
 
 TEST_CASE("the host synchronisations of a steady training step, per family, and where each comes from") {

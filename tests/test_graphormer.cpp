@@ -286,7 +286,26 @@ TEST_CASE("graphormer: maps made by the collator are the model's own, and used o
     REQUIRE(foreign.maps.made);
     CHECK(foreign.maps.joint_ids.to_vector_i32() != own.joint_ids.to_vector_i32());
     CHECK(model.forward(foreign, false, nullptr).to_vector_f32() == reference);
+
+    // The collator measured the edge ids' bounds (so the model need not read them back from a GPU);
+    // graph_batch_maps alone does not.
+    const std::vector<int32_t> hops = with.edge_input.to_vector_i32();
+    REQUIRE(with.maps.edge_ids_bounded);
+    CHECK(with.maps.edge_id_low == *std::min_element(hops.begin(), hops.end()));
+    CHECK(with.maps.edge_id_high == *std::max_element(hops.begin(), hops.end()));
+    CHECK_FALSE(own.edge_ids_bounded);
   }
+  // Bounds past the model's edge table still give the named error (the check runs then).
+  GraphormerConfig narrow = tiny_config(false);
+  narrow.num_edges = 2;
+  Graphormer small_table(narrow, 23);
+  data::CollateOptions ahead;
+  ahead.multi_hop_max_dist = 5;
+  ahead.maps = small_table.map_options();
+  const data::GraphBatch batch = data::collate_graphs(d, {0, 1, 2, 3}, ahead);
+  REQUIRE(batch.maps.edge_id_high >= 2);
+  CHECK_THROWS_WITH_AS(small_table.forward(batch, false, nullptr),
+                       doctest::Contains("outside the table of num_edges = 2 rows"), Error);
 }
 
 TEST_CASE("graphormer (GV1 quirk): a graph's prediction depends on the batch's hop count") {
