@@ -54,6 +54,9 @@ GraphBatchMaps graph_batch_maps(const GraphBatch& batch, const GraphMapOptions& 
     }
   }
   maps.c_map = Tensor::from_vector(map, {B, n1, n1});
+  const auto [low, high] = std::minmax_element(map.begin(), map.end());
+  maps.c_map_low = *low;
+  maps.c_map_high = *high;
 
   // Key padding: 1 on the padded nodes (index > num_nodes[b]); the graph token never.
   const std::vector<int32_t> nodes = batch.num_nodes.to_vector_i32();

@@ -31,6 +31,7 @@ struct GraphBatchMaps {
   Tensor joint_ids;         // i32 (B, n+1, n+1): Spatial[min(spd, num_spatial − 1)], t on the graph token's row/column
   Tensor divisor;           // f32 (B, n, n): clamp(spd − 1 for real pairs, 1 for self and padding) to [.., max dist]
   Tensor c_map;             // i32 (B, n+1, n+1): URPE's C bucket of each pair
+  int32_t c_map_low = 0, c_map_high = 0;  // the range of c_map's values, measured while making it
   Tensor key_padding;       // i32 (B, n+1): 1 on padded nodes
   // The bounds of edge_input's ids, when the collator measured them (while it had the ids in its
   // cache, on its own thread): the model then checks them against its edge table without reading

@@ -16,6 +16,7 @@
 #include "ops/matmul.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
+#include "ops/urpe_attention_checks.h"
 #include "ops/urpe_self_attention.h"
 #include "tensor/op_profile.h"  // ScopeRange: NVTX range + profiler scope
 
@@ -272,11 +273,21 @@ Tensor Graphormer::attention_bias(const data::GraphBatch& batch, const data::Gra
   return permute(bias, {1, 0, 2, 3});                         // (B, H, n+1, n+1)
 }
 
+// The C bucket map on the model's device, its value range handed to the attention op's check
+// (ops/urpe_attention_checks.h): the range was measured over these values on the host, so the
+// op need not read a new map back from the GPU at every step.
+Tensor Graphormer::uploaded_c_map(const data::GraphBatchMaps& maps) const {
+  const Tensor map = maps.c_map.to(device_);
+  note_bucket_map_range(map, maps.c_map_low, maps.c_map_high);
+  return map;
+}
+
 Tensor Graphormer::urpe_c_map(const data::GraphBatch& batch) const {
   check_batch(batch);
   // C's bucket of each pair (data/graph_batch_maps.cpp): min(SPD, max_spd) for node pairs, then
   // the graph token's three buckets.
-  return maps_of(batch).c_map.to(device_);
+  const data::GraphBatchMaps maps = maps_of(batch);
+  return uploaded_c_map(maps);
 }
 
 Tensor Graphormer::attention(const Layer& layer, const Tensor& x, const Tensor& bias,
@@ -326,7 +337,7 @@ Tensor Graphormer::forward(const data::GraphBatch& batch, bool training, Rng* dr
   core.key_padding = maps.key_padding.to(device_);
   if (config_.urpe) {
     core.c_table = c_table_;
-    core.c_map = maps.c_map.to(device_);
+    core.c_map = uploaded_c_map(maps);
   }
 
   Tensor x = drop(node_features(batch), config_.input_dropout);  // (B, n+1, d)

@@ -105,6 +105,7 @@ class Graphormer {
   Tensor node_features(const data::GraphBatch& batch) const;              // (B, n+1, d)
   // The batch's maps: its own when made for this model's settings, else made here.
   data::GraphBatchMaps maps_of(const data::GraphBatch& batch) const;
+  Tensor uploaded_c_map(const data::GraphBatchMaps& maps) const;  // i32 (B, n+1, n+1) on device_
   Tensor attention_bias(const data::GraphBatch& batch, const data::GraphBatchMaps& maps) const;
   Tensor multi_hop_edge_bias(const data::GraphBatch& batch, const data::GraphBatchMaps& maps) const;  // (H, B, n, n)
   Tensor attention(const Layer& layer, const Tensor& x, const Tensor& bias,

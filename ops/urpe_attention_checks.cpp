@@ -133,6 +133,13 @@ bool is_diagonal_constant(const std::vector<int32_t>& values, const Shape& shape
 
 }  // namespace
 
+void note_bucket_map_range(const Tensor& map, int32_t min, int32_t max) {
+  URPE_CHECK(map.defined() && map.dtype() == DType::i32,
+             "note_bucket_map_range: the map must be a defined i32 tensor, got " << map.describe());
+  URPE_CHECK(map.numel() == 0 || min <= max, "note_bucket_map_range: range [" << min << ", " << max << "] is empty");
+  if (map.numel() > 0) remember_range(map, min, max, false);
+}
+
 bool bucket_map_is_diagonal_constant(const Tensor& map) {
   const std::lock_guard<std::mutex> lock(g_map_ranges_mutex);
   for (const MapRange& r : g_map_ranges)

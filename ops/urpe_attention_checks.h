@@ -35,6 +35,14 @@ void check_urpe_attention_tables(const UrpeAttentionArgs& args, const UrpeAttent
 void check_bucket_map_values(const char* op, const char* arg, const Tensor& map, const char* table_arg,
                              const Tensor& table);
 
+// Records the value range [min, max] of a map whose values the caller made on the host and
+// uploaded as they are (Graphormer's per-batch SPD buckets, data/graph_batch_maps.h), so that
+// check_bucket_map_values takes the range from here instead of copying the map back from the
+// device. The range must be the one measured over the very values in `map`: the kernels index
+// the tables with them. A range that does not fit a table is still read and named as before.
+// Recorded as not diagonal-constant.
+void note_bucket_map_range(const Tensor& map, int32_t min, int32_t max);
+
 // Whether a map already read by check_bucket_map_values is (Nq, Nk) with its value a function of
 // j − i alone (Toeplitz: the unique and the T5-bucketed relative maps, not SPD maps). Read from
 // the same per-storage record, so it costs no copy; false for a map not (or no longer) recorded.

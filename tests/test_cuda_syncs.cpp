@@ -20,6 +20,8 @@
 #include <cuda_runtime.h>  // the simulator's, for urpe_sim::explicit_wait_count()
 #endif
 
+#include "ops/urpe_attention.h"
+#include "ops/urpe_attention_checks.h"
 #include "tensor/cuda_backend.h"
 #include "tensor/op_profile.h"
 #include "test_util.h"
@@ -150,9 +152,9 @@ struct Budget {
 constexpr Budget kBudgets[] = {
     {"encoder", 1, "the loss read for logging"},
     {"txl", 1, "the loss read (the segment's maps are kept, so the attention op's map check reads them back once per run)"},
-    {"graphormer", 2,
-     "the loss read; urpe_self_attention's host check of the batch's SPD map (the multi-hop ids' bounds come "
-     "from the collator)"},
+    {"graphormer", 1,
+     "the loss read (the multi-hop ids' bounds come from the collator, the C map's range from the model that "
+     "made it)"},
 };
 
 TEST_CASE("the host synchronisations of a steady training step, per family, and where each comes from") {
@@ -171,6 +173,33 @@ TEST_CASE("the host synchronisations of a steady training step, per family, and 
     CHECK(step.sim_uploads == step.counts[cuda::HostSync::pageable_upload]);
 #endif
   }
+}
+
+TEST_CASE("a device map whose range its maker noted is checked without a read back") {
+  // Graphormer's per-batch C buckets (models/graphormer.cpp, uploaded_c_map): a new map every
+  // step, so the attention op's per-storage cache alone would read each one back.
+  const Device gpu = parse_device("cuda");
+  cuda::Context* context = gpu.context();
+  Rng rng(77);
+  const int64_t bsz = 2, heads = 2, n = 5;
+  UrpeAttentionParams p;
+  p.c_table = Tensor::uniform({heads, 4}, 0.5f, 1.5f, rng).to(gpu);
+  std::vector<int32_t> buckets(bsz * n * n);
+  for (size_t k = 0; k < buckets.size(); ++k) buckets[k] = static_cast<int32_t>(k % 4);
+  const Tensor scores = Tensor::uniform({bsz, heads, n, n}, -1.0f, 1.0f, rng).to(gpu);
+  p.c_map = Tensor::from_vector(buckets, {bsz, n, n}, gpu);
+  note_bucket_map_range(p.c_map, 0, 3);
+  const cuda::HostSyncCounts before = cuda::host_sync_counts(context);
+  const Tensor a = urpe_attention(scores, p);
+  CHECK(cuda::host_sync_counts(context).total() == before.total());
+  // Without the note a fresh map is read back once.
+  UrpeAttentionParams q = p;
+  q.c_map = Tensor::from_vector(buckets, {bsz, n, n}, gpu);
+  const std::vector<float> first = a.to_vector_f32();
+  const cuda::HostSyncCounts before_read = cuda::host_sync_counts(context);
+  const Tensor b = urpe_attention(scores, q);
+  CHECK(cuda::host_sync_counts(context).total() == before_read.total() + 1);  // the map
+  CHECK(b.to_vector_f32() == first);
 }
 
 TEST_CASE("an upload does not wait and its host source may change at once; a read waits once") {

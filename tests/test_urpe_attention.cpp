@@ -10,6 +10,7 @@
 #endif
 
 #include "ops/urpe_attention.h"
+#include "ops/urpe_attention_checks.h"
 #include "tensor/host_allocator.h"
 #include "test_util.h"
 
@@ -454,6 +455,25 @@ TEST_CASE("a map read once is remembered by its range: a table it does not fit i
   UrpeAttentionParams fresh = p;
   fresh.bias_map = Tensor::from_vector(bad, {4, 4});
   CHECK_THROWS_WITH_AS(urpe_attention(c.scores, fresh), doctest::Contains("has value 9 at flat index 2"), Error);
+}
+
+TEST_CASE("a map range noted by its maker is used, and still rejects a table it does not fit") {
+  // note_bucket_map_range: the maker of a map (Graphormer's per-batch buckets) hands its measured
+  // range over, so the check need not read the map. The range must still fit the table, and a
+  // misfit is read and named as on a first read.
+  Case c = make_case(2, 3, 4, 4, 1310);
+  UrpeAttentionParams p = c.params;
+  p.c_map = Tensor::from_vector(toeplitz_map(4, 4).to_vector_i32(), {4, 4});  // values 0..6, a fresh storage
+  note_bucket_map_range(p.c_map, 0, 6);
+  CHECK_NOTHROW(urpe_attention(c.scores, p));
+  UrpeAttentionParams small = p;
+  small.c_map = Tensor::from_vector(toeplitz_map(4, 4).to_vector_i32(), {4, 4});
+  note_bucket_map_range(small.c_map, 0, 6);
+  small.c_table = random_values({3, 6}, 4);
+  CHECK_THROWS_WITH_AS(urpe_attention(c.scores, small),
+                       doctest::Contains("has value 6 at flat index 3, outside [0, 6)"), Error);
+  CHECK_THROWS_WITH_AS(note_bucket_map_range(p.c_map, 3, 2), doctest::Contains("is empty"), Error);
+  CHECK_THROWS_WITH_AS(note_bucket_map_range(Tensor::full({2}, 1.0f), 0, 1), doctest::Contains("i32"), Error);
 }
 
 TEST_CASE("attention_norm exp: A = e^Z ⊙ C against a double reference, with its gradients") {
