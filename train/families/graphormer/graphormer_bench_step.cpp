@@ -68,6 +68,7 @@ class GraphormerStep final : public StepModel {
     for (int64_t g = 0; g < count; ++g) rows[static_cast<size_t>(g)] = g;
     data::CollateOptions collate;
     collate.multi_hop_max_dist = static_cast<int32_t>(config_.multi_hop_max_dist);
+    collate.maps = model_.map_options();  // the host maps made once, as the trainer's collator makes them ahead
     batch_ = data::collate_graphs(molecules, rows, collate);
     nodes_ = batch_.x.size(1);
   }
