@@ -23,6 +23,7 @@
 #include "models/attention.h"
 #include "models/hidden_states.h"
 #include "models/positional.h"
+#include "models/token_model.h"
 
 namespace urpe {
 
@@ -83,7 +84,7 @@ struct EncoderConfig {
   int64_t padding_id = -1;
 };
 
-class TransformerEncoder {
+class TransformerEncoder final : public TokenModel {
  public:
   TransformerEncoder(const EncoderConfig& config, uint64_t seed, const Device& device = {});
 
@@ -105,12 +106,19 @@ class TransformerEncoder {
                        Tensor* argmax = nullptr, int64_t chunk_rows = 0) const;
 
   const EncoderConfig& config() const { return config_; }
-  const ParameterSet& parameters() const { return params_; }
+  const ParameterSet& parameters() const override { return params_; }
   // The shared per-head tables (undefined when the variant has none), for plots.
   // (ALiBi's bias table is fixed, not a parameter.)
   Tensor bias_table() const { return bias_table_; }
-  Tensor c_table() const { return c_table_; }
+  Tensor c_table() const override { return c_table_; }
   const Device& device() const { return device_; }
+  // TokenModel (models/token_model.h): forward_tokens is forward in evaluation mode.
+  int64_t width() const override { return config_.d_model; }
+  int64_t blocks() const override { return config_.layers; }
+  int64_t vocab() const override { return config_.vocab; }
+  Tensor forward_tokens(const Tensor& batch_major_ids, HiddenStates* states) const override {
+    return forward(batch_major_ids, false, nullptr, states);
+  }
 
  private:
   struct Layer {

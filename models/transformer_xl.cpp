@@ -166,6 +166,17 @@ const TransformerXL::SegmentConstants& TransformerXL::segment_constants(int64_t 
   return segment_constants_.back();
 }
 
+Tensor TransformerXL::forward_tokens(const Tensor& batch_major_ids, HiddenStates* states) const {
+  URPE_CHECK(batch_major_ids.dim() == 2 && batch_major_ids.dtype() == DType::i32,
+             kModel << ": forward_tokens takes i32 (B, T) ids, got " << batch_major_ids.describe());
+  const int64_t batch = batch_major_ids.size(0), T = batch_major_ids.size(1);
+  const std::vector<int32_t> ids = batch_major_ids.to_vector_i32();
+  std::vector<int32_t> time_major(ids.size());  // (T, B)
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < T; ++t) time_major[t * batch + b] = ids[b * T + t];
+  return forward_hidden(Tensor::from_vector(time_major, {T, batch}, device_), {}, false, nullptr, states).hidden;
+}
+
 // ---- attention block ----
 
 // h: (B, qlen, d), memory: (B, mlen, d) or undefined, pos: (klen, d) (undefined with ALiBi)

@@ -39,6 +39,7 @@
 
 #include "models/hidden_states.h"
 #include "models/layers.h"
+#include "models/token_model.h"
 #include "ops/urpe_attention.h"
 
 namespace urpe {
@@ -80,7 +81,7 @@ struct TxlStep {
   TxlMemory mems;   // the memory for the next segment
 };
 
-class TransformerXL {
+class TransformerXL final : public TokenModel {
  public:
   TransformerXL(const TransformerXLConfig& config, uint64_t seed, const Device& device = {});
 
@@ -103,8 +104,14 @@ class TransformerXL {
   void set_memory_options(int64_t mem_len, int64_t clamp_len, bool same_length);
 
   const TransformerXLConfig& config() const { return config_; }
-  const ParameterSet& parameters() const { return params_; }
-  Tensor c_table() const { return c_table_; }  // (H, max_klen), undefined for the baseline
+  const ParameterSet& parameters() const override { return params_; }
+  Tensor c_table() const override { return c_table_; }  // (H, max_klen), undefined for the baseline
+  // TokenModel (models/token_model.h): forward_tokens is forward_hidden of the time-major ids,
+  // without memory, in evaluation mode; it returns the last block's output (T, B, d).
+  int64_t width() const override { return config_.d_model; }
+  int64_t blocks() const override { return config_.layers; }
+  int64_t vocab() const override { return config_.vocab; }
+  Tensor forward_tokens(const Tensor& batch_major_ids, HiddenStates* states) const override;
   const Device& device() const { return device_; }
 
  private:

@@ -222,11 +222,11 @@ TEST_CASE("Theorem 2 in Transformer-XL: the baseline keeps identical tokens iden
     m.family = "txl";
     m.pe = urpe ? "urpe" : "rpe";
     m.config = std::make_unique<Config>(config);
-    m.txl = std::make_unique<TransformerXL>(c, 2);
+    m.model = std::make_unique<TransformerXL>(c, 2);
     m.positions = config.get_int("tgt_len");  // as the txl family's analysed_model sets it
     if (urpe) {  // a C that is no longer ones: a ramp over the distances
-      float* table = m.txl->c_table().f32();
-      for (int64_t k = 0; k < m.txl->c_table().numel(); ++k) table[k] = 0.2f + 0.3f * static_cast<float>(k % 6);
+      float* table = m.model->c_table().f32();
+      for (int64_t k = 0; k < m.model->c_table().numel(); ++k) table[k] = 0.2f + 0.3f * static_cast<float>(k % 6);
     }
     const ProbeRun r = probe_identical_tokens(m, ProbeOptions{});
     CHECK(r.n == 6);

@@ -31,8 +31,7 @@ void build(AnalysisModel& m, const Config& config) {
   const ModelFamily& family = family_of(config);
   URPE_CHECK(family.analysed_model != nullptr, "model family " << family.name << " has no token model to analyse");
   AnalysedModel built = family.analysed_model(config, seed);
-  m.encoder = std::move(built.encoder);
-  m.txl = std::move(built.txl);
+  m.model = std::move(built.model);
   m.positions = built.seq_len;
 }
 
@@ -46,8 +45,6 @@ void check_family(const std::string& family, const std::string& what, const std:
 }
 
 }  // namespace
-
-int64_t AnalysisModel::vocab() const { return encoder ? encoder->config().vocab : txl->config().vocab; }
 
 AnalysisModel load_run_model(const std::string& dir, const std::string& command,
                              const std::vector<std::string>& families) {
@@ -63,7 +60,7 @@ AnalysisModel load_run_model(const std::string& dir, const std::string& command,
   m.name = std::filesystem::path(dir).lexically_normal().filename().string();
   if (m.name.empty()) m.name = std::filesystem::path(dir).lexically_normal().parent_path().filename().string();
   build(m, config);
-  m.step = load_checkpoint(checkpoint, m.encoder ? m.encoder->parameters() : m.txl->parameters(), nullptr)
+  m.step = load_checkpoint(checkpoint, m.model->parameters(), nullptr)
                .progress.step;
   return m;
 }

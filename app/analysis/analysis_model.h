@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "models/encoder.h"
-#include "models/transformer_xl.h"
+#include "models/token_model.h"
 #include "base/io/config.h"
 
 namespace urpe {
@@ -22,13 +22,15 @@ struct AnalysisModel {
   std::string pe;      // none|ape|rpe|urpe; Transformer-XL: rpe (the baseline) or urpe
   int64_t step = 0;    // the checkpoint's training steps (0: untrained)
   std::unique_ptr<Config> config;
-  // The family's token model (train/families/model_family.h, AnalysedModel): one of the two is set.
-  std::unique_ptr<TransformerEncoder> encoder;
-  std::unique_ptr<TransformerXL> txl;
+  // The family's token model (models/token_model.h; train/families/model_family.h, AnalysedModel).
+  std::unique_ptr<TokenModel> model;
   int64_t positions = 0;  // one input window: encoder seq_len, Transformer-XL tgt_len
 
   int64_t seq_len() const { return positions; }
-  int64_t vocab() const;  // input token ids are in [0, vocab)
+  int64_t vocab() const { return model->vocab(); }  // input token ids are in [0, vocab)
+  // The encoder, for the analyses of the encoder's own attention (the logit split, the row sums);
+  // nullptr for another family.
+  const TransformerEncoder* encoder() const { return dynamic_cast<const TransformerEncoder*>(model.get()); }
 };
 
 // Reads `dir`/model.safetensors into the model its config describes. `command` names the caller

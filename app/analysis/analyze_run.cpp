@@ -104,9 +104,11 @@ RunAnalysis analyze_run(const AnalysisModel& model, const AnalyzeOptions& option
   const int64_t T = model.seq_len();
   URPE_CHECK(T >= 2, "urpe analyze: '" << model.source << "' has sequences of " << T
                                        << " position(s); the decomposition needs at least 2");
-  const bool encoder = model.encoder != nullptr;
-  const int64_t d = encoder ? model.encoder->config().d_model : model.txl->config().d_model;
-  const int64_t depth = encoder ? model.encoder->config().layers : model.txl->config().layers;
+  // Where --data split draws its contexts: the run's synthetic task (encoder) or its corpus
+  // (Transformer-XL). The model itself is read through its TokenModel interface.
+  const bool encoder = model.encoder() != nullptr;
+  const int64_t d = model.model->width();
+  const int64_t depth = model.model->blocks();
   std::vector<int64_t> layers = options.layers;
   if (layers.empty())
     for (int64_t l = 0; l <= depth; ++l) layers.push_back(l);
@@ -143,16 +145,9 @@ RunAnalysis analyze_run(const AnalysisModel& model, const AnalyzeOptions& option
   // A batch of contexts (B, T) → the chosen layers' states appended to the cubes.
   auto run_batch = [&](const std::vector<int32_t>& batch_major_ids, int64_t batch) {
     HiddenStates states;
-    if (encoder) {
-      states.keep_attention = split_logits && first_attention.empty();
-      model.encoder->forward(Tensor::from_vector(batch_major_ids, {batch, T}), false, nullptr, &states);
-      keep_first_attention(states);
-    } else {
-      std::vector<int32_t> ids(batch_major_ids.size());  // time-major (T, B)
-      for (int64_t b = 0; b < batch; ++b)
-        for (int64_t t = 0; t < T; ++t) ids[t * batch + b] = batch_major_ids[b * T + t];
-      model.txl->forward_hidden(Tensor::from_vector(ids, {T, batch}), {}, false, nullptr, &states);
-    }
+    states.keep_attention = split_logits && first_attention.empty();
+    model.model->forward_tokens(Tensor::from_vector(batch_major_ids, {batch, T}), &states);
+    keep_first_attention(states);
     append(states, layers, cubes);
   };
 
@@ -219,7 +214,7 @@ RunAnalysis analyze_run(const AnalysisModel& model, const AnalyzeOptions& option
       const int64_t block = layers[k] + 1;
       AttentionSplit split = split_attention_logits(cubes[k], parts, attention_projection(model, block, true),
                                                     attention_projection(model, block, false),
-                                                    model.encoder->config().heads, block);
+                                                    model.encoder()->config().heads, block);
       add_urpe_pictures(model, first_attention[static_cast<size_t>(block - 1)], split);
       r.attention.push_back(std::move(split));
     }

@@ -137,11 +137,11 @@ AttentionSplit split_attention_logits(const HiddenCube& x, const Decomposition& 
 }
 
 bool attention_split_applies(const AnalysisModel& model, std::string& why) {
-  if (!model.encoder) {
+  if (!model.encoder()) {
     why = "Transformer-XL's relative attention has its own position terms (not split here)";
     return false;
   }
-  const EncoderConfig& c = model.encoder->config();
+  const EncoderConfig& c = model.encoder()->config();
   if (c.pe == PositionalKind::rope || c.pe == PositionalKind::shaw) {
     why = std::string("pe = ") + positional_kind_name(c.pe) + " changes the logits beyond q.k (not split here)";
     return false;
@@ -151,7 +151,7 @@ bool attention_split_applies(const AnalysisModel& model, std::string& why) {
 
 Affine attention_projection(const AnalysisModel& model, int64_t block, bool query) {
   const std::string name = "layers." + std::to_string(block - 1) + ".self_attn." + (query ? "q_proj" : "k_proj");
-  const Tensor w = model.encoder->parameters().find(name + ".weight"), b = model.encoder->parameters().find(name + ".bias");
+  const Tensor w = model.encoder()->parameters().find(name + ".weight"), b = model.encoder()->parameters().find(name + ".bias");
   URPE_CHECK(w.defined() && b.defined(), "attention split: the model has no parameter " << name << ".weight/.bias");
   Affine a;
   a.out = w.size(0);
@@ -163,8 +163,8 @@ Affine attention_projection(const AnalysisModel& model, int64_t block, bool quer
 }
 
 void add_urpe_pictures(const AnalysisModel& model, const std::vector<float>& model_attention, AttentionSplit& split) {
-  const EncoderConfig& cfg = model.encoder->config();
-  const Tensor c_table = model.encoder->c_table();
+  const EncoderConfig& cfg = model.encoder()->config();
+  const Tensor c_table = model.encoder()->c_table();
   if (!c_table.defined()) return;
   const int64_t H = split.heads, T = split.positions;
   URPE_CHECK(static_cast<int64_t>(model_attention.size()) == H * T * T, "attention split: the model's A has "
@@ -175,9 +175,9 @@ void add_urpe_pictures(const AnalysisModel& model, const std::vector<float>& mod
   std::vector<float> bt;
   std::vector<int32_t> b_map;
   int64_t b_buckets = 0;
-  if (model.encoder->bias_table().defined()) {
-    bt = model.encoder->bias_table().to_vector_f32();
-    b_buckets = model.encoder->bias_table().size(1);
+  if (model.encoder()->bias_table().defined()) {
+    bt = model.encoder()->bias_table().to_vector_f32();
+    b_buckets = model.encoder()->bias_table().size(1);
     b_map = relative_bucket_map(T, cfg.pe == PositionalKind::alibi ? RelativeKind::unique : cfg.rpe_kind, true)
                 .to_vector_i32();
   }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "autograd/node.h"
+#include "models/transformer_xl.h"
 #include "tensor/rng.h"
 #include "train/encoding_names.h"
 #include "base/plot/charts.h"
@@ -117,13 +118,12 @@ ProbeRun probe_identical_tokens(const AnalysisModel& model, const ProbeOptions& 
   r.source = model.source;
   r.family = model.family;
   r.pe = model.pe;
-  r.transformer_xl = model.txl != nullptr;
-  if (model.encoder) r.attention_norm = model.config->get_string("attention_norm");
+  r.transformer_xl = dynamic_cast<const TransformerXL*>(model.model.get()) != nullptr;  // its relative attention, for the theorem line
+  if (model.encoder()) r.attention_norm = model.config->get_string("attention_norm");
   r.step = model.step;
   r.n = model.seq_len();
-  const bool encoder = model.encoder != nullptr;
-  r.c_is_ones = table_is_ones(encoder ? model.encoder->c_table() : model.txl->c_table());
-  const bool pi = encoder && model.config->get_string("task") == "pi";
+  r.c_is_ones = table_is_ones(model.model->c_table());
+  const bool pi = model.encoder() && model.config->get_string("task") == "pi";
   const std::vector<int32_t> values = probe_token_values(model.vocab(), options.max_tokens, options.seed);
   r.tokens_probed = static_cast<int64_t>(values.size());
 
@@ -135,15 +135,8 @@ ProbeRun probe_identical_tokens(const AnalysisModel& model, const ProbeOptions& 
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t i = 0; i < r.n; ++i) ids[b * r.n + i] = values[start + b];  // (B, N): row b is token b
     HiddenStates states;
-    if (encoder) {
-      const Tensor logits = model.encoder->forward(Tensor::from_vector(ids, {batch, r.n}), false, nullptr, &states);
-      if (pi) correct += correct_positions(logits);
-    } else {  // Transformer-XL is time-major, (N, B): column b is token b repeated; no memory
-      std::vector<int32_t> time_major(ids.size());
-      for (int64_t b = 0; b < batch; ++b)
-        for (int64_t i = 0; i < r.n; ++i) time_major[i * batch + b] = values[start + b];
-      model.txl->forward_hidden(Tensor::from_vector(time_major, {r.n, batch}), {}, false, nullptr, &states);
-    }
+    const Tensor output = model.model->forward_tokens(Tensor::from_vector(ids, {batch, r.n}), &states);
+    if (pi) correct += correct_positions(output);  // the encoder's logits
     if (spreads.empty()) spreads.assign(states.blocks.size(), 0.0);
     for (size_t l = 0; l < states.blocks.size(); ++l) spreads[l] = std::max(spreads[l], hidden_spread(states.blocks[l]));
   }

@@ -67,12 +67,12 @@ std::vector<std::vector<double>> c_row_means(const std::vector<float>& c_table, 
 }
 
 RowSumsResult learned_row_sums(const AnalysisModel& model, const RowSumsOptions& options) {
-  URPE_CHECK(model.encoder && model.pe == "urpe",
+  URPE_CHECK(model.encoder() && model.pe == "urpe",
              "urpe theory rowsums: '" << model.source << "' is a " << model.family << " run with pe = " << model.pe
                                       << "; rowsums reads encoder runs with pe = urpe (without C every row of A sums to 1)");
   URPE_CHECK(options.real_sequences > 0, "urpe theory rowsums: --sequences must be positive");
   autograd::NoGrad no_grad;
-  const TransformerEncoder& encoder = *model.encoder;
+  const TransformerEncoder& encoder = *model.encoder();
   const EncoderConfig& c = encoder.config();
   RowSumsResult r;
   r.run = model.name;

@@ -27,11 +27,9 @@ struct FamilyTrainResult {
   std::string summary;
 };
 
-// The token model of a run as theory/analyze look inside it, built on the CPU: exactly one of
-// `encoder` and `txl` is set (the analyses read the attention of those two model classes).
+// The token model of a run as theory/analyze look inside it (models/token_model.h), built on the CPU.
 struct AnalysedModel {
-  std::unique_ptr<TransformerEncoder> encoder;
-  std::unique_ptr<TransformerXL> txl;
+  std::unique_ptr<TokenModel> model;
   int64_t seq_len = 0;  // positions of one input window (encoder: seq_len; Transformer-XL: tgt_len)
 };
 

@@ -52,7 +52,7 @@ std::string evaluate(const std::string& dir, const Config& config, const std::st
 
 AnalysedModel analysed_model(const Config& config, uint64_t seed) {
   AnalysedModel m;
-  m.encoder = std::make_unique<TransformerEncoder>(encoder_config_from(config), seed, Device::cpu());
+  m.model = std::make_unique<TransformerEncoder>(encoder_config_from(config), seed, Device::cpu());
   m.seq_len = config.get_int("seq_len");
   return m;
 }

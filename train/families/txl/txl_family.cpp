@@ -35,7 +35,7 @@ MemoryEstimate estimate_memory_without_vocab(const Config& config) { return esti
 AnalysedModel analysed_model(const Config& config, uint64_t seed) {
   const data::Corpus corpus = corpus_from_config(config);  // its vocabulary sizes the model
   AnalysedModel m;
-  m.txl = std::make_unique<TransformerXL>(txl_config_from(config, static_cast<int64_t>(corpus.vocab.size())), seed,
+  m.model = std::make_unique<TransformerXL>(txl_config_from(config, static_cast<int64_t>(corpus.vocab.size())), seed,
                                           Device::cpu());
   m.seq_len = config.get_int("tgt_len");
   return m;
