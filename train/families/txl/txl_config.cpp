@@ -85,15 +85,17 @@ std::vector<int64_t> parse_cutoffs(const std::string& text) {
   return cutoffs;
 }
 
-std::string corpus_dir_from(const Config& config) {
-  const std::string corpus = config.get_string("corpus");
+std::string corpus_dir_from(const Config& config) { return corpus_dir_named(config.get_string("corpus")); }
+
+std::string corpus_dir_named(const std::string& corpus) {
   if (corpus == "embedded") return data::embedded_corpus_dir();
-  check_txl_paths(config);
+  check_corpus_key(corpus);
   return corpus;
 }
 
-void check_txl_paths(const Config& config) {
-  const std::string corpus = config.get_string("corpus");
+void check_txl_paths(const Config& config) { check_corpus_key(config.get_string("corpus")); }
+
+void check_corpus_key(const std::string& corpus) {
   if (corpus == "embedded") return;
   URPE_CHECK(path_exists(corpus),
              "corpus directory '" << corpus << "' (config key `corpus`) does not exist; it should hold the "

@@ -30,6 +30,8 @@ std::vector<int64_t> parse_cutoffs(const std::string& text);
 // The corpus directory a config names: `corpus = embedded` is the corpus shipped with urpe.
 // A path that is missing or is a file is an error naming the key.
 std::string corpus_dir_from(const Config& config);
+// The same from the `corpus` key's value.
+std::string corpus_dir_named(const std::string& corpus);
 
 // What the txl keys mean, checked without reading the corpus (run by check_config_values):
 // positive sizes, even d_model, dropouts in [0, 1), tgt_len > 0, mem_len >= 0, the eval_* keys
@@ -37,6 +39,8 @@ std::string corpus_dir_from(const Config& config);
 void check_txl_values(const Config& config);
 // `corpus` names a directory (run by check_config_paths).
 void check_txl_paths(const Config& config);
+// The same for the `corpus` key's value.
+void check_corpus_key(const std::string& corpus);
 
 // The model a config describes for a corpus of `vocab` tokens. Checks the values a model would
 // otherwise reject later (heads, cutoffs against the vocabulary, dropout range) with messages
