@@ -176,14 +176,6 @@ const std::map<std::string, int>& string_read_debt() {
       {"app/analysis/analyze_run.cpp", 1},
       {"app/analysis/denominator.cpp", 1},
       {"app/analysis/probe.cpp", 2},
-      {"train/families/graphormer/graphormer_memory.cpp", 1},
-      {"train/families/graphormer/graphormer_plots.cpp", 3},
-      {"train/families/graphormer/graphormer_sources.cpp", 7},
-      {"train/families/graphormer/graphormer_trainer.cpp", 14},
-      {"train/families/txl/txl_family.cpp", 2},
-      {"train/families/txl/txl_memory.cpp", 4},
-      {"train/families/txl/txl_plots.cpp", 3},
-      {"train/families/txl/txl_trainer.cpp", 11},
   };
   return debt;
 }

@@ -184,4 +184,20 @@ TxlEvalSettings eval_settings_from(const Config& config) {
   return e;
 }
 
+TxlSettings txl_settings_from(const Config& c) {
+  TxlSettings s;
+  s.pe = c.get_string("pe");
+  s.corpus = c.get_string("corpus");
+  s.token_mode = data::parse_token_mode(c.get_string("token_mode"));
+  s.tgt_len = c.get_int("tgt_len");
+  s.mem_len = c.get_int("mem_len");
+  s.schedule = parse_decay_kind(c.get_string("schedule"));
+  s.max_eval_tokens = c.get_int("max_eval_tokens");
+  s.eval = eval_settings_from(c);
+  s.own_eval_tgt_len = c.get_int("eval_tgt_len") > 0;
+  s.own_eval_mem_len = c.get_int("eval_mem_len") >= 0;
+  s.cutoffs = parse_cutoffs(c.get_string("cutoffs"));
+  return s;
+}
+
 }  // namespace urpe
