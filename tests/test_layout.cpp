@@ -172,10 +172,6 @@ bool reads_keys_by_name(const std::string& folder, const std::string& file) {
 // to be converted to the typed settings (and then deleted from here).
 const std::map<std::string, int>& string_read_debt() {
   static const std::map<std::string, int> debt = {
-      {"app/analysis/analysis_model.cpp", 5},
-      {"app/analysis/analyze_run.cpp", 1},
-      {"app/analysis/denominator.cpp", 1},
-      {"app/analysis/probe.cpp", 2},
   };
   return debt;
 }
