@@ -355,11 +355,11 @@ TEST_CASE("the config boundary rule is checked: a read below it is found") {
     fs::create_directories(path.parent_path());
     std::ofstream(path) << text;
   };
-  write(root / "train" / "loop" / "loop.cpp", "int64_t s = c.get_int(\"steps\");\nint64_t b = c.get_int(\"batch\");\n");
+  write(root / "train" / "loop" / "training_loop.cpp", "int64_t s = c.get_int(\"steps\");\nint64_t b = c.get_int(\"batch\");\n");
   write(root / "train" / "config" / "settings.cpp", "s.steps = c.get_int(\"steps\");\n");
   write(root / "train" / "families" / "toy" / "toy_config.cpp", "s.width = c.get_int(\"width\");\n");
   write(root / "train" / "families" / "toy" / "toy_trainer.cpp", "const int64_t w = settings.width;\n");
   const std::map<std::string, int> found = string_reads_below_boundary(root);
-  CHECK(found == std::map<std::string, int>{{"train/loop/loop.cpp", 2}});
+  CHECK(found == std::map<std::string, int>{{"train/loop/training_loop.cpp", 2}});
   fs::remove_all(root);
 }
