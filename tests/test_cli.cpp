@@ -180,7 +180,7 @@ void record_as_cuda_run(const std::string& dir) {
   const Config config = config_from_text(config_text, path);
   const std::string model = config.get_string("model");
   auto rewrite = [&](const ParameterSet& params) {
-    Adam adam(params.tensors(), adam_config_from(config));
+    Adam adam(params.tensors(), adam_config_from(run_settings_from(config)));
     const CheckpointInfo info = load_checkpoint(path, params, &adam);
     save_checkpoint(path, params, &adam, info.progress, cuda_text, info.state);
   };

@@ -11,10 +11,14 @@
 //  2. Nothing outside train/families/ branches on a model family's name (`model == "txl"`): it
 //     asks the family through the registry (train/families/model_family.h).
 //  3. A folder whose subfolders hold code is a table of contents: at most 5 files at its root.
+//  4. Configs are typed below the config boundary (train/config/run_settings.h draws it): outside
+//     the boundary's files no code reads a config key by its name (`config.get_int("steps")`); it
+//     takes the typed settings (RunSettings, a family's NAME_settings_from).
 #include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <set>
@@ -141,6 +145,57 @@ std::vector<std::string> crowded_roots(const fs::path& root, int most) {
   return crowded;
 }
 
+
+// ---- rule 4: string-keyed config reads below the config boundary ----
+
+// How many string-keyed config reads a line holds: get_int/get_float/get_bool/get_string called
+// with a literal key.
+int string_keyed_reads(const std::string& line) {
+  static const std::regex read(R"(\bget_(int|float|bool|string)\(\s*")");
+  if (line.find("get_") == std::string::npos) return 0;  // the common case, fast
+  return static_cast<int>(std::distance(std::sregex_iterator(line.begin(), line.end(), read), std::sregex_iterator()));
+}
+
+// The files that are the config boundary or above it (train/config/run_settings.h): they may read
+// keys by name.
+bool reads_keys_by_name(const std::string& folder, const std::string& file) {
+  if (folder == "train/config") return true;  // the schema, the checks, RunSettings
+  // A family's NAME_config.cpp: its keys, their checks and its typed settings.
+  if (folder.rfind("train/families/", 0) == 0 && file.size() > 11 && file.compare(file.size() - 11, 11, "_config.cpp") == 0)
+    return true;
+  // Above the boundary: the commands build configs from the command line and the paper's grids.
+  return folder == "app/cli" || folder == "app/repro";
+}
+
+// Known debt: files below the boundary that still read keys by name, with how many reads. The
+// count must match exactly, so a new read fails and a removed one shrinks the list. Each entry is
+// to be converted to the typed settings (and then deleted from here).
+const std::map<std::string, int>& string_read_debt() {
+  static const std::map<std::string, int> debt = {
+  };
+  return debt;
+}
+
+// Every file under `root`'s layers (outside the boundary) with string-keyed reads, and how many.
+std::map<std::string, int> string_reads_below_boundary(const fs::path& root) {
+  std::map<std::string, int> found;
+  for (const Layer& layer : layers()) {
+    if (layer.folder == "stb" || !fs::is_directory(root / layer.folder)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(root / layer.folder)) {
+      if (!entry.is_regular_file() || !is_source(entry.path())) continue;
+      const std::string folder = fs::relative(entry.path().parent_path(), root).generic_string();
+      const std::string file = entry.path().filename().string();
+      if (reads_keys_by_name(folder, file)) continue;
+      std::ifstream in(entry.path());
+      std::string line;
+      int reads = 0;
+      while (std::getline(in, line)) reads += string_keyed_reads(line);
+      if (reads > 0) found[folder + "/" + file] = reads;
+    }
+  }
+  return found;
+}
+
 }  // namespace
 
 TEST_CASE("the layers are listed bottom-up: each includes only layers listed before it") {
@@ -263,5 +318,48 @@ TEST_CASE("the rules are checked: an upward include, a family branch and a crowd
   touch(root / "app" / "cli" / "deeper" / "main.cpp");
   const std::vector<std::string> crowded = crowded_roots(root, 5);
   CHECK(crowded == std::vector<std::string>{"app (6 files)"});
+  fs::remove_all(root);
+}
+
+TEST_CASE("no config key is read by name below the config boundary") {
+  const std::map<std::string, int> found = string_reads_below_boundary(URPE_SOURCE_DIR);
+  for (const auto& [file, reads] : found) {
+    const auto debt = string_read_debt().find(file);
+    CHECK_MESSAGE(debt != string_read_debt().end(),
+                  file << " reads " << reads << " config key(s) by name (get_int(\"...\") and friends): take the typed "
+                       << "settings (RunSettings, the family's NAME_settings_from; train/config/run_settings.h)");
+    if (debt != string_read_debt().end())
+      CHECK_MESSAGE(debt->second == reads, file << " reads " << reads << " config key(s) by name; the debt list in "
+                                                << "tests/test_layout.cpp says " << debt->second << ": update it");
+  }
+  for (const auto& [file, reads] : string_read_debt())
+    CHECK_MESSAGE(found.count(file) == 1, file << " is in the debt list but reads no key by name: delete its entry");
+}
+
+TEST_CASE("the config boundary rule is checked: a read below it is found") {
+  CHECK(string_keyed_reads("  const int64_t steps = config.get_int(\"steps\");") == 1);
+  CHECK(string_keyed_reads("c.get_string( \"pe\") + c.get_float(\"lr\")") == 2);
+  CHECK(string_keyed_reads("config.get_int(key)") == 0);  // a key passed in: the checks' helpers
+  CHECK(string_keyed_reads("budget_get_int(\"x\")") == 0);
+  CHECK(reads_keys_by_name("train/config", "run_settings.cpp"));
+  CHECK(reads_keys_by_name("train/families/txl", "txl_config.cpp"));
+  CHECK(reads_keys_by_name("app/cli", "train.cpp"));
+  CHECK(!reads_keys_by_name("train/families/txl", "txl_trainer.cpp"));
+  CHECK(!reads_keys_by_name("train/loop", "training_loop.cpp"));
+  CHECK(!reads_keys_by_name("app/analysis", "probe.cpp"));
+
+  char dir_template[] = "/tmp/urpe_test_layout_reads_XXXXXX";
+  REQUIRE(mkdtemp(dir_template) != nullptr);
+  const fs::path root = dir_template;
+  const auto write = [](const fs::path& path, const std::string& text) {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+  };
+  write(root / "train" / "loop" / "training_loop.cpp", "int64_t s = c.get_int(\"steps\");\nint64_t b = c.get_int(\"batch\");\n");
+  write(root / "train" / "config" / "settings.cpp", "s.steps = c.get_int(\"steps\");\n");
+  write(root / "train" / "families" / "toy" / "toy_config.cpp", "s.width = c.get_int(\"width\");\n");
+  write(root / "train" / "families" / "toy" / "toy_trainer.cpp", "const int64_t w = settings.width;\n");
+  const std::map<std::string, int> found = string_reads_below_boundary(root);
+  CHECK(found == std::map<std::string, int>{{"train/loop/training_loop.cpp", 2}});
   fs::remove_all(root);
 }

@@ -10,6 +10,7 @@
 #include "base/io/run_dir.h"
 #include "train/families/model_family.h"
 #include "train/config/run_config.h"
+#include "train/config/run_settings.h"
 
 namespace urpe {
 
@@ -25,9 +26,10 @@ std::string family_list(const std::vector<std::string>& families) {
 // Builds the (untrained) model of `config` on the CPU.
 void build(AnalysisModel& m, const Config& config) {
   m.config = std::make_unique<Config>(config);
-  m.family = config.get_string("model");
-  m.pe = config.get_string("pe");
-  const uint64_t seed = static_cast<uint64_t>(config.get_int("seed"));
+  const RunSettings run = run_settings_from(config);
+  m.family = run.model;
+  m.pe = run.pe;
+  const uint64_t seed = static_cast<uint64_t>(run.seed);
   const ModelFamily& family = family_of(config);
   URPE_CHECK(family.analysed_model != nullptr, "model family " << family.name << " has no token model to analyse");
   AnalysedModel built = family.analysed_model(config, seed);
@@ -54,7 +56,7 @@ AnalysisModel load_run_model(const std::string& dir, const std::string& command,
   URPE_CHECK(path_exists(checkpoint), command << ": '" << dir << "' has no model.safetensors (not a run "
                                               << "directory, or the run never reached its first checkpoint)");
   const Config config = config_from_text(read_checkpoint_info(checkpoint).config_text, checkpoint + " (config)");
-  check_family(config.get_string("model"), "'" + dir + "'", "run", command, families);
+  check_family(run_settings_from(config).model, "'" + dir + "'", "run", command, families);
   AnalysisModel m;
   m.source = dir;
   m.name = std::filesystem::path(dir).lexically_normal().filename().string();
@@ -68,7 +70,7 @@ AnalysisModel load_run_model(const std::string& dir, const std::string& command,
 AnalysisModel fresh_model(const std::string& preset, const std::vector<std::string>& overrides,
                           const std::string& command, const std::vector<std::string>& families) {
   const Config config = resolve_config(preset, "", overrides);
-  check_family(config.get_string("model"), "preset " + preset, "model", command, families);
+  check_family(run_settings_from(config).model, "preset " + preset, "model", command, families);
   AnalysisModel m;
   m.source = "preset " + preset;
   build(m, config);

@@ -14,6 +14,7 @@
 #include "tensor/error.h"
 #include "tensor/rng.h"
 #include "app/analysis/corpus_topics.h"
+#include "train/families/encoder/encoder_config.h"
 #include "train/families/encoder/encoder_trainer.h"
 #include "train/families/model_family.h"
 #include "base/io/run_dir.h"
@@ -171,7 +172,7 @@ RunAnalysis analyze_run(const AnalysisModel& model, const AnalyzeOptions& option
       run_batch(task.sample(batch, rng).tokens.to_vector_i32(), batch);
     }
     r.data = std::to_string(options.contexts) + " fresh sequences of the run's task (" +
-             model.config->get_string("task") + ", n = " + std::to_string(T) + ", seed " +
+             encoder_settings_from(*model.config).task + ", n = " + std::to_string(T) + ", seed " +
              std::to_string(options.seed) + ")";
   } else {
     const data::Corpus corpus = corpus_from_config(*model.config);

@@ -15,6 +15,7 @@
 #include "base/plot/charts.h"
 #include "train/loop/progress.h"
 #include "train/config/run_config.h"
+#include "train/config/run_settings.h"
 #include "train/families/encoder/encoder_plots.h"
 
 namespace urpe {
@@ -76,7 +77,7 @@ std::vector<DenominatorRun> run_denominator(const DenominatorPlan& plan, const s
   // Resolve once up front, so a bad preset or key fails before any training.
   const Config probe_config = resolve_config(plan.preset, "", plan.overrides);
   URPE_CHECK(is_encoder_config(probe_config),
-             "urpe theory denominator: preset " << plan.preset << " is a " << probe_config.get_string("model")
+             "urpe theory denominator: preset " << plan.preset << " is a " << run_settings_from(probe_config).model
                                                 << " preset; the experiment trains the encoder (e.g. pi-tiny)");
   make_directories(join_path(out_dir, "plots"));
 

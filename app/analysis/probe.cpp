@@ -9,8 +9,10 @@
 
 #include "autograd/node.h"
 #include "models/transformer_xl.h"
+#include "ops/urpe_attention.h"
 #include "tensor/rng.h"
 #include "train/encoding_names.h"
+#include "train/families/encoder/encoder_config.h"
 #include "base/plot/charts.h"
 
 namespace urpe {
@@ -119,11 +121,11 @@ ProbeRun probe_identical_tokens(const AnalysisModel& model, const ProbeOptions& 
   r.family = model.family;
   r.pe = model.pe;
   r.transformer_xl = dynamic_cast<const TransformerXL*>(model.model.get()) != nullptr;  // its relative attention, for the theorem line
-  if (model.encoder()) r.attention_norm = model.config->get_string("attention_norm");
+  if (model.encoder()) r.attention_norm = attention_norm_name(encoder_settings_from(*model.config).attention_norm);
   r.step = model.step;
   r.n = model.seq_len();
   r.c_is_ones = table_is_ones(model.model->c_table());
-  const bool pi = model.encoder() && model.config->get_string("task") == "pi";
+  const bool pi = model.encoder() && encoder_settings_from(*model.config).task == "pi";
   const std::vector<int32_t> values = probe_token_values(model.vocab(), options.max_tokens, options.seed);
   r.tokens_probed = static_cast<int64_t>(values.size());
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "tensor/error.h"
+#include "train/config/run_settings.h"
 
 namespace urpe {
 
@@ -54,7 +55,7 @@ const ModelFamily& model_family(const std::string& name) {
   URPE_FAIL("model '" << printable(name) << "' is not a model family (expected one of: " << known << ")");
 }
 
-const ModelFamily& family_of(const Config& config) { return model_family(config.get_string("model")); }
+const ModelFamily& family_of(const Config& config) { return model_family(run_settings_from(config).model); }
 
 void check_finite_score(const std::string& dir, const std::string& which, const std::string& split, double loss) {
   URPE_CHECK(std::isfinite(loss), "urpe eval: the " << which << " checkpoint of " << dir << " scores a "

@@ -114,7 +114,8 @@ Config resumed_config(const std::string& dir, const std::vector<std::string>& ov
   }
   check_config_values(config);
   const int64_t step = read_checkpoint_info(checkpoint).progress.step;
-  URPE_CHECK(config.get_int("steps") >= step, "--set steps=" << config.get_int("steps") << ": the run in " << dir
+  const int64_t steps = run_settings_from(config).steps;
+  URPE_CHECK(steps >= step, "--set steps=" << steps << ": the run in " << dir
                                                              << " has already taken " << step
                                                              << " steps; a resumed run can only run longer");
   return config;

@@ -7,6 +7,7 @@
 #include "base/io/run_dir.h"
 #include "base/io/safetensors.h"
 #include "train/config/run_config.h"
+#include "train/config/run_settings.h"
 
 namespace urpe {
 
@@ -27,9 +28,8 @@ InitFromReport init_parameters_from_run(const std::string& run_dir, const Config
   const CheckpointInfo info = read_checkpoint_info(report.checkpoint);
   report.source_step = info.progress.step;
   const Config source = config_from_text(info.config_text, report.checkpoint + " (config)");
-  URPE_CHECK(source.get_string("model") == config.get_string("model"),
-             where << ": a '" << source.get_string("model") << "' run; this run is model = "
-                   << config.get_string("model"));
+  const std::string source_model = run_settings_from(source).model, model = run_settings_from(config).model;
+  URPE_CHECK(source_model == model, where << ": a '" << source_model << "' run; this run is model = " << model);
 
   const std::string prefix = "model.";
   std::set<std::string> in_source;

@@ -31,18 +31,18 @@ Config stored_run_config(const std::string& dir) {
   return config_from_text(read_checkpoint_info(checkpoint).config_text, checkpoint + " (config)");
 }
 
-AdamConfig adam_config_from(const Config& config) {
+AdamConfig adam_config_from(const RunSettings& settings) {
   AdamConfig adam;
-  adam.weight_decay = static_cast<float>(config.get_float("weight_decay"));
-  adam.clip_norm = static_cast<float>(config.get_float("clip"));
-  adam.decay_biases_and_norms = config.get_bool("decay_biases_and_norms");
+  adam.weight_decay = static_cast<float>(settings.weight_decay);
+  adam.clip_norm = static_cast<float>(settings.clip);
+  adam.decay_biases_and_norms = settings.decay_biases_and_norms;
   return adam;
 }
 
-LrSchedule lr_schedule_from(const Config& config, int64_t steps) {
+LrSchedule lr_schedule_from(const RunSettings& settings, int64_t steps) {
   LrSchedule schedule;
-  schedule.peak_lr = static_cast<float>(config.get_float("lr"));
-  schedule.warmup = config.get_int("warmup");
+  schedule.peak_lr = static_cast<float>(settings.lr);
+  schedule.warmup = settings.warmup;
   schedule.total = steps;
   return schedule;
 }

@@ -10,6 +10,7 @@
 #include "train/loop/checkpoint.h"
 #include "base/io/config.h"
 #include "base/io/stop_signals.h"
+#include "train/config/run_settings.h"
 #include "train/optim/optimizer.h"
 #include "train/loop/schedule.h"
 #include "train/loop/train_options.h"
@@ -28,10 +29,10 @@ Config stored_run_config(const std::string& run_dir);
 
 // StopOnInterrupt, stop_signal() and stop_exit_code(): base/io/stop_signals.h.
 
-// Adam and the learning-rate schedule from the common keys (weight_decay, clip; lr, warmup) for a
+// Adam and the learning-rate schedule from the common settings (weight_decay, clip; lr, warmup) for a
 // run of `steps` steps. A trainer sets its family's own schedule keys (decay kind, end_lr) on the
 // schedule, then calls validate().
-AdamConfig adam_config_from(const Config& config);
-LrSchedule lr_schedule_from(const Config& config, int64_t steps);
+AdamConfig adam_config_from(const RunSettings& settings);
+LrSchedule lr_schedule_from(const RunSettings& settings, int64_t steps);
 
 }  // namespace urpe

@@ -102,16 +102,16 @@ void check_finite_before_saving(dist::Communicator& comm, const ParameterSet& pa
 }
 
 // Every rank trains the same config with the same build, on an equal shard of the global batch.
-void check_data_parallel_run(dist::Communicator& comm, const Config& config) {
+void check_data_parallel_run(dist::Communicator& comm, const Config& config, const RunSettings& settings) {
   if (comm.size() == 1) return;
   dist::check_same_run(comm, config.to_text());
-  const int64_t batch = config.get_int("batch");
+  const int64_t batch = settings.batch;
   dist::check_collective(comm, batch % comm.size() == 0,
                          "config: batch = " + std::to_string(batch) + " is the global batch and must divide evenly "
                          "across the " + std::to_string(comm.size()) + " ranks (mpirun -np " +
                          std::to_string(comm.size()) + "); use a multiple of " + std::to_string(comm.size()));
   // Each rank splits its rows into the micro-batches of gradient accumulation.
-  const int64_t accum = config.get_int("accum_steps");
+  const int64_t accum = settings.accum_steps;
   dist::check_collective(comm, batch / comm.size() % accum == 0,
                          "config: accum_steps = " + std::to_string(accum) + " must divide each rank's " +
                              std::to_string(batch / comm.size()) + " rows of the batch (batch " + std::to_string(batch) +
@@ -140,8 +140,8 @@ Rng rank_dropout_stream(const dist::Communicator& comm, const Rng& rank0) {
 // keeps the moments of its 1/K of the parameters), which the run's log reports.
 Adam make_optimizer(const TrainingRun& run, dist::Communicator& comm, const std::vector<Tensor>& parameters,
                    dist::DeviceCollectives* device) {
-  if (!run.config.get_bool("shard_optimizer")) return Adam(parameters, adam_config_from(run.config));
-  Adam optimizer(parameters, adam_config_from(run.config), comm, device);
+  if (!run.settings.shard_optimizer) return Adam(parameters, adam_config_from(run.settings));
+  Adam optimizer(parameters, adam_config_from(run.settings), comm, device);
   if (comm.is_root() && !run.options.quiet) {
     const int64_t total = dist::total_elements(parameters);
     std::printf("shard_optimizer: Adam's moments of %lld of the %lld parameters per rank (%d rank%s)\n",
@@ -240,14 +240,15 @@ TrainingRun begin_training_run(const Config& config_in, const std::string& out_d
   dist::Communicator& comm = dist::world();
   std::shared_ptr<RunDirectoryLock> lock;
   std::string checkpoint_path = open_run_directory_on(comm, out_dir, options, config, lock);
-  check_data_parallel_run(comm, config);
-  const int64_t steps = config.get_int("steps"), eval_every = config.get_int("eval_every");
+  RunSettings settings = run_settings_from(config);
+  check_data_parallel_run(comm, config, settings);
+  const int64_t steps = settings.steps, eval_every = settings.eval_every;
   URPE_CHECK(steps > 0, "config: steps must be positive, got " << steps);
   URPE_CHECK(eval_every > 0, "config: eval_every must be positive, got " << eval_every);
-  const uint64_t seed = static_cast<uint64_t>(config.get_int("seed"));
-  const Device device = parse_device(rank_device_name(comm, config.get_string("device")));
-  ProfileWindow profile = apply_device_options(options, device, steps, config.get_string("precision"));
-  return TrainingRun{std::move(config), out_dir, std::move(checkpoint_path), options, steps, eval_every,
+  const uint64_t seed = static_cast<uint64_t>(settings.seed);
+  const Device device = parse_device(rank_device_name(comm, settings.device));
+  ProfileWindow profile = apply_device_options(options, device, steps, settings.precision);
+  return TrainingRun{std::move(config), std::move(settings), out_dir, std::move(checkpoint_path), options, steps, eval_every,
                      seed,              device,  std::move(profile),         &comm,           std::move(lock)};
 }
 
@@ -262,7 +263,7 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
     std::printf("data parallel: %d ranks, gradients exchanged on the GPUs by %s\n", comm.size(),
                 device_collectives->describe().c_str());
   Adam optimizer = make_optimizer(run, comm, task.parameters().tensors(), device_collectives.get());
-  LrSchedule schedule = lr_schedule_from(run.config, run.steps);
+  LrSchedule schedule = lr_schedule_from(run.settings, run.steps);
   task.adjust_schedule(schedule);
   schedule.validate();
 
@@ -335,7 +336,7 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
   BestCheckpoint best(join_path(run.out_dir, kBestCheckpointName), task.metric_higher_is_better(), options.resume);
 
   const std::vector<Tensor> parameter_tensors = task.parameters().tensors();
-  const int64_t accum_steps = run.config.get_int("accum_steps");
+  const int64_t accum_steps = run.settings.accum_steps;
   StepMeter meter;
   bool interrupted = false, saved_nothing = false;
   for (int64_t step = progress.step + 1; step <= run.steps; ++step) {
@@ -410,8 +411,8 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
   r.experiment = options.experiment;
   r.task = final.task;
   r.model = final.model;
-  r.pe = run.config.get_string("pe");
-  r.seed = run.config.get_int("seed");
+  r.pe = run.settings.pe;
+  r.seed = run.settings.seed;
   r.metric_name = final.metric_name;
   r.metric = final.metric;
   r.params = task.parameters().count();

@@ -23,6 +23,7 @@
 #include "train/loop/profiling.h"
 #include "base/io/run_dir.h"
 #include "base/io/run_lock.h"
+#include "train/config/run_settings.h"
 #include "train/loop/schedule.h"
 #include "train/loop/train_options.h"
 
@@ -33,7 +34,8 @@ namespace urpe {
 // run's processes (docs/distributed.md): each trains on its shard of
 // every global batch (dist::batch_shard), and only its rank 0 writes files and prints progress.
 struct TrainingRun {
-  Config config;
+  Config config;          // saved in config.txt and every checkpoint; the families parse their settings from it
+  RunSettings settings;   // the common keys of `config`, typed (train/config/run_settings.h)
   std::string out_dir, checkpoint_path;
   TrainOptions options;
   int64_t steps = 0, eval_every = 0;

@@ -5,7 +5,9 @@
 
 #include "models/encoder.h"
 #include "tensor/error.h"
+#include "ops/urpe_attention.h"
 #include "train/config/config_checks.h"
+#include "train/config/run_config.h"
 #include "train/families/encoder/encoder_mlm_config.h"
 
 namespace urpe {
@@ -64,6 +66,34 @@ void check_encoder_values(const Config& c) {
              "config: pe = " << c.get_string("pe") << " needs an even head dimension d_model/heads, got "
                              << c.get_int("d_model") / c.get_int("heads"));
   check_masked_lm_values(c);
+}
+
+EncoderSettings encoder_settings_from(const Config& c) {
+  EncoderSettings s;
+  s.task = c.get_string("task");
+  s.masked_lm = s.task == "mlm";
+  s.pe = c.get_string("pe");
+  s.pe_spec = parse_positional_spec(s.pe);
+  s.shaw_clip = c.get_int("shaw_clip");
+  s.rpe_kind = parse_relative_kind(c.get_string("rpe_kind"));
+  s.urpe_kind = parse_relative_kind(c.get_string("urpe_kind"));
+  s.attention_norm = parse_attention_norm(c.get_string("attention_norm"));
+  s.attention = parse_attention_path(c.get_string("attention"));
+  s.seq_len = c.get_int("seq_len");
+  s.vocab = c.get_int("vocab");
+  s.layers = c.get_int("layers");
+  s.d_model = c.get_int("d_model");
+  s.heads = c.get_int("heads");
+  s.d_ff = c.get_int("d_ff");
+  s.dropout = static_cast<float>(c.get_float("dropout"));
+  s.attention_dropout = static_cast<float>(c.get_float("attention_dropout"));
+  s.init_std = static_cast<float>(c.get_float("init_std"));
+  s.valid_size = c.get_int("valid_size");
+  s.task_protocol = parse_task_protocol(c.get_string("task_protocol"));
+  s.linear_dtype = linear_dtype_of(c);
+  s.mask_prob = c.get_float("mask_prob");
+  s.corpus = c.get_string("corpus");
+  return s;
 }
 
 bool is_encoder_config(const Config& config) { return config.get_string("model") == "encoder"; }

@@ -11,6 +11,7 @@
 #include "train/families/encoder/encoder_plots.h"
 #include "train/loop/checkpoint.h"
 #include "train/loop/run_control.h"
+#include "train/config/run_settings.h"
 
 namespace urpe {
 
@@ -27,22 +28,24 @@ FamilyTrainResult train(const Config& config, const std::string& out_dir, const 
 
 std::string evaluate(const std::string& dir, const Config& config, const std::string& split, const std::string& which) {
   const std::string checkpoint = run_checkpoint_path(dir, which);
-  if (is_masked_lm(config)) {  // task = mlm: the split's first valid_size windows, fixed masks
-    TransformerEncoder model(encoder_config_from(config), 0, parse_device(config.get_string("device")));
+  const EncoderSettings settings = encoder_settings_from(config);
+  const Device device = parse_device(run_settings_from(config).device);
+  if (settings.masked_lm) {  // task = mlm: the split's first valid_size windows, fixed masks
+    TransformerEncoder model(encoder_model_of(settings), 0, device);
     const CheckpointInfo info = load_checkpoint(checkpoint, model.parameters(), nullptr);
-    const MaskedLmData data = masked_lm_data(config);
+    const MaskedLmData data = masked_lm_data(settings);
     const MaskedLmEval e = evaluate_masked_lm(model, data.task, split == "valid" ? data.valid : data.test,
-                                              config.get_int("valid_size"));
+                                              settings.valid_size);
     return printf_text("%s (%s, step %lld): %s MLM loss %.4f, masked-token accuracy %.2f%% over %lld masked tokens "
                        "of %lld windows",
                        dir.c_str(), which.c_str(), static_cast<long long>(info.progress.step), split.c_str(), e.loss,
                        100.0 * e.accuracy, static_cast<long long>(e.masked), static_cast<long long>(e.windows));
   }
-  const SyntheticTask task = task_from_config(config);
-  TransformerEncoder model(encoder_config_from(config), 0, parse_device(config.get_string("device")));
+  const SyntheticTask task = synthetic_task_of(settings);
+  TransformerEncoder model(encoder_model_of(settings), 0, device);
   const CheckpointInfo info = load_checkpoint(checkpoint, model.parameters(), nullptr);
   // The synthetic tasks have one fixed held-out set; `test` scores a second, disjoint draw.
-  const int64_t size = config.get_int("valid_size");
+  const int64_t size = settings.valid_size;
   const EncoderEvalResult r = evaluate_encoder(model, task, size, 64, split == "valid" ? EvalSplit::valid : EvalSplit::test);
   check_finite_score(dir, which, split, r.loss);
   return printf_text("%s (%s, step %lld): %s accuracy %.2f%%, loss %.4f over %lld sequences", dir.c_str(),
@@ -52,8 +55,9 @@ std::string evaluate(const std::string& dir, const Config& config, const std::st
 
 AnalysedModel analysed_model(const Config& config, uint64_t seed) {
   AnalysedModel m;
-  m.model = std::make_unique<TransformerEncoder>(encoder_config_from(config), seed, Device::cpu());
-  m.seq_len = config.get_int("seq_len");
+  const EncoderSettings settings = encoder_settings_from(config);
+  m.model = std::make_unique<TransformerEncoder>(encoder_model_of(settings), seed, Device::cpu());
+  m.seq_len = settings.seq_len;
   return m;
 }
 

@@ -10,6 +10,7 @@
 #include "models/positional.h"
 #include "ops/linear_cross_entropy.h"
 #include "train/config/memory_estimate.h"
+#include "train/families/encoder/encoder_config.h"
 
 namespace urpe {
 
@@ -26,6 +27,7 @@ constexpr double kEncoderEvalBatch = 64;  // encoder_trainer.cpp's fixed evaluat
 }  // namespace
 
 MemoryEstimate estimate_encoder_memory(const Config& config) {
+  const EncoderSettings settings = encoder_settings_from(config);
   MemoryEstimate e;
   const double eval_rows = std::min(kEncoderEvalBatch, value_of(config, "valid_size"));
   const SizeFactor rows = rows_factor(config, "", eval_rows, "evaluation batch");
@@ -37,8 +39,8 @@ MemoryEstimate estimate_encoder_memory(const Config& config) {
   // simple: PI classifies positions (n classes), ETP tokens (vocab + 1 with the EOS class);
   // official: 11 + vocab classes (PI at least seq_len + 1) and 11 + vocab embedding rows
   // (data/synthetic.h).
-  const bool pi = config.get_string("task") == "pi";
-  const bool official = config.get_string("task_protocol") == "official";
+  const bool pi = settings.task == "pi";
+  const bool official = settings.task_protocol == TaskProtocol::official;
   const double vocab = value_of(config, "vocab");
   SizeFactor classes = pi ? SizeFactor{"classes (seq_len)", n.value, 1, {"seq_len"}}
                           : SizeFactor{"classes (vocab + 1)", vocab + 1, 1, {"vocab"}};
@@ -47,10 +49,10 @@ MemoryEstimate estimate_encoder_memory(const Config& config) {
                                              : SizeFactor{"classes (vocab + 11)", vocab + 11, 1, {"vocab"}};
   SizeFactor embedding_rows = official ? SizeFactor{"vocab + 11", vocab + 11, 1, {"vocab"}} : key_factor(config, "vocab");
   // mlm (train/families/encoder/encoder_mlm_config.h): vocab rows and vocab classes (the head is tied to the embedding).
-  const bool mlm = config.get_string("task") == "mlm";
+  const bool mlm = settings.masked_lm;
   if (mlm) classes = embedding_rows = key_factor(config, "vocab");
   // Fused attention keeps per-row statistics instead of the B·H·n² scores (ops/urpe_flash_attention.h).
-  const bool fused = config.get_string("attention") == "fused";
+  const bool fused = settings.attention == AttentionPath::fused;
   const SizeTerm attention = fused ? SizeTerm{"attention row statistics (fused)", {rows, heads, n}}
                                    : SizeTerm{"attention scores", {rows, heads, n2}};
   // Position identification's head runs fused with its loss in row chunks (encoder_trainer.cpp,
@@ -72,18 +74,18 @@ MemoryEstimate estimate_encoder_memory(const Config& config) {
   if (mlm) {
     e.parameters.back() = {"the LM head's dense layer (its output is the tied embedding)", {d, d}};
     // The head runs on the masked positions only: round(mask_prob · seq_len) per sequence.
-    const double masked = std::max(1.0, std::round(config.get_float("mask_prob") * n.value));
+    const double masked = std::max(1.0, std::round(settings.mask_prob * n.value));
     for (SizeTerm& t : e.activations)
       if (t.what == "logits") t.factors = {rows, {"masked positions (mask_prob · seq_len)", masked, 1, {"seq_len", "mask_prob"}}, classes};
   }
 
   // The positional encoding's own tables (models/encoder.cpp), `pe` = BASE or BASE+urpe.
-  const PositionalSpec pe = parse_positional_spec(config.get_string("pe"));
+  const PositionalSpec pe = settings.pe_spec;
   // A map of buckets per (i, j): square (n²) for the materialised core, relative (2n − 1) when fused.
   const SizeFactor map_size = fused ? SizeFactor{"(2·seq_len − 1) distances", 2 * n.value - 1, 1, {"seq_len"}} : n2;
   // One table row per bucket: a scalar per distance (unique) or T5's 32 buckets.
-  auto buckets = [&](const std::string& kind_key) {
-    return config.get_string(kind_key) == "bucketed"
+  auto buckets = [&](RelativeKind kind) {
+    return kind == RelativeKind::bucketed
                ? constant(static_cast<double>(relative_bucket_count(2, RelativeKind::bucketed)), "T5 buckets")
                : SizeFactor{"(2·seq_len − 1) buckets", 2 * n.value - 1, 1, {"seq_len"}};
   };
@@ -93,7 +95,7 @@ MemoryEstimate estimate_encoder_memory(const Config& config) {
     case PositionalKind::sinusoidal: e.fixed_tables.push_back({"the sinusoid table", {n, d}}); break;
     case PositionalKind::rpe:
     case PositionalKind::urpe:
-      e.parameters.push_back({"the relative-position bias table", {heads, buckets("rpe_kind")}});
+      e.parameters.push_back({"the relative-position bias table", {heads, buckets(settings.rpe_kind)}});
       ++maps;
       break;
     case PositionalKind::alibi:
@@ -116,7 +118,7 @@ MemoryEstimate estimate_encoder_memory(const Config& config) {
   }
   if (pe.with_ape) e.parameters.push_back({"the position embedding", {n, d}});  // ape+rpe
   if (pe.base == PositionalKind::urpe || pe.urpe_on_top) {
-    e.parameters.push_back({"the URPE C table", {heads, buckets("urpe_kind")}});
+    e.parameters.push_back({"the URPE C table", {heads, buckets(settings.urpe_kind)}});
     ++maps;
   }
   if (maps > 0) e.fixed_tables.push_back({"relative-position maps", {constant(maps, "maps"), map_size}});

@@ -41,12 +41,12 @@ void check_masked_lm_paths(const Config& config) {
   if (is_masked_lm(config)) check_txl_paths(config);  // the same `corpus` key and rules as txl
 }
 
-data::MaskedLanguageModel masked_lm_from(const Config& config) {
-  return data::MaskedLanguageModel(config.get_int("vocab"), config.get_int("seq_len"), config.get_float("mask_prob"));
+data::MaskedLanguageModel masked_lm_from(const EncoderSettings& s) {
+  return data::MaskedLanguageModel(s.vocab, s.seq_len, s.mask_prob);
 }
 
-void set_masked_lm_model(const Config& config, EncoderConfig& c) {
-  c.vocab = config.get_int("vocab");
+void set_masked_lm_model(const EncoderSettings& s, EncoderConfig& c) {
+  c.vocab = s.vocab;
   c.num_classes = c.vocab;  // every id a target could be ([MASK] is never one, but the head is tied)
   c.head = EncoderHead::lm_head;
   c.tie_head = true;

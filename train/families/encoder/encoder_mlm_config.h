@@ -14,6 +14,7 @@
 #include "data/masked_lm.h"
 #include "models/encoder.h"
 #include "base/io/config.h"
+#include "train/families/encoder/encoder_config.h"
 
 namespace urpe {
 
@@ -28,8 +29,8 @@ void check_masked_lm_paths(const Config& config);
 void check_masked_lm_keys_read(const Config& config);
 
 bool is_masked_lm(const Config& config);  // model = encoder and task = mlm
-data::MaskedLanguageModel masked_lm_from(const Config& config);
+data::MaskedLanguageModel masked_lm_from(const EncoderSettings& settings);
 // The encoder of an mlm config: vocab rows and classes, RoBERTa's LM head tied to the embedding.
-void set_masked_lm_model(const Config& config, EncoderConfig& encoder);
+void set_masked_lm_model(const EncoderSettings& settings, EncoderConfig& encoder);
 
 }  // namespace urpe

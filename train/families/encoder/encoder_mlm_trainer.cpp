@@ -52,11 +52,15 @@ Tensor masked_logits(const TransformerEncoder& model, const Tensor& tokens, cons
 }  // namespace
 
 MaskedLmData masked_lm_data(const Config& config, const data::Corpus* given) {
-  const std::string dir = corpus_dir_from(config);
+  return masked_lm_data(encoder_settings_from(config), given);
+}
+
+MaskedLmData masked_lm_data(const EncoderSettings& settings, const data::Corpus* given) {
+  const std::string dir = corpus_dir_named(settings.corpus);
   data::Corpus loaded;
   if (!given) loaded = data::load_corpus(dir, data::TokenMode::word);
   const data::Corpus& corpus = given ? *given : loaded;
-  MaskedLmData d{masked_lm_from(config), dir, corpus.vocab.size(), {}, {}, {}, 0.0};
+  MaskedLmData d{masked_lm_from(settings), dir, corpus.vocab.size(), {}, {}, {}, 0.0};
   d.train = d.task.capped(corpus.train.ids);
   d.valid = d.task.capped(corpus.valid.ids);
   d.test = d.task.capped(corpus.test.ids);
@@ -95,14 +99,14 @@ namespace {
 
 class MaskedLmTask final : public TrainingTask {
  public:
-  MaskedLmTask(const TrainingRun& run, const data::Corpus* corpus)
-      : data_(masked_lm_data(run.config, corpus)),
-        model_(encoder_config_from(run.config), run.seed, run.device),
-        batch_(run.config.get_int("batch")),
-        valid_windows_(run.config.get_int("valid_size")),
+  MaskedLmTask(const TrainingRun& run, const EncoderSettings& settings, const data::Corpus* corpus)
+      : data_(masked_lm_data(settings, corpus)),
+        model_(encoder_model_of(settings), run.seed, run.device),
+        batch_(run.settings.batch),
+        valid_windows_(settings.valid_size),
         comm_(*run.comm),
         shard_(dist::batch_shard(comm_, batch_)),
-        label_("[mlm/" + run.config.get_string("pe") + "]") {}
+        label_("[mlm/" + settings.pe + "]") {}
 
   const ParameterSet& parameters() const override { return model_.parameters(); }
   std::string progress_label() const override { return label_; }
@@ -167,7 +171,7 @@ class MaskedLmTask final : public TrainingTask {
 EncoderTrainOutcome train_masked_lm(const Config& config, const std::string& out_dir, const TrainOptions& options,
                              const data::Corpus* corpus) {
   TrainingRun run = begin_training_run(config, out_dir, options);
-  MaskedLmTask task(run, corpus);
+  MaskedLmTask task(run, encoder_settings_from(run.config), corpus);
   const TrainingOutcome trained = run_training(run, task);
   return {trained.result, task.last_eval().loss, trained.interrupted};
 }

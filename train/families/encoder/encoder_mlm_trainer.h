@@ -24,6 +24,7 @@ struct MaskedLmData {
 };
 // Reads the corpus the config names and caps it to `vocab` (data/masked_lm.h).
 MaskedLmData masked_lm_data(const Config& config, const data::Corpus* corpus = nullptr);
+MaskedLmData masked_lm_data(const EncoderSettings& settings, const data::Corpus* corpus = nullptr);
 
 struct MaskedLmEval {
   double loss = 0;      // mean cross-entropy over every masked position of the windows

@@ -15,6 +15,8 @@
 #include "train/families/run_plots.h"
 #include "base/plot/charts.h"
 #include "train/config/run_config.h"
+#include "train/config/run_settings.h"
+#include "train/families/encoder/encoder_config.h"
 #include "base/io/safetensors.h"
 #include "tensor/error.h"
 
@@ -33,9 +35,10 @@ std::string percent_text(double fraction) {
 // The scored positions of a position-identification config (n, or n − 1 under the official
 // protocol); 0 for other tasks.
 int64_t pi_scored_positions(const Config& c) {
-  if (c.get_string("model") != "encoder" || c.get_string("task") != "pi") return 0;
-  const SyntheticTask task(SyntheticKind::position_identification, c.get_int("seq_len"), c.get_int("vocab"),
-                           parse_task_protocol(c.get_string("task_protocol")));
+  if (run_settings_from(c).model != "encoder") return 0;
+  const EncoderSettings s = encoder_settings_from(c);
+  if (s.task != "pi") return 0;
+  const SyntheticTask task(SyntheticKind::position_identification, s.seq_len, s.vocab, s.task_protocol);
   return task.scored_per_sequence();
 }
 
@@ -73,14 +76,13 @@ Config run_config(const std::string& run_dir) {
 // (urpe train failed there after training, "canvas size ... is out of range").
 constexpr int64_t kMaxPanelSide = 256;
 
-std::vector<plot::HeatmapSpec> table_panels(const TensorFile& file, const Config& config,
-                                            const std::string& tensor, const std::string& kind_key,
-                                            double center) {
+std::vector<plot::HeatmapSpec> table_panels(const TensorFile& file, const EncoderSettings& settings,
+                                            const std::string& tensor, RelativeKind kind, double center) {
   std::vector<plot::HeatmapSpec> panels;
   if (!file.contains("model." + tensor)) return panels;
   const Tensor table = file.at("model." + tensor);
-  const int64_t n = config.get_int("seq_len");
-  const Tensor map = relative_bucket_vector(n, parse_relative_kind(config.get_string(kind_key)), true);
+  const int64_t n = settings.seq_len;
+  const Tensor map = relative_bucket_vector(n, kind, true);
   const std::vector<float> values = table.to_vector_f32();
   const std::vector<int32_t> buckets = map.to_vector_i32();  // bucket of j − i at (j − i) + n − 1
   const int64_t heads = table.size(0), width = table.size(1);
@@ -105,9 +107,8 @@ std::vector<plot::HeatmapSpec> table_panels(const TensorFile& file, const Config
 }
 
 // "pi, URPE, n = 32, V = 100".
-std::string title_of(const Config& c) {
-  return c.get_string("task") + ", " + display_name(c.get_string("pe")) + ", n = " +
-         std::to_string(c.get_int("seq_len")) + ", V = " + std::to_string(c.get_int("vocab"));
+std::string title_of(const EncoderSettings& s) {
+  return s.task + ", " + display_name(s.pe) + ", n = " + std::to_string(s.seq_len) + ", V = " + std::to_string(s.vocab);
 }
 
 }  // namespace
@@ -119,7 +120,8 @@ std::vector<std::string> draw_encoder_run_plots(const std::string& run_dir) {
   const std::vector<MetricsRow> rows = read_metrics(join_path(run_dir, "metrics.csv"));
   const TensorFile file = load_safetensors(join_path(run_dir, "model.safetensors"));
   const Config config = config_of_checkpoint(file);
-  const std::string title = title_of(config);
+  const EncoderSettings settings = encoder_settings_from(config);
+  const std::string title = title_of(settings);
   if (!rows.empty()) {
     plot::LineChartSpec accuracy;
     accuracy.title = "Token accuracy (" + title + ")";
@@ -141,13 +143,13 @@ std::vector<std::string> draw_encoder_run_plots(const std::string& run_dir) {
     written.push_back(join_path(plots, "loss.png"));
     plot::line_chart(written.back(), loss);
   }
-  const auto bias = table_panels(file, config, "rel_pos_bias", "rpe_kind", 0.0);
+  const auto bias = table_panels(file, settings, "rel_pos_bias", settings.rpe_kind, 0.0);
   if (!bias.empty()) {
     written.push_back(join_path(plots, "rpe_bias.png"));
     plot::heatmap_grid(written.back(), bias, static_cast<int>(std::min<size_t>(bias.size(), 4)),
                        "Learned RPE bias B per head (" + title + ")", true);
   }
-  const auto c = table_panels(file, config, "urpe_c", "urpe_kind", 1.0);
+  const auto c = table_panels(file, settings, "urpe_c", settings.urpe_kind, 1.0);
   if (!c.empty()) {
     written.push_back(join_path(plots, "urpe_c.png"));
     plot::heatmap_grid(written.back(), c, static_cast<int>(std::min<size_t>(c.size(), 4)),
@@ -288,8 +290,11 @@ std::vector<plot::HeatmapSpec> grid_c_panels(const std::string& task, const std:
   if (!urpe_run) return {};
   const TensorFile file = load_safetensors(join_path(urpe_run->dir, "model.safetensors"));
   const Config config = config_of_checkpoint(file);
-  if (title) *title = "Learned URPE matrix C per head (" + title_of(config) + ", seed " + config.get_string("seed") + ")";
-  std::vector<plot::HeatmapSpec> panels = table_panels(file, config, "urpe_c", "urpe_kind", 1.0);
+  const EncoderSettings settings = encoder_settings_from(config);
+  if (title)
+    *title = "Learned URPE matrix C per head (" + title_of(settings) + ", seed " +
+             std::to_string(run_settings_from(config).seed) + ")";
+  std::vector<plot::HeatmapSpec> panels = table_panels(file, settings, "urpe_c", settings.urpe_kind, 1.0);
   for (plot::HeatmapSpec& p : panels) p.value_label = "C[i,j] = c[j - i]";
   return panels;
 }
@@ -301,7 +306,8 @@ static std::vector<plot::HeatmapSpec> grid_b_panels(const std::string& task, con
     if (c.task == task && c.seed == 1 && c.pe == "urpe" && (!urpe_run || c.vocab > urpe_run->vocab)) urpe_run = &c;
   if (!urpe_run) return {};
   const TensorFile file = load_safetensors(join_path(urpe_run->dir, "model.safetensors"));
-  std::vector<plot::HeatmapSpec> panels = table_panels(file, config_of_checkpoint(file), "rel_pos_bias", "rpe_kind", 0.0);
+  const EncoderSettings settings = encoder_settings_from(config_of_checkpoint(file));
+  std::vector<plot::HeatmapSpec> panels = table_panels(file, settings, "rel_pos_bias", settings.rpe_kind, 0.0);
   for (plot::HeatmapSpec& p : panels) p.value_label = "B[i,j] = b[j - i]";
   return panels;
 }
@@ -374,10 +380,11 @@ std::vector<RunCurve> grid_runs_on_disk(const std::string& out_dir, std::vector<
     if (!entry.is_directory() || !path_exists(join_path(dir, "results.json")) || !path_exists(join_path(dir, "config.txt")))
       continue;
     const Config c = run_config(dir);
-    if (c.get_string("model") != "encoder") continue;
-    Found f{{entry.path().filename().string(), c.get_string("task"), c.get_int("vocab"), c.get_string("pe"),
-             c.get_int("seed"), dir},
-            c.get_int("seq_len"),
+    const RunSettings run = run_settings_from(c);
+    if (run.model != "encoder") continue;
+    const EncoderSettings s = encoder_settings_from(c);
+    Found f{{entry.path().filename().string(), s.task, s.vocab, s.pe, run.seed, dir},
+            s.seq_len,
             result_from_json(json::read_file(join_path(dir, "results.json")))};
     found.push_back(f);
   }

@@ -53,37 +53,36 @@ HeadResult head_result(const TransformerEncoder& model, const SyntheticTask& tas
 
 }  // namespace
 
-SyntheticTask task_from_config(const Config& config) {
-  URPE_CHECK(!is_masked_lm(config), "config: task = mlm is masked language modelling on a corpus, not a synthetic "
-                                    "task; this command reads the synthetic tasks' sequences (pi, etp) only");
-  return SyntheticTask(parse_synthetic_kind(config.get_string("task")), config.get_int("seq_len"),
-                       config.get_int("vocab"), parse_task_protocol(config.get_string("task_protocol")));
+SyntheticTask synthetic_task_of(const EncoderSettings& s) {
+  URPE_CHECK(!s.masked_lm, "config: task = mlm is masked language modelling on a corpus, not a synthetic "
+                           "task; this command reads the synthetic tasks' sequences (pi, etp) only");
+  return SyntheticTask(parse_synthetic_kind(s.task), s.seq_len, s.vocab, s.task_protocol);
 }
+SyntheticTask task_from_config(const Config& config) { return synthetic_task_of(encoder_settings_from(config)); }
 
-EncoderConfig encoder_config_from(const Config& config) {
+EncoderConfig encoder_model_of(const EncoderSettings& s) {
   EncoderConfig c;
-  c.seq_len = config.get_int("seq_len");
-  c.layers = config.get_int("layers");
-  c.d_model = config.get_int("d_model");
-  c.heads = config.get_int("heads");
-  c.d_ff = config.get_int("d_ff");
-  c.dropout = static_cast<float>(config.get_float("dropout"));
-  c.attention_dropout = static_cast<float>(config.get_float("attention_dropout"));
-  c.init_std = static_cast<float>(config.get_float("init_std"));
-  c.linear_dtype = linear_dtype_of(config);
-  const PositionalSpec pe = parse_positional_spec(config.get_string("pe"));
-  c.pe = pe.base;
-  c.urpe_on_top = pe.urpe_on_top;
-  c.with_ape = pe.with_ape;
-  c.shaw_clip = config.get_int("shaw_clip");
-  c.rpe_kind = parse_relative_kind(config.get_string("rpe_kind"));
-  c.urpe_kind = parse_relative_kind(config.get_string("urpe_kind"));
-  c.attention_norm = parse_attention_norm(config.get_string("attention_norm"));
-  c.attention = parse_attention_path(config.get_string("attention"));
-  if (is_masked_lm(config)) {
-    set_masked_lm_model(config, c);
+  c.seq_len = s.seq_len;
+  c.layers = s.layers;
+  c.d_model = s.d_model;
+  c.heads = s.heads;
+  c.d_ff = s.d_ff;
+  c.dropout = s.dropout;
+  c.attention_dropout = s.attention_dropout;
+  c.init_std = s.init_std;
+  c.linear_dtype = s.linear_dtype;
+  c.pe = s.pe_spec.base;
+  c.urpe_on_top = s.pe_spec.urpe_on_top;
+  c.with_ape = s.pe_spec.with_ape;
+  c.shaw_clip = s.shaw_clip;
+  c.rpe_kind = s.rpe_kind;
+  c.urpe_kind = s.urpe_kind;
+  c.attention_norm = s.attention_norm;
+  c.attention = s.attention;
+  if (s.masked_lm) {
+    set_masked_lm_model(s, c);
   } else {
-    const SyntheticTask task = task_from_config(config);
+    const SyntheticTask task = synthetic_task_of(s);
     c.vocab = task.input_ids();
     c.num_classes = task.num_classes();
     // The official code's RobertaLMHead, tied to the token embedding for ETP (its scripts pass
@@ -101,6 +100,7 @@ EncoderConfig encoder_config_from(const Config& config) {
   URPE_CHECK(c.init_std > 0.0f, "config: init_std must be positive, got " << c.init_std);
   return c;
 }
+EncoderConfig encoder_config_from(const Config& config) { return encoder_model_of(encoder_settings_from(config)); }
 
 EncoderEvalResult evaluate_encoder(const TransformerEncoder& model, const SyntheticTask& task,
                             int64_t valid_size, int64_t batch, EvalSplit split) {
@@ -127,15 +127,15 @@ namespace {
 
 class EncoderTask final : public TrainingTask {
  public:
-  EncoderTask(const TrainingRun& run)
-      : task_(task_from_config(run.config)),
-        model_(encoder_config_from(run.config), run.seed, run.device),
-        batch_(run.config.get_int("batch")),
-        valid_size_(run.config.get_int("valid_size")),
+  EncoderTask(const TrainingRun& run, const EncoderSettings& settings)
+      : task_(synthetic_task_of(settings)),
+        model_(encoder_model_of(settings), run.seed, run.device),
+        batch_(run.settings.batch),
+        valid_size_(settings.valid_size),
         comm_(*run.comm),
         shard_(dist::batch_shard(comm_, batch_)),
-        task_name_(run.config.get_string("task")),
-        label_("[" + run.config.get_string("task") + "/" + run.config.get_string("pe") + "]") {
+        task_name_(settings.task),
+        label_("[" + settings.task + "/" + settings.pe + "]") {
     URPE_CHECK(batch_ > 0, "config: batch must be positive, got " << batch_);
     URPE_CHECK(valid_size_ > 0, "config: valid_size must be positive, got " << valid_size_);
   }
@@ -211,7 +211,7 @@ class EncoderTask final : public TrainingTask {
 EncoderTrainOutcome train_encoder(const Config& config, const std::string& out_dir, const TrainOptions& options) {
   if (is_masked_lm(config)) return train_masked_lm(config, out_dir, options);
   TrainingRun run = begin_training_run(config, out_dir, options);
-  EncoderTask task(run);
+  EncoderTask task(run, encoder_settings_from(run.config));
   const TrainingOutcome trained = run_training(run, task);
   return {trained.result, task.last_eval().loss, trained.interrupted};
 }

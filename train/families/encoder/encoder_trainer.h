@@ -6,6 +6,7 @@
 #include "data/synthetic.h"
 #include "models/encoder.h"
 #include "base/io/config.h"
+#include "train/families/encoder/encoder_config.h"
 #include "base/io/run_dir.h"
 #include "train/loop/train_options.h"
 
@@ -28,6 +29,9 @@ struct EncoderEvalResult {
 };
 
 // The task and model a config describes (the model freshly initialised from the config's seed).
+SyntheticTask synthetic_task_of(const EncoderSettings& settings);  // task = mlm is an error
+EncoderConfig encoder_model_of(const EncoderSettings& settings);
+// The same from a resolved config (encoder_settings_from, then the above).
 SyntheticTask task_from_config(const Config& config);
 EncoderConfig encoder_config_from(const Config& config);
 // The held-out sets are fixed draws seeded independently of the run's seed, so every run of a

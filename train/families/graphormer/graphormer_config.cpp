@@ -147,4 +147,26 @@ std::string embedding_tables_of(const Config& config) {
 
 bool is_graphormer_config(const Config& config) { return config.get_string("model") == "graphormer"; }
 
+GraphormerSettings graphormer_settings_from(const Config& c) {
+  GraphormerSettings s;
+  s.pe = c.get_string("pe");
+  s.urpe = s.pe == "urpe";
+  s.dataset = c.get_string("dataset");
+  s.dataset_format = c.get_string("dataset_format");
+  s.smiles_column = c.get_string("smiles_column");
+  s.target_column = c.get_string("target_column");
+  s.split = c.get_string("split");
+  s.split_seed = static_cast<uint64_t>(c.get_int("split_seed"));
+  s.max_nodes = c.get_int("max_nodes");
+  s.max_spd = c.get_int("max_spd");
+  s.train_subset = c.get_int("train_subset");
+  s.eval_batch = c.get_int("eval_batch");
+  s.end_lr = c.get_float("end_lr");
+  return s;
+}
+
+std::string resolved_dataset_format(const Config& config) {
+  return resolved_dataset_format(graphormer_settings_from(config));
+}
+
 }  // namespace urpe

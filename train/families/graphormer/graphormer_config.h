@@ -16,6 +16,7 @@
 // The learning rate warms up linearly over `warmup` steps to `lr`, then decays linearly to
 // `end_lr` at `steps` (fairseq polynomial_decay, docs/graphormer.md#configurations).
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "data/molecule_dataset.h"
@@ -42,5 +43,24 @@ void check_graphormer_paths(const Config& config);
 std::string embedding_tables_of(const Config& config);
 // Whether `config` is one of this family's (`urpe repro molecules --preset` takes only those).
 bool is_graphormer_config(const Config& config);
+
+// The keys the trainer, the data readers, the memory estimate and the plots read, typed once (the
+// config boundary, train/config/run_settings.h); the model's and the collation's own keys become
+// GraphormerConfig and CollateOptions above. Adding a setting: add_graphormer_keys declares it,
+// check_graphormer_values checks it, a field here and a line in graphormer_settings_from read it.
+struct GraphormerSettings {
+  std::string pe;     // none or urpe
+  bool urpe = false;  // pe = urpe
+  std::string dataset, dataset_format;  // as written (resolved_dataset_format decides auto)
+  std::string smiles_column, target_column;
+  std::string split;  // auto, seeded or a path
+  uint64_t split_seed = 0;
+  int64_t max_nodes = 0, max_spd = 0;
+  int64_t train_subset = 0;  // 0: the whole training split
+  int64_t eval_batch = 0;
+  double end_lr = 0;
+};
+// The keys of a resolved graphormer config.
+GraphormerSettings graphormer_settings_from(const Config& config);
 
 }  // namespace urpe

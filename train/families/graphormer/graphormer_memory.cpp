@@ -5,6 +5,7 @@
 
 #include "models/graphormer.h"
 #include "train/config/memory_estimate.h"
+#include "train/families/graphormer/graphormer_config.h"
 
 namespace urpe {
 
@@ -57,7 +58,7 @@ MemoryEstimate estimate_graphormer_memory(const Config& config) {
        {constant(static_cast<double>(defaults.num_edges + defaults.num_spatial), "table rows"), heads}},
       {"the graph token, its virtual distance and the output layer",
        {SizeFactor{"(2·d_model + heads + 1)", 2 * d.value + heads.value + 1, 1, {"d_model", "heads"}}}}};
-  if (config.get_string("pe") == "urpe") {
+  if (graphormer_settings_from(config).urpe) {
     // One C table shared by the layers, and per batch the i32 (B, n+1, n+1) map of C buckets.
     e.parameters.push_back(
         {"the URPE C table", {heads, SizeFactor{"(max_spd + 4) buckets", value_of(config, "max_spd") + 4, 1, {"max_spd"}}}});

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "data/molecule_graph.h"
+#include "train/families/graphormer/graphormer_config.h"
 #include "train/families/graphormer/graphormer_trainer.h"
 #include "base/io/config.h"
 #include "train/config/run_config.h"
@@ -116,8 +117,9 @@ std::vector<std::string> draw_graphormer_run_plots(const std::string& run_dir, i
   std::vector<std::string> written;
   const std::vector<MetricsRow> rows = read_metrics(join_path(run_dir, "metrics.csv"));
   const TensorFile file = load_safetensors(join_path(run_dir, "model.safetensors"));
-  const Config config = config_from_text(file.meta("config"), file.path + " (config)");
-  const std::string title = config.get_string("pe") == "urpe" ? "Graphormer + URPE" : "Graphormer";
+  const GraphormerSettings settings =
+      graphormer_settings_from(config_from_text(file.meta("config"), file.path + " (config)"));
+  const std::string title = settings.urpe ? "Graphormer + URPE" : "Graphormer";
   const auto draw = [&](const std::string& file, const plot::LineChartSpec& chart) {
     written.push_back(join_path(plots, file));
     plot::line_chart(written.back(), chart);
@@ -126,7 +128,7 @@ std::vector<std::string> draw_graphormer_run_plots(const std::string& run_dir, i
     plot::LineChartSpec curves;
     curves.title = "Mean absolute error (" + title + ")";
     curves.x_label = "step";
-    curves.y_label = "MAE, " + config.get_string("target_column");
+    curves.y_label = "MAE, " + settings.target_column;
     curves.series = {metric_series(rows, "train", "training batches"), metric_series(rows, "valid", "validation")};
     const plot::Series test = metric_series(rows, "test", "test (final)");
     if (!test.x.empty()) curves.series.push_back(test);
@@ -140,7 +142,7 @@ std::vector<std::string> draw_graphormer_run_plots(const std::string& run_dir, i
     // Which distances the training molecules have: the run's own dataset and split, read again.
     std::vector<int64_t> counts;
     try {
-      counts = training_bucket_counts(load_graphormer_data(config), config.get_int("max_spd"));
+      counts = training_bucket_counts(load_graphormer_data(settings), settings.max_spd);
     } catch (const Error&) {
       counts.clear();  // moved or missing data: the chart says it could not mark them
     }

@@ -8,16 +8,15 @@
 
 namespace urpe {
 
-std::string resolved_dataset_format(const Config& config) {
-  const std::string format = config.get_string("dataset_format");
-  if (format != "auto") return format;
-  return data::is_graph_file_dataset(config.get_string("dataset")) ? "graphs" : "csv";
+std::string resolved_dataset_format(const GraphormerSettings& settings) {
+  if (settings.dataset_format != "auto") return settings.dataset_format;
+  return data::is_graph_file_dataset(settings.dataset) ? "graphs" : "csv";
 }
 
-ConfiguredMolecules load_configured_molecules(const Config& config) {
-  const std::string source = config.get_string("dataset");
+ConfiguredMolecules load_configured_molecules(const GraphormerSettings& settings) {
+  const std::string& source = settings.dataset;
   ConfiguredMolecules m;
-  m.format = resolved_dataset_format(config);
+  m.format = resolved_dataset_format(settings);
   URPE_CHECK(path_exists(source), "config: dataset '" << source << "' does not exist (expected 'embedded', a CSV "
                                                       << "file or a graph-file directory, docs/data.md)");
   if (m.format == "graphs") {
@@ -30,12 +29,12 @@ ConfiguredMolecules load_configured_molecules(const Config& config) {
   URPE_CHECK(!is_directory(source), "config: dataset '" << source << "' is a directory without "
                                                         << data::kGraphFileName << "; dataset_format = " << m.format
                                                         << " expects a CSV file (plain or .gz)");
-  const std::string target = config.get_string("target_column");
+  const std::string& target = settings.target_column;
   // Molecules over max_nodes keep only their atom count: none of their O(N²) tables is built
   // (a 10⁶-atom line would need terabytes), and the trainer leaves them out of every batch.
-  const int64_t max_atoms = config.get_int("max_nodes");
+  const int64_t max_atoms = settings.max_nodes;
   if (m.format == "ogb") {
-    m.dataset = data::load_ogb_molecule_csv(source, config.get_string("smiles_column"), target, max_atoms);
+    m.dataset = data::load_ogb_molecule_csv(source, settings.smiles_column, target, max_atoms);
     m.label = source + " (OGB features: 9 atom, 3 bond columns)";
     return m;
   }
@@ -51,7 +50,7 @@ ConfiguredMolecules load_configured_molecules(const Config& config) {
     return m;
   }
   data::MoleculeCsvOptions csv;
-  csv.smiles_column = config.get_string("smiles_column");
+  csv.smiles_column = settings.smiles_column;
   csv.target_column = target;
   csv.grow_vocabulary = true;  // atom types beyond ZINC's 28 get new ids (the model checks its table)
   csv.max_atoms = max_atoms;

@@ -19,6 +19,7 @@
 
 #include "data/molecule_dataset.h"
 #include "base/io/config.h"
+#include "train/families/graphormer/graphormer_config.h"
 
 namespace urpe {
 
@@ -30,9 +31,10 @@ struct ConfiguredMolecules {
 };
 
 // The format `dataset_format` resolves to for `dataset` (auto decided by the path).
-std::string resolved_dataset_format(const Config& config);
+std::string resolved_dataset_format(const GraphormerSettings& settings);
+std::string resolved_dataset_format(const Config& config);  // graphormer_config.cpp
 
 // Reads the config's non-embedded dataset. Errors name the file and line, or the key.
-ConfiguredMolecules load_configured_molecules(const Config& config);
+ConfiguredMolecules load_configured_molecules(const GraphormerSettings& settings);
 
 }  // namespace urpe

@@ -37,13 +37,17 @@ std::vector<int64_t> shuffled(std::vector<int64_t> rows, Rng& rng) {
 // ---- data ----
 
 GraphormerData load_graphormer_data(const Config& config) {
-  const std::string source = config.get_string("dataset");
-  const std::string split_key = config.get_string("split");
-  const int64_t max_nodes = config.get_int("max_nodes");
-  const uint64_t split_seed = static_cast<uint64_t>(config.get_int("split_seed"));
+  return load_graphormer_data(graphormer_settings_from(config));
+}
+
+GraphormerData load_graphormer_data(const GraphormerSettings& settings) {
+  const std::string& source = settings.dataset;
+  const std::string& split_key = settings.split;
+  const int64_t max_nodes = settings.max_nodes;
+  const uint64_t split_seed = settings.split_seed;
   data::MoleculeCsvOptions csv;
-  csv.smiles_column = config.get_string("smiles_column");
-  csv.target_column = config.get_string("target_column");
+  csv.smiles_column = settings.smiles_column;
+  csv.target_column = settings.target_column;
   csv.max_atoms = max_nodes;  // larger molecules are left out below; none of their O(N²) tables is built
 
   GraphormerData d;
@@ -56,7 +60,7 @@ GraphormerData load_graphormer_data(const Config& config) {
                                         data::AtomVocabulary::load(join_path(dir, "atom_types.txt")));
     if (split_key == "auto") split_file = join_path(dir, "split.csv");
   } else {
-    ConfiguredMolecules m = load_configured_molecules(config);  // graph file, ZINC-250k or CSV
+    ConfiguredMolecules m = load_configured_molecules(settings);  // graph file, ZINC-250k or CSV
     d.dataset = std::move(m.dataset);
     source_label = m.label;
     if (split_key == "auto" && m.own_split) own_split = std::move(m.own_split);
@@ -80,7 +84,7 @@ GraphormerData load_graphormer_data(const Config& config) {
     d.too_large += static_cast<int64_t>(before - part->size());
   }
   const int64_t full_train = static_cast<int64_t>(d.split.train.size());
-  const int64_t subset = config.get_int("train_subset");
+  const int64_t subset = settings.train_subset;
   URPE_CHECK(subset >= 0, "config: train_subset must be >= 0, got " << subset);
   if (subset > 0 && subset < full_train) {
     Rng rng(split_seed ^ kSubsetSalt);
@@ -157,14 +161,15 @@ double graphormer_mae(const Graphormer& model, const std::vector<data::GraphBatc
 GraphormerEval evaluate_graphormer_run(const std::string& run_dir, const Config& config, const std::string& split,
                                      const std::string& which, const GraphormerData* given) {
   URPE_CHECK(split == "valid" || split == "test", "evaluate: split must be valid or test, got '" << split << "'");
-  Graphormer model(graphormer_config_from(config), 0, parse_device(config.get_string("device")));
+  const GraphormerSettings settings = graphormer_settings_from(config);
+  Graphormer model(graphormer_config_from(config), 0, parse_device(run_settings_from(config).device));
   const CheckpointInfo info = load_checkpoint(run_checkpoint_path(run_dir, which), model.parameters(), nullptr);
   GraphormerData loaded;
-  if (!given) loaded = load_graphormer_data(config);
+  if (!given) loaded = load_graphormer_data(settings);
   const GraphormerData& data = given ? *given : loaded;
   const std::vector<int64_t>& rows = split == "valid" ? data.split.valid : data.split.test;
   GraphormerEval e;
-  e.mae = graphormer_mae(model, collate_in_order(data.dataset, rows, config.get_int("eval_batch"),
+  e.mae = graphormer_mae(model, collate_in_order(data.dataset, rows, settings.eval_batch,
                                                  collate_options_from(config)));
   e.baseline_mae = mean_predictor_mae(data.dataset.targets, data.split.train, rows);
   e.molecules = static_cast<int64_t>(rows.size());
@@ -180,17 +185,17 @@ namespace {
 // L1 loss, validation MAE, and at the end a test MAE beside the predict-the-training-mean baseline.
 class GraphormerTask final : public TrainingTask {
  public:
-  GraphormerTask(const TrainingRun& run, const GraphormerData& data)
+  GraphormerTask(const TrainingRun& run, const GraphormerSettings& settings, const GraphormerData& data)
       : data_(data),
         model_(graphormer_config_from(run.config), run.seed, run.device),
         collate_(with_maps(collate_options_from(run.config), model_.map_options())),
         prefetch_(data.dataset, collate_),
-        batch_(run.config.get_int("batch")),
+        batch_(run.settings.batch),
         shard_(dist::batch_shard(*run.comm, batch_)),
-        eval_batch_(run.config.get_int("eval_batch")),
-        end_lr_(static_cast<float>(run.config.get_float("end_lr"))),
-        target_column_(run.config.get_string("target_column")),
-        label_("[graphormer/" + run.config.get_string("pe") + "]") {
+        eval_batch_(settings.eval_batch),
+        end_lr_(static_cast<float>(settings.end_lr)),
+        target_column_(settings.target_column),
+        label_("[graphormer/" + settings.pe + "]") {
     URPE_CHECK(batch_ > 0, "config: batch must be positive, got " << batch_);
     URPE_CHECK(eval_batch_ > 0, "config: eval_batch must be positive, got " << eval_batch_);
     batches_per_epoch_ = static_cast<int64_t>(data_.split.train.size()) / batch_;
@@ -293,9 +298,10 @@ class GraphormerTask final : public TrainingTask {
 GraphormerTrainOutcome train_graphormer(const Config& config, const std::string& out_dir,
                                       const TrainOptions& options, const GraphormerData* given_data) {
   TrainingRun run = begin_training_run(config, out_dir, options);
+  const GraphormerSettings settings = graphormer_settings_from(run.config);
   GraphormerData loaded;
-  if (!given_data) loaded = load_graphormer_data(run.config);
-  GraphormerTask task(run, given_data ? *given_data : loaded);
+  if (!given_data) loaded = load_graphormer_data(settings);
+  GraphormerTask task(run, settings, given_data ? *given_data : loaded);
   const TrainingOutcome trained = run_training(run, task);
   GraphormerTrainOutcome outcome = task.outcome();
   outcome.result = trained.result;

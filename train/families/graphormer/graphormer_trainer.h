@@ -23,6 +23,7 @@
 #include "models/graphormer.h"
 #include "base/io/config.h"
 #include "train/families/encoder/encoder_trainer.h"
+#include "train/families/graphormer/graphormer_config.h"
 #include "base/io/run_dir.h"
 
 namespace urpe {
@@ -37,6 +38,7 @@ struct GraphormerData {
 // Loads the dataset and split a config names (dataset, smiles_column, target_column, split,
 // split_seed, train_subset, max_nodes). Errors name the file, line or key.
 GraphormerData load_graphormer_data(const Config& config);
+GraphormerData load_graphormer_data(const GraphormerSettings& settings);
 
 // MAE of predicting the mean target of `fit_rows` for every row of `eval_rows`.
 double mean_predictor_mae(const std::vector<float>& targets, const std::vector<int64_t>& fit_rows,

@@ -85,15 +85,17 @@ std::vector<int64_t> parse_cutoffs(const std::string& text) {
   return cutoffs;
 }
 
-std::string corpus_dir_from(const Config& config) {
-  const std::string corpus = config.get_string("corpus");
+std::string corpus_dir_from(const Config& config) { return corpus_dir_named(config.get_string("corpus")); }
+
+std::string corpus_dir_named(const std::string& corpus) {
   if (corpus == "embedded") return data::embedded_corpus_dir();
-  check_txl_paths(config);
+  check_corpus_key(corpus);
   return corpus;
 }
 
-void check_txl_paths(const Config& config) {
-  const std::string corpus = config.get_string("corpus");
+void check_txl_paths(const Config& config) { check_corpus_key(config.get_string("corpus")); }
+
+void check_corpus_key(const std::string& corpus) {
   if (corpus == "embedded") return;
   URPE_CHECK(path_exists(corpus),
              "corpus directory '" << corpus << "' (config key `corpus`) does not exist; it should hold the "
@@ -180,6 +182,22 @@ TxlEvalSettings eval_settings_from(const Config& config) {
   URPE_CHECK(!e.same_length || e.mem_len > 0, "config: same_length needs an evaluation memory (eval_mem_len > 0)");
   URPE_CHECK(config.get_int("max_eval_tokens") >= 0, "config: max_eval_tokens must be >= 0");
   return e;
+}
+
+TxlSettings txl_settings_from(const Config& c) {
+  TxlSettings s;
+  s.pe = c.get_string("pe");
+  s.corpus = c.get_string("corpus");
+  s.token_mode = data::parse_token_mode(c.get_string("token_mode"));
+  s.tgt_len = c.get_int("tgt_len");
+  s.mem_len = c.get_int("mem_len");
+  s.schedule = parse_decay_kind(c.get_string("schedule"));
+  s.max_eval_tokens = c.get_int("max_eval_tokens");
+  s.eval = eval_settings_from(c);
+  s.own_eval_tgt_len = c.get_int("eval_tgt_len") > 0;
+  s.own_eval_mem_len = c.get_int("eval_mem_len") >= 0;
+  s.cutoffs = parse_cutoffs(c.get_string("cutoffs"));
+  return s;
 }
 
 }  // namespace urpe

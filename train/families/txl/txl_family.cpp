@@ -6,6 +6,7 @@
 #include "train/families/txl/txl_plots.h"
 #include "train/families/txl/txl_config.h"
 #include "train/families/txl/txl_trainer.h"
+#include "train/config/run_settings.h"
 
 namespace urpe {
 
@@ -20,7 +21,7 @@ FamilyTrainResult train(const Config& config, const std::string& out_dir, const 
 }
 
 std::string evaluate(const std::string& dir, const Config& config, const std::string& split, const std::string& which) {
-  const TxlRunEval e = evaluate_txl_run(dir, split, nullptr, nullptr, config.get_string("device"), which);
+  const TxlRunEval e = evaluate_txl_run(dir, split, nullptr, nullptr, run_settings_from(config).device, which);
   check_finite_score(dir, which, split, e.result.loss);
   return printf_text("%s (%s, step %lld): %s perplexity %.2f, loss %.4f over %lld tokens (eval_tgt_len %lld, "
                      "mem_len %lld, clamp_len %lld, same_length %s)",
@@ -33,11 +34,12 @@ std::string evaluate(const std::string& dir, const Config& config, const std::st
 MemoryEstimate estimate_memory_without_vocab(const Config& config) { return estimate_txl_memory(config, 0); }
 
 AnalysedModel analysed_model(const Config& config, uint64_t seed) {
-  const data::Corpus corpus = corpus_from_config(config);  // its vocabulary sizes the model
+  const TxlSettings settings = txl_settings_from(config);
+  const data::Corpus corpus = corpus_of(settings);  // its vocabulary sizes the model
   AnalysedModel m;
   m.model = std::make_unique<TransformerXL>(txl_config_from(config, static_cast<int64_t>(corpus.vocab.size())), seed,
                                           Device::cpu());
-  m.seq_len = config.get_int("tgt_len");
+  m.seq_len = settings.tgt_len;
   return m;
 }
 

@@ -25,6 +25,7 @@ SizeFactor corpus_vocabulary(int64_t vocab) {
 }  // namespace
 
 MemoryEstimate estimate_txl_memory(const Config& config, int64_t vocab) {
+  const TxlSettings settings = txl_settings_from(config);
   MemoryEstimate e;
   const SizeFactor batch = key_factor(config, "batch"), q = key_factor(config, "tgt_len");
   const SizeFactor heads = key_factor(config, "heads"), d_head = key_factor(config, "d_head");
@@ -32,7 +33,7 @@ MemoryEstimate estimate_txl_memory(const Config& config, int64_t vocab) {
   const SizeFactor layers = key_factor(config, "layers");
   const SizeFactor klen{"(tgt_len + mem_len)", q.value + value_of(config, "mem_len"), 1, {"tgt_len", "mem_len"}};
   // Evaluation segments (eval_tgt_len 0 = tgt_len, eval_mem_len -1 = mem_len), eval_batch columns.
-  const bool own_tgt = config.get_int("eval_tgt_len") > 0, own_mem = config.get_int("eval_mem_len") >= 0;
+  const bool own_tgt = settings.own_eval_tgt_len, own_mem = settings.own_eval_mem_len;
   const std::string tgt_key = own_tgt ? "eval_tgt_len" : "tgt_len";
   const std::string mem_key = own_mem ? "eval_mem_len" : "mem_len";
   const SizeFactor eval_batch = key_factor(config, "eval_batch"), eval_q = key_factor(config, tgt_key);
@@ -45,7 +46,7 @@ MemoryEstimate estimate_txl_memory(const Config& config, int64_t vocab) {
                    {"hidden states with memory", {batch, klen, d}}};
   // Logits: the full softmax over the vocabulary, or the adaptive softmax's head (its first
   // cluster plus one logit per tail cluster; the tails see only their own tokens).
-  const std::vector<int64_t> cutoffs = parse_cutoffs(config.get_string("cutoffs"));
+  const std::vector<int64_t>& cutoffs = settings.cutoffs;
   if (!cutoffs.empty()) {
     const SizeFactor head{"adaptive head (cutoffs[0] + clusters)", static_cast<double>(cutoffs[0] + cutoffs.size()), 1,
                           {"cutoffs"}};
@@ -59,7 +60,7 @@ MemoryEstimate estimate_txl_memory(const Config& config, int64_t vocab) {
   if (vocab > 0)
     e.parameters.push_back({"the token embedding", {corpus_vocabulary(vocab), d}});
   // pe: rpe | urpe (R, r_net and the BD term) or alibi | alibi+urpe (a fixed bias per distance instead).
-  const std::string pe = config.get_string("pe");
+  const std::string& pe = settings.pe;
   const bool alibi = pe == "alibi" || pe == "alibi+urpe";
   // u (r_w_bias) and, with R, v (r_r_bias): (H, d_head) each, shared by the layers
   e.parameters.push_back({alibi ? "the content bias u" : "the biases u, v", {constant(alibi ? 1 : 2), heads, d_head}});

@@ -5,6 +5,8 @@
 #include "base/io/run_dir.h"
 #include "base/io/safetensors.h"
 #include "train/config/run_config.h"
+#include "train/config/run_settings.h"
+#include "train/families/txl/txl_config.h"
 #include "train/families/run_plots.h"
 
 namespace urpe {
@@ -12,7 +14,7 @@ namespace urpe {
 namespace {
 
 // "txl, urpe".
-std::string title_of(const Config& c) { return c.get_string("model") + ", " + c.get_string("pe"); }
+std::string title_of(const Config& c) { return run_settings_from(c).model + ", " + txl_settings_from(c).pe; }
 
 // A language-model run: perplexity (log axis) against step, and the URPE C by distance per head.
 std::vector<std::string> draw_lm_run_plots(const std::string& plots, const std::vector<MetricsRow>& rows,
@@ -26,7 +28,7 @@ std::vector<std::string> draw_lm_run_plots(const std::string& plots, const std::
     ppl.log_y = true;
     ppl.series = {metric_series(rows, "train", false, "training (mean loss since last point)"),
                   metric_series(rows, "valid", false, "validation")};
-    const int64_t subset = config.get_int("max_eval_tokens");
+    const int64_t subset = txl_settings_from(config).max_eval_tokens;
     if (subset > 0)
       ppl.series[1].name = "validation (first " + std::to_string(subset) + " tokens; last point: whole split)";
     written.push_back(join_path(plots, "perplexity.png"));

@@ -121,13 +121,15 @@ TxlEvalResult evaluate_txl(TransformerXL& model, const std::vector<int32_t>& str
   return r;
 }
 
-data::Corpus corpus_from_config(const Config& config) {
-  const std::string dir = corpus_dir_from(config);
+data::Corpus corpus_from_config(const Config& config) { return corpus_of(txl_settings_from(config)); }
+
+data::Corpus corpus_of(const TxlSettings& settings) {
+  const std::string dir = corpus_dir_named(settings.corpus);
   URPE_CHECK(data::directory_exists(dir),
              "corpus directory '" << dir << "' (config key `corpus`) does not exist; it should hold the "
                                   << "train/valid/test splits in WikiText format (for txl-base: the wiki.*.tokens "
                                   << "files of wikitext-103-v1), or use corpus = embedded");
-  return data::load_corpus(dir, data::parse_token_mode(config.get_string("token_mode")));
+  return data::load_corpus(dir, settings.token_mode);
 }
 
 // ---- training ----
@@ -138,19 +140,19 @@ namespace {
 // the next, reset at every epoch; evaluation with memory; the stream position in the checkpoint.
 class TxlTask final : public TrainingTask {
  public:
-  TxlTask(const TrainingRun& run, const data::Corpus& corpus)
+  TxlTask(const TrainingRun& run, const TxlSettings& settings, const data::Corpus& corpus)
       : corpus_(corpus),
         model_(txl_config_from(run.config, corpus.vocab.size()), run.seed, run.device),
-        batch_(run.config.get_int("batch")),
+        batch_(run.settings.batch),
         comm_(*run.comm),
         shard_(dist::batch_shard(comm_, batch_)),
-        train_batches_(checked_train_stream(corpus, batch_), batch_, run.config.get_int("tgt_len")),
-        final_eval_(eval_settings_from(run.config)),
+        train_batches_(checked_train_stream(corpus, batch_), batch_, settings.tgt_len),
+        final_eval_(settings.eval),
         quick_eval_(final_eval_),
         checkpoint_path_(run.checkpoint_path),
-        label_("[txl/" + run.config.get_string("pe") + "]"),
-        decay_(parse_decay_kind(run.config.get_string("schedule"))) {
-    quick_eval_.max_tokens = run.config.get_int("max_eval_tokens");
+        label_("[txl/" + settings.pe + "]"),
+        decay_(settings.schedule) {
+    quick_eval_.max_tokens = settings.max_eval_tokens;
     // Checked here, before the first step, so that the errors name the file and the keys rather
     // than the batching code's stream length.
     for (const data::CorpusSplit* split : {&corpus.valid, &corpus.test}) {
@@ -300,14 +302,15 @@ class TxlTask final : public TrainingTask {
 TxlTrainOutcome train_txl(const Config& config, const std::string& out_dir, const TrainOptions& options,
                         const data::Corpus* corpus_in) {
   TrainingRun run = begin_training_run(config, out_dir, options);
+  const TxlSettings settings = txl_settings_from(run.config);
   data::Corpus loaded;
-  if (!corpus_in) loaded = corpus_from_config(run.config);
+  if (!corpus_in) loaded = corpus_of(settings);
   const data::Corpus& corpus = corpus_in ? *corpus_in : loaded;
-  URPE_CHECK(corpus.mode == data::parse_token_mode(run.config.get_string("token_mode")),
+  URPE_CHECK(corpus.mode == settings.token_mode,
              "train_txl: the corpus given was read in " << data::token_mode_name(corpus.mode)
                                                        << " mode, the config asks for "
-                                                       << run.config.get_string("token_mode"));
-  TxlTask task(run, corpus);
+                                                       << data::token_mode_name(settings.token_mode));
+  TxlTask task(run, settings, corpus);
   const TrainingOutcome trained = run_training(run, task);
   TxlTrainOutcome outcome;
   outcome.result = trained.result;
@@ -323,16 +326,17 @@ TxlRunEval evaluate_txl_run(const std::string& run_dir, const std::string& split
   URPE_CHECK(split == "valid" || split == "test", "evaluation split must be valid or test, got '" << split << "'");
   const std::string checkpoint = run_checkpoint_path(run_dir, which);
   TxlRunEval out{config_from_text(read_checkpoint_info(checkpoint).config_text, checkpoint + " (config)"), 0, 0, {}, {}};
-  URPE_CHECK(out.config.get_string("model") == "txl",
-             checkpoint << ": a '" << out.config.get_string("model") << "' run, not a language model (model = txl)");
+  const RunSettings run = run_settings_from(out.config);
+  URPE_CHECK(run.model == "txl", checkpoint << ": a '" << run.model << "' run, not a language model (model = txl)");
+  const TxlSettings txl = txl_settings_from(out.config);
   data::Corpus loaded;
-  if (!corpus_in) loaded = corpus_from_config(out.config);
+  if (!corpus_in) loaded = corpus_of(txl);
   const data::Corpus& corpus = corpus_in ? *corpus_in : loaded;
   TransformerXL model(txl_config_from(out.config, corpus.vocab.size()), 0,
-                      parse_device(device.empty() ? out.config.get_string("device") : device));
+                      parse_device(device.empty() ? run.device : device));
   out.step = load_checkpoint(checkpoint, model.parameters(), nullptr).progress.step;
   out.params = model.parameters().count();
-  out.settings = settings ? *settings : eval_settings_from(out.config);
+  out.settings = settings ? *settings : txl.eval;
   out.result = evaluate_txl(model, corpus.split(split).ids, out.settings);
   return out;
 }

@@ -60,6 +60,7 @@ struct TxlTrainOutcome {
 
 // Reads the corpus a config names (`corpus`, `token_mode`).
 data::Corpus corpus_from_config(const Config& config);
+data::Corpus corpus_of(const TxlSettings& settings);
 
 // Trains per `config` into `out_dir` (config.txt, metrics.csv with metric = perplexity,
 // model.safetensors, results.json, plots/). `corpus`, when given, must be the one the config
