@@ -39,6 +39,16 @@
 #                                   d 768, batch 32, n = 512) in each precision, two alternating
 #                                   rounds; per run the step time, peak memory and the GEMM rows
 #                                   (linear, matmul, cast) of the per-op table
+#   bench/gpu_session.sh gemm_dtypes  issue 36's GEMMs by dtype: `urpe bench peaks --device cuda`
+#                                   (FP32, TF32, BF16→FP32 as linear calls it, BF16→BF16; β 0
+#                                   and 1; 8192³ and the Table 5 encoder's linear shapes) beside
+#                                   bench/torch_gemm.py (torch.matmul/addmm/F.linear at the same
+#                                   shapes in fp32, tf32, bf16), two alternating rounds; under a
+#                                   minute after `build`. Rehearsed on the simulator build
+#                                   (GEMM_DTYPES_SMOKE=1: smoke sizes, PyTorch's rows listed by
+#                                   --dry-run):
+#                                     GEMM_DTYPES_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim \
+#                                       bench/gpu_session.sh gemm_dtypes
 #   bench/gpu_session.sh syncs      issue 37's host synchronisations: their count in a steady step
 #                                   of each family (test_cuda_syncs), then the GPU idle share of a
 #                                   steady step (3..6) of each paper preset and where it lies
@@ -363,6 +373,24 @@ case "$1" in
       done
     done
     ;;
+  gemm_dtypes)
+    # Which cuBLAS call makes precision=bf16 slower than tf32 (issue 36, bench/cuda_notes.md):
+    # urpe's rows then PyTorch's at the same shapes, twice, alternating. The whole tables are in
+    # the logs (gemm_dtypes_urpe_N.log, gemm_dtypes_torch_N.log, under $OUT); the reply carries
+    # each log's last 25 lines.
+    local urpe_bin=${URPE_BIN:-./$BUILD/urpe} sizes="" torch_args=""
+    if [ "${GEMM_DTYPES_SMOKE:-0}" = 1 ]; then
+      sizes="--sizes smoke"
+      torch_args="--dry-run --shapes 64x64x64,96x80x48"
+    fi
+    local round
+    for round in 1 2; do
+      # shellcheck disable=SC2086
+      step "gemm_dtypes_urpe_$round" "$urpe_bin" bench peaks --device cuda $sizes
+      # shellcheck disable=SC2086
+      step "gemm_dtypes_torch_$round" python3 bench/torch_gemm.py --device cuda $torch_args
+    done
+    ;;
   nsight)
     # docs/profiling.md steps 4 and 5, as the page writes them (pi-paper, step 41).
     local run="--preset pi-paper --set device=cuda --set warmup=10 --set valid_size=256 --quiet"
@@ -444,7 +472,7 @@ case "$1" in
     step fix_graphormer_compile python3 tools/torch_bench.py --device cuda --model graphormer --steps 30 --compile
     ;;
   *)
-    echo "usage: bench/gpu_session.sh STEP... (STEP: build, carried, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, fixes, syncs, nccl, compare, families, presets, precision, nsight, profile)" >&2
+    echo "usage: bench/gpu_session.sh STEP... (STEP: build, carried, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, fixes, syncs, nccl, compare, families, presets, precision, gemm_dtypes, nsight, profile)" >&2
     exit 2
     ;;
 esac

@@ -2,7 +2,6 @@
 #include "models/layers.h"
 
 #include "ops/activation.h"
-#include "ops/cast.h"
 #include "ops/dropout.h"
 #include "ops/embedding.h"
 #include "ops/layer_norm.h"
@@ -23,8 +22,7 @@ Linear::Linear(ParameterSet& params, const std::string& name, int64_t in, int64_
 }
 
 Tensor linear_in(DType dtype, const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  if (dtype == DType::f32) return linear(x, weight, bias);
-  return linear(cast(x, dtype), cast(weight, dtype), bias);
+  return linear(x, weight, bias, dtype);
 }
 
 Tensor Linear::forward(const Tensor& x) const { return linear_in(dtype, x, weight, bias); }

@@ -18,9 +18,10 @@ struct InitSpec {
   DType linear_dtype = DType::f32;
 };
 
-// y = x·Wᵀ + b with x and W cast to `dtype` for the GEMM (autocast style: W stays the f32
-// parameter, its bf16 copy lives for this forward and backward only; the bias and y stay f32;
-// gradients reach x and W in f32 through the casts). f32: linear(x, W, b) itself.
+// y = x·Wᵀ + b multiplied in `dtype` (autocast style: W stays the f32 parameter, its bf16 copy
+// lives for this forward and backward only; the bias and y stay f32; the gradients of x and W are
+// the GEMMs' FP32 sums, never rounded to bf16: linear's multiply_in, ops/matmul.h).
+// f32: linear(x, W, b) itself.
 Tensor linear_in(DType dtype, const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 struct Linear {

@@ -156,21 +156,32 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
 // two GEMMs, with no copy of ∂y for the add (measured: ~5% of the CPU training step).
 //   y = x·Wᵀ + 1·bᵀ      ∂x = g·W      ∂W = gᵀ·x      ∂b = Σ_rows g
 // x is read as (rows, in), rows the product of its leading dims: linear never needs them apart.
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+// Multiplying in bf16 (multiply_in): x̃ = bf16(x), W̃ = bf16(W) (kept for backward instead of x,
+// W), y = x̃·W̃ᵀ + b summed in FP32, g̃ = bf16(g), ∂x = g̃·W̃ and ∂W = g̃ᵀ·x̃ summed in FP32,
+// rounded to bf16 only where x or W is itself bf16.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType multiply_in) {
   const profile::OpRange range("linear", x);
   check_dim("linear", "weight", weight, 2, 2);
   URPE_CHECK(x.defined() && x.size(-1) == weight.size(1),
              "linear: input " << x.describe() << " does not match weight " << weight.describe()
                               << " (expected last dim " << weight.size(1) << ")");
-  if (!bias.defined()) return matmul(x, weight, false, true);
-  URPE_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0),
-             "linear: bias " << bias.describe() << " does not match weight " << weight.describe());
-  URPE_CHECK((x.dtype() == DType::f32 || x.dtype() == DType::bf16) && weight.dtype() == x.dtype(),
+  URPE_CHECK(multiply_in == DType::f32 || multiply_in == DType::bf16,
+             "linear: multiplies in f32 or bf16, not " << dtype_name(multiply_in));
+  URPE_CHECK((x.dtype() == DType::f32 || x.dtype() == DType::bf16) &&
+                 (weight.dtype() == DType::f32 || weight.dtype() == DType::bf16) &&
+                 (weight.dtype() == x.dtype() || multiply_in == DType::bf16),
              "linear: input and weight must be both f32 or both bf16, got " << x.describe() << " and "
                                                                              << weight.describe());
-  check_dtype("linear", "bias", bias, DType::f32);  // added onto the f32 output in FP32
+  const DType op_dtype = multiply_in == DType::bf16 ? DType::bf16 : x.dtype();
+  const bool rounds = x.dtype() != op_dtype || weight.dtype() != op_dtype;
+  if (!bias.defined() && !rounds) return matmul(x, weight, false, true);
+  URPE_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)),
+             "linear: bias " << bias.describe() << " does not match weight " << weight.describe());
+  if (bias.defined()) {
+    check_dtype("linear", "bias", bias, DType::f32);  // added onto the f32 output in FP32
+    check_same_device("linear", x, bias);
+  }
   check_same_device("linear", x, weight);
-  check_same_device("linear", x, bias);
   const int64_t in = weight.size(1), out_features = weight.size(0);
   int64_t rows = 1;
   for (int d = 0; d + 1 < x.dim(); ++d) rows *= x.size(d);
@@ -178,9 +189,13 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   out_shape.push_back(out_features);
   Tensor y = Tensor::empty(out_shape, DType::f32, x.device());
   const Device& device = x.device();
-  const Operand x_rows{x.impl().storage->data, x.dtype(), rows, in, 0}, w = operand(weight, true);
-  URPE_PROFILE_COST(broadcast_axis_cost(1, rows, out_features, 1.0f));
-  if (device.is_cpu()) {
+  // The GEMM's operands: x and W themselves, or their bf16 rounding (what backward keeps).
+  const Tensor x_op = in_dtype(x, op_dtype), w_op = in_dtype(weight, op_dtype);
+  const Operand x_rows{x_op.impl().storage->data, op_dtype, rows, in, 0}, w = operand(w_op, true);
+  if (!bias.defined()) {
+    run_gemm(device, x_rows, false, w, true, y.f32(), 1, false);
+  } else if (device.is_cpu()) {
+    URPE_PROFILE_COST(broadcast_axis_cost(1, rows, out_features, 1.0f));
     // The bias into each block of rows right before the GEMM adds onto it: the rows are written
     // and read back in the cache instead of in one pass over y ahead of the GEMM.
     const float* b = bias.f32();
@@ -190,32 +205,42 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     };
     run_gemm(device, x_rows, false, w, true, y.f32(), 1, true, &bias_rows);
   } else {
+    URPE_PROFILE_COST(broadcast_axis_cost(1, rows, out_features, 1.0f));
     URPE_DISPATCH("linear", device, kernels::broadcast_axis_cpu(bias, 1, rows, out_features, 1.0f, y),
                   kernels::broadcast_axis_cuda(bias, 1, rows, out_features, 1.0f, y));
     run_gemm(device, x_rows, false, w, true, y.f32(), 1, true);
   }
 
-  return autograd::record(y, "linear", {x, weight, bias}, [=](const Tensor& g) {
-    // bf16 x and W: g rounded to bf16 for their GEMMs, ∂x and ∂W rounded to bf16 (as matmul).
-    const DType dtype = x.dtype();
-    const Tensor g_op = in_dtype(g, dtype);
-    const Operand g_rows{g_op.impl().storage->data, dtype, rows, out_features, 0};
+  // Backward keeps x_op and w_op, whose storage x_rows and w point into (the bf16 copies when
+  // rounded: never the f32 x and W as well), and of x and W only what it needs to know.
+  const bool x_grad = x.requires_grad(), w_grad = weight.requires_grad(), b_grad = bias.defined() && bias.requires_grad();
+  const Shape x_shape = x.shape(), w_shape = weight.shape(), b_shape = bias.defined() ? bias.shape() : Shape{};
+  const DType x_dtype = x.dtype(), w_dtype = weight.dtype();
+  return autograd::record(y, "linear", {x, weight, bias},
+                          [x_op, w_op, x_rows, w, rows, out_features, op_dtype, x_grad, w_grad, b_grad, x_shape,
+                           w_shape, b_shape, x_dtype, w_dtype, device](const Tensor& g) {
+    // bf16 operands: g rounded to bf16 for their GEMMs (tensor cores take one operand type); each
+    // gradient's FP32 sum rounded to its input's dtype (kept as it is for an f32 x or W).
+    const Tensor g_op = in_dtype(g, op_dtype);
+    const Operand g_rows{g_op.impl().storage->data, op_dtype, rows, out_features, 0};
     Tensor gx, gw, gb;
-    if (x.requires_grad()) {  // ∂x = g·W
-      gx = Tensor::empty(x.shape(), DType::f32, device);
+    if (x_grad) {  // ∂x = g·W
+      gx = Tensor::empty(x_shape, DType::f32, device);
       run_gemm(device, g_rows, false, w, false, gx.f32(), 1, false);
+      gx = in_dtype(gx, x_dtype);
     }
-    if (weight.requires_grad()) {  // ∂W = gᵀ·x
-      gw = Tensor::empty(weight.shape(), DType::f32, device);
+    if (w_grad) {  // ∂W = gᵀ·x
+      gw = Tensor::empty(w_shape, DType::f32, device);
       run_gemm(device, g_rows, true, x_rows, false, gw.f32(), 1, false);
+      gw = in_dtype(gw, w_dtype);
     }
-    if (bias.requires_grad()) {  // ∂b = Σ over rows
-      gb = Tensor::empty(bias.shape(), DType::f32, device);
+    if (b_grad) {  // ∂b = Σ over rows
+      gb = Tensor::empty(b_shape, DType::f32, device);
       URPE_PROFILE_COST(sum_axis_cost(1, rows, out_features));
       URPE_DISPATCH("linear", device, kernels::sum_axis_cpu(g, 1, rows, out_features, 1.0f, gb),
                     kernels::sum_axis_cuda(g, 1, rows, out_features, 1.0f, gb));
     }
-    return std::vector<Tensor>{gx.defined() ? in_dtype(gx, dtype) : gx, gw.defined() ? in_dtype(gw, dtype) : gw, gb};
+    return std::vector<Tensor>{gx, gw, gb};
   });
 }
 

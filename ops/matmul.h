@@ -28,8 +28,14 @@
 namespace urpe {
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
-// y = x·Wᵀ + bias. x: (..., in), weight: (out, in), bias: (out,) or undefined.
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+// y = x·Wᵀ + bias. x: (..., in), weight: (out, in), bias: (out,) or undefined; y f32.
+// multiply_in = bf16 (precision=bf16's linear layers, autocast's convention): an f32 x or weight is
+// rounded to bf16 inside the op (the cast's rounding, no cast node), the GEMMs multiply in BF16
+// and sum in FP32, and each gradient comes back in its input's dtype: for an f32 x or weight that
+// is the FP32 GEMM output itself, never rounded to bf16 and widened again (two passes fewer than
+// linear(cast(x), cast(W), b), and one rounding less; cast(∂x, bf16) is the cast path's ∂x).
+// multiply_in = f32 (the default): x and weight multiply in their own dtype (both f32, or both bf16).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType multiply_in = DType::f32);
 
 namespace kernels {
 // Row-major strided-batched GEMM: C[i] = alpha·op(A[i])·op(B[i]) + beta·C[i] for i < batch.

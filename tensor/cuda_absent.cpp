@@ -42,6 +42,7 @@ size_t peak_bytes(Context*) { return 0; }
 void reset_peak(Context*) {}
 size_t bytes_in_use(Context*) { return 0; }
 void set_tf32(Context*, bool) { no_cuda("cuda::set_tf32"); }
+bool tf32(Context*) { no_cuda("cuda::tf32"); }
 std::string device_name(Context*) { no_cuda("cuda::device_name"); }
 void profiler_start() {}
 void profiler_stop() {}

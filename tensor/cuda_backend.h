@@ -78,6 +78,7 @@ void reset_peak(Context* context);
 size_t bytes_in_use(Context* context);
 // TF32 tensor-core GEMMs for this context (off by default; the trainer's --tf32).
 void set_tf32(Context* context, bool on);
+bool tf32(Context* context);
 std::string device_name(Context* context);  // e.g. "NVIDIA H100 80GB HBM3 (cuda:0)"
 
 // Nsight capture range (cudaProfilerStart/Stop) for `--profile-steps a:b`; no-ops without CUDA.

@@ -493,6 +493,7 @@ size_t peak_bytes(Context* context) { return context->peak_bytes(); }
 void reset_peak(Context* context) { context->reset_peak(); }
 size_t bytes_in_use(Context* context) { return context->bytes_in_use(); }
 void set_tf32(Context* context, bool on) { context->set_tf32(on); }
+bool tf32(Context* context) { return context->tf32(); }
 
 std::string device_name(Context* context) {
   std::ostringstream out;

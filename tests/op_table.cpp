@@ -137,8 +137,11 @@ OpCosts binary_costs(BinaryOp op, const Tensor& a, const Tensor& b) {
 struct Operand {
   int64_t rows, cols, stride;
 };
-Cost gemm(const Operand& x, bool tx, const Operand& y, bool ty, int64_t batch, bool accumulate) {
+// bf16: the operands are bf16 (2 bytes an element; gemm_cost reads only whether they are set).
+Cost gemm(const Operand& x, bool tx, const Operand& y, bool ty, int64_t batch, bool accumulate, bool bf16_operands = false) {
+  static const bf16 marker{};
   kernels::GemmArgs g;
+  if (bf16_operands) g.a_bf16 = g.b_bf16 = &marker;
   g.trans_a = tx;
   g.trans_b = ty;
   g.m = tx ? x.cols : x.rows;
@@ -182,6 +185,21 @@ OpCosts linear_costs(const Tensor& x, const Tensor& w) {
   return {broadcast_axis_cost(1, rows, out, 1.0f) + gemm(x_rows, false, wo, true, 1, true),
           gemm(g_rows, false, wo, false, 1, false) + gemm(g_rows, true, x_rows, false, 1, false) +
               sum_axis_cost(1, rows, out)};
+}
+
+// linear(x, W, b, bf16) from f32 x and W: both rounded, the bf16 GEMMs (β = 1 onto the bias, or
+// β = 0 without one); backward rounds g, then the two GEMMs, whose f32 outputs are the gradients.
+OpCosts linear_bf16_costs(const Tensor& x, const Tensor& w, bool with_bias) {
+  const int64_t rows = rows_of(x), in = w.size(1), out = w.size(0);
+  const Operand x_rows{rows, in, 0}, wo{out, in, 0}, g_rows{rows, out, 0};
+  OpCosts c{cast_cost(x.numel()) + cast_cost(w.numel()) + gemm(x_rows, false, wo, true, 1, with_bias, true),
+            cast_cost(rows * out) + gemm(g_rows, false, wo, false, 1, false, true) +
+                gemm(g_rows, true, x_rows, false, 1, false, true)};
+  if (with_bias) {
+    c.forward += broadcast_axis_cost(1, rows, out, 1.0f);
+    c.backward += sum_axis_cost(1, rows, out);
+  }
+  return c;
 }
 
 OpCosts reduce_costs(const Tensor& x, int axis, bool average) {
@@ -470,6 +488,25 @@ std::vector<OpRow> build_table() {
     r.with(bf16_column({1e-4, 1e-4}, {1e-4, 0x1p-7}, {0, 1}));  // x and W in bf16, the bias f32 (as matmul's)
     t.push_back(r);
   }
+  // linear multiplying in bf16 from f32 x and W (precision=bf16's layers): rounded inside the op,
+  // the gradients the FP32 GEMM sums themselves. Both devices multiply the same rounded values
+  // and sum in FP32 (in other orders): f32 bounds both ways. No gradient check: the rounding is a
+  // step function (test_bf16 checks the gradients against the cast path bit for bit).
+  for (int big = 0; big < 2; ++big)
+    for (int with_bias = 0; with_bias < 2; ++with_bias) {
+      const int64_t R = big ? 37 : 3, I = big ? 45 : 5, O = big ? 67 : 4;
+      std::vector<OpInput> in = {uniform("x", {big ? 3 : 2, R, I}), uniform("weight", {O, I})};
+      if (with_bias) in.push_back(uniform("bias", {O}));
+      const std::string name = std::string("linear multiplied in bf16, f32 ") +
+                               (big ? "(3, 37, 45)·(67, 45)ᵀ" : "(2, 3, 5)·(4, 5)ᵀ") + (with_bias ? " + bias" : ", no bias");
+      t.push_back(row(name, "linear", in,
+                      [with_bias](const In& v, const Device&) {
+                        return linear(v[0], v[1], with_bias ? v[2] : Tensor(), DType::bf16);
+                      },
+                      f32({1e-4, 1e-4}, {1e-4, 1e-4}),
+                      [with_bias](const In& v) { return linear_bf16_costs(v[0], v[1], with_bias != 0); })
+                      .without(kGradcheck));
+    }
 
   // ---- cast (ops/cast.h) ----
   // f32 → bf16, bit-exact (round to nearest even on both devices: the simulator's <cuda_bf16.h>

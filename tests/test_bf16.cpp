@@ -187,6 +187,41 @@ TEST_CASE("bf16: matmul backward rounds g, then each gradient, and a bf16 tensor
   CHECK(a.grad().to_vector_f32() == want);
 }
 
+// precision=bf16's linear layers: linear(x, W, b, bf16) with f32 x and W rounds them inside the op
+// and hands back the gradient GEMMs' FP32 sums. Against linear(cast(x), cast(W), b) (the same
+// GEMMs on the same rounded values, in the same order on the CPU): the output bit for bit, and
+// gradients whose bf16 rounding is the cast path's, bit for bit: the fused op drops exactly the
+// rounding of ∂x and ∂W (and the two passes that made and widened it), nothing else.
+TEST_CASE("bf16: linear multiplying in bf16 from f32 x and W: the cast path's output, its gradients unrounded") {
+  const auto round = [](const Tensor& t) { return cast(cast(t, DType::bf16), DType::f32); };
+  for (int with_bias = 0; with_bias < 2; ++with_bias) {
+    CAPTURE(with_bias);
+    const Tensor x = random_param({3, 4, 33}, 70), w = random_param({6, 33}, 71), b = random_param({6}, 72);
+    const Tensor xc = random_param({3, 4, 33}, 70), wc = random_param({6, 33}, 71), bc = random_param({6}, 72);
+    const Tensor fused = linear(x, w, with_bias ? b : Tensor(), DType::bf16);
+    const Tensor cast_path = linear(cast(xc, DType::bf16), cast(wc, DType::bf16), with_bias ? bc : Tensor());
+    CHECK(fused.dtype() == DType::f32);
+    CHECK(fused.to_vector_f32() == cast_path.to_vector_f32());
+    const Tensor g = random_values({3, 4, 6}, 73);
+    fused.backward(g);
+    cast_path.backward(g);
+    REQUIRE(x.grad().dtype() == DType::f32);
+    REQUIRE(w.grad().dtype() == DType::f32);
+    autograd::NoGrad no_grad;
+    CHECK(round(x.grad()).to_vector_f32() == xc.grad().to_vector_f32());
+    CHECK(round(w.grad()).to_vector_f32() == wc.grad().to_vector_f32());
+    // ... and are the FP32 products of the rounded g, W and x themselves (not rounded again).
+    CHECK(x.grad().to_vector_f32() == matmul(round(g), round(w)).to_vector_f32());
+    CHECK(x.grad().to_vector_f32() != xc.grad().to_vector_f32());
+    if (with_bias) CHECK(b.grad().to_vector_f32() == bc.grad().to_vector_f32());
+  }
+  const Tensor x = random_values({2, 5}, 74), w = random_values({3, 5}, 75);
+  CHECK_THROWS_WITH_AS(linear(x, w, Tensor(), DType::i32), doctest::Contains("multiplies in f32 or bf16"), Error);
+  // bf16 operands multiplying in bf16 are the plain bf16 call (gradients in bf16: their dtype).
+  const Tensor x16 = cast(x, DType::bf16), w16 = cast(w, DType::bf16);
+  CHECK(linear(x16, w16, Tensor(), DType::bf16).to_vector_f32() == linear(x16, w16, Tensor()).to_vector_f32());
+}
+
 TEST_CASE("bf16: checkpoints stay FP32: a bf16 tensor is refused by the safetensors writer") {
   const Tensor w = cast(random_values({2, 3}, 60), DType::bf16);
   CHECK_THROWS_WITH_AS(safetensors_header({{"w", w}}, {}), doctest::Contains("checkpoints keep the FP32 master"), Error);

@@ -8,7 +8,10 @@
 // simulator's events carry the host clock when recorded, a stand-in for the stream's.
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli_util.h"
 #include "ops/activation.h"
@@ -87,6 +90,23 @@ TEST_CASE("`urpe bench peaks --device cuda` and `urpe profile --device cuda` at 
   INFO(peaks.output);
   REQUIRE(peaks.code == 0);
   CHECK(peaks.output.find("device-to-device copy") != std::string::npos);
+  // The GEMMs by dtype (issue 36): every math with β = 0 and 1 at each smoke shape, a positive rate.
+  CHECK(peaks.output.find("GEMMs by dtype") != std::string::npos);
+  std::map<std::string, int> rows;  // "math β" → rows
+  std::istringstream lines(peaks.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| square 64 |", 0) != 0 && line.rfind("| linear 96×80×48 |", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::istringstream cells_in(line.substr(1));
+    for (std::string cell; std::getline(cells_in, cell, '|');) cells.push_back(cell.substr(1, cell.size() - 2));
+    REQUIRE(cells.size() == 6);
+    INFO(line);
+    CHECK(std::stod(cells[4]) > 0.0);
+    CHECK(std::stod(cells[5]) > 0.0);
+    ++rows[cells[2] + " " + cells[3]];
+  }
+  for (const char* math : {"fp32", "tf32", "bf16→f32", "bf16→bf16"})
+    for (const char* beta : {"0", "1"}) CHECK(rows[std::string(math) + " " + beta] == 2);
   const std::string out = join_path(dir, "prof");
   const test::CliResult r = test::run_command(
       bin + "profile --preset pi-tiny --set seq_len=8 --set d_model=16 --set d_ff=32 --set batch=2 --set valid_size=4 "

@@ -164,6 +164,18 @@ TEST_CASE("`urpe train --device cuda` from the command line") {
   CHECK(metrics_of(dir).size() >= 2);
 }
 
+TEST_CASE("the context's TF32 switch: on under precision=tf32 and bf16, off under fp32") {
+  // bf16 leaves the attention's matmuls and the fused attention in FP32: they get TF32, as
+  // PyTorch's autocast users get with allow_tf32 (docs/cuda.md#mixed-precision).
+  for (const char* precision : {"fp32", "tf32", "bf16"}) {
+    INFO(precision);
+    const Device device = parse_device("cuda");  // a fresh context, TF32 off
+    REQUIRE_FALSE(cuda::tf32(device.context()));
+    apply_device_options(quiet(), device, 10, precision);
+    CHECK(cuda::tf32(device.context()) == (std::string(precision) != "fp32"));
+  }
+}
+
 TEST_CASE("`urpe repro pretrain --device cuda --tf32`: every run on the GPU with TF32, recorded in results.md") {
   const std::string dir = temp_dir("repro_tf32");
   const test::CliResult r = test::run_urpe(

@@ -55,6 +55,14 @@ TEST_CASE("precision: the config key, its default and its errors") {
   CHECK_NOTHROW(apply_device_options(options, Device::cpu(), 10, "bf16"));  // the CPU twin
 }
 
+TEST_CASE("precision: bf16 keeps TF32 on for what stays FP32, as autocast with allow_tf32") {
+  // The CUDA context's switch itself: test_cuda_training ("the context's TF32 switch ...").
+  CHECK_FALSE(tf32_under("fp32", false));
+  CHECK(tf32_under("fp32", true));  // --tf32
+  CHECK(tf32_under("tf32", false));
+  CHECK(tf32_under("bf16", false));
+}
+
 TEST_CASE("precision: bf16 linear layers: the same parameters, the output within BF16 rounding of FP32's") {
   EncoderConfig c;
   c.seq_len = 8;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "ops/cast.h"
 #include "ops/matmul.h"
 #include "tensor/cuda_context.h"
 #include "tensor/tensor.h"
@@ -132,6 +133,86 @@ double measure_sgemm_tflops(cuda::Context* context, int n, bool tf32) {
   return 2.0 * double(n) * double(n) * double(n) / (t.median_ms * 1e-3) / 1e12;
 }
 
+std::vector<DtypeGemmRate> measure_dtype_gemms(cuda::Context* context, bool smoke) {
+  URPE_CHECK(context != nullptr, "measure_dtype_gemms: needs a CUDA context");
+  std::shared_ptr<cuda::Context> keep(std::shared_ptr<cuda::Context>(), context);  // non-owning
+  const Device device = Device::cuda(keep);
+  struct Shape3 {
+    const char* name;
+    int64_t m, n, k;
+  };
+  const std::vector<Shape3> shapes =
+      smoke ? std::vector<Shape3>{{"square 64", 64, 64, 64}, {"linear 96×80×48", 96, 80, 48}}
+            : std::vector<Shape3>{{"square 8192", 8192, 8192, 8192},
+                                  {"linear 16384×768×768 (projection)", 16384, 768, 768},
+                                  {"linear 16384×3072×768 (FFN in)", 16384, 3072, 768},
+                                  {"linear 16384×768×3072 (FFN out)", 16384, 768, 3072}};
+  const int runs = smoke ? 2 : 20, warmup = smoke ? 1 : 3;
+  Rng rng(20221128);
+  const int64_t tile_length = smoke ? 4099 : kTimingTile;  // primes
+  const Tensor tile = Tensor::uniform({tile_length}, -1.0f, 1.0f, rng, device);
+  const bool previous_tf32 = context->tf32();
+  std::vector<DtypeGemmRate> rates;
+  try {
+    for (const Shape3& s : shapes) {
+      // a: (m, k), b: (n, k), c: (m, n), each f32 and its bf16 rounding (cast).
+      const Tensor a = Tensor::empty({s.m, s.k}, DType::f32, device), b = Tensor::empty({s.n, s.k}, DType::f32, device);
+      const Tensor c = Tensor::empty({s.m, s.n}, DType::f32, device);
+      fill_by_tiling(a, tile, 0);
+      fill_by_tiling(b, tile, tile_length / 3);
+      fill_by_tiling(c, tile, 2 * tile_length / 3);  // β = 1 reads it: values, never garbage
+      const Tensor a16 = cast(a, DType::bf16), b16 = cast(b, DType::bf16), c16 = cast(c, DType::bf16);
+      for (const char* math : {"fp32", "tf32", "bf16→f32", "bf16→bf16"}) {
+        for (const float beta : {0.0f, 1.0f}) {
+          const std::string m = math;
+          kernels::GemmArgs g;
+          g.trans_b = true;
+          g.m = s.m; g.n = s.n; g.k = s.k;
+          g.beta = beta;
+          g.lda = s.k; g.ldb = s.k; g.ldc = s.n;
+          g.c = c.f32();
+          if (m == "fp32" || m == "tf32") {
+            g.a = a.f32(); g.b = b.f32();
+          } else {
+            g.a_bf16 = a16.data<bf16>(); g.b_bf16 = b16.data<bf16>();
+          }
+          // The context's switch as precision=bf16 leaves it (on: docs/cuda.md#mixed-precision); it
+          // sets cuBLAS's math mode, which the BF16 calls do not use.
+          context->set_tf32(m != "fp32");
+          std::function<void()> call = [&] { kernels::gemm_cuda(device, g); };
+          if (m == "bf16→bf16") {
+            // As gemm_cuda's bf16 call (operands swapped for cuBLAS's column-major view: Cᵀ = B·Aᵀ),
+            // with C in CUDA_R_16BF.
+            call = [&] {
+              context->activate();
+              const float alpha = 1.0f;
+              CUBLAS_CHECK(cublasSetMathMode(context->cublas(), CUBLAS_DEFAULT_MATH));
+              CUBLAS_CHECK(cublasGemmEx(context->cublas(), CUBLAS_OP_T, CUBLAS_OP_N, int(s.n), int(s.m), int(s.k),
+                                        &alpha, b16.data<bf16>(), CUDA_R_16BF, int(s.k), a16.data<bf16>(),
+                                        CUDA_R_16BF, int(s.k), &beta, c16.data<bf16>(), CUDA_R_16BF, int(s.n),
+                                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            };
+          }
+          const CudaTiming t = time_cuda(context, call, runs, warmup, true);
+          DtypeGemmRate r;
+          r.shape = s.name;
+          r.m = s.m; r.n = s.n; r.k = s.k;
+          r.math = m;
+          r.beta = beta;
+          r.median_ms = t.median_ms;
+          r.tflops = 2.0 * double(s.m) * double(s.n) * double(s.k) / (t.median_ms * 1e-3) / 1e12;
+          rates.push_back(r);
+        }
+      }
+    }
+  } catch (...) {
+    context->set_tf32(previous_tf32);
+    throw;
+  }
+  context->set_tf32(previous_tf32);
+  return rates;
+}
+
 DevicePeaks measure_device_peaks(cuda::Context* context, size_t copy_bytes, int sgemm_n) {
   DevicePeaks p;
   p.device = cuda::device_name(context);
@@ -154,6 +235,7 @@ CudaTiming time_cuda(cuda::Context*, const std::function<void()>&, int, int, boo
 double measure_copy_bandwidth_gbs(cuda::Context*, size_t) { no_cuda("measure_copy_bandwidth_gbs"); }
 double measure_sgemm_tflops(cuda::Context*, int, bool) { no_cuda("measure_sgemm_tflops"); }
 DevicePeaks measure_device_peaks(cuda::Context*, size_t, int) { no_cuda("measure_device_peaks"); }
+std::vector<DtypeGemmRate> measure_dtype_gemms(cuda::Context*, bool) { no_cuda("measure_dtype_gemms"); }
 void fill_by_tiling(const Tensor&, const Tensor&, int64_t) { no_cuda("fill_by_tiling"); }
 
 #endif

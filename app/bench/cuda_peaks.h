@@ -7,12 +7,16 @@
 //   copy bandwidth:    a large device-to-device copy; bytes read + bytes written per second.
 //   sgemm TFLOP/s:     urpe's own cuBLAS GEMM path (kernels::gemm_cuda) on random n×n inputs
 //                      (fill_by_tiling), full float32 and, separately, TF32 tensor cores.
+//   GEMMs by dtype:    the same product in FP32, TF32, BF16 in / FP32 out (linear's bf16 GEMM)
+//                      and BF16 in / BF16 out, β = 0 and β = 1, at linear's shapes: which cuBLAS
+//                      call makes precision=bf16 slow (issue 36, docs/cuda.md#mixed-precision).
 // Host-only C++ (no CUDA headers here), so CPU-only builds compile callers too; there every
 // function throws "this urpe build has no CUDA backend".
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "tensor/cuda_backend.h"
 #include "tensor/tensor.h"
@@ -42,6 +46,26 @@ double measure_sgemm_tflops(cuda::Context* context, int n = 8192, bool tf32 = fa
 // zeros, METHOD.md); checking results on fresh random inputs is the parity suite's job.
 void fill_by_tiling(const Tensor& dst, const Tensor& tile, int64_t shift);
 constexpr int64_t kTimingTile = 1048573;  // a prime just under 2^20: 4 MiB of f32
+
+// One GEMM of the dtype table: C (m×n) = A·Bᵀ + β·C, laid out as linear's forward x·Wᵀ (A: m×k
+// row-major, B: n×k row-major; cuBLAS's "TN" call), timed as above. `math`:
+//   "fp32"       FP32 in and out, strict FP32 (cublasSgemm through kernels::gemm_cuda)
+//   "tf32"       the same call with the context's TF32 switch on (on for the bf16 rows too, as
+//                precision=bf16 runs; the switch sets cuBLAS's math mode, which BF16 calls ignore)
+//   "bf16→f32"   BF16 in, FP32 out, FP32 accumulation: linear's GEMM under precision=bf16
+//                (cublasGemmEx through kernels::gemm_cuda; linear runs it with β = 1 onto its bias)
+//   "bf16→bf16"  BF16 in and out, FP32 accumulation, rounded once to BF16 (cublasGemmEx called
+//                here: no op returns a bf16 GEMM output yet); what autocast's GEMMs return
+struct DtypeGemmRate {
+  std::string shape;  // "square 8192", "linear 16384×3072×768 (FFN in)"
+  int64_t m = 0, n = 0, k = 0;
+  std::string math;
+  float beta = 0;
+  double median_ms = 0, tflops = 0;  // tflops: 2·m·n·k per product
+};
+// Every math × β ∈ {0, 1} at 8192³ and at the Table 5 encoder's linear shapes (16384 rows =
+// batch 32 × n 512, d 768, d_ff 3072), or at tiny shapes when smoke (the simulator).
+std::vector<DtypeGemmRate> measure_dtype_gemms(cuda::Context* context, bool smoke);
 
 struct DevicePeaks {
   std::string device;        // e.g. "NVIDIA H100 80GB HBM3 (cuda:0)"

@@ -242,6 +242,16 @@ int run_peaks_bench(const PeaksOptions& options) {
   if (p.triad_gbs > 0) print_rate("STREAM triad", p.triad_gbs, "GB/s");
   std::printf("ceilings: compute %.2f GFLOP/s (the best sgemm above), memory %.2f GB/s (%s)\n", p.gemm_gflops,
               p.bandwidth_gbs, device.is_cuda() ? "copy" : "the better of copy and triad");
+  if (device.is_cuda()) {
+    // Printed, not cached: the roofline's ceilings stay the FP32 ones (the dtype rows are issue 36's
+    // evidence of which cuBLAS call is slow, beside bench/torch_gemm.py's PyTorch rows).
+    std::printf("GEMMs by dtype: C = A·Bᵀ + β·C as linear's forward (A m×k, B n×k), median of CUDA events:\n");
+    std::printf("| shape | m×n×k | math | β | ms | TFLOP/s |\n|---|---|---|---|---|---|\n");
+    for (const DtypeGemmRate& r : measure_dtype_gemms(device.context(), options.smoke))
+      std::printf("| %s | %lld×%lld×%lld | %s | %g | %.4g | %.4g |\n", r.shape.c_str(), static_cast<long long>(r.m),
+                  static_cast<long long>(r.n), static_cast<long long>(r.k), r.math.c_str(), double(r.beta), r.median_ms,
+                  r.tflops);
+  }
   std::printf("load averages (1, 5, 15 min): %s\n", load_averages().c_str());
   const std::string path = profile::peaks_cache_path();
   profile::store_peaks(p, path);

@@ -1,5 +1,5 @@
-// CUDA simulator: the cuBLAS GEMMs urpe calls (float, and bf16 inputs through cublasGemmEx), as
-// column-major reference loops.
+// CUDA simulator: the cuBLAS GEMMs urpe calls (float, and bf16 inputs through cublasGemmEx, with
+// an f32 C, or a bf16 C for the bench's BF16-output rows), as column-major reference loops.
 //   C = α·op(A)·op(B) + β·C,  op(A): m×k, op(B): k×n, C: m×n, all column-major with leading
 //   dimensions lda, ldb, ldc; element (i, j) of a matrix X is X[i + j·ldx].
 // Arguments are checked as cuBLAS checks them (CUBLAS_STATUS_INVALID_VALUE), and every matrix
@@ -34,6 +34,18 @@ float value(Bf16 x) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
+}
+// A result stored into C: f32 as it is; bf16 rounded to nearest, ties to even (cuBLAS's epilogue
+// rounding), every NaN the canonical 0x7FFF. (An overflow carries into the exponent: ±inf.)
+void store(float& dst, float x) { dst = x; }
+void store(Bf16& dst, float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) {
+    dst.bits = 0x7FFF;
+    return;
+  }
+  dst.bits = static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
 // Does the column-major rows×cols matrix at p with leading dimension ld lie in device memory?
@@ -75,11 +87,11 @@ cublasStatus_t invalid(const char* call, const char* why) {
   return CUBLAS_STATUS_INVALID_VALUE;
 }
 
-template <typename T>
+template <typename T, typename TC = float>
 cublasStatus_t gemm_batched(const char* call, cublasHandle_t handle, cublasOperation_t op_a,
                             cublasOperation_t op_b, int m, int n, int k, const float* alpha,
                             const T* a, int lda, long long stride_a, const T* b, int ldb,
-                            long long stride_b, const float* beta, float* c, int ldc,
+                            long long stride_b, const float* beta, TC* c, int ldc,
                             long long stride_c, int batch) {
   if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
   if ((op_a != CUBLAS_OP_N && op_a != CUBLAS_OP_T) || (op_b != CUBLAS_OP_N && op_b != CUBLAS_OP_T))
@@ -97,7 +109,7 @@ cublasStatus_t gemm_batched(const char* call, cublasHandle_t handle, cublasOpera
   for (int q = 0; q < batch; ++q) {
     const T* aq = a + q * stride_a;
     const T* bq = b + q * stride_b;
-    float* cq = c + q * stride_c;
+    TC* cq = c + q * stride_c;
     if (read_ab && !inside_device(aq, a_rows, a_cols, lda))
       return invalid(call, "A (with lda and stride) reaches outside device memory");
     if (read_ab && !inside_device(bq, b_rows, b_cols, ldb))
@@ -122,11 +134,11 @@ cublasStatus_t gemm_batched(const char* call, cublasHandle_t handle, cublasOpera
             const float bv = value(tb ? bq[j + size_t(p) * ldb] : bq[p + size_t(j) * ldb]);
             sum += double(av) * double(bv);
           }
-        float& out = cq[i + size_t(j) * ldc];
+        TC& out = cq[i + size_t(j) * ldc];
         const double scaled = double(*alpha) * sum;
-        out = static_cast<float>(*beta == 0.0f ? scaled : scaled + double(*beta) * out);
+        store(out, static_cast<float>(*beta == 0.0f ? scaled : scaled + double(*beta) * value(out)));
       }
-    for (int j = 0; j < n; ++j) urpe_sim::mark_written(cq + size_t(j) * ldc, size_t(m) * sizeof(float));
+    for (int j = 0; j < n; ++j) urpe_sim::mark_written(cq + size_t(j) * ldc, size_t(m) * sizeof(TC));
   }
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -171,7 +183,8 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_
 }
 
 // cublasGemmEx's types as urpe uses them: A and B both CUDA_R_32F or both CUDA_R_16BF, C
-// CUDA_R_32F, FP32 compute. cuBLAS rejects other mixes too (or urpe does not call them).
+// CUDA_R_32F (or CUDA_R_16BF with bf16 A and B: `urpe bench peaks`' BF16-output rows), FP32
+// compute. cuBLAS rejects other mixes too (or urpe does not call them).
 static cublasStatus_t gemm_ex(const char* call, cublasHandle_t handle, cublasOperation_t op_a,
                               cublasOperation_t op_b, int m, int n, int k, const void* alpha, const void* a,
                               cudaDataType_t a_type, int lda, long long stride_a, const void* b,
@@ -179,14 +192,18 @@ static cublasStatus_t gemm_ex(const char* call, cublasHandle_t handle, cublasOpe
                               cudaDataType_t c_type, int ldc, long long stride_c, int batch,
                               cublasComputeType_t compute) {
   if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (a_type != b_type || c_type != CUDA_R_32F || compute != CUBLAS_COMPUTE_32F ||
-      (a_type != CUDA_R_32F && a_type != CUDA_R_16BF)) {
+  if (a_type != b_type || compute != CUBLAS_COMPUTE_32F || (a_type != CUDA_R_32F && a_type != CUDA_R_16BF) ||
+      (c_type != CUDA_R_32F && !(c_type == CUDA_R_16BF && a_type == CUDA_R_16BF))) {
     std::fprintf(stderr, "cuda_sim: %s: type combination not simulated\n", call);
     return CUBLAS_STATUS_NOT_SUPPORTED;
   }
   const float* fa = static_cast<const float*>(alpha);
   const float* fb = static_cast<const float*>(beta);
   float* fc = static_cast<float*>(c);
+  if (c_type == CUDA_R_16BF)
+    return gemm_batched(call, handle, op_a, op_b, m, n, k, fa, static_cast<const Bf16*>(a), lda, stride_a,
+                        static_cast<const Bf16*>(b), ldb, stride_b, fb, static_cast<Bf16*>(c), ldc, stride_c,
+                        batch);
   if (a_type == CUDA_R_16BF)
     return gemm_batched(call, handle, op_a, op_b, m, n, k, fa, static_cast<const Bf16*>(a), lda, stride_a,
                         static_cast<const Bf16*>(b), ldb, stride_b, fb, fc, ldc, stride_c, batch);

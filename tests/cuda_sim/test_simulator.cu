@@ -194,6 +194,34 @@ TEST_CASE("cuda_sim: cuBLAS GEMMs are column-major, transposed on request, batch
   for (float* p : {d_a, d_at, d_b, d_c}) cudaFree(p);
 }
 
+TEST_CASE("cuda_sim: cublasGemmEx with a bf16 C rounds each sum once, to nearest even, and reads C "
+          "when beta is 1") {
+  // C (2×1) = A (2×1)·B (1×1) + β·C, all bf16 bits: A = (1, 1 + 2⁻⁷), B = 1, C = 2⁻⁸ twice. With
+  // β = 1 the sums are 1 + 2⁻⁸ (halfway between 1 and 1 + 2⁻⁷: ties to the even 1) and
+  // 1 + 3·2⁻⁸ (halfway between 1 + 2⁻⁷ and 1 + 2⁻⁶: ties to the even 1 + 2⁻⁶).
+  uint16_t* d_a = to_device(std::vector<uint16_t>{0x3F80, 0x3F81});
+  uint16_t* d_b = to_device(std::vector<uint16_t>{0x3F80});
+  uint16_t* d_c = to_device(std::vector<uint16_t>{0x3B80, 0x3B80});
+  cublasHandle_t handle = nullptr;
+  REQUIRE(cublasCreate(&handle) == CUBLAS_STATUS_SUCCESS);
+  const float one = 1.0f, zero = 0.0f;
+  REQUIRE(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, 2, 1, 1, &one, d_a, CUDA_R_16BF, 2, d_b, CUDA_R_16BF, 1,
+                       &one, d_c, CUDA_R_16BF, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS);
+  CHECK(to_host(d_c, 2) == std::vector<uint16_t>{0x3F80, 0x3F82});
+  REQUIRE(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, 2, 1, 1, &one, d_a, CUDA_R_16BF, 2, d_b, CUDA_R_16BF, 1,
+                       &zero, d_c, CUDA_R_16BF, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS);
+  CHECK(to_host(d_c, 2) == std::vector<uint16_t>{0x3F80, 0x3F81});
+  // f32 operands with a bf16 C is not a combination cuBLAS (or urpe) has.
+  float* d_f = to_device(std::vector<float>{1.0f, 2.0f});
+  CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, 2, 1, 1, &one, d_f, CUDA_R_32F, 2, d_f, CUDA_R_32F, 1, &zero,
+                     d_c, CUDA_R_16BF, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_NOT_SUPPORTED);
+  cublasDestroy(handle);
+  cudaFree(d_a);
+  cudaFree(d_b);
+  cudaFree(d_c);
+  cudaFree(d_f);
+}
+
 TEST_CASE("cuda_sim: CUB's SortPairs sorts stably by the requested key bits") {
   const std::vector<uint32_t> keys = {5, 1, 4, 1, 0, 5, 2, 1};
   std::vector<int32_t> positions(keys.size());

@@ -43,11 +43,16 @@ struct TrainOptions {
 // every first allocation) to at most the sixth.
 std::string default_trace_window(int64_t steps);
 
+// Whether a CUDA run's context has the TF32 switch on: precision=tf32 (or --tf32), and bf16 too,
+// for everything bf16 leaves in FP32 (the attention's matmuls, the fused attention's tensor-core
+// kernels), as PyTorch's autocast with allow_tf32 (docs/cuda.md#mixed-precision).
+bool tf32_under(const std::string& precision, bool tf32_flag);
+
 // Validates --tf32, the config's `precision` (fp32, tf32 or bf16) and --profile-steps against the
-// run's device and length, switches TF32 on for precision=tf32 or --tf32 (the same switch: --tf32
-// with precision=bf16 is an error), and returns the profiling window (disabled when neither
-// --profile-steps nor --trace was given), with the per-op recorder attached for --trace. bf16 is
-// not a device mode: the models' linear layers read it from the config (linear_dtype_of).
+// run's device and length, switches TF32 on where tf32_under says so on a CUDA device (--tf32 with
+// precision=bf16 is an error: bf16 has it already), and returns the profiling window (disabled
+// when neither --profile-steps nor --trace was given), with the per-op recorder attached for
+// --trace. The models' linear layers read bf16 from the config (linear_dtype_of).
 ProfileWindow apply_device_options(const TrainOptions& options, const Device& device, int64_t steps,
                                    const std::string& precision = "fp32");
 

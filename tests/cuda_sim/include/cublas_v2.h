@@ -38,8 +38,9 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_
                                          long long stride_a, const float* b, int ldb,
                                          long long stride_b, const float* beta, float* c, int ldc,
                                          long long stride_c, int batch_count);
-// A and B of `a_type`/`b_type` (CUDA_R_32F or CUDA_R_16BF, the same), C of CUDA_R_32F, products
-// summed in double (as the float GEMMs here); any other combination is CUBLAS_STATUS_NOT_SUPPORTED.
+// A and B of `a_type`/`b_type` (CUDA_R_32F or CUDA_R_16BF, the same), C of CUDA_R_32F (or
+// CUDA_R_16BF after bf16 A and B, rounded to nearest even), products summed in double (as the
+// float GEMMs here); any other combination is CUBLAS_STATUS_NOT_SUPPORTED.
 cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t op_a, cublasOperation_t op_b, int m,
                             int n, int k, const void* alpha, const void* a, cudaDataType_t a_type, int lda,
                             const void* b, cudaDataType_t b_type, int ldb, const void* beta, void* c,
