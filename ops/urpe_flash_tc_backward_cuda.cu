@@ -8,7 +8,8 @@
 // sums. No float atomics anywhere, so every output repeats bit for bit:
 //
 // urpe_flash_tc_backward_dq_kernel<kDim>: one block per (b, h, 64 query rows), 16 per warp, Q and
-//   dO fragments in registers; per key tile (K_J, V_J and the tile's diagonals in shared memory)
+//   dO fragments in registers; per key tile (K_J, V_J and the tile's diagonals in shared memory;
+//   V_J, read only by rows, as column pairs: one 64-bit shared load per B fragment)
 //     S = Q·K_Jᵀ, dA = dO·V_Jᵀ (tensor cores), P = e^{S·scale + B − L}, dS as above
 //     dQ += dS·K_J  (dS from the accumulators as the A operand, keys paired as in the forward)
 //   and writes its dQ rows once. FlashAttention-2 adds dQ from the dK/dV loop with atomics; this
@@ -73,6 +74,24 @@ __device__ __forceinline__ void product_with_rows(float (&acc)[kBlocks][4], cons
     }
 }
 
+// The same product with T stored as column pairs (load_rounded_column_pairs: T(r, 8s + t) and
+// T(r, 8s + t + 4) side by side), each B fragment one 64-bit shared load instead of two 32-bit
+// ones; the same values in the same order, so the same bits. For a tile read only by rows
+// (V in the dQ kernel: dA = dO·Vᵀ).
+template <int kSteps, int kBlocks, int kRows, int kCols2>
+__device__ __forceinline__ void product_with_column_pairs(float (&acc)[kBlocks][4], const uint32_t (&a)[kSteps][4],
+                                                          const float2 (&tile)[kRows][kCols2], int group,
+                                                          int member) {
+#pragma unroll
+  for (int ks = 0; ks < kSteps; ++ks)
+#pragma unroll
+    for (int nb = 0; nb < kBlocks; ++nb) {
+      const float2 f = tile[nb * 8 + group][ks * 4 + member];
+      const uint32_t bf[2] = {__float_as_uint(f.x), __float_as_uint(f.y)};
+      tc::mma_m16n8k8(acc[nb], a[ks], bf);
+    }
+}
+
 // acc[nd] += X·T for X (16 × 8·kBlocks) held in accumulators and T's rows as the k side, paired
 // (rows 2t, 2t + 1 of each group of 8 ↔ A columns t, t + 4; ops/mma_tf32.cuh).
 template <int kSteps, int kBlocks, int kRows, int kStride>
@@ -132,8 +151,10 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dq_kernel(
   constexpr int kKeyBlocks = kKeys / 8;
   constexpr int kSteps = Dim<kDim>::kSteps, kStride = Dim<kDim>::kStride;
   constexpr int kDiag = kBlockRows + kKeys - 1;
-  URPE_SHARED(float, k_s, [kKeys][kStride]);
-  URPE_SHARED(float, v_s, [kKeys][kStride]);
+  URPE_SHARED(float4, k_s4, [kKeys][kStride / 4]);  // 16-byte rows (tile_view)
+  URPE_SHARED(float4, v_s4, [kKeys][(kDim / 2 + 4) / 2]);
+  auto& k_s = tile_view<float, kStride>(k_s4);       // read by rows and by row pairs: plain
+  auto& v_s = tile_view<float2, kDim / 2 + 4>(v_s4);  // read by rows only: column pairs
   URPE_SHARED(float, bias_s, [kDiag]);
   URPE_SHARED(float, c_s, [kDiag]);
   URPE_SHARED(int, pad_scratch, [kWarps]);
@@ -165,14 +186,14 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dq_kernel(
     for (int j0 = 0; j0 < key_end; j0 += kKeys) {
       __syncthreads();
       load_rounded<kKeys, kDim>(k_s, k_bh + j0 * dh, nk - j0, dh);
-      load_rounded<kKeys, kDim>(v_s, v_bh + j0 * dv, nk - j0, dv);
+      load_rounded_column_pairs<kKeys, kDim>(v_s, v_bh + j0 * dv, nk - j0, dv);
       stage_diagonals(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s);
       __syncthreads();
       float s[kKeyBlocks][4], da[kKeyBlocks][4];
       zero(s);
       zero(da);
       product_with_rows(s, qa, k_s, group, member);
-      product_with_rows(da, ga, v_s, group, member);
+      product_with_column_pairs(da, ga, v_s, group, member);
       const LaneCells at{w0 + group, j0 + 2 * member, 2 * member - warp * kWarpRows - group + kBlockRows - 1};
       if (fast_path && tile_is_interior(g, i0, i0 + kBlockRows, j0, j0 + kKeys, pad_from))
         dq_cells<true>(g, s, da, row_lse, row_d, bias_s, c_s, at, t.b, t.h, t.bh);
@@ -256,14 +277,21 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
   constexpr int kQueryBlocks = kQueries / 8;
   constexpr int kSteps = Dim<kDim>::kSteps, kStride = Dim<kDim>::kStride;
   constexpr int kDiag = kKeysPerBlock + kQueries - 1;  // diagonals of one tile
-  URPE_SHARED(float, q_s, [kQueries][kStride]);
-  URPE_SHARED(float, go_s, [kQueries][kStride]);
+  URPE_SHARED(float4, q_s4, [kQueries][kStride / 4]);  // 16-byte rows (tile_view)
+  URPE_SHARED(float4, go_s4, [kQueries][kStride / 4]);
+  auto& q_s = tile_view<float, kStride>(q_s4);
+  auto& go_s = tile_view<float, kStride>(go_s4);
   URPE_SHARED(float, lse_s, [kQueries]);
   URPE_SHARED(float, d_s, [kQueries]);
   URPE_SHARED(float, bias_s, [kDiag]);
   URPE_SHARED(float, c_s, [kDiag]);
-  URPE_SHARED(float, zb_s, [kKeysPerBlock][kQueries + 1]);  // the tile's dZ (∂B's terms)
-  URPE_SHARED(float, zc_s, [kKeysPerBlock][kQueries + 1]);  // the tile's P·κ·dA (∂C's terms)
+  // The tile's terms, rows kTermCols = kQueries + 3 floats apart: a warp's store (lane 4g + t at
+  // key row g (+8), query column 2t (+1)) hits bank 3g + 2t (+ a constant) at kQueries = 32,
+  // 19g + 2t at 16, at most two lanes a bank (kQueries + 1 gave g + 2t, up to four: ncu's 3.7-way
+  // store conflicts, H200 2026-11-27); the diagonal walk below, an odd stride, stays conflict-free.
+  constexpr int kTermCols = kQueries + 3;
+  URPE_SHARED(float, zb_s, [kKeysPerBlock][kTermCols]);  // the tile's dZ (∂B's terms)
+  URPE_SHARED(float, zc_s, [kKeysPerBlock][kTermCols]);  // the tile's P·κ·dA (∂C's terms)
   URPE_SHARED(float, wb_s, [kDiag]);  // the sliding window of per-diagonal sums
   URPE_SHARED(float, wc_s, [kDiag]);
   URPE_SHARED(int, pad_scratch, [kWarps]);

@@ -92,8 +92,10 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
   constexpr int kKeyBlocks = kKeys / 8;  // n-blocks of S, k-steps of W·V
   constexpr int kSteps = Dim<kDim>::kSteps;
   constexpr int kDiag = kBlockRows + kKeys - 1;
-  URPE_SHARED(float2, k_s, [kKeys][kDim / 2 + 4]);  // column pairs (load_rounded_column_pairs)
-  URPE_SHARED(float2, v_s, [kKeys / 2][kDim + 4]);  // row pairs (load_rounded_row_pairs)
+  URPE_SHARED(float4, k_s4, [kKeys][(kDim / 2 + 4) / 2]);  // 16-byte rows (tile_view)
+  URPE_SHARED(float4, v_s4, [kKeys / 2][(kDim + 4) / 2]);
+  auto& k_s = tile_view<float2, kDim / 2 + 4>(k_s4);  // column pairs (load_rounded_column_pairs)
+  auto& v_s = tile_view<float2, kDim + 4>(v_s4);      // row pairs (load_rounded_row_pairs)
   URPE_SHARED(float, bias_s, [kDiag]);
   URPE_SHARED(float, c_s, [kDiag]);
   URPE_SHARED(int, pad_scratch, [kWarps]);
