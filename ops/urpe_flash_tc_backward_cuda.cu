@@ -362,15 +362,24 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
       if (!tables) continue;
       __syncthreads();  // the tile's terms are in zb_s, zc_s
       // Diagonal x of the tile: cells (key kl, query ql) with kl − ql = x − (kQueries − 1),
-      // summed by thread x alone in ascending ql.
+      // summed by thread x alone in ascending ql. The walk is unrolled over all kQueries columns
+      // with the cells off the diagonal's range read as 0 (their row clamped into the tile), so
+      // the 2·kQueries shared loads are independent and issue back to back; the loop with the
+      // diagonal's own bounds waited for each load in turn while the block sat at the barrier
+      // after it (ncu, H200 2026-11-27: 0.95 of the dK/dV kernel's 6.06 cycles per issued
+      // instruction stalled at barriers). Adding +0 is exact and the sum is never −0 (it starts
+      // at +0, and round-to-nearest gives +0 for x + (−x)), so these are the loop's bits.
       for (int x = threadIdx.x; x < kDiag; x += kThreads) {
         const int shift = x - (kQueries - 1);
         const int ql_lo = shift < 0 ? -shift : 0;
         const int ql_hi = kKeysPerBlock - shift < kQueries ? kKeysPerBlock - shift : kQueries;
         float sum_b = 0.0f, sum_c = 0.0f;
-        for (int ql = ql_lo; ql < ql_hi; ++ql) {
-          sum_b += zb_s[ql + shift][ql];
-          sum_c += zc_s[ql + shift][ql];
+#pragma unroll
+        for (int ql = 0; ql < kQueries; ++ql) {
+          const bool on = ql >= ql_lo && ql < ql_hi;
+          const int kl = on ? ql + shift : 0;
+          sum_b += on ? zb_s[kl][ql] : 0.0f;
+          sum_c += on ? zc_s[kl][ql] : 0.0f;
         }
         wb_s[x] += sum_b;
         wc_s[x] += sum_c;
