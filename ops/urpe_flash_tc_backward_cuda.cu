@@ -8,8 +8,9 @@
 // sums. No float atomics anywhere, so every output repeats bit for bit:
 //
 // urpe_flash_tc_backward_dq_kernel<kDim>: one block per (b, h, 64 query rows), 16 per warp, Q and
-//   dO fragments in registers; per key tile (K_J, V_J and the tile's diagonals in shared memory;
-//   V_J, read only by rows, as column pairs: one 64-bit shared load per B fragment)
+//   dO fragments in registers; per key tile (64 keys, 16 at kDim = 128; K_J, V_J and the tile's
+//   diagonals in shared memory, V_J, read only by rows, as column pairs: one 64-bit shared load
+//   per B fragment)
 //     S = Q·K_Jᵀ, dA = dO·V_Jᵀ (tensor cores), P = e^{S·scale + B − L}, dS as above
 //     dQ += dS·K_J  (dS from the accumulators as the A operand, keys paired as in the forward)
 //   and writes its dQ rows once. FlashAttention-2 adds dQ from the dK/dV loop with atomics; this
@@ -147,7 +148,11 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dq_kernel(
     FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
     const float* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
     float* __restrict__ grad_q) {
-  constexpr int kKeys = kDim == 128 ? 32 : 64;
+  // Key tiles of 16 at kDim = 128: Q, dO fragments and the dQ accumulators hold 192 registers
+  // there, and with 32 keys the S and dA tiles pushed the kernel past 255 (36 bytes spilled);
+  // with 16 it takes 253 and spills nothing (ptxas -v, sm_90). dQ accumulates key block after
+  // key block in the same order either way: the same bits.
+  constexpr int kKeys = kDim == 128 ? 16 : 64;
   constexpr int kKeyBlocks = kKeys / 8;
   constexpr int kSteps = Dim<kDim>::kSteps, kStride = Dim<kDim>::kStride;
   constexpr int kDiag = kBlockRows + kKeys - 1;
