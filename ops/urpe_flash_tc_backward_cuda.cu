@@ -111,6 +111,31 @@ __device__ __forceinline__ void product_paired(float (&acc)[kSteps][4], const fl
   }
 }
 
+// The same product with T stored as row pairs (load_rounded_row_pairs: T(2p, c) and T(2p + 1, c)
+// side by side), each B fragment one 64-bit shared load; the same values in the same order.
+template <int kSteps, int kBlocks, int kPairs, int kCols>
+__device__ __forceinline__ void product_row_pairs(float (&acc)[kSteps][4], const float (&x)[kBlocks][4],
+                                                  const float2 (&tile)[kPairs][kCols], int group, int member) {
+#pragma unroll
+  for (int kb = 0; kb < kBlocks; ++kb) {
+    uint32_t xa[4];
+    tc::accumulator_as_a(xa, x[kb]);
+#pragma unroll
+    for (int nd = 0; nd < kSteps; ++nd) {
+      const float2 f = tile[kb * 4 + member][nd * 8 + group];  // T(8kb + 2t, ·), T(8kb + 2t + 1, ·)
+      const uint32_t bf[2] = {__float_as_uint(f.x), __float_as_uint(f.y)};
+      tc::mma_m16n8k8(acc[nd], xa, bf);
+    }
+  }
+}
+
+// A piece of a raw shared buffer as a 2-D array of T, `offset` float4s from its start.
+template <typename T, int kRows, int kCols, int kVectors>
+__device__ __forceinline__ T (&carve(float4 (&raw)[kVectors], int offset))[kRows][kCols] {
+  static_assert(kRows * kCols * sizeof(T) % sizeof(float4) == 0, "pieces of whole float4s");
+  return *static_cast<T(*)[kRows][kCols]>(static_cast<void*>(raw + offset));
+}
+
 // ---- dQ ----
 
 // The scores S of a key tile become dS = scale·P·(dA·κ·C − D) in place (0 where masked or the row
@@ -280,23 +305,37 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
     float* __restrict__ grad_k, float* __restrict__ grad_v, TablePartials tp) {
   constexpr int kQueries = kDim == 128 ? 16 : 32;
   constexpr int kQueryBlocks = kQueries / 8;
-  constexpr int kSteps = Dim<kDim>::kSteps, kStride = Dim<kDim>::kStride;
+  constexpr int kSteps = Dim<kDim>::kSteps;
   constexpr int kDiag = kKeysPerBlock + kQueries - 1;  // diagonals of one tile
-  URPE_SHARED(float4, q_s4, [kQueries][kStride / 4]);  // 16-byte rows (tile_view)
-  URPE_SHARED(float4, go_s4, [kQueries][kStride / 4]);
-  auto& q_s = tile_view<float, kStride>(q_s4);
-  auto& go_s = tile_view<float, kStride>(go_s4);
-  URPE_SHARED(float, lse_s, [kQueries]);
-  URPE_SHARED(float, d_s, [kQueries]);
-  URPE_SHARED(float, bias_s, [kDiag]);
-  URPE_SHARED(float, c_s, [kDiag]);
   // The tile's terms, rows kTermCols = kQueries + 3 floats apart: a warp's store (lane 4g + t at
   // key row g (+8), query column 2t (+1)) hits bank 3g + 2t (+ a constant) at kQueries = 32,
   // 19g + 2t at 16, at most two lanes a bank (kQueries + 1 gave g + 2t, up to four: ncu's 3.7-way
   // store conflicts, H200 2026-11-27); the diagonal walk below, an odd stride, stays conflict-free.
   constexpr int kTermCols = kQueries + 3;
-  URPE_SHARED(float, zb_s, [kKeysPerBlock][kTermCols]);  // the tile's dZ (∂B's terms)
-  URPE_SHARED(float, zc_s, [kKeysPerBlock][kTermCols]);  // the tile's P·κ·dA (∂C's terms)
+  // Q_I and dO_I are read two ways: by rows (Sᵀ = K·Q_Iᵀ, dAᵀ = V·dO_Iᵀ: column pairs) and by row
+  // pairs (dV += Ãᵀ·dO_I, dK += dSᵀ·Q_I), so each is staged twice, once per paired layout, and
+  // every B fragment is one 64-bit shared load. The column-pair copies are dead once the first two
+  // products are done, and the tile's table terms (zb, zc) are written only after them: at
+  // kDim ≥ 64 the terms share those bytes (with a barrier between), which keeps the kernel under
+  // 48 KB of static shared memory (55 KB at d 64 otherwise).
+  constexpr int kCols2 = kDim / 2 + 4;  // float2s per column-pair row
+  constexpr int kRowVectors = kQueries * kCols2 / 2;                  // float4s of one column-pair copy
+  constexpr int kPairVectors = (kQueries / 2) * (kDim + 4) / 2;       // … of one row-pair copy
+  constexpr int kTermVectors = kKeysPerBlock * kTermCols / 4;         // … of one table-term tile
+  constexpr bool kTermsShareRows = 2 * kRowVectors >= 2 * kTermVectors;
+  constexpr int kRawVectors = 2 * kRowVectors + 2 * kPairVectors + (kTermsShareRows ? 0 : 2 * kTermVectors);
+  URPE_SHARED(float4, tiles_raw, [kRawVectors]);
+  auto& q_rows = carve<float2, kQueries, kCols2>(tiles_raw, 0);
+  auto& go_rows = carve<float2, kQueries, kCols2>(tiles_raw, kRowVectors);
+  auto& q_pairs = carve<float2, kQueries / 2, kDim + 4>(tiles_raw, 2 * kRowVectors);
+  auto& go_pairs = carve<float2, kQueries / 2, kDim + 4>(tiles_raw, 2 * kRowVectors + kPairVectors);
+  const int terms_at = kTermsShareRows ? 0 : 2 * kRowVectors + 2 * kPairVectors;
+  auto& zb_s = carve<float, kKeysPerBlock, kTermCols>(tiles_raw, terms_at);                 // dZ (∂B's terms)
+  auto& zc_s = carve<float, kKeysPerBlock, kTermCols>(tiles_raw, terms_at + kTermVectors);  // P·κ·dA (∂C's)
+  URPE_SHARED(float, lse_s, [kQueries]);
+  URPE_SHARED(float, d_s, [kQueries]);
+  URPE_SHARED(float, bias_s, [kDiag]);
+  URPE_SHARED(float, c_s, [kDiag]);
   URPE_SHARED(float, wb_s, [kDiag]);  // the sliding window of per-diagonal sums
   URPE_SHARED(float, wc_s, [kDiag]);
   URPE_SHARED(int, pad_scratch, [kWarps]);
@@ -341,9 +380,11 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
                            warp * kWarpRows + group - 2 * member + kQueries - 1};
     for (int i0 = first_query; i0 < nq; i0 += kQueries) {
       const bool last = i0 + kQueries >= nq;
-      __syncthreads();  // the previous tile's reads of q_s, go_s, … are done
-      load_rounded<kQueries, kDim>(q_s, q_bh + i0 * dh, nq - i0, dh);
-      load_rounded<kQueries, kDim>(go_s, go_bh + i0 * dv, nq - i0, dv);
+      __syncthreads();  // the previous tile's reads of the Q, dO copies and the terms are done
+      load_rounded_column_pairs<kQueries, kDim>(q_rows, q_bh + i0 * dh, nq - i0, dh);
+      load_rounded_column_pairs<kQueries, kDim>(go_rows, go_bh + i0 * dv, nq - i0, dv);
+      load_rounded_row_pairs<kQueries, kDim>(q_pairs, q_bh + i0 * dh, nq - i0, dh);
+      load_rounded_row_pairs<kQueries, kDim>(go_pairs, go_bh + i0 * dv, nq - i0, dv);
       for (int x = threadIdx.x; x < kQueries; x += kThreads) {
         const int i = i0 + x;
         lse_s[x] = i < nq ? lse[int64_t(bh) * nq + i] : -INFINITY;
@@ -354,16 +395,17 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
       float st[kQueryBlocks][4], dat[kQueryBlocks][4];
       zero(st);
       zero(dat);
-      product_with_rows(st, ka, q_s, group, member);   // Sᵀ = K·Qᵀ
-      product_with_rows(dat, va, go_s, group, member);  // dAᵀ = V·dOᵀ
+      product_with_column_pairs(st, ka, q_rows, group, member);   // Sᵀ = K·Qᵀ
+      product_with_column_pairs(dat, va, go_rows, group, member);  // dAᵀ = V·dOᵀ
+      if (kTermsShareRows && tables) __syncthreads();  // every warp's reads of q_rows, go_rows are done
       const KeyLaneCells at{at0.j, i0 + at0.i, at0.li, at0.x};
       const int lj0 = warp * kWarpRows + group;
       if (fast_path && tile_is_interior(g, i0, i0 + kQueries, j0, j0 + kKeysPerBlock, pad_from))
         dkdv_cells<true>(g, st, dat, lse_s, d_s, bias_s, c_s, zb_s, zc_s, tables, at, lj0, b, h, bh);
       else
         dkdv_cells<false>(g, st, dat, lse_s, d_s, bias_s, c_s, zb_s, zc_s, tables, at, lj0, b, h, bh);
-      product_paired(dv_acc, st, go_s, group, member);  // dV += Ãᵀ·dO
-      product_paired(dk, dat, q_s, group, member);      // dK += dSᵀ·Q
+      product_row_pairs(dv_acc, st, go_pairs, group, member);  // dV += Ãᵀ·dO
+      product_row_pairs(dk, dat, q_pairs, group, member);      // dK += dSᵀ·Q
       if (!tables) continue;
       __syncthreads();  // the tile's terms are in zb_s, zc_s
       // Diagonal x of the tile: cells (key kl, query ql) with kl − ql = x − (kQueries − 1),
