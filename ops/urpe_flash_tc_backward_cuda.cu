@@ -8,16 +8,16 @@
 // sums. No float atomics anywhere, so every output repeats bit for bit:
 //
 // urpe_flash_tc_backward_dq_kernel<kDim>: one block per (b, h, 64 query rows), 16 per warp, Q and
-//   dO fragments in registers; per key tile (64 keys, 16 at kDim = 128; K_J, V_J and the tile's
-//   diagonals in shared memory, V_J, read only by rows, as column pairs: one 64-bit shared load
-//   per B fragment)
+//   dO fragments in registers; per key tile (64 keys at kDim = 32, 32 at 64, 16 at 128) K_J twice
+//   (column pairs and row pairs), V_J (column pairs) and the tile's diagonals in shared memory,
+//   every B fragment one 64-bit shared load
 //     S = Q·K_Jᵀ, dA = dO·V_Jᵀ (tensor cores), P = e^{S·scale + B − L}, dS as above
 //     dQ += dS·K_J  (dS from the accumulators as the A operand, keys paired as in the forward)
 //   and writes its dQ rows once. FlashAttention-2 adds dQ from the dK/dV loop with atomics; this
 //   kernel spends two more tile products (S, dA) per tile to keep dQ deterministic.
 // urpe_flash_tc_backward_dkdv_kernel<kDim>: one block per (b, h, 64 keys), 16 per warp, K and V
-//   fragments in registers; per tile of kQueries queries (32, or 16 for kDim = 128) Q_I, dO_I, L_I,
-//   D_I in shared memory; per warp
+//   fragments in registers; per tile of kQueries queries (32, or 16 for kDim = 128) Q_I and dO_I
+//   (each twice: column pairs and row pairs), L_I, D_I in shared memory; per warp
 //     Sᵀ = K·Q_Iᵀ, dAᵀ = V·dO_Iᵀ, then Ãᵀ and dSᵀ in the accumulators
 //     dV += Ãᵀ·dO_I,  dK += dSᵀ·Q_I
 //   Table gradients of a relative map (bucket = f(j − i)): the tile's dZ and P·κ·dA go to two
@@ -60,25 +60,10 @@ __device__ __forceinline__ void zero(float (&acc)[kSteps][kBlocks]) {
     for (int r = 0; r < kBlocks; ++r) acc[s][r] = 0.0f;
 }
 
-// acc[nb] += A·B over kSteps k-steps, B read from a shared tile at (row nb·8 + group, column
-// ks·8 + member (+4)): a product X·Tᵀ with T's rows as the n side (S = Q·Kᵀ, dA = dO·Vᵀ, …).
-template <int kSteps, int kBlocks, int kRows, int kStride>
-__device__ __forceinline__ void product_with_rows(float (&acc)[kBlocks][4], const uint32_t (&a)[kSteps][4],
-                                                  const float (&tile)[kRows][kStride], int group, int member) {
-#pragma unroll
-  for (int ks = 0; ks < kSteps; ++ks)
-#pragma unroll
-    for (int nb = 0; nb < kBlocks; ++nb) {
-      const uint32_t bf[2] = {__float_as_uint(tile[nb * 8 + group][ks * 8 + member]),
-                              __float_as_uint(tile[nb * 8 + group][ks * 8 + member + 4])};
-      tc::mma_m16n8k8(acc[nb], a[ks], bf);
-    }
-}
-
-// The same product with T stored as column pairs (load_rounded_column_pairs: T(r, 8s + t) and
-// T(r, 8s + t + 4) side by side), each B fragment one 64-bit shared load instead of two 32-bit
-// ones; the same values in the same order, so the same bits. For a tile read only by rows
-// (V in the dQ kernel: dA = dO·Vᵀ).
+// acc[nb] += A·B over kSteps k-steps: a product X·Tᵀ with T's rows as the n side (S = Q·Kᵀ,
+// dA = dO·Vᵀ, Sᵀ = K·Qᵀ, dAᵀ = V·dOᵀ), T stored as column pairs (load_rounded_column_pairs:
+// T(r, 8s + t) beside T(r, 8s + t + 4)), so each B fragment, (T(nb·8 + group, ks·8 + member),
+// T(…, ks·8 + member + 4)), is one 64-bit shared load.
 template <int kSteps, int kBlocks, int kRows, int kCols2>
 __device__ __forceinline__ void product_with_column_pairs(float (&acc)[kBlocks][4], const uint32_t (&a)[kSteps][4],
                                                           const float2 (&tile)[kRows][kCols2], int group,
@@ -94,25 +79,8 @@ __device__ __forceinline__ void product_with_column_pairs(float (&acc)[kBlocks][
 }
 
 // acc[nd] += X·T for X (16 × 8·kBlocks) held in accumulators and T's rows as the k side, paired
-// (rows 2t, 2t + 1 of each group of 8 ↔ A columns t, t + 4; ops/mma_tf32.cuh).
-template <int kSteps, int kBlocks, int kRows, int kStride>
-__device__ __forceinline__ void product_paired(float (&acc)[kSteps][4], const float (&x)[kBlocks][4],
-                                               const float (&tile)[kRows][kStride], int group, int member) {
-#pragma unroll
-  for (int kb = 0; kb < kBlocks; ++kb) {
-    uint32_t xa[4];
-    tc::accumulator_as_a(xa, x[kb]);
-#pragma unroll
-    for (int nd = 0; nd < kSteps; ++nd) {
-      const uint32_t bf[2] = {__float_as_uint(tile[kb * 8 + 2 * member][nd * 8 + group]),
-                              __float_as_uint(tile[kb * 8 + 2 * member + 1][nd * 8 + group])};
-      tc::mma_m16n8k8(acc[nd], xa, bf);
-    }
-  }
-}
-
-// The same product with T stored as row pairs (load_rounded_row_pairs: T(2p, c) and T(2p + 1, c)
-// side by side), each B fragment one 64-bit shared load; the same values in the same order.
+// (rows 2t, 2t + 1 of each group of 8 ↔ A columns t, t + 4; ops/mma_tf32.cuh), T stored as row
+// pairs (load_rounded_row_pairs: T(2p, c) beside T(2p + 1, c)): each B fragment one 64-bit load.
 template <int kSteps, int kBlocks, int kPairs, int kCols>
 __device__ __forceinline__ void product_row_pairs(float (&acc)[kSteps][4], const float (&x)[kBlocks][4],
                                                   const float2 (&tile)[kPairs][kCols], int group, int member) {
@@ -173,18 +141,23 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dq_kernel(
     FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
     const float* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
     float* __restrict__ grad_q) {
-  // Key tiles of 16 at kDim = 128: Q, dO fragments and the dQ accumulators hold 192 registers
-  // there, and with 32 keys the S and dA tiles pushed the kernel past 255 (36 bytes spilled);
-  // with 16 it takes 253 and spills nothing (ptxas -v, sm_90). dQ accumulates key block after
-  // key block in the same order either way: the same bits.
-  constexpr int kKeys = kDim == 128 ? 16 : 64;
+  // Key tiles of 64 at kDim = 32, 32 at 64, 16 at 128. K_J is read two ways, by rows (S = Q·K_Jᵀ)
+  // and by row pairs (dQ += dS·K_J), so it is staged twice, as column pairs and as row pairs, and
+  // V_J, read by rows only, as column pairs: every B fragment is one 64-bit shared load. Those
+  // three copies of a 64-key tile at d 64 would need 54 KB of static shared memory (the limit is
+  // 48), hence 32 keys there; at d 128, Q, dO fragments and the dQ accumulators hold 192
+  // registers, and 16 keys keep the S and dA tiles within 255 (no spill). dQ accumulates key
+  // block after key block in the same order whatever the tile: the same bits.
+  constexpr int kKeys = kDim == 32 ? 64 : kDim == 64 ? 32 : 16;
   constexpr int kKeyBlocks = kKeys / 8;
-  constexpr int kSteps = Dim<kDim>::kSteps, kStride = Dim<kDim>::kStride;
+  constexpr int kSteps = Dim<kDim>::kSteps;
   constexpr int kDiag = kBlockRows + kKeys - 1;
-  URPE_SHARED(float4, k_s4, [kKeys][kStride / 4]);  // 16-byte rows (tile_view)
-  URPE_SHARED(float4, v_s4, [kKeys][(kDim / 2 + 4) / 2]);
-  auto& k_s = tile_view<float, kStride>(k_s4);       // read by rows and by row pairs: plain
-  auto& v_s = tile_view<float2, kDim / 2 + 4>(v_s4);  // read by rows only: column pairs
+  URPE_SHARED(float4, k_rows4, [kKeys][(kDim / 2 + 4) / 2]);  // 16-byte rows (tile_view)
+  URPE_SHARED(float4, k_pairs4, [kKeys / 2][(kDim + 4) / 2]);
+  URPE_SHARED(float4, v_rows4, [kKeys][(kDim / 2 + 4) / 2]);
+  auto& k_rows = tile_view<float2, kDim / 2 + 4>(k_rows4);  // column pairs
+  auto& k_pairs = tile_view<float2, kDim + 4>(k_pairs4);    // row pairs
+  auto& v_rows = tile_view<float2, kDim / 2 + 4>(v_rows4);  // column pairs
   URPE_SHARED(float, bias_s, [kDiag]);
   URPE_SHARED(float, c_s, [kDiag]);
   URPE_SHARED(int, pad_scratch, [kWarps]);
@@ -215,21 +188,22 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dq_kernel(
     const int key_end = int(g.key_limit(i0 + rows - 1));
     for (int j0 = 0; j0 < key_end; j0 += kKeys) {
       __syncthreads();
-      load_rounded<kKeys, kDim>(k_s, k_bh + j0 * dh, nk - j0, dh);
-      load_rounded_column_pairs<kKeys, kDim>(v_s, v_bh + j0 * dv, nk - j0, dv);
+      load_rounded_column_pairs<kKeys, kDim>(k_rows, k_bh + j0 * dh, nk - j0, dh);
+      load_rounded_row_pairs<kKeys, kDim>(k_pairs, k_bh + j0 * dh, nk - j0, dh);
+      load_rounded_column_pairs<kKeys, kDim>(v_rows, v_bh + j0 * dv, nk - j0, dv);
       stage_diagonals(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s);
       __syncthreads();
       float s[kKeyBlocks][4], da[kKeyBlocks][4];
       zero(s);
       zero(da);
-      product_with_rows(s, qa, k_s, group, member);
-      product_with_column_pairs(da, ga, v_s, group, member);
+      product_with_column_pairs(s, qa, k_rows, group, member);
+      product_with_column_pairs(da, ga, v_rows, group, member);
       const LaneCells at{w0 + group, j0 + 2 * member, 2 * member - warp * kWarpRows - group + kBlockRows - 1};
       if (fast_path && tile_is_interior(g, i0, i0 + kBlockRows, j0, j0 + kKeys, pad_from))
         dq_cells<true>(g, s, da, row_lse, row_d, bias_s, c_s, at, t.b, t.h, t.bh);
       else
         dq_cells<false>(g, s, da, row_lse, row_d, bias_s, c_s, at, t.b, t.h, t.bh);
-      product_paired(dq, s, k_s, group, member);
+      product_row_pairs(dq, s, k_pairs, group, member);
     }
     store_rows(grad_q + int64_t(t.bh) * nq * dh, dq, w0, nq, dh, lane);
   }

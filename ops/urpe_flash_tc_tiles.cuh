@@ -18,13 +18,10 @@ constexpr int kWarpRows = tc::kM;         // 16 rows of the block's own side per
 constexpr int kBlockRows = kWarps * kWarpRows;
 
 // The head-dim classes: dh and dv are padded with zeros up to 32, 64 or 128 (kDim), a multiple of
-// the k-step 8. Rows in shared memory are kDim + 4 floats apart: a lane reading B(t, g) of a
-// fragment then hits bank 4g + t, and one reading row 2t (+1), column g hits bank 8t + g, both
-// all 32 banks (no conflicts in either access pattern of the kernels).
+// the k-step 8 (the shared tiles' layouts: load_rounded_column_pairs, load_rounded_row_pairs).
 template <int kDim>
 struct Dim {
-  static constexpr int kSteps = kDim / 8;   // k-steps (or n-blocks) over the head dim
-  static constexpr int kStride = kDim + 4;  // floats per shared row
+  static constexpr int kSteps = kDim / 8;  // k-steps (or n-blocks) over the head dim
 };
 
 inline int dim_class(int64_t dh, int64_t dv) {
@@ -64,40 +61,6 @@ __device__ __forceinline__ T (&tile_view(float4 (&tile)[kRows][kVectors]))[kRows
   return reinterpret_cast<T(&)[kRows][kCols]>(tile);
 }
 
-// Rows [0, kRows) of src (`cols` floats per row, the tile's first row) into tile, rounded to
-// TF32; rows from `valid_rows` on and columns from `cols` to kDim become zeros, so every fragment
-// read later is of a written, finite value. The whole block calls it; the caller places the
-// barriers. A whole tile of kDim columns on a 16-byte boundary (the common case) is read as
-// float4 and stored as float4: a quarter of the load and store instructions, no per-element
-// bounds, and no shared-memory bank conflicts (the 8 lanes of a quarter-warp store 32
-// consecutive floats; four scalar stores per float4 hit each bank 4 times per warp, which ncu
-// counted as 3.7-way conflicts in the dK/dV kernel on the H200, 2026-11-27).
-template <int kRows, int kDim, int kStride>
-__device__ __forceinline__ void load_rounded(float (&tile)[kRows][kStride], const float* __restrict__ src,
-                                             int valid_rows, int cols) {
-  static_assert(kRows * kDim % (4 * kThreads) == 0, "every thread loads the same number of vectors");
-  static_assert(kStride % 4 == 0, "rows on 16-byte boundaries (tile_view of a float4 array)");
-  if (cols == kDim && valid_rows >= kRows && (reinterpret_cast<uintptr_t>(src) & 15) == 0) {
-    constexpr int kVectors = kDim / 4;
-    const float4* src4 = reinterpret_cast<const float4*>(src);
-#pragma unroll
-    for (int n = 0; n < kRows * kVectors / kThreads; ++n) {
-      const int e = threadIdx.x + n * kThreads, r = e / kVectors, d = 4 * (e % kVectors);
-      const float4 x = src4[e];
-      reinterpret_cast<float4&>(tile[r][d]) =
-          make_float4(__uint_as_float(tc::to_tf32(x.x)), __uint_as_float(tc::to_tf32(x.y)),
-                      __uint_as_float(tc::to_tf32(x.z)), __uint_as_float(tc::to_tf32(x.w)));
-    }
-    return;
-  }
-#pragma unroll 4
-  for (int n = 0; n < kRows * kDim / kThreads; ++n) {
-    const int e = threadIdx.x + n * kThreads, r = e / kDim, d = e % kDim;
-    const float x = r < valid_rows && d < cols ? src[r * cols + d] : 0.0f;
-    tile[r][d] = __uint_as_float(tc::to_tf32(x));
-  }
-}
-
 // Eight consecutive floats of a shared row (one loader unit of the paired layouts below) as two
 // float4 stores, lo = floats 0–3 and hi = floats 4–7. The unit's first float is 8u floats past a
 // row start, and rows are ≡ 8 floats (mod 32 banks) apart in both paired layouts, so the 8 lanes
@@ -112,17 +75,21 @@ __device__ __forceinline__ void store_unit_swizzled(float* row, const float4& lo
   dst[hi_first ? 0 : 1] = hi_first ? lo : hi;
 }
 
-// The forward's K and V tiles in layouts that give each mma's two B registers in one 64-bit shared
-// load (half the shared-load instructions of the scalar layout above). The values are the same
-// TF32 roundings, so the products are the same bits.
-//   column pairs (K, read as the n side of S = Q·Kᵀ: B(t, g) = K(g, t), B(t + 4, g) = K(g, t + 4)):
-//     K(r, 8s + t) and K(r, 8s + t + 4) side by side at tile[r][4s + t]; rows kDim + 8 floats
-//     apart, so the 16 lanes of a half-warp (rows g = 0..3, t = 0..3) hit banks 8g + 2t, 8g + 2t + 1;
-//   row pairs (V, read paired as the k side of W·V: rows 2t, 2t + 1, column g):
-//     V(2p, d) and V(2p + 1, d) side by side at tile[p][d]; pair rows 2·kDim + 8 floats apart:
-//     a half-warp's lanes hit banks 8t + 2g, 8t + 2g + 1.
-// Each thread writes 8 consecutive floats (8 columns of one row, or 4 columns of two rows) as
-// two float4s (store_unit_swizzled); zeros past valid_rows and cols as in load_rounded.
+// Rows [0, kRows) of src (`cols` floats per row, the tile's first row) into a shared tile, rounded
+// to TF32, in one of two layouts that give each mma's two B registers in one 64-bit shared load
+// (half the shared loads of a plain row-major tile; the same TF32 values, so the same products):
+//   column pairs (a tile read by rows, as the n side of X·Tᵀ: B(t, g) = T(g, t), B(t + 4, g) =
+//     T(g, t + 4)): T(r, 8s + t) and T(r, 8s + t + 4) side by side at tile[r][4s + t]; rows
+//     kDim + 8 floats apart, so the 16 lanes of a half-warp (rows g = 0..3, t = 0..3) hit banks
+//     8g + 2t, 8g + 2t + 1;
+//   row pairs (a tile read as the k side of X·T with X from the accumulators, paired: rows 2t,
+//     2t + 1, column g): T(2p, d) and T(2p + 1, d) side by side at tile[p][d]; pair rows
+//     2·kDim + 8 floats apart: a half-warp's lanes hit banks 8t + 2g, 8t + 2g + 1.
+// Rows from `valid_rows` on and columns from `cols` to kDim become zeros, so every fragment read
+// later is of a written, finite value. A whole tile of kDim columns on a 16-byte boundary (the
+// common case) is read as float4s, with no per-element bounds. Each thread writes 8 consecutive
+// floats (8 columns of one row, or 4 columns of two rows) as two float4s (store_unit_swizzled).
+// The whole block calls a loader; the caller places the barriers.
 template <int kRows, int kDim, int kCols2>
 __device__ __forceinline__ void load_rounded_column_pairs(float2 (&tile)[kRows][kCols2], const float* __restrict__ src,
                                                           int valid_rows, int cols) {
