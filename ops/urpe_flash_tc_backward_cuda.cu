@@ -136,8 +136,12 @@ __device__ __forceinline__ void dq_cells(const FlashGeometry& g, float (&s)[kKey
     }
 }
 
+// 3 blocks per SM at kDim ≤ 64 (≤ 168 registers; ncu on the H200, 2026-11-27, found dQ at 8 warps
+// per SM with 252 registers, most of its stalls latencies that more warps hide). Its fast path
+// needs 166; the cap costs one 4-byte spill, a predicate mask saved before the key loop and
+// reloaded after it (sm_90 SASS), nothing per tile.
 template <int kDim>
-__global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dq_kernel(
+__global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_backward_dq_kernel(
     FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
     const float* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
     float* __restrict__ grad_q) {
