@@ -8,14 +8,16 @@
 // sums. No float atomics anywhere, so every output repeats bit for bit:
 //
 // urpe_flash_tc_backward_dq_kernel<kDim>: one block per (b, h, 64 query rows), 16 per warp, Q and
-//   dO fragments in registers; per key tile (K_J, V_J and the tile's diagonals in shared memory)
+//   dO fragments in registers; per key tile (64 keys at kDim = 32, 32 at 64, 16 at 128) K_J twice
+//   (column pairs and row pairs), V_J (column pairs) and the tile's diagonals in shared memory,
+//   every B fragment one 64-bit shared load
 //     S = Q·K_Jᵀ, dA = dO·V_Jᵀ (tensor cores), P = e^{S·scale + B − L}, dS as above
 //     dQ += dS·K_J  (dS from the accumulators as the A operand, keys paired as in the forward)
 //   and writes its dQ rows once. FlashAttention-2 adds dQ from the dK/dV loop with atomics; this
 //   kernel spends two more tile products (S, dA) per tile to keep dQ deterministic.
 // urpe_flash_tc_backward_dkdv_kernel<kDim>: one block per (b, h, 64 keys), 16 per warp, K and V
-//   fragments in registers; per tile of kQueries queries (32, or 16 for kDim = 128) Q_I, dO_I, L_I,
-//   D_I in shared memory; per warp
+//   fragments in registers; per tile of kQueries queries (32, or 16 for kDim = 128) Q_I and dO_I
+//   (each twice: column pairs and row pairs), L_I, D_I in shared memory; per warp
 //     Sᵀ = K·Q_Iᵀ, dAᵀ = V·dO_Iᵀ, then Ãᵀ and dSᵀ in the accumulators
 //     dV += Ãᵀ·dO_I,  dK += dSᵀ·Q_I
 //   Table gradients of a relative map (bucket = f(j − i)): the tile's dZ and P·κ·dA go to two
@@ -58,37 +60,48 @@ __device__ __forceinline__ void zero(float (&acc)[kSteps][kBlocks]) {
     for (int r = 0; r < kBlocks; ++r) acc[s][r] = 0.0f;
 }
 
-// acc[nb] += A·B over kSteps k-steps, B read from a shared tile at (row nb·8 + group, column
-// ks·8 + member (+4)): a product X·Tᵀ with T's rows as the n side (S = Q·Kᵀ, dA = dO·Vᵀ, …).
-template <int kSteps, int kBlocks, int kRows, int kStride>
-__device__ __forceinline__ void product_with_rows(float (&acc)[kBlocks][4], const uint32_t (&a)[kSteps][4],
-                                                  const float (&tile)[kRows][kStride], int group, int member) {
+// acc[nb] += A·B over kSteps k-steps: a product X·Tᵀ with T's rows as the n side (S = Q·Kᵀ,
+// dA = dO·Vᵀ, Sᵀ = K·Qᵀ, dAᵀ = V·dOᵀ), T stored as column pairs (load_rounded_column_pairs:
+// T(r, 8s + t) beside T(r, 8s + t + 4)), so each B fragment, (T(nb·8 + group, ks·8 + member),
+// T(…, ks·8 + member + 4)), is one 64-bit shared load.
+template <int kSteps, int kBlocks, int kRows, int kCols2>
+__device__ __forceinline__ void product_with_column_pairs(float (&acc)[kBlocks][4], const uint32_t (&a)[kSteps][4],
+                                                          const float2 (&tile)[kRows][kCols2], int group,
+                                                          int member) {
 #pragma unroll
   for (int ks = 0; ks < kSteps; ++ks)
 #pragma unroll
     for (int nb = 0; nb < kBlocks; ++nb) {
-      const uint32_t bf[2] = {__float_as_uint(tile[nb * 8 + group][ks * 8 + member]),
-                              __float_as_uint(tile[nb * 8 + group][ks * 8 + member + 4])};
+      const float2 f = tile[nb * 8 + group][ks * 4 + member];
+      const uint32_t bf[2] = {__float_as_uint(f.x), __float_as_uint(f.y)};
       tc::mma_m16n8k8(acc[nb], a[ks], bf);
     }
 }
 
 // acc[nd] += X·T for X (16 × 8·kBlocks) held in accumulators and T's rows as the k side, paired
-// (rows 2t, 2t + 1 of each group of 8 ↔ A columns t, t + 4; ops/mma_tf32.cuh).
-template <int kSteps, int kBlocks, int kRows, int kStride>
-__device__ __forceinline__ void product_paired(float (&acc)[kSteps][4], const float (&x)[kBlocks][4],
-                                               const float (&tile)[kRows][kStride], int group, int member) {
+// (rows 2t, 2t + 1 of each group of 8 ↔ A columns t, t + 4; ops/mma_tf32.cuh), T stored as row
+// pairs (load_rounded_row_pairs: T(2p, c) beside T(2p + 1, c)): each B fragment one 64-bit load.
+template <int kSteps, int kBlocks, int kPairs, int kCols>
+__device__ __forceinline__ void product_row_pairs(float (&acc)[kSteps][4], const float (&x)[kBlocks][4],
+                                                  const float2 (&tile)[kPairs][kCols], int group, int member) {
 #pragma unroll
   for (int kb = 0; kb < kBlocks; ++kb) {
     uint32_t xa[4];
     tc::accumulator_as_a(xa, x[kb]);
 #pragma unroll
     for (int nd = 0; nd < kSteps; ++nd) {
-      const uint32_t bf[2] = {__float_as_uint(tile[kb * 8 + 2 * member][nd * 8 + group]),
-                              __float_as_uint(tile[kb * 8 + 2 * member + 1][nd * 8 + group])};
+      const float2 f = tile[kb * 4 + member][nd * 8 + group];  // T(8kb + 2t, ·), T(8kb + 2t + 1, ·)
+      const uint32_t bf[2] = {__float_as_uint(f.x), __float_as_uint(f.y)};
       tc::mma_m16n8k8(acc[nd], xa, bf);
     }
   }
+}
+
+// A piece of a raw shared buffer as a 2-D array of T, `offset` float4s from its start.
+template <typename T, int kRows, int kCols, int kVectors>
+__device__ __forceinline__ T (&carve(float4 (&raw)[kVectors], int offset))[kRows][kCols] {
+  static_assert(kRows * kCols * sizeof(T) % sizeof(float4) == 0, "pieces of whole float4s");
+  return *static_cast<T(*)[kRows][kCols]>(static_cast<void*>(raw + offset));
 }
 
 // ---- dQ ----
@@ -123,17 +136,32 @@ __device__ __forceinline__ void dq_cells(const FlashGeometry& g, float (&s)[kKey
     }
 }
 
+// 3 blocks per SM at kDim ≤ 64 (≤ 168 registers; ncu on the H200, 2026-11-27, found dQ at 8 warps
+// per SM with 252 registers, most of its stalls latencies that more warps hide). Its fast path
+// needs 166; the cap costs one 4-byte spill, a predicate mask saved before the key loop and
+// reloaded after it (sm_90 SASS), nothing per tile.
 template <int kDim>
-__global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dq_kernel(
+__global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_backward_dq_kernel(
     FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
     const float* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
     float* __restrict__ grad_q) {
-  constexpr int kKeys = kDim == 128 ? 32 : 64;
+  // Key tiles of 64 at kDim = 32, 32 at 64, 16 at 128. K_J is read two ways, by rows (S = Q·K_Jᵀ)
+  // and by row pairs (dQ += dS·K_J), so it is staged twice, as column pairs and as row pairs, and
+  // V_J, read by rows only, as column pairs: every B fragment is one 64-bit shared load. Those
+  // three copies of a 64-key tile at d 64 would need 54 KB of static shared memory (the limit is
+  // 48), hence 32 keys there; at d 128, Q, dO fragments and the dQ accumulators hold 192
+  // registers, and 16 keys keep the S and dA tiles within 255 (no spill). dQ accumulates key
+  // block after key block in the same order whatever the tile: the same bits.
+  constexpr int kKeys = kDim == 32 ? 64 : kDim == 64 ? 32 : 16;
   constexpr int kKeyBlocks = kKeys / 8;
-  constexpr int kSteps = Dim<kDim>::kSteps, kStride = Dim<kDim>::kStride;
+  constexpr int kSteps = Dim<kDim>::kSteps;
   constexpr int kDiag = kBlockRows + kKeys - 1;
-  URPE_SHARED(float, k_s, [kKeys][kStride]);
-  URPE_SHARED(float, v_s, [kKeys][kStride]);
+  URPE_SHARED(float4, k_rows4, [kKeys][(kDim / 2 + 4) / 2]);  // 16-byte rows (tile_view)
+  URPE_SHARED(float4, k_pairs4, [kKeys / 2][(kDim + 4) / 2]);
+  URPE_SHARED(float4, v_rows4, [kKeys][(kDim / 2 + 4) / 2]);
+  auto& k_rows = tile_view<float2, kDim / 2 + 4>(k_rows4);  // column pairs
+  auto& k_pairs = tile_view<float2, kDim + 4>(k_pairs4);    // row pairs
+  auto& v_rows = tile_view<float2, kDim / 2 + 4>(v_rows4);  // column pairs
   URPE_SHARED(float, bias_s, [kDiag]);
   URPE_SHARED(float, c_s, [kDiag]);
   URPE_SHARED(int, pad_scratch, [kWarps]);
@@ -164,21 +192,22 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dq_kernel(
     const int key_end = int(g.key_limit(i0 + rows - 1));
     for (int j0 = 0; j0 < key_end; j0 += kKeys) {
       __syncthreads();
-      load_rounded<kKeys, kDim>(k_s, k_bh + j0 * dh, nk - j0, dh);
-      load_rounded<kKeys, kDim>(v_s, v_bh + j0 * dv, nk - j0, dv);
+      load_rounded_column_pairs<kKeys, kDim>(k_rows, k_bh + j0 * dh, nk - j0, dh);
+      load_rounded_row_pairs<kKeys, kDim>(k_pairs, k_bh + j0 * dh, nk - j0, dh);
+      load_rounded_column_pairs<kKeys, kDim>(v_rows, v_bh + j0 * dv, nk - j0, dv);
       stage_diagonals(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s);
       __syncthreads();
       float s[kKeyBlocks][4], da[kKeyBlocks][4];
       zero(s);
       zero(da);
-      product_with_rows(s, qa, k_s, group, member);
-      product_with_rows(da, ga, v_s, group, member);
+      product_with_column_pairs(s, qa, k_rows, group, member);
+      product_with_column_pairs(da, ga, v_rows, group, member);
       const LaneCells at{w0 + group, j0 + 2 * member, 2 * member - warp * kWarpRows - group + kBlockRows - 1};
       if (fast_path && tile_is_interior(g, i0, i0 + kBlockRows, j0, j0 + kKeys, pad_from))
         dq_cells<true>(g, s, da, row_lse, row_d, bias_s, c_s, at, t.b, t.h, t.bh);
       else
         dq_cells<false>(g, s, da, row_lse, row_d, bias_s, c_s, at, t.b, t.h, t.bh);
-      product_paired(dq, s, k_s, group, member);
+      product_row_pairs(dq, s, k_pairs, group, member);
     }
     store_rows(grad_q + int64_t(t.bh) * nq * dh, dq, w0, nq, dh, lane);
   }
@@ -254,16 +283,37 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
     float* __restrict__ grad_k, float* __restrict__ grad_v, TablePartials tp) {
   constexpr int kQueries = kDim == 128 ? 16 : 32;
   constexpr int kQueryBlocks = kQueries / 8;
-  constexpr int kSteps = Dim<kDim>::kSteps, kStride = Dim<kDim>::kStride;
+  constexpr int kSteps = Dim<kDim>::kSteps;
   constexpr int kDiag = kKeysPerBlock + kQueries - 1;  // diagonals of one tile
-  URPE_SHARED(float, q_s, [kQueries][kStride]);
-  URPE_SHARED(float, go_s, [kQueries][kStride]);
+  // The tile's terms, rows kTermCols = kQueries + 3 floats apart: a warp's store (lane 4g + t at
+  // key row g (+8), query column 2t (+1)) hits bank 3g + 2t (+ a constant) at kQueries = 32,
+  // 19g + 2t at 16, at most two lanes a bank (kQueries + 1 gave g + 2t, up to four: ncu's 3.7-way
+  // store conflicts, H200 2026-11-27); the diagonal walk below, an odd stride, stays conflict-free.
+  constexpr int kTermCols = kQueries + 3;
+  // Q_I and dO_I are read two ways: by rows (Sᵀ = K·Q_Iᵀ, dAᵀ = V·dO_Iᵀ: column pairs) and by row
+  // pairs (dV += Ãᵀ·dO_I, dK += dSᵀ·Q_I), so each is staged twice, once per paired layout, and
+  // every B fragment is one 64-bit shared load. The column-pair copies are dead once the first two
+  // products are done, and the tile's table terms (zb, zc) are written only after them: at
+  // kDim ≥ 64 the terms share those bytes (with a barrier between), which keeps the kernel under
+  // 48 KB of static shared memory (55 KB at d 64 otherwise).
+  constexpr int kCols2 = kDim / 2 + 4;  // float2s per column-pair row
+  constexpr int kRowVectors = kQueries * kCols2 / 2;                  // float4s of one column-pair copy
+  constexpr int kPairVectors = (kQueries / 2) * (kDim + 4) / 2;       // … of one row-pair copy
+  constexpr int kTermVectors = kKeysPerBlock * kTermCols / 4;         // … of one table-term tile
+  constexpr bool kTermsShareRows = 2 * kRowVectors >= 2 * kTermVectors;
+  constexpr int kRawVectors = 2 * kRowVectors + 2 * kPairVectors + (kTermsShareRows ? 0 : 2 * kTermVectors);
+  URPE_SHARED(float4, tiles_raw, [kRawVectors]);
+  auto& q_rows = carve<float2, kQueries, kCols2>(tiles_raw, 0);
+  auto& go_rows = carve<float2, kQueries, kCols2>(tiles_raw, kRowVectors);
+  auto& q_pairs = carve<float2, kQueries / 2, kDim + 4>(tiles_raw, 2 * kRowVectors);
+  auto& go_pairs = carve<float2, kQueries / 2, kDim + 4>(tiles_raw, 2 * kRowVectors + kPairVectors);
+  const int terms_at = kTermsShareRows ? 0 : 2 * kRowVectors + 2 * kPairVectors;
+  auto& zb_s = carve<float, kKeysPerBlock, kTermCols>(tiles_raw, terms_at);                 // dZ (∂B's terms)
+  auto& zc_s = carve<float, kKeysPerBlock, kTermCols>(tiles_raw, terms_at + kTermVectors);  // P·κ·dA (∂C's)
   URPE_SHARED(float, lse_s, [kQueries]);
   URPE_SHARED(float, d_s, [kQueries]);
   URPE_SHARED(float, bias_s, [kDiag]);
   URPE_SHARED(float, c_s, [kDiag]);
-  URPE_SHARED(float, zb_s, [kKeysPerBlock][kQueries + 1]);  // the tile's dZ (∂B's terms)
-  URPE_SHARED(float, zc_s, [kKeysPerBlock][kQueries + 1]);  // the tile's P·κ·dA (∂C's terms)
   URPE_SHARED(float, wb_s, [kDiag]);  // the sliding window of per-diagonal sums
   URPE_SHARED(float, wc_s, [kDiag]);
   URPE_SHARED(int, pad_scratch, [kWarps]);
@@ -308,9 +358,11 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
                            warp * kWarpRows + group - 2 * member + kQueries - 1};
     for (int i0 = first_query; i0 < nq; i0 += kQueries) {
       const bool last = i0 + kQueries >= nq;
-      __syncthreads();  // the previous tile's reads of q_s, go_s, … are done
-      load_rounded<kQueries, kDim>(q_s, q_bh + i0 * dh, nq - i0, dh);
-      load_rounded<kQueries, kDim>(go_s, go_bh + i0 * dv, nq - i0, dv);
+      __syncthreads();  // the previous tile's reads of the Q, dO copies and the terms are done
+      load_rounded_column_pairs<kQueries, kDim>(q_rows, q_bh + i0 * dh, nq - i0, dh);
+      load_rounded_column_pairs<kQueries, kDim>(go_rows, go_bh + i0 * dv, nq - i0, dv);
+      load_rounded_row_pairs<kQueries, kDim>(q_pairs, q_bh + i0 * dh, nq - i0, dh);
+      load_rounded_row_pairs<kQueries, kDim>(go_pairs, go_bh + i0 * dv, nq - i0, dv);
       for (int x = threadIdx.x; x < kQueries; x += kThreads) {
         const int i = i0 + x;
         lse_s[x] = i < nq ? lse[int64_t(bh) * nq + i] : -INFINITY;
@@ -321,28 +373,38 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
       float st[kQueryBlocks][4], dat[kQueryBlocks][4];
       zero(st);
       zero(dat);
-      product_with_rows(st, ka, q_s, group, member);   // Sᵀ = K·Qᵀ
-      product_with_rows(dat, va, go_s, group, member);  // dAᵀ = V·dOᵀ
+      product_with_column_pairs(st, ka, q_rows, group, member);   // Sᵀ = K·Qᵀ
+      product_with_column_pairs(dat, va, go_rows, group, member);  // dAᵀ = V·dOᵀ
+      if (kTermsShareRows && tables) __syncthreads();  // every warp's reads of q_rows, go_rows are done
       const KeyLaneCells at{at0.j, i0 + at0.i, at0.li, at0.x};
       const int lj0 = warp * kWarpRows + group;
       if (fast_path && tile_is_interior(g, i0, i0 + kQueries, j0, j0 + kKeysPerBlock, pad_from))
         dkdv_cells<true>(g, st, dat, lse_s, d_s, bias_s, c_s, zb_s, zc_s, tables, at, lj0, b, h, bh);
       else
         dkdv_cells<false>(g, st, dat, lse_s, d_s, bias_s, c_s, zb_s, zc_s, tables, at, lj0, b, h, bh);
-      product_paired(dv_acc, st, go_s, group, member);  // dV += Ãᵀ·dO
-      product_paired(dk, dat, q_s, group, member);      // dK += dSᵀ·Q
+      product_row_pairs(dv_acc, st, go_pairs, group, member);  // dV += Ãᵀ·dO
+      product_row_pairs(dk, dat, q_pairs, group, member);      // dK += dSᵀ·Q
       if (!tables) continue;
       __syncthreads();  // the tile's terms are in zb_s, zc_s
       // Diagonal x of the tile: cells (key kl, query ql) with kl − ql = x − (kQueries − 1),
-      // summed by thread x alone in ascending ql.
+      // summed by thread x alone in ascending ql. The walk is unrolled over all kQueries columns
+      // with the cells off the diagonal's range read as 0 (their row clamped into the tile), so
+      // the 2·kQueries shared loads are independent and issue back to back; the loop with the
+      // diagonal's own bounds waited for each load in turn while the block sat at the barrier
+      // after it (ncu, H200 2026-11-27: 0.95 of the dK/dV kernel's 6.06 cycles per issued
+      // instruction stalled at barriers). Adding +0 is exact and the sum is never −0 (it starts
+      // at +0, and round-to-nearest gives +0 for x + (−x)), so these are the loop's bits.
       for (int x = threadIdx.x; x < kDiag; x += kThreads) {
         const int shift = x - (kQueries - 1);
         const int ql_lo = shift < 0 ? -shift : 0;
         const int ql_hi = kKeysPerBlock - shift < kQueries ? kKeysPerBlock - shift : kQueries;
         float sum_b = 0.0f, sum_c = 0.0f;
-        for (int ql = ql_lo; ql < ql_hi; ++ql) {
-          sum_b += zb_s[ql + shift][ql];
-          sum_c += zc_s[ql + shift][ql];
+#pragma unroll
+        for (int ql = 0; ql < kQueries; ++ql) {
+          const bool on = ql >= ql_lo && ql < ql_hi;
+          const int kl = on ? ql + shift : 0;
+          sum_b += on ? zb_s[kl][ql] : 0.0f;
+          sum_c += on ? zc_s[kl][ql] : 0.0f;
         }
         wb_s[x] += sum_b;
         wc_s[x] += sum_c;

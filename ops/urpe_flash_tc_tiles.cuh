@@ -18,13 +18,10 @@ constexpr int kWarpRows = tc::kM;         // 16 rows of the block's own side per
 constexpr int kBlockRows = kWarps * kWarpRows;
 
 // The head-dim classes: dh and dv are padded with zeros up to 32, 64 or 128 (kDim), a multiple of
-// the k-step 8. Rows in shared memory are kDim + 4 floats apart: a lane reading B(t, g) of a
-// fragment then hits bank 4g + t, and one reading row 2t (+1), column g hits bank 8t + g, both
-// all 32 banks (no conflicts in either access pattern of the kernels).
+// the k-step 8 (the shared tiles' layouts: load_rounded_column_pairs, load_rounded_row_pairs).
 template <int kDim>
 struct Dim {
-  static constexpr int kSteps = kDim / 8;   // k-steps (or n-blocks) over the head dim
-  static constexpr int kStride = kDim + 4;  // floats per shared row
+  static constexpr int kSteps = kDim / 8;  // k-steps (or n-blocks) over the head dim
 };
 
 inline int dim_class(int64_t dh, int64_t dv) {
@@ -55,48 +52,44 @@ inline void check_tc_sizes(const FlashGeometry& g) {
              << ", head dim " << d << " with " << g.batch * g.heads << " slices exceeds the kernels' 32-bit offsets");
 }
 
-// Rows [0, kRows) of src (`cols` floats per row, the tile's first row) into tile, rounded to
-// TF32; rows from `valid_rows` on and columns from `cols` to kDim become zeros, so every fragment
-// read later is of a written, finite value. The whole block calls it; the caller places the
-// barriers. A whole tile of kDim columns on a 16-byte boundary (the common case) is read as
-// float4: a quarter of the load instructions and no per-element bounds.
-template <int kRows, int kDim, int kStride>
-__device__ __forceinline__ void load_rounded(float (&tile)[kRows][kStride], const float* __restrict__ src,
-                                             int valid_rows, int cols) {
-  static_assert(kRows * kDim % (4 * kThreads) == 0, "every thread loads the same number of vectors");
-  if (cols == kDim && valid_rows >= kRows && (reinterpret_cast<uintptr_t>(src) & 15) == 0) {
-    constexpr int kVectors = kDim / 4;
-    const float4* src4 = reinterpret_cast<const float4*>(src);
-#pragma unroll
-    for (int n = 0; n < kRows * kVectors / kThreads; ++n) {
-      const int e = threadIdx.x + n * kThreads, r = e / kVectors, d = 4 * (e % kVectors);
-      const float4 x = src4[e];
-      tile[r][d] = __uint_as_float(tc::to_tf32(x.x));
-      tile[r][d + 1] = __uint_as_float(tc::to_tf32(x.y));
-      tile[r][d + 2] = __uint_as_float(tc::to_tf32(x.z));
-      tile[r][d + 3] = __uint_as_float(tc::to_tf32(x.w));
-    }
-    return;
-  }
-#pragma unroll 4
-  for (int n = 0; n < kRows * kDim / kThreads; ++n) {
-    const int e = threadIdx.x + n * kThreads, r = e / kDim, d = e % kDim;
-    const float x = r < valid_rows && d < cols ? src[r * cols + d] : 0.0f;
-    tile[r][d] = __uint_as_float(tc::to_tf32(x));
-  }
+// The shared tiles are declared as float4 arrays, so that every row starts on a 16-byte boundary
+// (a plain __shared__ float array is only 4-byte aligned) and the loaders below can store whole
+// float4s; the kernels read them through a view of floats or float2s (the same bytes).
+template <typename T, int kCols, int kRows, int kVectors>
+__device__ __forceinline__ T (&tile_view(float4 (&tile)[kRows][kVectors]))[kRows][kCols] {
+  static_assert(kCols * sizeof(T) == kVectors * sizeof(float4), "a view of the same bytes per row");
+  return reinterpret_cast<T(&)[kRows][kCols]>(tile);
 }
 
-// The forward's K and V tiles in layouts that give each mma's two B registers in one 64-bit shared
-// load (half the shared-load instructions of the scalar layout above). The values are the same
-// TF32 roundings, so the products are the same bits.
-//   column pairs (K, read as the n side of S = Q·Kᵀ: B(t, g) = K(g, t), B(t + 4, g) = K(g, t + 4)):
-//     K(r, 8s + t) and K(r, 8s + t + 4) side by side at tile[r][4s + t]; rows kDim + 8 floats
-//     apart, so the 16 lanes of a half-warp (rows g = 0..3, t = 0..3) hit banks 8g + 2t, 8g + 2t + 1;
-//   row pairs (V, read paired as the k side of W·V: rows 2t, 2t + 1, column g):
-//     V(2p, d) and V(2p + 1, d) side by side at tile[p][d]; pair rows 2·kDim + 8 floats apart:
-//     a half-warp's lanes hit banks 8t + 2g, 8t + 2g + 1.
-// Each thread writes whole float2s (8 columns of one row, or 4 columns of two rows); zeros past
-// valid_rows and cols as in load_rounded.
+// Eight consecutive floats of a shared row (one loader unit of the paired layouts below) as two
+// float4 stores, lo = floats 0–3 and hi = floats 4–7. The unit's first float is 8u floats past a
+// row start, and rows are ≡ 8 floats (mod 32 banks) apart in both paired layouts, so the 8 lanes
+// of a quarter-warp start at 4 different banks, two lanes each: the lanes with bit 2 of their
+// index set store hi first, which puts the two lanes of each pair 4 banks apart and each store
+// instruction conflict-free (ncu counted 7.3-way conflicts on the forward's scalar-order float2
+// stores, H200 2026-11-27).
+__device__ __forceinline__ void store_unit_swizzled(float* row, const float4& lo, const float4& hi) {
+  const bool hi_first = (threadIdx.x >> 2) & 1;
+  float4* dst = reinterpret_cast<float4*>(row);
+  dst[hi_first ? 1 : 0] = hi_first ? hi : lo;
+  dst[hi_first ? 0 : 1] = hi_first ? lo : hi;
+}
+
+// Rows [0, kRows) of src (`cols` floats per row, the tile's first row) into a shared tile, rounded
+// to TF32, in one of two layouts that give each mma's two B registers in one 64-bit shared load
+// (half the shared loads of a plain row-major tile; the same TF32 values, so the same products):
+//   column pairs (a tile read by rows, as the n side of X·Tᵀ: B(t, g) = T(g, t), B(t + 4, g) =
+//     T(g, t + 4)): T(r, 8s + t) and T(r, 8s + t + 4) side by side at tile[r][4s + t]; rows
+//     kDim + 8 floats apart, so the 16 lanes of a half-warp (rows g = 0..3, t = 0..3) hit banks
+//     8g + 2t, 8g + 2t + 1;
+//   row pairs (a tile read as the k side of X·T with X from the accumulators, paired: rows 2t,
+//     2t + 1, column g): T(2p, d) and T(2p + 1, d) side by side at tile[p][d]; pair rows
+//     2·kDim + 8 floats apart: a half-warp's lanes hit banks 8t + 2g, 8t + 2g + 1.
+// Rows from `valid_rows` on and columns from `cols` to kDim become zeros, so every fragment read
+// later is of a written, finite value. A whole tile of kDim columns on a 16-byte boundary (the
+// common case) is read as float4s, with no per-element bounds. Each thread writes 8 consecutive
+// floats (8 columns of one row, or 4 columns of two rows) as two float4s (store_unit_swizzled).
+// The whole block calls a loader; the caller places the barriers.
 template <int kRows, int kDim, int kCols2>
 __device__ __forceinline__ void load_rounded_column_pairs(float2 (&tile)[kRows][kCols2], const float* __restrict__ src,
                                                           int valid_rows, int cols) {
@@ -120,9 +113,10 @@ __device__ __forceinline__ void load_rounded_column_pairs(float2 (&tile)[kRows][
         hi[k] = r < valid_rows && c + 4 + k < cols ? src[r * cols + c + 4 + k] : 0.0f;
       }
     }
+    float t[8];  // the float2s (lo[k], hi[k]), k = 0…3, one after the other
 #pragma unroll
-    for (int k = 0; k < 4; ++k)
-      tile[r][c / 2 + k] = make_float2(__uint_as_float(tc::to_tf32(lo[k])), __uint_as_float(tc::to_tf32(hi[k])));
+    for (int k = 0; k < 4; ++k) t[2 * k] = __uint_as_float(tc::to_tf32(lo[k])), t[2 * k + 1] = __uint_as_float(tc::to_tf32(hi[k]));
+    store_unit_swizzled(&tile[r][c / 2].x, make_float4(t[0], t[1], t[2], t[3]), make_float4(t[4], t[5], t[6], t[7]));
   }
 }
 
@@ -149,9 +143,10 @@ __device__ __forceinline__ void load_rounded_row_pairs(float2 (&tile)[kPairs][kC
         odd[k] = r + 1 < valid_rows && c + k < cols ? src[(r + 1) * cols + c + k] : 0.0f;
       }
     }
+    float t[8];  // the float2s (even[k], odd[k]), k = 0…3, one after the other
 #pragma unroll
-    for (int k = 0; k < 4; ++k)
-      tile[p][c + k] = make_float2(__uint_as_float(tc::to_tf32(even[k])), __uint_as_float(tc::to_tf32(odd[k])));
+    for (int k = 0; k < 4; ++k) t[2 * k] = __uint_as_float(tc::to_tf32(even[k])), t[2 * k + 1] = __uint_as_float(tc::to_tf32(odd[k]));
+    store_unit_swizzled(&tile[p][c].x, make_float4(t[0], t[1], t[2], t[3]), make_float4(t[4], t[5], t[6], t[7]));
   }
 }
 
