@@ -83,6 +83,7 @@ void TransformerXL::set_memory_options(int64_t mem_len, int64_t clamp_len, bool 
   config_.mem_len = mem_len;
   config_.clamp_len = clamp_len;
   config_.same_length = same_length;
+  segment_constants_.clear();  // the maps and the positional table depend on all three
 }
 
 // ---- positional table and attention masks ----

@@ -167,6 +167,28 @@ TEST_CASE("the second segment sees the first through memory only when mem_len > 
   }
 }
 
+TEST_CASE("a segment's kept constants follow set_memory_options (clamp_len, same_length, mem_len)") {
+  // The model keeps each segment length's maps and positional table (segment_constants); new
+  // memory options must give what a model built with them gives, not the kept constants.
+  for (bool urpe : {false, true}) {
+    CAPTURE(urpe);
+    TransformerXLConfig c = tiny_config(urpe);
+    TransformerXL model(c, 9);
+    const Tensor first = test::random_ids({4, 2}, 11, 40), second = test::random_ids({4, 2}, 11, 41);
+    const TxlMemory mems = model.forward_hidden(first, {}, false, nullptr).mems;
+    const Tensor before = model.forward_hidden(second, mems, false, nullptr).hidden;  // constants kept
+    model.set_memory_options(4, 2, true);
+    const Tensor after = model.forward_hidden(second, mems, false, nullptr).hidden;
+    TransformerXLConfig other = c;
+    other.clamp_len = 2;
+    other.same_length = true;
+    const TransformerXL fresh(other, 9);  // same seed: the same weights
+    const Tensor expected = fresh.forward_hidden(second, mems, false, nullptr).hidden;
+    CHECK(test::max_abs_diff(after, expected) == 0.0);
+    CHECK(test::max_abs_diff(after, before) > 1e-4);
+  }
+}
+
 TEST_CASE("no gradient flows into the memory or the previous segment") {
   const TransformerXLConfig c = tiny_config(true);
   TransformerXL model(c, 6);
