@@ -148,15 +148,12 @@ GraphBatch collate_graphs(const MoleculeDataset& dataset, const std::vector<int6
     batch.maps = graph_batch_maps(batch, *options.maps);
     const int32_t* ids = batch.edge_input.i32();
     const int64_t count = batch.edge_input.numel();
-    int32_t low = 0, high = -1;
-    if (count > 0) low = high = ids[0];
-    for (int64_t k = 1; k < count; ++k) {
-      low = std::min(low, ids[k]);
-      high = std::max(high, ids[k]);
-    }
     batch.maps.edge_ids_bounded = true;
-    batch.maps.edge_id_low = low;
-    batch.maps.edge_id_high = high;
+    if (count > 0) {
+      const auto [low, high] = std::minmax_element(ids, ids + count);
+      batch.maps.edge_id_low = *low;
+      batch.maps.edge_id_high = *high;
+    }
   }
   return batch;
 }

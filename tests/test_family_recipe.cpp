@@ -23,18 +23,6 @@ using namespace urpe;
 
 namespace {
 
-// A fresh directory under /tmp, removed with everything in it.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char pattern[] = "/tmp/urpe_toy_family_XXXXXX";
-    if (mkdtemp(pattern)) path = pattern;
-  }
-  ~TempDir() {
-    if (!path.empty()) std::filesystem::remove_all(path);
-  }
-};
-
 // `urpe ARGS...` in this process (the toy family is registered here, not in the urpe binary):
 // its exit code and what it printed on stdout (fd 1 pointed at a file meanwhile, then put back).
 struct Ran {
@@ -99,7 +87,7 @@ TEST_CASE("the family recipe: toy's values are checked and its memory estimated 
 }
 
 TEST_CASE("the family recipe: urpe train, eval and plot run the toy family") {
-  const TempDir temp;
+  const test::TempDir temp("toy_family");
   REQUIRE(!temp.path.empty());
   const std::string dir = temp.path, config = dir + "/toy.txt", out = dir + "/run";
   {

@@ -12,25 +12,15 @@
 #include "tensor/error.h"
 #include "chart_checks.h"
 #include "base/plot/charts.h"
+#include "test_util.h"
 
 using namespace urpe;
 using namespace urpe::plot;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char pattern[] = "/tmp/urpe_test_plots_XXXXXX";
-    if (mkdtemp(pattern)) path = pattern;
-  }
-  ~TempDir() {
-    if (!path.empty()) std::filesystem::remove_all(path);
-  }
-};
-
 std::string temp_path(const std::string& name) {
-  static TempDir dir;
+  static test::TempDir dir("plots");
   REQUIRE(!dir.path.empty());
   return dir.path + "/" + name;
 }

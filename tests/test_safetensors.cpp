@@ -26,19 +26,8 @@ using namespace urpe;
 namespace {
 
 // A fresh directory for this run's files, removed when the suite exits.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char pattern[] = "/tmp/urpe_test_safetensors_XXXXXX";
-    if (mkdtemp(pattern)) path = pattern;
-  }
-  ~TempDir() {
-    if (!path.empty()) std::filesystem::remove_all(path);
-  }
-};
-
 std::string temp_dir() {
-  static TempDir dir;
+  static test::TempDir dir("safetensors");
   REQUIRE(!dir.path.empty());
   return dir.path;
 }

@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>  // mkdtemp
+#include <filesystem>
 #include <functional>
+#include <string>
 #include <vector>
 
 #if defined(_OPENMP)
@@ -17,6 +20,21 @@
 #include "tensor/tensor.h"
 
 namespace urpe::test {
+
+// A fresh directory /tmp/urpe_test_NAME_XXXXXX, removed with everything in it (path empty when
+// mkdtemp failed: callers REQUIRE it).
+struct TempDir {
+  std::string path;
+  explicit TempDir(const std::string& name) {
+    std::string pattern = "/tmp/urpe_test_" + name + "_XXXXXX";
+    if (::mkdtemp(pattern.data())) path = pattern;
+  }
+  ~TempDir() {
+    if (!path.empty()) std::filesystem::remove_all(path);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
 
 // Uniform in [-1, 1) (or [low, high)), flagged as requiring a gradient.
 inline Tensor random_param(const Shape& shape, uint64_t seed, float low = -1.0f, float high = 1.0f) {
