@@ -416,7 +416,7 @@ TEST_CASE("cli: --resume refuses an edited config.txt and a foreign checkpoint; 
   CHECK(checkpoint_step(dir + "/model.safetensors") == 9);
   CHECK(urpe::config_from_text(read_file(dir + "/config.txt"), "config.txt").get_int("steps") == 9);
   check_refused(run({"train", "--resume", dir, "--quiet", "--set", "lr=0.1"}),
-                {"'lr' cannot change when a run resumes", "steps, eval_every or device"});
+                {"'lr' cannot change when a run resumes", "steps, eval_every, device or precision"});
   check_refused(run({"train", "--resume", dir, "--quiet", "--set", "steps=3"}), {"already taken 9 steps"});
 
   // Checkpoints copied in from another run are refused, naming the file.

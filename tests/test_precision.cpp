@@ -1,7 +1,7 @@
 // The precision switch (`--set precision=fp32|tf32|bf16`, docs/cuda.md#mixed-precision): the config
 // key and its errors, TF32 as --tf32's synonym, and bf16 on the CPU twin: the linear layers multiply
 // in BF16 while the parameters, the optimizer and the checkpoint stay FP32, and a tiny encoder run
-// on position identification reaches the same 100% as its FP32 twin.
+// on position identification reaches the same 100% as its FP32 twin, and an FP32 run resumes in bf16.
 #include <unistd.h>
 
 #include <cstdlib>
@@ -14,6 +14,7 @@
 #include "base/io/run_dir.h"
 #include "base/io/safetensors.h"
 #include "train/loop/checkpoint.h"
+#include "train/loop/checkpoint_identity.h"
 #include "train/loop/train_options.h"
 
 using namespace urpe;
@@ -101,5 +102,16 @@ TEST_CASE("precision: a tiny encoder run in bf16 learns position identification 
     INFO(name);
     CHECK(t.dtype() != DType::bf16);  // f32 (or the optimizer's i32 counters)
   }
+  // precision may change on --resume (the checkpoint is FP32 either way): the FP32 run goes on in
+  // bf16 for 20 more steps, its config and checkpoint now say bf16, and it still scores 100%.
+  TrainOptions resume = options;
+  resume.resume = true;
+  resume.resume_overrides = {"steps=170", "precision=bf16"};
+  const EncoderTrainOutcome resumed = train_encoder(resumed_config(dir32, resume.resume_overrides), dir32, resume);
+  CHECK(resumed.result.metric == 1.0);
+  const CheckpointInfo after = read_checkpoint_info(join_path(dir32, "model.safetensors"));
+  CHECK(after.progress.step == 170);
+  CHECK(config_from_text(after.config_text, "checkpoint").get_string("precision") == "bf16");
+  CHECK(config_from_text(read_text_file(join_path(dir32, "config.txt")), "config.txt").get_string("precision") == "bf16");
   std::system(("rm -rf '" + dir32 + "' '" + dir16 + "'").c_str());
 }

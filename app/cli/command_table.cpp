@@ -40,7 +40,7 @@ std::vector<CommandSpec> command_table() {
                    {{"preset", "NAME", "", "a built-in configuration"},
                     {"config", "FILE", "", "a config file of 'key = value' lines"},
                     {"set", "KEY=VALUE", "",
-                     "override one config key (repeatable); with --resume only steps, eval_every or device"},
+                     "override one config key (repeatable); with --resume only steps, eval_every, device or precision"},
                     {"out", "DIR", "", "run directory (config, metrics, checkpoint, plots)"},
                     {"overwrite", "", "", kOverwriteHelp},
                     {"resume", "DIR", "",

@@ -48,7 +48,7 @@ int run_train(const Args& args) {
   if (resume) {
     URPE_CHECK(!args.has("preset") && !args.has("config"),
                "urpe train --resume takes the config stored in the run; drop --preset/--config (--set may change "
-               "steps, eval_every or device)");
+               "steps, eval_every, device or precision)");
     URPE_CHECK(!args.has("out") || same_directory(args.get("out"), out),
                "urpe train: --resume " << out << " and --out " << args.get("out") << " name different directories");
     URPE_CHECK(!args.has("overwrite"), "urpe train: --resume continues the run in " << out

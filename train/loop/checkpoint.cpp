@@ -148,7 +148,7 @@ static CheckpointInfo info_from(const TensorFile& file) {
                file.path << ": the config stored in it is not the one it was saved with (metadata config_hash "
                          << info.config_hash << ", the config's hash " << actual
                          << "): the checkpoint was edited after urpe wrote it, or is corrupt; a resumed run may "
-                            "change steps, eval_every or device with --resume --set, anything else is a new run");
+                            "change steps, eval_every, device or precision with --resume --set, anything else is a new run");
   }
   if (file.metadata.count("run_id")) {
     URPE_CHECK(is_run_id(file.meta("run_id")),

@@ -94,7 +94,7 @@ std::string describe_differences(const std::vector<ConfigDifference>& difference
 }
 
 const std::vector<std::string>& resumable_keys() {
-  static const std::vector<std::string> keys = {"steps", "eval_every", "device"};
+  static const std::vector<std::string> keys = {"steps", "eval_every", "device", "precision"};
   return keys;
 }
 

@@ -7,7 +7,8 @@
 // differ, instead of resuming a mixture.
 //
 // A run may still change a few keys on purpose: `urpe train --resume DIR --set steps=N` (the keys
-// of resumable_keys(): the run's length, how often it evaluates, and the device). They do not
+// of resumable_keys(): the run's length, how often it evaluates, the device and the precision:
+// the checkpoint is FP32 whatever the precision, docs/cuda.md#mixed-precision). They do not
 // change what was learned so far; every other key does, and is refused.
 #pragma once
 #include <cstdint>
@@ -39,7 +40,7 @@ std::vector<ConfigDifference> config_differences(const Config& a, const Config& 
 std::string describe_differences(const std::vector<ConfigDifference>& differences, const std::string& first_name,
                                  const std::string& second_name);
 
-// The keys `--resume DIR --set key=value` may change: steps, eval_every, device.
+// The keys `--resume DIR --set key=value` may change: steps, eval_every, device, precision.
 const std::vector<std::string>& resumable_keys();
 
 // The config a resumed run continues with: the one stored in DIR's checkpoint, with `overrides`
