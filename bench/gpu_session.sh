@@ -31,7 +31,8 @@
 #                                   PyTorch twin, eager and torch.compile, two alternating rounds
 #                                   (tools/torch_bench.py --device cuda)
 #   bench/gpu_session.sh presets    one measured step of each --scale paper preset: `urpe profile`
-#                                   of steps 3..6 (step time, peak memory, the per-op table)
+#                                   of steps 3..6 (step time, peak memory, the per-op table);
+#                                   PRESETS_PRECISION=bf16 runs them in BF16 (logs presets_bf16/)
 #   bench/gpu_session.sh nsight     docs/profiling.md's Nsight recipe as written: ncu on step 41 of
 #                                   pi-paper filtered by kernel name, then by NVTX range
 #   bench/gpu_session.sh precision  fp32 against tf32 against bf16 (issue 36): `urpe profile` of
@@ -326,16 +327,27 @@ case "$1" in
     # their own; Transformer-XL reads a random corpus of WikiText-103's vocabulary size (the step's
     # work depends on the shape only: tools/make_shape_corpus.py); the molecule and MLM presets
     # read the embedded data (molecule sizes and windows as the real sets give, ids from the preset).
-    python3 tools/make_shape_corpus.py /tmp/shape_corpus >"$LOGS/shape_corpus.log" 2>&1
-    local preset
+    # PRESETS_PRECISION=bf16 (or tf32) runs them all in that precision (README's reproduce table
+    # from measured BF16 steps, issue 36); the logs then go to presets_bf16/. PRESETS_MLM_ONE=1 times
+    # one micro-batch of the MLM preset (batch 32, as `syncs` does) instead of its 8.
+    [ -f /tmp/shape_corpus/wiki.train.tokens ] ||
+      python3 tools/make_shape_corpus.py /tmp/shape_corpus >"$LOGS/shape_corpus.log" 2>&1
+    local preset precision_set="" tag="presets"
+    if [ -n "${PRESETS_PRECISION:-}" ]; then
+      precision_set="--set precision=$PRESETS_PRECISION"
+      tag="presets_$PRESETS_PRECISION"
+    fi
     for preset in pi-paper txl-base-paper graphormer-slim-urpe graphormer-pcqm4m-urpe mlm-paper; do
       local extra=""
       [ "$preset" = txl-base-paper ] && extra="--set corpus=/tmp/shape_corpus --set pe=urpe"
       [ "$preset" = mlm-paper ] && extra="--set pe=urpe"
+      [ "$preset" = mlm-paper ] && [ "${PRESETS_MLM_ONE:-0}" = 1 ] &&
+        extra="$extra --set batch=32 --set accum_steps=1 --set valid_size=64"
       # shellcheck disable=SC2086
-      step "preset_$preset" "./$BUILD/urpe" profile --preset "$preset" $extra --device cuda --steps 3:6 \
-        --out "$LOGS/presets/$preset" --overwrite --quiet
-      [ -f "$LOGS/presets/$preset/profile.md" ] && head -n 40 "$LOGS/presets/$preset/profile.md" >"$LOGS/preset_${preset}_table.md"
+      step "${tag}_$preset" "./$BUILD/urpe" profile --preset "$preset" $extra $precision_set --device cuda --steps 3:6 \
+        --out "$LOGS/$tag/$preset" --overwrite --quiet
+      grep -e "^| measured step" -e "^| outside every op" "$LOGS/$tag/$preset/profile.md" 2>/dev/null | sed "s/^/$preset /"
+      [ -f "$LOGS/$tag/$preset/profile.md" ] && head -n 40 "$LOGS/$tag/$preset/profile.md" >"$LOGS/${tag}_${preset}_table.md"
     done
     ;;
   precision)
