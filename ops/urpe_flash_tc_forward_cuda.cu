@@ -5,9 +5,8 @@
 // is the reference and the path without --tf32.
 //
 // urpe_flash_tc_forward_kernel<kDim>: one block (4 warps) per (b, h, 64 query rows); each warp owns
-//   16 rows, its Q fragments held in registers for the whole task. Per tile of kKeys keys (64 at
-//   kDim = 32; 32 at 64, to stay in 168 registers, and at 128, to fit 48 KiB) K_J and V_J come to
-//   shared memory rounded to TF32,
+//   16 rows, its Q fragments held in registers for the whole task. Per tile of kKeys keys (64, or
+//   32 at kDim = 128 to fit 48 KiB) K_J and V_J come to shared memory rounded to TF32,
 //   with the tile's 64 + kKeys − 1 diagonals of B and C for a relative map; then per warp
 //     S (16 × kKeys) = Q·K_Jᵀ                                  kKeys/8 × kDim/8 mma
 //     z = S·scale + B  (−∞ where masked),  m' = max(m, rowmax z),  α = e^{m − m'}
@@ -21,8 +20,7 @@
 //   (no mask, padding, dropout, dense map) down a fast path that evaluates no per-cell condition.
 //   At the end O/ℓ and L = m + ln ℓ are written; a row with no unmasked key gets O = 0, L = −∞,
 //   as on the scalar path. At most 3 blocks of 4 warps per SM (2 at kDim = 128): __launch_bounds__
-//   holds the registers to 168, and no instantiation spills (ptxas -v: 150 / 158 / 242 at kDim
-//   32 / 64 / 128).
+//   holds the registers to 168; kDim = 64 spills a few words (see kKeys below).
 //   FLOPs: 4·Nq·Nk·kDim per (b, h) on the tensor cores (the padded dims count), plus per cell the
 //   scale, bias, max, exp, sum and C (~10) on the FP32 units.
 //   Bytes: Q and O once; K and V once per 64 query rows: (Nq/64)·Nk·(dh + dv)·4 per (b, h); the
@@ -90,11 +88,12 @@ template <int kDim>
 __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
     urpe_flash_tc_forward_kernel(FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k,
                                  const float* __restrict__ v, float* __restrict__ out, float* __restrict__ lse) {
-  // Key tiles of 32 from kDim = 64 on: with 64 keys the d 64 kernel needed more than the 168
-  // registers that 3 blocks per SM allow (the S tile, 32 registers, and the K/V loads in flight,
-  // 64) and spilled (ncu on the H200, 2026-11-27: 4.4M local loads at n = 4096); with 32 it
-  // takes 158 and spills nothing (ptxas -v, sm_90), for twice the tile loads' barriers per key.
-  constexpr int kKeys = kDim >= 64 ? 32 : 64;
+  // Key tiles of 64, 32 at kDim = 128 (to fit 48 KiB). At kDim = 64 the 64-key tile needs a few
+  // more than the 168 registers that 3 blocks per SM allow and spills ~24 bytes (ptxas -v, sm_90),
+  // about five L1 loads per tile; the spill-free 32-key variant (158 registers, twice the barriers,
+  // staging and O rescales per key) measured ~20% slower on the H200 (2026-11-27: 57.5 against
+  // 71 TFLOP/s at n = 4096, bench/cuda_notes.md), so the spill stays.
+  constexpr int kKeys = kDim == 128 ? 32 : 64;
   constexpr int kKeyBlocks = kKeys / 8;  // n-blocks of S, k-steps of W·V
   constexpr int kSteps = Dim<kDim>::kSteps;
   constexpr int kDiag = kBlockRows + kKeys - 1;
