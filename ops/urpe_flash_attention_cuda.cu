@@ -408,8 +408,8 @@ void urpe_flash_attention_forward_cuda(const Tensor& q, const Tensor& k, const T
                                        const AttentionDropout& dropout, Tensor& out, Tensor& lse) {
   cuda::Context& ctx = context_of(out);
   const FlashGeometry g = geometry_of(q, k, v, params, dropout);
-  if (ctx.tf32() && flash_tc_supports(g.dh, g.dv)) {  // --tf32: the tensor-core kernels
-    urpe_flash_tc_forward(ctx, q, k, v, params, dropout, out, lse);
+  if ((ctx.tf32() || ctx.bf16_tiles()) && flash_tc_supports(g.dh, g.dv)) {  // the tensor-core kernels
+    urpe_flash_tc_forward(ctx, q, k, v, params, dropout, out, lse, ctx.bf16_tiles() ? TcMath::bf16 : TcMath::tf32);
     return;
   }
   const int64_t tasks = row_tiles(g, g.nq, kForwardRows);
@@ -443,8 +443,8 @@ void urpe_flash_attention_backward_cuda(const Tensor& q, const Tensor& k, const 
       rows, g.dv, grad_out.f32(), out.f32(), d_row.as<double>());
   CUDA_CHECK_LAUNCH("urpe_flash_attention_backward_dot_kernel");
 
-  if (ctx.tf32() && flash_tc_supports(g.dh, g.dv)) {
-    // --tf32: dQ, dK, dV and the tables of relative maps on the tensor cores; a table with a
+  if ((ctx.tf32() || ctx.bf16_tiles()) && flash_tc_supports(g.dh, g.dv)) {
+    // --tf32 (and precision=bf16, whose backward tiles are TF32 so far): dQ, dK, dV and the tables of relative maps on the tensor cores; a table with a
     // dense map (not a function of j − i) keeps the bucket walk below.
     Tensor* tc_bias = want_bias && g.bias_kind == kRelative ? grad_bias_table : nullptr;
     Tensor* tc_c = want_c && g.c_kind == kRelative ? grad_c_table : nullptr;

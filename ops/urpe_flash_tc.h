@@ -11,6 +11,11 @@ class Context;  // tensor/cuda_context.h (CUDA builds only); this header stays h
 
 namespace urpe::kernels {
 
+// The tiles' input precision: TF32 m16n8k8 (the context's TF32 switch, --tf32 / precision=tf32)
+// or BF16 m16n8k16 (the context's BF16 switch, precision=bf16; forward only so far, the backward
+// stays TF32). Both accumulate in FP32; softmax, C and the table gradients stay FP32.
+enum class TcMath { tf32, bf16 };
+
 // Head dims the tensor-core kernels take (dh and dv ≤ 128); the tiles are padded with zeros up
 // to 32, 64 or 128.
 bool flash_tc_supports(int64_t dh, int64_t dv);
@@ -18,7 +23,7 @@ bool flash_tc_supports(int64_t dh, int64_t dv);
 // O (Bsz, H, Nq, dv) and, when defined, L (Bsz, H, Nq), as urpe_flash_attention_forward_cuda.
 void urpe_flash_tc_forward(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
                            const UrpeAttentionParams& params, const AttentionDropout& dropout,
-                           Tensor& out, Tensor& lse);
+                           Tensor& out, Tensor& lse, TcMath math = TcMath::tf32);
 
 // dQ, dK, dV, and the table gradients of tables whose map is relative ((Nq + Nk − 1,), a function
 // of j − i): grad_bias_table / grad_c_table non-null only for those. d_row: D_i = dO_i·O_i, (Bsz·H·Nq).
