@@ -444,12 +444,12 @@ void urpe_flash_attention_backward_cuda(const Tensor& q, const Tensor& k, const 
   CUDA_CHECK_LAUNCH("urpe_flash_attention_backward_dot_kernel");
 
   if ((ctx.tf32() || ctx.bf16_tiles()) && flash_tc_supports(g.dh, g.dv)) {
-    // --tf32 (and precision=bf16, whose backward tiles are TF32 so far): dQ, dK, dV and the tables of relative maps on the tensor cores; a table with a
+    // --tf32 (TF32 tiles) or precision=bf16 (BF16 tiles): dQ, dK, dV and the tables of relative maps on the tensor cores; a table with a
     // dense map (not a function of j − i) keeps the bucket walk below.
     Tensor* tc_bias = want_bias && g.bias_kind == kRelative ? grad_bias_table : nullptr;
     Tensor* tc_c = want_c && g.c_kind == kRelative ? grad_c_table : nullptr;
     urpe_flash_tc_backward(ctx, q, k, v, lse, grad_out, d_row.as<double>(), params, dropout, grad_q,
-                           grad_k, grad_v, tc_bias, tc_c);
+                           grad_k, grad_v, tc_bias, tc_c, 0, ctx.bf16_tiles() ? TcMath::bf16 : TcMath::tf32);
     if (want_bias && tc_bias == nullptr)
       table_gradient<false>(ctx, g, params.bias_map, q, k, v, grad_out, lse, d_row.as<double>(),
                             *grad_bias_table);

@@ -12,8 +12,9 @@ class Context;  // tensor/cuda_context.h (CUDA builds only); this header stays h
 namespace urpe::kernels {
 
 // The tiles' input precision: TF32 m16n8k8 (the context's TF32 switch, --tf32 / precision=tf32)
-// or BF16 m16n8k16 (the context's BF16 switch, precision=bf16; forward only so far, the backward
-// stays TF32). Both accumulate in FP32; softmax, C and the table gradients stay FP32.
+// or BF16 m16n8k16 (the context's BF16 switch, precision=bf16): inputs rounded once when staged,
+// P and dS rounded before their products. Both accumulate in FP32; softmax, C and the table
+// gradients stay FP32.
 enum class TcMath { tf32, bf16 };
 
 // Head dims the tensor-core kernels take (dh and dv ≤ 128); the tiles are padded with zeros up
@@ -34,6 +35,6 @@ void urpe_flash_tc_backward(cuda::Context& ctx, const Tensor& q, const Tensor& k
                             const Tensor& lse, const Tensor& grad_out, const double* d_row,
                             const UrpeAttentionParams& params, const AttentionDropout& dropout,
                             Tensor& grad_q, Tensor& grad_k, Tensor& grad_v, Tensor* grad_bias_table,
-                            Tensor* grad_c_table, int64_t partial_cap_bytes = 0);
+                            Tensor* grad_c_table, int64_t partial_cap_bytes = 0, TcMath math = TcMath::tf32);
 
 }  // namespace urpe::kernels
