@@ -460,9 +460,17 @@ TEST_CASE("parity: tensor-core fused attention kernels (O, L, dQ, dK, dV, dB, dC
   }
 }
 
-TEST_CASE("parity: BF16 tensor-core fused attention kernels (O, L, dQ, dK, dV, dB, dC), every case") {
+// The BF16 cases: every map kind, mask (causal with an offset, key padding with a fully padded
+// batch item: rows with no key), dropout, no tables, each head-dim class, odd sizes, interior and
+// edge tiles in one call. Left to the TF32 run (the same code paths, which do not depend on the
+// tile type): the whole-tile, grid-overflow and interior-shaped cases, to keep the simulated suite
+// near its old time.
+constexpr int kBf16Cases[] = {0, 1, 2, 3, 4, 5, 9, 10, 11};
+
+TEST_CASE("parity: BF16 tensor-core fused attention kernels (O, L, dQ, dK, dV, dB, dC)") {
   const Bf16Scope bf16;
-  for (const TcCase& c : kCases) {
+  for (int which : kBf16Cases) {
+    const TcCase& c = kCases[which];
     CAPTURE(c.name);
     const UrpeAttentionParams p = case_params(c, 400);
     const UrpeAttentionParams pd = on_device(p, gpu());
