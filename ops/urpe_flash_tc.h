@@ -1,6 +1,6 @@
-// The tensor-core (TF32 mma.sync) kernels of the fused URPE attention, as the scalar path's host
-// code calls them (ops/urpe_flash_attention_cuda.cu picks them when the context's TF32 switch is
-// on: `--tf32`, cuda::set_tf32). Maths in urpe_flash_attention.h; tiles, fragments and the table
+// The tensor-core (TF32 or BF16 mma.sync) kernels of the fused URPE attention, as the scalar path's
+// host code calls them (ops/urpe_flash_attention_cuda.cu picks them when the context's TF32 switch
+// is on, `--tf32`, cuda::set_tf32, or its BF16 switch, precision=bf16, cuda::set_bf16_tiles). Maths in urpe_flash_attention.h; tiles, fragments and the table
 // gradients' partial sums in urpe_flash_tc_forward_cuda.cu and urpe_flash_tc_backward_cuda.cu.
 #pragma once
 #include "ops/urpe_flash_attention.h"

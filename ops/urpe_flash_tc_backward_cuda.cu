@@ -1,5 +1,6 @@
 // The fused URPE attention's backward on the tensor cores (TF32 mma.sync m16n8k8 through
-// ops/mma_tf32.cuh). With A = P ⊙ C, Ã = A ⊙ κ, O = Ã·V and D_i = dO_i·O_i
+// ops/mma_tf32.cuh, or BF16 m16n8k16 through ops/mma_bf16.cuh: each kernel's kBf16, its tiles of
+// packed BF16 words and P, dS rounded to BF16 before their products; the tables stay FP32). With A = P ⊙ C, Ã = A ⊙ κ, O = Ã·V and D_i = dO_i·O_i
 // (urpe_flash_attention.h):
 //   dA = dO·Vᵀ,   dZ = P ⊙ (C ⊙ κ ⊙ dA − D),   dS = scale·dZ
 //   dQ = dS·K,    dK = dSᵀ·Q,    dV = Ãᵀ·dO

@@ -1,5 +1,5 @@
 // The fused URPE attention's forward on the tensor cores (TF32 mma.sync m16n8k8 through
-// ops/mma_tf32.cuh), FlashAttention-2's loop with URPE's two extra terms: the bias B added to the
+// ops/mma_tf32.cuh, or BF16 m16n8k16 through ops/mma_bf16.cuh: the kernel's kBf16), FlashAttention-2's loop with URPE's two extra terms: the bias B added to the
 // logits before the online softmax and C multiplied into the weights, in registers, before P·V.
 // The maths is urpe_flash_attention.h's; the scalar FP32 kernel (urpe_flash_attention_cuda.cu)
 // is the reference and the path without --tf32.
@@ -23,6 +23,10 @@
 //   holds the registers to 168; kDim = 64 spills a few words (see kKeys below).
 //   FLOPs: 4·Nq·Nk·kDim per (b, h) on the tensor cores (the padded dims count), plus per cell the
 //   scale, bias, max, exp, sum and C (~10) on the FP32 units.
+//   BF16 (kBf16, precision=bf16): K and V staged as packed BF16 words (bf16 rows, bf16 row pairs),
+//   Q's fragments 16 columns a register set, S·V with k = 16 keys, and two neighbouring S blocks
+//   are W's A fragment as they are (no pairing); W rounded to BF16 before its product. 64-key
+//   tiles at every kDim (ptxas -v: 138 / 168 / 252 registers; 8 bytes spilled at kDim 64).
 //   Bytes: Q and O once; K and V once per 64 query rows: (Nq/64)·Nk·(dh + dv)·4 per (b, h); the
 //   tables' diagonals per tile from cache. Nothing of size Nq·Nk.
 #include "ops/urpe_flash_tc.h"

@@ -1,7 +1,7 @@
 // Tile pieces shared by the tensor-core kernels of the fused attention
 // (urpe_flash_tc_forward_cuda.cu, urpe_flash_tc_backward_cuda.cu): the head-dim classes, tasks
 // with 32-bit offsets inside a (b, h) slice, loading a tile of rows into shared memory already
-// rounded to TF32, the per-tile bias and C of a relative map staged by diagonal, the test that
+// rounded to TF32 (or to BF16, packed two per word), the per-tile bias and C of a relative map staged by diagonal, the test that
 // sends an interior tile down the mask-free fast path, and what one score cell (i, j) of an edge
 // tile is: masked, its bias, its C.
 #pragma once
