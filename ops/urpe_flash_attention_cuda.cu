@@ -1,6 +1,7 @@
 // The fused URPE attention on CUDA (maths in urpe_flash_attention.h): the scalar FP32 kernels,
-// the reference and the path of strict-FP32 runs. With the context's TF32 switch on (--tf32) the
-// host functions at the end hand the work to the tensor-core kernels (urpe_flash_tc.h), keeping
+// the reference and the path of strict-FP32 runs. With the context's TF32 switch on (--tf32) or
+// its BF16 switch (precision=bf16) the host functions at the end hand the work to the tensor-core
+// kernels (urpe_flash_tc.h, TF32 or BF16 tiles), keeping
 // only D_i and, for dense maps, the table gradients' bucket walk. Every kernel here walks tiles of
 // 32 keys (or queries) held in shared memory, one per lane, and gives each output row to one
 // warp, so no two threads ever add into the same float: no atomics, the same bits every run.
