@@ -5,7 +5,7 @@
 // number behind the memory target: the fused path's peak grows with n (×4 from n = 1024
 // to 4096), the materialised path's with n² (×16).
 // Each row also states its math (fp32; tf32: the tensor-core kernels and TF32 GEMMs; bf16: as
-// precision=bf16 leaves the context, the fused forward on BF16 tiles, the rest TF32) and its
+// precision=bf16 leaves the context, the fused attention on BF16 tiles, the GEMMs TF32) and its
 // rate in FlashAttention's count: forward 4·B·H·n²·d FLOPs (halved when causal), backward 2.5×
 // that, so forward + backward 3.5×; on CUDA as a share of the cuBLAS TF32 GEMM rate measured at
 // start (8192³). Lengths above 4096 are for the fused path alone (the materialised one holds n²
@@ -23,7 +23,7 @@ struct AttentionBenchOptions {
   int64_t batch = 1, heads = 4, head_dim = 32;
   bool causal = false;  // causal mask (decoder attention), both paths
   std::string math = "fp32";  // CUDA: tf32 (TF32 tensor cores: the fused kernels and the GEMMs) or
-                              // bf16 (the fused forward's BF16 tiles, TF32 elsewhere)
+                              // bf16 (the fused kernels' BF16 tiles, the GEMMs TF32)
   bool smoke = false;   // --sizes smoke: the TF32 GEMM reference at 256³ (checks the bench runs,
                         // e.g. on the CUDA simulator; not a ceiling)
   int repeats = 3;  // timed runs per row (median), after one warm-up

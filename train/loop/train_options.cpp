@@ -14,9 +14,9 @@ std::string default_trace_window(int64_t steps) {
 }
 
 bool tf32_under(const std::string& precision, bool tf32_flag) {
-  // bf16: what stays FP32 (attention's matmuls, the fused attention's backward) runs on the TF32
-  // tensor cores, as under PyTorch's autocast with allow_tf32; strict FP32 there cost 2.5×
-  // (docs/cuda.md). The fused attention's forward takes BF16 tiles (set_bf16_tiles below).
+  // bf16: what stays FP32 (attention's matmuls) runs on the TF32 tensor cores, as under PyTorch's
+  // autocast with allow_tf32; strict FP32 there cost 2.5× (docs/cuda.md). The fused attention
+  // takes BF16 tiles (set_bf16_tiles below).
   return tf32_flag || precision == "tf32" || precision == "bf16";
 }
 
