@@ -486,8 +486,9 @@ TEST_CASE("parity: BF16 tensor-core fused attention kernels (O, L, dQ, dK, dV, d
     kernels::urpe_flash_attention_forward_cuda(qd, kd, vd, pd, drop, out_d, lse_d);
     const double worst_o = check_tf32(out_d, out, kTolBf16, "O (bf16)");
     check_tf32(lse_d, lse, kTolBf16, "L (bf16)");
-    // Coarser than TF32 somewhere: the BF16 rounding is really there (TF32 sees ~1e-3 at most).
-    if (c.dh >= 16) CHECK(worst_o > 1e-4);
+    // Coarser than TF32: the BF16 rounding is really there. TF32's O errors are 2–5e-4 in these
+    // cases; BF16's were 2.1–3.3e-3 wherever the head dim has 16 or more columns to round.
+    if (c.dh >= 16) CHECK(worst_o > 1e-3);
 
     const Tensor go = random_values(o_shape, 405);
     Grads want = empty_grads(c, p, false), got = empty_grads(c, p, true), again = empty_grads(c, p, true);
