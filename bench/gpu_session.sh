@@ -115,6 +115,9 @@ attention_tc_shapes() {
   # Shapes: the issue's targets, or tiny ones for the rehearsal (same commands, same options).
   b32="--batch 32 --heads 4 --head-dim 32 --lengths 1024" t5="--batch 32 --heads 12 --head-dim 64 --lengths 128,256,512"
   d64="--batch 8 --heads 16 --head-dim 64 --lengths 1024,4096,16384" long="--batch 8 --heads 16 --head-dim 64 --lengths 16384,32768"
+  # The BF16 rows: d 64 without 16k (its TF32 rows took most of the 29 + 19 s), to keep
+  # attention_tc_measure + attention_tc_check near 4 minutes on an H200.
+  d64_bf16="--batch 8 --heads 16 --head-dim 64 --lengths 1024,4096"
   flex_n="--batch 8 --heads 16 --head-dim 64 --lengths 1024,4096" ncu_shape="--batch 8 --heads 16 --head-dim 64 --lengths 4096"
   reps=10 long_reps=2 sz=""
   # ATTENTION_TC_PEERS=0 skips attention_tc_measure's PyTorch rows (SDPA, PyTorch's materialized
@@ -124,7 +127,7 @@ attention_tc_shapes() {
   peers=${ATTENTION_TC_PEERS:-1}
   if [ "${ATTENTION_TC_SMOKE:-0}" = 1 ]; then
     b32="--batch 1 --heads 2 --head-dim 32 --lengths 70"; t5="--batch 1 --heads 2 --head-dim 64 --lengths 40,70"
-    d64="--batch 1 --heads 2 --head-dim 64 --lengths 64,130"; long="--batch 1 --heads 1 --head-dim 64 --lengths 200"
+    d64="--batch 1 --heads 2 --head-dim 64 --lengths 64,130"; d64_bf16="$d64"; long="--batch 1 --heads 1 --head-dim 64 --lengths 200"
     flex_n="$d64"; ncu_shape="--batch 1 --heads 2 --head-dim 64 --lengths 70"; reps=1; long_reps=1
     torch_check="--dry-run"
     sz="--sizes smoke"  # the TF32 reference GEMM at 256³ (8192³ would take hours simulated)
@@ -139,8 +142,9 @@ attention_tc_measure() {
   # runs' bits must match).
   step tc_parity1 "$tc_suite"
   step tc_parity2 "$tc_suite"
-  grep '^gradient bits' "$LOGS/tc_parity1.log" >"$LOGS/tc_bits1.txt"
-  grep '^gradient bits' "$LOGS/tc_parity2.log" >"$LOGS/tc_bits2.txt"
+  # (TF32 cases' "gradient bits", BF16 cases' "bf16 bits")
+  grep -E '^(gradient|bf16) bits' "$LOGS/tc_parity1.log" >"$LOGS/tc_bits1.txt"
+  grep -E '^(gradient|bf16) bits' "$LOGS/tc_parity2.log" >"$LOGS/tc_bits2.txt"
   if [ -s "$LOGS/tc_bits1.txt" ] && cmp -s "$LOGS/tc_bits1.txt" "$LOGS/tc_bits2.txt"; then
     echo "== tc_bits: the two runs' gradients are bit-identical ($(wc -l <"$LOGS/tc_bits1.txt") cases)"
   else
@@ -161,6 +165,11 @@ attention_tc_measure() {
       --paths sdpa,sdpa_bf16 $torch_check
     step bench_long_tf32 "$urpe" bench attention --device cuda $long --tf32 --attention fused --repeats $long_reps $sz
     step bench_b32_fp32 "$urpe" bench attention --device cuda $b32 --repeats $reps $sz
+    # BF16 tiles (precision=bf16's fused attention), the TF32 rows' shapes but 16k.
+    step bench_b32_bf16 "$urpe" bench attention --device cuda $b32 --math bf16 --attention fused --repeats $reps $sz
+    step bench_d64_bf16 "$urpe" bench attention --device cuda $d64_bf16 --math bf16 --attention fused --repeats $reps $sz
+    step bench_d64_causal_bf16 "$urpe" bench attention --device cuda $d64_bf16 --math bf16 --causal --attention fused \
+      --repeats $reps $sz
   }
   return 0
 }
@@ -179,7 +188,15 @@ attention_tc_check() {
       -o "$LOGS/tc_fwd" -f "$urpe" bench attention --device cuda $ncu_shape --tf32 --attention fused --repeats 1 $sz
     step ncu_tc_bwd ncu --clock-control none --set full -k regex:"urpe_flash_tc_backward_(dq|dkdv)_kernel" \
       --launch-count 2 -o "$LOGS/tc_bwd" -f "$urpe" bench attention --device cuda $ncu_shape --tf32 --attention fused --repeats 1 $sz
+    # The same kernels on BF16 tiles (their names are the TF32 ones; --math picks the instantiation).
+    step ncu_tc_fwd_bf16 ncu --clock-control none --set full -k regex:urpe_flash_tc_forward_kernel --launch-count 1 \
+      -o "$LOGS/tc_fwd_bf16" -f "$urpe" bench attention --device cuda $ncu_shape --math bf16 --attention fused --repeats 1 $sz
+    step ncu_tc_bwd_bf16 ncu --clock-control none --set full -k regex:"urpe_flash_tc_backward_(dq|dkdv)_kernel" \
+      --launch-count 2 -o "$LOGS/tc_bwd_bf16" -f "$urpe" bench attention --device cuda $ncu_shape --math bf16 --attention fused \
+      --repeats 1 $sz
   }
+  [ -f "$LOGS/tc_fwd_bf16.ncu-rep" ] && step ncu_tc_fwd_bf16_summary ncu --import "$LOGS/tc_fwd_bf16.ncu-rep" --page details
+  [ -f "$LOGS/tc_bwd_bf16.ncu-rep" ] && step ncu_tc_bwd_bf16_summary ncu --import "$LOGS/tc_bwd_bf16.ncu-rep" --page details
   [ -f "$LOGS/tc_fwd.ncu-rep" ] && step ncu_tc_fwd_summary ncu --import "$LOGS/tc_fwd.ncu-rep" --page details
   [ -f "$LOGS/tc_bwd.ncu-rep" ] && step ncu_tc_bwd_summary ncu --import "$LOGS/tc_bwd.ncu-rep" --page details
   # compute-sanitizer memcheck on the tensor-core suite (every kernel, small shapes), the scalar

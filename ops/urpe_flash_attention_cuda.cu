@@ -1,6 +1,7 @@
 // The fused URPE attention on CUDA (maths in urpe_flash_attention.h): the scalar FP32 kernels,
-// the reference and the path of strict-FP32 runs. With the context's TF32 switch on (--tf32) the
-// host functions at the end hand the work to the tensor-core kernels (urpe_flash_tc.h), keeping
+// the reference and the path of strict-FP32 runs. With the context's TF32 switch on (--tf32) or
+// its BF16 switch (precision=bf16) the host functions at the end hand the work to the tensor-core
+// kernels (urpe_flash_tc.h, TF32 or BF16 tiles), keeping
 // only D_i and, for dense maps, the table gradients' bucket walk. Every kernel here walks tiles of
 // 32 keys (or queries) held in shared memory, one per lane, and gives each output row to one
 // warp, so no two threads ever add into the same float: no atomics, the same bits every run.
@@ -408,8 +409,8 @@ void urpe_flash_attention_forward_cuda(const Tensor& q, const Tensor& k, const T
                                        const AttentionDropout& dropout, Tensor& out, Tensor& lse) {
   cuda::Context& ctx = context_of(out);
   const FlashGeometry g = geometry_of(q, k, v, params, dropout);
-  if (ctx.tf32() && flash_tc_supports(g.dh, g.dv)) {  // --tf32: the tensor-core kernels
-    urpe_flash_tc_forward(ctx, q, k, v, params, dropout, out, lse);
+  if ((ctx.tf32() || ctx.bf16_tiles()) && flash_tc_supports(g.dh, g.dv)) {  // the tensor-core kernels
+    urpe_flash_tc_forward(ctx, q, k, v, params, dropout, out, lse, ctx.bf16_tiles() ? TcMath::bf16 : TcMath::tf32);
     return;
   }
   const int64_t tasks = row_tiles(g, g.nq, kForwardRows);
@@ -443,13 +444,13 @@ void urpe_flash_attention_backward_cuda(const Tensor& q, const Tensor& k, const 
       rows, g.dv, grad_out.f32(), out.f32(), d_row.as<double>());
   CUDA_CHECK_LAUNCH("urpe_flash_attention_backward_dot_kernel");
 
-  if (ctx.tf32() && flash_tc_supports(g.dh, g.dv)) {
-    // --tf32: dQ, dK, dV and the tables of relative maps on the tensor cores; a table with a
+  if ((ctx.tf32() || ctx.bf16_tiles()) && flash_tc_supports(g.dh, g.dv)) {
+    // --tf32 (TF32 tiles) or precision=bf16 (BF16 tiles): dQ, dK, dV and the tables of relative maps on the tensor cores; a table with a
     // dense map (not a function of j − i) keeps the bucket walk below.
     Tensor* tc_bias = want_bias && g.bias_kind == kRelative ? grad_bias_table : nullptr;
     Tensor* tc_c = want_c && g.c_kind == kRelative ? grad_c_table : nullptr;
     urpe_flash_tc_backward(ctx, q, k, v, lse, grad_out, d_row.as<double>(), params, dropout, grad_q,
-                           grad_k, grad_v, tc_bias, tc_c);
+                           grad_k, grad_v, tc_bias, tc_c, 0, ctx.bf16_tiles() ? TcMath::bf16 : TcMath::tf32);
     if (want_bias && tc_bias == nullptr)
       table_gradient<false>(ctx, g, params.bias_map, q, k, v, grad_out, lse, d_row.as<double>(),
                             *grad_bias_table);

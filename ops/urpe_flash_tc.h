@@ -1,6 +1,6 @@
-// The tensor-core (TF32 mma.sync) kernels of the fused URPE attention, as the scalar path's host
-// code calls them (ops/urpe_flash_attention_cuda.cu picks them when the context's TF32 switch is
-// on: `--tf32`, cuda::set_tf32). Maths in urpe_flash_attention.h; tiles, fragments and the table
+// The tensor-core (TF32 or BF16 mma.sync) kernels of the fused URPE attention, as the scalar path's
+// host code calls them (ops/urpe_flash_attention_cuda.cu picks them when the context's TF32 switch
+// is on, `--tf32`, cuda::set_tf32, or its BF16 switch, precision=bf16, cuda::set_bf16_tiles). Maths in urpe_flash_attention.h; tiles, fragments and the table
 // gradients' partial sums in urpe_flash_tc_forward_cuda.cu and urpe_flash_tc_backward_cuda.cu.
 #pragma once
 #include "ops/urpe_flash_attention.h"
@@ -11,6 +11,12 @@ class Context;  // tensor/cuda_context.h (CUDA builds only); this header stays h
 
 namespace urpe::kernels {
 
+// The tiles' input precision: TF32 m16n8k8 (the context's TF32 switch, --tf32 / precision=tf32)
+// or BF16 m16n8k16 (the context's BF16 switch, precision=bf16): inputs rounded once when staged,
+// P and dS rounded before their products. Both accumulate in FP32; softmax, C and the table
+// gradients stay FP32.
+enum class TcMath { tf32, bf16 };
+
 // Head dims the tensor-core kernels take (dh and dv ≤ 128); the tiles are padded with zeros up
 // to 32, 64 or 128.
 bool flash_tc_supports(int64_t dh, int64_t dv);
@@ -18,7 +24,7 @@ bool flash_tc_supports(int64_t dh, int64_t dv);
 // O (Bsz, H, Nq, dv) and, when defined, L (Bsz, H, Nq), as urpe_flash_attention_forward_cuda.
 void urpe_flash_tc_forward(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
                            const UrpeAttentionParams& params, const AttentionDropout& dropout,
-                           Tensor& out, Tensor& lse);
+                           Tensor& out, Tensor& lse, TcMath math = TcMath::tf32);
 
 // dQ, dK, dV, and the table gradients of tables whose map is relative ((Nq + Nk − 1,), a function
 // of j − i): grad_bias_table / grad_c_table non-null only for those. d_row: D_i = dO_i·O_i, (Bsz·H·Nq).
@@ -29,6 +35,6 @@ void urpe_flash_tc_backward(cuda::Context& ctx, const Tensor& q, const Tensor& k
                             const Tensor& lse, const Tensor& grad_out, const double* d_row,
                             const UrpeAttentionParams& params, const AttentionDropout& dropout,
                             Tensor& grad_q, Tensor& grad_k, Tensor& grad_v, Tensor* grad_bias_table,
-                            Tensor* grad_c_table, int64_t partial_cap_bytes = 0);
+                            Tensor* grad_c_table, int64_t partial_cap_bytes = 0, TcMath math = TcMath::tf32);
 
 }  // namespace urpe::kernels

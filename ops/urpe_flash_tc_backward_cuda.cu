@@ -1,5 +1,6 @@
 // The fused URPE attention's backward on the tensor cores (TF32 mma.sync m16n8k8 through
-// ops/mma_tf32.cuh). With A = P ⊙ C, Ã = A ⊙ κ, O = Ã·V and D_i = dO_i·O_i
+// ops/mma_tf32.cuh, or BF16 m16n8k16 through ops/mma_bf16.cuh: each kernel's kBf16, its tiles of
+// packed BF16 words and P, dS rounded to BF16 before their products; the tables stay FP32). With A = P ⊙ C, Ã = A ⊙ κ, O = Ã·V and D_i = dO_i·O_i
 // (urpe_flash_attention.h):
 //   dA = dO·Vᵀ,   dZ = P ⊙ (C ⊙ κ ⊙ dA − D),   dS = scale·dZ
 //   dQ = dS·K,    dK = dSᵀ·Q,    dV = Ãᵀ·dO
@@ -39,6 +40,7 @@
 //   FlashAttention-2's 5: the price of no atomics); bytes: Q, K, V, dO once per 64 rows of the
 //   other side, dQ, dK, dV once, the partials above.
 #include <algorithm>
+#include <type_traits>
 
 #include "ops/bucket_index_cuda.cuh"
 #include "ops/urpe_flash_tc.h"
@@ -97,6 +99,82 @@ __device__ __forceinline__ void product_row_pairs(float (&acc)[kSteps][4], const
   }
 }
 
+// ---- the same products and loaders on BF16 tiles (m16n8k16, ops/mma_bf16.cuh) ----
+// The kernels below are written once over a tile element type: float2 (TF32 column pairs / row
+// pairs) or uint32_t (two BF16 values: load_bf16_rows / load_bf16_row_pairs), and the overloads
+// pick the instruction. A BF16 A operand holds 16 columns a k-step (kDim/16 steps).
+
+// acc[nb] += A·Tᵀ with T in bf16 rows: b = T(nb·8 + g, 16ks + 2t | +1), T(…, 16ks + 8 + 2t | +1).
+template <int kSteps16, int kBlocks, int kRows, int kWords>
+__device__ __forceinline__ void product_with_column_pairs(float (&acc)[kBlocks][4], const uint32_t (&a)[kSteps16][4],
+                                                          const uint32_t (&tile)[kRows][kWords], int group,
+                                                          int member) {
+#pragma unroll
+  for (int ks = 0; ks < kSteps16; ++ks)
+#pragma unroll
+    for (int nb = 0; nb < kBlocks; ++nb) {
+      const uint32_t bf[2] = {tile[nb * 8 + group][ks * 8 + member], tile[nb * 8 + group][ks * 8 + 4 + member]};
+      tc::mma_m16n8k16_bf16(acc[nb], a[ks], bf);
+    }
+}
+
+// acc[nd] += X·T for X (16 × 8·kBlocks) in accumulators, T in bf16 row pairs: blocks 2κ, 2κ + 1
+// of X are k-step κ's A fragment as they are (rounded), b = T(16κ + 2t | +1, ·), T(16κ + 8 + 2t | +1, ·).
+template <int kSteps, int kBlocks, int kPairs, int kWords>
+__device__ __forceinline__ void product_row_pairs(float (&acc)[kSteps][4], const float (&x)[kBlocks][4],
+                                                  const uint32_t (&tile)[kPairs][kWords], int group, int member) {
+  static_assert(kBlocks % 2 == 0, "16 keys (or queries) a BF16 k-step");
+#pragma unroll
+  for (int kb = 0; kb < kBlocks / 2; ++kb) {
+    uint32_t xa[4];
+    tc::accumulators_as_a_bf16(xa, x[2 * kb], x[2 * kb + 1]);
+#pragma unroll
+    for (int nd = 0; nd < kSteps; ++nd) {
+      const uint32_t bf[2] = {tile[kb * 8 + member][nd * 8 + group], tile[kb * 8 + 4 + member][nd * 8 + group]};
+      tc::mma_m16n8k16_bf16(acc[nd], xa, bf);
+    }
+  }
+}
+
+// A tile read by rows (the n side of X·Tᵀ) and one read by row pairs (the k side of X·T), in the
+// element type's layout.
+template <int kRows, int kDim, int kCols>
+__device__ __forceinline__ void load_rows_tile(float2 (&tile)[kRows][kCols], const float* src, int valid, int cols) {
+  load_rounded_column_pairs<kRows, kDim>(tile, src, valid, cols);
+}
+template <int kRows, int kDim, int kCols>
+__device__ __forceinline__ void load_rows_tile(uint32_t (&tile)[kRows][kCols], const float* src, int valid, int cols) {
+  load_bf16_rows<kRows, kDim>(tile, src, valid, cols);
+}
+template <int kRows, int kDim, int kPairs, int kCols>
+__device__ __forceinline__ void load_pairs_tile(float2 (&tile)[kPairs][kCols], const float* src, int valid, int cols) {
+  load_rounded_row_pairs<kRows, kDim>(tile, src, valid, cols);
+}
+template <int kRows, int kDim, int kPairs, int kCols>
+__device__ __forceinline__ void load_pairs_tile(uint32_t (&tile)[kPairs][kCols], const float* src, int valid, int cols) {
+  load_bf16_row_pairs<kRows, kDim>(tile, src, valid, cols);
+}
+template <bool kBf16, int kSteps>
+__device__ __forceinline__ void load_a(uint32_t (&a)[kSteps][4], const float* src, int first_row, int valid_rows,
+                                       int cols, int lane) {
+  if constexpr (kBf16)
+    load_a_fragments_bf16(a, src, first_row, valid_rows, cols, lane);
+  else
+    load_a_fragments(a, src, first_row, valid_rows, cols, lane);
+}
+
+// The element type of a kernel's shared tiles, the elements per rows-layout row and per
+// pair-layout row, and the 16-byte vectors of each.
+template <int kDim, bool kBf16>
+struct TileShape {
+  using Elem = std::conditional_t<kBf16, uint32_t, float2>;
+  static constexpr int kRowCols = kDim / 2 + 4;                 // float2s, or BF16 words
+  static constexpr int kPairCols = kBf16 ? kDim + 8 : kDim + 4;  // float2s, or BF16 words
+  static constexpr int kASteps = kBf16 ? kDim / 16 : kDim / 8;  // k-steps of an A operand over kDim
+  static constexpr int row_vectors(int rows) { return rows * kRowCols * int(sizeof(Elem)) / 16; }
+  static constexpr int pair_vectors(int pairs) { return pairs * kPairCols * int(sizeof(Elem)) / 16; }
+};
+
 // A piece of a raw shared buffer as a 2-D array of T, `offset` float4s from its start.
 template <typename T, int kRows, int kCols, int kVectors>
 __device__ __forceinline__ T (&carve(float4 (&raw)[kVectors], int offset))[kRows][kCols] {
@@ -140,7 +218,7 @@ __device__ __forceinline__ void dq_cells(const FlashGeometry& g, float (&s)[kKey
 // per SM with 252 registers, most of its stalls latencies that more warps hide). Its fast path
 // needs 166; the cap costs one 4-byte spill, a predicate mask saved before the key loop and
 // reloaded after it (sm_90 SASS), nothing per tile.
-template <int kDim>
+template <int kDim, bool kBf16>
 __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_backward_dq_kernel(
     FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
     const float* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
@@ -152,16 +230,20 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_b
   // 48), hence 32 keys there; at d 128, Q, dO fragments and the dQ accumulators hold 192
   // registers, and 16 keys keep the S and dA tiles within 255 (no spill). dQ accumulates key
   // block after key block in the same order whatever the tile: the same bits.
+  // BF16 tiles are half the bytes; they keep TF32's key tiles (the registers bound them as much).
   constexpr int kKeys = kDim == 32 ? 64 : kDim == 64 ? 32 : 16;
   constexpr int kKeyBlocks = kKeys / 8;
   constexpr int kSteps = Dim<kDim>::kSteps;
+  using Tiles = TileShape<kDim, kBf16>;
+  using Elem = typename Tiles::Elem;
+  constexpr int kASteps = Tiles::kASteps;
   constexpr int kDiag = kBlockRows + kKeys - 1;
-  URPE_SHARED(float4, k_rows4, [kKeys][(kDim / 2 + 4) / 2]);  // 16-byte rows (tile_view)
-  URPE_SHARED(float4, k_pairs4, [kKeys / 2][(kDim + 4) / 2]);
-  URPE_SHARED(float4, v_rows4, [kKeys][(kDim / 2 + 4) / 2]);
-  auto& k_rows = tile_view<float2, kDim / 2 + 4>(k_rows4);  // column pairs
-  auto& k_pairs = tile_view<float2, kDim + 4>(k_pairs4);    // row pairs
-  auto& v_rows = tile_view<float2, kDim / 2 + 4>(v_rows4);  // column pairs
+  URPE_SHARED(float4, k_rows4, [kKeys][Tiles::row_vectors(1)]);  // 16-byte rows (tile_view)
+  URPE_SHARED(float4, k_pairs4, [kKeys / 2][Tiles::pair_vectors(1)]);
+  URPE_SHARED(float4, v_rows4, [kKeys][Tiles::row_vectors(1)]);
+  auto& k_rows = tile_view<Elem, Tiles::kRowCols>(k_rows4);    // column pairs (TF32) or bf16 rows
+  auto& k_pairs = tile_view<Elem, Tiles::kPairCols>(k_pairs4);  // row pairs
+  auto& v_rows = tile_view<Elem, Tiles::kRowCols>(v_rows4);
   URPE_SHARED(float, bias_s, [kDiag]);
   URPE_SHARED(float, c_s, [kDiag]);
   URPE_SHARED(int, pad_scratch, [kWarps]);
@@ -176,9 +258,9 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_b
     const int w0 = i0 + warp * kWarpRows;
     const float* k_bh = k + int64_t(t.bh) * nk * dh;
     const float* v_bh = v + int64_t(t.bh) * nk * dv;
-    uint32_t qa[kSteps][4], ga[kSteps][4];
-    load_a_fragments(qa, q + int64_t(t.bh) * nq * dh, w0, nq - w0, dh, lane);
-    load_a_fragments(ga, grad_out + int64_t(t.bh) * nq * dv, w0, nq - w0, dv, lane);
+    uint32_t qa[kASteps][4], ga[kASteps][4];
+    load_a<kBf16>(qa, q + int64_t(t.bh) * nq * dh, w0, nq - w0, dh, lane);
+    load_a<kBf16>(ga, grad_out + int64_t(t.bh) * nq * dv, w0, nq - w0, dv, lane);
     float row_lse[2], row_d[2];
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
@@ -192,9 +274,9 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_b
     const int key_end = int(g.key_limit(i0 + rows - 1));
     for (int j0 = 0; j0 < key_end; j0 += kKeys) {
       __syncthreads();
-      load_rounded_column_pairs<kKeys, kDim>(k_rows, k_bh + j0 * dh, nk - j0, dh);
-      load_rounded_row_pairs<kKeys, kDim>(k_pairs, k_bh + j0 * dh, nk - j0, dh);
-      load_rounded_column_pairs<kKeys, kDim>(v_rows, v_bh + j0 * dv, nk - j0, dv);
+      load_rows_tile<kKeys, kDim>(k_rows, k_bh + j0 * dh, nk - j0, dh);
+      load_pairs_tile<kKeys, kDim>(k_pairs, k_bh + j0 * dh, nk - j0, dh);
+      load_rows_tile<kKeys, kDim>(v_rows, v_bh + j0 * dv, nk - j0, dv);
       stage_diagonals(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s);
       __syncthreads();
       float s[kKeyBlocks][4], da[kKeyBlocks][4];
@@ -276,7 +358,7 @@ __device__ __forceinline__ void dkdv_cells(const FlashGeometry& g, float (&st)[k
     }
 }
 
-template <int kDim>
+template <int kDim, bool kBf16>
 __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
     FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
     const float* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
@@ -296,17 +378,20 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
   // products are done, and the tile's table terms (zb, zc) are written only after them: at
   // kDim ≥ 64 the terms share those bytes (with a barrier between), which keeps the kernel under
   // 48 KB of static shared memory (55 KB at d 64 otherwise).
-  constexpr int kCols2 = kDim / 2 + 4;  // float2s per column-pair row
-  constexpr int kRowVectors = kQueries * kCols2 / 2;                  // float4s of one column-pair copy
-  constexpr int kPairVectors = (kQueries / 2) * (kDim + 4) / 2;       // … of one row-pair copy
+  using Tiles = TileShape<kDim, kBf16>;
+  using Elem = typename Tiles::Elem;
+  constexpr int kASteps = Tiles::kASteps;
+  constexpr int kCols2 = Tiles::kRowCols;  // float2s (BF16 words) per column-pair (bf16) row
+  constexpr int kRowVectors = Tiles::row_vectors(kQueries);           // float4s of one column-pair copy
+  constexpr int kPairVectors = Tiles::pair_vectors(kQueries / 2);     // … of one row-pair copy
   constexpr int kTermVectors = kKeysPerBlock * kTermCols / 4;         // … of one table-term tile
   constexpr bool kTermsShareRows = 2 * kRowVectors >= 2 * kTermVectors;
   constexpr int kRawVectors = 2 * kRowVectors + 2 * kPairVectors + (kTermsShareRows ? 0 : 2 * kTermVectors);
   URPE_SHARED(float4, tiles_raw, [kRawVectors]);
-  auto& q_rows = carve<float2, kQueries, kCols2>(tiles_raw, 0);
-  auto& go_rows = carve<float2, kQueries, kCols2>(tiles_raw, kRowVectors);
-  auto& q_pairs = carve<float2, kQueries / 2, kDim + 4>(tiles_raw, 2 * kRowVectors);
-  auto& go_pairs = carve<float2, kQueries / 2, kDim + 4>(tiles_raw, 2 * kRowVectors + kPairVectors);
+  auto& q_rows = carve<Elem, kQueries, kCols2>(tiles_raw, 0);
+  auto& go_rows = carve<Elem, kQueries, kCols2>(tiles_raw, kRowVectors);
+  auto& q_pairs = carve<Elem, kQueries / 2, Tiles::kPairCols>(tiles_raw, 2 * kRowVectors);
+  auto& go_pairs = carve<Elem, kQueries / 2, Tiles::kPairCols>(tiles_raw, 2 * kRowVectors + kPairVectors);
   const int terms_at = kTermsShareRows ? 0 : 2 * kRowVectors + 2 * kPairVectors;
   auto& zb_s = carve<float, kKeysPerBlock, kTermCols>(tiles_raw, terms_at);                 // dZ (∂B's terms)
   auto& zc_s = carve<float, kKeysPerBlock, kTermCols>(tiles_raw, terms_at + kTermVectors);  // P·κ·dA (∂C's)
@@ -331,9 +416,9 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
     const int j0 = int(key_block) * kKeysPerBlock, wj0 = j0 + warp * kWarpRows;
     const float* q_bh = q + int64_t(bh) * nq * dh;
     const float* go_bh = grad_out + int64_t(bh) * nq * dv;
-    uint32_t ka[kSteps][4], va[kSteps][4];
-    load_a_fragments(ka, k + int64_t(bh) * nk * dh, wj0, nk - wj0, dh, lane);
-    load_a_fragments(va, v + int64_t(bh) * nk * dv, wj0, nk - wj0, dv, lane);
+    uint32_t ka[kASteps][4], va[kASteps][4];
+    load_a<kBf16>(ka, k + int64_t(bh) * nk * dh, wj0, nk - wj0, dh, lane);
+    load_a<kBf16>(va, v + int64_t(bh) * nk * dv, wj0, nk - wj0, dv, lane);
     float dk[kSteps][4], dv_acc[kSteps][4];
     zero(dk);
     zero(dv_acc);
@@ -359,10 +444,10 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
     for (int i0 = first_query; i0 < nq; i0 += kQueries) {
       const bool last = i0 + kQueries >= nq;
       __syncthreads();  // the previous tile's reads of the Q, dO copies and the terms are done
-      load_rounded_column_pairs<kQueries, kDim>(q_rows, q_bh + i0 * dh, nq - i0, dh);
-      load_rounded_column_pairs<kQueries, kDim>(go_rows, go_bh + i0 * dv, nq - i0, dv);
-      load_rounded_row_pairs<kQueries, kDim>(q_pairs, q_bh + i0 * dh, nq - i0, dh);
-      load_rounded_row_pairs<kQueries, kDim>(go_pairs, go_bh + i0 * dv, nq - i0, dv);
+      load_rows_tile<kQueries, kDim>(q_rows, q_bh + i0 * dh, nq - i0, dh);
+      load_rows_tile<kQueries, kDim>(go_rows, go_bh + i0 * dv, nq - i0, dv);
+      load_pairs_tile<kQueries, kDim>(q_pairs, q_bh + i0 * dh, nq - i0, dh);
+      load_pairs_tile<kQueries, kDim>(go_pairs, go_bh + i0 * dv, nq - i0, dv);
       for (int x = threadIdx.x; x < kQueries; x += kThreads) {
         const int i = i0 + x;
         lse_s[x] = i < nq ? lse[int64_t(bh) * nq + i] : -INFINITY;
@@ -475,15 +560,15 @@ __global__ void urpe_flash_tc_bucket_sums_kernel(int64_t heads, int64_t buckets,
   }
 }
 
-template <int kDim>
+template <int kDim, bool kBf16>
 void launch_backward(cuda::Context& ctx, const FlashGeometry& g, const Tensor& q, const Tensor& k,
                      const Tensor& v, const Tensor& lse, const Tensor& grad_out, const double* d_row,
                      Tensor& grad_q, Tensor& grad_k, Tensor& grad_v, Tensor* grad_bias, Tensor* grad_c,
                      int64_t partial_cap_bytes) {
   const int64_t dq_tasks = row_tiles(g, g.nq, kBlockRows);
-  urpe_flash_tc_backward_dq_kernel<kDim><<<grid_for(ctx, dq_tasks, 1), kThreads, 0, ctx.stream()>>>(
+  urpe_flash_tc_backward_dq_kernel<kDim, kBf16><<<grid_for(ctx, dq_tasks, 1), kThreads, 0, ctx.stream()>>>(
       g, q.f32(), k.f32(), v.f32(), grad_out.f32(), lse.f32(), d_row, grad_q.f32());
-  CUDA_CHECK_LAUNCH("urpe_flash_tc_backward_dq_kernel");
+  CUDA_CHECK_LAUNCH(kBf16 ? "urpe_flash_tc_backward_dq_kernel (bf16)" : "urpe_flash_tc_backward_dq_kernel");
 
   const int64_t key_blocks = (g.nk + kKeysPerBlock - 1) / kKeysPerBlock;
   const int64_t width = g.nq + kKeysPerBlock - 1, diagonals = g.nq + g.nk - 1;
@@ -503,9 +588,9 @@ void launch_backward(cuda::Context& ctx, const FlashGeometry& g, const Tensor& q
     const TablePartials tp{grad_bias ? partial_b.as<float>() : nullptr, grad_c ? partial_c.as<float>() : nullptr,
                            begin, std::min(bhs, begin + chunk), key_blocks, width};
     const int64_t kv_tasks = (tp.bh_end - tp.bh_begin) * key_blocks;
-    urpe_flash_tc_backward_dkdv_kernel<kDim><<<grid_for(ctx, kv_tasks, 1), kThreads, 0, ctx.stream()>>>(
+    urpe_flash_tc_backward_dkdv_kernel<kDim, kBf16><<<grid_for(ctx, kv_tasks, 1), kThreads, 0, ctx.stream()>>>(
         g, q.f32(), k.f32(), v.f32(), grad_out.f32(), lse.f32(), d_row, grad_k.f32(), grad_v.f32(), tp);
-    CUDA_CHECK_LAUNCH("urpe_flash_tc_backward_dkdv_kernel");
+    CUDA_CHECK_LAUNCH(kBf16 ? "urpe_flash_tc_backward_dkdv_kernel (bf16)" : "urpe_flash_tc_backward_dkdv_kernel");
     for (int t = 0; t < 2; ++t) {
       const float* partial = t == 0 ? tp.bias : tp.c;
       if (partial == nullptr) continue;
@@ -535,13 +620,14 @@ void urpe_flash_tc_backward(cuda::Context& ctx, const Tensor& q, const Tensor& k
                             const Tensor& lse, const Tensor& grad_out, const double* d_row,
                             const UrpeAttentionParams& params, const AttentionDropout& dropout,
                             Tensor& grad_q, Tensor& grad_k, Tensor& grad_v, Tensor* grad_bias_table,
-                            Tensor* grad_c_table, int64_t partial_cap_bytes) {
+                            Tensor* grad_c_table, int64_t partial_cap_bytes, TcMath math) {
   const FlashGeometry g = geometry_of(q, k, v, params, dropout);
   check_tc_sizes(g);
+  const bool bf16 = math == TcMath::bf16;
   switch (dim_class(g.dh, g.dv)) {
-    case 32: launch_backward<32>(ctx, g, q, k, v, lse, grad_out, d_row, grad_q, grad_k, grad_v, grad_bias_table, grad_c_table, partial_cap_bytes); break;
-    case 64: launch_backward<64>(ctx, g, q, k, v, lse, grad_out, d_row, grad_q, grad_k, grad_v, grad_bias_table, grad_c_table, partial_cap_bytes); break;
-    default: launch_backward<128>(ctx, g, q, k, v, lse, grad_out, d_row, grad_q, grad_k, grad_v, grad_bias_table, grad_c_table, partial_cap_bytes); break;
+    case 32: (bf16 ? launch_backward<32, true> : launch_backward<32, false>)(ctx, g, q, k, v, lse, grad_out, d_row, grad_q, grad_k, grad_v, grad_bias_table, grad_c_table, partial_cap_bytes); break;
+    case 64: (bf16 ? launch_backward<64, true> : launch_backward<64, false>)(ctx, g, q, k, v, lse, grad_out, d_row, grad_q, grad_k, grad_v, grad_bias_table, grad_c_table, partial_cap_bytes); break;
+    default: (bf16 ? launch_backward<128, true> : launch_backward<128, false>)(ctx, g, q, k, v, lse, grad_out, d_row, grad_q, grad_k, grad_v, grad_bias_table, grad_c_table, partial_cap_bytes); break;
   }
 }
 

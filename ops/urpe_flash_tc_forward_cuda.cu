@@ -1,13 +1,12 @@
 // The fused URPE attention's forward on the tensor cores (TF32 mma.sync m16n8k8 through
-// ops/mma_tf32.cuh), FlashAttention-2's loop with URPE's two extra terms: the bias B added to the
+// ops/mma_tf32.cuh, or BF16 m16n8k16 through ops/mma_bf16.cuh: the kernel's kBf16), FlashAttention-2's loop with URPE's two extra terms: the bias B added to the
 // logits before the online softmax and C multiplied into the weights, in registers, before P·V.
 // The maths is urpe_flash_attention.h's; the scalar FP32 kernel (urpe_flash_attention_cuda.cu)
 // is the reference and the path without --tf32.
 //
 // urpe_flash_tc_forward_kernel<kDim>: one block (4 warps) per (b, h, 64 query rows); each warp owns
-//   16 rows, its Q fragments held in registers for the whole task. Per tile of kKeys keys (64 at
-//   kDim = 32; 32 at 64, to stay in 168 registers, and at 128, to fit 48 KiB) K_J and V_J come to
-//   shared memory rounded to TF32,
+//   16 rows, its Q fragments held in registers for the whole task. Per tile of kKeys keys (64, or
+//   32 at kDim = 128 to fit 48 KiB) K_J and V_J come to shared memory rounded to TF32,
 //   with the tile's 64 + kKeys − 1 diagonals of B and C for a relative map; then per warp
 //     S (16 × kKeys) = Q·K_Jᵀ                                  kKeys/8 × kDim/8 mma
 //     z = S·scale + B  (−∞ where masked),  m' = max(m, rowmax z),  α = e^{m − m'}
@@ -21,10 +20,13 @@
 //   (no mask, padding, dropout, dense map) down a fast path that evaluates no per-cell condition.
 //   At the end O/ℓ and L = m + ln ℓ are written; a row with no unmasked key gets O = 0, L = −∞,
 //   as on the scalar path. At most 3 blocks of 4 warps per SM (2 at kDim = 128): __launch_bounds__
-//   holds the registers to 168, and no instantiation spills (ptxas -v: 150 / 158 / 242 at kDim
-//   32 / 64 / 128).
+//   holds the registers to 168; kDim = 64 spills a few words (see kKeys below).
 //   FLOPs: 4·Nq·Nk·kDim per (b, h) on the tensor cores (the padded dims count), plus per cell the
 //   scale, bias, max, exp, sum and C (~10) on the FP32 units.
+//   BF16 (kBf16, precision=bf16): K and V staged as packed BF16 words (bf16 rows, bf16 row pairs),
+//   Q's fragments 16 columns a register set, S·V with k = 16 keys, and two neighbouring S blocks
+//   are W's A fragment as they are (no pairing); W rounded to BF16 before its product. 64-key
+//   tiles at every kDim (ptxas -v: 138 / 168 / 252 registers; 8 bytes spilled at kDim 64).
 //   Bytes: Q and O once; K and V once per 64 query rows: (Nq/64)·Nk·(dh + dv)·4 per (b, h); the
 //   tables' diagonals per tile from cache. Nothing of size Nq·Nk.
 #include "ops/urpe_flash_tc.h"
@@ -86,22 +88,26 @@ __device__ __forceinline__ void forward_weights(const FlashGeometry& g, float (&
     }
 }
 
-template <int kDim>
+template <int kDim, bool kBf16>
 __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
     urpe_flash_tc_forward_kernel(FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k,
                                  const float* __restrict__ v, float* __restrict__ out, float* __restrict__ lse) {
-  // Key tiles of 32 from kDim = 64 on: with 64 keys the d 64 kernel needed more than the 168
-  // registers that 3 blocks per SM allow (the S tile, 32 registers, and the K/V loads in flight,
-  // 64) and spilled (ncu on the H200, 2026-11-27: 4.4M local loads at n = 4096); with 32 it
-  // takes 158 and spills nothing (ptxas -v, sm_90), for twice the tile loads' barriers per key.
-  constexpr int kKeys = kDim >= 64 ? 32 : 64;
-  constexpr int kKeyBlocks = kKeys / 8;  // n-blocks of S, k-steps of W·V
-  constexpr int kSteps = Dim<kDim>::kSteps;
+  // Key tiles of 64, 32 at kDim = 128 in TF32 (to fit 48 KiB). At kDim = 64 the 64-key TF32 tile
+  // needs a few more than the 168 registers that 3 blocks per SM allow and spills ~40 bytes
+  // (ptxas -v, sm_90); the spill-free 32-key variant (158 registers, twice the barriers, staging
+  // and O rescales per key) measured ~20% slower on the H200 (2026-11-27: 57.5 against 71
+  // TFLOP/s at n = 4096, bench/cuda_notes.md), so the spill stays. BF16 tiles are half the bytes
+  // and Q's fragments half the registers: 64 keys at every kDim.
+  constexpr int kKeys = kDim == 128 && !kBf16 ? 32 : 64;
+  constexpr int kKeyBlocks = kKeys / 8;  // n-blocks of S (8 keys each)
+  constexpr int kSteps = Dim<kDim>::kSteps;  // n-blocks of O (8 columns each)
+  constexpr int kQSteps = kBf16 ? kDim / 16 : kSteps;  // k-steps of Q·Kᵀ
   constexpr int kDiag = kBlockRows + kKeys - 1;
-  URPE_SHARED(float4, k_s4, [kKeys][(kDim / 2 + 4) / 2]);  // 16-byte rows (tile_view)
-  URPE_SHARED(float4, v_s4, [kKeys / 2][(kDim + 4) / 2]);
-  auto& k_s = tile_view<float2, kDim / 2 + 4>(k_s4);  // column pairs (load_rounded_column_pairs)
-  auto& v_s = tile_view<float2, kDim + 4>(v_s4);      // row pairs (load_rounded_row_pairs)
+  // K and V tiles in 16-byte rows (tile_view): TF32 floats or BF16 pairs (the loaders' layouts).
+  constexpr int kKVectors = kBf16 ? (kDim / 2 + 4) / 4 : (kDim / 2 + 4) / 2;
+  constexpr int kVVectors = kBf16 ? (kDim + 8) / 4 : (kDim + 4) / 2;
+  URPE_SHARED(float4, k_s4, [kKeys][kKVectors]);
+  URPE_SHARED(float4, v_s4, [kKeys / 2][kVVectors]);
   URPE_SHARED(float, bias_s, [kDiag]);
   URPE_SHARED(float, c_s, [kDiag]);
   URPE_SHARED(int, pad_scratch, [kWarps]);
@@ -116,8 +122,11 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
     const int w0 = i0 + warp * kWarpRows;  // the warp's first row
     const float* k_bh = k + int64_t(t.bh) * nk * dh;
     const float* v_bh = v + int64_t(t.bh) * nk * dv;
-    uint32_t qa[kSteps][4];
-    load_a_fragments(qa, q + int64_t(t.bh) * nq * dh, w0, nq - w0, dh, lane);
+    uint32_t qa[kQSteps][4];
+    if constexpr (kBf16)
+      load_a_fragments_bf16(qa, q + int64_t(t.bh) * nq * dh, w0, nq - w0, dh, lane);
+    else
+      load_a_fragments(qa, q + int64_t(t.bh) * nq * dh, w0, nq - w0, dh, lane);
     float o[kSteps][4];
 #pragma unroll
     for (int s = 0; s < kSteps; ++s)
@@ -128,8 +137,13 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
     const int key_end = int(g.key_limit(i0 + rows - 1));  // masked for every row beyond
     for (int j0 = 0; j0 < key_end; j0 += kKeys) {
       __syncthreads();  // the previous tile's reads of k_s, v_s and the diagonals are done
-      load_rounded_column_pairs<kKeys, kDim>(k_s, k_bh + j0 * dh, nk - j0, dh);
-      load_rounded_row_pairs<kKeys, kDim>(v_s, v_bh + j0 * dv, nk - j0, dv);
+      if constexpr (kBf16) {
+        load_bf16_rows<kKeys, kDim>(tile_view<uint32_t, kDim / 2 + 4>(k_s4), k_bh + j0 * dh, nk - j0, dh);
+        load_bf16_row_pairs<kKeys, kDim>(tile_view<uint32_t, kDim + 8>(v_s4), v_bh + j0 * dv, nk - j0, dv);
+      } else {
+        load_rounded_column_pairs<kKeys, kDim>(tile_view<float2, kDim / 2 + 4>(k_s4), k_bh + j0 * dh, nk - j0, dh);
+        load_rounded_row_pairs<kKeys, kDim>(tile_view<float2, kDim + 4>(v_s4), v_bh + j0 * dv, nk - j0, dv);
+      }
       stage_diagonals(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s);
       __syncthreads();
 
@@ -138,14 +152,27 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
       for (int nb = 0; nb < kKeyBlocks; ++nb)
 #pragma unroll
         for (int r = 0; r < 4; ++r) s[nb][r] = 0.0f;
+      if constexpr (kBf16) {
+        // S += Q·Kᵀ, 16 head-dim columns a step: b = K(key, 16ks + 2t | +1), K(key, 16ks + 8 + 2t | +1).
+        const auto& k_w = tile_view<uint32_t, kDim / 2 + 4>(k_s4);
 #pragma unroll
-      for (int ks = 0; ks < kSteps; ++ks)
+        for (int ks = 0; ks < kQSteps; ++ks)
 #pragma unroll
-        for (int nb = 0; nb < kKeyBlocks; ++nb) {
-          const float2 kf = k_s[nb * 8 + group][ks * 4 + member];  // K(key, 8ks + t), K(key, 8ks + t + 4)
-          const uint32_t kb[2] = {__float_as_uint(kf.x), __float_as_uint(kf.y)};
-          tc::mma_m16n8k8(s[nb], qa[ks], kb);
-        }
+          for (int nb = 0; nb < kKeyBlocks; ++nb) {
+            const uint32_t kb[2] = {k_w[nb * 8 + group][ks * 8 + member], k_w[nb * 8 + group][ks * 8 + 4 + member]};
+            tc::mma_m16n8k16_bf16(s[nb], qa[ks], kb);
+          }
+      } else {
+        const auto& k_s = tile_view<float2, kDim / 2 + 4>(k_s4);  // column pairs
+#pragma unroll
+        for (int ks = 0; ks < kQSteps; ++ks)
+#pragma unroll
+          for (int nb = 0; nb < kKeyBlocks; ++nb) {
+            const float2 kf = k_s[nb * 8 + group][ks * 4 + member];  // K(key, 8ks + t), K(key, 8ks + t + 4)
+            const uint32_t kb[2] = {__float_as_uint(kf.x), __float_as_uint(kf.y)};
+            tc::mma_m16n8k8(s[nb], qa[ks], kb);
+          }
+      }
 
       // Logits, the running max of the lane's two rows, then the weights: one block-uniform
       // branch per tile between the interior fast path and the edge path.
@@ -175,16 +202,33 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
       for (int nd = 0; nd < kSteps; ++nd)
 #pragma unroll
         for (int r = 0; r < 4; ++r) o[nd][r] *= alpha[r / 2];
-      // O += W·V_J, keys paired (2t, 2t + 1) ↔ A columns (t, t + 4).
+      if constexpr (kBf16) {
+        // O += W·V_J, 16 keys a step: key blocks 2κ, 2κ + 1 are the A fragment as they are, and
+        // b = V(16κ + 2t | +1, column), V(16κ + 8 + 2t | +1, column) from the pair rows.
+        const auto& v_w = tile_view<uint32_t, kDim + 8>(v_s4);
 #pragma unroll
-      for (int kb = 0; kb < kKeyBlocks; ++kb) {
-        uint32_t wa[4];
-        tc::accumulator_as_a(wa, s[kb]);
+        for (int kb = 0; kb < kKeyBlocks / 2; ++kb) {
+          uint32_t wa[4];
+          tc::accumulators_as_a_bf16(wa, s[2 * kb], s[2 * kb + 1]);
 #pragma unroll
-        for (int nd = 0; nd < kSteps; ++nd) {
-          const float2 vf = v_s[kb * 4 + member][nd * 8 + group];  // V(8kb + 2t, ·), V(8kb + 2t + 1, ·)
-          const uint32_t vb[2] = {__float_as_uint(vf.x), __float_as_uint(vf.y)};
-          tc::mma_m16n8k8(o[nd], wa, vb);
+          for (int nd = 0; nd < kSteps; ++nd) {
+            const uint32_t vb[2] = {v_w[kb * 8 + member][nd * 8 + group], v_w[kb * 8 + 4 + member][nd * 8 + group]};
+            tc::mma_m16n8k16_bf16(o[nd], wa, vb);
+          }
+        }
+      } else {
+        // O += W·V_J, keys paired (2t, 2t + 1) ↔ A columns (t, t + 4).
+        const auto& v_s = tile_view<float2, kDim + 4>(v_s4);  // row pairs
+#pragma unroll
+        for (int kb = 0; kb < kKeyBlocks; ++kb) {
+          uint32_t wa[4];
+          tc::accumulator_as_a(wa, s[kb]);
+#pragma unroll
+          for (int nd = 0; nd < kSteps; ++nd) {
+            const float2 vf = v_s[kb * 4 + member][nd * 8 + group];  // V(8kb + 2t, ·), V(8kb + 2t + 1, ·)
+            const uint32_t vb[2] = {__float_as_uint(vf.x), __float_as_uint(vf.y)};
+            tc::mma_m16n8k8(o[nd], wa, vb);
+          }
         }
       }
     }
@@ -207,12 +251,12 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
   }
 }
 
-template <int kDim>
+template <int kDim, bool kBf16>
 void launch_forward(cuda::Context& ctx, const FlashGeometry& g, const float* q, const float* k, const float* v,
                     float* out, float* lse) {
   const int64_t tasks = g.batch * g.heads * ((g.nq + kBlockRows - 1) / kBlockRows);
-  urpe_flash_tc_forward_kernel<kDim><<<grid_for(ctx, tasks, 1), kThreads, 0, ctx.stream()>>>(g, q, k, v, out, lse);
-  CUDA_CHECK_LAUNCH("urpe_flash_tc_forward_kernel");
+  urpe_flash_tc_forward_kernel<kDim, kBf16><<<grid_for(ctx, tasks, 1), kThreads, 0, ctx.stream()>>>(g, q, k, v, out, lse);
+  CUDA_CHECK_LAUNCH(kBf16 ? "urpe_flash_tc_forward_kernel (bf16)" : "urpe_flash_tc_forward_kernel");
 }
 
 }  // namespace
@@ -221,15 +265,17 @@ bool flash_tc_supports(int64_t dh, int64_t dv) { return dh <= kFlashMaxDim && dv
 
 void urpe_flash_tc_forward(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
                            const UrpeAttentionParams& params, const AttentionDropout& dropout,
-                           Tensor& out, Tensor& lse) {
+                           Tensor& out, Tensor& lse, TcMath math) {
   const FlashGeometry g = geometry_of(q, k, v, params, dropout);
   if (g.batch * g.heads * g.nq == 0 || g.dv == 0) return;
   check_tc_sizes(g);
   float* lse_out = lse.defined() ? lse.f32() : nullptr;
+  const bool bf16 = math == TcMath::bf16;
+  const float *qp = q.f32(), *kp = k.f32(), *vp = v.f32();
   switch (dim_class(g.dh, g.dv)) {
-    case 32: launch_forward<32>(ctx, g, q.f32(), k.f32(), v.f32(), out.f32(), lse_out); break;
-    case 64: launch_forward<64>(ctx, g, q.f32(), k.f32(), v.f32(), out.f32(), lse_out); break;
-    default: launch_forward<128>(ctx, g, q.f32(), k.f32(), v.f32(), out.f32(), lse_out); break;
+    case 32: (bf16 ? launch_forward<32, true> : launch_forward<32, false>)(ctx, g, qp, kp, vp, out.f32(), lse_out); break;
+    case 64: (bf16 ? launch_forward<64, true> : launch_forward<64, false>)(ctx, g, qp, kp, vp, out.f32(), lse_out); break;
+    default: (bf16 ? launch_forward<128, true> : launch_forward<128, false>)(ctx, g, qp, kp, vp, out.f32(), lse_out); break;
   }
 }
 

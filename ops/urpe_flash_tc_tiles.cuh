@@ -1,12 +1,13 @@
 // Tile pieces shared by the tensor-core kernels of the fused attention
 // (urpe_flash_tc_forward_cuda.cu, urpe_flash_tc_backward_cuda.cu): the head-dim classes, tasks
 // with 32-bit offsets inside a (b, h) slice, loading a tile of rows into shared memory already
-// rounded to TF32, the per-tile bias and C of a relative map staged by diagonal, the test that
+// rounded to TF32 (or to BF16, packed two per word), the per-tile bias and C of a relative map staged by diagonal, the test that
 // sends an interior tile down the mask-free fast path, and what one score cell (i, j) of an edge
 // tile is: masked, its bias, its C.
 #pragma once
 #include <cstdint>
 
+#include "ops/mma_bf16.cuh"
 #include "ops/mma_tf32.cuh"
 #include "ops/urpe_flash_geometry.cuh"
 
@@ -148,6 +149,90 @@ __device__ __forceinline__ void load_rounded_row_pairs(float2 (&tile)[kPairs][kC
     for (int k = 0; k < 4; ++k) t[2 * k] = __uint_as_float(tc::to_tf32(even[k])), t[2 * k + 1] = __uint_as_float(tc::to_tf32(odd[k]));
     store_unit_swizzled(&tile[p][c].x, make_float4(t[0], t[1], t[2], t[3]), make_float4(t[4], t[5], t[6], t[7]));
   }
+}
+
+// ---- BF16 tiles (the m16n8k16 kernels) ----
+// The same rows rounded to BF16 (pack_bf16, once per element) and packed two per 32-bit word, in
+// one of two layouts whose words are the m16n8k16 B registers as they are:
+//   bf16 rows (a tile read by rows, as the n side of X·Tᵀ: b[0] = T(g, 2t | 2t + 1), b[1] =
+//     T(g, 2t + 8 | 2t + 9)): word w of row r = T(r, 2w | 2w + 1); rows kDim/2 + 4 words apart,
+//     so a warp's loads (row g, word 8s + t or 8s + 4 + t) hit banks 4g + t + const: all 32 distinct;
+//   bf16 row pairs (a tile read as the k side of X·T: b[0] = T(2t | 2t + 1, g), b[1] = T(2t + 8 |
+//     2t + 9, g)): word d of pair row p = T(2p, d | 2p + 1, d); pair rows kDim + 8 words apart:
+//     banks 8t + g + const, all distinct.
+// Rows from `valid_rows` on and columns from `cols` to kDim become zeros. Each thread writes one
+// 16-byte unit (4 words: 8 columns of one row, or 4 columns of two rows) per step; a whole tile on
+// a 16-byte boundary is read as float4s. The whole block calls a loader; the caller places barriers.
+template <int kRows, int kDim, int kWords>
+__device__ __forceinline__ void load_bf16_rows(uint32_t (&tile)[kRows][kWords], const float* __restrict__ src,
+                                               int valid_rows, int cols) {
+  static_assert(kWords == kDim / 2 + 4, "rows kDim/2 + 4 words apart");
+  constexpr int kUnits = kRows * kDim / 8;
+  static_assert(kUnits % kThreads == 0, "every thread loads the same number of units");
+  const bool whole = cols == kDim && valid_rows >= kRows && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
+#pragma unroll
+  for (int n = 0; n < kUnits / kThreads; ++n) {
+    const int e = threadIdx.x + n * kThreads, r = e / (kDim / 8), c = 8 * (e % (kDim / 8));
+    float x[8];
+    if (whole) {
+      const float4 a = *reinterpret_cast<const float4*>(src + r * kDim + c);
+      const float4 b = *reinterpret_cast<const float4*>(src + r * kDim + c + 4);
+      x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w, x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
+    } else {
+#pragma unroll
+      for (int k = 0; k < 8; ++k) x[k] = r < valid_rows && c + k < cols ? src[r * cols + c + k] : 0.0f;
+    }
+    *reinterpret_cast<float4*>(&tile[r][c / 2]) =  // the four words, one 16-byte store
+        make_float4(__uint_as_float(tc::pack_bf16(x[0], x[1])), __uint_as_float(tc::pack_bf16(x[2], x[3])),
+                    __uint_as_float(tc::pack_bf16(x[4], x[5])), __uint_as_float(tc::pack_bf16(x[6], x[7])));
+  }
+}
+
+template <int kRows, int kDim, int kPairs, int kWords>
+__device__ __forceinline__ void load_bf16_row_pairs(uint32_t (&tile)[kPairs][kWords], const float* __restrict__ src,
+                                                    int valid_rows, int cols) {
+  static_assert(kPairs * 2 == kRows && kWords == kDim + 8, "pair rows kDim + 8 words apart");
+  constexpr int kUnits = kPairs * kDim / 4;
+  static_assert(kUnits % kThreads == 0, "every thread loads the same number of units");
+  const bool whole = cols == kDim && valid_rows >= kRows && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
+#pragma unroll
+  for (int n = 0; n < kUnits / kThreads; ++n) {
+    const int e = threadIdx.x + n * kThreads, p = e / (kDim / 4), c = 4 * (e % (kDim / 4)), r = 2 * p;
+    float even[4], odd[4];
+    if (whole) {
+      const float4 a = *reinterpret_cast<const float4*>(src + r * kDim + c);
+      const float4 b = *reinterpret_cast<const float4*>(src + (r + 1) * kDim + c);
+      even[0] = a.x, even[1] = a.y, even[2] = a.z, even[3] = a.w;
+      odd[0] = b.x, odd[1] = b.y, odd[2] = b.z, odd[3] = b.w;
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        even[k] = r < valid_rows && c + k < cols ? src[r * cols + c + k] : 0.0f;
+        odd[k] = r + 1 < valid_rows && c + k < cols ? src[(r + 1) * cols + c + k] : 0.0f;
+      }
+    }
+    *reinterpret_cast<float4*>(&tile[p][c]) =
+        make_float4(__uint_as_float(tc::pack_bf16(even[0], odd[0])), __uint_as_float(tc::pack_bf16(even[1], odd[1])),
+                    __uint_as_float(tc::pack_bf16(even[2], odd[2])), __uint_as_float(tc::pack_bf16(even[3], odd[3])));
+  }
+}
+
+// The BF16 A fragments of 16 rows from global memory: a[s][r] = the pair src(row first_row +
+// a16_row, columns 16s + a16_col(half 0, 1)), rounded, zero outside.
+template <int kSteps16>
+__device__ __forceinline__ void load_a_fragments_bf16(uint32_t (&a)[kSteps16][4], const float* __restrict__ src,
+                                                      int first_row, int valid_rows, int cols, int lane) {
+  src += first_row * cols;
+#pragma unroll
+  for (int s = 0; s < kSteps16; ++s)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int row = tc::a16_row(lane, r, 0), col = 16 * s + tc::a16_col(lane, r, 0);
+      const bool in = row < valid_rows;
+      const float lo = in && col < cols ? src[row * cols + col] : 0.0f;
+      const float hi = in && col + 1 < cols ? src[row * cols + col + 1] : 0.0f;
+      a[s][r] = tc::pack_bf16(lo, hi);
+    }
 }
 
 // A row of a fragment-A operand straight from global memory (rows of the block's own side, read

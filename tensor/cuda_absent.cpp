@@ -43,6 +43,8 @@ void reset_peak(Context*) {}
 size_t bytes_in_use(Context*) { return 0; }
 void set_tf32(Context*, bool) { no_cuda("cuda::set_tf32"); }
 bool tf32(Context*) { no_cuda("cuda::tf32"); }
+void set_bf16_tiles(Context*, bool) { no_cuda("cuda::set_bf16_tiles"); }
+bool bf16_tiles(Context*) { no_cuda("cuda::bf16_tiles"); }
 std::string device_name(Context*) { no_cuda("cuda::device_name"); }
 void profiler_start() {}
 void profiler_stop() {}

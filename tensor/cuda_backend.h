@@ -79,6 +79,10 @@ size_t bytes_in_use(Context* context);
 // TF32 tensor-core GEMMs for this context (off by default; the trainer's --tf32).
 void set_tf32(Context* context, bool on);
 bool tf32(Context* context);
+// BF16 tensor-core tiles in the fused URPE attention for this context (off by default;
+// precision=bf16 turns it on, docs/cuda.md#tensor-core-tiles).
+void set_bf16_tiles(Context* context, bool on);
+bool bf16_tiles(Context* context);
 std::string device_name(Context* context);  // e.g. "NVIDIA H100 80GB HBM3 (cuda:0)"
 
 // Nsight capture range (cudaProfilerStart/Stop) for `--profile-steps a:b`; no-ops without CUDA.

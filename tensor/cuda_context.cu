@@ -494,6 +494,8 @@ void reset_peak(Context* context) { context->reset_peak(); }
 size_t bytes_in_use(Context* context) { return context->bytes_in_use(); }
 void set_tf32(Context* context, bool on) { context->set_tf32(on); }
 bool tf32(Context* context) { return context->tf32(); }
+void set_bf16_tiles(Context* context, bool on) { context->set_bf16_tiles(on); }
+bool bf16_tiles(Context* context) { return context->bf16_tiles(); }
 
 std::string device_name(Context* context) {
   std::ostringstream out;

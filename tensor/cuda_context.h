@@ -107,6 +107,10 @@ class Context {
   // to float32 rounding; the trainer's --tf32 turns it on.
   bool tf32() const { return tf32_; }
   void set_tf32(bool on) { tf32_ = on; }
+  // The fused URPE attention's tensor-core tiles in BF16 (m16n8k16) instead of TF32: off by
+  // default; precision=bf16 turns it on (ops/urpe_flash_tc.h).
+  bool bf16_tiles() const { return bf16_tiles_; }
+  void set_bf16_tiles(bool on) { bf16_tiles_ = on; }
 
   // Host synchronisations (tensor/cuda_backend.h): every wait of the host on this context's
   // stream is counted here, by the primitive or the op that waits, before it waits.
@@ -155,6 +159,7 @@ class Context {
   cublasHandle_t cublas_ = nullptr;
   CachingAllocator allocator_;
   bool tf32_ = false;
+  bool bf16_tiles_ = false;
   HostSyncCounts host_syncs_;
   struct CachedTable {
     std::vector<unsigned char> host;

@@ -44,4 +44,10 @@ TEST_CASE("bench attention: bad options are one clear line") {
   const urpe::test::CliResult r = run_urpe("bench attention --lengths 0");
   CHECK(r.code != 0);
   CHECK(r.output.find("option --lengths") != std::string::npos);
+  const urpe::test::CliResult math = run_urpe("bench attention --math fp16 --lengths 64");
+  CHECK(math.code != 0);
+  CHECK(math.output.find("option --math: expected fp32, tf32 or bf16") != std::string::npos);
+  const urpe::test::CliResult cpu_bf16 = run_urpe("bench attention --math bf16 --lengths 64");
+  CHECK(cpu_bf16.code != 0);
+  CHECK(cpu_bf16.output.find("use it with --device cuda") != std::string::npos);
 }

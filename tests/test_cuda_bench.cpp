@@ -90,6 +90,29 @@ TEST_CASE("`urpe bench attention --device cuda --tf32` names its math and rate o
     CHECK(share.back() == '%');
   }
   CHECK(rows == 4);  // fused and materialized, forward and forward + backward
+  // --math bf16: the fused path on BF16 tiles, stated on every row; --tf32 with it is one clear line.
+  const urpe::test::CliResult bf16 = urpe::test::run_urpe(
+      "bench attention --device cuda --math bf16 --attention fused --batch 1 --heads 2 --head-dim 40 --lengths 70 "
+      "--repeats 1 --sizes smoke");
+  INFO(bf16.output);
+  REQUIRE(bf16.code == 0);
+  CHECK(bf16.output.find("math bf16") != std::string::npos);
+  int bf16_rows = 0;
+  std::istringstream bf16_lines(bf16.output);
+  while (std::getline(bf16_lines, line)) {
+    std::istringstream row(line);
+    long long n = 0;
+    std::string path, direction, math;
+    double ms = 0, mib = 0;
+    if (!(row >> n >> path >> direction >> ms >> mib >> math)) continue;
+    ++bf16_rows;
+    CHECK(math == "bf16");
+  }
+  CHECK(bf16_rows == 2);  // fused, forward and forward + backward
+  const urpe::test::CliResult clash =
+      urpe::test::run_urpe("bench attention --device cuda --tf32 --math bf16 --lengths 70 --repeats 1");
+  CHECK(clash.code != 0);
+  CHECK(clash.output.find("option --tf32 is --math tf32") != std::string::npos);
   // Above 4096 only the fused path runs; asking for both is one clear line.
   const urpe::test::CliResult both = urpe::test::run_urpe("bench attention --device cuda --lengths 8192 --repeats 1");
   CHECK(both.code != 0);

@@ -1,9 +1,12 @@
 // The fused URPE attention on the tensor cores (TF32 mma.sync, selected by the context's TF32
-// switch) against the CPU reference, and the instruction it is built from:
+// switch; BF16 m16n8k16 tiles in the forward, by its BF16 switch) against the CPU reference, and the
+// instructions it is built from:
 //   * one m16n8k8 tile through ops/mma_tf32.cuh against a plain matrix product of the TF32-rounded
 //     inputs, and every deliberately wrong fragment layout giving a wrong product (so a kernel
 //     that indexed its fragments wrongly could not pass);
 //   * cvt.rna.tf32.f32 against an independent rounding (ties away from zero);
+//   * the same for one m16n8k16 BF16 tile (and a wrong packing order inside a register) and for
+//     cvt.rn.bf16x2.f32 (ties to even);
 //   * forward (O, L) and backward (dQ, dK, dV, dB, dC) of every map kind, causal with an offset,
 //     key padding, dropout, no tables, each head-dim class (32, 64, 128), with NaN-poisoned
 //     outputs, within TF32's tolerance; the same bits from a second backward and from the table
@@ -12,6 +15,9 @@
 // logits, weights and gradient terms each pass through one or two roundings and sums of tens to
 // hundreds of terms, so |cuda − cpu| ≤ 4e-3·(max|cpu| + |cpu|) per tensor (docs/cuda.md). The
 // errors seen are about a quarter of that; an FP32 kernel (the scalar path) stays within 1e-4.
+// BF16 keeps 7 mantissa bits (u = 2^-9 per input rounded to nearest even, 4× TF32's): the same
+// reasoning with 2^-8 in place of 2^-11 gives 8·2^-8 ≈ 3.1e-2 (kTolBf16), for O, L and every
+// gradient of the BF16 kernels (the errors seen: up to ~3e-3 for O, ~7e-3 for dK).
 //
 // Without a CUDA device the suite exits 77 (CTest: skipped). Built against the CUDA simulator as
 // test_cuda_sim_flash_tensor_core, where the mma is the simulator's warp-collective emulation and
@@ -61,6 +67,12 @@ using test::poisoned;
 struct Tf32Scope {
   Tf32Scope() { cuda::set_tf32(gpu().context(), true); }
   ~Tf32Scope() { cuda::set_tf32(gpu().context(), false); }
+};
+
+// The BF16 switch (precision=bf16): the fused attention's BF16 tiles, forward and backward.
+struct Bf16Scope {
+  Bf16Scope() { cuda::set_bf16_tiles(gpu().context(), true); }
+  ~Bf16Scope() { cuda::set_bf16_tiles(gpu().context(), false); }
 };
 
 
@@ -215,6 +227,83 @@ TEST_CASE("tensor cores: the inputs really are rounded to TF32 (cvt.rna.tf32.f32
   CHECK(largest < 2e-2);
 }
 
+// ---- the BF16 instruction ----
+
+namespace {
+
+// BF16 rounding written independently of the simulator's and the GPU's: the value rounded to a
+// multiple of its binade's BF16 spacing 2^(e − 8), halves to even (std::nearbyint in the default
+// rounding mode).
+float round_bf16_reference(float x) {
+  if (x == 0.0f || !std::isfinite(x)) return x;
+  int e;
+  std::frexp(x, &e);  // |x| in [2^(e−1), 2^e)
+  const double spacing = std::ldexp(1.0, e - 1 - 7);
+  return static_cast<float>(std::nearbyint(double(x) / spacing) * spacing);
+}
+
+// The largest |d − reference| / (Σ|a·b| + |c|) of one m16n8k16 BF16 product on the device.
+double tile_error_bf16(const Tensor& a, const Tensor& b, const Tensor& c, kernels::MmaFragmentLayout layout) {
+  Tensor d = poisoned({16, 8});
+  kernels::mma_bf16_tile_cuda(a.to(gpu()), b.to(gpu()), c.to(gpu()), d, layout);
+  const std::vector<float> av = a.to_vector_f32(), bv = b.to_vector_f32(), cv = c.to_vector_f32(),
+                           got = d.to_vector_f32();
+  double worst = 0;
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j) {
+      double sum = cv[i * 8 + j], mag = std::fabs(cv[i * 8 + j]);
+      for (int k = 0; k < 16; ++k) {
+        const double term = double(round_bf16_reference(av[i * 16 + k])) * round_bf16_reference(bv[k * 8 + j]);
+        sum += term;
+        mag += std::fabs(term);
+      }
+      const double e = std::fabs(got[i * 8 + j] - sum) / mag;
+      worst = std::isfinite(e) ? std::max(worst, e) : 1e30;  // NaN: an unwritten element
+    }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("tensor cores: one m16n8k16 BF16 tile against a plain matrix product") {
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    CAPTURE(seed);
+    const Tensor a = random_values({16, 16}, 40 * seed, -2.0f, 2.0f);
+    const Tensor b = random_values({16, 8}, 40 * seed + 1, -2.0f, 2.0f);
+    const Tensor c = random_values({16, 8}, 40 * seed + 2, -1.0f, 1.0f);
+    // The PTX ISA's layout: the product of the BF16-rounded inputs (exact in FP32), FP32 sums.
+    CHECK(tile_error_bf16(a, b, c, kernels::MmaFragmentLayout::ptx) < 1e-6);
+    for (auto wrong : {kernels::MmaFragmentLayout::a_rows_swapped, kernels::MmaFragmentLayout::b_rows_swapped,
+                       kernels::MmaFragmentLayout::c_columns_swapped, kernels::MmaFragmentLayout::a_halves_swapped}) {
+      CAPTURE(static_cast<int>(wrong));
+      CHECK(tile_error_bf16(a, b, c, wrong) > 1e-2);
+    }
+  }
+}
+
+TEST_CASE("tensor cores: the BF16 inputs are rounded to nearest even (cvt.rn.bf16x2.f32)") {
+  // Random values, exact ties of the 16 dropped bits with an even and an odd kept part on both
+  // sides of zero, and their neighbours one bit below and above.
+  std::vector<float> xs;
+  const Tensor r = random_values({200}, 78, -3.0f, 3.0f);
+  for (float x : r.to_vector_f32()) xs.push_back(x);
+  for (uint32_t base : {0x3f800000u, 0x3f810000u, 0x42c80000u, 0x3c230000u})
+    for (uint32_t low : {0x7fffu, 0x8000u, 0x8001u})
+      for (uint32_t sign : {0u, 0x80000000u}) {
+        const uint32_t bits = sign | base | low;
+        float x;
+        std::memcpy(&x, &bits, sizeof x);
+        xs.push_back(x);
+      }
+  const Tensor x = Tensor::from_vector(xs, {int64_t(xs.size())});
+  Tensor out = poisoned(x.shape());
+  kernels::round_bf16_cuda(x.to(gpu()), out);
+  const std::vector<float> got = out.to_vector_f32();
+  int64_t bad = 0;
+  for (size_t k = 0; k < xs.size(); ++k) bad += got[k] != round_bf16_reference(xs[k]);
+  CHECK(bad == 0);
+}
+
 // ---- the fused attention on the tensor cores ----
 
 namespace {
@@ -289,6 +378,7 @@ Grads empty_grads(const TcCase& c, const UrpeAttentionParams& p, bool on_gpu) {
 }
 
 constexpr double kTol = 4e-3;
+constexpr double kTolBf16 = 8.0 / 256.0;  // 8·2^-8 (the header)
 
 const TcCase kCases[] = {
     // Two query tiles of 64 and two key tiles; dh, dv in the 32 class.
@@ -368,6 +458,79 @@ TEST_CASE("parity: tensor-core fused attention kernels (O, L, dQ, dK, dV, dB, dC
                 (unsigned long long)bits_hash(got.v), c.bias ? (unsigned long long)bits_hash(got.bias) : 0ull,
                 c.c ? (unsigned long long)bits_hash(got.c) : 0ull);
   }
+}
+
+// The BF16 cases: every map kind, mask (causal with an offset, key padding with a fully padded
+// batch item: rows with no key), dropout, no tables, each head-dim class, odd sizes, interior and
+// edge tiles in one call. Left to the TF32 run (the same code paths, which do not depend on the
+// tile type): the whole-tile, grid-overflow and interior-shaped cases, to keep the simulated suite
+// near its old time.
+constexpr int kBf16Cases[] = {0, 1, 2, 3, 4, 5, 9, 10, 11};
+
+TEST_CASE("parity: BF16 tensor-core fused attention kernels (O, L, dQ, dK, dV, dB, dC)") {
+  const Bf16Scope bf16;
+  for (int which : kBf16Cases) {
+    const TcCase& c = kCases[which];
+    CAPTURE(c.name);
+    const UrpeAttentionParams p = case_params(c, 400);
+    const UrpeAttentionParams pd = on_device(p, gpu());
+    const AttentionDropout drop{c.dropout, 401};
+    const Tensor q = random_values({c.batch, c.heads, c.nq, c.dh}, 402, -1.5f, 1.5f);
+    const Tensor k = random_values({c.batch, c.heads, c.nk, c.dh}, 403, -1.5f, 1.5f);
+    const Tensor v = random_values({c.batch, c.heads, c.nk, c.dv}, 404);
+    const Tensor qd = q.to(gpu()), kd = k.to(gpu()), vd = v.to(gpu());
+    const Shape o_shape{c.batch, c.heads, c.nq, c.dv}, l_shape{c.batch, c.heads, c.nq};
+    Tensor out = Tensor::empty(o_shape), lse = Tensor::empty(l_shape);
+    kernels::urpe_flash_attention_forward_cpu(q, k, v, p, drop, out, lse);
+    Tensor out_d = poisoned(o_shape), lse_d = poisoned(l_shape);
+    kernels::urpe_flash_attention_forward_cuda(qd, kd, vd, pd, drop, out_d, lse_d);
+    const double worst_o = check_tf32(out_d, out, kTolBf16, "O (bf16)");
+    check_tf32(lse_d, lse, kTolBf16, "L (bf16)");
+    // Coarser than TF32: the BF16 rounding is really there. TF32's O errors are 2–5e-4 in these
+    // cases; BF16's were 2.1–3.3e-3 wherever the head dim has 16 or more columns to round.
+    if (c.dh >= 16) CHECK(worst_o > 1e-3);
+
+    const Tensor go = random_values(o_shape, 405);
+    Grads want = empty_grads(c, p, false), got = empty_grads(c, p, true), again = empty_grads(c, p, true);
+    kernels::urpe_flash_attention_backward_cpu(q, k, v, out, lse, go, p, drop, want.q, want.k, want.v,
+                                               want.bias_out(), want.c_out());
+    for (Grads* g : {&got, &again})
+      kernels::urpe_flash_attention_backward_cuda(qd, kd, vd, out_d, lse_d, go.to(gpu()), pd, drop, g->q, g->k,
+                                                  g->v, g->bias_out(), g->c_out());
+    check_tf32(got.q, want.q, kTolBf16, "dQ (bf16)");
+    check_tf32(got.k, want.k, kTolBf16, "dK (bf16)");
+    check_tf32(got.v, want.v, kTolBf16, "dV (bf16)");
+    if (c.bias) check_tf32(got.bias, want.bias, kTolBf16, "dB (bf16)");
+    if (c.c) check_tf32(got.c, want.c, kTolBf16, "dC (bf16)");
+    CHECK(bitwise_equal(again.q, got.q));
+    CHECK(bitwise_equal(again.k, got.k));
+    CHECK(bitwise_equal(again.v, got.v));
+    if (c.bias) CHECK(bitwise_equal(again.bias, got.bias));
+    if (c.c) CHECK(bitwise_equal(again.c, got.c));
+    std::printf("bf16 bits %s: O %016llx L %016llx dQ %016llx dK %016llx dV %016llx dB %016llx dC %016llx\n",
+                c.name, (unsigned long long)bits_hash(out_d), (unsigned long long)bits_hash(lse_d),
+                (unsigned long long)bits_hash(got.q), (unsigned long long)bits_hash(got.k),
+                (unsigned long long)bits_hash(got.v), c.bias ? (unsigned long long)bits_hash(got.bias) : 0ull,
+                c.c ? (unsigned long long)bits_hash(got.c) : 0ull);
+  }
+}
+
+TEST_CASE("tensor-core fused attention: the BF16 switch picks the BF16 tiles, and off again TF32") {
+  const TcCase& c = kCases[0];
+  const UrpeAttentionParams pd = on_device(case_params(c, 410), gpu());
+  const Tensor q = random_values({c.batch, c.heads, c.nq, c.dh}, 411, -1.5f, 1.5f).to(gpu());
+  const Tensor k = random_values({c.batch, c.heads, c.nk, c.dh}, 412, -1.5f, 1.5f).to(gpu());
+  const Tensor v = random_values({c.batch, c.heads, c.nk, c.dv}, 413).to(gpu());
+  const Tf32Scope tf32;
+  const Tensor tf32_out = urpe_flash_attention(q, k, v, pd);
+  Tensor bf16_out;
+  {
+    const Bf16Scope bf16;  // with TF32 on too, as precision=bf16 leaves the context
+    bf16_out = urpe_flash_attention(q, k, v, pd);
+  }
+  CHECK(bitwise_equal(tf32_out, urpe_flash_attention(q, k, v, pd)));  // off again: TF32's bits
+  CHECK_FALSE(bitwise_equal(tf32_out, bf16_out));
+  check_tf32(bf16_out, tf32_out, kTolBf16, "BF16 against TF32 on the device");
 }
 
 TEST_CASE("tensor-core fused attention: the TF32 switch picks the path, FP32 stays the reference") {

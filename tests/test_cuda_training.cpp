@@ -165,14 +165,17 @@ TEST_CASE("`urpe train --device cuda` from the command line") {
 }
 
 TEST_CASE("the context's TF32 switch: on under precision=tf32 and bf16, off under fp32") {
-  // bf16 leaves the attention's matmuls and the fused attention in FP32: they get TF32, as
-  // PyTorch's autocast users get with allow_tf32 (docs/cuda.md#mixed-precision).
+  // bf16 leaves the attention's matmuls in FP32: they get TF32, as PyTorch's autocast users get
+  // with allow_tf32 (docs/cuda.md#mixed-precision); the fused attention gets its BF16 tiles
+  // (docs/cuda.md#bf16-tiles), under bf16 only.
   for (const char* precision : {"fp32", "tf32", "bf16"}) {
     INFO(precision);
     const Device device = parse_device("cuda");  // a fresh context, TF32 off
     REQUIRE_FALSE(cuda::tf32(device.context()));
+    REQUIRE_FALSE(cuda::bf16_tiles(device.context()));
     apply_device_options(quiet(), device, 10, precision);
     CHECK(cuda::tf32(device.context()) == (std::string(precision) != "fp32"));
+    CHECK(cuda::bf16_tiles(device.context()) == (std::string(precision) == "bf16"));
   }
 }
 

@@ -68,9 +68,15 @@ double attention_flops(const AttentionBenchOptions& o, int64_t n, bool backward)
 
 int run_attention_bench(const AttentionBenchOptions& o) {
   const Device device = parse_device(o.device);
-  URPE_CHECK(!o.tf32 || device.is_cuda(), "option --tf32: TF32 is a mode of the GPU's tensor cores; use it with --device cuda");
-  const char* math = o.tf32 ? "tf32" : "fp32";
-  if (device.is_cuda()) cuda::set_tf32(device.context(), o.tf32);
+  URPE_CHECK(o.math == "fp32" || o.math == "tf32" || o.math == "bf16",
+             "bench attention: math '" << o.math << "': expected fp32, tf32 or bf16");
+  URPE_CHECK(o.math == "fp32" || device.is_cuda(),
+             "option --math " << o.math << ": a mode of the GPU's tensor cores; use it with --device cuda");
+  const char* math = o.math.c_str();
+  if (device.is_cuda()) {
+    cuda::set_tf32(device.context(), o.math != "fp32");  // bf16: as precision=bf16 leaves it
+    cuda::set_bf16_tiles(device.context(), o.math == "bf16");
+  }
   // The ceiling the rates are read against: cuBLAS's TF32 GEMM, measured here (never a datasheet).
   const double tf32_tflops = device.is_cuda() ? measure_sgemm_tflops(device.context(), o.smoke ? 256 : 8192, true) : 0.0;
   char ceiling[80] = "n/a on a CPU";

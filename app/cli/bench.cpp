@@ -92,9 +92,13 @@ int run_bench(const Args& args) {
                    << args.get("head-dim"));
     options.head_dim = head_dim;
     options.causal = args.has("causal");
-    options.tf32 = args.has("tf32");
-    URPE_CHECK(!options.tf32 || options.device != "cpu",
-               "option --tf32: TF32 is a mode of the GPU's tensor cores; use it with --device cuda");
+    options.math = args.get("math", args.has("tf32") ? "tf32" : "fp32");
+    URPE_CHECK(!args.has("tf32") || options.math == "tf32",
+               "option --tf32 is --math tf32; got --math " << options.math << " as well");
+    URPE_CHECK(options.math == "fp32" || options.math == "tf32" || options.math == "bf16",
+               "option --math: expected fp32, tf32 or bf16, got '" << options.math << "'");
+    URPE_CHECK(options.math == "fp32" || options.device != "cpu",
+               "option --math " << options.math << ": a mode of the GPU's tensor cores; use it with --device cuda");
     options.repeats = repeats_option(args, options.repeats);
     const std::string sizes = args.get("sizes", "full");
     URPE_CHECK(sizes == "full" || sizes == "smoke",

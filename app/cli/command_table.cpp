@@ -158,13 +158,16 @@ std::vector<CommandSpec> command_table() {
                    "trace.json: open in ui.perfetto.dev. docs/profiling.md explains them.\n",
                    0});
 
-  table.push_back({"bench", "bench peaks|kernels|step|attention [--device cpu|cuda] [--tf32] [--sizes table5|smoke] "
+  table.push_back({"bench", "bench peaks|kernels|step|attention [--device cpu|cuda] [--tf32] [--math fp32|tf32|bf16] [--sizes table5|smoke] "
                             "[--model encoder|txl|graphormer] [--seq-len N] [--batch B] [--attention fused|materialized] [--lengths N,N] "
                             "[--heads H] [--head-dim D] [--causal]",
                    "measure the machine's peaks, time the kernels or a training step",
                    {{"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
                     {"repeats", "N", "50", "timed runs per measurement (the median is reported)", {1, 1000000}},
                     {"tf32", "", "off", "TF32 tensor cores: the GEMMs and the fused attention's kernels (CUDA only)"},
+                    {"math", "NAME", "fp32",
+                     "bench attention: fp32, tf32 (= --tf32) or bf16 (the fused attention on BF16 tensor-core tiles, "
+                     "the GEMMs TF32, as precision=bf16; CUDA only)"},
                     {"sizes", "NAME", "table5",
                      "CUDA table sizes: table5, or smoke (a tiny model that checks the table runs); bench peaks: "
                      "smoke measures tiny sizes (checks it runs, not the machine's limits); bench attention: smoke "

@@ -1,4 +1,4 @@
-// CUDA simulator: the tensor-core instructions that ops/mma_tf32.cuh wraps, emulated as warp
+// CUDA simulator: the tensor-core instructions that ops/mma_tf32.cuh and ops/mma_bf16.cuh wrap, emulated as warp
 // collectives, so the fused attention's tensor-core kernels run (and are checked) without a GPU.
 //
 // mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32, D = A·B + C with A 16×8, B 8×8, C and D
@@ -27,6 +27,14 @@ namespace {
 
 float tf32_value(uint32_t bits) {
   bits &= 0xffffe000u;
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+// A BF16 value (the high 16 bits of an FP32 one) as a float.
+float bf16_value(uint32_t half) {
+  const uint32_t bits = (half & 0xffffu) << 16;
   float x;
   std::memcpy(&x, &bits, sizeof x);
   return x;
@@ -65,6 +73,44 @@ void mma_m16n8k8_tf32(float* d, const uint32_t* a, const uint32_t* b, const floa
     const int row = g + 8 * (r / 2), col = 2 * t + r % 2;
     float acc = c[r];
     for (int k = 0; k < 8; ++k) acc += A[row][k] * B[k][col];
+    out[r] = acc;
+  }
+  std::memcpy(d, out, sizeof out);  // d may be c
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (PTX ISA, "Matrix Fragments for
+// mma.m16n8k16 with floating point type"): each register holds two BF16 values, the lower-indexed
+// one in its low 16 bits; with g = lane / 4, t = lane % 4 (row, column):
+//   A: a0 (g, 2t | 2t + 1)   a1 (g + 8, 2t | 2t + 1)   a2 (g, 2t + 8 | 2t + 9)   a3 (g + 8, 2t + 8 | 2t + 9)
+//   B: b0 (2t | 2t + 1, g)   b1 (2t + 8 | 2t + 9, g)                                          (k, n)
+//   C, D: as m16n8k8 above.
+// Written again here, independently of ops/mma_bf16.cuh's helpers (the simulator plays the
+// hardware). The product of two BF16 values is exact in FP32; the sixteen additions go in the order
+// C, k = 0..15 (the hardware's order is not documented: the last bits of a sum may differ on a GPU).
+void mma_m16n8k16_bf16(float* d, const uint32_t* a, const uint32_t* b, const float* c) {
+  const uint32_t offer[6] = {a[0], a[1], a[2], a[3], b[0], b[1]};
+  uint32_t all[32 * 6];
+  gather_words(0xffffffffu, offer, 6, all);
+  float A[16][16], B[16][8];
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4, t = lane % 4;
+    const uint32_t* w = all + lane * 6;
+    for (int half = 0; half < 2; ++half) {
+      const int shift = 16 * half;
+      A[g][2 * t + half] = bf16_value(w[0] >> shift);
+      A[g + 8][2 * t + half] = bf16_value(w[1] >> shift);
+      A[g][2 * t + 8 + half] = bf16_value(w[2] >> shift);
+      A[g + 8][2 * t + 8 + half] = bf16_value(w[3] >> shift);
+      B[2 * t + half][g] = bf16_value(w[4] >> shift);
+      B[2 * t + 8 + half][g] = bf16_value(w[5] >> shift);
+    }
+  }
+  const int lane = current_lane(), g = lane / 4, t = lane % 4;
+  float out[4];
+  for (int r = 0; r < 4; ++r) {
+    const int row = g + 8 * (r / 2), col = 2 * t + r % 2;
+    float acc = c[r];
+    for (int k = 0; k < 16; ++k) acc += A[row][k] * B[k][col];
     out[r] = acc;
   }
   std::memcpy(d, out, sizeof out);  // d may be c

@@ -14,8 +14,9 @@ std::string default_trace_window(int64_t steps) {
 }
 
 bool tf32_under(const std::string& precision, bool tf32_flag) {
-  // bf16: what stays FP32 (attention's matmuls, the fused attention) runs on the TF32 tensor cores,
-  // as under PyTorch's autocast with allow_tf32; strict FP32 there cost 2.5× (docs/cuda.md).
+  // bf16: what stays FP32 (attention's matmuls) runs on the TF32 tensor cores, as under PyTorch's
+  // autocast with allow_tf32; strict FP32 there cost 2.5× (docs/cuda.md). The fused attention
+  // takes BF16 tiles (set_bf16_tiles below).
   return tf32_flag || precision == "tf32" || precision == "bf16";
 }
 
@@ -31,6 +32,7 @@ ProfileWindow apply_device_options(const TrainOptions& options, const Device& de
                                             << " needs a CUDA device (the config's device is " << device.name()
                                             << "); precision=bf16 runs on the CPU too");
   if (device.is_cuda() && tf32_under(precision, options.tf32)) cuda::set_tf32(device.context(), true);
+  if (device.is_cuda() && precision == "bf16") cuda::set_bf16_tiles(device.context(), true);  // fused attention
   std::string window_text = options.profile_steps;
   if (window_text.empty() && options.on_trace) window_text = default_trace_window(steps);
   ProfileWindow window = window_text.empty() ? ProfileWindow() : ProfileWindow::parse(window_text);

@@ -169,7 +169,8 @@ void gather_words(unsigned mask, const uint32_t* words, int count, uint32_t* all
 // The calling thread's lane (threadIdx linearised, mod 32).
 int current_lane();
 
-// ---- tensor-core instructions (tests/cuda_sim/mma.cpp), reached only through ops/mma_tf32.cuh ----
+// ---- tensor-core instructions (tests/cuda_sim/mma.cpp), reached only through ops/mma_tf32.cuh
+// and ops/mma_bf16.cuh ----
 // cvt.rna.tf32.f32: x rounded to TF32 (10 mantissa bits, to nearest, ties away from zero), as
 // the bits of a float whose low 13 bits are zero.
 uint32_t round_to_tf32(float x);
@@ -177,6 +178,9 @@ uint32_t round_to_tf32(float x);
 // must call it (full mask); each offers its A (16×8) and B (8×8) fragments in the PTX ISA's
 // layout and gets its four elements of D = A·B + C, with FP32 accumulation.
 void mma_m16n8k8_tf32(float* d, const uint32_t* a, const uint32_t* b, const float* c);
+// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32, the same way: A (16×16) and B (16×8) as
+// pairs of BF16 values per register (low half the lower-indexed element), FP32 C and D.
+void mma_m16n8k16_bf16(float* d, const uint32_t* a, const uint32_t* b, const float* c);
 }  // namespace urpe_sim
 
 void __syncthreads();
