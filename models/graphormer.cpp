@@ -207,7 +207,12 @@ Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch, const data
 
   // The ids as collated, (M, hops_in·Fe) on the model's device; only the first D hops are read
   // (GV1 cuts at multi_hop_max_dist too), in place: no cut or reordered copy of millions of ids.
-  const Tensor ids = reshape(batch.edge_input.to(device_), {M, hops_in * Fe});
+  // On a GPU, from the collator's 8- or 16-bit packing when it made one (a quarter or half of the
+  // bytes to upload; map_options() asks for it), unpacked there.
+  const bool packed = device_.is_cuda() && maps.edge_ids_packed.defined();
+  const Tensor ids = packed ? unpack_ids(reshape(maps.edge_ids_packed.to(device_), {M, maps.edge_ids_packed.size(-1)}),
+                                         hops_in * Fe, maps.edge_id_bits)
+                            : reshape(batch.edge_input.to(device_), {M, hops_in * Fe});
   // The ids' bounds from the collator when it measured them (no read-back from the device);
   // otherwise, or when one is out of range (to name it), check_ids on the device.
   const bool known_in_range = maps.edge_ids_bounded && maps.edge_id_low >= 0 && maps.edge_id_high < V;
@@ -240,6 +245,7 @@ data::GraphMapOptions Graphormer::map_options() const {
   o.num_spatial = static_cast<int32_t>(config_.num_spatial);
   o.max_spd = static_cast<int32_t>(config_.max_spd);
   o.multi_hop_max_dist = static_cast<int32_t>(config_.multi_hop_max_dist);
+  o.pack_edge_ids = device_.is_cuda();  // the upload is what packing saves
   return o;
 }
 

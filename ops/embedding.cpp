@@ -100,6 +100,28 @@ Tensor embedding_sum(const Tensor& tables, const Tensor& ids, int64_t group) {
   });
 }
 
+// ---- unpack_ids ----
+// out[..., k] = (packed[..., k / per] >> bits·(k mod per)) & (2^bits − 1), per = 32 / bits
+
+Tensor unpack_ids(const Tensor& packed, int64_t columns, int bits) {
+  const char* op = "unpack_ids";
+  const profile::OpRange range(op, packed);
+  check_dtype(op, "packed", packed, DType::i32);
+  check_dim(op, "packed", packed, 1, kMaxDims);
+  URPE_CHECK(bits == 8 || bits == 16, op << ": bits must be 8 or 16, got " << bits);
+  const int64_t per = 32 / bits;
+  URPE_CHECK(columns >= 0 && packed.size(-1) == (columns + per - 1) / per,
+             op << ": packed " << packed.describe() << " must have ceil(" << columns << " / " << per
+                << ") words per row for " << columns << " ids of " << bits << " bits");
+  Shape shape = packed.shape();
+  shape.back() = columns;
+  Tensor out = Tensor::empty(shape, DType::i32, packed.device());
+  URPE_PROFILE_COST(unpack_ids_cost(packed.numel(), out.numel()));
+  URPE_DISPATCH(op, packed.device(), kernels::unpack_ids_cpu(packed, bits, out),
+                kernels::unpack_ids_cuda(packed, bits, out));
+  return out;  // indices: no gradient, no autograd node
+}
+
 // ---- gather_table ----
 // out[h, i, j] = table[h, map[i, j]];   ∂table[h, k] = Σ_{i,j: map[i,j] = k} g[h, i, j]
 

@@ -15,6 +15,10 @@
 //   intermediate (and no GEMM whose contraction runs over every pair in its backward).
 //   backward: ∂tables[s, v, :] = Σ_{(p, k): k / G = s, ids[p, k] = v} g[p, :]  (every row trained,
 //   no padding row; deterministic: fixed per-chunk partials summed in chunk order, no float atomics)
+// unpack_ids: out[..., k] = (packed[..., k / per] >> bits·(k mod per)) & (2^bits − 1), per = 32 / bits
+//   packed: i32 (..., W), W = ceil(columns / per), bits 8 or 16; out: i32 (..., columns). Ids
+//   packed on the host (data/graph_batch_maps.h pack_ids) to cut an upload, unpacked on the device.
+//   No gradient (indices).
 // gather_table: out[h, i, j] = table[h, map[i, j]]      table: (H, K), map: i32 (Nq, Nk)
 //   backward: ∂table[h, k] = Σ_{i,j: map[i,j] = k} g[h, i, j]
 // Ids out of range are an error naming the op, the bad id and the table size.
@@ -30,6 +34,7 @@ inline constexpr int64_t kNoPadding = -1;
 Tensor embedding(const Tensor& table, const Tensor& ids, int64_t padding_idx = kNoPadding);
 // group ≥ 1 id columns per table; ids.size(-1) ≥ tables.size(0)·group.
 Tensor embedding_sum(const Tensor& tables, const Tensor& ids, int64_t group = 1);
+Tensor unpack_ids(const Tensor& packed, int64_t columns, int bits);
 Tensor gather_table(const Tensor& table, const Tensor& map);
 
 namespace kernels {
@@ -45,6 +50,8 @@ void embedding_sum_forward_cpu(const Tensor& tables, const Tensor& ids, int64_t 
 void embedding_sum_forward_cuda(const Tensor& tables, const Tensor& ids, int64_t group, Tensor& out);
 void embedding_sum_backward_cpu(const Tensor& ids, int64_t group, const Tensor& grad_out, Tensor& grad_tables);
 void embedding_sum_backward_cuda(const Tensor& ids, int64_t group, const Tensor& grad_out, Tensor& grad_tables);
+void unpack_ids_cpu(const Tensor& packed, int bits, Tensor& out);
+void unpack_ids_cuda(const Tensor& packed, int bits, Tensor& out);
 void gather_table_forward_cpu(const Tensor& table, const Tensor& map, Tensor& out);
 void gather_table_forward_cuda(const Tensor& table, const Tensor& map, Tensor& out);
 void gather_table_backward_cpu(const Tensor& map, const Tensor& grad_out, Tensor& grad_table);
@@ -76,6 +83,10 @@ inline profile::Cost embedding_sum_forward_cost(int64_t rows, int64_t ids_per_ro
 inline profile::Cost embedding_sum_backward_cost(int64_t rows, int64_t ids_per_row, int64_t table_elements, int64_t d) {
   const double reads = double(rows) * ids_per_row;
   return {reads * d, profile::kElementBytes * (reads + double(rows) * d + double(table_elements))};
+}
+// unpack_ids: reads the packed words, writes the ids (4 bytes each).
+inline profile::Cost unpack_ids_cost(int64_t words, int64_t ids) {
+  return {0.0, profile::kElementBytes * (double(words) + double(ids))};
 }
 // gather_table, an (Nq, Nk) map into an (H, K) table: forward reads the map and the table,
 // writes (H, Nq, Nk); backward reads the map and g, writes ∂table, one add per element of g.

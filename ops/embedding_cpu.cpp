@@ -105,6 +105,20 @@ void embedding_sum_backward_cpu(const Tensor& ids, int64_t group, const Tensor& 
   }
 }
 
+// ---- unpack_ids ----
+// packed: i32 (R, W); out: i32 (R, C), out[r, k] = field k mod per of word k / per
+
+void unpack_ids_cpu(const Tensor& packed, int bits, Tensor& out) {
+  const int64_t W = packed.size(-1), C = out.size(-1), R = C == 0 ? 0 : out.numel() / C, per = 32 / bits;
+  const uint32_t* in = reinterpret_cast<const uint32_t*>(packed.i32());
+  const uint32_t mask = (uint32_t(1) << bits) - 1;
+  int32_t* po = out.i32();
+#pragma omp parallel for if (R * C > 32768)
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t k = 0; k < C; ++k)
+      po[r * C + k] = static_cast<int32_t>((in[r * W + k / per] >> (bits * (k % per))) & mask);
+}
+
 // ---- gather_table forward ----
 // table: (H, K); map: i32 (Nq, Nk) = (P) flat; out: (H, Nq, Nk) = (H, P) flat
 

@@ -28,6 +28,8 @@
 //   Why not the sort path of embedding backward: Graphormer's multi-hop ids (20 hops × 175k pairs
 //   on ZINC) are almost all the few bond types and the padding id, so a per-id owner walks ~10^5
 //   positions in sequence; the chunked partials spread them over every SM.
+// unpack_ids: one thread per id, reading its word (shared by `per` neighbours: cached). Bytes:
+//   4·R·W read, 4·R·C written.
 // gather_table forward: out[h, i, j] = table[h, map[i, j]], one thread per output element.
 //   Bytes: 4·H·Nq·Nk written, the map read H times (cached), the table (small, cached).
 // gather_table backward: ∂table[h, k] = Σ_{(i,j): map=k} g[h, i, j]: positions grouped by bucket
@@ -166,6 +168,17 @@ __global__ void embedding_sum_backward_total_kernel(const float* __restrict__ pa
     double total = 0;
     for (int64_t c = 0; c < chunks; ++c) total += partials[c * elements + e];
     grad_tables[e] = static_cast<float>(total);
+  }
+}
+
+// out: (R, C) ids; packed: (R, W) words of `per` fields of `bits` bits (unpack_ids in embedding.h).
+__global__ void unpack_ids_kernel(const uint32_t* __restrict__ packed, int64_t words, int64_t columns, int bits,
+                                  int32_t* __restrict__ out, int64_t total) {
+  const int64_t per = 32 / bits;
+  const uint32_t mask = (uint32_t(1) << bits) - 1;
+  URPE_GRID_STRIDE(e, total) {
+    const int64_t r = e / columns, k = e % columns;
+    out[e] = static_cast<int32_t>((packed[r * words + k / per] >> (bits * (k % per))) & mask);
   }
 }
 
@@ -326,6 +339,16 @@ void embedding_sum_backward_cuda(const Tensor& ids, int64_t group, const Tensor&
   embedding_sum_backward_total_kernel<<<grid_for(ctx, elements, threads), threads, 0, ctx.stream()>>>(
       partials.as<float>(), chunks, elements, grad_tables.f32());
   CUDA_CHECK_LAUNCH("embedding_sum_backward_total_kernel");
+}
+
+void unpack_ids_cuda(const Tensor& packed, int bits, Tensor& out) {
+  cuda::Context& ctx = context_of(out);
+  const int64_t total = out.numel();
+  if (total == 0) return;
+  const int threads = 256;
+  unpack_ids_kernel<<<grid_for(ctx, total, threads), threads, 0, ctx.stream()>>>(
+      reinterpret_cast<const uint32_t*>(packed.i32()), packed.size(-1), out.size(-1), bits, out.i32(), total);
+  CUDA_CHECK_LAUNCH("unpack_ids_kernel");
 }
 
 void gather_table_forward_cuda(const Tensor& table, const Tensor& map, Tensor& out) {

@@ -689,6 +689,25 @@ std::vector<OpRow> build_table() {
   // Wide rows: the tables' 15 rows in 3 shared-memory tiles of 6, a tile boundary inside a table.
   t.push_back(sum_row({3, 5, 2000}, {37, 3}, 1).without(kGradcheck).repeatable_on_device());
 
+  // unpack_ids: random 32-bit words (the sign bit set in about half), a partial last word.
+  for (const int bits : {8, 16}) {
+    const int64_t columns = bits == 8 ? 7 : 5;  // 2 and 3 words a row, the last one partly used
+    const int64_t words = (columns + 32 / bits - 1) / (32 / bits);
+    t.push_back(row("unpack_ids, " + std::to_string(bits) + "-bit fields, (3, 41) rows of " + std::to_string(columns),
+                    "unpack_ids",
+                    {given("packed", [words](uint64_t seed) {
+                       Rng rng(seed);
+                       std::vector<int32_t> v(static_cast<size_t>(3 * 41 * words));
+                       for (int32_t& w : v)
+                         w = static_cast<int32_t>((uint32_t(rng.below(1u << 16)) << 16) | uint32_t(rng.below(1u << 16)));
+                       return Tensor::from_vector(v, {3, 41, words});
+                     })},
+                    [columns, bits](const In& v, const Device&) { return unpack_ids(v[0], columns, bits); },
+                    f32(exact, exact),
+                    [columns](const In& v) { return OpCosts{unpack_ids_cost(v[0].numel(), v[0].numel() / v[0].size(-1) * columns), {}}; })
+                    .without(kGradcheck)
+                    .no_backward());
+  }
   // gather_table: per-head lookups through a bucket map (Toeplitz, then 5 random buckets).
   const auto gather_cost = [](const In& v) {
     return OpCosts{gather_table_forward_cost(v[0].size(0), v[0].size(1), v[1].numel()),
