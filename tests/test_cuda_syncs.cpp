@@ -81,6 +81,7 @@ struct StepSyncs {
   uint64_t sim_waits = 0, sim_uploads = 0;
   std::map<std::string, uint64_t> launches;  // kernel → launches in the step
   std::vector<urpe_sim::GemmCall> gemms;     // the step's cuBLAS calls
+  bool read_after_update = false;            // the step's 4-byte read (the loss) came after Adam's launch
 #endif
 };
 
@@ -106,16 +107,24 @@ StepSyncs syncs_of_step_3(const std::string& family) {
   OpStack ops;
   StepSyncs step;
   bool counting = false;
+#if defined(URPE_CUDA_SIM)
+  std::map<std::string, uint64_t> launches_before;  // at the end of step 2
+#endif
   const cuda::HostSyncObserver previous = cuda::set_host_sync_observer([&](cuda::HostSync kind, size_t bytes) {
     if (!counting) return;
     ++step.counts.by_kind[static_cast<int>(kind)];
     // Between ops (the batch's uploads, the loss read) the size tells them apart.
     const std::string size = bytes > 0 && ops.outside_ops() ? " " + std::to_string(bytes) + " B" : "";
     ++step.by_place[ops.where() + " [" + cuda::host_sync_name(kind) + size + "]"];
+#if defined(URPE_CUDA_SIM)
+    if (kind == cuda::HostSync::device_to_host && bytes == 4) {
+      const char* adam = "adam_multi_tensor_kernel";
+      step.read_after_update = launches_so_far()[adam] > launches_before[adam];
+    }
+#endif
   });
 #if defined(URPE_CUDA_SIM)
   uint64_t sim_waits = 0, sim_uploads = 0;
-  std::map<std::string, uint64_t> launches_before;
   size_t gemms_before = 0;
 #endif
   TrainOptions options;
@@ -236,6 +245,9 @@ TEST_CASE("the host synchronisations of a steady training step, per family, and 
     // Every wait the runtime saw went through urpe's counter (tensor/cuda_backend.h).
     CHECK(step.sim_waits == step.counts[cuda::HostSync::synchronize] + step.counts[cuda::HostSync::device_to_host]);
     CHECK(step.sim_uploads == step.counts[cuda::HostSync::pageable_upload]);
+    // The loss is read once Adam's update is queued (train/loop/training_loop.cpp): the GPU runs
+    // the update while the host waits, instead of idling through the read's round trip.
+    CHECK(step.read_after_update);
     print_launches(family, step);
     if (family == "graphormer") check_graphormer_structure(step);
 #endif
