@@ -2,7 +2,9 @@
 //
 // embedding forward: out[p, d] = table[ids[p], d], one thread per output element (consecutive d:
 //   coalesced). Bytes: 4·N·D read from the table rows used, 4·N·D written, 4·N ids.
-// embedding backward: ∂table[v, :] = Σ_{p: ids[p]=v} g[p, :]. No float atomics: the positions are
+// embedding backward: ∂table[v, :] = Σ_{p: ids[p]=v} g[p, :]. A table that fits one block's
+//   shared tile (V·D ≤ 12,288 floats: Graphormer's atom, degree and bias tables) takes
+//   embedding_sum's chunked partials below (S = 1), with no sort. Larger ones: no float atomics, the positions are
 //   grouped by id with a stable sort (BucketIndex), then one block owns each vocabulary row; its
 //   threads split the columns and, in a fixed stride, the row's positions, and the partials are
 //   added in a fixed order (one thread per column walking every position of a frequent id took
@@ -78,6 +80,7 @@ __global__ void embedding_backward_rows_kernel(const float* __restrict__ grad_ou
       const int64_t d = d0 + column;
       double total = 0;
       if (active && d < dim)
+#pragma unroll 4
         for (int64_t t = begin + slice; t < end; t += slices)
           total += grad_out[static_cast<int64_t>(positions[t]) * dim + d];
       partial[threadIdx.x] = total;
@@ -110,7 +113,7 @@ __global__ void embedding_backward_narrow_kernel(const float* __restrict__ grad_
 }
 
 constexpr int64_t kSumTileFloats = 12288;           // 48 KiB: one block's shared tile of ∂tables
-constexpr int64_t kSumChunkRows = 512;              // rows p per chunk of the partials
+constexpr int64_t kSumChunkRows = 512;              // rows p per chunk of the partials, at most
 constexpr int64_t kSumPartialFloats = int64_t(1) << 25;  // 128 MiB of partials at most
 
 // out: (P, D); ids: (P, L), columns k < K read; tables: (S, V, D), slot k reads table k / group
@@ -147,6 +150,7 @@ __global__ void embedding_sum_backward_partial_kernel(const float* __restrict__ 
   const int64_t s0 = r0 / vocab, s1 = (r1 - 1) / vocab + 1;
   for (int64_t column = threadIdx.x; column < (s1 - s0) * dim; column += blockDim.x) {
     const int64_t s = s0 + column / dim, d = column % dim;
+#pragma unroll 4
     for (int64_t p = p0; p < p1; ++p) {
       const float g = grad_out[p * dim + d];
       const int32_t* id = ids + p * stride + s * group;
@@ -161,12 +165,15 @@ __global__ void embedding_sum_backward_partial_kernel(const float* __restrict__ 
   for (int64_t i = threadIdx.x; i < tile_floats; i += blockDim.x) out[i] = tile[i];
 }
 
-// grad_tables[e] = Σ_c partials[c, e], c in order, in double.
+// grad_tables[e] = Σ_c partials[c, e], c in order, in double; zeros on the rows v = padding_idx
+// of every table (e = (s·V + v)·D + d).
 __global__ void embedding_sum_backward_total_kernel(const float* __restrict__ partials, int64_t chunks,
-                                                    int64_t elements, float* __restrict__ grad_tables) {
+                                                    int64_t elements, int64_t vocab, int64_t dim,
+                                                    int64_t padding_idx, float* __restrict__ grad_tables) {
   URPE_GRID_STRIDE(e, elements) {
     double total = 0;
-    for (int64_t c = 0; c < chunks; ++c) total += partials[c * elements + e];
+    if ((e / dim) % vocab != padding_idx)
+      for (int64_t c = 0; c < chunks; ++c) total += partials[c * elements + e];
     grad_tables[e] = static_cast<float>(total);
   }
 }
@@ -256,6 +263,41 @@ __global__ void index_bounds_total_kernel(const int32_t* __restrict__ bounds, in
 
 }  // namespace
 
+namespace {
+
+// ∂tables (S, V, D) = Σ over rows p and slots k of g[p, :] into table k / group, row ids[p, k]
+// (embedding_sum's backward; embedding's with S = group = 1), row padding_idx of each table zero.
+// Chunks of rows: `rows / 256` rounded up to a power of two in [32, kSumChunkRows], so that a
+// small batch still spreads over ~256 blocks; then doubled while the partials exceed their cap.
+// The chunking depends on the shapes only: the same bits on any GPU.
+// grad_tables: (tables, vocab, dim) on the device.
+void sum_rows_by_id_cuda(cuda::Context& ctx, const float* grad_out, const int32_t* ids, int64_t stride, int64_t rows,
+                         int64_t group, int64_t padding_idx, int64_t tables, int64_t vocab, int64_t dim,
+                         float* grad_tables) {
+  const int64_t elements = tables * vocab * dim;
+  if (elements == 0) return;
+  URPE_CHECK(dim <= kSumTileFloats, "embedding_sum backward (CUDA): rows of " << dim << " floats exceed the "
+                                                                              << kSumTileFloats << " of a block's tile");
+  const int64_t rows_per_tile = kSumTileFloats / dim;
+  const int64_t tiles = (tables * vocab + rows_per_tile - 1) / rows_per_tile;
+  URPE_CHECK(tiles <= 65535, "embedding_sum backward (CUDA): " << tiles << " tiles of the tables exceed the grid");
+  int64_t chunk_rows = 32;
+  while (chunk_rows < kSumChunkRows && chunk_rows * 256 < rows) chunk_rows *= 2;
+  while (((rows + chunk_rows - 1) / chunk_rows) * elements > kSumPartialFloats) chunk_rows *= 2;
+  const int64_t chunks = std::max<int64_t>(1, (rows + chunk_rows - 1) / chunk_rows);
+  cuda::DeviceBuffer partials(ctx, sizeof(float) * chunks * elements);
+  const int threads = 256;
+  const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(tiles));
+  embedding_sum_backward_partial_kernel<<<grid, threads, 0, ctx.stream()>>>(
+      grad_out, dim, ids, stride, rows, tables, vocab, group, chunk_rows, rows_per_tile, partials.as<float>());
+  CUDA_CHECK_LAUNCH("embedding_sum_backward_partial_kernel");
+  embedding_sum_backward_total_kernel<<<grid_for(ctx, elements, threads), threads, 0, ctx.stream()>>>(
+      partials.as<float>(), chunks, elements, vocab, dim, padding_idx, grad_tables);
+  CUDA_CHECK_LAUNCH("embedding_sum_backward_total_kernel");
+}
+
+}  // namespace
+
 IndexBounds index_bounds_cuda(const Tensor& indices) {
   cuda::Context& ctx = context_of(indices);
   const int64_t n = indices.numel();
@@ -287,6 +329,13 @@ void embedding_backward_cuda(const Tensor& ids, const Tensor& grad_out, Tensor& 
   cuda::Context& ctx = context_of(grad_table);
   const int64_t vocab = grad_table.size(0), dim = grad_table.size(1);
   if (vocab * dim == 0) return;
+  if (vocab * dim <= kSumTileFloats) {
+    // The whole table fits one block's shared tile (Graphormer's atom, degree and bias tables):
+    // embedding_sum's chunked partials, no sort.
+    sum_rows_by_id_cuda(ctx, grad_out.f32(), ids.i32(), 1, ids.numel(), 1, padding_idx, 1, vocab, dim,
+                        grad_table.f32());
+    return;
+  }
   const BucketIndex index(ctx, ids.i32(), ids.numel(), vocab, "embedding backward");
   if (dim < kWarp) {
     const int threads = 256;
@@ -318,27 +367,9 @@ void embedding_sum_forward_cuda(const Tensor& tables, const Tensor& ids, int64_t
 
 void embedding_sum_backward_cuda(const Tensor& ids, int64_t group, const Tensor& grad_out, Tensor& grad_tables) {
   cuda::Context& ctx = context_of(grad_tables);
-  const int64_t tables = grad_tables.size(0), vocab = grad_tables.size(1), dim = grad_tables.size(2);
-  const int64_t elements = grad_tables.numel(), stride = ids.size(-1), rows = stride == 0 ? 0 : ids.numel() / stride;
-  if (elements == 0) return;
-  URPE_CHECK(dim <= kSumTileFloats, "embedding_sum backward (CUDA): rows of " << dim << " floats exceed the "
-                                                                              << kSumTileFloats << " of a block's tile");
-  const int64_t rows_per_tile = kSumTileFloats / dim;
-  const int64_t tiles = (tables * vocab + rows_per_tile - 1) / rows_per_tile;
-  int64_t chunk_rows = kSumChunkRows;
-  while (((rows + chunk_rows - 1) / chunk_rows) * elements > kSumPartialFloats) chunk_rows *= 2;
-  const int64_t chunks = std::max<int64_t>(1, (rows + chunk_rows - 1) / chunk_rows);
-  URPE_CHECK(tiles <= 65535, "embedding_sum backward (CUDA): " << tiles << " tiles of the tables exceed the grid");
-  cuda::DeviceBuffer partials(ctx, sizeof(float) * chunks * elements);
-  const int threads = 256;
-  const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(tiles));
-  embedding_sum_backward_partial_kernel<<<grid, threads, 0, ctx.stream()>>>(
-      grad_out.f32(), dim, ids.i32(), stride, rows, tables, vocab, group, chunk_rows, rows_per_tile,
-      partials.as<float>());
-  CUDA_CHECK_LAUNCH("embedding_sum_backward_partial_kernel");
-  embedding_sum_backward_total_kernel<<<grid_for(ctx, elements, threads), threads, 0, ctx.stream()>>>(
-      partials.as<float>(), chunks, elements, grad_tables.f32());
-  CUDA_CHECK_LAUNCH("embedding_sum_backward_total_kernel");
+  const int64_t stride = ids.size(-1), rows = stride == 0 ? 0 : ids.numel() / stride;
+  sum_rows_by_id_cuda(ctx, grad_out.f32(), ids.i32(), stride, rows, group, kNoPadding, grad_tables.size(0),
+                      grad_tables.size(1), grad_tables.size(2), grad_tables.f32());
 }
 
 void unpack_ids_cuda(const Tensor& packed, int bits, Tensor& out) {

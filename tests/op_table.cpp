@@ -654,6 +654,20 @@ std::vector<OpRow> build_table() {
                       f32(exact, {1e-5, 1e-5}), embedding_cost)
                       .without(kGradcheck)
                       .repeatable_on_device(pad < 0));
+  // Tables past one shared-memory tile of the CUDA backward (V·D > 12,288): the sorted paths, the
+  // rows kernel (D ≥ 32) and the narrow one (D < 32), with and without a padding row.
+  t.push_back(row("embedding (200, 67) by (3, 37) ids", "embedding", {uniform("table", {200, 67}), ids("ids", {3, 37}, 200)},
+                  [](const In& v, const Device&) { return embedding(v[0], v[1]); }, f32(exact, {1e-6, 1e-5}),
+                  embedding_cost)
+                  .without(kGradcheck)
+                  .repeatable_on_device());
+  for (const int64_t pad : {int64_t(-1), int64_t(0)})
+    t.push_back(row("embedding (2000, 8) by (7, 1601) ids" + std::string(pad == 0 ? ", padding_idx 0" : ""), "embedding",
+                    {uniform("table", {2000, 8}), ids("ids", {7, 1601}, 40)},  // ids < 40: many repeats
+                    [pad](const In& v, const Device&) { return embedding(v[0], v[1], pad); }, f32(exact, {1e-5, 1e-5}),
+                    embedding_cost)
+                    .without(kGradcheck)
+                    .repeatable_on_device());
   // Above the CPU's OpenMP threshold: 2,001 ids of a (50, 33) table.
   t.push_back(row("embedding (50, 33) by (2001,) ids", "embedding", {uniform("table", {50, 33}), ids("ids", {2001}, 50)},
                   [](const In& v, const Device&) { return embedding(v[0], v[1]); }, f32(exact, {1e-5, 1e-5}),

@@ -209,8 +209,12 @@ void check_graphormer_structure(const StepSyncs& step) {
   CHECK(tokens > kDModel);
   CHECK(largest_k <= tokens);
   CHECK(launches_of(step, "embedding_sum_forward_kernel") == 1);
-  CHECK(launches_of(step, "embedding_sum_backward_partial_kernel") == 1);
-  CHECK(launches_of(step, "embedding_sum_backward_total_kernel") == 1);
+  // Its backward, and the small tables' embedding backward (ops/embedding_cuda.cu: one shared
+  // tile, no sort): the node features' four lookups and the joint spatial table.
+  CHECK(launches_of(step, "embedding_sum_backward_partial_kernel") == 6);
+  CHECK(launches_of(step, "embedding_sum_backward_total_kernel") == 6);
+  CHECK(launches_of(step, "embedding_backward_narrow_kernel") == 0);
+  CHECK(launches_of(step, "embedding_backward_rows_kernel") == 0);
 }
 #endif
 
