@@ -60,6 +60,16 @@
 #                                   URPE_BIN and SYNCS_SUITE):
 #                                     SYNCS_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim \
 #                                       SYNCS_SUITE=./build/test_cuda_sim_syncs bench/gpu_session.sh syncs
+#   bench/gpu_session.sh graphormer_step  issue 37's Graphormer step (after `build`, ~2 min on an
+#                                   H200): `urpe profile` steps 3..6 of the ZINC and PCQM4M paper
+#                                   presets with where the GPU's idle time lies (bench/profile_gaps.py),
+#                                   then the bench step beside tools/torch_bench.py eager and
+#                                   torch.compile (GRAPHORMER_COMPILE=0 leaves compile out).
+#                                   Rehearsed on the simulator build with tiny sizes
+#                                   (GRAPHORMER_SMOKE=1; PyTorch's lines printed, not run, where
+#                                   torch is missing):
+#                                     GRAPHORMER_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim \
+#                                       bench/gpu_session.sh graphormer_step
 #   bench/gpu_session.sh profile    urpe's per-op profile of the bench step on the GPU (peaks, then
 #                                   `urpe profile --device cuda`), torch.profiler on the same step,
 #                                   and Nsight Systems' kernel/NVTX sums of the same window when
@@ -485,6 +495,43 @@ case "$1" in
       step "syncs_gaps_$preset" python3 bench/profile_gaps.py "$LOGS/syncs/$preset/trace.json" --top 15
     done
     ;;
+  graphormer_step)
+    # Issue 37's Graphormer work (bench/cuda_notes.md, "The Graphormer step"): the multi-hop term as
+    # per-hop tables read by embedding_sum, the ids uploaded packed, the loss read after Adam's
+    # launch, the embedding backward's split rows. Before: 2026-11-27's H200 record (ZINC 34.3 ms,
+    # 11.6% idle; bench step 15.1 ms against eager 27.8 and compile 16.1).
+    local urpe=${URPE_BIN:-./$BUILD/urpe}
+    local zinc="--preset graphormer-slim-urpe" pcqm="--preset graphormer-pcqm4m-urpe" steps=3:6
+    local bench="--repeats 30" torch_args="--steps 30" torch_run=python3
+    if [ "${GRAPHORMER_SMOKE:-0}" = 1 ]; then  # the simulator: the same commands at tiny sizes
+      local tiny="--set layers=1 --set d_model=16 --set d_ffn=16 --set heads=2 --set batch=4 --set eval_batch=4"
+      zinc="--preset graphormer-slim-urpe $tiny" pcqm="--preset graphormer-pcqm4m-urpe $tiny" steps=3:4
+      bench="--repeats 1 --batch 2" torch_args="--steps 1 --warmup 0 --batch 2"
+      step graphormer_peaks "$urpe" bench peaks --device cuda --sizes smoke --repeats 1
+      python3 -c "import torch" 2>/dev/null || torch_run="echo would run: python3"
+    fi
+    local name args
+    for name in zinc pcqm; do
+      [ "$name" = zinc ] && args=$zinc || args=$pcqm
+      # shellcheck disable=SC2086
+      step "graphormer_profile_$name" "$urpe" profile $args --device cuda --steps "$steps" \
+        --out "$LOGS/graphormer/$name" --overwrite --quiet
+      grep -e "^| measured step" -e "^| outside every op" "$LOGS/graphormer/$name/profile.md" 2>/dev/null |
+        sed "s/^/$name /" | tee "$LOGS/graphormer_${name}_idle.txt"
+      step "graphormer_gaps_$name" python3 bench/profile_gaps.py "$LOGS/graphormer/$name/trace.json" --top 15
+      # The per-op table's head (the ops the changes touched: matmul/embedding backward, embedding_sum).
+      sed -n '/^## Ops/,/^## Self time/p' "$LOGS/graphormer/$name/profile.md" 2>/dev/null | head -n 30 \
+        >"$LOGS/graphormer_${name}_ops.md"
+    done
+    # shellcheck disable=SC2086
+    step graphormer_bench_urpe "$urpe" bench step --device cuda --model graphormer $bench
+    # shellcheck disable=SC2086
+    step graphormer_bench_eager $torch_run tools/torch_bench.py --device cuda --model graphormer $torch_args
+    if [ "${GRAPHORMER_COMPILE:-1}" = 1 ]; then
+      # shellcheck disable=SC2086
+      step graphormer_bench_compile $torch_run tools/torch_bench.py --device cuda --model graphormer $torch_args --compile
+    fi
+    ;;
   fixes)
     # The 2026-11-26 host-side fixes, against that day's first call: the Graphormer step (multi-hop
     # ids on the device, narrow embedding backward, device-side id checks) beside PyTorch eager,
@@ -506,7 +553,7 @@ case "$1" in
     step fix_graphormer_compile python3 tools/torch_bench.py --device cuda --model graphormer --steps 30 --compile
     ;;
   *)
-    echo "usage: bench/gpu_session.sh STEP... (STEP: build, carried, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, fixes, syncs, nccl, compare, families, presets, precision, gemm_dtypes, nsight, profile)" >&2
+    echo "usage: bench/gpu_session.sh STEP... (STEP: build, carried, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, fixes, graphormer_step, syncs, nccl, compare, families, presets, precision, gemm_dtypes, nsight, profile)" >&2
     exit 2
     ;;
 esac

@@ -64,7 +64,44 @@ GraphBatchMaps graph_batch_maps(const GraphBatch& batch, const GraphMapOptions& 
   for (int64_t g = 0; g < B; ++g)
     for (int64_t j = nodes[g] + 1; j < n1; ++j) mask[g * n1 + j] = 1;
   maps.key_padding = Tensor::from_vector(mask, {B, n1});
+
+  // The multi-hop ids' bounds, and the ids packed into the narrowest fields that hold them.
+  if (options.pack_edge_ids) {
+    const int32_t* edge = batch.edge_input.i32();
+    const int64_t count = batch.edge_input.numel();
+    maps.edge_ids_bounded = true;
+    if (count > 0) {
+      const auto [lo, hi] = std::minmax_element(edge, edge + count);
+      maps.edge_id_low = *lo;
+      maps.edge_id_high = *hi;
+    }
+    if (count > 0 && maps.edge_id_low >= 0 && maps.edge_id_high < (1 << 16)) {
+      maps.edge_id_bits = maps.edge_id_high < (1 << 8) ? 8 : 16;
+      maps.edge_ids_packed = pack_ids(batch.edge_input, maps.edge_id_bits);
+    }
+  }
   return maps;
+}
+
+Tensor pack_ids(const Tensor& ids, int32_t bits) {
+  URPE_CHECK(ids.dtype() == DType::i32 && ids.dim() >= 1, "pack_ids: expected i32 ids, got " << ids.describe());
+  URPE_CHECK(bits == 8 || bits == 16, "pack_ids: bits must be 8 or 16, got " << bits);
+  const int64_t L = ids.size(-1), rows = L == 0 ? 0 : ids.numel() / L, per = 32 / bits;
+  const int64_t W = (L + per - 1) / per;
+  Shape shape = ids.shape();
+  shape.back() = W;
+  Tensor packed = Tensor::zeros(shape, DType::i32);
+  const int32_t* in = ids.i32();
+  uint32_t* out = reinterpret_cast<uint32_t*>(packed.i32());
+  const uint32_t limit = uint32_t(1) << bits;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < L; ++k) {
+      const int32_t id = in[r * L + k];
+      URPE_CHECK(id >= 0 && uint32_t(id) < limit,
+                 "pack_ids: id " << id << " at flat index " << r * L + k << " does not fit " << bits << " bits");
+      out[r * W + k / per] |= uint32_t(id) << (bits * (k % per));
+    }
+  return packed;
 }
 
 }  // namespace urpe::data

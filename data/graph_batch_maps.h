@@ -19,8 +19,14 @@ struct GraphMapOptions {
   int32_t num_spatial = 40;         // rows of the Spatial table; row num_spatial is the virtual distance t
   int32_t max_spd = 38;             // URPE's C buckets for SPD 0..max_spd, then 3 graph-token buckets
   int32_t multi_hop_max_dist = 20;  // the divisor's clamp
+  // Also pack edge_input's ids into 8- or 16-bit fields (GraphBatchMaps::edge_ids_packed): a model
+  // on a GPU uploads a quarter (or half) of the bytes and unpacks them there (ops/embedding.h
+  // unpack_ids). On the H200 the 15 MB of a ZINC batch's multi-hop ids held the GPU idle 1.45 ms
+  // a step (the copy into pinned staging and the transfer; bench/cuda_notes.md).
+  bool pack_edge_ids = false;
   bool operator==(const GraphMapOptions& o) const {
-    return num_spatial == o.num_spatial && max_spd == o.max_spd && multi_hop_max_dist == o.multi_hop_max_dist;
+    return num_spatial == o.num_spatial && max_spd == o.max_spd && multi_hop_max_dist == o.multi_hop_max_dist &&
+           pack_edge_ids == o.pack_edge_ids;
   }
 };
 
@@ -39,8 +45,17 @@ struct GraphBatchMaps {
   // pass over millions of ids).
   bool edge_ids_bounded = false;
   int32_t edge_id_low = 0, edge_id_high = -1;  // an empty edge_input: no id
+  // With options.pack_edge_ids, when every id fits 8 (else 16) bits: edge_input (B, n, n, L) with
+  // `per = 32 / edge_id_bits` ids to an i32 word, (B, n, n, ceil(L / per)); id k of a row in
+  // bits [edge_id_bits·(k mod per), …) of word k / per. Undefined otherwise (ids too large).
+  Tensor edge_ids_packed;
+  int32_t edge_id_bits = 0;
 };
 
+// With options.pack_edge_ids, also measures edge_input's bounds (edge_ids_bounded) and packs it.
 GraphBatchMaps graph_batch_maps(const GraphBatch& batch, const GraphMapOptions& options);
+
+// ids (..., L), every value in [0, 2^bits), bits 8 or 16 → (..., ceil(L·bits / 32)) packed as above.
+Tensor pack_ids(const Tensor& ids, int32_t bits);
 
 }  // namespace urpe::data

@@ -144,8 +144,8 @@ GraphBatch collate_graphs(const MoleculeDataset& dataset, const std::vector<int6
     batch.num_nodes.i32()[b] = g.num_nodes;
     batch.y.f32()[b] = dataset.targets[batch.indices[b]];
   }
-  if (options.maps) {
-    batch.maps = graph_batch_maps(batch, *options.maps);
+  if (options.maps) batch.maps = graph_batch_maps(batch, *options.maps);
+  if (options.maps && !batch.maps.edge_ids_bounded) {  // (packing measured them already)
     const int32_t* ids = batch.edge_input.i32();
     const int64_t count = batch.edge_input.numel();
     batch.maps.edge_ids_bounded = true;

@@ -203,31 +203,41 @@ Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch, const data
   const int64_t Fe = batch.bond_features;  // feature columns per hop (1: the bond type)
   const int64_t hops_in = batch.edge_input.size(3) / Fe;
   const int64_t D = std::min<int64_t>(hops_in, config_.multi_hop_max_dist);
+  const int64_t V = config_.num_edges;
 
-  // Hop ids (D, M): the first D hops of edge_input (GV1 cuts at multi_hop_max_dist too), hop-major
-  // so that the lookup lands in the (D, M, H) layout of the per-hop matmul. Cut and reordered where
-  // the model runs (on a GPU: millions of ids a step, which a host loop and a second upload cost
-  // tens of milliseconds).
-  const Tensor all_hops = reshape(batch.edge_input.to(device_), {M, hops_in, Fe});  // (M, hops_in, Fe)
+  // The ids as collated, (M, hops_in·Fe) on the model's device; only the first D hops are read
+  // (GV1 cuts at multi_hop_max_dist too), in place: no cut or reordered copy of millions of ids.
+  // On a GPU, from the collator's 8- or 16-bit packing when it made one (a quarter or half of the
+  // bytes to upload; map_options() asks for it), unpacked there.
+  const bool packed = device_.is_cuda() && maps.edge_ids_packed.defined();
+  const Tensor ids = packed ? unpack_ids(reshape(maps.edge_ids_packed.to(device_), {M, maps.edge_ids_packed.size(-1)}),
+                                         hops_in * Fe, maps.edge_id_bits)
+                            : reshape(batch.edge_input.to(device_), {M, hops_in * Fe});
   // The ids' bounds from the collator when it measured them (no read-back from the device);
   // otherwise, or when one is out of range (to name it), check_ids on the device.
-  const bool known_in_range = maps.edge_ids_bounded && maps.edge_id_low >= 0 && maps.edge_id_high < config_.num_edges;
-  if (!known_in_range) check_ids("batch.edge_input", all_hops, config_.num_edges, "num_edges");
-  const Tensor hop_ids = permute(slice(all_hops, 1, 0, D), {1, 0, 2});             // (D, M, Fe)
+  const bool known_in_range = maps.edge_ids_bounded && maps.edge_id_low >= 0 && maps.edge_id_high < V;
+  if (!known_in_range) check_ids("batch.edge_input", ids, V, "num_edges");
+  if (D == 0) return Tensor::zeros({H, B, n, n}, DType::f32, device_);
+
+  // E[i,j] = Σ_s e_s[i,j]·W_s with e_s = EdgeEmb[id_s(i,j)] (H,) is, by associativity,
+  // Σ_s T_s[id_s(i,j)] with the per-hop tables T_s = EdgeEmb·W_s (V, H): one small GEMM
+  // (V, H)·(H, D·H) for all hops, then one pass over the ids (ops/embedding.h embedding_sum)
+  // instead of a (D, M, H) lookup, a per-hop matmul and a sum over hops (on the H200 that matmul's
+  // backward, a contraction over all M pairs, took 7.1 ms of a 34 ms ZINC step).
+  // With feature columns, e_s = mean_f EdgeEmb[id_{s,f}] (GV2: edge_encoder(edge_input).mean(-2)):
+  // T_s / Fe read by each of the Fe ids of hop s.
+  // Missing hops read EdgeEmb[0], GV1's padding row: it adds to the sum (and to W's gradient)
+  // but is never trained, so the GEMM reads a detached copy of it.
+  const Tensor emb = concat({slice(edge_, 0, 0, 1).detach(), slice(edge_, 0, 1, V)}, 0);   // (V, H)
+  const Tensor w = slice(reshape(edge_dis_, {config_.num_edge_dis, H, H}), 0, 0, D);     // (D, H, H)
+  const Tensor w_cols = reshape(permute(w, {1, 0, 2}), {H, D * H});                       // (H, D·H)
+  Tensor tables = permute(reshape(matmul(emb, w_cols), {V, D, H}), {1, 0, 2});             // (D, V, H)
+  if (Fe > 1) tables = scale(tables, 1.0f / static_cast<float>(Fe));
+  const Tensor total = embedding_sum(tables, ids, Fe);                                     // (M, H)
   // Divisor sp' (B, n, n): SPD for real pairs (spatial_pos − 1), 1 for self and padding, clamped
   // to [0, multi_hop_max_dist] (data/graph_batch_maps.cpp). One number per pair: it divides the
-  // head-major sum below as a broadcast suffix (ops/elementwise.h), so no (B, n, n, H) repeat is
-  // built or uploaded.
-
-  // Missing hops read EdgeEmb[0], GV1's padding row: it adds to the sum but is never trained.
-  // With feature columns, e = mean_f EdgeEmb[id_f] (GV2: edge_encoder(edge_input).mean(-2)).
-  const Tensor hops = Fe == 1 ? reshape(hop_ids, {D, M}) : hop_ids;
-  Tensor e = embedding(edge_, hops, kPaddingRow);                                    // (D, M, H)
-  if (Fe > 1) e = scale(sum(e, 2), 1.0f / static_cast<float>(Fe));                 // (D, M, Fe, H) → (D, M, H)
-  const Tensor w = slice(reshape(edge_dis_, {config_.num_edge_dis, H, H}), 0, 0, D);  // (D, H, H)
-  const Tensor per_hop = matmul(e, w);                                             // (D, M, H)
-  const Tensor total = reshape(permute(sum(per_hop, 0), {1, 0}), {H, B, n, n});    // (H, B, n, n)
-  return div(total, maps.divisor.to(device_));
+  // head-major sum as a broadcast suffix (ops/elementwise.h), so no (B, n, n, H) repeat is built.
+  return div(reshape(permute(total, {1, 0}), {H, B, n, n}), maps.divisor.to(device_));
 }
 
 data::GraphMapOptions Graphormer::map_options() const {
@@ -235,6 +245,7 @@ data::GraphMapOptions Graphormer::map_options() const {
   o.num_spatial = static_cast<int32_t>(config_.num_spatial);
   o.max_spd = static_cast<int32_t>(config_.max_spd);
   o.multi_hop_max_dist = static_cast<int32_t>(config_.multi_hop_max_dist);
+  o.pack_edge_ids = device_.is_cuda();  // the upload is what packing saves
   return o;
 }
 

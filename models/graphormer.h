@@ -14,7 +14,9 @@
 //   multi-hop    E[i,j] = (Σ_{s<D} e_s[i,j]·W_s) / sp'(i,j),  e_s = EdgeEmb[edge_input(i,j,s)] (H,),
 //                W_s = EdgeDis.reshape(num_edge_dis, H, H)[s],  sp' = clamp(max(SPD, 1), 0, hop_max)
 //                (with Fe bond feature columns, e_s is the mean of EdgeEmb over them, GV2;
-//                with one column, the bond type, the mean is the identity)
+//                with one column, the bond type, the mean is the identity);
+//                computed as Σ_s (EdgeEmb·W_s)[edge_input(i,j,s)] (the same sum, reassociated:
+//                one small GEMM for the per-hop tables, then ops/embedding.h's embedding_sum)
 //   layer        Y = LN1(X);  A = softmax(q·kᵀ/√dh + b) ⊙ C;  X += Drop(W_o(Drop_att(A)·v))
 //                Y = LN2(X);  X += Drop(W2·GELU(W1·Y + b1) + b2)
 //   readout      pred = W_out·LN_final(X)[:, 0] + b_out  (B,);   loss = mean |pred − y| (L1)

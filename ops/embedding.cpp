@@ -9,6 +9,7 @@
 #include "autograd/node.h"
 #include "ops/dispatch.h"
 #include "ops/index_check.h"
+#include "ops/shape.h"
 
 namespace urpe {
 
@@ -57,6 +58,68 @@ Tensor embedding(const Tensor& table, const Tensor& ids, int64_t padding_idx) {
                   kernels::embedding_backward_cuda(ids, g, gtable, padding_idx));
     return std::vector<Tensor>{gtable, Tensor()};  // ids are indices: no gradient
   });
+}
+
+// ---- embedding_sum ----
+// out[p, :] = Σ_{k < S·G} tables[k / G, ids[p, k], :];   ∂tables[s, v, :] = Σ_{(p, k): k/G = s, ids[p,k] = v} g[p, :]
+
+Tensor embedding_sum(const Tensor& tables, const Tensor& ids, int64_t group) {
+  const char* op = "embedding_sum";
+  const profile::OpRange range(op, tables);
+  check_dtype(op, "tables", tables, DType::f32);
+  check_dtype(op, "ids", ids, DType::i32);
+  check_dim(op, "tables", tables, 3, 3);
+  check_dim(op, "ids", ids, 1, kMaxDims);  // the output replaces the last axis by D
+  check_same_device(op, tables, ids);
+  const int64_t S = tables.size(0), V = tables.size(1), D = tables.size(2);
+  URPE_CHECK(group >= 1 && ids.size(-1) >= S * group,
+             op << ": ids " << ids.describe() << " must have at least " << S << " tables × group " << group
+                << " columns (group ≥ 1) for tables " << tables.describe());
+  // Only the columns read are checked: the rest may hold anything (hops beyond the cut).
+  const Tensor read = ids.size(-1) == S * group ? ids : slice(ids, ids.dim() - 1, 0, S * group);
+  check_indices(op, "id", read, V, tables);
+
+  // ---- forward ----
+  Shape out_shape(ids.shape().begin(), ids.shape().end() - 1);
+  out_shape.push_back(D);
+  Tensor out = Tensor::empty(out_shape, DType::f32, tables.device());
+  const int64_t rows = ids.numel() / ids.size(-1);
+  URPE_PROFILE_COST(embedding_sum_forward_cost(rows, S * group, D));
+  URPE_DISPATCH(op, tables.device(), kernels::embedding_sum_forward_cpu(tables, ids, group, out),
+                kernels::embedding_sum_forward_cuda(tables, ids, group, out));
+
+  // ---- backward: fixed-order sums (deterministic) ----
+  const Shape tables_shape = tables.shape();
+  return autograd::record(out, op, {tables, ids}, [op, ids, group, rows, tables_shape](const Tensor& g) {
+    Tensor gtables = Tensor::empty(tables_shape, DType::f32, g.device());
+    const int64_t S = tables_shape[0];
+    URPE_PROFILE_COST(embedding_sum_backward_cost(rows, S * group, gtables.numel(), tables_shape[2]));
+    URPE_DISPATCH(op, g.device(), kernels::embedding_sum_backward_cpu(ids, group, g, gtables),
+                  kernels::embedding_sum_backward_cuda(ids, group, g, gtables));
+    return std::vector<Tensor>{gtables, Tensor()};
+  });
+}
+
+// ---- unpack_ids ----
+// out[..., k] = (packed[..., k / per] >> bits·(k mod per)) & (2^bits − 1), per = 32 / bits
+
+Tensor unpack_ids(const Tensor& packed, int64_t columns, int bits) {
+  const char* op = "unpack_ids";
+  const profile::OpRange range(op, packed);
+  check_dtype(op, "packed", packed, DType::i32);
+  check_dim(op, "packed", packed, 1, kMaxDims);
+  URPE_CHECK(bits == 8 || bits == 16, op << ": bits must be 8 or 16, got " << bits);
+  const int64_t per = 32 / bits;
+  URPE_CHECK(columns >= 0 && packed.size(-1) == (columns + per - 1) / per,
+             op << ": packed " << packed.describe() << " must have ceil(" << columns << " / " << per
+                << ") words per row for " << columns << " ids of " << bits << " bits");
+  Shape shape = packed.shape();
+  shape.back() = columns;
+  Tensor out = Tensor::empty(shape, DType::i32, packed.device());
+  URPE_PROFILE_COST(unpack_ids_cost(packed.numel(), out.numel()));
+  URPE_DISPATCH(op, packed.device(), kernels::unpack_ids_cpu(packed, bits, out),
+                kernels::unpack_ids_cuda(packed, bits, out));
+  return out;  // indices: no gradient, no autograd node
 }
 
 // ---- gather_table ----

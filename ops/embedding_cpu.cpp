@@ -55,6 +55,70 @@ void embedding_backward_cpu(const Tensor& ids, const Tensor& grad_out, Tensor& g
   }
 }
 
+// ---- embedding_sum forward ----
+// tables: (S, V, D); ids: i32 (P, L) flat rows, columns k < K = S·G read; out: (P, D)
+// out[p, d] = Σ_k tables[k / G, ids[p, k], d], summed in k order in float (the CUDA kernel's order).
+
+void embedding_sum_forward_cpu(const Tensor& tables, const Tensor& ids, int64_t group, Tensor& out) {
+  const int64_t S = tables.size(0), V = tables.size(1), D = tables.size(2);
+  const int64_t L = ids.size(-1), P = ids.numel() / L, K = S * group;
+  const float* pt = tables.f32();
+  const int32_t* pid = ids.i32();
+  float* po = out.f32();
+#pragma omp parallel for if (P * K * D > 32768)
+  for (int64_t p = 0; p < P; ++p) {
+    float* row = po + p * D;
+    std::fill(row, row + D, 0.0f);
+    for (int64_t k = 0; k < K; ++k) {
+      const float* t = pt + ((k / group) * V + pid[p * L + k]) * D;
+      for (int64_t d = 0; d < D; ++d) row[d] += t[d];
+    }
+  }
+}
+
+// ---- embedding_sum backward ----
+// ∂tables[s, v, :] = Σ_{(p, k): k / G = s, ids[p, k] = v} g[p, :]     grad_out: (P, D); grad_tables: (S, V, D)
+// Each table s is owned by one thread, which walks p (then k) in order, summing in double: the
+// same bits for any thread count.
+
+void embedding_sum_backward_cpu(const Tensor& ids, int64_t group, const Tensor& grad_out, Tensor& grad_tables) {
+  const int64_t S = grad_tables.size(0), V = grad_tables.size(1), D = grad_tables.size(2);
+  const int64_t L = ids.size(-1), P = ids.numel() / L;
+  const int32_t* pid = ids.i32();
+  const float* g = grad_out.f32();
+  float* gt = grad_tables.f32();
+#pragma omp parallel if (P * S * group * D > 32768)
+  {
+    std::vector<double> acc(V * D);  // (V, D): one table's running sums
+#pragma omp for
+    for (int64_t s = 0; s < S; ++s) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t p = 0; p < P; ++p) {
+        const float* gp = g + p * D;
+        for (int64_t k = s * group; k < (s + 1) * group; ++k) {
+          double* a = acc.data() + pid[p * L + k] * D;
+          for (int64_t d = 0; d < D; ++d) a[d] += gp[d];
+        }
+      }
+      for (int64_t e = 0; e < V * D; ++e) gt[s * V * D + e] = static_cast<float>(acc[e]);
+    }
+  }
+}
+
+// ---- unpack_ids ----
+// packed: i32 (R, W); out: i32 (R, C), out[r, k] = field k mod per of word k / per
+
+void unpack_ids_cpu(const Tensor& packed, int bits, Tensor& out) {
+  const int64_t W = packed.size(-1), C = out.size(-1), R = C == 0 ? 0 : out.numel() / C, per = 32 / bits;
+  const uint32_t* in = reinterpret_cast<const uint32_t*>(packed.i32());
+  const uint32_t mask = (uint32_t(1) << bits) - 1;
+  int32_t* po = out.i32();
+#pragma omp parallel for if (R * C > 32768)
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t k = 0; k < C; ++k)
+      po[r * C + k] = static_cast<int32_t>((in[r * W + k / per] >> (bits * (k % per))) & mask);
+}
+
 // ---- gather_table forward ----
 // table: (H, K); map: i32 (Nq, Nk) = (P) flat; out: (H, Nq, Nk) = (H, P) flat
 

@@ -654,11 +654,74 @@ std::vector<OpRow> build_table() {
                       f32(exact, {1e-5, 1e-5}), embedding_cost)
                       .without(kGradcheck)
                       .repeatable_on_device(pad < 0));
+  // Tables past one shared-memory tile of the CUDA backward (V·D > 12,288): the sorted paths, the
+  // rows kernel (D ≥ 32) and the narrow one (D < 32), with and without a padding row.
+  t.push_back(row("embedding (200, 67) by (3, 37) ids", "embedding", {uniform("table", {200, 67}), ids("ids", {3, 37}, 200)},
+                  [](const In& v, const Device&) { return embedding(v[0], v[1]); }, f32(exact, {1e-6, 1e-5}),
+                  embedding_cost)
+                  .without(kGradcheck)
+                  .repeatable_on_device());
+  for (const int64_t pad : {int64_t(-1), int64_t(0)})
+    t.push_back(row("embedding (2000, 8) by (7, 1601) ids" + std::string(pad == 0 ? ", padding_idx 0" : ""), "embedding",
+                    {uniform("table", {2000, 8}), ids("ids", {7, 1601}, 40)},  // ids < 40: many repeats
+                    [pad](const In& v, const Device&) { return embedding(v[0], v[1], pad); }, f32(exact, {1e-5, 1e-5}),
+                    embedding_cost)
+                    .without(kGradcheck)
+                    .repeatable_on_device());
   // Above the CPU's OpenMP threshold: 2,001 ids of a (50, 33) table.
   t.push_back(row("embedding (50, 33) by (2001,) ids", "embedding", {uniform("table", {50, 33}), ids("ids", {2001}, 50)},
                   [](const In& v, const Device&) { return embedding(v[0], v[1]); }, f32(exact, {1e-5, 1e-5}),
                   embedding_cost)
                   .without(kGradcheck));
+  // embedding_sum: S tables of (V, D), G id columns per table; columns past S·G hold -5 (never
+  // read: a read would fail the range check or the parity). Graphormer's multi-hop shapes in small.
+  const auto sum_ids = [](const Shape& shape, int32_t upper, int64_t read) {
+    return given("ids", [shape, upper, read](uint64_t seed) {
+      Rng rng(seed);
+      std::vector<int32_t> v(static_cast<size_t>(shape_numel(shape)));
+      for (size_t e = 0; e < v.size(); ++e)
+        v[e] = int64_t(e) % shape.back() < read ? static_cast<int32_t>(rng.below(upper)) : -5;
+      return Tensor::from_vector(v, shape);
+    });
+  };
+  const auto sum_row = [&](const Shape& tables, const Shape& id_shape, int64_t group) {
+    const int64_t S = tables[0], V = tables[1];
+    return row("embedding_sum " + shape_str(tables) + " by " + shape_str(id_shape) + " ids, group " +
+                   std::to_string(group),
+               "embedding_sum", {uniform("tables", tables), sum_ids(id_shape, int32_t(V), S * group)},
+               [group](const In& v, const Device&) { return embedding_sum(v[0], v[1], group); },
+               f32({1e-6, 1e-5}, {1e-5, 1e-4}), [group](const In& v) {  // ∂: float partials per chunk
+                 const int64_t rows = v[1].numel() / v[1].size(-1), K = v[0].size(0) * group;
+                 return OpCosts{embedding_sum_forward_cost(rows, K, v[0].size(2)),
+                                embedding_sum_backward_cost(rows, K, v[0].numel(), v[0].size(2))};
+               });
+  };
+  t.push_back(sum_row({3, 5, 4}, {2, 7, 5}, 1));  // 2 unread columns
+  t.push_back(sum_row({2, 6, 3}, {40, 7}, 3));    // bond-feature groups, 1 unread column
+  // Several chunks of the CUDA partials (3,001 rows of 512), repeated ids: the chunk order matters.
+  t.push_back(sum_row({4, 9, 8}, {3001, 4}, 1).without(kGradcheck).repeatable_on_device());
+  // Wide rows: the tables' 15 rows in 3 shared-memory tiles of 6, a tile boundary inside a table.
+  t.push_back(sum_row({3, 5, 2000}, {37, 3}, 1).without(kGradcheck).repeatable_on_device());
+
+  // unpack_ids: random 32-bit words (the sign bit set in about half), a partial last word.
+  for (const int bits : {8, 16}) {
+    const int64_t columns = bits == 8 ? 7 : 5;  // 2 and 3 words a row, the last one partly used
+    const int64_t words = (columns + 32 / bits - 1) / (32 / bits);
+    t.push_back(row("unpack_ids, " + std::to_string(bits) + "-bit fields, (3, 41) rows of " + std::to_string(columns),
+                    "unpack_ids",
+                    {given("packed", [words](uint64_t seed) {
+                       Rng rng(seed);
+                       std::vector<int32_t> v(static_cast<size_t>(3 * 41 * words));
+                       for (int32_t& w : v)
+                         w = static_cast<int32_t>((uint32_t(rng.below(1u << 16)) << 16) | uint32_t(rng.below(1u << 16)));
+                       return Tensor::from_vector(v, {3, 41, words});
+                     })},
+                    [columns, bits](const In& v, const Device&) { return unpack_ids(v[0], columns, bits); },
+                    f32(exact, exact),
+                    [columns](const In& v) { return OpCosts{unpack_ids_cost(v[0].numel(), v[0].numel() / v[0].size(-1) * columns), {}}; })
+                    .without(kGradcheck)
+                    .no_backward());
+  }
   // gather_table: per-head lookups through a bucket map (Toeplitz, then 5 random buckets).
   const auto gather_cost = [](const In& v) {
     return OpCosts{gather_table_forward_cost(v[0].size(0), v[0].size(1), v[1].numel()),

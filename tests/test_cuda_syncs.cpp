@@ -10,6 +10,7 @@
 // wait can bypass urpe's counter. Without a CUDA device: skipped (exit 77).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -18,6 +19,7 @@
 
 #if defined(URPE_CUDA_SIM)
 #include <cuda_runtime.h>  // the simulator's, for urpe_sim::explicit_wait_count()
+#include <urpe_sim_checks.h>  // the simulator's launch records and cuBLAS call log
 #endif
 
 #include "ops/urpe_attention.h"
@@ -77,8 +79,19 @@ struct StepSyncs {
   std::map<std::string, int> by_place;  // "op [kind]" → count
 #if defined(URPE_CUDA_SIM)
   uint64_t sim_waits = 0, sim_uploads = 0;
+  std::map<std::string, uint64_t> launches;  // kernel → launches in the step
+  std::vector<urpe_sim::GemmCall> gemms;     // the step's cuBLAS calls
+  bool read_after_update = false;            // the step's 4-byte read (the loss) came after Adam's launch
 #endif
 };
+
+#if defined(URPE_CUDA_SIM)
+std::map<std::string, uint64_t> launches_so_far() {
+  std::map<std::string, uint64_t> out;
+  for (const urpe_sim::KernelRecord& r : urpe_sim::launch_records()) out[r.kernel] = r.record.launches;
+  return out;
+}
+#endif
 
 // Each family's tiny config of test_cuda_training on CUDA, 4 steps; the encoder clips its gradient
 // norm, so the device-side clipping is in what is counted.
@@ -94,15 +107,25 @@ StepSyncs syncs_of_step_3(const std::string& family) {
   OpStack ops;
   StepSyncs step;
   bool counting = false;
+#if defined(URPE_CUDA_SIM)
+  std::map<std::string, uint64_t> launches_before;  // at the end of step 2
+#endif
   const cuda::HostSyncObserver previous = cuda::set_host_sync_observer([&](cuda::HostSync kind, size_t bytes) {
     if (!counting) return;
     ++step.counts.by_kind[static_cast<int>(kind)];
     // Between ops (the batch's uploads, the loss read) the size tells them apart.
     const std::string size = bytes > 0 && ops.outside_ops() ? " " + std::to_string(bytes) + " B" : "";
     ++step.by_place[ops.where() + " [" + cuda::host_sync_name(kind) + size + "]"];
+#if defined(URPE_CUDA_SIM)
+    if (kind == cuda::HostSync::device_to_host && bytes == 4) {
+      const char* adam = "adam_multi_tensor_kernel";
+      step.read_after_update = launches_so_far()[adam] > launches_before[adam];
+    }
+#endif
   });
 #if defined(URPE_CUDA_SIM)
   uint64_t sim_waits = 0, sim_uploads = 0;
+  size_t gemms_before = 0;
 #endif
   TrainOptions options;
   options.quiet = true;
@@ -112,12 +135,18 @@ StepSyncs syncs_of_step_3(const std::string& family) {
 #if defined(URPE_CUDA_SIM)
       sim_waits = urpe_sim::explicit_wait_count();
       sim_uploads = urpe_sim::pageable_upload_count();
+      launches_before = launches_so_far();
+      gemms_before = urpe_sim::gemm_calls().size();
 #endif
     } else if (s == 3) {
       counting = false;
 #if defined(URPE_CUDA_SIM)
       step.sim_waits = urpe_sim::explicit_wait_count() - sim_waits;
       step.sim_uploads = urpe_sim::pageable_upload_count() - sim_uploads;
+      for (const auto& [kernel, count] : launches_so_far())
+        if (count > launches_before[kernel]) step.launches[kernel] = count - launches_before[kernel];
+      const std::vector<urpe_sim::GemmCall> calls = urpe_sim::gemm_calls();
+      step.gemms.assign(calls.begin() + static_cast<std::ptrdiff_t>(gemms_before), calls.end());
 #endif
     }
   };
@@ -139,6 +168,55 @@ void print(const std::string& family, const StepSyncs& step) {
   for (const auto& [place, count] : step.by_place) std::printf("  %3d  %s\n", count, place.c_str());
   std::fflush(stdout);
 }
+
+#if defined(URPE_CUDA_SIM)
+// The step's kernel launches by kernel (the simulator's records), most launched first: the
+// deterministic picture of a step's launch structure that a GPU trace gives in time.
+void print_launches(const std::string& family, const StepSyncs& step) {
+  std::vector<std::pair<uint64_t, std::string>> rows;
+  uint64_t total = 0;
+  for (const auto& [kernel, count] : step.launches) {
+    rows.emplace_back(count, kernel);
+    total += count;
+  }
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  std::printf("%s: %llu kernel launches and %zu cuBLAS calls in step 3\n", family.c_str(),
+              static_cast<unsigned long long>(total), step.gemms.size());
+  for (const auto& [count, kernel] : rows) std::printf("  %4llu  %s\n", static_cast<unsigned long long>(count), kernel.c_str());
+  std::fflush(stdout);
+}
+
+uint64_t launches_of(const StepSyncs& step, const std::string& kernel) {
+  uint64_t n = 0;
+  for (const auto& [name, count] : step.launches)
+    if (name.find(kernel) != std::string::npos) n += count;
+  return n;
+}
+
+// Graphormer's multi-hop edge term (models/graphormer.cpp): per-hop tables T_s = EdgeEmb·W_s read
+// by embedding_sum. It used to be a per-hop matmul over the (hops, pairs, H) lookups, whose ∂W
+// contracted over all B·n² node pairs (7.1 ms of a 34 ms ZINC step on the H200, one call). So:
+// no GEMM of the step may contract over more rows than the token count B·(n+1) (the linear
+// layers' ∂W, the largest legitimate k), read from the q/k/v projections (k = d_model = 16 in
+// tests/cuda_training_util.h's tiny config), and the term is one embedding_sum each way.
+void check_graphormer_structure(const StepSyncs& step) {
+  constexpr int kDModel = 16;
+  int tokens = 0, largest_k = 0;
+  for (const urpe_sim::GemmCall& g : step.gemms) {
+    if (g.k == kDModel) tokens = std::max({tokens, g.m, g.n});
+    largest_k = std::max(largest_k, g.k);
+  }
+  CHECK(tokens > kDModel);
+  CHECK(largest_k <= tokens);
+  CHECK(launches_of(step, "embedding_sum_forward_kernel") == 1);
+  // Its backward, and the small tables' embedding backward (ops/embedding_cuda.cu: one shared
+  // tile, no sort): the node features' four lookups and the joint spatial table.
+  CHECK(launches_of(step, "embedding_sum_backward_partial_kernel") == 6);
+  CHECK(launches_of(step, "embedding_sum_backward_total_kernel") == 6);
+  CHECK(launches_of(step, "embedding_backward_narrow_kernel") == 0);
+  CHECK(launches_of(step, "embedding_backward_rows_kernel") == 0);
+}
+#endif
 
 }  // namespace
 
@@ -171,6 +249,11 @@ TEST_CASE("the host synchronisations of a steady training step, per family, and 
     // Every wait the runtime saw went through urpe's counter (tensor/cuda_backend.h).
     CHECK(step.sim_waits == step.counts[cuda::HostSync::synchronize] + step.counts[cuda::HostSync::device_to_host]);
     CHECK(step.sim_uploads == step.counts[cuda::HostSync::pageable_upload]);
+    // The loss is read once Adam's update is queued (train/loop/training_loop.cpp): the GPU runs
+    // the update while the host waits, instead of idling through the read's round trip.
+    CHECK(step.read_after_update);
+    print_launches(family, step);
+    if (family == "graphormer") check_graphormer_structure(step);
 #endif
   }
 }

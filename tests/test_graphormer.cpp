@@ -13,6 +13,7 @@
 #include "data/molecule_dataset.h"
 #include "data/smiles.h"
 #include "models/graphormer.h"
+#include "ops/embedding.h"
 #include "ops/shape.h"
 #include "golden_util.h"
 #include "test_util.h"
@@ -294,7 +295,28 @@ TEST_CASE("graphormer: maps made by the collator are the model's own, and used o
     CHECK(with.maps.edge_id_low == *std::min_element(hops.begin(), hops.end()));
     CHECK(with.maps.edge_id_high == *std::max_element(hops.begin(), hops.end()));
     CHECK_FALSE(own.edge_ids_bounded);
+
+    // Packed for a GPU's upload (map_options().pack_edge_ids on a CUDA model): the bounds, and
+    // fields that unpack (ops/embedding.h unpack_ids) to edge_input exactly; a CPU model ignores them.
+    data::CollateOptions packing = plain;
+    packing.maps = model.map_options();
+    CHECK_FALSE(packing.maps->pack_edge_ids);  // a CPU model's options
+    packing.maps->pack_edge_ids = true;
+    const data::GraphBatch packed = data::collate_graphs(d, {0, 1, 2, 3}, packing);
+    REQUIRE(packed.maps.edge_ids_bounded);
+    REQUIRE(packed.maps.edge_ids_packed.defined());
+    CHECK(packed.maps.edge_id_bits == 8);  // ZINC-style bond ids < 256
+    CHECK(packed.maps.edge_id_high == with.maps.edge_id_high);
+    const int64_t L = packed.edge_input.size(3);
+    CHECK(packed.maps.edge_ids_packed.size(3) == (L + 3) / 4);
+    CHECK(unpack_ids(packed.maps.edge_ids_packed, L, 8).to_vector_i32() == hops);
+    CHECK(unpack_ids(data::pack_ids(packed.edge_input, 16), L, 16).to_vector_i32() == hops);
+    CHECK_FALSE(model.map_options() == *packing.maps);  // so the model makes its own maps for it
+    CHECK(model.forward(packed, false, nullptr).to_vector_f32() == reference);
   }
+  // Ids that do not fit the fields are one error naming them.
+  CHECK_THROWS_WITH(data::pack_ids(Tensor::from_vector(std::vector<int32_t>{3, 256}, {1, 2}), 8),
+                    doctest::Contains("id 256 at flat index 1 does not fit 8 bits"));
   // Bounds past the model's edge table still give the named error (the check runs then).
   GraphormerConfig narrow = tiny_config(false);
   narrow.num_edges = 2;

@@ -24,6 +24,12 @@ struct cublasContext {
 
 namespace {
 
+std::vector<urpe_sim::GemmCall>& gemm_log() {
+  static std::vector<urpe_sim::GemmCall> calls;
+  return calls;
+}
+void record_gemm_call(int m, int n, int k, int batch) { gemm_log().push_back({m, n, k, batch}); }
+
 // A bf16 input element: its 16 bits, the top half of the float it stands for (exact).
 struct Bf16 {
   uint16_t bits;
@@ -104,6 +110,7 @@ cublasStatus_t gemm_batched(const char* call, cublasHandle_t handle, cublasOpera
   if (ldb < std::max(1, b_rows)) return invalid(call, "ldb smaller than the rows of B");
   if (ldc < std::max(1, m)) return invalid(call, "ldc smaller than the rows of C");
   if (!alpha || !beta) return invalid(call, "alpha or beta is null");
+  record_gemm_call(m, n, k, batch);
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
   const bool read_ab = *alpha != 0.0f && k > 0;
   for (int q = 0; q < batch; ++q) {
@@ -229,3 +236,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation
   return gemm_ex("cublasGemmStridedBatchedEx", handle, op_a, op_b, m, n, k, alpha, a, a_type, lda, stride_a,
                  b, b_type, ldb, stride_b, beta, c, c_type, ldc, stride_c, batch_count, compute);
 }
+
+namespace urpe_sim {
+std::vector<GemmCall> gemm_calls() { return gemm_log(); }
+}  // namespace urpe_sim

@@ -73,4 +73,12 @@ struct KernelRecord {
 };
 std::vector<KernelRecord> launch_records();
 
+// Every cuBLAS GEMM call so far (the column-major m, n, k and the batch count as cuBLAS saw them;
+// valid calls only), in order: the simulator runs them on the host, so they are no kernel
+// launches, and a test that pins a model's GEMM structure (test_cuda_syncs) reads them here.
+struct GemmCall {
+  int m = 0, n = 0, k = 0, batch = 0;
+};
+std::vector<GemmCall> gemm_calls();
+
 }  // namespace urpe_sim
