@@ -19,8 +19,8 @@
 //   (p, d), k in order (the CPU's order: the same float sum). Bytes: 4·P·K ids (each read by the D
 //   threads of its row, cached), the K table rows (small, cached), 4·P·D written.
 // embedding_sum backward: ∂tables[s, v, :] = Σ_{(p, k): k/G = s, ids[p,k] = v} g[p, :]. No sort and
-//   no float atomics: the rows p are cut into fixed chunks of kSumChunkRows (more when the partials
-//   would not fit kSumPartialFloats), and the table rows (s, v) into tiles that fit 48 KiB of
+//   no float atomics: the rows p are cut into chunks (a power of two from 32 to 512 rows, from the
+//   row count alone; more when the partials would not fit kSumPartialFloats), and the table rows (s, v) into tiles that fit 48 KiB of
 //   shared memory; block (chunk, tile) owns a shared copy of its tile, each of its threads owns
 //   the columns (s, d) of that tile, so it alone adds into them, p then k in order; the tile goes
 //   to the chunk's partials, and a second kernel adds the chunks per table element in chunk order
@@ -79,10 +79,11 @@ __global__ void embedding_backward_rows_kernel(const float* __restrict__ grad_ou
     for (int64_t d0 = 0; d0 < dim; d0 += cols) {
       const int64_t d = d0 + column;
       double total = 0;
-      if (active && d < dim)
+      if (active && d < dim) {
 #pragma unroll 4
         for (int64_t t = begin + slice; t < end; t += slices)
           total += grad_out[static_cast<int64_t>(positions[t]) * dim + d];
+      }
       partial[threadIdx.x] = total;
       __syncthreads();
       if (slice == 0 && d < dim) {
@@ -260,10 +261,6 @@ __global__ void index_bounds_total_kernel(const int32_t* __restrict__ bounds, in
   out[0] = low;
   out[1] = high;
 }
-
-}  // namespace
-
-namespace {
 
 // ∂tables (S, V, D) = Σ over rows p and slots k of g[p, :] into table k / group, row ids[p, k]
 // (embedding_sum's backward; embedding's with S = group = 1), row padding_idx of each table zero.
