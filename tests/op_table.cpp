@@ -189,12 +189,19 @@ OpCosts linear_costs(const Tensor& x, const Tensor& w) {
 
 // linear(x, W, b, bf16) from f32 x and W: both rounded, the bf16 GEMMs (β = 1 onto the bias, or
 // β = 0 without one); backward rounds g, then the two GEMMs, whose f32 outputs are the gradients.
-OpCosts linear_bf16_costs(const Tensor& x, const Tensor& w, bool with_bias) {
+// A bf16 output (out_bf16): y rounded once after the bias (one cast pass), and its gradient
+// arrives in bf16, so backward rounds nothing; a bias sum widens it first (one cast pass). A bf16
+// x (the FFN's second layer) is not rounded again; its ∂x is the GEMM's sum rounded (one pass).
+OpCosts linear_bf16_costs(const Tensor& x, const Tensor& w, bool with_bias, bool out_bf16 = false) {
   const int64_t rows = rows_of(x), in = w.size(1), out = w.size(0);
   const Operand x_rows{rows, in, 0}, wo{out, in, 0}, g_rows{rows, out, 0};
-  OpCosts c{cast_cost(x.numel()) + cast_cost(w.numel()) + gemm(x_rows, false, wo, true, 1, with_bias, true),
-            cast_cost(rows * out) + gemm(g_rows, false, wo, false, 1, false, true) +
-                gemm(g_rows, true, x_rows, false, 1, false, true)};
+  const bool x_bf16 = x.dtype() == DType::bf16;
+  OpCosts c{cast_cost(w.numel()) + gemm(x_rows, false, wo, true, 1, with_bias, true),
+            gemm(g_rows, false, wo, false, 1, false, true) + gemm(g_rows, true, x_rows, false, 1, false, true)};
+  if (!x_bf16) c.forward += cast_cost(x.numel());
+  if (x_bf16) c.backward += cast_cost(x.numel());
+  if (out_bf16) c.forward += cast_cost(rows * out);
+  if (!out_bf16 || with_bias) c.backward += cast_cost(rows * out);
   if (with_bias) {
     c.forward += broadcast_axis_cost(1, rows, out, 1.0f);
     c.backward += sum_axis_cost(1, rows, out);
@@ -508,6 +515,32 @@ std::vector<OpRow> build_table() {
                       .without(kGradcheck));
     }
 
+  // linear with a bf16 output (precision=bf16's FFN: fc1 returns bf16 for gelu, fc2 reads it):
+  // y is the FP32 sum rounded once, so the two devices may differ by one bf16 step where their
+  // FP32 sums (other orders) straddle a rounding boundary (2⁻⁷ relative, plus an atol for sums
+  // that cancel to near zero); the gradients are FP32 sums of the same rounded operands (10⁻⁴),
+  // ∂x of a bf16 x rounded once more (2⁻⁷). The row casts x itself (a cast op of its own).
+  for (int x_bf16 = 0; x_bf16 < 2; ++x_bf16)
+    for (int with_bias = 0; with_bias < 2; ++with_bias) {
+      const bool big = x_bf16 == with_bias;
+      const int64_t R = big ? 37 : 3, I = big ? 45 : 5, O = big ? 67 : 4;
+      std::vector<OpInput> in = {uniform("x", {big ? 3 : 2, R, I}), uniform("weight", {O, I})};
+      if (with_bias) in.push_back(uniform("bias", {O}));
+      const std::string name = std::string("linear multiplied in bf16, bf16 out, ") + (x_bf16 ? "bf16 " : "f32 ") +
+                               (big ? "(3, 37, 45)·(67, 45)ᵀ" : "(2, 3, 5)·(4, 5)ᵀ") + (with_bias ? " + bias" : ", no bias");
+      t.push_back(row(name, "linear", in,
+                      [with_bias, x_bf16](const In& v, const Device&) {
+                        const Tensor x = x_bf16 ? cast(v[0], DType::bf16) : v[0];
+                        return linear(x, v[1], with_bias ? v[2] : Tensor(), DType::bf16, DType::bf16);
+                      },
+                      f32({1e-5, 0x1p-7}, {1e-4, x_bf16 ? 0x1p-7 : 1e-4}),
+                      [with_bias, x_bf16](const In& v) {
+                        const Tensor x = x_bf16 ? Tensor::empty(v[0].shape(), DType::bf16) : v[0];
+                        return linear_bf16_costs(x, v[1], with_bias != 0, true);
+                      })
+                      .without(kGradcheck));
+    }
+
   // ---- cast (ops/cast.h) ----
   // f32 → bf16, bit-exact (round to nearest even on both devices: the simulator's <cuda_bf16.h>
   // is a second implementation), and the round trip; values over several binades. No gradient
@@ -691,46 +724,59 @@ std::vector<OpRow> build_table() {
                   [](const In& v, const Device&) { return relu(v[0]); }, f32(exact, exact), [](const In& v) {
                     return OpCosts{activation_forward_cost(Activation::relu, v[0].numel()),
                                    activation_backward_cost(Activation::relu, v[0].numel())};
-                  }));
+                  })
+                  .with(bf16_column(exact, exact, {0})));  // bf16 x: a select, exact on both devices
   t.push_back(row("relu (3, 37, 67)", "relu", {uniform("x", {3, 37, 67}, -4.0f, 4.0f)},
                   [](const In& v, const Device&) { return relu(v[0]); }, f32(exact, exact), [](const In& v) {
                     return OpCosts{activation_forward_cost(Activation::relu, v[0].numel()),
                                    activation_backward_cost(Activation::relu, v[0].numel())};
                   })
-                  .without(kGradcheck));
-  // gelu (exact erf) is smooth: any inputs.
+                  .without(kGradcheck)
+                  .with(bf16_column(exact, exact, {0})));
+  // gelu (exact erf) is smooth: any inputs. bf16 column: the same rounded x on both devices, Φ in
+  // FP32 by two formulas (1e-5 apart), each result rounded once to bf16, so one bf16 step (2⁻⁷
+  // relative) where the two FP32 values straddle a rounding boundary; atol for gelu's zero at 0.
+  const DTypeColumn gelu_bf16 = bf16_column({1e-6, 0x1p-7}, {1e-6, 0x1p-7}, {0});
   const auto gelu_cost = [](const In& v) {
     return OpCosts{activation_forward_cost(Activation::gelu, v[0].numel()),
                    activation_backward_cost(Activation::gelu, v[0].numel())};
   };
   t.push_back(row("gelu (5, 3)", "gelu", {uniform("x", {5, 3}, -3.0f, 3.0f)},
-                  [](const In& v, const Device&) { return gelu(v[0]); }, f32({1e-6, 1e-5}, {1e-6, 1e-5}), gelu_cost));
+                  [](const In& v, const Device&) { return gelu(v[0]); }, f32({1e-6, 1e-5}, {1e-6, 1e-5}), gelu_cost)
+                  .with(gelu_bf16));
   t.push_back(row("gelu (3, 37, 67)", "gelu", {uniform("x", {3, 37, 67}, -4.0f, 4.0f)},
                   [](const In& v, const Device&) { return gelu(v[0]); }, f32({1e-6, 1e-5}, {1e-6, 1e-5}), gelu_cost)
-                  .without(kGradcheck));
+                  .without(kGradcheck)
+                  .with(gelu_bf16));
   t.push_back(row("gelu (43, 1031)", "gelu", {uniform("x", {43, 1031})},
                   [](const In& v, const Device&) { return gelu(v[0]); }, f32({1e-6, 1e-5}, {1e-6, 1e-5}), gelu_cost)
-                  .without(kGradcheck));
+                  .without(kGradcheck)
+                  .with(gelu_bf16));
 
   // ---- dropout (ops/dropout.h): the mask is Philox(seed, k) ≥ p on every device, so CUDA's zeros
   // must be exactly the CPU's; inputs never zero, so a 0 in the output means dropped ----
   const auto dropout_costs = [](const In& v) { return same_both_ways(dropout_cost(v[0].numel())); };
+  // bf16 x: the same FP32 product x·scale on both devices, rounded once: exact.
+  const DTypeColumn dropout_bf16 = bf16_column(exact, exact, {0});
   t.push_back(row("dropout p = 0.4 (3, 5, 7)", "dropout", {signed_uniform("x", {3, 5, 7}, 0.5f, 1.5f)},
                   [](const In& v, const Device&) { return dropout(v[0], 0.4f, 99, true); },
                   f32({1e-6, 1e-6}, {1e-6, 1e-6}), dropout_costs)
-                  .exact_zeros());
+                  .exact_zeros()
+                  .with(dropout_bf16));
   for (const float p : {0.1f, 0.3f, 0.5f, 0.9f})
     t.push_back(row("dropout p = " + std::to_string(p).substr(0, 3) + " (3, 37, 67)", "dropout",
                     {signed_uniform("x", {3, 37, 67}, 0.5f, 1.5f)},
                     [p](const In& v, const Device&) { return dropout(v[0], p, 0x5eed1234abcdull, true); },
                     f32({1e-6, 1e-6}, {1e-6, 1e-6}), dropout_costs)
                     .without(kGradcheck)
-                    .exact_zeros());
+                    .exact_zeros()
+                    .with(dropout_bf16));
   t.push_back(row("dropout p = 0.3 (43, 1031)", "dropout", {signed_uniform("x", {43, 1031}, 0.5f, 1.5f)},
                   [](const In& v, const Device&) { return dropout(v[0], 0.3f, 77, true); },
                   f32({1e-6, 1e-5}, {1e-6, 1e-5}), dropout_costs)
                   .without(kGradcheck)
-                  .exact_zeros());
+                  .exact_zeros()
+                  .with(dropout_bf16));
 
   // ---- layer norm (ops/layer_norm.h) ----
   const auto ln_call = [](const In& v, const Device&) { return layer_norm(v[0], v[1], v[2]); };
@@ -738,25 +784,33 @@ std::vector<OpRow> build_table() {
     return OpCosts{layer_norm_forward_cost(rows_of(v[0]), v[0].size(-1)),
                    layer_norm_backward_cost(rows_of(v[0]), v[0].size(-1))};
   };
+  // bf16 x (γ, β f32): the same rounded x on both devices, statistics in double (CPU) and FP32
+  // (CUDA), y and ∂x rounded once to bf16: one bf16 step (2⁻⁷ relative) where the two FP32 values
+  // straddle a rounding boundary, plus the f32 column's atol; ∂γ, ∂β are FP32 sums (f32 bounds).
+  const DTypeColumn ln_bf16 = bf16_column({1e-4, 0x1p-7}, {1e-3, 0x1p-7}, {0});
   // Small, and with more rows than the ∂γ/∂β row block (64).
   t.push_back(row("layer_norm (2, 3, 7)", "layer_norm",
                   {uniform("x", {2, 3, 7}, -2.0f, 2.0f), uniform("gamma", {7}, 0.5f, 1.5f), uniform("beta", {7})},
-                  ln_call, f32({1e-4, 1e-4}, {1e-4, 1e-3}), ln_cost));
+                  ln_call, f32({1e-4, 1e-4}, {1e-4, 1e-3}), ln_cost)
+                  .with(ln_bf16));
   t.push_back(row("layer_norm (3, 67, 5)", "layer_norm",
                   {uniform("x", {3, 67, 5}, -2.0f, 2.0f), uniform("gamma", {5}, 0.5f, 1.5f), uniform("beta", {5})},
-                  ln_call, f32({1e-4, 1e-4}, {1e-4, 1e-3}), ln_cost));
+                  ln_call, f32({1e-4, 1e-4}, {1e-4, 1e-3}), ln_cost)
+                  .with(ln_bf16));
   // At parity sizes: D odd, a multiple of 4 (the float4 path), 1, and 1,000; 600 short rows.
   for (const Shape& s : {Shape{111, 67}, Shape{111, 64}, Shape{111, 1}, Shape{111, 1000}, Shape{600, 37}})
     t.push_back(row("layer_norm " + shape_str(s), "layer_norm",
                     {uniform("x", s, -2.0f, 3.0f), uniform("gamma", {s[1]}, 0.5f, 1.5f), uniform("beta", {s[1]})},
                     ln_call, f32({1e-4, 1e-4}, {1e-4, 1e-3}), ln_cost)
                     .without(kGradcheck)
-                    .repeatable_on_device(s[1] == 67));
+                    .repeatable_on_device(s[1] == 67)
+                    .with(ln_bf16));
   // Above the CPU's OpenMP threshold (301 × 129).
   t.push_back(row("layer_norm (301, 129)", "layer_norm",
                   {uniform("x", {301, 129}), uniform("gamma", {129}), uniform("beta", {129})}, ln_call,
                   f32({1e-4, 1e-4}, {1e-4, 1e-3}), ln_cost)
-                  .without(kGradcheck));
+                  .without(kGradcheck)
+                  .with(ln_bf16));
 
   // ---- softmax and log_softmax over the last axis (ops/softmax.h) ----
   for (int take_log = 0; take_log < 2; ++take_log) {
