@@ -35,7 +35,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool t
 // is the FP32 GEMM output itself, never rounded to bf16 and widened again (two passes fewer than
 // linear(cast(x), cast(W), b), and one rounding less; cast(∂x, bf16) is the cast path's ∂x).
 // multiply_in = f32 (the default): x and weight multiply in their own dtype (both f32, or both bf16).
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType multiply_in = DType::f32);
+// out = bf16 (with multiply_in = bf16: where the consumer reads bf16, precision=bf16's policy,
+// docs/cuda.md#mixed-precision): y is the FP32 sum plus bias rounded once to bf16, and its
+// gradient arrives in bf16, which the backward GEMMs take as it is (no rounding of g in the op).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType multiply_in = DType::f32,
+              DType out = DType::f32);
 
 namespace kernels {
 // Row-major strided-batched GEMM: C[i] = alpha·op(A[i])·op(B[i]) + beta·C[i] for i < batch.
