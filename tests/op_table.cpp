@@ -622,10 +622,12 @@ std::vector<OpRow> build_table() {
                        [](const In&) { return OpCosts{}; }));  // a view: no kernel
     rows.push_back(row("permute (2, 0, 1)" + size, "permute", {uniform("x", x)},
                        [](const In& v, const Device&) { return permute(v[0], {2, 0, 1}); }, f32(exact, exact),
-                       [](const In& v) { return same_both_ways(permute_cost(v[0].numel())); }));
+                       [](const In& v) { return same_both_ways(permute_cost(v[0].numel())); })
+                       .with(bf16_column(exact, exact, {0})));  // bf16: a copy of 2-byte words
     rows.push_back(row("transpose (0, 2)" + size, "permute", {uniform("x", x)},
                        [](const In& v, const Device&) { return transpose(v[0], 0, 2); }, f32(exact, exact),
-                       [](const In& v) { return same_both_ways(permute_cost(v[0].numel())); }));
+                       [](const In& v) { return same_both_ways(permute_cost(v[0].numel())); })
+                       .with(bf16_column(exact, exact, {0})));
     rows.push_back(row("concat, axis 1" + size + " and " + shape_str(y), "concat", {uniform("x", x), uniform("y", y)},
                        [](const In& v, const Device&) { return concat({v[0], v[1]}, 1); }, f32(exact, exact),
                        [](const In& v) {
@@ -646,7 +648,8 @@ std::vector<OpRow> build_table() {
   t.push_back(row("permute (0, 2, 1, 3) (3, 5, 7, 11)", "permute", {uniform("x", {3, 5, 7, 11})},
                   [](const In& v, const Device&) { return permute(v[0], {0, 2, 1, 3}); }, f32(exact, exact),
                   [](const In& v) { return same_both_ways(permute_cost(v[0].numel())); })
-                  .without(kGradcheck));
+                  .without(kGradcheck)
+                  .with(bf16_column(exact, exact, {0})));
 
   // ---- embedding lookups (ops/embedding.h) ----
   const auto embedding_cost = [](const In& v) {
