@@ -303,6 +303,14 @@ UrpeAttentionParams attention_params(const AttentionSpec& s, const In& v, size_t
   return p;
 }
 
+// The core's bf16 column (bf16 scores; P, A, ∂S bf16; the tables f32). Forward: P and A are FP32
+// values (the CPU's exp_fast against CUDA's expf, 1e-7 apart) rounded once, so one bf16 step
+// (2⁻⁷ relative) where they straddle a rounding boundary. Backward: each device reads its own
+// rounded P, and a P one step apart moves the row's r = Σ P·dP by up to 2⁻⁸·P·|dP| (|dP| ≤ 1.8
+// here), which dZ = P·(dP − r) carries in absolute terms and the table gradients sum over their
+// cells: TOL_ATOL absolute plus one bf16 step, against values of order 1.
+DTypeColumn attention_bf16_column() { return bf16_column({1e-6, 0x1p-7}, {1e-3, 0x1p-6}, {0}); }
+
 OpRow attention_row(const std::string& what, const AttentionSpec& s, Tolerance fwd, Tolerance bwd,
                     autograd::GradcheckOptions g = {}) {
   std::vector<OpInput> in{uniform("scores", {s.batch, s.heads, s.nq, s.nk}, -3.0f, 3.0f)};
@@ -313,7 +321,8 @@ OpRow attention_row(const std::string& what, const AttentionSpec& s, Tolerance f
                const UrpeAttentionParams p = attention_params(s, v, 1);
                const AttentionCostSizes z = attention_cost_sizes(s.batch, s.heads, s.nq, s.nk, p);
                return OpCosts{urpe_attention_forward_cost(z, true), urpe_attention_backward_cost(z, s.bias, s.c)};
-             });
+             })
+      .with(attention_bf16_column());
 }
 
 OpRow flash_row(const std::string& what, const AttentionSpec& s, int64_t dh, int64_t dv, float dropout,
