@@ -74,7 +74,7 @@ void run_gemm(const Device& device, const Operand& x, bool tx, const Operand& y,
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b, DType out_dtype) {
   const profile::OpRange range("matmul", a);
   check_defined("matmul", "a", a);
   check_defined("matmul", "b", b);
@@ -83,6 +83,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   check_dim("matmul", "a", a, 2, 4);
   check_dim("matmul", "b", b, 2, 4);
   check_same_device("matmul", a, b);
+  URPE_CHECK(out_dtype == DType::f32 || (out_dtype == DType::bf16 && a.dtype() == DType::bf16),
+             "matmul: a " << dtype_name(out_dtype) << " output needs bf16 operands, got " << a.describe());
   const bool shared_b = b.dim() == 2;
   URPE_CHECK(shared_b || (a.dim() == b.dim() && std::equal(a.shape().begin(), a.shape().end() - 2,
                                                            b.shape().begin())),
@@ -108,6 +110,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   } else {
     run_gemm(a.device(), oa, transpose_a, ob, transpose_b, out.f32(), batch, false);
   }
+  if (out_dtype == DType::bf16) out = in_dtype(out, DType::bf16);  // the FP32 sums rounded once
 
   return autograd::record(out, "matmul", {a, b}, [=](const Tensor& g_out) {
     // bf16 operands: g in bf16 for the GEMMs, the gradients (f32 from the GEMMs) rounded to bf16.

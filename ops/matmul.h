@@ -27,7 +27,11 @@
 
 namespace urpe {
 
-Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
+// out = bf16 (bf16 operands only: precision=bf16's attention, Q·Kᵀ and A·V, whose consumers read
+// bf16): C is the FP32 sum rounded once (a pass over C for now), and its bf16 gradient goes into
+// the backward GEMMs as it is.
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false,
+              DType out = DType::f32);
 // y = x·Wᵀ + bias. x: (..., in), weight: (out, in), bias: (out,) or undefined; y f32.
 // multiply_in = bf16 (precision=bf16's linear layers, autocast's convention): an f32 x or weight is
 // rounded to bf16 inside the op (the cast's rounding, no cast node), the GEMMs multiply in BF16
