@@ -441,6 +441,23 @@ std::vector<OpRow> build_table() {
                     })
                     .without(kGradcheck));
   }
+  // bf16 operands (ops/elementwise.h): both bf16 (a bf16 result, FP32 arithmetic rounded once:
+  // one bf16 step where the devices' FP32 values could straddle a boundary, though both compute
+  // the same IEEE operation), or one bf16 and one f32 (promoted to f32: exact). The gradients sum
+  // a broadcast operand's repeats in the same order in double on both devices.
+  for (const auto& b : binaries) {
+    auto fn = b.fn;
+    const BinaryOp op = b.op;
+    for (const Shape& partner : {Shape{3, 37, 67}, Shape{67}}) {
+      const OpInput big = signed_uniform("a", {3, 37, 67}, 0.5f, 1.5f), small = signed_uniform("b", partner, 0.5f, 1.5f);
+      t.push_back(row(std::string(b.name) + " (3, 37, 67) with " + shape_str(partner) + ", bf16 operands", b.name,
+                      {big, small}, [fn](const In& v, const Device&) { return fn(v[0], v[1]); },
+                      f32({1e-6, 1e-6}, {1e-5, 1e-5}), [op](const In& v) { return binary_costs(op, v[0], v[1]); })
+                      .without(kGradcheck)
+                      .with(bf16_column({1e-6, 0x1p-7}, {1e-5, 0x1p-7}, {0, 1}))    // bf16 ∘ bf16 → bf16
+                      .with(bf16_column({1e-6, 1e-6}, {1e-5, 0x1p-7}, {1})));      // f32 ∘ bf16 → f32
+    }
+  }
   // add over more elements than one simulated grid (43 × 1031 = 44,333), broadcast rows.
   t.push_back(row("add (43, 1031) with (1031,)", "add", {uniform("a", {43, 1031}), uniform("b", {1031})},
                   [](const In& v, const Device&) { return add(v[0], v[1]); }, f32({1e-6, 1e-5}, {1e-4, 1e-4}),
@@ -450,7 +467,8 @@ std::vector<OpRow> build_table() {
   t.push_back(row("affine (2, 3, 5)", "affine", {uniform("x", {2, 3, 5})},
                   [](const In& v, const Device&) { return affine(v[0], -1.5f, 0.25f); },
                   f32({1e-6, 1e-6}, {1e-5, 1e-5}),
-                  [](const In& v) { return OpCosts{affine_cost(v[0].numel(), false), affine_cost(v[0].numel(), true)}; }));
+                  [](const In& v) { return OpCosts{affine_cost(v[0].numel(), false), affine_cost(v[0].numel(), true)}; })
+                  .with(bf16_column({1e-6, 0x1p-7}, {1e-6, 0x1p-7}, {0})));
   // affine over a million elements (many grid-stride turns), forward only: its backward is the
   // same kernel, which the row above checks.
   t.push_back(row("affine (1000003,)", "affine", {constant(uniform("x", {1000003}))},
@@ -833,19 +851,26 @@ std::vector<OpRow> build_table() {
       return OpCosts{softmax_forward_cost(rows_of(v[0]), v[0].size(-1)), softmax_backward_cost(rows_of(v[0]), v[0].size(-1))};
     };
     const DTypeColumn tol = f32({take_log ? 1e-5 : 1e-6, 1e-5}, {1e-5, 1e-4});
-    t.push_back(row(name + " (2, 3, 5)", name, {uniform("x", {2, 3, 5}, -4.0f, 4.0f)}, call, tol, cost));
-    t.push_back(row(name + " (7,)", name, {uniform("x", {7}, -2.0f, 2.0f)}, call, tol, cost));  // one row
+    // bf16 x: the same rounded x on both devices, FP32 maths (sums in double; CUDA's backward sum
+    // in FP32), y and ∂x rounded once: one bf16 step (2⁻⁷ relative) where the two FP32 values
+    // straddle a rounding boundary, plus the f32 column's atol (10⁻⁴ for ∂x's cancellation).
+    const DTypeColumn tol16 = bf16_column({take_log ? 1e-5 : 1e-6, 0x1p-7}, {1e-4, 0x1p-7}, {0});
+    t.push_back(row(name + " (2, 3, 5)", name, {uniform("x", {2, 3, 5}, -4.0f, 4.0f)}, call, tol, cost).with(tol16));
+    t.push_back(row(name + " (7,)", name, {uniform("x", {7}, -2.0f, 2.0f)}, call, tol, cost).with(tol16));  // one row
     t.push_back(row(name + " (3, 37, 67)", name, {uniform("x", {3, 37, 67}, -5.0f, 5.0f)}, call, tol, cost)
-                    .without(kGradcheck));
+                    .without(kGradcheck)
+                    .with(tol16));
     t.push_back(row(name + " (600, 37)", name, {uniform("x", {600, 37}, -3.0f, 3.0f)}, call, tol, cost)
-                    .without(kGradcheck));
+                    .without(kGradcheck)
+                    .with(tol16));
     // −∞ entries and a fully masked row (zeros, and a zero gradient), rows of 67, 1 and 1,000.
     // No gradient check: log_softmax is −∞ at a masked entry of a live row.
     for (const int64_t n : {67, 1, 1000})
         t.push_back(row(name + " (111, " + std::to_string(n) + "), masked", name,
                         {OpInput{"x, −∞ entries", [n](uint64_t seed) { return with_masked_entries({111, n}, seed); }, true}},
                         call, f32({1e-5, 1e-5}, {1e-5, 1e-4}), cost)
-                        .without(kGradcheck));
+                        .without(kGradcheck)
+                        .with(bf16_column({1e-5, 0x1p-7}, {1e-4, 0x1p-7}, {0})));  // −∞ stays −∞ in bf16
   }
 
   // ---- losses (ops/loss.h) ----
