@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "autograd/node.h"
+#include "ops/cast.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
@@ -96,9 +98,16 @@ Tensor SelfAttention::forward(const Tensor& x, UrpeAttentionParams positional,
   auto split_heads = [&](const Tensor& t) {  // (B, N, d) → (B, H, N, dh)
     return permute(reshape(t, {batch, n, heads, head_dim}), {0, 2, 1, 3});
   };
-  Tensor q = split_heads(q_proj.forward(x, act));
-  Tensor k = split_heads(k_proj.forward(x, act));
-  const Tensor v = split_heads(v_proj.forward(x, act));
+  // One bf16 copy of x for the three projections (each would keep its own), no gradient of its
+  // own: ∂x stays the projections' FP32 sums (ops/matmul.h, linear's x_rounded).
+  Tensor x16;
+  if (act == DType::bf16 && x.dtype() == DType::f32) {
+    const autograd::NoGrad no_grad;
+    x16 = cast(x, DType::bf16);
+  }
+  Tensor q = split_heads(q_proj.forward(x, act, x16));
+  Tensor k = split_heads(k_proj.forward(x, act, x16));
+  const Tensor v = split_heads(v_proj.forward(x, act, x16));
   if (pos.rope_cos.defined()) {
     q = rotary(q, pos.rope_cos, pos.rope_sin);
     k = rotary(k, pos.rope_cos, pos.rope_sin);

@@ -27,7 +27,9 @@ Tensor linear_in(DType dtype, const Tensor& x, const Tensor& weight, const Tenso
 
 Tensor Linear::forward(const Tensor& x) const { return linear_in(dtype, x, weight, bias); }
 
-Tensor Linear::forward(const Tensor& x, DType out) const { return linear(x, weight, bias, dtype, out); }
+Tensor Linear::forward(const Tensor& x, DType out, const Tensor& x_rounded) const {
+  return linear(x, weight, bias, dtype, out, x_rounded);
+}
 
 EmbeddingTable::EmbeddingTable(ParameterSet& params, const std::string& name, int64_t count,
                                int64_t dim, const InitSpec& init) {

@@ -33,8 +33,8 @@ struct Linear {
          bool with_bias = true);
   Tensor forward(const Tensor& x) const;  // (..., in) → (..., out), f32
   // The same with the output in `out`: bf16 where the consumer reads bf16 (needs dtype = bf16;
-  // f32 is forward(x)).
-  Tensor forward(const Tensor& x, DType out) const;
+  // f32 is forward(x)). x_rounded: bf16(x) shared by several layers reading x (ops/matmul.h).
+  Tensor forward(const Tensor& x, DType out, const Tensor& x_rounded = Tensor()) const;
 };
 
 struct EmbeddingTable {

@@ -162,7 +162,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
 // Multiplying in bf16 (multiply_in): x̃ = bf16(x), W̃ = bf16(W) (kept for backward instead of x,
 // W), y = x̃·W̃ᵀ + b summed in FP32, g̃ = bf16(g), ∂x = g̃·W̃ and ∂W = g̃ᵀ·x̃ summed in FP32,
 // rounded to bf16 only where x or W is itself bf16.
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType multiply_in, DType out_dtype) {
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType multiply_in, DType out_dtype,
+              const Tensor& x_rounded) {
   const profile::OpRange range("linear", x);
   check_dim("linear", "weight", weight, 2, 2);
   URPE_CHECK(x.defined() && x.size(-1) == weight.size(1),
@@ -178,6 +179,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType m
   URPE_CHECK(out_dtype == DType::f32 || (out_dtype == DType::bf16 && multiply_in == DType::bf16),
              "linear: a " << dtype_name(out_dtype) << " output needs multiply_in = bf16 (got "
                           << dtype_name(multiply_in) << ")");
+  URPE_CHECK(!x_rounded.defined() || (multiply_in == DType::bf16 && x.dtype() == DType::f32 &&
+                                      x_rounded.dtype() == DType::bf16 && x_rounded.shape() == x.shape()),
+             "linear: x_rounded " << x_rounded.describe() << " must be the bf16 copy of the f32 x " << x.describe()
+                                  << ", multiplied in bf16");
   const DType op_dtype = multiply_in == DType::bf16 ? DType::bf16 : x.dtype();
   const bool rounds = x.dtype() != op_dtype || weight.dtype() != op_dtype;
   if (!bias.defined() && !rounds && out_dtype == DType::f32) return matmul(x, weight, false, true);
@@ -196,7 +201,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType m
   Tensor y = Tensor::empty(out_shape, DType::f32, x.device());
   const Device& device = x.device();
   // The GEMM's operands: x and W themselves, or their bf16 rounding (what backward keeps).
-  const Tensor x_op = in_dtype(x, op_dtype), w_op = in_dtype(weight, op_dtype);
+  const Tensor x_op = x_rounded.defined() ? x_rounded : in_dtype(x, op_dtype), w_op = in_dtype(weight, op_dtype);
   const Operand x_rows{x_op.impl().storage->data, op_dtype, rows, in, 0}, w = operand(w_op, true);
   if (!bias.defined()) {
     run_gemm(device, x_rows, false, w, true, y.f32(), 1, false);

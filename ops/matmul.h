@@ -42,8 +42,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool t
 // out = bf16 (with multiply_in = bf16: where the consumer reads bf16, precision=bf16's policy,
 // docs/cuda.md#mixed-precision): y is the FP32 sum plus bias rounded once to bf16, and its
 // gradient arrives in bf16, which the backward GEMMs take as it is (no rounding of g in the op).
+// x_rounded (multiply_in = bf16, f32 x): bf16(x) made once by the caller for several linears that
+// read the same x (the attention's q, k, v projections): their GEMMs read it and their backwards
+// keep it instead of a bf16 copy each; ∂x is still the FP32 sum, handed to x.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType multiply_in = DType::f32,
-              DType out = DType::f32);
+              DType out = DType::f32, const Tensor& x_rounded = Tensor());
 
 namespace kernels {
 // Row-major strided-batched GEMM: C[i] = alpha·op(A[i])·op(B[i]) + beta·C[i] for i < batch.
