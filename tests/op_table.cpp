@@ -308,7 +308,8 @@ UrpeAttentionParams attention_params(const AttentionSpec& s, const In& v, size_t
 // (2⁻⁷ relative) where they straddle a rounding boundary. Backward: each device reads its own
 // rounded P, and a P one step apart moves the row's r = Σ P·dP by up to 2⁻⁸·P·|dP| (|dP| ≤ 1.8
 // here), which dZ = P·(dP − r) carries in absolute terms and the table gradients sum over their
-// cells: TOL_ATOL absolute plus one bf16 step, against values of order 1.
+// cells: 10⁻³ absolute (against values of order 1) plus two bf16 steps (2⁻⁶: ∂S is rounded after
+// an FP32 value that already differs by one step of P).
 DTypeColumn attention_bf16_column() { return bf16_column({1e-6, 0x1p-7}, {1e-3, 0x1p-6}, {0}); }
 
 OpRow attention_row(const std::string& what, const AttentionSpec& s, Tolerance fwd, Tolerance bwd,
