@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "autograd/node.h"
+#include "ops/cast.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
@@ -70,7 +72,17 @@ Tensor SelfAttention::forward(const Tensor& x, UrpeAttentionParams positional,
   // The materialised path as one op on packed q/k/v weights (ops/urpe_self_attention.h), when
   // nothing needs the heads apart: no RoPE or Shaw terms, no attention dropout, no weights out.
   const bool dropping = training && attention_dropout > 0.0f;
-  const bool block = path == AttentionPath::materialized && weights == nullptr && !dropping &&
+  // precision=bf16 (docs/cuda.md#mixed-precision): the materialised path's activations are bf16
+  // from the q/k/v projections to the output projection (q, k, v, S, P, A, the context), each op
+  // computing in FP32; the output projection returns f32 for the residual stream. RoPE and Shaw's
+  // terms (FP32 ops), the fused op (FP32 inputs) and analyses that read A keep FP32 activations.
+  const bool fused = path == AttentionPath::fused && weights == nullptr && !pos.shaw_values.defined() &&
+                     positional.norm == AttentionNorm::softmax;
+  const DType act = q_proj.dtype == DType::bf16 && !fused && weights == nullptr && !pos.rope_cos.defined() &&
+                            !pos.shaw_keys.defined() && !pos.shaw_values.defined()
+                        ? DType::bf16
+                        : DType::f32;
+  const bool block = act == DType::f32 && path == AttentionPath::materialized && weights == nullptr && !dropping &&
                      !pos.rope_cos.defined() && !pos.shaw_keys.defined() && !pos.shaw_values.defined() &&
                      q_proj.bias.defined() && k_proj.bias.defined() && v_proj.bias.defined();
   if (block) {
@@ -86,17 +98,22 @@ Tensor SelfAttention::forward(const Tensor& x, UrpeAttentionParams positional,
   auto split_heads = [&](const Tensor& t) {  // (B, N, d) → (B, H, N, dh)
     return permute(reshape(t, {batch, n, heads, head_dim}), {0, 2, 1, 3});
   };
-  Tensor q = split_heads(q_proj.forward(x));
-  Tensor k = split_heads(k_proj.forward(x));
-  const Tensor v = split_heads(v_proj.forward(x));
+  // One bf16 copy of x for the three projections (each would keep its own), no gradient of its
+  // own: ∂x stays the projections' FP32 sums (ops/matmul.h, linear's x_rounded).
+  Tensor x16;
+  if (act == DType::bf16 && x.dtype() == DType::f32) {
+    const autograd::NoGrad no_grad;
+    x16 = cast(x, DType::bf16);
+  }
+  Tensor q = split_heads(q_proj.forward(x, act, x16));
+  Tensor k = split_heads(k_proj.forward(x, act, x16));
+  const Tensor v = split_heads(v_proj.forward(x, act, x16));
   if (pos.rope_cos.defined()) {
     q = rotary(q, pos.rope_cos, pos.rope_sin);
     k = rotary(k, pos.rope_cos, pos.rope_sin);
   }
   positional.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   // The fused op has no exp variant, stores no A, and cannot add Shaw's value term (which needs A).
-  const bool fused = path == AttentionPath::fused && weights == nullptr && !pos.shaw_values.defined() &&
-                     positional.norm == AttentionNorm::softmax;
   if (fused) {
     // The same dropout seed, drawn at the same point of the stream as the materialised path
     // below, so both paths drop the same attention weights.
@@ -111,14 +128,14 @@ Tensor SelfAttention::forward(const Tensor& x, UrpeAttentionParams positional,
     positional.bias_map = square_from_relative(positional.bias_map, n);
   if (positional.c_map.defined() && positional.c_map.dim() == 1)
     positional.c_map = square_from_relative(positional.c_map, n);
-  Tensor scores = matmul(q, k, false, true);  // (B, H, N, N)
+  Tensor scores = matmul(q, k, false, true, act);  // (B, H, N, N)
   if (pos.shaw_keys.defined())
     scores = add(scores, from_query(matmul(by_query(q), pos.shaw_keys, false, true), batch, heads));
   Tensor attention = urpe_attention(scores, positional);  // (B, H, N, N)
   if (weights) *weights = attention;
   if (training && attention_dropout > 0.0f)
     attention = dropout(attention, attention_dropout, dropout_rng->next_seed(), true);
-  Tensor context = matmul(attention, v);  // (B, H, N, dh)
+  Tensor context = matmul(attention, v, false, false, act);  // (B, H, N, dh)
   if (pos.shaw_values.defined())
     context = add(context, from_query(matmul(by_query(attention), pos.shaw_values), batch, heads));
   const Tensor merged = reshape(permute(context, {0, 2, 1, 3}), {batch, n, d_model});

@@ -22,7 +22,8 @@ struct PositionExtras {
 
 // How attention is computed; the two give the same function (tests/test_urpe_flash_attention.cpp):
 //   materialized: S = q·kᵀ by GEMM, the URPE core on the (B, H, N, N) scores, dropout, A·v;
-//                 S, P and A are each B·H·N² floats in memory;
+//                 S, P and A are each B·H·N² floats in memory (bf16 under precision=bf16:
+//                 q, k, v, S, P, A and the context, models/attention.cpp);
 //   fused:        ops/urpe_flash_attention, tile by tile with an online softmax; saves only the
 //                 output and one log-sum-exp per row, so memory grows with N, not N².
 enum class AttentionPath { materialized, fused };

@@ -27,6 +27,10 @@ Tensor linear_in(DType dtype, const Tensor& x, const Tensor& weight, const Tenso
 
 Tensor Linear::forward(const Tensor& x) const { return linear_in(dtype, x, weight, bias); }
 
+Tensor Linear::forward(const Tensor& x, DType out, const Tensor& x_rounded) const {
+  return linear(x, weight, bias, dtype, out, x_rounded);
+}
+
 EmbeddingTable::EmbeddingTable(ParameterSet& params, const std::string& name, int64_t count,
                                int64_t dim, const InitSpec& init) {
   table = params.add(name + ".weight", draw_normal({count, dim}, init));
@@ -49,7 +53,7 @@ FeedForward::FeedForward(ParameterSet& params, const std::string& name, int64_t 
 
 Tensor FeedForward::forward(const Tensor& x, float activation_dropout, Rng* dropout_rng,
                             bool training) const {
-  Tensor h = fc1.forward(x);
+  Tensor h = fc1.forward(x, fc1.dtype);  // bf16 under precision=bf16, else f32
   h = use_gelu ? gelu(h) : relu(h);
   if (training && activation_dropout > 0.0f)
     h = dropout(h, activation_dropout, dropout_rng->next_seed(), true);

@@ -31,7 +31,10 @@ struct Linear {
   Linear() = default;
   Linear(ParameterSet& params, const std::string& name, int64_t in, int64_t out, const InitSpec& init,
          bool with_bias = true);
-  Tensor forward(const Tensor& x) const;  // (..., in) → (..., out)
+  Tensor forward(const Tensor& x) const;  // (..., in) → (..., out), f32
+  // The same with the output in `out`: bf16 where the consumer reads bf16 (needs dtype = bf16;
+  // f32 is forward(x)). x_rounded: bf16(x) shared by several layers reading x (ops/matmul.h).
+  Tensor forward(const Tensor& x, DType out, const Tensor& x_rounded = Tensor()) const;
 };
 
 struct EmbeddingTable {
@@ -51,6 +54,10 @@ struct LayerNorm {
 };
 
 // y = W2·act(W1·x + b1) + b2, act = GELU (RoBERTa, Graphormer) or ReLU (Transformer-XL).
+// Under precision=bf16 the hidden activation is bf16 from W1's GEMM to W2's (linear → act →
+// dropout → linear, each computing in FP32): the (…, hidden) tensors the block saves for backward
+// take half the bytes, and W2 reads it without a rounding pass. y is f32: the residual stream
+// and layer norm stay FP32 (docs/cuda.md#mixed-precision).
 struct FeedForward {
   Linear fc1, fc2;
   bool use_gelu = true;

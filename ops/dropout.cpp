@@ -3,12 +3,13 @@
 #include "ops/dropout.h"
 
 #include "autograd/node.h"
+#include "ops/bf16_values.h"
 #include "ops/dispatch.h"
 
 namespace urpe {
 
 Tensor dropout(const Tensor& x, float p, uint64_t seed, bool training) {
-  check_dtype("dropout", "x", x, DType::f32);
+  check_value_dtype("dropout", "x", x);
   // Checked even when not training, so a bad rate fails on the first call, not the first step.
   URPE_CHECK(p >= 0.0f && p < 1.0f,
              "dropout: the drop probability p must be in [0, 1), got " << p << " (for " << x.describe() << ")");
@@ -16,14 +17,16 @@ Tensor dropout(const Tensor& x, float p, uint64_t seed, bool training) {
   const profile::OpRange range("dropout", x);
 
   // ---- forward: y_k = x_k·keep_k/(1 − p) ----
-  Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
-  URPE_PROFILE_COST(dropout_cost(x.numel()));
+  const DType dtype = x.dtype();
+  const double bytes = double(dtype_size(dtype));
+  Tensor y = Tensor::empty(x.shape(), dtype, x.device());
+  URPE_PROFILE_COST(dropout_cost(x.numel(), bytes));
   URPE_DISPATCH("dropout", x.device(), kernels::dropout_apply_cpu(x, p, seed, y),
                 kernels::dropout_apply_cuda(x, p, seed, y));
   // ---- backward: ∂x_k = g_k·keep_k/(1 − p), the same mask regenerated from the seed ----
-  return autograd::record(y, "dropout", {x}, [p, seed](const Tensor& g) {
-    Tensor gx = Tensor::empty(g.shape(), DType::f32, g.device());
-    URPE_PROFILE_COST(dropout_cost(g.numel()));
+  return autograd::record(y, "dropout", {x}, [p, seed, dtype, bytes](const Tensor& g) {
+    Tensor gx = Tensor::empty(g.shape(), dtype, g.device());
+    URPE_PROFILE_COST(dropout_cost(g.numel(), bytes));
     URPE_DISPATCH("dropout", g.device(), kernels::dropout_apply_cpu(g, p, seed, gx),
                   kernels::dropout_apply_cuda(g, p, seed, gx));
     return std::vector<Tensor>{gx};

@@ -3,7 +3,9 @@
 // One Philox call yields the four uniforms of elements 4q..4q+3 (the stream starts at offset 0,
 // so element k is word k & 3 of block k >> 2): one thread per group of four elements.
 // out_k = keep_k ? x_k·scale : 0, scale = 1/(1 − p) (a select, so p = 1 gives zeros, not NaN).
-// Bytes: 4 read + 4 written per element; no mask is stored (backward regenerates it).
+// Bytes: 4 read + 4 written per element (2 + 2 for bf16, T = __nv_bfloat16: the product in FP32,
+// rounded once on store); no mask is stored (backward regenerates it).
+#include "ops/bf16_values.cuh"
 #include "ops/cuda_common.cuh"
 #include "ops/dropout.h"
 #include "tensor/philox.h"
@@ -12,7 +14,8 @@ namespace urpe::kernels {
 
 namespace {
 
-__global__ void dropout_philox_kernel(const float* __restrict__ x, float* __restrict__ out,
+template <typename T>
+__global__ void dropout_philox_kernel(const T* __restrict__ x, T* __restrict__ out,
                                       int64_t n, float p, float scale, uint64_t seed) {
   const int64_t groups = (n + 3) / 4;
   URPE_GRID_STRIDE(q, groups) {
@@ -23,7 +26,7 @@ __global__ void dropout_philox_kernel(const float* __restrict__ x, float* __rest
       if (k < n) {
         // Exactly philox_uniform(seed, 0, k): the top 24 bits of the word, times 2^-24.
         const float u = static_cast<float>(block.x[r] >> 8) * (1.0f / 16777216.0f);
-        out[k] = u >= p ? x[k] * scale : 0.0f;
+        store(out, k, u >= p ? load(x, k) * scale : 0.0f);
       }
     }
   }
@@ -37,9 +40,12 @@ void dropout_apply_cuda(const Tensor& x, float p, uint64_t seed, Tensor& out) {
   if (n == 0) return;
   const float scale = 1.0f / (1.0f - p);
   const int threads = 256;
-  dropout_philox_kernel<<<grid_for(ctx, (n + 3) / 4, threads), threads, 0, ctx.stream()>>>(
-      x.f32(), out.f32(), n, p, scale, seed);
-  CUDA_CHECK_LAUNCH("dropout_philox_kernel");
+  with_device_value_type(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    dropout_philox_kernel<T><<<grid_for(ctx, (n + 3) / 4, threads), threads, 0, ctx.stream()>>>(
+        values<T>(x), values<T>(out), n, p, scale, seed);
+    CUDA_CHECK_LAUNCH("dropout_philox_kernel");
+  });
 }
 
 }  // namespace urpe::kernels

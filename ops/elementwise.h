@@ -8,6 +8,9 @@
 // Backward (g = ∂L/∂out, then summed over the repeats of a broadcast operand):
 //   add: ∂a = g,   ∂b = g          sub: ∂a = g,   ∂b = −g
 //   mul: ∂a = g·b, ∂b = g·a        div: ∂a = g/b, ∂b = −g·a/b²
+// Dtypes (docs/cuda.md#mixed-precision): f32 or bf16 operands; bf16 with bf16 gives bf16, a mixed
+// pair f32 (PyTorch's promotion); the arithmetic is FP32 (a broadcast operand's gradient summed in
+// double), each result rounded once when stored in bf16; ∂a, ∂b have their operand's dtype.
 #pragma once
 #include "tensor/op_profile.h"
 #include "tensor/tensor.h"

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "ops/bf16_values.h"
 #include "ops/elementwise.h"
 
 namespace urpe::kernels {
@@ -47,7 +48,30 @@ static void binary_loop(const Tensor& a, const Tensor& b, Tensor& out, F f) {
   }
 }
 
+// Any operand or output in bf16 (ops/bf16_values.h): element k is f(a[k mod na], b[k mod nb]) in
+// FP32, rounded once when out is bf16. The plain reference loop; the f32 path above is unchanged.
+template <typename F>
+static void binary_loop_any(const Tensor& a, const Tensor& b, Tensor& out, F f) {
+  const AnyValues va = any_values(a), vb = any_values(b);
+  const int64_t n = out.numel(), na = a.numel(), nb = b.numel();
+  with_value_type(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* po = out.data<T>();
+#pragma omp parallel for if (n > kParallelElements)
+    for (int64_t k = 0; k < n; ++k) store(po, k, f(va[k % na], vb[k % nb]));
+  });
+}
+
 void binary_forward_cpu(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
+  if (a.dtype() != DType::f32 || b.dtype() != DType::f32) {
+    switch (op) {
+      case BinaryOp::add: binary_loop_any(a, b, out, [](float x, float y) { return x + y; }); break;
+      case BinaryOp::sub: binary_loop_any(a, b, out, [](float x, float y) { return x - y; }); break;
+      case BinaryOp::mul: binary_loop_any(a, b, out, [](float x, float y) { return x * y; }); break;
+      case BinaryOp::div: binary_loop_any(a, b, out, [](float x, float y) { return x / y; }); break;
+    }
+    return;
+  }
   switch (op) {
     case BinaryOp::add: binary_loop(a, b, out, [](float x, float y) { return x + y; }); break;
     case BinaryOp::sub: binary_loop(a, b, out, [](float x, float y) { return x - y; }); break;
@@ -88,8 +112,54 @@ static void reduce_repeats(int64_t n, int64_t size, const Repeats& r, float* gra
   }
 }
 
+// Any bf16 among g, a, b (ops/bf16_values.h): ∂operand[e] = Σ_t local(t·size + e) over the
+// operand's repeats t in increasing order, in double, rounded once to the gradient's dtype. The
+// local terms are the f32 path's (float products of widened values).
+static void binary_backward_any(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& grad_out,
+                                Tensor* grad, bool side_a) {
+  const AnyValues g = any_values(grad_out), va = any_values(a), vb = any_values(b);
+  const int64_t n = grad_out.numel(), na = a.numel(), nb = b.numel(), size = grad->numel();
+  if (size == 0) return;
+  const int64_t repeats = n / size;
+  auto local = [&](int64_t k) -> float {
+    const float gk = g[k];
+    if (side_a) {
+      switch (op) {
+        case BinaryOp::add:
+        case BinaryOp::sub: return gk;
+        case BinaryOp::mul: return gk * vb[k % nb];
+        default: return gk / vb[k % nb];
+      }
+    }
+    switch (op) {
+      case BinaryOp::add: return gk;
+      case BinaryOp::sub: return -gk;
+      case BinaryOp::mul: return gk * va[k % na];
+      default: {
+        const float y = vb[k % nb];
+        return -gk * va[k % na] / (y * y);
+      }
+    }
+  };
+  with_value_type(grad->dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* out = grad->data<T>();
+#pragma omp parallel for if (n > kParallelElements)
+    for (int64_t e = 0; e < size; ++e) {
+      double total = 0;
+      for (int64_t t = 0; t < repeats; ++t) total += local(t * size + e);
+      store(out, e, static_cast<float>(total));
+    }
+  });
+}
+
 void binary_backward_cpu(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& grad_out,
                          Tensor* grad_a, Tensor* grad_b) {
+  if (grad_out.dtype() != DType::f32 || a.dtype() != DType::f32 || b.dtype() != DType::f32) {
+    if (grad_a) binary_backward_any(op, a, b, grad_out, grad_a, true);
+    if (grad_b) binary_backward_any(op, a, b, grad_out, grad_b, false);
+    return;
+  }
   const float* g = grad_out.f32();
   const int64_t n = grad_out.numel(), na = a.numel(), nb = b.numel();
   const Repeats r = repeats_of(n, na, nb);
@@ -132,11 +202,14 @@ void binary_backward_cpu(BinaryOp op, const Tensor& a, const Tensor& b, const Te
 }
 
 void affine_cpu(const Tensor& x, float alpha, float beta, Tensor& out) {
-  const float* px = x.f32();
-  float* po = out.f32();
-  const int64_t n = x.numel();
+  with_value_type(x.dtype(), [&](auto tag) {  // bf16: FP32 maths, rounded once on store
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    const int64_t n = x.numel();
 #pragma omp parallel for if (n > kParallelElements)
-  for (int64_t k = 0; k < n; ++k) po[k] = alpha * px[k] + beta;
+    for (int64_t k = 0; k < n; ++k) store(po, k, alpha * load(px, k) + beta);
+  });
 }
 
 }  // namespace urpe::kernels

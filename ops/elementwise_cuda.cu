@@ -10,6 +10,11 @@
 //   consecutive e read consecutive addresses, so both passes are coalesced.
 //   Bytes: 4·n of g plus the other operand, 8·P·|x| of partials (double), 4·|x| written.
 // affine: out = alpha·x + beta; 4 B read + 4 B written per element.
+// bf16 (ops/bf16_values.cuh): a binary op with any bf16 operand or output takes the "any" kernels
+// (operands read through a run-time dtype, FP32 arithmetic, the output rounded once when bf16);
+// a broadcast operand's gradient is one thread per element summing its repeats in order, in
+// double (the CPU's order: the same bits before the rounding). affine is templated on the type.
+#include "ops/bf16_values.cuh"
 #include "ops/cuda_common.cuh"
 #include "ops/elementwise.h"
 
@@ -99,9 +104,44 @@ __global__ void binary_broadcast_backward_finish_kernel(const double* __restrict
   }
 }
 
-__global__ void affine_kernel(const float* __restrict__ x, float alpha, float beta,
-                              float* __restrict__ out, int64_t n) {
-  URPE_GRID_STRIDE(k, n) out[k] = alpha * x[k] + beta;
+template <typename T>
+__global__ void affine_kernel(const T* __restrict__ x, float alpha, float beta,
+                              T* __restrict__ out, int64_t n) {
+  URPE_GRID_STRIDE(k, n) store(out, k, alpha * load(x, k) + beta);
+}
+
+// ---- any bf16 among the operands (see the file comment) ----
+
+// out[k] = a[k mod na] ∘ b[k mod nb] in FP32, stored as T.
+template <typename T>
+__global__ void binary_any_forward_kernel(BinaryOp op, AnyDeviceValues a, int64_t na, AnyDeviceValues b,
+                                          int64_t nb, T* __restrict__ out, int64_t n) {
+  URPE_GRID_STRIDE(k, n) store(out, k, apply_binary(op, a[k % na], b[k % nb]));
+}
+
+// grad[e] = Σ_{t < repeats} local(t·size + e), t ascending, in double; stored as T.
+template <typename T>
+__global__ void binary_any_backward_kernel(BinaryOp op, Side side, AnyDeviceValues g, AnyDeviceValues a,
+                                           int64_t na, AnyDeviceValues b, int64_t nb, int64_t size,
+                                           int64_t repeats, T* __restrict__ grad) {
+  URPE_GRID_STRIDE(e, size) {
+    double total = 0;
+    for (int64_t t = 0; t < repeats; ++t) {
+      const int64_t k = t * size + e;
+      const float gk = g[k];
+      float local;
+      if (side == Side::a) {
+        local = op == BinaryOp::mul ? gk * b[k % nb] : op == BinaryOp::div ? gk / b[k % nb] : gk;
+      } else if (op == BinaryOp::div) {
+        const float y = b[k % nb];
+        local = -gk * a[k % na] / (y * y);
+      } else {
+        local = op == BinaryOp::mul ? gk * a[k % na] : op == BinaryOp::sub ? -gk : gk;
+      }
+      total += local;
+    }
+    store(grad, e, static_cast<float>(total));
+  }
 }
 
 void operand_gradient(cuda::Context& ctx, BinaryOp op, Side side, const Tensor& a,
@@ -143,6 +183,15 @@ void binary_forward_cuda(BinaryOp op, const Tensor& a, const Tensor& b, Tensor& 
   const int64_t n = out.numel();
   if (n == 0) return;
   const int threads = 256;
+  if (a.dtype() != DType::f32 || b.dtype() != DType::f32) {
+    with_device_value_type(out.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      binary_any_forward_kernel<T><<<grid_for(ctx, n, threads), threads, 0, ctx.stream()>>>(
+          op, any_device_values(a), a.numel(), any_device_values(b), b.numel(), values<T>(out), n);
+      CUDA_CHECK_LAUNCH("binary_any_forward_kernel");
+    });
+    return;
+  }
   binary_broadcast_forward_kernel<<<grid_for(ctx, n, threads), threads, 0, ctx.stream()>>>(
       op, a.f32(), a.numel(), b.f32(), b.numel(), out.f32(), n);
   CUDA_CHECK_LAUNCH("binary_broadcast_forward_kernel");
@@ -158,6 +207,23 @@ void binary_backward_cuda(BinaryOp op, const Tensor& a, const Tensor& b, const T
     if (grad_b && grad_b->numel()) grad_b->fill(0.0f);
     return;
   }
+  if (grad_out.dtype() != DType::f32 || a.dtype() != DType::f32 || b.dtype() != DType::f32) {
+    const int threads = 256;
+    for (int which = 0; which < 2; ++which) {
+      Tensor* grad = which == 0 ? grad_a : grad_b;
+      const Side side = which == 0 ? Side::a : Side::b;
+      if (grad == nullptr || grad->numel() == 0) continue;
+      const int64_t size = grad->numel();
+      with_device_value_type(grad->dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        binary_any_backward_kernel<T><<<grid_for(ctx, size, threads), threads, 0, ctx.stream()>>>(
+            op, side, any_device_values(grad_out), any_device_values(a), a.numel(), any_device_values(b),
+            b.numel(), size, grad_out.numel() / size, values<T>(*grad));
+        CUDA_CHECK_LAUNCH("binary_any_backward_kernel");
+      });
+    }
+    return;
+  }
   if (grad_a) operand_gradient(ctx, op, Side::a, a, b, grad_out, *grad_a);
   if (grad_b) operand_gradient(ctx, op, Side::b, a, b, grad_out, *grad_b);
 }
@@ -167,9 +233,12 @@ void affine_cuda(const Tensor& x, float alpha, float beta, Tensor& out) {
   const int64_t n = x.numel();
   if (n == 0) return;
   const int threads = 256;
-  affine_kernel<<<grid_for(ctx, n, threads), threads, 0, ctx.stream()>>>(x.f32(), alpha, beta,
-                                                                         out.f32(), n);
-  CUDA_CHECK_LAUNCH("affine_kernel");
+  with_device_value_type(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    affine_kernel<T><<<grid_for(ctx, n, threads), threads, 0, ctx.stream()>>>(values<T>(x), alpha, beta,
+                                                                              values<T>(out), n);
+    CUDA_CHECK_LAUNCH("affine_kernel");
+  });
 }
 
 }  // namespace urpe::kernels

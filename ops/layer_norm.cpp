@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "autograd/node.h"
+#include "ops/bf16_values.h"
 #include "ops/dispatch.h"
 
 namespace urpe {
@@ -12,7 +13,7 @@ namespace urpe {
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps) {
   const char* op = "layer_norm";
   const profile::OpRange range(op, x);
-  check_dtype(op, "x", x, DType::f32);
+  check_value_dtype(op, "x", x);
   check_dtype(op, "gamma", gamma, DType::f32);
   check_dtype(op, "beta", beta, DType::f32);
   check_dim(op, "x", x, 1, kMaxDims);
@@ -31,21 +32,23 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, floa
   const Tensor x2 = x.view({rows, D});  // the kernels' (rows, D) view; same storage
 
   // ---- forward: y = γ·(x − μ)·r + β, saving μ and r per row ----
-  Tensor y = Tensor::empty({rows, D}, DType::f32, x.device());
+  const DType dtype = x.dtype();
+  const double bytes = double(dtype_size(dtype));
+  Tensor y = Tensor::empty({rows, D}, dtype, x.device());
   Tensor mean = Tensor::empty({rows}, DType::f32, x.device());
   Tensor rstd = Tensor::empty({rows}, DType::f32, x.device());
-  URPE_PROFILE_COST(layer_norm_forward_cost(rows, D));
+  URPE_PROFILE_COST(layer_norm_forward_cost(rows, D, bytes));
   URPE_DISPATCH(op, x.device(), kernels::layer_norm_forward_cpu(x2, gamma, beta, eps, y, mean, rstd),
                 kernels::layer_norm_forward_cuda(x2, gamma, beta, eps, y, mean, rstd));
 
   // ---- backward: ∂x = r·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)), ∂γ = Σ g·x̂, ∂β = Σ g ----
   return autograd::record(y.view(x_shape), op, {x, gamma, beta},
-                          [op, x2, x_shape, gamma, mean, rstd](const Tensor& g) {
+                          [op, x2, x_shape, gamma, mean, rstd, dtype, bytes](const Tensor& g) {
     const Tensor g2 = g.view(x2.shape());
-    Tensor gx = Tensor::empty(x2.shape(), DType::f32, g.device());
+    Tensor gx = Tensor::empty(x2.shape(), dtype, g.device());
     Tensor ggamma = Tensor::empty(gamma.shape(), DType::f32, g.device());
     Tensor gbeta = Tensor::empty(gamma.shape(), DType::f32, g.device());
-    URPE_PROFILE_COST(layer_norm_backward_cost(x2.size(0), x2.size(1)));
+    URPE_PROFILE_COST(layer_norm_backward_cost(x2.size(0), x2.size(1), bytes));
     URPE_DISPATCH(op, g.device(),
                   kernels::layer_norm_backward_cpu(x2, gamma, mean, rstd, g2, gx, ggamma, gbeta),
                   kernels::layer_norm_backward_cuda(x2, gamma, mean, rstd, g2, gx, ggamma, gbeta));

@@ -12,6 +12,9 @@
 //   of 64; pass 1 has one thread per (chunk, d) adding its 64 rows in order (consecutive d:
 //   coalesced); pass 2 has one thread per d adding the chunk partials in order.
 //   Bytes: 8·rows·D read again, 16·chunks·D of partials, 8·D written.
+// bf16 x, y, ∂y, ∂x (T = __nv_bfloat16): 2 bytes an element, the scalar (not float4) sweeps, the
+// maths in FP32 and each result rounded once on store (ops/bf16_values.cuh).
+#include "ops/bf16_values.cuh"
 #include "ops/cuda_common.cuh"
 #include "ops/layer_norm.h"
 
@@ -23,8 +26,9 @@ constexpr int kRowsPerBlock = 4;  // warps per block, one row each
 constexpr int64_t kChunkRows = 64;
 
 // Sum over one row of f(d, x_d) by one warp; float4 loads when kVec (D % 4 == 0).
-template <bool kVec, typename F>
-__device__ __forceinline__ float warp_row_sum(const float* __restrict__ row, int64_t dim, F f) {
+// T = float when kVec.
+template <bool kVec, typename T, typename F>
+__device__ __forceinline__ float warp_row_sum(const T* __restrict__ row, int64_t dim, F f) {
   const int lane = threadIdx.x % kWarp;
   float total = 0.0f;
   if (kVec) {
@@ -34,24 +38,24 @@ __device__ __forceinline__ float warp_row_sum(const float* __restrict__ row, int
       total += f(4 * q, v.x) + f(4 * q + 1, v.y) + f(4 * q + 2, v.z) + f(4 * q + 3, v.w);
     }
   } else {
-    for (int64_t d = lane; d < dim; d += kWarp) total += f(d, row[d]);
+    for (int64_t d = lane; d < dim; d += kWarp) total += f(d, load(row, d));
   }
   return warp_sum(total);
 }
 
-template <bool kVec>
-__global__ void layer_norm_forward_kernel(const float* __restrict__ x,
+template <typename T, bool kVec>
+__global__ void layer_norm_forward_kernel(const T* __restrict__ x,
                                           const float* __restrict__ gamma,
                                           const float* __restrict__ beta, float eps, int64_t rows,
-                                          int64_t dim, float* __restrict__ y,
+                                          int64_t dim, T* __restrict__ y,
                                           float* __restrict__ mean, float* __restrict__ rstd) {
   const int lane = threadIdx.x % kWarp;
   const int64_t warp = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / kWarp;
   const int64_t warps = int64_t(gridDim.x) * kRowsPerBlock;
   const float inv_dim = 1.0f / static_cast<float>(dim);
   for (int64_t r = warp; r < rows; r += warps) {
-    const float* xr = x + r * dim;
-    float* yr = y + r * dim;
+    const T* xr = x + r * dim;
+    T* yr = y + r * dim;
     const float mu = warp_row_sum<kVec>(xr, dim, [](int64_t, float v) { return v; }) * inv_dim;
     const float var =
         warp_row_sum<kVec>(xr, dim, [mu](int64_t, float v) { return (v - mu) * (v - mu); }) *
@@ -68,7 +72,7 @@ __global__ void layer_norm_forward_kernel(const float* __restrict__ x,
                             g.z * (v.z - mu) * rs + b.z, g.w * (v.w - mu) * rs + b.w);
       }
     } else {
-      for (int64_t d = lane; d < dim; d += kWarp) yr[d] = gamma[d] * (xr[d] - mu) * rs + beta[d];
+      for (int64_t d = lane; d < dim; d += kWarp) store(yr, d, gamma[d] * (load(xr, d) - mu) * rs + beta[d]);
     }
     if (lane == 0) {
       mean[r] = mu;
@@ -77,41 +81,43 @@ __global__ void layer_norm_forward_kernel(const float* __restrict__ x,
   }
 }
 
-__global__ void layer_norm_backward_input_kernel(const float* __restrict__ x,
+template <typename T>
+__global__ void layer_norm_backward_input_kernel(const T* __restrict__ x,
                                                  const float* __restrict__ gamma,
                                                  const float* __restrict__ mean,
                                                  const float* __restrict__ rstd,
-                                                 const float* __restrict__ grad_y, int64_t rows,
-                                                 int64_t dim, float* __restrict__ grad_x) {
+                                                 const T* __restrict__ grad_y, int64_t rows,
+                                                 int64_t dim, T* __restrict__ grad_x) {
   const int lane = threadIdx.x % kWarp;
   const int64_t warp = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / kWarp;
   const int64_t warps = int64_t(gridDim.x) * kRowsPerBlock;
   const float inv_dim = 1.0f / static_cast<float>(dim);
   for (int64_t r = warp; r < rows; r += warps) {
-    const float* xr = x + r * dim;
-    const float* gr = grad_y + r * dim;
+    const T* xr = x + r * dim;
+    const T* gr = grad_y + r * dim;
     const float mu = mean[r], rs = rstd[r];
     float sum_g = 0.0f, sum_gx = 0.0f;
     for (int64_t d = lane; d < dim; d += kWarp) {
-      const float gh = gr[d] * gamma[d];
+      const float gh = load(gr, d) * gamma[d];
       sum_g += gh;
-      sum_gx += gh * (xr[d] - mu) * rs;
+      sum_gx += gh * (load(xr, d) - mu) * rs;
     }
     const float mean_g = warp_sum(sum_g) * inv_dim, mean_gx = warp_sum(sum_gx) * inv_dim;
-    float* out = grad_x + r * dim;
+    T* out = grad_x + r * dim;
     for (int64_t d = lane; d < dim; d += kWarp) {
-      const float gh = gr[d] * gamma[d];
-      const float xh = (xr[d] - mu) * rs;
-      out[d] = rs * (gh - mean_g - xh * mean_gx);
+      const float gh = load(gr, d) * gamma[d];
+      const float xh = (load(xr, d) - mu) * rs;
+      store(out, d, rs * (gh - mean_g - xh * mean_gx));
     }
   }
 }
 
 // partial_gamma/beta[c·D + d] = Σ_{r in chunk c} g[r, d]·x̂[r, d] / g[r, d]
-__global__ void layer_norm_param_partial_kernel(const float* __restrict__ x,
+template <typename T>
+__global__ void layer_norm_param_partial_kernel(const T* __restrict__ x,
                                                 const float* __restrict__ mean,
                                                 const float* __restrict__ rstd,
-                                                const float* __restrict__ grad_y, int64_t rows,
+                                                const T* __restrict__ grad_y, int64_t rows,
                                                 int64_t dim, int64_t chunks,
                                                 double* __restrict__ partial_gamma,
                                                 double* __restrict__ partial_beta) {
@@ -120,8 +126,8 @@ __global__ void layer_norm_param_partial_kernel(const float* __restrict__ x,
     const int64_t r_end = min(rows, (c + 1) * kChunkRows);
     double sum_gamma = 0, sum_beta = 0;
     for (int64_t r = c * kChunkRows; r < r_end; ++r) {
-      const float g = grad_y[r * dim + d];
-      sum_gamma += g * ((x[r * dim + d] - mean[r]) * rstd[r]);
+      const float g = load(grad_y, r * dim + d);
+      sum_gamma += g * ((load(x, r * dim + d) - mean[r]) * rstd[r]);
       sum_beta += g;
     }
     partial_gamma[cd] = sum_gamma;
@@ -157,13 +163,20 @@ void layer_norm_forward_cuda(const Tensor& x, const Tensor& gamma, const Tensor&
   if (rows == 0) return;
   const int threads = kWarp * kRowsPerBlock;
   const int blocks = grid_for(ctx, rows, kRowsPerBlock);
+  if (x.dtype() == DType::bf16) {
+    using T = __nv_bfloat16;
+    layer_norm_forward_kernel<T, false><<<blocks, threads, 0, ctx.stream()>>>(
+        values<T>(x), gamma.f32(), beta.f32(), eps, rows, dim, values<T>(y), mean.f32(), rstd.f32());
+    CUDA_CHECK_LAUNCH("layer_norm_forward_kernel");
+    return;
+  }
   const bool vec = dim % 4 == 0 && aligned16(x.f32()) && aligned16(y.f32()) &&
                    aligned16(gamma.f32()) && aligned16(beta.f32());
   if (vec) {
-    layer_norm_forward_kernel<true><<<blocks, threads, 0, ctx.stream()>>>(
+    layer_norm_forward_kernel<float, true><<<blocks, threads, 0, ctx.stream()>>>(
         x.f32(), gamma.f32(), beta.f32(), eps, rows, dim, y.f32(), mean.f32(), rstd.f32());
   } else {
-    layer_norm_forward_kernel<false><<<blocks, threads, 0, ctx.stream()>>>(
+    layer_norm_forward_kernel<float, false><<<blocks, threads, 0, ctx.stream()>>>(
         x.f32(), gamma.f32(), beta.f32(), eps, rows, dim, y.f32(), mean.f32(), rstd.f32());
   }
   CUDA_CHECK_LAUNCH("layer_norm_forward_kernel");
@@ -182,20 +195,23 @@ void layer_norm_backward_cuda(const Tensor& x, const Tensor& gamma, const Tensor
     return;
   }
   const int threads = kWarp * kRowsPerBlock;
-  layer_norm_backward_input_kernel<<<grid_for(ctx, rows, kRowsPerBlock), threads, 0,
-                                     ctx.stream()>>>(x.f32(), gamma.f32(), mean.f32(), rstd.f32(),
-                                                     grad_y.f32(), rows, dim, grad_x.f32());
-  CUDA_CHECK_LAUNCH("layer_norm_backward_input_kernel");
   const int64_t chunks = (rows + kChunkRows - 1) / kChunkRows;
   cuda::DeviceBuffer partial_gamma(ctx, sizeof(double) * chunks * dim);
   cuda::DeviceBuffer partial_beta(ctx, sizeof(double) * chunks * dim);
   const int flat_threads = 256;
-  layer_norm_param_partial_kernel<<<grid_for(ctx, chunks * dim, flat_threads), flat_threads, 0,
-                                    ctx.stream()>>>(x.f32(), mean.f32(), rstd.f32(),
-                                                    grad_y.f32(), rows, dim, chunks,
-                                                    partial_gamma.as<double>(),
-                                                    partial_beta.as<double>());
-  CUDA_CHECK_LAUNCH("layer_norm_param_partial_kernel");
+  with_device_value_type(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    layer_norm_backward_input_kernel<T><<<grid_for(ctx, rows, kRowsPerBlock), threads, 0,
+                                          ctx.stream()>>>(values<T>(x), gamma.f32(), mean.f32(), rstd.f32(),
+                                                          values<T>(grad_y), rows, dim, values<T>(grad_x));
+    CUDA_CHECK_LAUNCH("layer_norm_backward_input_kernel");
+    layer_norm_param_partial_kernel<T><<<grid_for(ctx, chunks * dim, flat_threads), flat_threads, 0,
+                                         ctx.stream()>>>(values<T>(x), mean.f32(), rstd.f32(),
+                                                         values<T>(grad_y), rows, dim, chunks,
+                                                         partial_gamma.as<double>(),
+                                                         partial_beta.as<double>());
+    CUDA_CHECK_LAUNCH("layer_norm_param_partial_kernel");
+  });
   layer_norm_param_finish_kernel<<<grid_for(ctx, dim, flat_threads), flat_threads, 0,
                                    ctx.stream()>>>(partial_gamma.as<double>(),
                                                    partial_beta.as<double>(), dim, chunks,

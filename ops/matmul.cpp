@@ -74,7 +74,7 @@ void run_gemm(const Device& device, const Operand& x, bool tx, const Operand& y,
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b, DType out_dtype) {
   const profile::OpRange range("matmul", a);
   check_defined("matmul", "a", a);
   check_defined("matmul", "b", b);
@@ -83,6 +83,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   check_dim("matmul", "a", a, 2, 4);
   check_dim("matmul", "b", b, 2, 4);
   check_same_device("matmul", a, b);
+  URPE_CHECK(out_dtype == DType::f32 || (out_dtype == DType::bf16 && a.dtype() == DType::bf16),
+             "matmul: a " << dtype_name(out_dtype) << " output needs bf16 operands, got " << a.describe());
   const bool shared_b = b.dim() == 2;
   URPE_CHECK(shared_b || (a.dim() == b.dim() && std::equal(a.shape().begin(), a.shape().end() - 2,
                                                            b.shape().begin())),
@@ -108,6 +110,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   } else {
     run_gemm(a.device(), oa, transpose_a, ob, transpose_b, out.f32(), batch, false);
   }
+  if (out_dtype == DType::bf16) out = in_dtype(out, DType::bf16);  // the FP32 sums rounded once
 
   return autograd::record(out, "matmul", {a, b}, [=](const Tensor& g_out) {
     // bf16 operands: g in bf16 for the GEMMs, the gradients (f32 from the GEMMs) rounded to bf16.
@@ -159,7 +162,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
 // Multiplying in bf16 (multiply_in): x̃ = bf16(x), W̃ = bf16(W) (kept for backward instead of x,
 // W), y = x̃·W̃ᵀ + b summed in FP32, g̃ = bf16(g), ∂x = g̃·W̃ and ∂W = g̃ᵀ·x̃ summed in FP32,
 // rounded to bf16 only where x or W is itself bf16.
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType multiply_in) {
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType multiply_in, DType out_dtype,
+              const Tensor& x_rounded) {
   const profile::OpRange range("linear", x);
   check_dim("linear", "weight", weight, 2, 2);
   URPE_CHECK(x.defined() && x.size(-1) == weight.size(1),
@@ -172,9 +176,16 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType m
                  (weight.dtype() == x.dtype() || multiply_in == DType::bf16),
              "linear: input and weight must be both f32 or both bf16, got " << x.describe() << " and "
                                                                              << weight.describe());
+  URPE_CHECK(out_dtype == DType::f32 || (out_dtype == DType::bf16 && multiply_in == DType::bf16),
+             "linear: a " << dtype_name(out_dtype) << " output needs multiply_in = bf16 (got "
+                          << dtype_name(multiply_in) << ")");
+  URPE_CHECK(!x_rounded.defined() || (multiply_in == DType::bf16 && x.dtype() == DType::f32 &&
+                                      x_rounded.dtype() == DType::bf16 && x_rounded.shape() == x.shape()),
+             "linear: x_rounded " << x_rounded.describe() << " must be the bf16 copy of the f32 x " << x.describe()
+                                  << ", multiplied in bf16");
   const DType op_dtype = multiply_in == DType::bf16 ? DType::bf16 : x.dtype();
   const bool rounds = x.dtype() != op_dtype || weight.dtype() != op_dtype;
-  if (!bias.defined() && !rounds) return matmul(x, weight, false, true);
+  if (!bias.defined() && !rounds && out_dtype == DType::f32) return matmul(x, weight, false, true);
   URPE_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)),
              "linear: bias " << bias.describe() << " does not match weight " << weight.describe());
   if (bias.defined()) {
@@ -190,7 +201,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType m
   Tensor y = Tensor::empty(out_shape, DType::f32, x.device());
   const Device& device = x.device();
   // The GEMM's operands: x and W themselves, or their bf16 rounding (what backward keeps).
-  const Tensor x_op = in_dtype(x, op_dtype), w_op = in_dtype(weight, op_dtype);
+  const Tensor x_op = x_rounded.defined() ? x_rounded : in_dtype(x, op_dtype), w_op = in_dtype(weight, op_dtype);
   const Operand x_rows{x_op.impl().storage->data, op_dtype, rows, in, 0}, w = operand(w_op, true);
   if (!bias.defined()) {
     run_gemm(device, x_rows, false, w, true, y.f32(), 1, false);
@@ -210,6 +221,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType m
                   kernels::broadcast_axis_cuda(bias, 1, rows, out_features, 1.0f, y));
     run_gemm(device, x_rows, false, w, true, y.f32(), 1, true);
   }
+  // A bf16 output: the FP32 sum (bias included) rounded once. A separate pass over y for now
+  // (cuBLAS could write bf16 C itself; the bias would then be added in bf16 or by an epilogue).
+  if (out_dtype == DType::bf16) y = in_dtype(y, DType::bf16);
 
   // Backward keeps x_op and w_op, whose storage x_rows and w point into (the bf16 copies when
   // rounded: never the f32 x and W as well), and of x and W only what it needs to know.
@@ -221,7 +235,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType m
                            w_shape, b_shape, x_dtype, w_dtype, device](const Tensor& g) {
     // bf16 operands: g rounded to bf16 for their GEMMs (tensor cores take one operand type); each
     // gradient's FP32 sum rounded to its input's dtype (kept as it is for an f32 x or W).
-    const Tensor g_op = in_dtype(g, op_dtype);
+    const Tensor g_op = in_dtype(g, op_dtype);  // a bf16 output's g is already bf16: no pass
     const Operand g_rows{g_op.impl().storage->data, op_dtype, rows, out_features, 0};
     Tensor gx, gw, gb;
     if (x_grad) {  // ∂x = g·W
@@ -237,8 +251,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType m
     if (b_grad) {  // ∂b = Σ over rows
       gb = Tensor::empty(b_shape, DType::f32, device);
       URPE_PROFILE_COST(sum_axis_cost(1, rows, out_features));
-      URPE_DISPATCH("linear", device, kernels::sum_axis_cpu(g, 1, rows, out_features, 1.0f, gb),
-                    kernels::sum_axis_cuda(g, 1, rows, out_features, 1.0f, gb));
+      const Tensor g32 = in_dtype(g, DType::f32);  // a bf16 g widened (exact) for the FP32 sum
+      URPE_DISPATCH("linear", device, kernels::sum_axis_cpu(g32, 1, rows, out_features, 1.0f, gb),
+                    kernels::sum_axis_cuda(g32, 1, rows, out_features, 1.0f, gb));
     }
     return std::vector<Tensor>{gx, gw, gb};
   });

@@ -27,7 +27,11 @@
 
 namespace urpe {
 
-Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
+// out = bf16 (bf16 operands only: precision=bf16's attention, Q·Kᵀ and A·V, whose consumers read
+// bf16): C is the FP32 sum rounded once (a pass over C for now), and its bf16 gradient goes into
+// the backward GEMMs as it is.
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false,
+              DType out = DType::f32);
 // y = x·Wᵀ + bias. x: (..., in), weight: (out, in), bias: (out,) or undefined; y f32.
 // multiply_in = bf16 (precision=bf16's linear layers, autocast's convention): an f32 x or weight is
 // rounded to bf16 inside the op (the cast's rounding, no cast node), the GEMMs multiply in BF16
@@ -35,7 +39,14 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool t
 // is the FP32 GEMM output itself, never rounded to bf16 and widened again (two passes fewer than
 // linear(cast(x), cast(W), b), and one rounding less; cast(∂x, bf16) is the cast path's ∂x).
 // multiply_in = f32 (the default): x and weight multiply in their own dtype (both f32, or both bf16).
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType multiply_in = DType::f32);
+// out = bf16 (with multiply_in = bf16: where the consumer reads bf16, precision=bf16's policy,
+// docs/cuda.md#mixed-precision): y is the FP32 sum plus bias rounded once to bf16, and its
+// gradient arrives in bf16, which the backward GEMMs take as it is (no rounding of g in the op).
+// x_rounded (multiply_in = bf16, f32 x): bf16(x) made once by the caller for several linears that
+// read the same x (the attention's q, k, v projections): their GEMMs read it and their backwards
+// keep it instead of a bf16 copy each; ∂x is still the FP32 sum, handed to x.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType multiply_in = DType::f32,
+              DType out = DType::f32, const Tensor& x_rounded = Tensor());
 
 namespace kernels {
 // Row-major strided-batched GEMM: C[i] = alpha·op(A[i])·op(B[i]) + beta·C[i] for i < batch.

@@ -55,12 +55,14 @@ Tensor permute(const Tensor& x, const std::vector<int>& order) {
     out_shape[d] = x.shape()[src];
   }
   Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
-  URPE_PROFILE_COST(permute_cost(x.numel()));
+  const double bytes = double(dtype_size(x.dtype()));
+  URPE_PROFILE_COST(permute_cost(x.numel(), bytes));
   URPE_DISPATCH("permute", x.device(), kernels::permute_cpu(x, order, out),
                 kernels::permute_cuda(x, order, out));
-  return autograd::record(out, "permute", {x}, [inverse, shape = x.shape()](const Tensor& g) {
-    Tensor gx = Tensor::empty(shape, DType::f32, g.device());
-    URPE_PROFILE_COST(permute_cost(g.numel()));
+  // A gradient has its tensor's dtype (bf16 for a bf16 activation): the same copy, inverted.
+  return autograd::record(out, "permute", {x}, [inverse, shape = x.shape(), bytes](const Tensor& g) {
+    Tensor gx = Tensor::empty(shape, g.dtype(), g.device());
+    URPE_PROFILE_COST(permute_cost(g.numel(), bytes));
     URPE_DISPATCH("permute", g.device(), kernels::permute_cpu(g, inverse, gx),
                   kernels::permute_cuda(g, inverse, gx));
     return std::vector<Tensor>{gx};

@@ -1,6 +1,7 @@
 // Shape ops. reshape shares storage; everything else copies (tensors are always contiguous).
 //
 // permute: out[idx permuted] = x[idx];      backward: permute g by the inverse permutation.
+//   Any dtype (f32, i32, bf16: a copy of 4- or 2-byte words); ∂x has the gradient's dtype.
 // concat:  pieces laid side by side along an axis; backward: slice g back into pieces.
 // slice:   x[..., start:end, ...] along an axis; backward: zeros with g copied into the window.
 #pragma once
@@ -35,7 +36,8 @@ void copy_window_cuda(const Tensor& src, int64_t src_n, int64_t src_start, Tenso
 // Copies, no arithmetic: permute reads and writes n elements; copy_window reads `elements` and
 // writes them (reading the destination too when it accumulates, one add each); filling n
 // elements (slice's backward zeroes ∂x before the window) writes them.
-inline profile::Cost permute_cost(int64_t n) { return {0.0, 2 * profile::kElementBytes * double(n)}; }
+// `bytes`: an element's size (2 for a bf16 permute).
+inline profile::Cost permute_cost(int64_t n, double bytes = profile::kElementBytes) { return {0.0, 2 * bytes * double(n)}; }
 inline profile::Cost copy_window_cost(int64_t elements, bool accumulate) {
   return {accumulate ? double(elements) : 0.0, (accumulate ? 3 : 2) * profile::kElementBytes * double(elements)};
 }

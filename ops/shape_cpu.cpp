@@ -1,4 +1,5 @@
-// CPU copies for permute / concat / slice. Works on raw 32-bit words, so f32 and i32 share it.
+// CPU copies for permute / concat / slice. Works on raw 32-bit words, so f32 and i32 share it;
+// permute also moves 16-bit words (bf16 activations).
 #include <algorithm>
 #include <cstring>
 
@@ -17,15 +18,16 @@ namespace urpe::kernels {
 // e.g. the head dim of the (B, N, H, dh) → (B, H, N, dh) head split) are contiguous in both
 // tensors, so each run is one memcpy; the remaining outer index advances like an odometer
 // instead of being recomputed with divisions for every element.
-void permute_cpu(const Tensor& x, const std::vector<int>& order, Tensor& out) {
+template <typename Word>
+static void permute_words(const Tensor& x, const std::vector<int>& order, Tensor& out) {
   const int d = x.dim();
   // Strides of x, and x's stride for each output axis.
   int64_t in_stride[kMaxDims] = {0}, out_dims[kMaxDims] = {0}, step[kMaxDims] = {0};
   int64_t s = 1;
   for (int k = d - 1; k >= 0; --k) { in_stride[k] = s; s *= x.shape()[k]; }
   for (int k = 0; k < d; ++k) { out_dims[k] = out.shape()[k]; step[k] = in_stride[order[k]]; }
-  const uint32_t* src = static_cast<const uint32_t*>(x.impl().storage->data);
-  uint32_t* dst = static_cast<uint32_t*>(out.impl().storage->data);
+  const Word* src = static_cast<const Word*>(x.impl().storage->data);
+  Word* dst = static_cast<Word*>(out.impl().storage->data);
   const int64_t n = out.numel();
   if (n == 0) return;
 
@@ -46,7 +48,7 @@ void permute_cpu(const Tensor& x, const std::vector<int>& order, Tensor& out) {
     }
     for (int64_t r = first; r < last; ++r) {
       if (run == 1) dst[r] = src[offset];
-      else std::memcpy(dst + r * run, src + offset, run * sizeof(uint32_t));
+      else std::memcpy(dst + r * run, src + offset, run * sizeof(Word));
       for (int k = outer_dims - 1; k >= 0; --k) {  // next multi-index, last axis fastest
         offset += step[k];
         if (++index[k] < out_dims[k]) break;
@@ -55,6 +57,11 @@ void permute_cpu(const Tensor& x, const std::vector<int>& order, Tensor& out) {
       }
     }
   }
+}
+
+void permute_cpu(const Tensor& x, const std::vector<int>& order, Tensor& out) {
+  if (dtype_size(x.dtype()) == 2) permute_words<uint16_t>(x, order, out);
+  else permute_words<uint32_t>(x, order, out);
 }
 
 void copy_window_cpu(const Tensor& src, int64_t src_n, int64_t src_start, Tensor& dst,

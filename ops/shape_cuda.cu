@@ -3,7 +3,8 @@
 //
 // permute: one thread per output element; the output index is decomposed into coordinates and
 //   mapped to the input offset through the permuted strides. Writes are coalesced, reads are
-//   strided (a tiled transpose is the later fast path). Bytes: 4 read + 4 written per element.
+//   strided (a tiled transpose is the later fast path). Bytes: 4 read + 4 written per element
+//   (2 + 2 for bf16: the same kernel on 16-bit words).
 // copy_window: dst[o, dst_start + r, i] (+)= src[o, src_start + r, i], one thread per copied
 //   element; both sides contiguous along (r, i). Bytes: 4 read + 4 written (+4 read when
 //   accumulating) per element.
@@ -20,7 +21,8 @@ struct PermuteGeometry {
   int64_t step[kMaxDims];  // input stride of output axis d
 };
 
-__global__ void permute_kernel(const uint32_t* __restrict__ src, uint32_t* __restrict__ dst,
+template <typename Word>
+__global__ void permute_kernel(const Word* __restrict__ src, Word* __restrict__ dst,
                                PermuteGeometry geo, int64_t n) {
   URPE_GRID_STRIDE(flat, n) {
     int64_t rest = flat, offset = 0;
@@ -77,9 +79,15 @@ void permute_cuda(const Tensor& x, const std::vector<int>& order, Tensor& out) {
     geo.step[d] = in_stride[order[d]];
   }
   const int threads = 256;
-  permute_kernel<<<grid_for(ctx, n, threads), threads, 0, ctx.stream()>>>(
-      static_cast<const uint32_t*>(x.impl().storage->data),
-      static_cast<uint32_t*>(out.impl().storage->data), geo, n);
+  if (dtype_size(x.dtype()) == 2) {
+    permute_kernel<uint16_t><<<grid_for(ctx, n, threads), threads, 0, ctx.stream()>>>(
+        static_cast<const uint16_t*>(x.impl().storage->data),
+        static_cast<uint16_t*>(out.impl().storage->data), geo, n);
+  } else {
+    permute_kernel<uint32_t><<<grid_for(ctx, n, threads), threads, 0, ctx.stream()>>>(
+        static_cast<const uint32_t*>(x.impl().storage->data),
+        static_cast<uint32_t*>(out.impl().storage->data), geo, n);
+  }
   CUDA_CHECK_LAUNCH("permute_kernel");
 }
 

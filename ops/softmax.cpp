@@ -3,6 +3,7 @@
 #include "ops/softmax.h"
 
 #include "autograd/node.h"
+#include "ops/bf16_values.h"
 #include "ops/dispatch.h"
 
 namespace urpe {
@@ -11,12 +12,14 @@ namespace urpe {
 // log_softmax: y_j = x_j − m − log Σ_k e^{x_k − m}      ∂x_j = g_j − e^{y_j}·Σ_k g_k
 static Tensor softmax_family(const char* op, const Tensor& x, bool take_log) {
   const profile::OpRange range(op, x);
-  check_dtype(op, "x", x, DType::f32);
+  check_value_dtype(op, "x", x);
   check_dim(op, "x", x, 1, kMaxDims);
   const int64_t n = x.size(-1), rows = n > 0 ? x.numel() / n : 0;
   // ---- forward ----
-  Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
-  URPE_PROFILE_COST(softmax_forward_cost(rows, n));
+  const DType dtype = x.dtype();  // bf16: FP32 maths, the sums in double, y rounded once
+  const double bytes = double(dtype_size(dtype));
+  Tensor y = Tensor::empty(x.shape(), dtype, x.device());
+  URPE_PROFILE_COST(softmax_forward_cost(rows, n, bytes));
   if (take_log) {
     URPE_DISPATCH(op, x.device(), kernels::log_softmax_forward_cpu(x, y),
                   kernels::log_softmax_forward_cuda(x, y));
@@ -27,9 +30,9 @@ static Tensor softmax_family(const char* op, const Tensor& x, bool take_log) {
   // ---- backward ----
   // Save y without its history: the node lives inside y, so capturing y itself would be a cycle.
   const Tensor saved_y = y.detach();
-  return autograd::record(y, op, {x}, [op, take_log, saved_y, rows, n](const Tensor& g) {
-    Tensor gx = Tensor::empty(saved_y.shape(), DType::f32, g.device());
-    URPE_PROFILE_COST(softmax_backward_cost(rows, n));
+  return autograd::record(y, op, {x}, [op, take_log, saved_y, rows, n, dtype, bytes](const Tensor& g) {
+    Tensor gx = Tensor::empty(saved_y.shape(), dtype, g.device());
+    URPE_PROFILE_COST(softmax_backward_cost(rows, n, bytes));
     if (take_log) {
       URPE_DISPATCH(op, g.device(), kernels::log_softmax_backward_cpu(saved_y, g, gx),
                     kernels::log_softmax_backward_cuda(saved_y, g, gx));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "autograd/node.h"
+#include "ops/bf16_values.h"
 #include "ops/dispatch.h"
 #include "ops/urpe_attention_checks.h"
 
@@ -18,7 +19,7 @@ namespace {
 constexpr const char* kOp = "urpe_attention";
 
 void validate(const Tensor& scores, const UrpeAttentionParams& p) {
-  check_dtype(kOp, "scores", scores, DType::f32);
+  check_value_dtype(kOp, "scores", scores);
   URPE_CHECK(scores.dim() == 4, kOp << ": scores " << scores.describe()
                                     << " must be 4-D (Bsz, H, Nq, Nk)");
   URPE_CHECK(std::isfinite(p.scale), kOp << ": scale must be finite, got " << p.scale);
@@ -37,11 +38,15 @@ Tensor urpe_attention(const Tensor& scores, const UrpeAttentionParams& params) {
   // P is kept only for a backward; with gradients off (NoGrad, or nothing requires one) the
   // kernels write A alone, so inference holds one (Bsz, H, Nq, Nk) tensor here, not two.
   const bool saving = autograd::needs_grad({scores, params.bias_table, params.c_table});
-  Tensor probs = saving ? Tensor::empty(scores.shape(), DType::f32, scores.device())  // (Bsz, H, Nq, Nk)
+  // P and A in the scores' dtype: bf16 under precision=bf16, where P is the largest tensor a
+  // training step keeps (Bsz·H·N² elements per layer).
+  const DType dtype = scores.dtype();
+  Tensor probs = saving ? Tensor::empty(scores.shape(), dtype, scores.device())  // (Bsz, H, Nq, Nk)
                         : Tensor();
-  Tensor out = Tensor::empty(scores.shape(), DType::f32, scores.device());    // (Bsz, H, Nq, Nk)
+  Tensor out = Tensor::empty(scores.shape(), dtype, scores.device());    // (Bsz, H, Nq, Nk)
+  const double bytes = double(dtype_size(dtype));
   URPE_PROFILE_COST(urpe_attention_forward_cost(
-      attention_cost_sizes(scores.size(0), scores.size(1), scores.size(2), scores.size(3), params), saving));
+      attention_cost_sizes(scores.size(0), scores.size(1), scores.size(2), scores.size(3), params), saving, bytes));
   URPE_DISPATCH(kOp, scores.device(),
                 kernels::urpe_attention_forward_cpu(scores, params, probs, out),
                 kernels::urpe_attention_forward_cuda(scores, params, probs, out));
@@ -50,8 +55,8 @@ Tensor urpe_attention(const Tensor& scores, const UrpeAttentionParams& params) {
   // engine); the maps, masks and P are captured for the backward.
   return autograd::record(
       out, kOp, {scores, params.bias_table, params.c_table},
-      [params, probs](const Tensor& grad_out) {
-        Tensor grad_scores = Tensor::empty(probs.shape(), DType::f32, probs.device());
+      [params, probs, bytes](const Tensor& grad_out) {
+        Tensor grad_scores = Tensor::empty(probs.shape(), probs.dtype(), probs.device());
         Tensor grad_bias, grad_c;
         if (params.bias_table.defined() && params.bias_table.requires_grad())
           grad_bias = Tensor::empty(params.bias_table.shape(), DType::f32, probs.device());
@@ -61,7 +66,7 @@ Tensor urpe_attention(const Tensor& scores, const UrpeAttentionParams& params) {
         Tensor* gc = grad_c.defined() ? &grad_c : nullptr;
         URPE_PROFILE_COST(urpe_attention_backward_cost(
             attention_cost_sizes(probs.size(0), probs.size(1), probs.size(2), probs.size(3), params), gb != nullptr,
-            gc != nullptr));
+            gc != nullptr, bytes));
         URPE_DISPATCH(kOp, grad_out.device(),
                       kernels::urpe_attention_backward_cpu(grad_out, probs, params, grad_scores, gb, gc),
                       kernels::urpe_attention_backward_cuda(grad_out, probs, params, grad_scores, gb, gc));
@@ -104,16 +109,16 @@ double attention_core_backward_flops(const AttentionCostSizes& s, bool grad_bias
   return per * s.elements();
 }
 
-profile::Cost urpe_attention_forward_cost(const AttentionCostSizes& s, bool saves_probs) {
+profile::Cost urpe_attention_forward_cost(const AttentionCostSizes& s, bool saves_probs, double bytes) {
   const double tensors = (saves_probs ? 3.0 : 2.0) * s.elements();
   return {attention_core_forward_flops(s),
-          profile::kElementBytes * (tensors + s.map_elements + s.bias_entries + s.c_entries + s.padding_elements)};
+          bytes * tensors + profile::kElementBytes * (s.map_elements + s.bias_entries + s.c_entries + s.padding_elements)};
 }
 
-profile::Cost urpe_attention_backward_cost(const AttentionCostSizes& s, bool grad_bias, bool grad_c) {
+profile::Cost urpe_attention_backward_cost(const AttentionCostSizes& s, bool grad_bias, bool grad_c, double bytes) {
   const double tables = s.c_entries + (grad_bias ? s.bias_entries : 0.0) + (grad_c ? s.c_entries : 0.0);
   return {attention_core_backward_flops(s, grad_bias, grad_c),
-          profile::kElementBytes * (3.0 * s.elements() + s.map_elements + tables + s.padding_elements)};
+          bytes * 3.0 * s.elements() + profile::kElementBytes * (s.map_elements + tables + s.padding_elements)};
 }
 
 // ---- the normalisation ----

@@ -52,6 +52,9 @@ struct UrpeAttentionParams {
 };
 
 // scores: (Bsz, H, Nq, Nk) → A: (Bsz, H, Nq, Nk). Gradients flow to scores, bias_table, c_table.
+// scores f32 or bf16 (precision=bf16): A, the saved P and ∂S have the scores' dtype; a bf16 core
+// computes in FP32 (the softmax sum in double, as for f32) and rounds P, A, ∂S once on store;
+// the tables, their gradients (double sums) and the maps are unchanged.
 Tensor urpe_attention(const Tensor& scores, const UrpeAttentionParams& params);
 
 // The "unique" relative-position map of the synthetic tasks: map[i, j] = (j − i) + (nq − 1),
@@ -95,8 +98,11 @@ double attention_core_forward_flops(const AttentionCostSizes& s);
 double attention_core_backward_flops(const AttentionCostSizes& s, bool grad_bias, bool grad_c);
 // Forward reads S and writes A, and P when it saves it (a backward can run): 12·E bytes then.
 // Backward reads G and P, writes ∂S (12·E); it reads the C table (dP = G·C; B is not needed once P
-// is saved) and writes ∂B and ∂C.
-profile::Cost urpe_attention_forward_cost(const AttentionCostSizes& s, bool saves_probs);
-profile::Cost urpe_attention_backward_cost(const AttentionCostSizes& s, bool grad_bias, bool grad_c);
+// is saved) and writes ∂B and ∂C. `bytes`: the size of an S, P, A, G, ∂S element (2 for bf16:
+// 6·E each way); maps, tables and padding stay 4.
+profile::Cost urpe_attention_forward_cost(const AttentionCostSizes& s, bool saves_probs,
+                                          double bytes = profile::kElementBytes);
+profile::Cost urpe_attention_backward_cost(const AttentionCostSizes& s, bool grad_bias, bool grad_c,
+                                           double bytes = profile::kElementBytes);
 
 }  // namespace urpe

@@ -17,10 +17,15 @@
 // give bit-identical gradients.
 // Memory traffic: forward reads S and writes P and A (12 bytes per element, plus the maps and
 // key padding); backward reads G and P and writes ∂S (12 bytes per element, plus the maps).
+// bf16 S, P, A, G, ∂S (precision=bf16): each row (forward) or slice (backward) is widened into
+// float scratch, the same row code runs in FP32, and P, A, ∂S are rounded once as they are
+// stored (6 bytes per element each way); backward reads the rounded P, as the GPU does. The table
+// gradients stay double sums rounded to f32.
 #include <algorithm>
 #include <limits>
 #include <vector>
 
+#include "ops/bf16_values.h"
 #include "ops/fast_math_cpu.h"
 #include "ops/urpe_attention.h"
 #include "ops/urpe_attention_rows_cpu.h"
@@ -245,10 +250,43 @@ using attention_rows::RowScratch;
 
 // ---- forward ----
 
+namespace {
+
+void widen(const bf16* src, int64_t n, float* dst) {
+  for (int64_t k = 0; k < n; ++k) dst[k] = to_float(src[k]);
+}
+void round_into(const float* src, int64_t n, bf16* dst) {
+  for (int64_t k = 0; k < n; ++k) dst[k] = to_bf16(src[k]);
+}
+
+// bf16 S → P, A: each row widened, the f32 row code, P and A rounded.
+void urpe_attention_forward_bf16_cpu(const RowContext& ctx, const Tensor& scores, Tensor& probs, Tensor& out) {
+  const bf16* s = scores.data<bf16>();                                     // (Bsz, H, Nq, Nk)
+  bf16* p_all = probs.defined() ? probs.data<bf16>() : nullptr;            // (Bsz, H, Nq, Nk)
+  bf16* a_all = out.data<bf16>();                                          // (Bsz, H, Nq, Nk)
+  const int64_t rows = ctx.bsz * ctx.heads * ctx.nq, nk = ctx.nk;
+#pragma omp parallel
+  {
+    RowScratch scratch(nk);
+    std::vector<float> s_row(static_cast<size_t>(nk)), p_row(static_cast<size_t>(nk)), a_row(static_cast<size_t>(nk));
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < rows; ++row) {
+      const int64_t i = row % ctx.nq, h = (row / ctx.nq) % ctx.heads, b = row / (ctx.nq * ctx.heads);
+      widen(s + row * nk, nk, s_row.data());
+      attention_rows::forward_row(ctx, b, h, i, s_row.data(), p_all ? p_row.data() : nullptr, a_row.data(), scratch);
+      round_into(a_row.data(), nk, a_all + row * nk);
+      if (p_all) round_into(p_row.data(), nk, p_all + row * nk);
+    }
+  }
+}
+
+}  // namespace
+
 void urpe_attention_forward_cpu(const Tensor& scores, const UrpeAttentionParams& params,
                                 Tensor& probs, Tensor& out) {
   const RowContext ctx =
       attention_rows::make_context(scores.size(0), scores.size(1), scores.size(2), scores.size(3), params);
+  if (scores.dtype() == DType::bf16) return urpe_attention_forward_bf16_cpu(ctx, scores, probs, out);
   const float* s = scores.f32();  // (Bsz, H, Nq, Nk)
   float* p_all = probs.defined() ? probs.f32() : nullptr;  // (Bsz, H, Nq, Nk); none when not saved
   float* a_all = out.f32();       // (Bsz, H, Nq, Nk)
@@ -273,9 +311,10 @@ void urpe_attention_backward_cpu(const Tensor& grad_out, const Tensor& probs,
                                  Tensor* grad_bias_table, Tensor* grad_c_table) {
   const RowContext ctx =
       attention_rows::make_context(probs.size(0), probs.size(1), probs.size(2), probs.size(3), params);
-  const float* g_all = grad_out.f32();  // (Bsz, H, Nq, Nk)
-  const float* p_all = probs.f32();     // (Bsz, H, Nq, Nk)
-  float* ds_all = grad_scores.f32();    // (Bsz, H, Nq, Nk)
+  const bool bf = probs.dtype() == DType::bf16;  // then G, P, ∂S are all bf16
+  const float* g_all = bf ? nullptr : grad_out.f32();  // (Bsz, H, Nq, Nk)
+  const float* p_all = bf ? nullptr : probs.f32();     // (Bsz, H, Nq, Nk)
+  float* ds_all = bf ? nullptr : grad_scores.f32();    // (Bsz, H, Nq, Nk)
   const int64_t nq = ctx.nq, nk = ctx.nk, slices = ctx.bsz * ctx.heads;
   const bool want_bias = grad_bias_table != nullptr && ctx.bias_table != nullptr;
   const bool want_c = grad_c_table != nullptr && ctx.c_table != nullptr;
@@ -288,12 +327,20 @@ void urpe_attention_backward_cpu(const Tensor& grad_out, const Tensor& probs,
 #pragma omp parallel
   {
     RowScratch scratch(nk);
+    // bf16: the slice's G and P widened, its ∂S in FP32 before rounding (nq × nk each).
+    std::vector<float> g_f(bf ? static_cast<size_t>(nq * nk) : 0), p_f(g_f.size()), ds_f(g_f.size());
 #pragma omp for schedule(static)
     for (int64_t slice = 0; slice < slices; ++slice) {
       const int64_t b = slice / ctx.heads, h = slice % ctx.heads, offset = slice * nq * nk;
-      attention_rows::backward_slice(ctx, b, h, g_all + offset, p_all + offset, ds_all + offset,
+      if (bf) {
+        widen(grad_out.data<bf16>() + offset, nq * nk, g_f.data());
+        widen(probs.data<bf16>() + offset, nq * nk, p_f.data());
+      }
+      attention_rows::backward_slice(ctx, b, h, bf ? g_f.data() : g_all + offset, bf ? p_f.data() : p_all + offset,
+                                     bf ? ds_f.data() : ds_all + offset,
                                      want_bias ? bias_partial.data() + slice * kb : nullptr,
                                      want_c ? c_partial.data() + slice * kc : nullptr, scratch);
+      if (bf) round_into(ds_f.data(), nq * nk, grad_scores.data<bf16>() + offset);
     }
   }
 

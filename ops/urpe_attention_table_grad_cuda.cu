@@ -29,6 +29,8 @@
 //   (a diagonal) that is one 32-byte sector per 4-byte element: on an H100 (2026-11-25, B = 32,
 //   H = 4, N = 1024) the two kernels took 3.6 + 2.6 ms beside 1.6 ms for the whole rows kernel,
 //   which is why the diagonal path exists.
+// bf16 G and P (precision=bf16; T = __nv_bfloat16): read widened, the same double sums.
+#include "ops/bf16_values.cuh"
 #include "ops/bucket_index_cuda.cuh"
 #include "ops/urpe_attention_checks.h"
 #include "ops/urpe_attention_geometry.cuh"
@@ -41,10 +43,10 @@ namespace {
 
 // grad_table[h, k] = Σ over the cells of bucket k (× the batch when the map is shared) of G·P
 // (kForC) or P·(G·C − t) (the bias table).
-template <bool kForC>
+template <bool kForC, typename T>
 __device__ __forceinline__ void table_grad_blocks(const AttentionGeometry& geo,
-                                                  const float* __restrict__ grad_out,
-                                                  const float* __restrict__ probs,
+                                                  const T* __restrict__ grad_out,
+                                                  const T* __restrict__ probs,
                                                   const double* __restrict__ row_dot,
                                                   const int32_t* __restrict__ positions,
                                                   const int32_t* __restrict__ offsets,
@@ -63,7 +65,7 @@ __device__ __forceinline__ void table_grad_blocks(const AttentionGeometry& geo,
       if (geo.masked(b, i, j)) continue;
       const int64_t row = (b * geo.heads + h) * geo.nq + i;
       const int64_t e = row * geo.nk + j;
-      const float g = grad_out[e], p = probs[e];
+      const float g = load(grad_out, e), p = load(probs, e);
       if (kForC) {
         total += static_cast<double>(g) * p;
       } else {
@@ -77,27 +79,29 @@ __device__ __forceinline__ void table_grad_blocks(const AttentionGeometry& geo,
 }
 
 // ∂B_h[k] and ∂C_h[k]: two kernels (two names in Nsight) over the same loop.
+template <typename T>
 __global__ void urpe_attention_bias_grad_kernel(AttentionGeometry geo,
-                                                const float* __restrict__ grad_out,
-                                                const float* __restrict__ probs,
+                                                const T* __restrict__ grad_out,
+                                                const T* __restrict__ probs,
                                                 const double* __restrict__ row_dot,
                                                 const int32_t* __restrict__ positions,
                                                 const int32_t* __restrict__ offsets,
                                                 int64_t buckets, bool shared_map,
                                                 float* __restrict__ grad_table) {
-  table_grad_blocks<false>(geo, grad_out, probs, row_dot, positions, offsets, buckets, shared_map,
+  table_grad_blocks<false, T>(geo, grad_out, probs, row_dot, positions, offsets, buckets, shared_map,
                            grad_table);
 }
 
+template <typename T>
 __global__ void urpe_attention_c_grad_kernel(AttentionGeometry geo,
-                                             const float* __restrict__ grad_out,
-                                             const float* __restrict__ probs,
+                                             const T* __restrict__ grad_out,
+                                             const T* __restrict__ probs,
                                              const double* __restrict__ row_dot,
                                              const int32_t* __restrict__ positions,
                                              const int32_t* __restrict__ offsets,
                                              int64_t buckets, bool shared_map,
                                              float* __restrict__ grad_table) {
-  table_grad_blocks<true>(geo, grad_out, probs, row_dot, positions, offsets, buckets, shared_map,
+  table_grad_blocks<true, T>(geo, grad_out, probs, row_dot, positions, offsets, buckets, shared_map,
                           grad_table);
 }
 
@@ -109,11 +113,14 @@ void general_table_gradient(cuda::Context& ctx, const AttentionGeometry& geo, co
   if (geo.heads * buckets == 0) return;
   const BucketIndex index(ctx, map.i32(), map.numel(), buckets, "urpe_attention backward");
   const int threads = 256;
-  auto kernel = kForC ? urpe_attention_c_grad_kernel : urpe_attention_bias_grad_kernel;
-  kernel<<<grid_for(ctx, geo.heads * buckets * threads, threads), threads, 0, ctx.stream()>>>(
-      geo, grad_out.f32(), probs.f32(), row_dot, index.positions(), index.offsets(), buckets,
-      map.dim() == 2, grad_table.f32());
-  CUDA_CHECK_LAUNCH(kForC ? "urpe_attention_c_grad_kernel" : "urpe_attention_bias_grad_kernel");
+  with_device_value_type(probs.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    auto kernel = kForC ? urpe_attention_c_grad_kernel<T> : urpe_attention_bias_grad_kernel<T>;
+    kernel<<<grid_for(ctx, geo.heads * buckets * threads, threads), threads, 0, ctx.stream()>>>(
+        geo, values<T>(grad_out), values<T>(probs), row_dot, index.positions(), index.offsets(), buckets,
+        map.dim() == 2, grad_table.f32());
+    CUDA_CHECK_LAUNCH(kForC ? "urpe_attention_c_grad_kernel" : "urpe_attention_bias_grad_kernel");
+  });
 }
 
 // ---- diagonal path: sums per diagonal, then per bucket ----
@@ -143,9 +150,10 @@ DiagonalTiling diagonal_tiling(const cuda::Context& ctx, const AttentionGeometry
 }
 
 // partial_b / partial_c: (H, tiles · chunks, D) in double, or null for a table not wanted here.
+template <typename T>
 __global__ void urpe_attention_diagonal_partials_kernel(AttentionGeometry geo, DiagonalTiling t,
-                                                        const float* __restrict__ grad_out,
-                                                        const float* __restrict__ probs,
+                                                        const T* __restrict__ grad_out,
+                                                        const T* __restrict__ probs,
                                                         const double* __restrict__ row_dot,
                                                         double* __restrict__ partial_b,
                                                         double* __restrict__ partial_c) {
@@ -165,7 +173,7 @@ __global__ void urpe_attention_diagonal_partials_kernel(AttentionGeometry geo, D
           if (geo.masked(b, i, j)) continue;
           const int64_t row = (b * geo.heads + h) * geo.nq + i;
           const int64_t e = row * geo.nk + j;
-          const float g = grad_out[e], p = probs[e];
+          const float g = load(grad_out, e), p = load(probs, e);
           if (partial_c) sum_c += static_cast<double>(g) * p;
           if (partial_b) {
             const float dp = g * geo.c_value(b, h, i * geo.nk + j);
@@ -246,11 +254,14 @@ void diagonal_table_gradients(cuda::Context& ctx, const AttentionGeometry& geo,
   cuda::DeviceBuffer partial_b(ctx, grad_bias ? sizeof(double) * per_table : 0);
   cuda::DeviceBuffer partial_c(ctx, grad_c ? sizeof(double) * per_table : 0);
   const int threads = 256;
-  urpe_attention_diagonal_partials_kernel<<<static_cast<unsigned>(geo.heads * t.parts()), threads, 0,
-                                            ctx.stream()>>>(
-      geo, t, grad_out.f32(), probs.f32(), row_dot, grad_bias ? partial_b.as<double>() : nullptr,
-      grad_c ? partial_c.as<double>() : nullptr);
-  CUDA_CHECK_LAUNCH("urpe_attention_diagonal_partials_kernel");
+  with_device_value_type(probs.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    urpe_attention_diagonal_partials_kernel<T><<<static_cast<unsigned>(geo.heads * t.parts()), threads, 0,
+                                                 ctx.stream()>>>(
+        geo, t, values<T>(grad_out), values<T>(probs), row_dot, grad_bias ? partial_b.as<double>() : nullptr,
+        grad_c ? partial_c.as<double>() : nullptr);
+    CUDA_CHECK_LAUNCH("urpe_attention_diagonal_partials_kernel");
+  });
   if (grad_bias) diagonal_totals_to_table(ctx, t, geo.heads, params.bias_map, partial_b.as<double>(), *grad_bias);
   if (grad_c) diagonal_totals_to_table(ctx, t, geo.heads, params.c_map, partial_c.as<double>(), *grad_c);
 }

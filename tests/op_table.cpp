@@ -189,12 +189,19 @@ OpCosts linear_costs(const Tensor& x, const Tensor& w) {
 
 // linear(x, W, b, bf16) from f32 x and W: both rounded, the bf16 GEMMs (β = 1 onto the bias, or
 // β = 0 without one); backward rounds g, then the two GEMMs, whose f32 outputs are the gradients.
-OpCosts linear_bf16_costs(const Tensor& x, const Tensor& w, bool with_bias) {
+// A bf16 output (out_bf16): y rounded once after the bias (one cast pass), and its gradient
+// arrives in bf16, so backward rounds nothing; a bias sum widens it first (one cast pass). A bf16
+// x (the FFN's second layer) is not rounded again; its ∂x is the GEMM's sum rounded (one pass).
+OpCosts linear_bf16_costs(const Tensor& x, const Tensor& w, bool with_bias, bool out_bf16 = false) {
   const int64_t rows = rows_of(x), in = w.size(1), out = w.size(0);
   const Operand x_rows{rows, in, 0}, wo{out, in, 0}, g_rows{rows, out, 0};
-  OpCosts c{cast_cost(x.numel()) + cast_cost(w.numel()) + gemm(x_rows, false, wo, true, 1, with_bias, true),
-            cast_cost(rows * out) + gemm(g_rows, false, wo, false, 1, false, true) +
-                gemm(g_rows, true, x_rows, false, 1, false, true)};
+  const bool x_bf16 = x.dtype() == DType::bf16;
+  OpCosts c{cast_cost(w.numel()) + gemm(x_rows, false, wo, true, 1, with_bias, true),
+            gemm(g_rows, false, wo, false, 1, false, true) + gemm(g_rows, true, x_rows, false, 1, false, true)};
+  if (!x_bf16) c.forward += cast_cost(x.numel());
+  if (x_bf16) c.backward += cast_cost(x.numel());
+  if (out_bf16) c.forward += cast_cost(rows * out);
+  if (!out_bf16 || with_bias) c.backward += cast_cost(rows * out);
   if (with_bias) {
     c.forward += broadcast_axis_cost(1, rows, out, 1.0f);
     c.backward += sum_axis_cost(1, rows, out);
@@ -296,6 +303,15 @@ UrpeAttentionParams attention_params(const AttentionSpec& s, const In& v, size_t
   return p;
 }
 
+// The core's bf16 column (bf16 scores; P, A, ∂S bf16; the tables f32). Forward: P and A are FP32
+// values (the CPU's exp_fast against CUDA's expf, 1e-7 apart) rounded once, so one bf16 step
+// (2⁻⁷ relative) where they straddle a rounding boundary. Backward: each device reads its own
+// rounded P, and a P one step apart moves the row's r = Σ P·dP by up to 2⁻⁸·P·|dP| (|dP| ≤ 1.8
+// here), which dZ = P·(dP − r) carries in absolute terms and the table gradients sum over their
+// cells: 10⁻³ absolute (against values of order 1) plus two bf16 steps (2⁻⁶: ∂S is rounded after
+// an FP32 value that already differs by one step of P).
+DTypeColumn attention_bf16_column() { return bf16_column({1e-6, 0x1p-7}, {1e-3, 0x1p-6}, {0}); }
+
 OpRow attention_row(const std::string& what, const AttentionSpec& s, Tolerance fwd, Tolerance bwd,
                     autograd::GradcheckOptions g = {}) {
   std::vector<OpInput> in{uniform("scores", {s.batch, s.heads, s.nq, s.nk}, -3.0f, 3.0f)};
@@ -306,7 +322,8 @@ OpRow attention_row(const std::string& what, const AttentionSpec& s, Tolerance f
                const UrpeAttentionParams p = attention_params(s, v, 1);
                const AttentionCostSizes z = attention_cost_sizes(s.batch, s.heads, s.nq, s.nk, p);
                return OpCosts{urpe_attention_forward_cost(z, true), urpe_attention_backward_cost(z, s.bias, s.c)};
-             });
+             })
+      .with(attention_bf16_column());
 }
 
 OpRow flash_row(const std::string& what, const AttentionSpec& s, int64_t dh, int64_t dv, float dropout,
@@ -425,6 +442,23 @@ std::vector<OpRow> build_table() {
                     })
                     .without(kGradcheck));
   }
+  // bf16 operands (ops/elementwise.h): both bf16 (a bf16 result, FP32 arithmetic rounded once:
+  // one bf16 step where the devices' FP32 values could straddle a boundary, though both compute
+  // the same IEEE operation), or one bf16 and one f32 (promoted to f32: exact). The gradients sum
+  // a broadcast operand's repeats in the same order in double on both devices.
+  for (const auto& b : binaries) {
+    auto fn = b.fn;
+    const BinaryOp op = b.op;
+    for (const Shape& partner : {Shape{3, 37, 67}, Shape{67}}) {
+      const OpInput big = signed_uniform("a", {3, 37, 67}, 0.5f, 1.5f), small = signed_uniform("b", partner, 0.5f, 1.5f);
+      t.push_back(row(std::string(b.name) + " (3, 37, 67) with " + shape_str(partner) + ", bf16 operands", b.name,
+                      {big, small}, [fn](const In& v, const Device&) { return fn(v[0], v[1]); },
+                      f32({1e-6, 1e-6}, {1e-5, 1e-5}), [op](const In& v) { return binary_costs(op, v[0], v[1]); })
+                      .without(kGradcheck)
+                      .with(bf16_column({1e-6, 0x1p-7}, {1e-5, 0x1p-7}, {0, 1}))    // bf16 ∘ bf16 → bf16
+                      .with(bf16_column({1e-6, 1e-6}, {1e-5, 0x1p-7}, {1})));      // f32 ∘ bf16 → f32
+    }
+  }
   // add over more elements than one simulated grid (43 × 1031 = 44,333), broadcast rows.
   t.push_back(row("add (43, 1031) with (1031,)", "add", {uniform("a", {43, 1031}), uniform("b", {1031})},
                   [](const In& v, const Device&) { return add(v[0], v[1]); }, f32({1e-6, 1e-5}, {1e-4, 1e-4}),
@@ -434,7 +468,8 @@ std::vector<OpRow> build_table() {
   t.push_back(row("affine (2, 3, 5)", "affine", {uniform("x", {2, 3, 5})},
                   [](const In& v, const Device&) { return affine(v[0], -1.5f, 0.25f); },
                   f32({1e-6, 1e-6}, {1e-5, 1e-5}),
-                  [](const In& v) { return OpCosts{affine_cost(v[0].numel(), false), affine_cost(v[0].numel(), true)}; }));
+                  [](const In& v) { return OpCosts{affine_cost(v[0].numel(), false), affine_cost(v[0].numel(), true)}; })
+                  .with(bf16_column({1e-6, 0x1p-7}, {1e-6, 0x1p-7}, {0})));
   // affine over a million elements (many grid-stride turns), forward only: its backward is the
   // same kernel, which the row above checks.
   t.push_back(row("affine (1000003,)", "affine", {constant(uniform("x", {1000003}))},
@@ -505,6 +540,32 @@ std::vector<OpRow> build_table() {
                       },
                       f32({1e-4, 1e-4}, {1e-4, 1e-4}),
                       [with_bias](const In& v) { return linear_bf16_costs(v[0], v[1], with_bias != 0); })
+                      .without(kGradcheck));
+    }
+
+  // linear with a bf16 output (precision=bf16's FFN: fc1 returns bf16 for gelu, fc2 reads it):
+  // y is the FP32 sum rounded once, so the two devices may differ by one bf16 step where their
+  // FP32 sums (other orders) straddle a rounding boundary (2⁻⁷ relative, plus an atol for sums
+  // that cancel to near zero); the gradients are FP32 sums of the same rounded operands (10⁻⁴),
+  // ∂x of a bf16 x rounded once more (2⁻⁷). The row casts x itself (a cast op of its own).
+  for (int x_bf16 = 0; x_bf16 < 2; ++x_bf16)
+    for (int with_bias = 0; with_bias < 2; ++with_bias) {
+      const bool big = x_bf16 == with_bias;
+      const int64_t R = big ? 37 : 3, I = big ? 45 : 5, O = big ? 67 : 4;
+      std::vector<OpInput> in = {uniform("x", {big ? 3 : 2, R, I}), uniform("weight", {O, I})};
+      if (with_bias) in.push_back(uniform("bias", {O}));
+      const std::string name = std::string("linear multiplied in bf16, bf16 out, ") + (x_bf16 ? "bf16 " : "f32 ") +
+                               (big ? "(3, 37, 45)·(67, 45)ᵀ" : "(2, 3, 5)·(4, 5)ᵀ") + (with_bias ? " + bias" : ", no bias");
+      t.push_back(row(name, "linear", in,
+                      [with_bias, x_bf16](const In& v, const Device&) {
+                        const Tensor x = x_bf16 ? cast(v[0], DType::bf16) : v[0];
+                        return linear(x, v[1], with_bias ? v[2] : Tensor(), DType::bf16, DType::bf16);
+                      },
+                      f32({1e-5, 0x1p-7}, {1e-4, x_bf16 ? 0x1p-7 : 1e-4}),
+                      [with_bias, x_bf16](const In& v) {
+                        const Tensor x = x_bf16 ? Tensor::empty(v[0].shape(), DType::bf16) : v[0];
+                        return linear_bf16_costs(x, v[1], with_bias != 0, true);
+                      })
                       .without(kGradcheck));
     }
 
@@ -589,10 +650,12 @@ std::vector<OpRow> build_table() {
                        [](const In&) { return OpCosts{}; }));  // a view: no kernel
     rows.push_back(row("permute (2, 0, 1)" + size, "permute", {uniform("x", x)},
                        [](const In& v, const Device&) { return permute(v[0], {2, 0, 1}); }, f32(exact, exact),
-                       [](const In& v) { return same_both_ways(permute_cost(v[0].numel())); }));
+                       [](const In& v) { return same_both_ways(permute_cost(v[0].numel())); })
+                       .with(bf16_column(exact, exact, {0})));  // bf16: a copy of 2-byte words
     rows.push_back(row("transpose (0, 2)" + size, "permute", {uniform("x", x)},
                        [](const In& v, const Device&) { return transpose(v[0], 0, 2); }, f32(exact, exact),
-                       [](const In& v) { return same_both_ways(permute_cost(v[0].numel())); }));
+                       [](const In& v) { return same_both_ways(permute_cost(v[0].numel())); })
+                       .with(bf16_column(exact, exact, {0})));
     rows.push_back(row("concat, axis 1" + size + " and " + shape_str(y), "concat", {uniform("x", x), uniform("y", y)},
                        [](const In& v, const Device&) { return concat({v[0], v[1]}, 1); }, f32(exact, exact),
                        [](const In& v) {
@@ -613,7 +676,8 @@ std::vector<OpRow> build_table() {
   t.push_back(row("permute (0, 2, 1, 3) (3, 5, 7, 11)", "permute", {uniform("x", {3, 5, 7, 11})},
                   [](const In& v, const Device&) { return permute(v[0], {0, 2, 1, 3}); }, f32(exact, exact),
                   [](const In& v) { return same_both_ways(permute_cost(v[0].numel())); })
-                  .without(kGradcheck));
+                  .without(kGradcheck)
+                  .with(bf16_column(exact, exact, {0})));
 
   // ---- embedding lookups (ops/embedding.h) ----
   const auto embedding_cost = [](const In& v) {
@@ -754,46 +818,59 @@ std::vector<OpRow> build_table() {
                   [](const In& v, const Device&) { return relu(v[0]); }, f32(exact, exact), [](const In& v) {
                     return OpCosts{activation_forward_cost(Activation::relu, v[0].numel()),
                                    activation_backward_cost(Activation::relu, v[0].numel())};
-                  }));
+                  })
+                  .with(bf16_column(exact, exact, {0})));  // bf16 x: a select, exact on both devices
   t.push_back(row("relu (3, 37, 67)", "relu", {uniform("x", {3, 37, 67}, -4.0f, 4.0f)},
                   [](const In& v, const Device&) { return relu(v[0]); }, f32(exact, exact), [](const In& v) {
                     return OpCosts{activation_forward_cost(Activation::relu, v[0].numel()),
                                    activation_backward_cost(Activation::relu, v[0].numel())};
                   })
-                  .without(kGradcheck));
-  // gelu (exact erf) is smooth: any inputs.
+                  .without(kGradcheck)
+                  .with(bf16_column(exact, exact, {0})));
+  // gelu (exact erf) is smooth: any inputs. bf16 column: the same rounded x on both devices, Φ in
+  // FP32 by two formulas (1e-5 apart), each result rounded once to bf16, so one bf16 step (2⁻⁷
+  // relative) where the two FP32 values straddle a rounding boundary; atol for gelu's zero at 0.
+  const DTypeColumn gelu_bf16 = bf16_column({1e-6, 0x1p-7}, {1e-6, 0x1p-7}, {0});
   const auto gelu_cost = [](const In& v) {
     return OpCosts{activation_forward_cost(Activation::gelu, v[0].numel()),
                    activation_backward_cost(Activation::gelu, v[0].numel())};
   };
   t.push_back(row("gelu (5, 3)", "gelu", {uniform("x", {5, 3}, -3.0f, 3.0f)},
-                  [](const In& v, const Device&) { return gelu(v[0]); }, f32({1e-6, 1e-5}, {1e-6, 1e-5}), gelu_cost));
+                  [](const In& v, const Device&) { return gelu(v[0]); }, f32({1e-6, 1e-5}, {1e-6, 1e-5}), gelu_cost)
+                  .with(gelu_bf16));
   t.push_back(row("gelu (3, 37, 67)", "gelu", {uniform("x", {3, 37, 67}, -4.0f, 4.0f)},
                   [](const In& v, const Device&) { return gelu(v[0]); }, f32({1e-6, 1e-5}, {1e-6, 1e-5}), gelu_cost)
-                  .without(kGradcheck));
+                  .without(kGradcheck)
+                  .with(gelu_bf16));
   t.push_back(row("gelu (43, 1031)", "gelu", {uniform("x", {43, 1031})},
                   [](const In& v, const Device&) { return gelu(v[0]); }, f32({1e-6, 1e-5}, {1e-6, 1e-5}), gelu_cost)
-                  .without(kGradcheck));
+                  .without(kGradcheck)
+                  .with(gelu_bf16));
 
   // ---- dropout (ops/dropout.h): the mask is Philox(seed, k) ≥ p on every device, so CUDA's zeros
   // must be exactly the CPU's; inputs never zero, so a 0 in the output means dropped ----
   const auto dropout_costs = [](const In& v) { return same_both_ways(dropout_cost(v[0].numel())); };
+  // bf16 x: the same FP32 product x·scale on both devices, rounded once: exact.
+  const DTypeColumn dropout_bf16 = bf16_column(exact, exact, {0});
   t.push_back(row("dropout p = 0.4 (3, 5, 7)", "dropout", {signed_uniform("x", {3, 5, 7}, 0.5f, 1.5f)},
                   [](const In& v, const Device&) { return dropout(v[0], 0.4f, 99, true); },
                   f32({1e-6, 1e-6}, {1e-6, 1e-6}), dropout_costs)
-                  .exact_zeros());
+                  .exact_zeros()
+                  .with(dropout_bf16));
   for (const float p : {0.1f, 0.3f, 0.5f, 0.9f})
     t.push_back(row("dropout p = " + std::to_string(p).substr(0, 3) + " (3, 37, 67)", "dropout",
                     {signed_uniform("x", {3, 37, 67}, 0.5f, 1.5f)},
                     [p](const In& v, const Device&) { return dropout(v[0], p, 0x5eed1234abcdull, true); },
                     f32({1e-6, 1e-6}, {1e-6, 1e-6}), dropout_costs)
                     .without(kGradcheck)
-                    .exact_zeros());
+                    .exact_zeros()
+                    .with(dropout_bf16));
   t.push_back(row("dropout p = 0.3 (43, 1031)", "dropout", {signed_uniform("x", {43, 1031}, 0.5f, 1.5f)},
                   [](const In& v, const Device&) { return dropout(v[0], 0.3f, 77, true); },
                   f32({1e-6, 1e-5}, {1e-6, 1e-5}), dropout_costs)
                   .without(kGradcheck)
-                  .exact_zeros());
+                  .exact_zeros()
+                  .with(dropout_bf16));
 
   // ---- layer norm (ops/layer_norm.h) ----
   const auto ln_call = [](const In& v, const Device&) { return layer_norm(v[0], v[1], v[2]); };
@@ -801,25 +878,33 @@ std::vector<OpRow> build_table() {
     return OpCosts{layer_norm_forward_cost(rows_of(v[0]), v[0].size(-1)),
                    layer_norm_backward_cost(rows_of(v[0]), v[0].size(-1))};
   };
+  // bf16 x (γ, β f32): the same rounded x on both devices, statistics in double (CPU) and FP32
+  // (CUDA), y and ∂x rounded once to bf16: one bf16 step (2⁻⁷ relative) where the two FP32 values
+  // straddle a rounding boundary, plus the f32 column's atol; ∂γ, ∂β are FP32 sums (f32 bounds).
+  const DTypeColumn ln_bf16 = bf16_column({1e-4, 0x1p-7}, {1e-3, 0x1p-7}, {0});
   // Small, and with more rows than the ∂γ/∂β row block (64).
   t.push_back(row("layer_norm (2, 3, 7)", "layer_norm",
                   {uniform("x", {2, 3, 7}, -2.0f, 2.0f), uniform("gamma", {7}, 0.5f, 1.5f), uniform("beta", {7})},
-                  ln_call, f32({1e-4, 1e-4}, {1e-4, 1e-3}), ln_cost));
+                  ln_call, f32({1e-4, 1e-4}, {1e-4, 1e-3}), ln_cost)
+                  .with(ln_bf16));
   t.push_back(row("layer_norm (3, 67, 5)", "layer_norm",
                   {uniform("x", {3, 67, 5}, -2.0f, 2.0f), uniform("gamma", {5}, 0.5f, 1.5f), uniform("beta", {5})},
-                  ln_call, f32({1e-4, 1e-4}, {1e-4, 1e-3}), ln_cost));
+                  ln_call, f32({1e-4, 1e-4}, {1e-4, 1e-3}), ln_cost)
+                  .with(ln_bf16));
   // At parity sizes: D odd, a multiple of 4 (the float4 path), 1, and 1,000; 600 short rows.
   for (const Shape& s : {Shape{111, 67}, Shape{111, 64}, Shape{111, 1}, Shape{111, 1000}, Shape{600, 37}})
     t.push_back(row("layer_norm " + shape_str(s), "layer_norm",
                     {uniform("x", s, -2.0f, 3.0f), uniform("gamma", {s[1]}, 0.5f, 1.5f), uniform("beta", {s[1]})},
                     ln_call, f32({1e-4, 1e-4}, {1e-4, 1e-3}), ln_cost)
                     .without(kGradcheck)
-                    .repeatable_on_device(s[1] == 67));
+                    .repeatable_on_device(s[1] == 67)
+                    .with(ln_bf16));
   // Above the CPU's OpenMP threshold (301 × 129).
   t.push_back(row("layer_norm (301, 129)", "layer_norm",
                   {uniform("x", {301, 129}), uniform("gamma", {129}), uniform("beta", {129})}, ln_call,
                   f32({1e-4, 1e-4}, {1e-4, 1e-3}), ln_cost)
-                  .without(kGradcheck));
+                  .without(kGradcheck)
+                  .with(ln_bf16));
 
   // ---- softmax and log_softmax over the last axis (ops/softmax.h) ----
   for (int take_log = 0; take_log < 2; ++take_log) {
@@ -830,19 +915,26 @@ std::vector<OpRow> build_table() {
       return OpCosts{softmax_forward_cost(rows_of(v[0]), v[0].size(-1)), softmax_backward_cost(rows_of(v[0]), v[0].size(-1))};
     };
     const DTypeColumn tol = f32({take_log ? 1e-5 : 1e-6, 1e-5}, {1e-5, 1e-4});
-    t.push_back(row(name + " (2, 3, 5)", name, {uniform("x", {2, 3, 5}, -4.0f, 4.0f)}, call, tol, cost));
-    t.push_back(row(name + " (7,)", name, {uniform("x", {7}, -2.0f, 2.0f)}, call, tol, cost));  // one row
+    // bf16 x: the same rounded x on both devices, FP32 maths (sums in double; CUDA's backward sum
+    // in FP32), y and ∂x rounded once: one bf16 step (2⁻⁷ relative) where the two FP32 values
+    // straddle a rounding boundary, plus the f32 column's atol (10⁻⁴ for ∂x's cancellation).
+    const DTypeColumn tol16 = bf16_column({take_log ? 1e-5 : 1e-6, 0x1p-7}, {1e-4, 0x1p-7}, {0});
+    t.push_back(row(name + " (2, 3, 5)", name, {uniform("x", {2, 3, 5}, -4.0f, 4.0f)}, call, tol, cost).with(tol16));
+    t.push_back(row(name + " (7,)", name, {uniform("x", {7}, -2.0f, 2.0f)}, call, tol, cost).with(tol16));  // one row
     t.push_back(row(name + " (3, 37, 67)", name, {uniform("x", {3, 37, 67}, -5.0f, 5.0f)}, call, tol, cost)
-                    .without(kGradcheck));
+                    .without(kGradcheck)
+                    .with(tol16));
     t.push_back(row(name + " (600, 37)", name, {uniform("x", {600, 37}, -3.0f, 3.0f)}, call, tol, cost)
-                    .without(kGradcheck));
+                    .without(kGradcheck)
+                    .with(tol16));
     // −∞ entries and a fully masked row (zeros, and a zero gradient), rows of 67, 1 and 1,000.
     // No gradient check: log_softmax is −∞ at a masked entry of a live row.
     for (const int64_t n : {67, 1, 1000})
         t.push_back(row(name + " (111, " + std::to_string(n) + "), masked", name,
                         {OpInput{"x, −∞ entries", [n](uint64_t seed) { return with_masked_entries({111, n}, seed); }, true}},
                         call, f32({1e-5, 1e-5}, {1e-5, 1e-4}), cost)
-                        .without(kGradcheck));
+                        .without(kGradcheck)
+                        .with(bf16_column({1e-5, 0x1p-7}, {1e-4, 0x1p-7}, {0})));  // −∞ stays −∞ in bf16
   }
 
   // ---- losses (ops/loss.h) ----

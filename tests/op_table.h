@@ -140,7 +140,7 @@ CheckResult cost_row(const OpRow& row);
 CheckResult parity_row(const OpRow& row, const Device& device);
 // Leaves NaN-filled blocks of these shapes on the device allocator's free lists, so that the next
 // tensors of those sizes allocated there start as NaN.
-void poison_free_blocks(const std::vector<Shape>& shapes, const Device& device);
+void poison_free_blocks(const std::vector<Shape>& shapes, const Device& device);  // f32 and bf16 blocks
 
 // ---- the recipe's example: a test-only op with its own row ----
 // toy_square(x) = x², ∂x = 2x·g, written as ops/NAME.cpp would be (checks, profiler range and

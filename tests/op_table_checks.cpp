@@ -174,9 +174,18 @@ std::string compare_cost(const CostRecorder& rec, const std::string& span, const
 }  // namespace
 
 void poison_free_blocks(const std::vector<Shape>& shapes, const Device& device) {
+  // A NaN whose two 16-bit halves are each a bf16 NaN (0x7FC0): a bf16 output that lands in an
+  // f32 block reads NaN in every element too (the canonical f32 NaN's low half is a bf16 zero).
+  uint32_t bits = 0x7FC07FC0u;
+  float nan_both;
+  std::memcpy(&nan_both, &bits, 4);
   std::vector<Tensor> blocks;
   for (const Shape& s : shapes)
-    for (int k = 0; k < 4; ++k) blocks.push_back(Tensor::full(s, NAN, device));
+    for (int k = 0; k < 4; ++k) {
+      blocks.push_back(Tensor::full(s, nan_both, device));
+      // The same shape in bf16 (half the bytes: a block of its own size) for bf16 outputs.
+      blocks.push_back(cast(blocks.back(), DType::bf16));
+    }
 }
 
 static CheckResult gradcheck_row_unguarded(const OpRow& row) {

@@ -376,6 +376,7 @@ TEST_CASE("urpe bench peaks, urpe profile and urpe train --trace on tiny configs
         std::string::npos);
   CHECK(md.find("| urpe_self_attention backward | backward | 2 |") != std::string::npos);  // 2 layers a step
   CHECK(md.find("steps recorded: 2, 3") != std::string::npos);
+  CHECK(md.find("- peak tensor memory: ") != std::string::npos);  // the allocator's high-water mark
   CHECK(md.find("at smoke sizes") != std::string::npos);  // the cache's entry is cited as it is
   CHECK(path_exists(join_path(out, "plots/roofline.png")));
   CHECK_FALSE(path_exists(join_path(out, "run/model.safetensors")));

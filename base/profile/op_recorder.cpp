@@ -7,6 +7,7 @@
 
 #include "tensor/cuda_backend.h"
 #include "tensor/error.h"
+#include "tensor/host_allocator.h"
 #include "base/profile/cuda_event_timer.h"
 
 namespace urpe::profile {
@@ -116,6 +117,7 @@ void OpRecorder::end_step() {
 Recording OpRecorder::take() {
   URPE_CHECK(!recording(), "profile: the recording is taken while step " << step_ << " is still recorded");
   Recording out = std::move(recording_);
+  out.peak_bytes = static_cast<double>(device_.is_cuda() ? cuda::peak_bytes(device_.context()) : host::peak_bytes());
   recording_ = Recording();
   recording_.cuda = out.cuda;
   recording_.device = out.device;

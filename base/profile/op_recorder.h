@@ -47,6 +47,9 @@ struct Recording {
   std::vector<std::string> names;
   std::vector<Span> spans;    // in the order they began
   std::vector<int32_t> steps;  // the step spans
+  // The run's device allocator's high-water mark (tensor storage, cached free blocks not counted)
+  // when the recording was taken: the most the run has held at once so far; −1 when unknown.
+  double peak_bytes = -1;
   const std::string& name_of(const Span& span) const { return names[static_cast<size_t>(span.name)]; }
 };
 

@@ -53,6 +53,13 @@ std::string profile_markdown(const ProfileSummary& s, const ReportHeader& h) {
   for (int64_t n : s.step_numbers) steps += (steps.empty() ? "" : ", ") + std::to_string(n);
   out += "- device: " + s.device + (h.machine.empty() ? "" : " (" + h.machine + ")") + "\n";
   out += "- steps recorded: " + steps + "; every time below is per step (the mean over them)\n";
+  if (h.peak_bytes >= 0) {
+    char mib[32];
+    std::snprintf(mib, sizeof mib, "%.1f", h.peak_bytes / (1024.0 * 1024.0));
+    out += std::string("- peak tensor memory: ") + mib +
+           " MiB (the device allocator's high-water mark over the run up to the last recorded step: "
+           "parameters, optimizer state, activations, gradients; cached free blocks not counted)\n";
+  }
   out += std::string("- op times: ") +
          (s.device_times ? "the CUDA stream's, from an event pair around each op (its kernels and any gap between "
                            "them); the step is the host's wall time, synchronised at its end"
@@ -100,7 +107,9 @@ ProfileSummary write_profile(const std::string& dir, const Recording& recording,
                              const std::optional<MachinePeaks>& peaks, const ReportHeader& header) {
   const ProfileSummary summary = summarize(recording, peaks);
   make_directories(dir);
-  write_text_atomic(join_path(dir, "profile.md"), profile_markdown(summary, header));
+  ReportHeader with_memory = header;
+  if (with_memory.peak_bytes < 0) with_memory.peak_bytes = recording.peak_bytes;
+  write_text_atomic(join_path(dir, "profile.md"), profile_markdown(summary, with_memory));
   write_chrome_trace(join_path(dir, "trace.json"), recording);
   if (peaks) {
     make_directories(join_path(dir, "plots"));

@@ -20,6 +20,7 @@ struct ReportHeader {
   std::string command;  // the command line that made it
   std::string machine;  // CPU model, threads, BLAS (and the GPU)
   std::string peaks_source;  // where the peaks came from (the cache file, or "measured now")
+  double peak_bytes = -1;    // the device's peak tensor memory (Recording::peak_bytes); −1: not shown
 };
 
 // The key-averages table alone (markdown), as profile.md holds it.
