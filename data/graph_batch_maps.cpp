@@ -8,6 +8,46 @@
 
 namespace urpe::data {
 
+namespace {
+
+// Word w of a row holds ids w·per … w·per + per − 1, id k in bits [bits·(k mod per), …); the
+// last word's missing ids are 0. Every id is known to fit (pack_ids checks, graph_batch_maps
+// measured the range). With `per` a constant the inner loop has no division and unrolls:
+// 7.7 ms → about 1 ms for a ZINC batch on the development machine.
+template <int32_t bits>
+void pack_rows(const int32_t* in, uint32_t* out, int64_t rows, int64_t L, int64_t W) {
+  constexpr int64_t per = 32 / bits;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int32_t* row = in + r * L;  // (L,)
+    uint32_t* words = out + r * W;    // (W,)
+    for (int64_t w = 0; w < W; ++w) {
+      uint32_t word = 0;
+      for (int64_t s = 0; s < per; ++s) {
+        const int64_t k = w * per + s;
+        if (k < L) word |= uint32_t(row[k]) << (bits * s);
+      }
+      words[w] = word;
+    }
+  }
+}
+
+// pack_ids without the range check: ids (..., L) → (..., ceil(L / per)).
+Tensor pack_checked_ids(const Tensor& ids, int32_t bits) {
+  const int64_t L = ids.size(-1), rows = L == 0 ? 0 : ids.numel() / L, per = 32 / bits;
+  const int64_t W = (L + per - 1) / per;
+  Shape shape = ids.shape();
+  shape.back() = W;
+  Tensor packed = Tensor::empty(shape, DType::i32);  // every word is written
+  uint32_t* out = reinterpret_cast<uint32_t*>(packed.i32());
+  if (bits == 8)
+    pack_rows<8>(ids.i32(), out, rows, L, W);
+  else
+    pack_rows<16>(ids.i32(), out, rows, L, W);
+  return packed;
+}
+
+}  // namespace
+
 GraphBatchMaps graph_batch_maps(const GraphBatch& batch, const GraphMapOptions& options) {
   const int64_t B = batch.x.size(0), n = batch.x.size(1), n1 = n + 1, M = B * n * n;
   const std::vector<int32_t> spatial = batch.spatial_pos.to_vector_i32();  // (B, n, n): SPD + 1, 0 = padding
@@ -67,41 +107,44 @@ GraphBatchMaps graph_batch_maps(const GraphBatch& batch, const GraphMapOptions& 
 
   // The multi-hop ids' bounds, and the ids packed into the narrowest fields that hold them.
   if (options.pack_edge_ids) {
-    const int32_t* edge = batch.edge_input.i32();
     const int64_t count = batch.edge_input.numel();
     maps.edge_ids_bounded = true;
     if (count > 0) {
-      const auto [lo, hi] = std::minmax_element(edge, edge + count);
-      maps.edge_id_low = *lo;
-      maps.edge_id_high = *hi;
+      const IdRange range = id_range(batch.edge_input.i32(), count);
+      maps.edge_id_low = range.low;
+      maps.edge_id_high = range.high;
     }
     if (count > 0 && maps.edge_id_low >= 0 && maps.edge_id_high < (1 << 16)) {
       maps.edge_id_bits = maps.edge_id_high < (1 << 8) ? 8 : 16;
-      maps.edge_ids_packed = pack_ids(batch.edge_input, maps.edge_id_bits);
+      maps.edge_ids_packed = pack_checked_ids(batch.edge_input, maps.edge_id_bits);
     }
   }
   return maps;
 }
 
+IdRange id_range(const int32_t* ids, int64_t count) {
+  int32_t low = ids[0], high = ids[0];
+  for (int64_t i = 1; i < count; ++i) {
+    low = std::min(low, ids[i]);
+    high = std::max(high, ids[i]);
+  }
+  return {low, high};
+}
+
 Tensor pack_ids(const Tensor& ids, int32_t bits) {
   URPE_CHECK(ids.dtype() == DType::i32 && ids.dim() >= 1, "pack_ids: expected i32 ids, got " << ids.describe());
   URPE_CHECK(bits == 8 || bits == 16, "pack_ids: bits must be 8 or 16, got " << bits);
-  const int64_t L = ids.size(-1), rows = L == 0 ? 0 : ids.numel() / L, per = 32 / bits;
-  const int64_t W = (L + per - 1) / per;
-  Shape shape = ids.shape();
-  shape.back() = W;
-  Tensor packed = Tensor::zeros(shape, DType::i32);
   const int32_t* in = ids.i32();
-  uint32_t* out = reinterpret_cast<uint32_t*>(packed.i32());
-  const uint32_t limit = uint32_t(1) << bits;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t k = 0; k < L; ++k) {
-      const int32_t id = in[r * L + k];
-      URPE_CHECK(id >= 0 && uint32_t(id) < limit,
-                 "pack_ids: id " << id << " at flat index " << r * L + k << " does not fit " << bits << " bits");
-      out[r * W + k / per] |= uint32_t(id) << (bits * (k % per));
+  const int64_t count = ids.numel();
+  const int64_t limit = int64_t(1) << bits;
+  if (count > 0) {
+    const IdRange range = id_range(in, count);
+    if (range.low < 0 || range.high >= limit) {  // name the first id that does not fit
+      const int32_t* bad = std::find_if(in, in + count, [limit](int32_t id) { return id < 0 || id >= limit; });
+      URPE_CHECK(false, "pack_ids: id " << *bad << " at flat index " << bad - in << " does not fit " << bits << " bits");
     }
-  return packed;
+  }
+  return pack_checked_ids(ids, bits);
 }
 
 }  // namespace urpe::data

@@ -58,4 +58,12 @@ GraphBatchMaps graph_batch_maps(const GraphBatch& batch, const GraphMapOptions& 
 // ids (..., L), every value in [0, 2^bits), bits 8 or 16 → (..., ceil(L·bits / 32)) packed as above.
 Tensor pack_ids(const Tensor& ids, int32_t bits);
 
+// The smallest and largest of `count` ids (count > 0). A plain loop the compiler vectorises:
+// std::minmax_element's branchy scan took 3.2 ms over a ZINC batch's 3.9M multi-hop ids on the
+// development machine, this about a tenth of it (bench/cuda_notes.md, "The Graphormer step").
+struct IdRange {
+  int32_t low, high;
+};
+IdRange id_range(const int32_t* ids, int64_t count);
+
 }  // namespace urpe::data

@@ -146,13 +146,12 @@ GraphBatch collate_graphs(const MoleculeDataset& dataset, const std::vector<int6
   }
   if (options.maps) batch.maps = graph_batch_maps(batch, *options.maps);
   if (options.maps && !batch.maps.edge_ids_bounded) {  // (packing measured them already)
-    const int32_t* ids = batch.edge_input.i32();
     const int64_t count = batch.edge_input.numel();
     batch.maps.edge_ids_bounded = true;
     if (count > 0) {
-      const auto [low, high] = std::minmax_element(ids, ids + count);
-      batch.maps.edge_id_low = *low;
-      batch.maps.edge_id_high = *high;
+      const IdRange range = id_range(batch.edge_input.i32(), count);
+      batch.maps.edge_id_low = range.low;
+      batch.maps.edge_id_high = range.high;
     }
   }
   return batch;

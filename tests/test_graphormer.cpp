@@ -330,6 +330,43 @@ TEST_CASE("graphormer: maps made by the collator are the model's own, and used o
                        doctest::Contains("outside the table of num_edges = 2 rows"), Error);
 }
 
+TEST_CASE("pack_ids and id_range: the fields and bounds of a plain reference loop, bit for bit") {
+  // The collator's thread packs a GPU batch's multi-hop ids and measures their range (the fast
+  // loops of data/graph_batch_maps.cpp); this reference is the definition: word k / per of a row,
+  // bits [bits·(k mod per), …), zero beyond the row's end. Random ids over each width's whole
+  // range, rows whose length is not a multiple of per (a partial last word), and a row of one id.
+  Rng rng(37);
+  for (int32_t bits : {8, 16}) {
+    for (int64_t L : {int64_t(1), int64_t(5), int64_t(20), int64_t(21), int64_t(23)}) {
+      CAPTURE(bits);
+      CAPTURE(L);
+      const int64_t rows = 13, per = 32 / bits, W = (L + per - 1) / per;
+      std::vector<int32_t> ids(rows * L);
+      for (int32_t& id : ids) id = static_cast<int32_t>(rng.below(int64_t(1) << bits));
+      ids[5 % ids.size()] = (1 << bits) - 1;  // the largest id that fits
+      std::vector<int32_t> expected(rows * W, 0);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t k = 0; k < L; ++k)
+          expected[r * W + k / per] = static_cast<int32_t>(static_cast<uint32_t>(expected[r * W + k / per]) |
+                                                           uint32_t(ids[r * L + k]) << (bits * (k % per)));
+      const Tensor packed = data::pack_ids(Tensor::from_vector(ids, {rows, L}), bits);
+      CHECK(packed.shape() == Shape{rows, W});
+      CHECK(packed.to_vector_i32() == expected);
+      const data::IdRange range = data::id_range(ids.data(), static_cast<int64_t>(ids.size()));
+      CHECK(range.low == *std::min_element(ids.begin(), ids.end()));
+      CHECK(range.high == *std::max_element(ids.begin(), ids.end()));
+    }
+  }
+  // A negative id, or one past the width, is named with its flat index (the first of several).
+  CHECK_THROWS_WITH(data::pack_ids(Tensor::from_vector(std::vector<int32_t>{3, 4, -1, 70000}, {2, 2}), 16),
+                    doctest::Contains("id -1 at flat index 2 does not fit 16 bits"));
+  CHECK_THROWS_WITH(data::pack_ids(Tensor::from_vector(std::vector<int32_t>{3, 4, 9, 70000}, {2, 2}), 16),
+                    doctest::Contains("id 70000 at flat index 3 does not fit 16 bits"));
+  const std::vector<int32_t> one{-7};
+  CHECK(data::id_range(one.data(), 1).low == -7);
+  CHECK(data::id_range(one.data(), 1).high == -7);
+}
+
 TEST_CASE("graphormer (GV1 quirk): a graph's prediction depends on the batch's hop count") {
   // Missing hops are edge id 0, and GV1 never zeroes the padding row of the edge table (it is
   // padding_idx, so untrained, but keeps its random init; docs/graphormer.md#initialisation), so

@@ -152,6 +152,53 @@ TEST_CASE("batch prefetch: the background batch only for the rows it was started
   check_same_batch(prefetch.take(first), data::collate_graphs(d, first, options));
 }
 
+TEST_CASE("batch prefetch: batches two steps ahead, kept while they match, taken in order, the same bits") {
+  data::MoleculeDataset d;
+  d.vocabulary = data::AtomVocabulary::zinc();
+  for (const char* smiles : {"CCO", "c1ccccc1CC", "CC(=O)N", "C1CC1.O", "CCCCCC", "C", "OCCN", "C#N"}) {
+    d.smiles.push_back(smiles);
+    d.graphs.push_back(data::molecule_graph(data::parse_smiles(smiles), d.vocabulary));
+    d.targets.push_back(static_cast<float>(d.targets.size()));
+  }
+  data::CollateOptions options;
+  options.multi_hop_max_dist = 3;
+  const std::vector<std::vector<int64_t>> steps = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};
+  GraphBatchPrefetch prefetch(d, options);
+  // What the trainer does: take this step's rows, then keep the next two in flight.
+  for (size_t k = 0; k < steps.size(); ++k) {
+    check_same_batch(prefetch.take(steps[k]), data::collate_graphs(d, steps[k], options));
+    std::vector<std::vector<int64_t>> upcoming;
+    for (size_t next = k + 1; next < steps.size() && next <= k + 2; ++next) upcoming.push_back(steps[next]);
+    prefetch.prefetch_ahead(upcoming);
+  }
+  CHECK(prefetch.misses() == 1);   // the first step
+  CHECK(prefetch.started() == 3);  // each later batch started once: a batch in flight is kept
+  CHECK(prefetch.hits_by_lead() == std::vector<int64_t>{0, 1, 2});  // steps[1] one step ahead, [2], [3] two
+
+  // Rows that no longer match (another order) are dropped with everything after them.
+  prefetch.prefetch_ahead({steps[0], steps[1]});
+  prefetch.prefetch_ahead({steps[0], steps[2]});
+  CHECK(prefetch.started() == 6);  // steps[0] kept, steps[1] dropped, steps[2] started
+  check_same_batch(prefetch.take(steps[0]), data::collate_graphs(d, steps[0], options));
+  check_same_batch(prefetch.take(steps[2]), data::collate_graphs(d, steps[2], options));
+  CHECK(prefetch.hits() == 5);
+}
+
+TEST_CASE("batch prefetch: the positions ahead stop at the epoch's end and walk micro-batches") {
+  auto flat = [](const std::vector<BatchPosition>& ps) {
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (const BatchPosition& p : ps) out.emplace_back(p.in_epoch, p.micro.index);
+    return out;
+  };
+  using Pairs = std::vector<std::pair<int64_t, int64_t>>;
+  CHECK(flat(positions_ahead({0, MicroBatch{0, 1}}, 4, 2)) == Pairs{{1, 0}, {2, 0}});
+  CHECK(flat(positions_ahead({2, MicroBatch{0, 1}}, 4, 2)) == Pairs{{3, 0}});
+  CHECK(flat(positions_ahead({3, MicroBatch{0, 1}}, 4, 2)).empty());
+  CHECK(flat(positions_ahead({0, MicroBatch{1, 3}}, 2, 3)) == Pairs{{0, 2}, {1, 0}, {1, 1}});
+  CHECK(flat(positions_ahead({1, MicroBatch{1, 3}}, 2, 3)) == Pairs{{1, 2}});
+  for (const BatchPosition& p : positions_ahead({0, MicroBatch{1, 3}}, 2, 3)) CHECK(p.micro.count == 3);
+}
+
 TEST_CASE("the mean predictor's MAE is the hand-computed value") {
   const std::vector<float> targets = {1, 2, 3, 4, 10};
   // mean of rows 0..2 is 2; |4 − 2| and |10 − 2| average to 5.
@@ -208,6 +255,10 @@ TEST_CASE("a graphormer run writes its directory, and eval reproduces the logged
   CHECK_FALSE(outcome.interrupted);
   CHECK(outcome.result.steps == 12);
   CHECK(outcome.result.metric_name == "valid_mae");
+  // 3 epochs of 4 steps: each epoch's first batch collated on the training thread, its second
+  // one step ahead, the other two two steps ahead (kBatchesAhead; batch_prefetch.h).
+  CHECK(outcome.prefetch_misses == 3);
+  CHECK(outcome.prefetch_hits_by_lead == std::vector<int64_t>{0, 3, 6});
   CHECK(outcome.result.pe == "urpe");
   CHECK(outcome.result.params == graphormer_parameter_count(graphormer_config_from(toy_config(toy.csv, {"pe=urpe"}))));
   const std::vector<MetricsRow> rows = read_metrics(join_path(dir, "metrics.csv"));

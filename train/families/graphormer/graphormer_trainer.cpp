@@ -223,12 +223,13 @@ class GraphormerTask final : public TrainingTask {
     // This rank's molecules of the global batch (all of them with one process), micro-batch by
     // micro-batch (each collated, so padded, on its own: padding does not change the outputs).
     const data::GraphBatch graphs = prefetch_.take(rows_of(in_epoch, micro));
-    // The next micro-batch's or step's molecules are collated on a second thread while this one
-    // runs (not across an epoch's end: the next order is drawn when that epoch starts).
-    if (!micro.last())
-      prefetch_.prefetch(rows_of(in_epoch, MicroBatch{micro.index + 1, micro.count}));
-    else if (in_epoch + 1 < batches_per_epoch_)
-      prefetch_.prefetch(rows_of(in_epoch + 1, MicroBatch{0, micro.count}));
+    // The next kBatchesAhead micro-batches' or steps' molecules are collated on background
+    // threads while this one runs (not across an epoch's end: the next order is drawn when that
+    // epoch starts; batch_prefetch.h).
+    std::vector<std::vector<int64_t>> upcoming;
+    for (const BatchPosition& next : positions_ahead({in_epoch, micro}, batches_per_epoch_, kBatchesAhead))
+      upcoming.push_back(rows_of(next.in_epoch, next.micro));
+    prefetch_.prefetch_ahead(upcoming);
     const Tensor predictions = model_.forward(graphs, true, &progress.dropout_rng);
     const double molecules = static_cast<double>(graphs.x.size(0));
     return {model_.loss(predictions, graphs), molecules, molecules};
@@ -260,7 +261,11 @@ class GraphormerTask final : public TrainingTask {
     }
     return {target_column_, "graphormer", "valid_mae", valid_mae_};
   }
-  GraphormerTrainOutcome& outcome() { return outcome_; }
+  GraphormerTrainOutcome& outcome() {
+    outcome_.prefetch_hits_by_lead = prefetch_.hits_by_lead();
+    outcome_.prefetch_misses = prefetch_.misses();
+    return outcome_;
+  }
 
  private:
   // This rank's rows of micro-batch `micro` of the epoch's batch `in_epoch`.

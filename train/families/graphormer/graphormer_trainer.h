@@ -56,6 +56,10 @@ struct GraphormerTrainOutcome {
   double valid_mae = 0, test_mae = 0;  // test_mae: 0 when interrupted (scored only at the end)
   double baseline_valid_mae = 0, baseline_test_mae = 0;  // predict the training mean
   bool interrupted = false;  // stopped by Ctrl-C (a checkpoint was saved)
+  // The training batches' collation (batch_prefetch.h): [k] = batches collated in the background
+  // k steps (micro-batches) before they were used; misses = collated on the training thread.
+  std::vector<int64_t> prefetch_hits_by_lead;
+  int64_t prefetch_misses = 0;
 };
 
 // Trains per `config` into `out_dir` (config.txt, metrics.csv, model.safetensors, results.json,
