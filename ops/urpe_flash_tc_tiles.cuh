@@ -76,6 +76,40 @@ __device__ __forceinline__ void store_unit_swizzled(float* row, const float4& lo
   dst[hi_first ? 0 : 1] = hi_first ? lo : hi;
 }
 
+// One loader unit read from global memory: floats c…c+7 of row r (read_row_unit), or floats c…c+3
+// of rows r and r + 1 (read_row_pair_unit), with zeros for rows from `valid_rows` on and columns
+// from `cols` on. A whole tile (`whole`: kDim columns, every row valid, 16-byte aligned) is read as
+// float4s with no per-element bounds; the loaders below differ only in how they store the unit.
+template <int kDim>
+__device__ __forceinline__ void read_row_unit(float (&x)[8], const float* __restrict__ src, int r, int c, bool whole,
+                                              int valid_rows, int cols) {
+  if (whole) {
+    const float4 a = *reinterpret_cast<const float4*>(src + r * kDim + c);
+    const float4 b = *reinterpret_cast<const float4*>(src + r * kDim + c + 4);
+    x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w, x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
+  } else {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) x[k] = r < valid_rows && c + k < cols ? src[r * cols + c + k] : 0.0f;
+  }
+}
+
+template <int kDim>
+__device__ __forceinline__ void read_row_pair_unit(float (&even)[4], float (&odd)[4], const float* __restrict__ src,
+                                                   int r, int c, bool whole, int valid_rows, int cols) {
+  if (whole) {
+    const float4 a = *reinterpret_cast<const float4*>(src + r * kDim + c);
+    const float4 b = *reinterpret_cast<const float4*>(src + (r + 1) * kDim + c);
+    even[0] = a.x, even[1] = a.y, even[2] = a.z, even[3] = a.w;
+    odd[0] = b.x, odd[1] = b.y, odd[2] = b.z, odd[3] = b.w;
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      even[k] = r < valid_rows && c + k < cols ? src[r * cols + c + k] : 0.0f;
+      odd[k] = r + 1 < valid_rows && c + k < cols ? src[(r + 1) * cols + c + k] : 0.0f;
+    }
+  }
+}
+
 // Rows [0, kRows) of src (`cols` floats per row, the tile's first row) into a shared tile, rounded
 // to TF32, in one of two layouts that give each mma's two B registers in one 64-bit shared load
 // (half the shared loads of a plain row-major tile; the same TF32 values, so the same products):
@@ -101,22 +135,11 @@ __device__ __forceinline__ void load_rounded_column_pairs(float2 (&tile)[kRows][
 #pragma unroll
   for (int n = 0; n < kUnits / kThreads; ++n) {
     const int e = threadIdx.x + n * kThreads, r = e / (kDim / 8), c = 8 * (e % (kDim / 8));
-    float lo[4], hi[4];
-    if (whole) {
-      const float4 a = *reinterpret_cast<const float4*>(src + r * kDim + c);
-      const float4 b = *reinterpret_cast<const float4*>(src + r * kDim + c + 4);
-      lo[0] = a.x, lo[1] = a.y, lo[2] = a.z, lo[3] = a.w;
-      hi[0] = b.x, hi[1] = b.y, hi[2] = b.z, hi[3] = b.w;
-    } else {
+    float x[8];
+    read_row_unit<kDim>(x, src, r, c, whole, valid_rows, cols);
+    float t[8];  // the float2s (x[k], x[k + 4]), k = 0…3, one after the other
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        lo[k] = r < valid_rows && c + k < cols ? src[r * cols + c + k] : 0.0f;
-        hi[k] = r < valid_rows && c + 4 + k < cols ? src[r * cols + c + 4 + k] : 0.0f;
-      }
-    }
-    float t[8];  // the float2s (lo[k], hi[k]), k = 0…3, one after the other
-#pragma unroll
-    for (int k = 0; k < 4; ++k) t[2 * k] = __uint_as_float(tc::to_tf32(lo[k])), t[2 * k + 1] = __uint_as_float(tc::to_tf32(hi[k]));
+    for (int k = 0; k < 4; ++k) t[2 * k] = __uint_as_float(tc::to_tf32(x[k])), t[2 * k + 1] = __uint_as_float(tc::to_tf32(x[k + 4]));
     store_unit_swizzled(&tile[r][c / 2].x, make_float4(t[0], t[1], t[2], t[3]), make_float4(t[4], t[5], t[6], t[7]));
   }
 }
@@ -132,18 +155,7 @@ __device__ __forceinline__ void load_rounded_row_pairs(float2 (&tile)[kPairs][kC
   for (int n = 0; n < kUnits / kThreads; ++n) {
     const int e = threadIdx.x + n * kThreads, p = e / (kDim / 4), c = 4 * (e % (kDim / 4)), r = 2 * p;
     float even[4], odd[4];
-    if (whole) {
-      const float4 a = *reinterpret_cast<const float4*>(src + r * kDim + c);
-      const float4 b = *reinterpret_cast<const float4*>(src + (r + 1) * kDim + c);
-      even[0] = a.x, even[1] = a.y, even[2] = a.z, even[3] = a.w;
-      odd[0] = b.x, odd[1] = b.y, odd[2] = b.z, odd[3] = b.w;
-    } else {
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        even[k] = r < valid_rows && c + k < cols ? src[r * cols + c + k] : 0.0f;
-        odd[k] = r + 1 < valid_rows && c + k < cols ? src[(r + 1) * cols + c + k] : 0.0f;
-      }
-    }
+    read_row_pair_unit<kDim>(even, odd, src, r, c, whole, valid_rows, cols);
     float t[8];  // the float2s (even[k], odd[k]), k = 0…3, one after the other
 #pragma unroll
     for (int k = 0; k < 4; ++k) t[2 * k] = __uint_as_float(tc::to_tf32(even[k])), t[2 * k + 1] = __uint_as_float(tc::to_tf32(odd[k]));
@@ -174,14 +186,7 @@ __device__ __forceinline__ void load_bf16_rows(uint32_t (&tile)[kRows][kWords], 
   for (int n = 0; n < kUnits / kThreads; ++n) {
     const int e = threadIdx.x + n * kThreads, r = e / (kDim / 8), c = 8 * (e % (kDim / 8));
     float x[8];
-    if (whole) {
-      const float4 a = *reinterpret_cast<const float4*>(src + r * kDim + c);
-      const float4 b = *reinterpret_cast<const float4*>(src + r * kDim + c + 4);
-      x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w, x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
-    } else {
-#pragma unroll
-      for (int k = 0; k < 8; ++k) x[k] = r < valid_rows && c + k < cols ? src[r * cols + c + k] : 0.0f;
-    }
+    read_row_unit<kDim>(x, src, r, c, whole, valid_rows, cols);
     *reinterpret_cast<float4*>(&tile[r][c / 2]) =  // the four words, one 16-byte store
         make_float4(__uint_as_float(tc::pack_bf16(x[0], x[1])), __uint_as_float(tc::pack_bf16(x[2], x[3])),
                     __uint_as_float(tc::pack_bf16(x[4], x[5])), __uint_as_float(tc::pack_bf16(x[6], x[7])));
@@ -199,18 +204,7 @@ __device__ __forceinline__ void load_bf16_row_pairs(uint32_t (&tile)[kPairs][kWo
   for (int n = 0; n < kUnits / kThreads; ++n) {
     const int e = threadIdx.x + n * kThreads, p = e / (kDim / 4), c = 4 * (e % (kDim / 4)), r = 2 * p;
     float even[4], odd[4];
-    if (whole) {
-      const float4 a = *reinterpret_cast<const float4*>(src + r * kDim + c);
-      const float4 b = *reinterpret_cast<const float4*>(src + (r + 1) * kDim + c);
-      even[0] = a.x, even[1] = a.y, even[2] = a.z, even[3] = a.w;
-      odd[0] = b.x, odd[1] = b.y, odd[2] = b.z, odd[3] = b.w;
-    } else {
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        even[k] = r < valid_rows && c + k < cols ? src[r * cols + c + k] : 0.0f;
-        odd[k] = r + 1 < valid_rows && c + k < cols ? src[(r + 1) * cols + c + k] : 0.0f;
-      }
-    }
+    read_row_pair_unit<kDim>(even, odd, src, r, c, whole, valid_rows, cols);
     *reinterpret_cast<float4*>(&tile[p][c]) =
         make_float4(__uint_as_float(tc::pack_bf16(even[0], odd[0])), __uint_as_float(tc::pack_bf16(even[1], odd[1])),
                     __uint_as_float(tc::pack_bf16(even[2], odd[2])), __uint_as_float(tc::pack_bf16(even[3], odd[3])));
