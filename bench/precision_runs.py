@@ -158,10 +158,12 @@ def main():
                 print(f"{family} {precision} seed {seed}: {took}", flush=True)
         lines += [f"## {family} (`{preset}`" + "".join(f" --set {e}" for e in extra) + f"): {label}", "",
                   "| seed | fp32 | bf16 | relative difference |", "|--:|--:|--:|--:|"]
-        differences, curves = [], []
+        differences, curves, finals_a, finals_b = [], [], [], []
         for seed in range(1, args.seeds + 1):
             a = final_metric(run_dir(args.out, family, "fp32", seed))
             b = final_metric(run_dir(args.out, family, "bf16", seed))
+            finals_a.append(a)
+            finals_b.append(b)
             difference = (b - a) / a if a != 0 else float("nan")
             differences.append(difference)
             lines.append(f"| {seed} | {a:.6g} | {b:.6g} | {100 * difference:+.2f}% |")
@@ -169,8 +171,7 @@ def main():
             for precision in PRECISIONS:
                 steps, values = valid_curve(run_dir(args.out, family, precision, seed))
                 curves.append((f"{precision} seed {seed}", colour, precision == "bf16", steps, values))
-        mean_a = sum(final_metric(run_dir(args.out, family, "fp32", s)) for s in range(1, args.seeds + 1)) / args.seeds
-        mean_b = sum(final_metric(run_dir(args.out, family, "bf16", s)) for s in range(1, args.seeds + 1)) / args.seeds
+        mean_a, mean_b = sum(finals_a) / args.seeds, sum(finals_b) / args.seeds
         lines += [f"| mean | {mean_a:.6g} | {mean_b:.6g} | {100 * (mean_b - mean_a) / mean_a:+.2f}% |", "",
                   f"Largest per-seed difference: {100 * max(abs(d) for d in differences):.2f}%"
                   f" ({'lower' if lower_better else 'higher'} is better). Validation curves, fp32 solid,"
