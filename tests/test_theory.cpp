@@ -144,6 +144,21 @@ TEST_CASE("hidden_spread: max_{i,j} |h_i − h_j| / mean_i |h_i|, worst over the
   CHECK(hidden_spread(Tensor::zeros({1, 3, 2})) == 0.0);
 }
 
+TEST_CASE("identified positions: rows equal up to rounding predict one class; rows that differ keep their own") {
+  // One sequence, n = 3 rows, 3 classes. Rows 0 and 1 favour class 0 by 0.5; row 2 is the same
+  // row with class 2 ahead by 1e-7 (float rounding): the plain argmax would score row 2 as well.
+  const float eps = 1e-7f;
+  std::vector<float> tied = {1.0f, 0.5f, 0.2f, 1.0f, 0.5f, 0.2f, 1.0f, 0.5f, 1.0f + eps};
+  CHECK(identified_positions(Tensor::from_vector(tied, {1, 3, 3})) == 1);
+  // The same flip by 1e-2 is a real difference (beyond kPredictionTieTolerance): row 2 keeps class 2.
+  std::vector<float> apart = tied;
+  apart[8] = 1.01f;
+  CHECK(identified_positions(Tensor::from_vector(apart, {1, 3, 3})) == 2);
+  // Rows that identify their positions outright (a trained URPE model): all counted.
+  const std::vector<float> eye = {3, 0, 0, 0, 3, 0, 0, 0, 3, 3, 0, 0, 0, 3, 0, 0, 0, 3};
+  CHECK(identified_positions(Tensor::from_vector(eye, {2, 3, 3})) == 6);
+}
+
 TEST_CASE("probe token values: all of a small vocabulary, a seeded sorted sample of a large one") {
   CHECK(probe_token_values(5, 64, 1) == std::vector<int32_t>{0, 1, 2, 3, 4});
   const std::vector<int32_t> sample = probe_token_values(1000, 64, 7);

@@ -49,6 +49,13 @@ struct ProbeRun {
 // (0 for a zero state). Computed in double.
 double hidden_spread(const Tensor& states);
 
+// Rows of a PI model's logits (B, N, classes) predicting their own position (class i at row i).
+// A row whose best logit and the logit of its sequence's choice (the argmax of the N rows' mean)
+// are within kPredictionTieTolerance × the row's max |logit| takes that choice: rows equal up to
+// float rounding then predict one class, as Theorem 2's exactly equal rows do, on every CPU.
+constexpr double kPredictionTieTolerance = 1e-4;
+int64_t identified_positions(const Tensor& logits);
+
 // The token values probed: 0 … vocab − 1 when vocab ≤ count, else `count` distinct values drawn
 // with `seed`, in increasing order.
 std::vector<int32_t> probe_token_values(int64_t vocab, int64_t count, uint64_t seed);
