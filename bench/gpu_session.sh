@@ -40,6 +40,11 @@
 #                                   d 768, batch 32, n = 512) in each precision, two alternating
 #                                   rounds; per run the step time, peak memory and the GEMM rows
 #                                   (linear, matmul, cast) of the per-op table
+#   bench/gpu_session.sh precision_torch  PyTorch on the same Table 5 model (tools/torch_bench.py):
+#                                   fp32, tf32, bf16 under torch.autocast eager, bf16 compiled; the
+#                                   median step and peak memory beside `precision`'s. Rehearsed
+#                                   without a GPU: PRECISION_SMOKE=1 PRECISION_TORCH_DEVICE=cpu
+#                                   PRECISION_ROUNDS=1 bench/gpu_session.sh precision_torch
 #   bench/gpu_session.sh gemm_dtypes  issue 36's GEMMs by dtype: `urpe bench peaks --device cuda`
 #                                   (FP32, TF32, BF16→FP32 as linear calls it, BF16→BF16; β 0
 #                                   and 1; 8192³ and the Table 5 encoder's linear shapes) beside
@@ -415,6 +420,28 @@ case "$1" in
           fi
         done
       done
+    done
+    ;;
+  precision_torch)
+    # PyTorch's side of `precision` (issue 36: "beside torch.autocast(bfloat16) eager and
+    # torch.compile on the same model"): Table 5's encoder (12 layers, d 768, 12 heads, d_ff 3072,
+    # batch 32, n 512; materialised URPE attention, no dropout) trained with Adam in fp32, tf32 and
+    # bf16 (autocast), eager, then bf16 under torch.compile; two alternating rounds
+    # (PRECISION_ROUNDS=1 keeps one). Each log ends with the median step and the allocator's peak.
+    local t5="--model encoder --layers 12 --d-model 768 --heads 12 --d-ff 3072 --batch 32 --seq-len 512"
+    local torch_py=${TORCH_PYTHON:-python3} round precision
+    [ "${PRECISION_SMOKE:-0}" = 1 ] && t5="--model encoder --layers 1 --d-model 16 --heads 2 --d-ff 32 --batch 2 --seq-len 8"
+    local dev=${PRECISION_TORCH_DEVICE:-cuda}
+    for round in $(seq 1 "${PRECISION_ROUNDS:-2}"); do
+      for precision in fp32 tf32 bf16; do
+        [ "$dev" = cpu ] && [ "$precision" = tf32 ] && continue
+        # shellcheck disable=SC2086
+        step "precision_torch_table5_${precision}_$round" "$torch_py" tools/torch_bench.py $t5 --device "$dev" \
+          --precision "$precision" --warmup 3 --steps 10
+      done
+      # shellcheck disable=SC2086
+      step "precision_torch_table5_bf16_compile_$round" "$torch_py" tools/torch_bench.py $t5 --device "$dev" \
+        --precision bf16 --compile --warmup 3 --steps 10
     done
     ;;
   gemm_dtypes)

@@ -12,7 +12,13 @@ ran. bench/cpu_vs_torch.py alternates it with urpe round by round.
   /work/venv-torch2/bin/python tools/torch_bench.py --model txl --compile  # PyTorch 2 (PyPI), inductor
   ... --seq-len 1024 --batch 4                                           # the long-sequence encoder step
   ... --flops                                                            # PyTorch's own FLOP count of a step
+  ... --device cuda --layers 12 --d-model 768 --heads 12 --d-ff 3072 --seq-len 512 --precision bf16
+                                                                         # Table 5's encoder under torch.autocast(bfloat16)
   python3 tools/torch_bench.py --model graphormer --device cuda          # on a GPU (bench/gpu_session.sh families)
+
+--precision fp32|tf32|bf16 (tf32 on a GPU only) is urpe's precision switch on PyTorch's side: fp32 with TF32
+off, fp32 with TF32 matmuls on, or the forward and loss under torch.autocast(dtype=torch.bfloat16)
+with FP32 parameters and Adam (TF32 on for what autocast leaves in FP32, as urpe's bf16 does).
 
 On a GPU the model, its data and Adam live on the device (the data of a step is drawn on the CPU with
 the same generator, then copied, outside the timed region), each timed step ends with a device
@@ -79,8 +85,9 @@ def bench_molecules(count):
 # ---- one family each: parameters, the data of a step, and the loss of a step ----
 
 class EncoderStep:
-    def __init__(self, seq_len, batch):
+    def __init__(self, seq_len, batch, sizes=None):
         self.cfg = dict(ENCODER, seq_len=seq_len or ENCODER["seq_len"], batch=batch or ENCODER["batch"])
+        self.cfg.update({k: v for k, v in (sizes or {}).items() if v})  # --layers, --d-model, --heads, --d-ff
         self.cfg["num_classes"] = self.cfg["seq_len"]
         self.g = torch.Generator().manual_seed(0)
         self.params = ref.bench_parameters(self.cfg, self.g)
@@ -247,7 +254,15 @@ def run(args):
     torch.set_num_threads(args.threads)
     dev = torch.device(args.device)
     cuda = dev.type == "cuda"
-    family = FAMILIES[args.model](args.seq_len, args.batch)  # built on the CPU: its generator draws there
+    if args.model == "encoder":  # built on the CPU: its generator draws there
+        family = EncoderStep(args.seq_len, args.batch, {"layers": args.layers, "d_model": args.d_model,
+                                                        "heads": args.heads, "d_ff": args.d_ff})
+    else:
+        family = FAMILIES[args.model](args.seq_len, args.batch)
+    if cuda:
+        tf32 = args.precision in ("tf32", "bf16")
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
     if cuda:
         family.params = {k: v.detach().to(dev).requires_grad_(True) for k, v in family.params.items()}
         if hasattr(family, "to"):
@@ -259,6 +274,12 @@ def run(args):
     compiled = args.compile
     loss_fn = torch.compile(family.loss) if compiled else family.loss
     mode = "torch.compile (inductor)" if compiled else "eager"
+    if args.precision == "bf16":
+        inner, mode = loss_fn, mode + ", torch.autocast(bfloat16)"
+
+        def loss_fn(p, b):
+            with torch.autocast(device_type=dev.type, dtype=torch.bfloat16):
+                return inner(p, b)
 
     times, cpu_times = [], []
     rss_before = ref.rss_mib("VmRSS")
@@ -324,7 +345,19 @@ def main():
     ap.add_argument("--batch", type=int, default=0, help="sequences, or graphs for graphormer (default: the bench's)")
     ap.add_argument("--flops", action="store_true", help="count a step's FLOPs with torch.utils.flop_counter")
     ap.add_argument("--sgemm", action="store_true", help="also measure this PyTorch's sgemm rate (1024²)")
+    ap.add_argument("--layers", type=int, default=0, help="encoder: layers (default: the bench's)")
+    ap.add_argument("--d-model", type=int, default=0, help="encoder: d (default: the bench's)")
+    ap.add_argument("--heads", type=int, default=0, help="encoder: heads (default: the bench's)")
+    ap.add_argument("--d-ff", type=int, default=0, help="encoder: d_ff (default: the bench's)")
+    ap.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default="fp32",
+                    help="on a GPU: fp32 (TF32 off), tf32 (TF32 matmuls), bf16 (torch.autocast bfloat16)")
     args = ap.parse_args()
+    if args.model != "encoder" and (args.layers or args.d_model or args.heads or args.d_ff):
+        ap.error("--layers, --d-model, --heads and --d-ff size the encoder only")
+    if args.precision == "tf32" and not args.device.startswith("cuda"):
+        ap.error("--precision tf32 is the GPU's switch (use --device cuda)")
+    if min(args.layers, args.d_model, args.heads, args.d_ff) < 0:
+        ap.error("--layers, --d-model, --heads and --d-ff must be positive")
     if args.steps < 1 or args.warmup < 0:
         ap.error("--steps must be at least 1 and --warmup at least 0")
     if args.compile and not hasattr(torch, "compile"):
