@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds the CUDA binaries a GPU call needs here, on the development machine, and packs them as
+# gpu_bin.tgz to carry (the device tool's `carry`), so the call spends no device time compiling
+# (bench/cuda_notes.md, "Saving the build's minute"). The GPU machine has CUDA's libraries but not
+# this machine's NCCL or MPI, so those are configured off; a library that would not resolve there
+# fails the check below rather than the call.
+#
+#   bench/pack_gpu_bin.sh [BUILD_DIR]     (default build-gpu; writes gpu_bin/ and gpu_bin.tgz)
+#
+# On the device: tar xzf gpu_bin.tgz; BUILD=gpu_bin bench/gpu_session.sh carried ...
+# Both outputs are local files: list them in .git/info/exclude (done here) so they never land.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build-gpu}
+TARGETS=(urpe test_cuda_flash_tensor_core test_cuda_parity test_cuda_syncs)
+command -v nvcc >/dev/null || { echo "pack_gpu_bin.sh: nvcc is not on PATH" >&2; exit 2; }
+
+cmake -S . -B "$BUILD" -DURPE_CUDA=ON -DURPE_CUDA_SIM=OFF -DURPE_MPI=OFF -DURPE_NATIVE=OFF \
+  -DURPE_NCCL_LIB=URPE_NCCL_LIB-NOTFOUND -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD" -j "$(nproc)" --target "${TARGETS[@]}"
+
+rm -rf gpu_bin && mkdir gpu_bin
+for t in "${TARGETS[@]}"; do cp "$BUILD/$t" gpu_bin/; done
+strip gpu_bin/*
+# Libraries the GPU machine lacks at this machine's paths (NCCL, MPI) must not be linked.
+if ldd gpu_bin/* | grep -E 'nccl|libmpi'; then
+  echo "pack_gpu_bin.sh: a binary links NCCL or MPI (above); reconfigure $BUILD" >&2
+  exit 1
+fi
+tar czf gpu_bin.tgz gpu_bin
+for path in /gpu_bin/ /gpu_bin.tgz; do
+  grep -qxF "$path" .git/info/exclude 2>/dev/null || echo "$path" >> .git/info/exclude
+done
+echo "gpu_bin.tgz: $(du -h gpu_bin.tgz | cut -f1) ($(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ', uncommitted changes'))"
