@@ -12,10 +12,16 @@ Standard library only (the record's pictures are hand-written SVG).
                           [--device cpu] [--set KEY=VALUE]...
 
 Runs that already finished in DIR/runs (their results.json exists) are reused, so an interrupted
-call continues where it stopped. Each run is `urpe train --preset P --set seed=S --set precision=X`.
+call continues where it stopped. Every run of a call uses one copy of the binary, taken at the start
+(a rebuild during the call cannot change it mid-way), and DIR/binary.txt records its SHA-256: a call
+whose binary differs from the one that made DIR's runs is refused, so a record never mixes builds. Each run is `urpe train --preset P --set seed=S --set precision=X`.
 """
 import argparse
+import atexit
 import csv
+import hashlib
+import shutil
+import tempfile
 import json
 import math
 import os
@@ -141,11 +147,30 @@ def main():
     if args.seeds < 1:
         sys.exit("precision_runs: --seeds must be at least 1")
     os.makedirs(args.out, exist_ok=True)
+    if not os.path.isfile(args.urpe):
+        sys.exit(f"precision_runs: no urpe binary at {args.urpe} (build it, or pass --urpe)")
+    with open(args.urpe, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    stamp = os.path.join(args.out, "binary.txt")
+    if os.path.exists(stamp):
+        with open(stamp) as f:
+            made_by = f.read().split()[0]
+        if made_by != digest:
+            sys.exit(f"precision_runs: the runs in {args.out} were made by another urpe binary (sha256 {made_by[:12]}, "
+                     f"this one {digest[:12]}); use a new --out, or remove {args.out} to start again")
+    else:
+        with open(stamp + ".tmp", "w") as f:
+            f.write(f"{digest} {os.path.abspath(args.urpe)}\n")
+        os.replace(stamp + ".tmp", stamp)
+    private = tempfile.mkdtemp(prefix="precision_runs_")
+    atexit.register(shutil.rmtree, private, True)
+    args.urpe = shutil.copy2(args.urpe, os.path.join(private, "urpe"))  # the copy every run of this call uses
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     lines = [f"# bf16 against fp32 in training: {', '.join(families)}, {args.seeds} seeds",
              "",
              f"- `bench/precision_runs.py --seeds {args.seeds} --families {args.families} --device {args.device}`"
-             + "".join(f" --set {s}" for s in args.set) + f", urpe at commit {commit or 'unknown'}",
+             + "".join(f" --set {s}" for s in args.set) + f", urpe at commit {commit or 'unknown'}"
+             + f" (binary sha256 {digest[:12]}, one copy for every run)",
              f"- machine: {platform.node()} ({platform.machine()}, {os.cpu_count()} CPUs), {time.strftime('%Y-%m-%d')}",
              "- each run: `urpe train --preset P --set seed=S --set precision=fp32|bf16`; the metric is the"
              " run's final validation metric (results.json); relative difference = (bf16 − fp32) / fp32",
