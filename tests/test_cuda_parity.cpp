@@ -348,6 +348,38 @@ TEST_CASE("parity: linear on cuBLASLt (bias epilogue, bf16 y) against its cuBLAS
 #endif
     if (c.bias) CHECK(bitwise_equal(gb[0], gb[1]));
   }
+  // matmul's bf16 C (the attention's Q·Kᵀ and A·V under bf16): strided-batched on cuBLASLt, and a
+  // shared B folded into one product, against the FP32 C rounded in a pass.
+  for (int shared = 0; shared < 2; ++shared)
+    for (int tb = 0; tb < 2; ++tb) {
+      CAPTURE(shared);
+      CAPTURE(tb);
+      const Tensor a16 = cast(values({2, 3, 13, 21}, 70).to(gpu()), DType::bf16);
+      const Shape b_shape = tb ? Shape{17, 21} : Shape{21, 17};
+      Shape b_full{2, 3};
+      b_full.insert(b_full.end(), b_shape.begin(), b_shape.end());
+      const Tensor b16 = cast(values(shared ? b_shape : b_full, 71).to(gpu()), DType::bf16);
+      std::vector<Tensor> out;
+      for (const bool lt : {true, false}) {
+        ctx.set_lt_epilogues(lt);
+#if defined(URPE_CUDA_SIM)
+        const size_t calls_before = urpe_sim::gemm_calls().size();
+#endif
+        out.push_back(matmul(a16, b16, false, tb, DType::bf16));
+#if defined(URPE_CUDA_SIM)
+        REQUIRE(urpe_sim::gemm_calls().size() == calls_before + 1);
+        CHECK(urpe_sim::gemm_calls().back().lt == lt);
+        CHECK(urpe_sim::gemm_calls().back().batch == (shared ? 1 : 6));
+#endif
+      }
+      ctx.set_lt_epilogues(true);
+      CHECK(out[0].dtype() == DType::bf16);
+#if defined(URPE_CUDA_SIM)
+      CHECK(bitwise_equal(out[0], out[1]));
+#else
+      check_close(out[0], out[1], {1e-5, 0x1p-7}, "matmul with a bf16 C, cuBLASLt against cuBLAS");
+#endif
+    }
   // bias_grad_cuda alone against sum_axis_cuda over the widened g (rows of one chunk and of many).
   for (const int64_t rows : {1, 37, 3001}) {
     CAPTURE(rows);

@@ -48,12 +48,11 @@ namespace {
 
 bool g_heuristics_available = true;
 
-// A call outside the simulated subset or against the API's rules: reported, and left pending as a
-// launch error so that even a caller that treats the status as "fall back" fails its next check.
+// A call outside the simulated subset or against the API's rules: reported on stderr and left
+// pending as a launch failure (its message the simulator's words, as for cuBLAS's initcheck), so
+// that even a caller that treats the status as "fall back" fails its next check.
 cublasStatus_t loud(const char* call, const std::string& why, cublasStatus_t status = CUBLAS_STATUS_INVALID_VALUE) {
-  const std::string message = std::string(call) + ": " + why;
-  std::fprintf(stderr, "cuda_sim: %s\n", message.c_str());
-  urpe_sim::record_launch_error(cudaErrorInvalidValue, "cuBLASLt " + message);
+  urpe_sim::record_launch_error(cudaErrorLaunchFailure, std::string("cuBLASLt ") + call + ": " + why);
   return status;
 }
 
@@ -324,6 +323,6 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                      static_cast<const float*>(b), ldb, b_layout->stride, fb, static_cast<float*>(d), ldd,
                      d_layout->stride, batch, bias, true);
   // An argument error is the caller's bug here (the heuristic accepted the problem): loud.
-  if (s == CUBLAS_STATUS_INVALID_VALUE) urpe_sim::record_launch_error(cudaErrorInvalidValue, "cuBLASLt cublasLtMatmul: invalid arguments");
+  if (s == CUBLAS_STATUS_INVALID_VALUE) urpe_sim::record_launch_error(cudaErrorLaunchFailure, "cuBLASLt cublasLtMatmul: invalid arguments");
   return s;
 }
