@@ -343,8 +343,9 @@ TEST_CASE("parity: linear on cuBLASLt (bias epilogue, bf16 y) against its cuBLAS
 #if defined(URPE_CUDA_SIM)
     CHECK(bitwise_equal(y[0], y[1]));
 #else
-    check_close(y[0], y[1], c.out == DType::bf16 ? Tolerance{1e-5, 0x1p-7} : Tolerance{1e-4, c.tf32 ? 1e-2 : 1e-4},
-                "linear, cuBLASLt against cuBLAS");
+    // TF32: two algorithms' TF32 products, the bound of the TF32 GEMM check above.
+    const Tolerance bound = c.out == DType::bf16 ? Tolerance{1e-5, 0x1p-7} : c.tf32 ? Tolerance{5e-2, 1e-2} : Tolerance{1e-4, 1e-4};
+    check_close(y[0], y[1], bound, "linear, cuBLASLt against cuBLAS");
 #endif
     if (c.bias) CHECK(bitwise_equal(gb[0], gb[1]));
   }
