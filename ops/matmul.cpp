@@ -43,10 +43,8 @@ Tensor in_dtype(const Tensor& t, DType dtype) {
   return out;
 }
 
-// C[i] = op(X[i])·op(Y[i]) (+ C[i] when accumulate); c_rows × c_cols output. On the CPU,
-// `before` (when given) prepares each block of C's rows just before the GEMM computes them.
-void run_gemm(const Device& device, const Operand& x, bool tx, const Operand& y, bool ty,
-              float* c, int64_t batch, bool accumulate, const kernels::RowsFn* before = nullptr) {
+// The GEMM C[i] = op(X[i])·op(Y[i]) (+ C[i] when accumulate), C row-major with op(Y)'s columns.
+GemmArgs gemm_args(const Operand& x, bool tx, const Operand& y, bool ty, float* c, int64_t batch, bool accumulate) {
   GemmArgs g;
   g.trans_a = tx;
   g.trans_b = ty;
@@ -67,6 +65,14 @@ void run_gemm(const Device& device, const Operand& x, bool tx, const Operand& y,
   g.c = c; g.ldc = g.n; g.stride_c = g.m * g.n;
   g.batch = batch;
   g.beta = accumulate ? 1.0f : 0.0f;
+  return g;
+}
+
+// Runs gemm_args' product. On the CPU, `before` (when given) prepares each block of C's rows just
+// before the GEMM computes them.
+void run_gemm(const Device& device, const Operand& x, bool tx, const Operand& y, bool ty,
+              float* c, int64_t batch, bool accumulate, const kernels::RowsFn* before = nullptr) {
+  const GemmArgs g = gemm_args(x, tx, y, ty, c, batch, accumulate);
   URPE_PROFILE_COST(gemm_cost(g));
   if (before != nullptr && device.is_cpu()) return kernels::gemm_cpu(g, *before);
   URPE_DISPATCH("matmul", device, kernels::gemm_cpu(g), kernels::gemm_cuda(device, g));
@@ -101,16 +107,29 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   Shape out_shape(a.shape().begin(), a.shape().end() - 2);
   out_shape.push_back(m);
   out_shape.push_back(n);
-  Tensor out = Tensor::empty(out_shape, DType::f32, a.device());
-
   Operand oa = operand(a, false), ob = operand(b, shared_b);
-  if (shared_b && !transpose_a) {  // fold the batch into the rows: one large GEMM
-    oa.rows *= batch;
-    run_gemm(a.device(), oa, false, ob, transpose_b, out.f32(), 1, false);
-  } else {
-    run_gemm(a.device(), oa, transpose_a, ob, transpose_b, out.f32(), batch, false);
+  const bool fold = shared_b && !transpose_a;  // fold the batch into the rows: one large GEMM
+  if (fold) oa.rows *= batch;
+  Tensor out;
+#if defined(URPE_WITH_CUDA)
+  // CUDA, bf16 out: cuBLASLt writes the bf16 C itself (the FP32 sums rounded once as stored).
+  if (a.device().is_cuda() && out_dtype == DType::bf16) {
+    Tensor lt_out = Tensor::empty(out_shape, DType::bf16, a.device());
+    GemmArgs g = gemm_args(oa, fold ? false : transpose_a, ob, transpose_b, nullptr, fold ? 1 : batch, false);
+    g.c_bf16 = lt_out.data<bf16>();
+    if (kernels::gemm_lt_available(a.device(), g)) {
+      URPE_PROFILE_COST(gemm_cost(g));
+      const NvtxRange nvtx("matmul");
+      kernels::gemm_lt_cuda(a.device(), g);
+      out = lt_out;
+    }
   }
-  if (out_dtype == DType::bf16) out = in_dtype(out, DType::bf16);  // the FP32 sums rounded once
+#endif
+  if (!out.defined()) {
+    out = Tensor::empty(out_shape, DType::f32, a.device());
+    run_gemm(a.device(), oa, fold ? false : transpose_a, ob, transpose_b, out.f32(), fold ? 1 : batch, false);
+    if (out_dtype == DType::bf16) out = in_dtype(out, DType::bf16);  // the FP32 sums rounded once
+  }
 
   return autograd::record(out, "matmul", {a, b}, [=](const Tensor& g_out) {
     // bf16 operands: g in bf16 for the GEMMs, the gradients (f32 from the GEMMs) rounded to bf16.
@@ -153,10 +172,13 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   });
 }
 
-// With a bias, one op instead of matmul + add: the output starts as the bias broadcast over the
-// rows and the GEMM accumulates into it (beta = 1), which saves the GEMM's own C = 0 pass and the
-// add's pass over the output; backward sums the bias gradient over the rows and hands ∂x, ∂W to
-// two GEMMs, with no copy of ∂y for the add (measured: ~5% of the CPU training step).
+// With a bias, one op instead of matmul + add. On the CPU the output starts as the bias broadcast
+// over the rows and the GEMM accumulates into it (beta = 1), which saves the GEMM's own C = 0 pass
+// and the add's pass over the output (measured: ~5% of the CPU training step). On CUDA one
+// cublasLtMatmul adds the bias in its epilogue (β = 0) and writes a bf16 y itself (no FP32 y and
+// rounding pass), where cuBLASLt has a plan for the layout (kernels::gemm_lt_available), else the
+// CPU's scheme on cuBLAS. Backward sums the bias gradient over the rows (a bf16 g read as it is on
+// CUDA) and hands ∂x, ∂W to two GEMMs, with no copy of ∂y for the add.
 //   y = x·Wᵀ + 1·bᵀ      ∂x = g·W      ∂W = gᵀ·x      ∂b = Σ_rows g
 // x is read as (rows, in), rows the product of its leading dims: linear never needs them apart.
 // Multiplying in bf16 (multiply_in): x̃ = bf16(x), W̃ = bf16(W) (kept for backward instead of x,
@@ -198,32 +220,50 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType m
   for (int d = 0; d + 1 < x.dim(); ++d) rows *= x.size(d);
   Shape out_shape(x.shape().begin(), x.shape().end() - 1);
   out_shape.push_back(out_features);
-  Tensor y = Tensor::empty(out_shape, DType::f32, x.device());
   const Device& device = x.device();
   // The GEMM's operands: x and W themselves, or their bf16 rounding (what backward keeps).
   const Tensor x_op = x_rounded.defined() ? x_rounded : in_dtype(x, op_dtype), w_op = in_dtype(weight, op_dtype);
   const Operand x_rows{x_op.impl().storage->data, op_dtype, rows, in, 0}, w = operand(w_op, true);
-  if (!bias.defined()) {
-    run_gemm(device, x_rows, false, w, true, y.f32(), 1, false);
-  } else if (device.is_cpu()) {
-    URPE_PROFILE_COST(broadcast_axis_cost(1, rows, out_features, 1.0f));
-    // The bias into each block of rows right before the GEMM adds onto it: the rows are written
-    // and read back in the cache instead of in one pass over y ahead of the GEMM.
-    const float* b = bias.f32();
-    float* out = y.f32();
-    const kernels::RowsFn bias_rows = [b, out, out_features](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) std::copy(b, b + out_features, out + r * out_features);
-    };
-    run_gemm(device, x_rows, false, w, true, y.f32(), 1, true, &bias_rows);
-  } else {
-    URPE_PROFILE_COST(broadcast_axis_cost(1, rows, out_features, 1.0f));
-    URPE_DISPATCH("linear", device, kernels::broadcast_axis_cpu(bias, 1, rows, out_features, 1.0f, y),
-                  kernels::broadcast_axis_cuda(bias, 1, rows, out_features, 1.0f, y));
-    run_gemm(device, x_rows, false, w, true, y.f32(), 1, true);
+  Tensor y;
+#if defined(URPE_WITH_CUDA)
+  // CUDA: y = x·Wᵀ + b in one cublasLtMatmul, the bias its epilogue (β = 0), y in its own dtype.
+  if (device.is_cuda() && (bias.defined() || out_dtype == DType::bf16)) {
+    Tensor lt_y = Tensor::empty(out_shape, out_dtype, device);
+    GemmArgs g = gemm_args(x_rows, false, w, true, nullptr, 1, false);
+    if (out_dtype == DType::bf16) g.c_bf16 = lt_y.data<bf16>();
+    else g.c = lt_y.f32();
+    if (bias.defined()) g.bias = bias.f32();
+    if (kernels::gemm_lt_available(device, g)) {
+      URPE_PROFILE_COST(gemm_cost(g));
+      const NvtxRange nvtx("linear");
+      kernels::gemm_lt_cuda(device, g);
+      y = lt_y;
+    }
   }
-  // A bf16 output: the FP32 sum (bias included) rounded once. A separate pass over y for now
-  // (cuBLAS could write bf16 C itself; the bias would then be added in bf16 or by an epilogue).
-  if (out_dtype == DType::bf16) y = in_dtype(y, DType::bf16);
+#endif
+  if (!y.defined()) {  // the CPU, or CUDA without a cuBLASLt plan: bias rows, then the GEMM with β = 1
+    y = Tensor::empty(out_shape, DType::f32, device);
+    if (!bias.defined()) {
+      run_gemm(device, x_rows, false, w, true, y.f32(), 1, false);
+    } else if (device.is_cpu()) {
+      URPE_PROFILE_COST(broadcast_axis_cost(1, rows, out_features, 1.0f));
+      // The bias into each block of rows right before the GEMM adds onto it: the rows are written
+      // and read back in the cache instead of in one pass over y ahead of the GEMM.
+      const float* b = bias.f32();
+      float* out = y.f32();
+      const kernels::RowsFn bias_rows = [b, out, out_features](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) std::copy(b, b + out_features, out + r * out_features);
+      };
+      run_gemm(device, x_rows, false, w, true, y.f32(), 1, true, &bias_rows);
+    } else {
+      URPE_PROFILE_COST(broadcast_axis_cost(1, rows, out_features, 1.0f));
+      URPE_DISPATCH("linear", device, kernels::broadcast_axis_cpu(bias, 1, rows, out_features, 1.0f, y),
+                    kernels::broadcast_axis_cuda(bias, 1, rows, out_features, 1.0f, y));
+      run_gemm(device, x_rows, false, w, true, y.f32(), 1, true);
+    }
+    // A bf16 output: the FP32 sum (bias included) rounded once, in a pass of its own.
+    if (out_dtype == DType::bf16) y = in_dtype(y, DType::bf16);
+  }
 
   // Backward keeps x_op and w_op, whose storage x_rows and w point into (the bf16 copies when
   // rounded: never the f32 x and W as well), and of x and W only what it needs to know.
@@ -250,6 +290,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType m
     }
     if (b_grad) {  // ∂b = Σ over rows
       gb = Tensor::empty(b_shape, DType::f32, device);
+#if defined(URPE_WITH_CUDA)
+      if (device.is_cuda() && g.dtype() == DType::bf16) {  // read as bf16, summed in double: no widened g
+        URPE_PROFILE_COST(bias_grad_bf16_cost(rows, out_features));
+        const NvtxRange nvtx("linear");
+        kernels::bias_grad_cuda(device, g.data<bf16>(), rows, out_features, gb.f32());
+        return std::vector<Tensor>{gx, gw, gb};
+      }
+#endif
       URPE_PROFILE_COST(sum_axis_cost(1, rows, out_features));
       const Tensor g32 = in_dtype(g, DType::f32);  // a bf16 g widened (exact) for the FP32 sum
       URPE_DISPATCH("linear", device, kernels::sum_axis_cpu(g32, 1, rows, out_features, 1.0f, gb),

@@ -28,7 +28,8 @@
 namespace urpe {
 
 // out = bf16 (bf16 operands only: precision=bf16's attention, Q·Kᵀ and A·V, whose consumers read
-// bf16): C is the FP32 sum rounded once (a pass over C for now), and its bf16 gradient goes into
+// bf16): C is the FP32 sum rounded once (on CUDA written in bf16 by cuBLASLt where it has a plan
+// for the layout, else, and on the CPU, a pass over an FP32 C), and its bf16 gradient goes into
 // the backward GEMMs as it is.
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false,
               DType out = DType::f32);
@@ -41,7 +42,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool t
 // multiply_in = f32 (the default): x and weight multiply in their own dtype (both f32, or both bf16).
 // out = bf16 (with multiply_in = bf16: where the consumer reads bf16, precision=bf16's policy,
 // docs/cuda.md#mixed-precision): y is the FP32 sum plus bias rounded once to bf16, and its
-// gradient arrives in bf16, which the backward GEMMs take as it is (no rounding of g in the op).
+// gradient arrives in bf16, which the backward GEMMs take as it is (no rounding of g in the op),
+// and which CUDA sums for ∂b as it is (the CPU widens it first).
+// On CUDA the forward is one cublasLtMatmul where cuBLASLt has a plan for the layout: the bias its
+// epilogue (β = 0), a bf16 y written directly; else the CPU's scheme (bias rows, β = 1, a rounding
+// pass) on cuBLAS (ops/matmul_cuda.cu, docs/cuda.md#mixed-precision).
 // x_rounded (multiply_in = bf16, f32 x): bf16(x) made once by the caller for several linears that
 // read the same x (the attention's q, k, v projections): their GEMMs read it and their backwards
 // keep it instead of a bf16 copy each; ∂x is still the FP32 sum, handed to x.
@@ -63,6 +68,12 @@ struct GemmArgs {
   const bf16* b_bf16 = nullptr;
   float* c = nullptr;       int64_t ldc = 0, stride_c = 0;
   int64_t batch = 1;
+  // CUDA only (cuBLASLt: gemm_lt_cuda; gemm_cpu refuses them). c_bf16 instead of c: C written in
+  // bf16 (bf16 operands), the FP32 result rounded once as it is stored. bias: the epilogue
+  // C = α·op(A)·op(B) + β·C + 1·biasᵀ, bias[j] (n long, f32) added to column j of every row in
+  // FP32, before C's rounding; linear runs it with β = 0.
+  bf16* c_bf16 = nullptr;
+  const float* bias = nullptr;
 };
 void gemm_cpu(const GemmArgs& args);
 // The same product (batch 1) with `before(r0, r1)` run on rows [r0, r1) of C just before they are
@@ -71,21 +82,40 @@ void gemm_cpu(const GemmArgs& args);
 // (ops/matmul_cpu.cpp), or of 64 rows around an unsplit product.
 using RowsFn = std::function<void(int64_t r0, int64_t r1)>;
 void gemm_cpu(const GemmArgs& args, const RowsFn& before);
+// cuBLAS, or cuBLASLt when args has a bias or a bf16 C (gemm_lt_cuda).
 void gemm_cuda(const Device& device, const GemmArgs& args);
+// cuBLASLt (ops/matmul_cuda.cu): can this device run `args` as one cublasLtMatmul (its bias
+// epilogue, a bf16 C)? Decided once per layout (sizes, strides, types, TF32 switch, pointer
+// alignments) by cuBLASLt's heuristic and remembered with the context; false where cuBLASLt is
+// missing (said once on stderr), switched off (cuda::Context::set_lt_epilogues), has no algorithm
+// for the layout (said once per layout), or there is no product (m, n, k or batch 0). The caller
+// then runs its cuBLAS path.
+bool gemm_lt_available(const Device& device, const GemmArgs& args);
+void gemm_lt_cuda(const Device& device, const GemmArgs& args);
+// ∂b[i] = Σ_r g[r, i] for a bf16 g: (rows, n) → out: (n,) f32, read as bf16 and summed in double,
+// in two passes (per-chunk partials, then the chunks in order): no widened copy, no atomics.
+void bias_grad_cuda(const Device& device, const bf16* g, int64_t rows, int64_t n, float* out);
 }  // namespace kernels
 
 // ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
 // One GEMM: 2·m·n·k FLOPs per batch item (a multiply-add is two), exactly. Bytes: A, B and C once
 // each (an operand with stride 0 is one matrix shared by every item, read once; 2 bytes an element
-// when bf16), plus C read again when it accumulates (beta ≠ 0).
+// when bf16), plus C read again when it accumulates (beta ≠ 0); a bias epilogue reads its n floats
+// once (its adds are not counted: m·n beside 2·m·n·k).
 inline profile::Cost gemm_cost(const kernels::GemmArgs& g) {
   const double items = double(g.batch);
   const double a = double(g.m) * g.k * (g.stride_a == 0 ? 1.0 : items);
   const double b = double(g.k) * g.n * (g.stride_b == 0 ? 1.0 : items);
   const double c = double(g.m) * g.n * items * (g.beta != 0.0f ? 2.0 : 1.0);
   const double operand_bytes = g.a_bf16 != nullptr ? 2.0 : profile::kElementBytes;
-  return {2.0 * items * double(g.m) * double(g.n) * double(g.k),
-          operand_bytes * (a + b) + profile::kElementBytes * c};
+  const double c_bytes = g.c_bf16 != nullptr ? 2.0 : profile::kElementBytes;
+  const double bias = g.bias != nullptr ? profile::kElementBytes * double(g.n) : 0.0;
+  return {2.0 * items * double(g.m) * double(g.n) * double(g.k), operand_bytes * (a + b) + c_bytes * c + bias};
+}
+// ∂b from a bf16 g (kernels::bias_grad_cuda): one add per element, 2 bytes an element read, the
+// n floats written.
+inline profile::Cost bias_grad_bf16_cost(int64_t rows, int64_t n) {
+  return {double(rows) * double(n), 2.0 * double(rows) * double(n) + profile::kElementBytes * double(n)};
 }
 
 }  // namespace urpe

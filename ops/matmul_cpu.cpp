@@ -176,7 +176,15 @@ static GemmArgs widen_operands(const GemmArgs& g, Tensor keep[2]) {
   return f;
 }
 
+// cuBLASLt's epilogues (a bias, a bf16 C) are CUDA's: the CPU's linear adds its bias through the
+// row hook below and rounds a bf16 output in a pass of its own.
+static void check_no_epilogue(const GemmArgs& g) {
+  URPE_CHECK(g.bias == nullptr && g.c_bf16 == nullptr,
+             "gemm_cpu: a bias epilogue or a bf16 C is cuBLASLt's (CUDA only); the CPU GEMM writes an f32 C");
+}
+
 void gemm_cpu(const GemmArgs& g) {
+  check_no_epilogue(g);
   if (g.m == 0 || g.n == 0) return;
   if (g.a_bf16 != nullptr || g.b_bf16 != nullptr) {
     Tensor keep[2];
@@ -202,6 +210,7 @@ void gemm_cpu(const GemmArgs& g) {
 
 void gemm_cpu(const GemmArgs& g, const RowsFn& before) {
   URPE_CHECK(g.batch == 1, "gemm_cpu: row hooks need a single product, got a batch of " << g.batch);
+  check_no_epilogue(g);
   if (g.a_bf16 != nullptr || g.b_bf16 != nullptr) {
     Tensor keep[2];
     return gemm_cpu(widen_operands(g, keep), before);

@@ -1,4 +1,4 @@
-// The CUDA context: one device, one stream, one cuBLAS handle and a caching allocator. Every CUDA
+// The CUDA context: one device, one stream, one cuBLAS handle (and a cuBLASLt one) and a caching allocator. Every CUDA
 // op finds it through its tensors (Device::context()), so there is no global device state. All
 // work of a context runs on its one stream, which is what makes the allocator's reuse of a freed
 // block safe without events: a block released by the host is only handed out again to work that
@@ -6,12 +6,14 @@
 //
 // Included by .cu files and by host .cpp files of CUDA builds (it needs the CUDA headers).
 #pragma once
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -93,6 +95,22 @@ class Context {
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t cublas() const { return cublas_; }
+  // cuBLASLt (ops/matmul_cuda.cu: linear's GEMM with its bias as an epilogue and a bf16 D written
+  // directly): one handle and one workspace, made with the context, so no call allocates and none
+  // does while a CUDA graph is captured. cublas_lt() is null where cuBLASLt could not start;
+  // lt_unavailable() then says why (empty when it runs), and linear keeps its cuBLAS path.
+  cublasLtHandle_t cublas_lt() const { return cublas_lt_; }
+  void* lt_workspace() const { return lt_workspace_; }
+  size_t lt_workspace_bytes() const { return lt_workspace_bytes_; }
+  const std::string& lt_unavailable() const { return lt_unavailable_; }
+  // On by default. Off: linear runs its cuBLAS path even where cuBLASLt could (the bias broadcast
+  // and β = 1, a bf16 output rounded in a pass): the bench times both, a test compares them.
+  bool lt_epilogues() const { return lt_epilogues_ && cublas_lt_ != nullptr; }
+  void set_lt_epilogues(bool on) { lt_epilogues_ = on; }
+  // ops/matmul_lt.cpp's cache of cuBLASLt plans (descriptors and the heuristic's algorithm per
+  // layout), kept with the context and typed only in that file (destroyed before the handle).
+  void* lt_plans() const { return lt_plans_.get(); }
+  void set_lt_plans(void* plans, void (*destroy)(void*)) { lt_plans_ = {plans, destroy}; }
   const cudaDeviceProp& properties() const { return properties_; }
   int multiprocessors() const { return properties_.multiProcessorCount; }
   // Makes this context's device current for the calling host thread (cheap when it already is).
@@ -157,6 +175,12 @@ class Context {
   cudaDeviceProp properties_{};
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  cublasLtHandle_t cublas_lt_ = nullptr;
+  void* lt_workspace_ = nullptr;
+  size_t lt_workspace_bytes_ = 0;
+  std::string lt_unavailable_;
+  bool lt_epilogues_ = true;
+  std::unique_ptr<void, void (*)(void*)> lt_plans_{nullptr, nullptr};  // no shared_ptr: no atomics in a .cu
   CachingAllocator allocator_;
   bool tf32_ = false;
   bool bf16_tiles_ = false;

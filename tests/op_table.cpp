@@ -512,7 +512,10 @@ std::vector<OpRow> build_table() {
                     return OpCosts{p.forward + q.forward, p.backward + q.backward};
                   })
                   .with(bf16_column({1e-4, 1e-4}, {1e-4, 0x1p-6}, {0, 1, 2})));
-  // linear with a bias: y = x·Wᵀ + b (small, then at parity sizes).
+  // linear with a bias: y = x·Wᵀ + b (small, then at parity sizes). On CUDA every linear row with
+  // a bias or a bf16 output runs cuBLASLt (the bias its epilogue, β = 0; a bf16 y written by it;
+  // ∂b from a bf16 g read as bf16), against the CPU's bias rows + β = 1 (+ a rounding pass): the
+  // same rounded products summed in FP32 in other orders, so the bounds below are unchanged.
   for (int big = 0; big < 2; ++big) {
     const int64_t R = big ? 37 : 3, I = big ? 45 : 5, O = big ? 67 : 4;
     OpRow r = row(big ? "linear (3, 37, 45)·(67, 45)ᵀ + (67,)" : "linear (2, 3, 5)·(4, 5)ᵀ + (4,)", "linear",

@@ -55,6 +55,12 @@
 #include "tensor/cuda_backend.h"
 #include "cuda_test_util.h"
 #include "test_util.h"
+#if defined(URPE_WITH_CUDA)
+#include "tensor/cuda_context.h"  // cuBLASLt's switch (linear's two CUDA paths)
+#endif
+#if defined(URPE_CUDA_SIM)
+#include <urpe_sim_checks.h>  // the simulator's GEMM call log and cuBLASLt's heuristic switch
+#endif
 
 using namespace urpe;
 using urpe::test::random_ids;
@@ -284,6 +290,134 @@ TEST_CASE("parity: gemm_cuda against gemm_cpu, every layout, batched, shared, ac
   CHECK(c.to_vector_f32() == std::vector<float>(35, 0.0f));
 }
 
+#if defined(URPE_WITH_CUDA)
+// linear on CUDA is one cublasLtMatmul (the bias its epilogue, β = 0; a bf16 y written directly)
+// where cuBLASLt has a plan, else bias rows + cuBLAS with β = 1 + a rounding pass. The op table
+// checks the first against the CPU; here the two CUDA paths against each other: in the simulator
+// bit for bit (both sum the same products in double and add the bias before the one rounding),
+// on a GPU within the op table's bounds. ∂b from a bf16 g (bias_grad_cuda, reading bf16) is the
+// widened g's sum_axis_cuda bit for bit on both (the same double sums in the same chunks).
+TEST_CASE("parity: linear on cuBLASLt (bias epilogue, bf16 y) against its cuBLAS path; ∂b from a bf16 g") {
+  cuda::Context& ctx = *gpu().context();
+  REQUIRE(ctx.cublas_lt() != nullptr);
+  struct Case {
+    const char* name;
+    DType multiply_in, out;
+    bool bias, tf32;
+  };
+  const Case cases[] = {{"f32, bias", DType::f32, DType::f32, true, false},
+                        {"f32 with TF32, bias", DType::f32, DType::f32, true, true},
+                        {"bf16 in, f32 out, bias", DType::bf16, DType::f32, true, false},
+                        {"bf16 in, bf16 out, bias", DType::bf16, DType::bf16, true, false},
+                        {"bf16 in, bf16 out, no bias", DType::bf16, DType::bf16, false, false}};
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const Tensor x = values({3, 37, 45}, 60).to(gpu()), w = values({67, 45}, 61).to(gpu());
+    const Tensor b = values({67}, 62).to(gpu());
+    const Tensor g = values({3, 37, 67}, 63).to(gpu());
+    cuda::set_tf32(&ctx, c.tf32);
+    std::vector<Tensor> y, gb;
+    for (const bool lt : {true, false}) {
+      ctx.set_lt_epilogues(lt);
+#if defined(URPE_CUDA_SIM)
+      const size_t calls_before = urpe_sim::gemm_calls().size();
+#endif
+      Tensor bias = b.clone();
+      bias.set_requires_grad(true);
+      const Tensor out = linear(x, w, c.bias ? bias : Tensor(), c.multiply_in, c.out);
+      CHECK(out.dtype() == c.out);
+#if defined(URPE_CUDA_SIM)
+      const std::vector<urpe_sim::GemmCall> calls = urpe_sim::gemm_calls();
+      REQUIRE(calls.size() == calls_before + 1);
+      CHECK(calls.back().lt == lt);
+      CHECK(calls.back().bias == (lt && c.bias));
+#endif
+      y.push_back(out);
+      if (c.bias) {
+        out.backward(c.out == DType::bf16 ? cast(g, DType::bf16) : g);
+        gb.push_back(bias.grad());
+      }
+    }
+    ctx.set_lt_epilogues(true);
+    cuda::set_tf32(&ctx, false);
+#if defined(URPE_CUDA_SIM)
+    CHECK(bitwise_equal(y[0], y[1]));
+#else
+    // TF32: two algorithms' TF32 products, the bound of the TF32 GEMM check above.
+    const Tolerance bound = c.out == DType::bf16 ? Tolerance{1e-5, 0x1p-7} : c.tf32 ? Tolerance{5e-2, 1e-2} : Tolerance{1e-4, 1e-4};
+    check_close(y[0], y[1], bound, "linear, cuBLASLt against cuBLAS");
+#endif
+    if (c.bias) CHECK(bitwise_equal(gb[0], gb[1]));
+  }
+  // matmul's bf16 C (the attention's Q·Kᵀ and A·V under bf16): strided-batched on cuBLASLt, and a
+  // shared B folded into one product, against the FP32 C rounded in a pass.
+  for (int shared = 0; shared < 2; ++shared)
+    for (int tb = 0; tb < 2; ++tb) {
+      CAPTURE(shared);
+      CAPTURE(tb);
+      const Tensor a16 = cast(values({2, 3, 13, 21}, 70).to(gpu()), DType::bf16);
+      const Shape b_shape = tb ? Shape{17, 21} : Shape{21, 17};
+      Shape b_full{2, 3};
+      b_full.insert(b_full.end(), b_shape.begin(), b_shape.end());
+      const Tensor b16 = cast(values(shared ? b_shape : b_full, 71).to(gpu()), DType::bf16);
+      std::vector<Tensor> out;
+      for (const bool lt : {true, false}) {
+        ctx.set_lt_epilogues(lt);
+#if defined(URPE_CUDA_SIM)
+        const size_t calls_before = urpe_sim::gemm_calls().size();
+#endif
+        out.push_back(matmul(a16, b16, false, tb, DType::bf16));
+#if defined(URPE_CUDA_SIM)
+        REQUIRE(urpe_sim::gemm_calls().size() == calls_before + 1);
+        CHECK(urpe_sim::gemm_calls().back().lt == lt);
+        CHECK(urpe_sim::gemm_calls().back().batch == (shared ? 1 : 6));
+#endif
+      }
+      ctx.set_lt_epilogues(true);
+      CHECK(out[0].dtype() == DType::bf16);
+#if defined(URPE_CUDA_SIM)
+      CHECK(bitwise_equal(out[0], out[1]));
+#else
+      check_close(out[0], out[1], {1e-5, 0x1p-7}, "matmul with a bf16 C, cuBLASLt against cuBLAS");
+#endif
+    }
+  // bias_grad_cuda alone against sum_axis_cuda over the widened g (rows of one chunk and of many).
+  for (const int64_t rows : {1, 37, 3001}) {
+    CAPTURE(rows);
+    const Tensor g16 = cast(values({rows, 7}, 69).to(gpu()), DType::bf16);
+    Tensor want = poisoned({7}), got = poisoned({7});
+    kernels::sum_axis_cuda(cast(g16, DType::f32), 1, rows, 7, 1.0f, want);
+    kernels::bias_grad_cuda(gpu(), g16.data<bf16>(), rows, 7, got.f32());
+    CHECK(bitwise_equal(got, want));
+  }
+#if defined(URPE_CUDA_SIM)
+  // A layout cuBLASLt has no algorithm for: linear falls back to cuBLAS (and says so on stderr).
+  {
+    urpe_sim::set_lt_heuristics(false);
+    const Tensor x = values({5, 9}, 64).to(gpu()), w = values({11, 9}, 65).to(gpu()), b = values({11}, 66).to(gpu());
+    const size_t calls_before = urpe_sim::gemm_calls().size();
+    const Tensor y = linear(x, w, b, DType::bf16, DType::bf16);
+    urpe_sim::set_lt_heuristics(true);
+    REQUIRE(urpe_sim::gemm_calls().size() == calls_before + 1);
+    CHECK(!urpe_sim::gemm_calls().back().lt);
+    check_close(y, linear(x.to(Device::cpu()), w.to(Device::cpu()), b.to(Device::cpu()), DType::bf16, DType::bf16),
+                {1e-5, 0x1p-7}, "linear on the cuBLAS fallback");
+    // ... remembered: the same layout asks no second time, even with algorithms available again.
+    const size_t again = urpe_sim::gemm_calls().size();
+    (void)linear(x, w, b, DType::bf16, DType::bf16);
+    CHECK(!urpe_sim::gemm_calls()[again].lt);
+  }
+#endif
+  // cuBLASLt's own argument checks reach urpe as errors, never as a silent wrong product.
+  kernels::GemmArgs bad;
+  bad.m = 4; bad.n = 5; bad.k = 3; bad.lda = 3; bad.ldb = 3; bad.ldc = 5; bad.trans_b = true;
+  const Tensor a = values({4, 3}, 67).to(gpu()), bm = values({5, 3}, 68).to(gpu());
+  bad.a = a.f32(); bad.b = bm.f32();
+  Tensor c16 = Tensor::empty({4, 5}, DType::bf16, gpu());
+  bad.c_bf16 = c16.data<bf16>();
+  CHECK_THROWS_WITH_AS(kernels::gemm_cuda(gpu(), bad), doctest::Contains("bf16 C needs bf16 operands"), Error);
+}
+#endif
 
 // ---- bf16 (ops/cast.h; matmul's bf16 operands are the op table's bf16 columns) ----
 

@@ -105,8 +105,12 @@ TEST_CASE("`urpe bench peaks --device cuda` and `urpe profile --device cuda` at 
     CHECK(std::stod(cells[5]) > 0.0);
     ++rows[cells[2] + " " + cells[3]];
   }
-  for (const char* math : {"fp32", "tf32", "bf16→f32", "bf16→bf16"})
+  for (const char* math : {"fp32", "tf32", "bf16→f32", "bf16→bf16"}) {
     for (const char* beta : {"0", "1"}) CHECK(rows[std::string(math) + " " + beta] == 2);
+    CHECK(rows[std::string(math) + ", Lt bias epilogue 0"] == 2);  // cuBLASLt's bias epilogue, β = 0
+  }
+  CHECK(rows["linear op bf16→bf16, cuBLASLt 0"] == 2);
+  CHECK(rows["linear op bf16→bf16, cuBLAS path 1"] == 2);
   const std::string out = join_path(dir, "prof");
   const test::CliResult r = test::run_command(
       bin + "profile --preset pi-tiny --set seq_len=8 --set d_model=16 --set d_ff=32 --set batch=2 --set valid_size=4 "

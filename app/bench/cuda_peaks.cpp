@@ -153,6 +153,17 @@ std::vector<DtypeGemmRate> measure_dtype_gemms(cuda::Context* context, bool smok
   const Tensor tile = Tensor::uniform({tile_length}, -1.0f, 1.0f, rng, device);
   const bool previous_tf32 = context->tf32();
   std::vector<DtypeGemmRate> rates;
+  const auto timed_row = [&](const Shape3& s, const std::string& math, float beta, const std::function<void()>& call) {
+    const CudaTiming t = time_cuda(context, call, runs, warmup, true);
+    DtypeGemmRate r;
+    r.shape = s.name;
+    r.m = s.m; r.n = s.n; r.k = s.k;
+    r.math = math;
+    r.beta = beta;
+    r.median_ms = t.median_ms;
+    r.tflops = 2.0 * double(s.m) * double(s.n) * double(s.k) / (t.median_ms * 1e-3) / 1e12;
+    return r;
+  };
   try {
     for (const Shape3& s : shapes) {
       // a: (m, k), b: (n, k), c: (m, n), each f32 and its bf16 rounding (cast).
@@ -162,6 +173,8 @@ std::vector<DtypeGemmRate> measure_dtype_gemms(cuda::Context* context, bool smok
       fill_by_tiling(b, tile, tile_length / 3);
       fill_by_tiling(c, tile, 2 * tile_length / 3);  // β = 1 reads it: values, never garbage
       const Tensor a16 = cast(a, DType::bf16), b16 = cast(b, DType::bf16), c16 = cast(c, DType::bf16);
+      const Tensor bias = Tensor::empty({s.n}, DType::f32, device);  // the epilogue rows' bias
+      fill_by_tiling(bias, tile, tile_length / 5);
       for (const char* math : {"fp32", "tf32", "bf16→f32", "bf16→bf16"}) {
         for (const float beta : {0.0f, 1.0f}) {
           const std::string m = math;
@@ -193,20 +206,48 @@ std::vector<DtypeGemmRate> measure_dtype_gemms(cuda::Context* context, bool smok
                                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
             };
           }
-          const CudaTiming t = time_cuda(context, call, runs, warmup, true);
-          DtypeGemmRate r;
-          r.shape = s.name;
-          r.m = s.m; r.n = s.n; r.k = s.k;
-          r.math = m;
-          r.beta = beta;
-          r.median_ms = t.median_ms;
-          r.tflops = 2.0 * double(s.m) * double(s.n) * double(s.k) / (t.median_ms * 1e-3) / 1e12;
-          rates.push_back(r);
+          rates.push_back(timed_row(s, m, beta, call));
         }
       }
+      // linear's GEMM on cuBLASLt: β = 0 and the bias (n floats) added by the epilogue, D in f32 or
+      // written in bf16 directly (kernels::gemm_lt_cuda), beside the β = 1 rows above that linear's
+      // cuBLAS path runs onto its broadcast bias. A layout cuBLASLt has no plan for is left out
+      // (gemm_lt_available says so on stderr).
+      bool lt_bf16 = false;  // the bf16→bf16 epilogue has a plan: the linear op row below runs on it
+      for (const char* math : {"fp32", "tf32", "bf16→f32", "bf16→bf16"}) {
+        const std::string m = math;
+        kernels::GemmArgs g;
+        g.trans_b = true;
+        g.m = s.m; g.n = s.n; g.k = s.k;
+        g.lda = s.k; g.ldb = s.k; g.ldc = s.n;
+        g.bias = bias.f32();
+        if (m == "fp32" || m == "tf32") {
+          g.a = a.f32(); g.b = b.f32();
+        } else {
+          g.a_bf16 = a16.data<bf16>(); g.b_bf16 = b16.data<bf16>();
+        }
+        if (m == "bf16→bf16") g.c_bf16 = c16.data<bf16>();
+        else g.c = c.f32();
+        context->set_tf32(m != "fp32");
+        if (!kernels::gemm_lt_available(device, g)) continue;
+        lt_bf16 = lt_bf16 || m == "bf16→bf16";
+        rates.push_back(timed_row(s, m + ", Lt bias epilogue", 0.0f, [&] { kernels::gemm_lt_cuda(device, g); }));
+      }
+      // The whole linear op forward, y = x·Wᵀ + b with bf16 x, W and y (precision=bf16's fc1): one
+      // cublasLtMatmul, against the same op with the context's cuBLASLt switched off (the bias
+      // broadcast, the GEMM with β = 1 into an FP32 y, and the rounding pass).
+      const bool previous_lt = context->lt_epilogues();
+      for (const bool lt : {true, false}) {
+        if (lt && !lt_bf16) continue;  // it would run the cuBLAS path under the cuBLASLt label
+        context->set_lt_epilogues(lt);
+        const std::string m = std::string("linear op bf16→bf16, ") + (lt ? "cuBLASLt" : "cuBLAS path");
+        rates.push_back(timed_row(s, m, lt ? 0.0f : 1.0f, [&] { linear(a16, b16, bias, DType::bf16, DType::bf16); }));
+      }
+      context->set_lt_epilogues(previous_lt);
     }
   } catch (...) {
     context->set_tf32(previous_tf32);
+    context->set_lt_epilogues(true);
     throw;
   }
   context->set_tf32(previous_tf32);

@@ -55,7 +55,12 @@ constexpr int64_t kTimingTile = 1048573;  // a prime just under 2^20: 4 MiB of f
 //   "bf16→f32"   BF16 in, FP32 out, FP32 accumulation: linear's GEMM under precision=bf16
 //                (cublasGemmEx through kernels::gemm_cuda; linear runs it with β = 1 onto its bias)
 //   "bf16→bf16"  BF16 in and out, FP32 accumulation, rounded once to BF16 (cublasGemmEx called
-//                here: no op returns a bf16 GEMM output yet); what autocast's GEMMs return
+//                here); what autocast's GEMMs return
+// and, β = 0, each math again on cuBLASLt with the bias as its epilogue ("…, Lt bias epilogue":
+// kernels::gemm_lt_cuda, linear's forward on CUDA; the bf16→bf16 one writes D in bf16 itself),
+// and the whole linear op forward with bf16 x, W and y, on cuBLASLt (β = 0) and with cuBLASLt
+// switched off (its cuBLAS path: bias broadcast, β = 1, rounding pass; "β" 1), TFLOP/s counting
+// the GEMM's 2·m·n·k alone.
 struct DtypeGemmRate {
   std::string shape;  // "square 8192", "linear 16384×3072×768 (FFN in)"
   int64_t m = 0, n = 0, k = 0;
@@ -63,8 +68,9 @@ struct DtypeGemmRate {
   float beta = 0;
   double median_ms = 0, tflops = 0;  // tflops: 2·m·n·k per product
 };
-// Every math × β ∈ {0, 1} at 8192³ and at the Table 5 encoder's linear shapes (16384 rows =
-// batch 32 × n 512, d 768, d_ff 3072), or at tiny shapes when smoke (the simulator).
+// Every math × β ∈ {0, 1}, the epilogue rows and the linear op rows, at 8192³ and at the Table 5
+// encoder's linear shapes (16384 rows = batch 32 × n 512, d 768, d_ff 3072), or at tiny shapes
+// when smoke (the simulator).
 std::vector<DtypeGemmRate> measure_dtype_gemms(cuda::Context* context, bool smoke);
 
 struct DevicePeaks {

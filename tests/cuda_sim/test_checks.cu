@@ -6,6 +6,7 @@
 // on the order or on the interleaving caught by running a launch under two of them.
 // The checks need the access hooks: in the AddressSanitizer build those cases report themselves
 // skipped.
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <sys/wait.h>
@@ -518,6 +519,96 @@ TEST_CASE("initcheck: a cuBLAS GEMM that reads an unwritten element of A" *
   cudaFree(a);
   cudaFree(b);
   cudaFree(c);
+}
+
+// cuBLASLt's stand-in (tests/cuda_sim/cublasLt.cpp): the bias epilogue against a hand-computed
+// product, then each call outside the simulated subset, or against cuBLASLt's rules, failing
+// loudly: a status and a pending launch error naming it (a caller that took the status for "no
+// plan, fall back" still fails its next launch check).
+TEST_CASE("cuBLASLt: the bias epilogue; calls outside the subset and misused algorithms are loud errors") {
+  // D (2×3) = A (2×4)·B (4×3) + bias (2), column-major, f32.
+  std::vector<float> av(8), bv(12);
+  for (int i = 0; i < 8; ++i) av[i] = float(i + 1);
+  for (int i = 0; i < 12; ++i) bv[i] = 0.25f * float(i - 5);
+  const std::vector<float> bias{0.5f, -1.0f};
+  float* a = to_device(av);
+  float* b = to_device(bv);
+  float* bias_d = to_device(bias);
+  void* d = nullptr;
+  REQUIRE(cudaMalloc(&d, 6 * sizeof(float)) == cudaSuccess);
+  cublasLtHandle_t lt = nullptr;
+  REQUIRE(cublasLtCreate(&lt) == CUBLAS_STATUS_SUCCESS);
+  cublasLtMatmulDesc_t desc = nullptr;
+  REQUIRE(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS);
+  const uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  const int32_t bias_type = CUDA_R_32F;
+  const void* bias_pointer = bias_d;
+  CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)) == CUBLAS_STATUS_SUCCESS);
+  CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)) ==
+        CUBLAS_STATUS_SUCCESS);
+  CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer, sizeof(bias_pointer)) ==
+        CUBLAS_STATUS_SUCCESS);
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr, lb_other = nullptr;
+  REQUIRE(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, 2, 4, 2) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, 4, 3, 4) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, 2, 3, 2) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasLtMatrixLayoutCreate(&lb_other, CUDA_R_32F, 4, 2, 4) == CUBLAS_STATUS_SUCCESS);
+  cublasLtMatmulPreference_t pref = nullptr;
+  REQUIRE(cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS);
+  cublasLtMatmulHeuristicResult_t result{};
+  int returned = 0;
+  REQUIRE(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, ld, ld, pref, 1, &result, &returned) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(returned == 1);
+  const float one = 1.0f, zero = 0.0f;
+  CHECK(cublasLtMatmul(lt, desc, &one, a, la, b, lb, &zero, d, ld, d, ld, &result.algo, nullptr, 0, nullptr) ==
+        CUBLAS_STATUS_SUCCESS);
+  CHECK(launch_error() == "");
+  std::vector<float> got(6);
+  REQUIRE(cudaMemcpy(got.data(), d, 6 * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j) {
+      double want = bias[i];
+      for (int p = 0; p < 4; ++p) want += double(av[i + 2 * p]) * double(bv[p + 4 * j]);
+      CHECK(got[i + 2 * j] == float(want));
+    }
+  // Layouts that make no product, and the algorithm on another problem (no bias epilogue).
+  CHECK(cublasLtMatmul(lt, desc, &one, a, la, b, lb_other, &zero, d, ld, d, ld, &result.algo, nullptr, 0, nullptr) ==
+        CUBLAS_STATUS_NOT_SUPPORTED);
+  CHECK(contains(launch_error(), "do not make one product"));
+  cublasLtMatmulDesc_t plain = nullptr;
+  REQUIRE(cublasLtMatmulDescCreate(&plain, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS);
+  CHECK(cublasLtMatmul(lt, plain, &one, a, la, b, lb, &zero, d, ld, d, ld, &result.algo, nullptr, 0, nullptr) ==
+        CUBLAS_STATUS_INVALID_VALUE);
+  CHECK(contains(launch_error(), "the algorithm was not returned by the heuristic for this problem"));
+  cublasLtMatmulDescDestroy(plain);
+  // A pointer less aligned than the heuristic was told (256 bytes by default).
+  CHECK(cublasLtMatmul(lt, desc, &one, a + 1, la, b, lb, &zero, d, ld, d, ld, &result.algo, nullptr, 0, nullptr) ==
+        CUBLAS_STATUS_INVALID_VALUE);
+  CHECK(contains(launch_error(), "matrix A is less aligned than the 256 bytes the heuristic was told"));
+  // An epilogue, an attribute and a buffer size outside the subset.
+  const uint32_t gelu = 32;
+  CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &gelu, sizeof(gelu)) ==
+        CUBLAS_STATUS_NOT_SUPPORTED);
+  CHECK(contains(launch_error(), "epilogue 32 is not simulated"));
+  CHECK(cublasLtMatmulDescSetAttribute(desc, static_cast<cublasLtMatmulDescAttributes_t>(9), &gelu, sizeof(gelu)) ==
+        CUBLAS_STATUS_NOT_SUPPORTED);
+  CHECK(contains(launch_error(), "attribute 9 is not simulated"));
+  const int64_t wide = CUBLAS_OP_T;
+  CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &wide, sizeof(wide)) ==
+        CUBLAS_STATUS_INVALID_VALUE);
+  CHECK(contains(launch_error(), "attribute buffer of 8 bytes, expected 4"));
+  // A bf16 D after f32 A and B: refused by the heuristic, loudly.
+  cublasLtMatrixLayout_t ld16 = nullptr;
+  REQUIRE(cublasLtMatrixLayoutCreate(&ld16, CUDA_R_16BF, 2, 3, 2) == CUBLAS_STATUS_SUCCESS);
+  CHECK(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, ld16, ld16, pref, 1, &result, &returned) ==
+        CUBLAS_STATUS_NOT_SUPPORTED);
+  CHECK(returned == 0);
+  CHECK(contains(launch_error(), "C and D must share one type"));
+  for (cublasLtMatrixLayout_t l : {la, lb, ld, lb_other, ld16}) cublasLtMatrixLayoutDestroy(l);
+  cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtMatmulDescDestroy(desc);
+  cublasLtDestroy(lt);
+  for (void* p : {static_cast<void*>(a), static_cast<void*>(b), static_cast<void*>(bias_d), d}) cudaFree(p);
 }
 
 // ---- schedules ----

@@ -20,7 +20,7 @@ enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2 };
 enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3 };
 // The mixed-precision GEMMs' types (cublasGemmEx): the values urpe passes, as CUDA numbers them.
 enum cudaDataType_t { CUDA_R_32F = 0, CUDA_R_16BF = 14 };
-enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68 };
+enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_FAST_TF32 = 77 };
 enum cublasGemmAlgo_t { CUBLAS_GEMM_DEFAULT = -1 };
 struct cublasContext;
 using cublasHandle_t = cublasContext*;

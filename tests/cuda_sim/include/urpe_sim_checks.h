@@ -73,12 +73,18 @@ struct KernelRecord {
 };
 std::vector<KernelRecord> launch_records();
 
-// Every cuBLAS GEMM call so far (the column-major m, n, k and the batch count as cuBLAS saw them;
-// valid calls only), in order: the simulator runs them on the host, so they are no kernel
-// launches, and a test that pins a model's GEMM structure (test_cuda_syncs) reads them here.
+// Every cuBLAS and cuBLASLt GEMM call so far (the column-major m, n, k and the batch count as
+// cuBLAS saw them; valid calls only), in order: the simulator runs them on the host, so they are
+// no kernel launches, and a test that pins a model's GEMM structure (test_cuda_syncs) reads them
+// here. lt: a cublasLtMatmul; bias: with the BIAS epilogue.
 struct GemmCall {
   int m = 0, n = 0, k = 0, batch = 0;
+  bool lt = false, bias = false;
 };
 std::vector<GemmCall> gemm_calls();
+// cuBLASLt's heuristic query (cublasLtMatmulAlgoGetHeuristic) finds no algorithm for any problem
+// while this is off (as the library answers a layout it cannot run), so a test can drive the
+// caller's fallback; on by default.
+void set_lt_heuristics(bool available);
 
 }  // namespace urpe_sim
