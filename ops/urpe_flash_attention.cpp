@@ -9,8 +9,10 @@
 
 #include "autograd/node.h"
 #include "ops/bf16_values.h"
+#include "ops/cast.h"
 #include "ops/dispatch.h"
 #include "ops/urpe_attention_checks.h"
+#include "ops/urpe_flash_tc.h"
 
 namespace urpe {
 
@@ -101,6 +103,59 @@ Tensor urpe_flash_attention(const Tensor& q, const Tensor& k, const Tensor& v,
         return std::vector<Tensor>{grad_q, grad_k, grad_v, grad_bias, grad_c};
       });
 }
+
+// ---- CUDA: bf16 tensors for the kernels that read f32 ----
+// The BF16 tiles read bf16 q, k, v as they are; the scalar kernels, the TF32 tiles and a dense
+// map's table-gradient walk read f32: they get FP32 copies (widened exactly, one pass each) and
+// their f32 O, ∂q, ∂k, ∂v are rounded once into the bf16 outputs. Here and not in the .cu file:
+// tensors are made on the host side (the simulator's kernel files take no atomics, and a tensor's
+// reference count is one).
+#if defined(URPE_WITH_CUDA)
+namespace kernels {
+
+namespace {
+Tensor widened(const Tensor& t) {
+  if (t.dtype() == DType::f32) return t;
+  Tensor wide = Tensor::empty(t.shape(), DType::f32, t.device());
+  cast_cuda(t, wide);
+  return wide;
+}
+Tensor f32_target(const Tensor& t) {
+  return t.dtype() == DType::f32 ? t : Tensor::empty(t.shape(), DType::f32, t.device());
+}
+void round_into(const Tensor& result, Tensor& t) {
+  if (t.dtype() != DType::f32) cast_cuda(result, t);
+}
+}  // namespace
+
+void urpe_flash_attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v,
+                                       const UrpeAttentionParams& params, const AttentionDropout& dropout,
+                                       Tensor& out, Tensor& lse) {
+  if (q.dtype() == DType::f32 || flash_cuda_reads_bf16(q, k, v, params, nullptr, nullptr))
+    return urpe_flash_attention_forward_cuda_native(q, k, v, params, dropout, out, lse);
+  Tensor o = f32_target(out);
+  urpe_flash_attention_forward_cuda_native(widened(q), widened(k), widened(v), params, dropout, o, lse);
+  round_into(o, out);
+}
+
+void urpe_flash_attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                        const Tensor& lse, const Tensor& grad_out, const UrpeAttentionParams& params,
+                                        const AttentionDropout& dropout, Tensor& grad_q, Tensor& grad_k,
+                                        Tensor& grad_v, Tensor* grad_bias_table, Tensor* grad_c_table) {
+  if (q.dtype() == DType::f32 || flash_cuda_reads_bf16(q, k, v, params, grad_bias_table, grad_c_table))
+    return urpe_flash_attention_backward_cuda_native(q, k, v, out, lse, grad_out, params, dropout, grad_q, grad_k,
+                                                     grad_v, grad_bias_table, grad_c_table);
+  Tensor gq = f32_target(grad_q), gk = f32_target(grad_k), gv = f32_target(grad_v);
+  urpe_flash_attention_backward_cuda_native(widened(q), widened(k), widened(v), widened(out), lse,
+                                            widened(grad_out), params, dropout, gq, gk, gv, grad_bias_table,
+                                            grad_c_table);
+  round_into(gq, grad_q);
+  round_into(gk, grad_k);
+  round_into(gv, grad_v);
+}
+
+}  // namespace kernels
+#endif
 
 // ---- cost ----
 
