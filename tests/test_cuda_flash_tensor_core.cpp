@@ -10,7 +10,10 @@
 //   * forward (O, L) and backward (dQ, dK, dV, dB, dC) of every map kind, causal with an offset,
 //     key padding, dropout, no tables, each head-dim class (32, 64, 128), with NaN-poisoned
 //     outputs, within TF32's tolerance; the same bits from a second backward and from the table
-//     partials summed in chunks; the public op with autograd on both devices.
+//     partials summed in chunks; the public op with autograd on both devices;
+//   * bf16 q, k, v on the BF16 tiles (read as they are; O, dQ, dK, dV written in bf16): the f32
+//     tensors' results rounded once, bit for bit, and the CPU within BF16's tolerance; on the TF32
+//     tiles and the scalar path, widened.
 // Tolerance: TF32 keeps 10 mantissa bits (unit roundoff u = 2^-11 ≈ 4.9e-4 per rounded input);
 // logits, weights and gradient terms each pass through one or two roundings and sums of tens to
 // hundreds of terms, so |cuda − cpu| ≤ 4e-3·(max|cpu| + |cpu|) per tensor (docs/cuda.md). The
