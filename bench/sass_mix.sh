@@ -55,10 +55,12 @@ done
 for p in "${pids[@]}"; do wait "$p" || { cat "$WORK"/*.ptxas >&2; exit 1; }; done
 
 # One line per kernel: short name, then the counts. Names: forward<64> (TF32 tiles),
-# forward<64,bf16> (BF16 tiles), dq<64>, dkdv<64>, …
+# forward<64,bf16> (BF16 tiles from f32 tensors), forward<64,bf16,bf16io> (BF16 tiles reading and
+# writing bf16 tensors), dq<64>, dkdv<64>, …
 short() {
-  c++filt | sed -E 's/.*urpe_flash_tc_(backward_)?([a-z_]+)_kernel<([0-9]+)(, (true|false))?>.*/\2<\3\4>/' |
-    sed -e 's/, false>/>/' -e 's/, true>/,bf16>/'
+  c++filt | sed -E 's/.*urpe_flash_tc_(backward_)?([a-z_]+)_kernel<([0-9]+)(, (true|false))?(, ([_a-z0-9]+))?>.*/\2<\3\4\6>/' |
+    sed -e 's/, false, float>/>/' -e 's/, true, float>/,bf16>/' -e 's/, true, __nv_bfloat16>/,bf16,bf16io>/' \
+      -e 's/, false>/>/' -e 's/, true>/,bf16>/'
 }
 table() {  # table VARIANT: the counts of $WORK/{forward,backward}VARIANT.cubin
   local variant=$1
@@ -90,12 +92,12 @@ table() {  # table VARIANT: the counts of $WORK/{forward,backward}VARIANT.cubin
     /bytes stack frame/ { stack[name] = $1; spill[name] = $5 "/" $9 }
     /Used [0-9]+ registers/ { for (k = 1; k <= NF; ++k) if ($k == "Used") regs[name] = $(k + 1); print name, regs[name], stack[name], spill[name] }
   ' "$WORK/forward$variant.ptxas" "$WORK/backward$variant.ptxas" >"$WORK/ptxas$variant.txt"
-  printf '%-17s %6s %6s %6s %5s %5s %5s %5s %4s %4s %6s %6s %5s %6s %9s\n' \
+  printf '%-24s %6s %6s %6s %5s %5s %5s %5s %4s %4s %6s %6s %5s %6s %9s\n' \
     kernel HMMA IMAD ISETP BRA LDS LDG CALL LDL STL int total regs stack spill_st/ld
   join <(sort "$WORK/counts$variant.txt") <(sort "$WORK/ptxas$variant.txt") | while read -r mangled rest; do
     echo "$(echo "$mangled" | short) $rest"
   done | grep -E '^(forward|dq|dkdv)<' | sort -t'<' -k1,1 -k2,2n |
-    awk '{ printf "%-17s %6d %6d %6d %5d %5d %5d %5d %4d %4d %6d %6d %5d %6d %9s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 }'
+    awk '{ printf "%-24s %6d %6d %6d %5d %5d %5d %5d %4d %4d %6d %6d %5d %6d %9s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 }'
 }
 
 echo "== the kernels as built (sm_90, $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet -- ops 2>/dev/null || echo ', ops/ modified'))"

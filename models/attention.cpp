@@ -72,13 +72,13 @@ Tensor SelfAttention::forward(const Tensor& x, UrpeAttentionParams positional,
   // The materialised path as one op on packed q/k/v weights (ops/urpe_self_attention.h), when
   // nothing needs the heads apart: no RoPE or Shaw terms, no attention dropout, no weights out.
   const bool dropping = training && attention_dropout > 0.0f;
-  // precision=bf16 (docs/cuda.md#mixed-precision): the materialised path's activations are bf16
-  // from the q/k/v projections to the output projection (q, k, v, S, P, A, the context), each op
-  // computing in FP32; the output projection returns f32 for the residual stream. RoPE and Shaw's
-  // terms (FP32 ops), the fused op (FP32 inputs) and analyses that read A keep FP32 activations.
+  // precision=bf16 (docs/cuda.md#mixed-precision): the activations are bf16 from the q/k/v
+  // projections to the output projection (q, k, v, S, P, A, the context; on the fused path q, k, v
+  // and the context), each op computing in FP32; the output projection returns f32 for the
+  // residual stream. RoPE and Shaw's terms (FP32 ops) and analyses that read A keep FP32 activations.
   const bool fused = path == AttentionPath::fused && weights == nullptr && !pos.shaw_values.defined() &&
                      positional.norm == AttentionNorm::softmax;
-  const DType act = q_proj.dtype == DType::bf16 && !fused && weights == nullptr && !pos.rope_cos.defined() &&
+  const DType act = q_proj.dtype == DType::bf16 && weights == nullptr && !pos.rope_cos.defined() &&
                             !pos.shaw_keys.defined() && !pos.shaw_values.defined()
                         ? DType::bf16
                         : DType::f32;

@@ -8,8 +8,11 @@
 #include <vector>
 
 #include "autograd/node.h"
+#include "ops/bf16_values.h"
+#include "ops/cast.h"
 #include "ops/dispatch.h"
 #include "ops/urpe_attention_checks.h"
+#include "ops/urpe_flash_tc.h"
 
 namespace urpe {
 
@@ -19,9 +22,13 @@ constexpr const char* kOp = "urpe_flash_attention";
 
 void validate(const Tensor& q, const Tensor& k, const Tensor& v, const UrpeAttentionParams& p,
               const AttentionDropout& dropout) {
-  check_dtype(kOp, "q", q, DType::f32);
-  check_dtype(kOp, "k", k, DType::f32);
-  check_dtype(kOp, "v", v, DType::f32);
+  // f32 or bf16, all three the same: bf16 in, bf16 out, FP32 compute (docs/cuda.md#mixed-precision).
+  check_value_dtype(kOp, "q", q);
+  check_value_dtype(kOp, "k", k);
+  check_value_dtype(kOp, "v", v);
+  URPE_CHECK(k.dtype() == q.dtype() && v.dtype() == q.dtype(),
+             kOp << ": q, k and v must have one dtype (f32 or bf16), got q " << q.describe() << ", k "
+                 << k.describe() << ", v " << v.describe());
   URPE_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4,
              kOp << ": q " << q.describe() << ", k " << k.describe() << " and v " << v.describe()
                  << " must be 4-D: (Bsz, H, Nq, dh), (Bsz, H, Nk, dh), (Bsz, H, Nk, dv)");
@@ -52,7 +59,7 @@ Tensor urpe_flash_attention(const Tensor& q, const Tensor& k, const Tensor& v,
   const int64_t bsz = q.size(0), heads = q.size(1), nq = q.size(2), dv = v.size(3);
   const std::vector<Tensor> inputs{q, k, v, params.bias_table, params.c_table};
   const bool saving = autograd::needs_grad(inputs);
-  Tensor out = Tensor::empty({bsz, heads, nq, dv}, DType::f32, device);  // (Bsz, H, Nq, dv)
+  Tensor out = Tensor::empty({bsz, heads, nq, dv}, q.dtype(), device);  // (Bsz, H, Nq, dv), q's dtype
   // The log-sum-exp per row is all the backward needs besides O; inference saves nothing.
   Tensor lse = saving ? Tensor::empty({bsz, heads, nq}, DType::f32, device) : Tensor();
   URPE_PROFILE_COST(urpe_flash_attention_forward_cost(attention_cost_sizes(bsz, heads, nq, k.size(2), params),
@@ -69,9 +76,13 @@ Tensor urpe_flash_attention(const Tensor& q, const Tensor& k, const Tensor& v,
       out, kOp, inputs,
       [params, dropout, saved_q, saved_k, saved_v, saved_out, lse](const Tensor& grad_out) {
         const Device& d = grad_out.device();
-        Tensor grad_q = Tensor::empty(saved_q.shape(), DType::f32, d);
-        Tensor grad_k = Tensor::empty(saved_k.shape(), DType::f32, d);
-        Tensor grad_v = Tensor::empty(saved_v.shape(), DType::f32, d);
+        URPE_CHECK(grad_out.dtype() == saved_out.dtype(),
+                   kOp << ": the output's gradient must have its dtype, got " << grad_out.describe() << " for "
+                       << saved_out.describe());
+        // A gradient has its tensor's dtype: bf16 q, k, v get bf16 ∂q, ∂k, ∂v; the tables' stay f32.
+        Tensor grad_q = Tensor::empty(saved_q.shape(), saved_q.dtype(), d);
+        Tensor grad_k = Tensor::empty(saved_k.shape(), saved_k.dtype(), d);
+        Tensor grad_v = Tensor::empty(saved_v.shape(), saved_v.dtype(), d);
         Tensor grad_bias, grad_c;
         if (params.bias_table.defined() && params.bias_table.requires_grad())
           grad_bias = Tensor::empty(params.bias_table.shape(), DType::f32, d);
@@ -92,6 +103,59 @@ Tensor urpe_flash_attention(const Tensor& q, const Tensor& k, const Tensor& v,
         return std::vector<Tensor>{grad_q, grad_k, grad_v, grad_bias, grad_c};
       });
 }
+
+// ---- CUDA: bf16 tensors for the kernels that read f32 ----
+// The BF16 tiles read bf16 q, k, v as they are; the scalar kernels, the TF32 tiles and a dense
+// map's table-gradient walk read f32: they get FP32 copies (widened exactly, one pass each) and
+// their f32 O, ∂q, ∂k, ∂v are rounded once into the bf16 outputs. Here and not in the .cu file:
+// tensors are made on the host side (the simulator's kernel files take no atomics, and a tensor's
+// reference count is one).
+#if defined(URPE_WITH_CUDA)
+namespace kernels {
+
+namespace {
+Tensor widened(const Tensor& t) {
+  if (t.dtype() == DType::f32) return t;
+  Tensor wide = Tensor::empty(t.shape(), DType::f32, t.device());
+  cast_cuda(t, wide);
+  return wide;
+}
+Tensor f32_target(const Tensor& t) {
+  return t.dtype() == DType::f32 ? t : Tensor::empty(t.shape(), DType::f32, t.device());
+}
+void round_into(const Tensor& result, Tensor& t) {
+  if (t.dtype() != DType::f32) cast_cuda(result, t);
+}
+}  // namespace
+
+void urpe_flash_attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v,
+                                       const UrpeAttentionParams& params, const AttentionDropout& dropout,
+                                       Tensor& out, Tensor& lse) {
+  if (q.dtype() == DType::f32 || flash_cuda_reads_bf16(q, k, v, params, nullptr, nullptr))
+    return urpe_flash_attention_forward_cuda_native(q, k, v, params, dropout, out, lse);
+  Tensor o = f32_target(out);
+  urpe_flash_attention_forward_cuda_native(widened(q), widened(k), widened(v), params, dropout, o, lse);
+  round_into(o, out);
+}
+
+void urpe_flash_attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                        const Tensor& lse, const Tensor& grad_out, const UrpeAttentionParams& params,
+                                        const AttentionDropout& dropout, Tensor& grad_q, Tensor& grad_k,
+                                        Tensor& grad_v, Tensor* grad_bias_table, Tensor* grad_c_table) {
+  if (q.dtype() == DType::f32 || flash_cuda_reads_bf16(q, k, v, params, grad_bias_table, grad_c_table))
+    return urpe_flash_attention_backward_cuda_native(q, k, v, out, lse, grad_out, params, dropout, grad_q, grad_k,
+                                                     grad_v, grad_bias_table, grad_c_table);
+  Tensor gq = f32_target(grad_q), gk = f32_target(grad_k), gv = f32_target(grad_v);
+  urpe_flash_attention_backward_cuda_native(widened(q), widened(k), widened(v), widened(out), lse,
+                                            widened(grad_out), params, dropout, gq, gk, gv, grad_bias_table,
+                                            grad_c_table);
+  round_into(gq, grad_q);
+  round_into(gk, grad_k);
+  round_into(gv, grad_v);
+}
+
+}  // namespace kernels
+#endif
 
 // ---- cost ----
 

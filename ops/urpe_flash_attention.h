@@ -10,6 +10,9 @@
 // the two agree on every output and gradient.
 //
 // Shapes: q (Bsz, H, Nq, dh), k (Bsz, H, Nk, dh), v (Bsz, H, Nk, dv) → O (Bsz, H, Nq, dv).
+// Dtypes: q, k, v all f32 or all bf16 (precision=bf16's activations); O, ∂q, ∂k, ∂v have their
+// dtype, computed in FP32 and rounded once; the tables, L, ∂B, ∂C are f32
+// (docs/cuda.md#mixed-precision).
 // The tables, masks and scale come in UrpeAttentionParams, as for the materialised core, and a
 // bucket map may be
 //   (Nq + Nk − 1,)    a relative map: bucket(i, j) = map[j − i + Nq − 1]. The Toeplitz case

@@ -17,11 +17,16 @@
 //   The partials are summed per head in increasing b (and, for a relative map, folded into
 //   buckets in increasing diagonal order) after the parallel loop: a fixed order.
 // Memory: a few Bq×Bk tiles per thread; no n×n buffer (unless the caller's map is dense).
+// bf16 q, k, v (precision=bf16): widened exactly into f32 copies (and O, dO in backward), the f32
+//   code below runs unchanged, and O, dQ, dK, dV are rounded once, to nearest even, into their
+//   bf16 tensors: "bf16 in, bf16 out, FP32 compute" (docs/cuda.md#mixed-precision), the reference
+//   the BF16 tiles are checked against. L, ∂B and ∂C stay f32. The copies are O(n·d).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "ops/cast.h"
 #include "ops/fast_math_cpu.h"
 #include "ops/matmul.h"
 #include "ops/urpe_flash_attention.h"
@@ -180,13 +185,10 @@ float logits_row(const Geometry& g, int64_t b, int64_t i, int64_t j0, int64_t co
   return m;
 }
 
-}  // namespace
-
 // ---- forward ----
 
-void urpe_flash_attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v,
-                                      const UrpeAttentionParams& params,
-                                      const AttentionDropout& dropout, Tensor& out, Tensor& lse) {
+void forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const UrpeAttentionParams& params,
+                 const AttentionDropout& dropout, Tensor& out, Tensor& lse) {
   const Geometry g = geometry_of(q, k, v, params, dropout);
   const float* q_all = q.f32();  // (Bsz, H, Nq, dh)
   const float* k_all = k.f32();  // (Bsz, H, Nk, dh)
@@ -267,12 +269,9 @@ void urpe_flash_attention_forward_cpu(const Tensor& q, const Tensor& k, const Te
 
 // ---- backward ----
 
-void urpe_flash_attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v,
-                                       const Tensor& out, const Tensor& lse,
-                                       const Tensor& grad_out, const UrpeAttentionParams& params,
-                                       const AttentionDropout& dropout, Tensor& grad_q,
-                                       Tensor& grad_k, Tensor& grad_v, Tensor* grad_bias_table,
-                                       Tensor* grad_c_table) {
+void backward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                  const Tensor& grad_out, const UrpeAttentionParams& params, const AttentionDropout& dropout,
+                  Tensor& grad_q, Tensor& grad_k, Tensor& grad_v, Tensor* grad_bias_table, Tensor* grad_c_table) {
   const Geometry g = geometry_of(q, k, v, params, dropout);
   const float* q_all = q.f32();          // (Bsz, H, Nq, dh)
   const float* k_all = k.f32();          // (Bsz, H, Nk, dh)
@@ -427,6 +426,51 @@ void urpe_flash_attention_backward_cpu(const Tensor& q, const Tensor& k, const T
   };
   if (want_bias) merge(bias_partial, bias_width, g.bias, *grad_bias_table);
   if (want_c) merge(c_partial, c_width, g.c, *grad_c_table);
+}
+
+// ---- bf16 tensors: widened in, rounded out ----
+
+Tensor widened(const Tensor& t) {
+  if (t.dtype() == DType::f32) return t;
+  Tensor wide = Tensor::empty(t.shape(), DType::f32, t.device());
+  cast_cpu(t, wide);
+  return wide;
+}
+
+// An f32 tensor for a result that belongs in `t`: t itself, or a scratch copy when t is bf16.
+Tensor f32_target(const Tensor& t) {
+  return t.dtype() == DType::f32 ? t : Tensor::empty(t.shape(), DType::f32, t.device());
+}
+void round_into(const Tensor& result, Tensor& t) {
+  if (t.dtype() != DType::f32) cast_cpu(result, t);
+}
+
+}  // namespace
+
+void urpe_flash_attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v,
+                                      const UrpeAttentionParams& params,
+                                      const AttentionDropout& dropout, Tensor& out, Tensor& lse) {
+  if (q.dtype() == DType::f32) return forward_f32(q, k, v, params, dropout, out, lse);
+  Tensor o = f32_target(out);
+  forward_f32(widened(q), widened(k), widened(v), params, dropout, o, lse);
+  round_into(o, out);
+}
+
+void urpe_flash_attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v,
+                                       const Tensor& out, const Tensor& lse,
+                                       const Tensor& grad_out, const UrpeAttentionParams& params,
+                                       const AttentionDropout& dropout, Tensor& grad_q,
+                                       Tensor& grad_k, Tensor& grad_v, Tensor* grad_bias_table,
+                                       Tensor* grad_c_table) {
+  if (q.dtype() == DType::f32)
+    return backward_f32(q, k, v, out, lse, grad_out, params, dropout, grad_q, grad_k, grad_v, grad_bias_table,
+                        grad_c_table);
+  Tensor gq = f32_target(grad_q), gk = f32_target(grad_k), gv = f32_target(grad_v);
+  backward_f32(widened(q), widened(k), widened(v), widened(out), lse, widened(grad_out), params, dropout, gq, gk, gv,
+               grad_bias_table, grad_c_table);
+  round_into(gq, grad_q);
+  round_into(gk, grad_k);
+  round_into(gv, grad_v);
 }
 
 }  // namespace urpe::kernels

@@ -14,7 +14,13 @@
 //   never loaded.
 //   Bytes: Q, O once; K and V once per 16 query rows (B·H·Nk·(dh + dv)·4·Nq/16), maps and
 //   tables from cache; nothing of size Nq·Nk.
-// urpe_flash_attention_backward_dot_kernel: D_i = dO_i·O_i in double, one warp per row.
+// urpe_flash_attention_backward_dot_kernel: D_i = dO_i·O_i in double, one warp per row (dO and O
+//   in their dtype, f32 or bf16, widened exactly).
+// bf16 q, k, v (precision=bf16 with the fused path): the BF16 tiles read them as they are and
+//   write O, dQ, dK, dV in bf16 (flash_cuda_reads_bf16 says when); for the scalar kernels, the
+//   TF32 tiles and a dense map's table gradients urpe_flash_attention.cpp makes FP32 copies
+//   (widened exactly) and rounds the f32 results once, so those kernels are the f32 ones
+//   unchanged (host code: no tensor is made in a kernel file).
 // urpe_flash_attention_backward_dq_kernel: one block per (b, h, 8 query rows); per key tile it
 //   recomputes P_ij = e^{z_ij − L_i} and dS_ij = scale·P_ij·(κ·C·(dO_i·v_j) − D_i) (double),
 //   then dQ_i += Σ_j dS_ij·k_j (lane = columns).
@@ -30,6 +36,7 @@
 //   Bytes: q_i, k_j, dO_i, v_j per cell (from cache when cells of a row or column are close).
 // Head dims up to kMaxDim = 128 (the shared tiles are sized for it); larger is an error naming
 // the limit.
+#include "ops/bf16_values.cuh"
 #include "ops/bucket_index_cuda.cuh"
 #include "ops/cuda_common.cuh"
 #include "ops/urpe_flash_geometry.cuh"
@@ -177,15 +184,16 @@ __global__ void urpe_flash_attention_forward_kernel(FlashGeometry g, const float
   }
 }
 
+template <typename T>
 __global__ void urpe_flash_attention_backward_dot_kernel(int64_t rows, int64_t dv,
-                                                         const float* __restrict__ grad_out,
-                                                         const float* __restrict__ out,
+                                                         const T* __restrict__ grad_out,
+                                                         const T* __restrict__ out,
                                                          double* __restrict__ d_row) {
   const int lane = threadIdx.x % kWarp;
   URPE_WARP_STRIDE(r, rows) {
     double total = 0.0;
     for (int64_t d = lane; d < dv; d += kWarp)
-      total += static_cast<double>(grad_out[r * dv + d]) * out[r * dv + d];
+      total += static_cast<double>(load(grad_out, r * dv + d)) * load(out, r * dv + d);
     total = warp_sum(total);
     if (lane == 0) d_row[r] = total;
   }
@@ -402,13 +410,26 @@ void table_gradient(cuda::Context& ctx, const FlashGeometry& g, const Tensor& ma
 
 }  // namespace
 
+// ---- which tensors the kernels read as they are ----
+
+bool flash_cuda_reads_bf16(const Tensor& q, const Tensor& k, const Tensor& v, const UrpeAttentionParams& params,
+                           const Tensor* grad_bias_table, const Tensor* grad_c_table) {
+  const cuda::Context& ctx = context_of(q);
+  const FlashGeometry g = geometry_of(q, k, v, params, {});
+  const bool dense_table_grad = (grad_bias_table != nullptr && g.bias_table != nullptr && g.bias_kind != kRelative) ||
+                                (grad_c_table != nullptr && g.c_table != nullptr && g.c_kind != kRelative);
+  return ctx.bf16_tiles() && flash_tc_supports(g.dh, g.dv) && !dense_table_grad;
+}
+
 // ---- forward ----
 
-void urpe_flash_attention_forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v,
-                                       const UrpeAttentionParams& params,
-                                       const AttentionDropout& dropout, Tensor& out, Tensor& lse) {
+void urpe_flash_attention_forward_cuda_native(const Tensor& q, const Tensor& k, const Tensor& v,
+                                              const UrpeAttentionParams& params, const AttentionDropout& dropout,
+                                              Tensor& out, Tensor& lse) {
   cuda::Context& ctx = context_of(out);
   const FlashGeometry g = geometry_of(q, k, v, params, dropout);
+  URPE_CHECK(q.dtype() == DType::f32 || flash_cuda_reads_bf16(q, k, v, params, nullptr, nullptr),
+             "urpe_flash_attention on CUDA: these kernels read f32 q, k, v; got " << q.describe());
   if ((ctx.tf32() || ctx.bf16_tiles()) && flash_tc_supports(g.dh, g.dv)) {  // the tensor-core kernels
     urpe_flash_tc_forward(ctx, q, k, v, params, dropout, out, lse, ctx.bf16_tiles() ? TcMath::bf16 : TcMath::tf32);
     return;
@@ -422,14 +443,15 @@ void urpe_flash_attention_forward_cuda(const Tensor& q, const Tensor& k, const T
 
 // ---- backward ----
 
-void urpe_flash_attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v,
-                                        const Tensor& out, const Tensor& lse,
-                                        const Tensor& grad_out, const UrpeAttentionParams& params,
-                                        const AttentionDropout& dropout, Tensor& grad_q,
-                                        Tensor& grad_k, Tensor& grad_v, Tensor* grad_bias_table,
-                                        Tensor* grad_c_table) {
+void urpe_flash_attention_backward_cuda_native(const Tensor& q, const Tensor& k, const Tensor& v,
+                                               const Tensor& out, const Tensor& lse, const Tensor& grad_out,
+                                               const UrpeAttentionParams& params, const AttentionDropout& dropout,
+                                               Tensor& grad_q, Tensor& grad_k, Tensor& grad_v,
+                                               Tensor* grad_bias_table, Tensor* grad_c_table) {
   cuda::Context& ctx = context_of(grad_q);
   const FlashGeometry g = geometry_of(q, k, v, params, dropout);
+  URPE_CHECK(q.dtype() == DType::f32 || flash_cuda_reads_bf16(q, k, v, params, grad_bias_table, grad_c_table),
+             "urpe_flash_attention on CUDA: these kernels read f32 q, k, v; got " << q.describe());
   const int64_t rows = g.batch * g.heads * g.nq;
   const bool want_bias = grad_bias_table != nullptr && g.bias_table != nullptr;
   const bool want_c = grad_c_table != nullptr && g.c_table != nullptr;
@@ -440,8 +462,11 @@ void urpe_flash_attention_backward_cuda(const Tensor& q, const Tensor& k, const 
   }
   cuda::DeviceBuffer d_row(ctx, sizeof(double) * rows);  // D_i = dO_i·O_i
   const int dot_threads = kWarp * 8;
-  urpe_flash_attention_backward_dot_kernel<<<grid_for(ctx, rows, 8), dot_threads, 0, ctx.stream()>>>(
-      rows, g.dv, grad_out.f32(), out.f32(), d_row.as<double>());
+  with_device_value_type(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    urpe_flash_attention_backward_dot_kernel<T><<<grid_for(ctx, rows, 8), dot_threads, 0, ctx.stream()>>>(
+        rows, g.dv, values<T>(grad_out), values<T>(out), d_row.as<double>());
+  });
   CUDA_CHECK_LAUNCH("urpe_flash_attention_backward_dot_kernel");
 
   if ((ctx.tf32() || ctx.bf16_tiles()) && flash_tc_supports(g.dh, g.dv)) {

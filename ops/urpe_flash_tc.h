@@ -11,6 +11,22 @@ class Context;  // tensor/cuda_context.h (CUDA builds only); this header stays h
 
 namespace urpe::kernels {
 
+// The scalar and tensor-core kernels' own entry points (urpe_flash_attention_cuda.cu), as
+// kernels::urpe_flash_attention_{forward,backward}_cuda (urpe_flash_attention.cpp) call them:
+// q, k, v, O, dO and ∂q, ∂k, ∂v all f32, or all bf16 where flash_cuda_reads_bf16 is true: the
+// context's BF16 tiles on, head dims they take, and (backward) no table gradient of a dense map,
+// whose bucket walk reads f32. The caller widens bf16 tensors for every other case.
+bool flash_cuda_reads_bf16(const Tensor& q, const Tensor& k, const Tensor& v, const UrpeAttentionParams& params,
+                           const Tensor* grad_bias_table, const Tensor* grad_c_table);
+void urpe_flash_attention_forward_cuda_native(const Tensor& q, const Tensor& k, const Tensor& v,
+                                              const UrpeAttentionParams& params, const AttentionDropout& dropout,
+                                              Tensor& out, Tensor& lse);
+void urpe_flash_attention_backward_cuda_native(const Tensor& q, const Tensor& k, const Tensor& v,
+                                               const Tensor& out, const Tensor& lse, const Tensor& grad_out,
+                                               const UrpeAttentionParams& params, const AttentionDropout& dropout,
+                                               Tensor& grad_q, Tensor& grad_k, Tensor& grad_v,
+                                               Tensor* grad_bias_table, Tensor* grad_c_table);
+
 // The tiles' input precision: TF32 m16n8k8 (the context's TF32 switch, --tf32 / precision=tf32)
 // or BF16 m16n8k16 (the context's BF16 switch, precision=bf16): inputs rounded once when staged,
 // P and dS rounded before their products. Both accumulate in FP32; softmax, C and the table

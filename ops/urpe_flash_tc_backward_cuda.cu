@@ -154,6 +154,23 @@ template <int kRows, int kDim, int kPairs, int kCols>
 __device__ __forceinline__ void load_pairs_tile(uint32_t (&tile)[kPairs][kCols], const float* src, int valid, int cols) {
   load_bf16_row_pairs<kRows, kDim>(tile, src, valid, cols);
 }
+// From bf16 tensors (BF16 tiles only): the words as they are (ops/urpe_flash_tc_tiles.cuh).
+template <int kRows, int kDim, int kCols>
+__device__ __forceinline__ void load_rows_tile(uint32_t (&tile)[kRows][kCols], const __nv_bfloat16* src, int valid,
+                                               int cols) {
+  load_bf16_rows<kRows, kDim>(tile, src, valid, cols);
+}
+template <int kRows, int kDim, int kPairs, int kCols>
+__device__ __forceinline__ void load_pairs_tile(uint32_t (&tile)[kPairs][kCols], const __nv_bfloat16* src, int valid,
+                                                int cols) {
+  load_bf16_row_pairs<kRows, kDim>(tile, src, valid, cols);
+}
+template <bool kBf16, int kSteps>
+__device__ __forceinline__ void load_a(uint32_t (&a)[kSteps][4], const __nv_bfloat16* src, int first_row,
+                                       int valid_rows, int cols, int lane) {
+  static_assert(kBf16, "bf16 tensors feed BF16 tiles only");
+  load_a_fragments_bf16(a, src, first_row, valid_rows, cols, lane);
+}
 template <bool kBf16, int kSteps>
 __device__ __forceinline__ void load_a(uint32_t (&a)[kSteps][4], const float* src, int first_row, int valid_rows,
                                        int cols, int lane) {
@@ -218,11 +235,13 @@ __device__ __forceinline__ void dq_cells(const FlashGeometry& g, float (&s)[kKey
 // per SM with 252 registers, most of its stalls latencies that more warps hide). Its fast path
 // needs 166; the cap costs one 4-byte spill, a predicate mask saved before the key loop and
 // reloaded after it (sm_90 SASS), nothing per tile.
-template <int kDim, bool kBf16>
+// TIn: the tensors' element type (float, or __nv_bfloat16 on BF16 tiles): q, k, v, dO read as
+// they are, dQ written in it; L and D stay FP32 (double).
+template <int kDim, bool kBf16, typename TIn>
 __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_backward_dq_kernel(
-    FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
-    const float* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
-    float* __restrict__ grad_q) {
+    FlashGeometry g, const TIn* __restrict__ q, const TIn* __restrict__ k, const TIn* __restrict__ v,
+    const TIn* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
+    TIn* __restrict__ grad_q) {
   // Key tiles of 64 at kDim = 32, 32 at 64, 16 at 128. K_J is read two ways, by rows (S = Q·K_Jᵀ)
   // and by row pairs (dQ += dS·K_J), so it is staged twice, as column pairs and as row pairs, and
   // V_J, read by rows only, as column pairs: every B fragment is one 64-bit shared load. Those
@@ -256,8 +275,8 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_b
     const TcTask t = tc_task(task, tiles, unsigned(g.heads), kBlockRows);
     const int i0 = t.first, rows = min(kBlockRows, nq - i0);
     const int w0 = i0 + warp * kWarpRows;
-    const float* k_bh = k + int64_t(t.bh) * nk * dh;
-    const float* v_bh = v + int64_t(t.bh) * nk * dv;
+    const TIn* k_bh = k + int64_t(t.bh) * nk * dh;
+    const TIn* v_bh = v + int64_t(t.bh) * nk * dv;
     uint32_t qa[kASteps][4], ga[kASteps][4];
     load_a<kBf16>(qa, q + int64_t(t.bh) * nq * dh, w0, nq - w0, dh, lane);
     load_a<kBf16>(ga, grad_out + int64_t(t.bh) * nq * dv, w0, nq - w0, dv, lane);
@@ -358,11 +377,11 @@ __device__ __forceinline__ void dkdv_cells(const FlashGeometry& g, float (&st)[k
     }
 }
 
-template <int kDim, bool kBf16>
+template <int kDim, bool kBf16, typename TIn>
 __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
-    FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
-    const float* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
-    float* __restrict__ grad_k, float* __restrict__ grad_v, TablePartials tp) {
+    FlashGeometry g, const TIn* __restrict__ q, const TIn* __restrict__ k, const TIn* __restrict__ v,
+    const TIn* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
+    TIn* __restrict__ grad_k, TIn* __restrict__ grad_v, TablePartials tp) {
   constexpr int kQueries = kDim == 128 ? 16 : 32;
   constexpr int kQueryBlocks = kQueries / 8;
   constexpr int kSteps = Dim<kDim>::kSteps;
@@ -414,8 +433,8 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
     const unsigned chunk_bh = task / blocks_per_bh, key_block = task - chunk_bh * blocks_per_bh;
     const int bh = int(tp.bh_begin) + int(chunk_bh), b = bh / int(g.heads), h = bh - b * int(g.heads);
     const int j0 = int(key_block) * kKeysPerBlock, wj0 = j0 + warp * kWarpRows;
-    const float* q_bh = q + int64_t(bh) * nq * dh;
-    const float* go_bh = grad_out + int64_t(bh) * nq * dv;
+    const TIn* q_bh = q + int64_t(bh) * nq * dh;
+    const TIn* go_bh = grad_out + int64_t(bh) * nq * dv;
     uint32_t ka[kASteps][4], va[kASteps][4];
     load_a<kBf16>(ka, k + int64_t(bh) * nk * dh, wj0, nk - wj0, dh, lane);
     load_a<kBf16>(va, v + int64_t(bh) * nk * dv, wj0, nk - wj0, dv, lane);
@@ -560,15 +579,19 @@ __global__ void urpe_flash_tc_bucket_sums_kernel(int64_t heads, int64_t buckets,
   }
 }
 
-template <int kDim, bool kBf16>
+template <int kDim, bool kBf16, typename TIn>
 void launch_backward(cuda::Context& ctx, const FlashGeometry& g, const Tensor& q, const Tensor& k,
                      const Tensor& v, const Tensor& lse, const Tensor& grad_out, const double* d_row,
                      Tensor& grad_q, Tensor& grad_k, Tensor& grad_v, Tensor* grad_bias, Tensor* grad_c,
                      int64_t partial_cap_bytes) {
   const int64_t dq_tasks = row_tiles(g, g.nq, kBlockRows);
-  urpe_flash_tc_backward_dq_kernel<kDim, kBf16><<<grid_for(ctx, dq_tasks, 1), kThreads, 0, ctx.stream()>>>(
-      g, q.f32(), k.f32(), v.f32(), grad_out.f32(), lse.f32(), d_row, grad_q.f32());
-  CUDA_CHECK_LAUNCH(kBf16 ? "urpe_flash_tc_backward_dq_kernel (bf16)" : "urpe_flash_tc_backward_dq_kernel");
+  constexpr bool kBf16Tensors = std::is_same_v<TIn, __nv_bfloat16>;
+  urpe_flash_tc_backward_dq_kernel<kDim, kBf16, TIn><<<grid_for(ctx, dq_tasks, 1), kThreads, 0, ctx.stream()>>>(
+      g, values<TIn>(q), values<TIn>(k), values<TIn>(v), values<TIn>(grad_out), lse.f32(), d_row,
+      values<TIn>(grad_q));
+  CUDA_CHECK_LAUNCH(!kBf16         ? "urpe_flash_tc_backward_dq_kernel"
+                    : kBf16Tensors ? "urpe_flash_tc_backward_dq_kernel (bf16 tensors)"
+                                   : "urpe_flash_tc_backward_dq_kernel (bf16)");
 
   const int64_t key_blocks = (g.nk + kKeysPerBlock - 1) / kKeysPerBlock;
   const int64_t width = g.nq + kKeysPerBlock - 1, diagonals = g.nq + g.nk - 1;
@@ -588,9 +611,12 @@ void launch_backward(cuda::Context& ctx, const FlashGeometry& g, const Tensor& q
     const TablePartials tp{grad_bias ? partial_b.as<float>() : nullptr, grad_c ? partial_c.as<float>() : nullptr,
                            begin, std::min(bhs, begin + chunk), key_blocks, width};
     const int64_t kv_tasks = (tp.bh_end - tp.bh_begin) * key_blocks;
-    urpe_flash_tc_backward_dkdv_kernel<kDim, kBf16><<<grid_for(ctx, kv_tasks, 1), kThreads, 0, ctx.stream()>>>(
-        g, q.f32(), k.f32(), v.f32(), grad_out.f32(), lse.f32(), d_row, grad_k.f32(), grad_v.f32(), tp);
-    CUDA_CHECK_LAUNCH(kBf16 ? "urpe_flash_tc_backward_dkdv_kernel (bf16)" : "urpe_flash_tc_backward_dkdv_kernel");
+    urpe_flash_tc_backward_dkdv_kernel<kDim, kBf16, TIn><<<grid_for(ctx, kv_tasks, 1), kThreads, 0, ctx.stream()>>>(
+        g, values<TIn>(q), values<TIn>(k), values<TIn>(v), values<TIn>(grad_out), lse.f32(), d_row,
+        values<TIn>(grad_k), values<TIn>(grad_v), tp);
+    CUDA_CHECK_LAUNCH(!kBf16         ? "urpe_flash_tc_backward_dkdv_kernel"
+                      : kBf16Tensors ? "urpe_flash_tc_backward_dkdv_kernel (bf16 tensors)"
+                                     : "urpe_flash_tc_backward_dkdv_kernel (bf16)");
     for (int t = 0; t < 2; ++t) {
       const float* partial = t == 0 ? tp.bias : tp.c;
       if (partial == nullptr) continue;
@@ -623,11 +649,24 @@ void urpe_flash_tc_backward(cuda::Context& ctx, const Tensor& q, const Tensor& k
                             Tensor* grad_c_table, int64_t partial_cap_bytes, TcMath math) {
   const FlashGeometry g = geometry_of(q, k, v, params, dropout);
   check_tc_sizes(g);
-  const bool bf16 = math == TcMath::bf16;
-  switch (dim_class(g.dh, g.dv)) {
-    case 32: (bf16 ? launch_backward<32, true> : launch_backward<32, false>)(ctx, g, q, k, v, lse, grad_out, d_row, grad_q, grad_k, grad_v, grad_bias_table, grad_c_table, partial_cap_bytes); break;
-    case 64: (bf16 ? launch_backward<64, true> : launch_backward<64, false>)(ctx, g, q, k, v, lse, grad_out, d_row, grad_q, grad_k, grad_v, grad_bias_table, grad_c_table, partial_cap_bytes); break;
-    default: (bf16 ? launch_backward<128, true> : launch_backward<128, false>)(ctx, g, q, k, v, lse, grad_out, d_row, grad_q, grad_k, grad_v, grad_bias_table, grad_c_table, partial_cap_bytes); break;
+  URPE_CHECK(q.dtype() == DType::f32 || math == TcMath::bf16,
+             "urpe_flash_tc_backward: TF32 tiles read f32 q, k, v; got " << q.describe());
+  // The tiles (TF32; BF16 from f32 tensors; BF16 from bf16 tensors), one per head-dim class.
+  const auto run = [&](auto launch) {
+    launch(ctx, g, q, k, v, lse, grad_out, d_row, grad_q, grad_k, grad_v, grad_bias_table, grad_c_table,
+           partial_cap_bytes);
+  };
+  const int variant = math == TcMath::tf32 ? 0 : q.dtype() == DType::bf16 ? 2 : 1;
+  switch (dim_class(g.dh, g.dv) * 4 + variant) {
+    case 32 * 4 + 0: run(launch_backward<32, false, float>); break;
+    case 32 * 4 + 1: run(launch_backward<32, true, float>); break;
+    case 32 * 4 + 2: run(launch_backward<32, true, __nv_bfloat16>); break;
+    case 64 * 4 + 0: run(launch_backward<64, false, float>); break;
+    case 64 * 4 + 1: run(launch_backward<64, true, float>); break;
+    case 64 * 4 + 2: run(launch_backward<64, true, __nv_bfloat16>); break;
+    case 128 * 4 + 0: run(launch_backward<128, false, float>); break;
+    case 128 * 4 + 1: run(launch_backward<128, true, float>); break;
+    default: run(launch_backward<128, true, __nv_bfloat16>); break;
   }
 }
 

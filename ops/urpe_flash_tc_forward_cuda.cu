@@ -29,6 +29,8 @@
 //   tiles at every kDim (ptxas -v: 138 / 168 / 252 registers; 8 bytes spilled at kDim 64).
 //   Bytes: Q and O once; K and V once per 64 query rows: (Nq/64)·Nk·(dh + dv)·4 per (b, h); the
 //   tables' diagonals per tile from cache. Nothing of size Nq·Nk.
+#include <type_traits>
+
 #include "ops/urpe_flash_tc.h"
 #include "ops/urpe_flash_tc_tiles.cuh"
 
@@ -88,10 +90,13 @@ __device__ __forceinline__ void forward_weights(const FlashGeometry& g, float (&
     }
 }
 
-template <int kDim, bool kBf16>
+// TIn: the tensors' element type, float or (BF16 tiles only) __nv_bfloat16: q, k, v read as they
+// are and O written in it (rounded once); L stays FP32.
+template <int kDim, bool kBf16, typename TIn>
 __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
-    urpe_flash_tc_forward_kernel(FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k,
-                                 const float* __restrict__ v, float* __restrict__ out, float* __restrict__ lse) {
+    urpe_flash_tc_forward_kernel(FlashGeometry g, const TIn* __restrict__ q, const TIn* __restrict__ k,
+                                 const TIn* __restrict__ v, TIn* __restrict__ out, float* __restrict__ lse) {
+  static_assert(kBf16 || std::is_same_v<TIn, float>, "TF32 tiles read f32 tensors (the host widens bf16 ones)");
   // Key tiles of 64, 32 at kDim = 128 in TF32 (to fit 48 KiB). At kDim = 64 the 64-key TF32 tile
   // needs a few more than the 168 registers that 3 blocks per SM allow and spills ~40 bytes
   // (ptxas -v, sm_90); the spill-free 32-key variant (158 registers, twice the barriers, staging
@@ -120,8 +125,8 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
     const TcTask t = tc_task(task, tiles, unsigned(g.heads), kBlockRows);
     const int i0 = t.first, rows = min(kBlockRows, nq - i0);
     const int w0 = i0 + warp * kWarpRows;  // the warp's first row
-    const float* k_bh = k + int64_t(t.bh) * nk * dh;
-    const float* v_bh = v + int64_t(t.bh) * nk * dv;
+    const TIn* k_bh = k + int64_t(t.bh) * nk * dh;
+    const TIn* v_bh = v + int64_t(t.bh) * nk * dv;
     uint32_t qa[kQSteps][4];
     if constexpr (kBf16)
       load_a_fragments_bf16(qa, q + int64_t(t.bh) * nq * dh, w0, nq - w0, dh, lane);
@@ -232,7 +237,7 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
         }
       }
     }
-    float* out_bh = out + int64_t(t.bh) * nq * dv;
+    TIn* out_bh = out + int64_t(t.bh) * nq * dv;
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int i = w0 + group + 8 * half;
@@ -244,19 +249,39 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int col = nd * 8 + 2 * member + e;
-          if (col < dv) out_bh[i * dv + col] = o[nd][2 * half + e] * inv;
+          if (col < dv) {
+            if constexpr (std::is_same_v<TIn, float>)
+              out_bh[i * dv + col] = o[nd][2 * half + e] * inv;
+            else
+              out_bh[i * dv + col] = __float2bfloat16_rn(o[nd][2 * half + e] * inv);
+          }
         }
       if (lse != nullptr && member == 0) lse[int64_t(t.bh) * nq + i] = empty ? -INFINITY : m[half] + logf(l[half]);
     }
   }
 }
 
-template <int kDim, bool kBf16>
-void launch_forward(cuda::Context& ctx, const FlashGeometry& g, const float* q, const float* k, const float* v,
-                    float* out, float* lse) {
+template <int kDim, bool kBf16, typename TIn>
+void launch_forward(cuda::Context& ctx, const FlashGeometry& g, const Tensor& q, const Tensor& k, const Tensor& v,
+                    Tensor& out, float* lse) {
   const int64_t tasks = g.batch * g.heads * ((g.nq + kBlockRows - 1) / kBlockRows);
-  urpe_flash_tc_forward_kernel<kDim, kBf16><<<grid_for(ctx, tasks, 1), kThreads, 0, ctx.stream()>>>(g, q, k, v, out, lse);
-  CUDA_CHECK_LAUNCH(kBf16 ? "urpe_flash_tc_forward_kernel (bf16)" : "urpe_flash_tc_forward_kernel");
+  urpe_flash_tc_forward_kernel<kDim, kBf16, TIn><<<grid_for(ctx, tasks, 1), kThreads, 0, ctx.stream()>>>(
+      g, values<TIn>(q), values<TIn>(k), values<TIn>(v), values<TIn>(out), lse);
+  constexpr bool kBf16Tensors = std::is_same_v<TIn, __nv_bfloat16>;
+  CUDA_CHECK_LAUNCH(!kBf16         ? "urpe_flash_tc_forward_kernel"
+                    : kBf16Tensors ? "urpe_flash_tc_forward_kernel (bf16 tensors)"
+                                   : "urpe_flash_tc_forward_kernel (bf16)");
+}
+
+template <int kDim>
+void launch_forward_for(cuda::Context& ctx, const FlashGeometry& g, TcMath math, const Tensor& q, const Tensor& k,
+                        const Tensor& v, Tensor& out, float* lse) {
+  if (math == TcMath::tf32)
+    launch_forward<kDim, false, float>(ctx, g, q, k, v, out, lse);
+  else if (q.dtype() == DType::bf16)
+    launch_forward<kDim, true, __nv_bfloat16>(ctx, g, q, k, v, out, lse);
+  else
+    launch_forward<kDim, true, float>(ctx, g, q, k, v, out, lse);
 }
 
 }  // namespace
@@ -269,13 +294,13 @@ void urpe_flash_tc_forward(cuda::Context& ctx, const Tensor& q, const Tensor& k,
   const FlashGeometry g = geometry_of(q, k, v, params, dropout);
   if (g.batch * g.heads * g.nq == 0 || g.dv == 0) return;
   check_tc_sizes(g);
+  URPE_CHECK(q.dtype() == DType::f32 || math == TcMath::bf16,
+             "urpe_flash_tc_forward: TF32 tiles read f32 q, k, v; got " << q.describe());
   float* lse_out = lse.defined() ? lse.f32() : nullptr;
-  const bool bf16 = math == TcMath::bf16;
-  const float *qp = q.f32(), *kp = k.f32(), *vp = v.f32();
   switch (dim_class(g.dh, g.dv)) {
-    case 32: (bf16 ? launch_forward<32, true> : launch_forward<32, false>)(ctx, g, qp, kp, vp, out.f32(), lse_out); break;
-    case 64: (bf16 ? launch_forward<64, true> : launch_forward<64, false>)(ctx, g, qp, kp, vp, out.f32(), lse_out); break;
-    default: (bf16 ? launch_forward<128, true> : launch_forward<128, false>)(ctx, g, qp, kp, vp, out.f32(), lse_out); break;
+    case 32: launch_forward_for<32>(ctx, g, math, q, k, v, out, lse_out); break;
+    case 64: launch_forward_for<64>(ctx, g, math, q, k, v, out, lse_out); break;
+    default: launch_forward_for<128>(ctx, g, math, q, k, v, out, lse_out); break;
   }
 }
 

@@ -6,7 +6,11 @@
 // tile is: masked, its bias, its C.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
+#include <cuda_bf16.h>
+
+#include "ops/bf16_values.cuh"
 #include "ops/mma_bf16.cuh"
 #include "ops/mma_tf32.cuh"
 #include "ops/urpe_flash_geometry.cuh"
@@ -211,6 +215,114 @@ __device__ __forceinline__ void load_bf16_row_pairs(uint32_t (&tile)[kPairs][kWo
   }
 }
 
+// ---- BF16 tiles from bf16 tensors (precision=bf16 with the fused path) ----
+// The same two layouts and zeros, from a (rows, cols) bf16 source: its values are BF16 already,
+// so nothing is rounded and a tile is half the bytes. Two neighbouring bf16 values in memory are
+// a packed word as it is (the lower-indexed one in the low 16 bits, little-endian: pack_bf16's
+// order), so a whole bf16-rows unit is one 16-byte load stored as it came, and a row-pairs unit
+// two 8-byte loads whose halves are interleaved, (T(r, c + k), T(r + 1, c + k)).
+__device__ __forceinline__ uint32_t bf16_bits(const __nv_bfloat16* __restrict__ src, int k) {
+  return uint32_t(reinterpret_cast<const uint16_t*>(src)[k]);
+}
+
+// Words w = T(r, c + 2w | c + 2w + 1), w = 0…3, of one row unit, zeros outside.
+template <int kDim>
+__device__ __forceinline__ void read_row_unit(uint32_t (&w)[4], const __nv_bfloat16* __restrict__ src, int r, int c,
+                                              bool whole, int valid_rows, int cols) {
+  if (whole) {
+    const float4 a = *reinterpret_cast<const float4*>(src + r * kDim + c);  // 16 bytes of bf16 pairs
+    w[0] = __float_as_uint(a.x), w[1] = __float_as_uint(a.y), w[2] = __float_as_uint(a.z), w[3] = __float_as_uint(a.w);
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const bool in = r < valid_rows;
+      const uint32_t lo = in && c + 2 * k < cols ? bf16_bits(src, r * cols + c + 2 * k) : 0u;
+      const uint32_t hi = in && c + 2 * k + 1 < cols ? bf16_bits(src, r * cols + c + 2 * k + 1) : 0u;
+      w[k] = lo | (hi << 16);
+    }
+  }
+}
+
+// Words k = T(r, c + k) | T(r + 1, c + k) << 16, k = 0…3, of one row-pair unit, zeros outside.
+template <int kDim>
+__device__ __forceinline__ void read_row_pair_unit(uint32_t (&w)[4], const __nv_bfloat16* __restrict__ src, int r,
+                                                   int c, bool whole, int valid_rows, int cols) {
+  if (whole) {
+    const float2 ef = *reinterpret_cast<const float2*>(src + r * kDim + c);        // row r, columns c…c+3
+    const float2 of = *reinterpret_cast<const float2*>(src + (r + 1) * kDim + c);  // row r + 1
+    const uint32_t e0 = __float_as_uint(ef.x), e1 = __float_as_uint(ef.y);
+    const uint32_t o0 = __float_as_uint(of.x), o1 = __float_as_uint(of.y);
+    w[0] = (e0 & 0xFFFFu) | (o0 << 16), w[1] = (e0 >> 16) | (o0 & 0xFFFF0000u);
+    w[2] = (e1 & 0xFFFFu) | (o1 << 16), w[3] = (e1 >> 16) | (o1 & 0xFFFF0000u);
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const bool col_in = c + k < cols;
+      const uint32_t lo = r < valid_rows && col_in ? bf16_bits(src, r * cols + c + k) : 0u;
+      const uint32_t hi = r + 1 < valid_rows && col_in ? bf16_bits(src, (r + 1) * cols + c + k) : 0u;
+      w[k] = lo | (hi << 16);
+    }
+  }
+}
+
+template <int kRows, int kDim, int kWords>
+__device__ __forceinline__ void load_bf16_rows(uint32_t (&tile)[kRows][kWords], const __nv_bfloat16* __restrict__ src,
+                                               int valid_rows, int cols) {
+  static_assert(kWords == kDim / 2 + 4, "rows kDim/2 + 4 words apart");
+  constexpr int kUnits = kRows * kDim / 8;
+  static_assert(kUnits % kThreads == 0, "every thread loads the same number of units");
+  const bool whole = cols == kDim && valid_rows >= kRows && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
+#pragma unroll
+  for (int n = 0; n < kUnits / kThreads; ++n) {
+    const int e = threadIdx.x + n * kThreads, r = e / (kDim / 8), c = 8 * (e % (kDim / 8));
+    uint32_t w[4];
+    read_row_unit<kDim>(w, src, r, c, whole, valid_rows, cols);
+    *reinterpret_cast<float4*>(&tile[r][c / 2]) =
+        make_float4(__uint_as_float(w[0]), __uint_as_float(w[1]), __uint_as_float(w[2]), __uint_as_float(w[3]));
+  }
+}
+
+template <int kRows, int kDim, int kPairs, int kWords>
+__device__ __forceinline__ void load_bf16_row_pairs(uint32_t (&tile)[kPairs][kWords],
+                                                    const __nv_bfloat16* __restrict__ src, int valid_rows, int cols) {
+  static_assert(kPairs * 2 == kRows && kWords == kDim + 8, "pair rows kDim + 8 words apart");
+  constexpr int kUnits = kPairs * kDim / 4;
+  static_assert(kUnits % kThreads == 0, "every thread loads the same number of units");
+  const bool whole = cols == kDim && valid_rows >= kRows && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
+#pragma unroll
+  for (int n = 0; n < kUnits / kThreads; ++n) {
+    const int e = threadIdx.x + n * kThreads, p = e / (kDim / 4), c = 4 * (e % (kDim / 4)), r = 2 * p;
+    uint32_t w[4];
+    read_row_pair_unit<kDim>(w, src, r, c, whole, valid_rows, cols);
+    *reinterpret_cast<float4*>(&tile[p][c]) =
+        make_float4(__uint_as_float(w[0]), __uint_as_float(w[1]), __uint_as_float(w[2]), __uint_as_float(w[3]));
+  }
+}
+
+// The BF16 A fragments of 16 rows from a bf16 source: a[s][r] = the word src(row first_row +
+// a16_row, columns 16s + a16_col(half 0, 1)) as it is, zero outside. One 32-bit load per
+// register when the pair is inside and 4-byte aligned (cols even), else two 16-bit loads.
+template <int kSteps16>
+__device__ __forceinline__ void load_a_fragments_bf16(uint32_t (&a)[kSteps16][4], const __nv_bfloat16* __restrict__ src,
+                                                      int first_row, int valid_rows, int cols, int lane) {
+  src += first_row * cols;
+  const bool words = cols % 2 == 0 && (reinterpret_cast<uintptr_t>(src) & 3) == 0;
+#pragma unroll
+  for (int s = 0; s < kSteps16; ++s)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int row = tc::a16_row(lane, r, 0), col = 16 * s + tc::a16_col(lane, r, 0);
+      const bool in = row < valid_rows;
+      if (words) {
+        a[s][r] = in && col < cols ? *reinterpret_cast<const uint32_t*>(src + row * cols + col) : 0u;
+      } else {
+        const uint32_t lo = in && col < cols ? bf16_bits(src, row * cols + col) : 0u;
+        const uint32_t hi = in && col + 1 < cols ? bf16_bits(src, row * cols + col + 1) : 0u;
+        a[s][r] = lo | (hi << 16);
+      }
+    }
+}
+
 // The BF16 A fragments of 16 rows from global memory: a[s][r] = the pair src(row first_row +
 // a16_row, columns 16s + a16_col(half 0, 1)), rounded, zero outside.
 template <int kSteps16>
@@ -351,15 +463,21 @@ __device__ __forceinline__ float cell_c(const FlashGeometry& g, const float* c_s
 
 // Rows [first, first + 16) of a (rows, cols) output slice from the accumulators (valid rows and
 // columns only).
-template <int kSteps>
-__device__ __forceinline__ void store_rows(float* __restrict__ dst, const float (&acc)[kSteps][4], int first,
+// T is float or __nv_bfloat16 (the gradient's dtype: rounded once here, to nearest even).
+template <int kSteps, typename T>
+__device__ __forceinline__ void store_rows(T* __restrict__ dst, const float (&acc)[kSteps][4], int first,
                                            int rows, int cols, int lane) {
 #pragma unroll
   for (int nd = 0; nd < kSteps; ++nd)
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
       const int row = first + tc::c_row(lane, r), col = nd * 8 + tc::c_col(lane, r);
-      if (row < rows && col < cols) dst[row * cols + col] = acc[nd][r];
+      if (row < rows && col < cols) {
+        if constexpr (std::is_same_v<T, float>)
+          dst[row * cols + col] = acc[nd][r];
+        else
+          dst[row * cols + col] = __float2bfloat16_rn(acc[nd][r]);
+      }
     }
 }
 

@@ -326,6 +326,16 @@ OpRow attention_row(const std::string& what, const AttentionSpec& s, Tolerance f
       .with(attention_bf16_column());
 }
 
+// The fused attention's bf16 column (bf16 q, k, v; O, ∂q, ∂k, ∂v bf16; L and the tables' gradients
+// f32), CPU against the scalar CUDA path, both of which widen q, k, v, compute in FP32 and round
+// O and the gradients once. Forward: O is an FP32 value (CPU and CUDA 1e-6 apart) rounded once,
+// so one bf16 step (2⁻⁷ relative) where the two straddle a rounding boundary. Backward: each
+// device reads its own rounded O in D_i = dO_i·O_i, one step apart at most, which moves dZ =
+// P·(C·κ·dA − D) by up to 2⁻⁸·P·|dO|·|O| in absolute terms and the table gradients by the sum of
+// that over their cells: the core's column's bound, 10⁻³ absolute plus two bf16 steps (2⁻⁶).
+// (CPU bf16 against CPU f32: test_urpe_flash_attention; the BF16 tiles: the tensor-core suite.)
+DTypeColumn flash_bf16_column() { return bf16_column({1e-5, 0x1p-7}, {1e-3, 0x1p-6}, {0, 1, 2}); }
+
 OpRow flash_row(const std::string& what, const AttentionSpec& s, int64_t dh, int64_t dv, float dropout,
                 Tolerance fwd, Tolerance bwd, autograd::GradcheckOptions g = {}) {
   std::vector<OpInput> in{uniform("q", {s.batch, s.heads, s.nq, dh}, -1.5f, 1.5f),
@@ -342,7 +352,8 @@ OpRow flash_row(const std::string& what, const AttentionSpec& s, int64_t dh, int
                const AttentionCostSizes z = attention_cost_sizes(s.batch, s.heads, s.nq, s.nk, p);
                return OpCosts{urpe_flash_attention_forward_cost(z, dh, dv, true),
                               urpe_flash_attention_backward_cost(z, dh, dv, s.bias, s.c)};
-             });
+             })
+      .with(flash_bf16_column());
 }
 
 // The encoder's fused self-attention block: x, the projections, [L,] then the attention extras.

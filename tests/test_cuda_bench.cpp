@@ -97,6 +97,7 @@ TEST_CASE("`urpe bench attention --device cuda --tf32` names its math and rate o
   INFO(bf16.output);
   REQUIRE(bf16.code == 0);
   CHECK(bf16.output.find("math bf16") != std::string::npos);
+  CHECK(bf16.output.find("fused rows: bf16 q, k, v and dO in") != std::string::npos);  // as precision=bf16 feeds it
   int bf16_rows = 0;
   std::istringstream bf16_lines(bf16.output);
   while (std::getline(bf16_lines, line)) {

@@ -10,7 +10,10 @@
 //   * forward (O, L) and backward (dQ, dK, dV, dB, dC) of every map kind, causal with an offset,
 //     key padding, dropout, no tables, each head-dim class (32, 64, 128), with NaN-poisoned
 //     outputs, within TF32's tolerance; the same bits from a second backward and from the table
-//     partials summed in chunks; the public op with autograd on both devices.
+//     partials summed in chunks; the public op with autograd on both devices;
+//   * bf16 q, k, v on the BF16 tiles (read as they are; O, dQ, dK, dV written in bf16): the f32
+//     tensors' results rounded once, bit for bit, and the CPU within BF16's tolerance; on the TF32
+//     tiles and the scalar path, widened.
 // Tolerance: TF32 keeps 10 mantissa bits (unit roundoff u = 2^-11 ≈ 4.9e-4 per rounded input);
 // logits, weights and gradient terms each pass through one or two roundings and sums of tens to
 // hundreds of terms, so |cuda − cpu| ≤ 4e-3·(max|cpu| + |cpu|) per tensor (docs/cuda.md). The
@@ -29,6 +32,7 @@
 #include <limits>
 #include <sstream>
 
+#include "ops/cast.h"
 #include "ops/mma_tile.h"
 #include "ops/urpe_attention.h"
 #include "ops/urpe_flash_attention.h"
@@ -513,6 +517,111 @@ TEST_CASE("parity: BF16 tensor-core fused attention kernels (O, L, dQ, dK, dV, d
                 (unsigned long long)bits_hash(got.v), c.bias ? (unsigned long long)bits_hash(got.bias) : 0ull,
                 c.c ? (unsigned long long)bits_hash(got.c) : 0ull);
   }
+}
+
+// bf16 q, k, v (precision=bf16 with the fused path): the BF16 tiles read the tensors' words as they
+// are. Those are exactly the values the tiles would round f32 tensors to, so the kernels see the
+// same inputs either way and must give the f32-tensor run's FP32 results, rounded once: O, dQ,
+// dK, dV are checked bit for bit against round_bf16(the f32-tensor BF16 tiles' result on the
+// widened bf16 inputs, O and dO) and L, dB, dC (f32) equal to it; a loader that put a word in the
+// wrong place, swapped a pair's halves or read past a row would break the equality. Then the
+// CPU reference with the same bf16 tensors (widened, FP32, rounded once) within kTolBf16, every
+// output element written (NaN-poisoned), and a second backward the same bits. The cases: odd head
+// dims (word-by-word loads, 19 and 23 columns), 16 columns with padding and dropout, a dense map
+// (its table gradients take the widened bucket walk), whole 32-column tiles with interior and edge
+// tiles (the 16-byte loads), and the d 64 and 128 classes.
+constexpr int kBf16TensorCases[] = {0, 1, 3, 9, 10, 11};
+
+namespace {
+Tensor rounded(const Tensor& t) { return cast(t, DType::bf16); }
+Tensor widened(const Tensor& t) { return cast(t, DType::f32); }
+Tensor poisoned_bf16(const Shape& s) { return cast(poisoned(s), DType::bf16); }
+Grads empty_bf16_grads(const TcCase& c, const UrpeAttentionParams& p) {
+  Grads g = empty_grads(c, p, true);
+  g.q = poisoned_bf16(g.q.shape());
+  g.k = poisoned_bf16(g.k.shape());
+  g.v = poisoned_bf16(g.v.shape());
+  return g;
+}
+}  // namespace
+
+TEST_CASE("parity: BF16 tiles reading bf16 q, k, v (O, dQ, dK, dV in bf16; L, dB, dC f32)") {
+  const Bf16Scope bf16;
+  for (int which : kBf16TensorCases) {
+    const TcCase& c = kCases[which];
+    CAPTURE(c.name);
+    const UrpeAttentionParams p = case_params(c, 500);
+    const UrpeAttentionParams pd = on_device(p, gpu());
+    const AttentionDropout drop{c.dropout, 501};
+    const Tensor q = rounded(random_values({c.batch, c.heads, c.nq, c.dh}, 502, -1.5f, 1.5f));
+    const Tensor k = rounded(random_values({c.batch, c.heads, c.nk, c.dh}, 503, -1.5f, 1.5f));
+    const Tensor v = rounded(random_values({c.batch, c.heads, c.nk, c.dv}, 504));
+    const Tensor qd = q.to(gpu()), kd = k.to(gpu()), vd = v.to(gpu());
+    const Shape o_shape{c.batch, c.heads, c.nq, c.dv}, l_shape{c.batch, c.heads, c.nq};
+
+    // The device, bf16 tensors.
+    Tensor out_d = poisoned_bf16(o_shape), lse_d = poisoned(l_shape);
+    kernels::urpe_flash_attention_forward_cuda(qd, kd, vd, pd, drop, out_d, lse_d);
+    REQUIRE(out_d.dtype() == DType::bf16);
+    const Tensor go = rounded(random_values(o_shape, 505)), go_d = go.to(gpu());
+    Grads got = empty_bf16_grads(c, p), again = empty_bf16_grads(c, p);
+    for (Grads* g : {&got, &again})
+      kernels::urpe_flash_attention_backward_cuda(qd, kd, vd, out_d, lse_d, go_d, pd, drop, g->q, g->k, g->v,
+                                                  g->bias_out(), g->c_out());
+
+    // The device, the same values as f32 tensors: the same FP32 results before the rounding.
+    Tensor out_w = poisoned(o_shape), lse_w = poisoned(l_shape);
+    kernels::urpe_flash_attention_forward_cuda(widened(qd), widened(kd), widened(vd), pd, drop, out_w, lse_w);
+    CHECK(bitwise_equal(out_d, rounded(out_w)));
+    CHECK(bitwise_equal(lse_d, lse_w));
+    Grads wide = empty_grads(c, p, true);
+    kernels::urpe_flash_attention_backward_cuda(widened(qd), widened(kd), widened(vd), widened(out_d), lse_d,
+                                                widened(go_d), pd, drop, wide.q, wide.k, wide.v, wide.bias_out(),
+                                                wide.c_out());
+    CHECK(bitwise_equal(got.q, rounded(wide.q)));
+    CHECK(bitwise_equal(got.k, rounded(wide.k)));
+    CHECK(bitwise_equal(got.v, rounded(wide.v)));
+    if (c.bias) CHECK(bitwise_equal(got.bias, wide.bias));
+    if (c.c) CHECK(bitwise_equal(got.c, wide.c));
+
+    // The CPU reference with the same bf16 tensors.
+    Tensor out = Tensor::empty(o_shape, DType::bf16), lse = Tensor::empty(l_shape);
+    kernels::urpe_flash_attention_forward_cpu(q, k, v, p, drop, out, lse);
+    check_tf32(out_d, out, kTolBf16, "O (bf16 tensors)");
+    check_tf32(lse_d, lse, kTolBf16, "L (bf16 tensors)");
+    Grads want = empty_grads(c, p, false);
+    for (Tensor* t : {&want.q, &want.k, &want.v}) *t = Tensor::empty(t->shape(), DType::bf16);
+    kernels::urpe_flash_attention_backward_cpu(q, k, v, out, lse, go, p, drop, want.q, want.k, want.v,
+                                               want.bias_out(), want.c_out());
+    check_tf32(got.q, want.q, kTolBf16, "dQ (bf16 tensors)");
+    check_tf32(got.k, want.k, kTolBf16, "dK (bf16 tensors)");
+    check_tf32(got.v, want.v, kTolBf16, "dV (bf16 tensors)");
+    if (c.bias) check_tf32(got.bias, want.bias, kTolBf16, "dB (bf16 tensors)");
+    if (c.c) check_tf32(got.c, want.c, kTolBf16, "dC (bf16 tensors)");
+    CHECK(bitwise_equal(again.q, got.q));
+    CHECK(bitwise_equal(again.k, got.k));
+    CHECK(bitwise_equal(again.v, got.v));
+    if (c.bias) CHECK(bitwise_equal(again.bias, got.bias));
+    if (c.c) CHECK(bitwise_equal(again.c, got.c));
+  }
+}
+
+// The TF32 tiles and the scalar kernels take bf16 tensors by widening them: the f32 run's results
+// on the widened values, rounded once.
+TEST_CASE("tensor-core fused attention: bf16 tensors on the TF32 tiles and the scalar path are widened") {
+  const TcCase& c = kCases[0];
+  const UrpeAttentionParams pd = on_device(case_params(c, 510), gpu());
+  const Tensor q = rounded(random_values({c.batch, c.heads, c.nq, c.dh}, 511, -1.5f, 1.5f).to(gpu()));
+  const Tensor k = rounded(random_values({c.batch, c.heads, c.nk, c.dh}, 512, -1.5f, 1.5f).to(gpu()));
+  const Tensor v = rounded(random_values({c.batch, c.heads, c.nk, c.dv}, 513).to(gpu()));
+  for (bool tf32 : {false, true}) {
+    CAPTURE(tf32);
+    cuda::set_tf32(gpu().context(), tf32);
+    const Tensor out = urpe_flash_attention(q, k, v, pd);
+    CHECK(out.dtype() == DType::bf16);
+    CHECK(bitwise_equal(out, rounded(urpe_flash_attention(widened(q), widened(k), widened(v), pd))));
+  }
+  cuda::set_tf32(gpu().context(), false);
 }
 
 TEST_CASE("tensor-core fused attention: the BF16 switch picks the BF16 tiles, and off again TF32") {

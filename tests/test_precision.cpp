@@ -86,6 +86,40 @@ TEST_CASE("precision: bf16 linear layers: the same parameters, the output within
   for (const auto& p : bf16.parameters().items()) CHECK(p.second.dtype() == DType::f32);
 }
 
+// The fused attention under bf16 takes the projections' bf16 q, k, v and returns a bf16 context
+// (models/attention.cpp): the encoder's output stays within BF16 rounding of the FP32 fused one, and
+// the tiny position-identification run still reaches 100% on that path (--set attention=fused).
+TEST_CASE("precision: bf16 with the fused attention: bf16 q, k, v and context, the same accuracy") {
+  EncoderConfig c;
+  c.seq_len = 8;
+  c.vocab = 6;
+  c.layers = 2;
+  c.d_model = 32;
+  c.heads = 2;
+  c.d_ff = 64;
+  c.num_classes = 8;
+  c.attention = AttentionPath::fused;
+  EncoderConfig c16 = c;
+  c16.linear_dtype = DType::bf16;
+  const TransformerEncoder fp32(c, 7), bf16(c16, 7);
+  const Tensor tokens = test::random_ids({3, 8}, 6, 8);
+  const Tensor want = fp32.forward(tokens, false, nullptr), got = bf16.forward(tokens, false, nullptr);
+  CHECK(got.dtype() == DType::f32);
+  const double diff = test::max_abs_diff(got, want);
+  CHECK(diff > 0.0);
+  CHECK(diff < 0.05);  // BF16's few 2⁻⁸, as the materialised path above
+
+  TrainOptions options;
+  options.quiet = true;
+  const std::string dir = temp_dir("bf16_fused");
+  const Config config = resolve_config("", "", {"task=pi", "pe=urpe", "seq_len=8", "layers=1", "d_model=32", "heads=2",
+                                   "d_ff=64", "batch=16", "steps=150", "warmup=15", "lr=0.015", "eval_every=150",
+                                   "valid_size=32", "precision=bf16", "attention=fused"});
+  const EncoderTrainOutcome fused = train_encoder(config, dir, options);
+  CHECK(fused.result.metric == 1.0);
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
 TEST_CASE("precision: a tiny encoder run in bf16 learns position identification like its fp32 twin") {
   TrainOptions options;
   options.quiet = true;

@@ -4,9 +4,11 @@
 // and dropout; bit-identical results with 1 and 3 threads; host memory that never holds an n×n
 // matrix; readable errors for bad arguments.
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "ops/cast.h"
 #include "ops/dropout.h"
 #include "ops/matmul.h"
 #include "ops/urpe_attention.h"
@@ -332,6 +334,114 @@ TEST_CASE("inference records nothing and saves no log-sum-exp") {
 
 // ---- bad arguments ----
 
+// ---- bf16 q, k, v (precision=bf16 with the fused path) ----
+
+// The same dtype and the same values, bit for bit (bf16 widened exactly).
+bool same_values(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype()) return false;
+  const std::vector<float> x = a.to_vector_f32(), y = b.to_vector_f32();
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+// |got − want| per tensor against (max|want| + |want|), as the tensor-core suite measures; the
+// largest ratio seen.
+double scaled_error(const Tensor& got, const Tensor& want) {
+  const std::vector<float> g = got.to_vector_f32(), w = want.to_vector_f32();
+  REQUIRE(g.size() == w.size());
+  double scale = 0, worst = 0;
+  for (float x : w) scale = std::max(scale, std::fabs(double(x)));
+  for (size_t k = 0; k < g.size(); ++k) {
+    REQUIRE(std::isfinite(g[k]));
+    const double bound = scale + std::fabs(double(w[k]));
+    worst = std::max(worst, bound > 0 ? std::fabs(double(g[k]) - w[k]) / bound : std::fabs(double(g[k])));
+  }
+  return worst;
+}
+
+// The same attention with q, k, v cast to bf16 (the leaves stay f32: the casts hand the bf16
+// gradients back widened) against the f32 op on the same leaves and the same upstream gradient
+// (bf16-representable, so both runs read the same dO). The op computes in FP32 either way; what
+// differs is q, k, v rounded to 8 significant bits (relative error ≤ 2⁻⁹ each) and O, ∂q, ∂k, ∂v
+// rounded once more as they are stored. The tensor-core suite's BF16 bound follows the same
+// chain (docs/cuda.md#bf16-tiles): 8·2⁻⁸·(max|f32| + |f32|) per tensor, for O and every gradient
+// (∂B and ∂C stay f32 but sum terms made from the rounded inputs).
+TEST_CASE("bf16 q, k, v: O and their gradients in bf16, within BF16 rounding of the f32 op") {
+  const double tol = 8.0 / 256.0;
+  const FlashCase cases[] = {
+      {"toeplitz B and C, causal with offset", 2, 2, 67, 140, 13, 11, true, true, MapStyle::toeplitz, true, 9, false, 0.0f},
+      {"per-batch dense maps, padded, dropout", 2, 2, 66, 131, 8, 8, true, true, MapStyle::per_batch_dense, false, 0, true, 0.3f},
+  };
+  uint64_t seed = 1500;
+  for (const FlashCase& c : cases) {
+    CAPTURE(c.name);
+    const Inputs in = make_inputs(c, seed += 20);
+    const Tensor upstream =
+        cast(cast(random_values({c.bsz, c.heads, c.nq, c.dv}, seed + 9), DType::bf16), DType::f32);
+    Run runs[2];
+    for (int bf16 = 0; bf16 < 2; ++bf16) {
+      std::vector<Tensor> x;
+      for (const Tensor& t : leaves(in)) {
+        Tensor leaf = t.clone();
+        leaf.set_requires_grad(true);
+        x.push_back(leaf);
+      }
+      std::vector<Tensor> y = x;
+      if (bf16)
+        for (int e = 0; e < 3; ++e) y[e] = cast(x[e], DType::bf16);
+      Run& r = runs[bf16];
+      r.out = fused_path(in, y);
+      CHECK(r.out.dtype() == (bf16 ? DType::bf16 : DType::f32));
+      r.out.backward(bf16 ? cast(upstream, DType::bf16) : upstream);
+      for (const Tensor& t : x) r.grads.push_back(t.grad());
+    }
+    const double worst_o = scaled_error(runs[1].out, runs[0].out);
+    MESSAGE(c.name << ": O " << worst_o);
+    CHECK(worst_o <= tol);
+    CHECK(worst_o > 1e-4);  // the rounding is really there (f32 runs agree to ~1e-7)
+    const char* names[] = {"q", "k", "v", "table 1", "table 2"};
+    for (size_t k = 0; k < runs[0].grads.size(); ++k) {
+      CAPTURE(names[k]);
+      const double e = scaled_error(runs[1].grads[k], runs[0].grads[k]);
+      MESSAGE(c.name << ": gradient of " << std::string(names[k]) << " " << e);
+      CHECK(e <= tol);
+    }
+  }
+}
+
+TEST_CASE("bf16 q, k, v: the kernels write bf16 O, ∂q, ∂k, ∂v and f32 L, ∂B, ∂C") {
+  const FlashCase c{"dtypes", 1, 2, 5, 7, 3, 4, true, true, MapStyle::toeplitz, true, 0, false, 0.0f};
+  const Inputs in = make_inputs(c, 1600);
+  const Tensor q = cast(in.q.detach(), DType::bf16), k = cast(in.k.detach(), DType::bf16),
+               v = cast(in.v.detach(), DType::bf16);
+  const Tensor out = urpe_flash_attention(q, k, v, in.fused);  // tables f32, requiring grad
+  REQUIRE(out.dtype() == DType::bf16);
+  // The public op's backward allocates each gradient in its tensor's dtype; bf16 leaves do not
+  // exist (parameters are f32), so call the kernels with bf16 gradient tensors as the op does.
+  Tensor lse = Tensor::empty({1, 2, 5}), o = Tensor::empty({1, 2, 5, 4}, DType::bf16);
+  kernels::urpe_flash_attention_forward_cpu(q, k, v, in.fused, {}, o, lse);
+  CHECK(same_values(o, out));
+  Tensor gq = Tensor::empty(q.shape(), DType::bf16), gk = Tensor::empty(k.shape(), DType::bf16),
+         gv = Tensor::empty(v.shape(), DType::bf16);
+  Tensor gb = Tensor::empty(in.bias_table.shape()), gc = Tensor::empty(in.c_table.shape());
+  const Tensor go = cast(random_values(o.shape(), 1601), DType::bf16);
+  kernels::urpe_flash_attention_backward_cpu(q, k, v, o, lse, go, in.fused, {}, gq, gk, gv, &gb, &gc);
+  // The bf16 results are the f32 kernels' on the widened values, rounded once.
+  const Tensor qw = cast(q, DType::f32), kw = cast(k, DType::f32), vw = cast(v, DType::f32);
+  Tensor lse_w = Tensor::empty({1, 2, 5}), o_w = Tensor::empty({1, 2, 5, 4});
+  kernels::urpe_flash_attention_forward_cpu(qw, kw, vw, in.fused, {}, o_w, lse_w);
+  CHECK(same_values(o, cast(o_w, DType::bf16)));
+  CHECK(same_values(lse, lse_w));
+  Tensor gq_w = Tensor::empty(q.shape()), gk_w = Tensor::empty(k.shape()), gv_w = Tensor::empty(v.shape());
+  Tensor gb_w = Tensor::empty(gb.shape()), gc_w = Tensor::empty(gc.shape());
+  kernels::urpe_flash_attention_backward_cpu(qw, kw, vw, cast(o, DType::f32), lse, cast(go, DType::f32), in.fused,
+                                             {}, gq_w, gk_w, gv_w, &gb_w, &gc_w);
+  CHECK(same_values(gq, cast(gq_w, DType::bf16)));
+  CHECK(same_values(gk, cast(gk_w, DType::bf16)));
+  CHECK(same_values(gv, cast(gv_w, DType::bf16)));
+  CHECK(same_values(gb, gb_w));
+  CHECK(same_values(gc, gc_w));
+}
+
 TEST_CASE("bad arguments are one clear error naming the argument") {
   const FlashCase c{"errors", 2, 2, 5, 6, 3, 4, true, true, MapStyle::toeplitz, false, 0, false, 0.0f};
   const Inputs in = make_inputs(c, 1300);
@@ -360,6 +470,9 @@ TEST_CASE("bad arguments are one clear error naming the argument") {
   fails_with(in.fused, in.q, random_values({2, 2, 6, 5}, 1), in.v, {}, "k f32 (2, 2, 6, 5)");
   fails_with(in.fused, in.q, in.k, random_values({2, 2, 5, 4}, 1), {}, "v f32 (2, 2, 5, 4)");
   fails_with(in.fused, in.q, in.k, in.v, {1.0f, 1}, "dropout probability must be in [0, 1)");
+  fails_with(in.fused, cast(in.q.detach(), DType::bf16), in.k, in.v, {},
+             "q, k and v must have one dtype (f32 or bf16), got q bf16 (2, 2, 5, 3)");
+  fails_with(in.fused, in.q, in.k, Tensor::zeros({2, 2, 6, 4}, DType::i32), {}, "must be f32 or bf16, got i32");
   p = in.fused;
   p.key_padding = Tensor::zeros({2, 5}, DType::i32);
   fails_with(p, in.q, in.k, in.v, {},

@@ -9,6 +9,7 @@
 
 #include "autograd/node.h"
 #include "app/bench/cuda_peaks.h"
+#include "ops/cast.h"
 #include "ops/matmul.h"
 #include "ops/urpe_attention.h"
 #include "ops/urpe_flash_attention.h"
@@ -87,6 +88,14 @@ int run_attention_bench(const AttentionBenchOptions& o) {
               o.device.c_str(), static_cast<long long>(o.batch), static_cast<long long>(o.heads),
               static_cast<long long>(o.head_dim), o.causal ? "causal" : "not causal", math, o.repeats,
               load_averages().c_str());
+  // precision=bf16 hands the fused op bf16 q, k, v (the projections' outputs) and gets O and the
+  // gradients back in bf16: the fused rows feed it that way (no cast inside the timing; q, k, v
+  // then need no gradient of their own, the tables' gradients keep the backward whole, ∂q, ∂k, ∂v
+  // included). The materialised rows keep f32 tensors.
+  const bool bf16_tensors = o.math == "bf16";
+  if (bf16_tensors)
+    std::printf("fused rows: bf16 q, k, v and dO in, bf16 O, dQ, dK, dV out (precision=bf16's activations); "
+                "materialized rows: f32 tensors\n");
   std::printf("peak MiB: tensor storage the call allocates above what was live before it (%s allocator)\n",
               device.is_cuda() ? "CUDA caching" : "host");
   std::printf("GFLOP: FlashAttention's count, forward 4·B·H·n²·d%s, backward 2.5× forward; %% tf32: of the cuBLAS "
@@ -104,6 +113,11 @@ int run_attention_bench(const AttentionBenchOptions& o) {
     Tensor bias = Tensor::uniform({o.heads, 2 * n - 1}, -1.0f, 1.0f, rng, device);
     Tensor c = Tensor::uniform({o.heads, 2 * n - 1}, 0.5f, 1.5f, rng, device);
     const Tensor grad = Tensor::uniform(shape, -1.0f, 1.0f, rng, device);
+    Tensor q16, k16, v16, grad16;  // --math bf16: the fused rows' inputs
+    if (bf16_tensors) {
+      q16 = cast(q, DType::bf16), k16 = cast(k, DType::bf16), v16 = cast(v, DType::bf16);
+      grad16 = cast(grad, DType::bf16);
+    }
     UrpeAttentionParams fused, materialized;
     fused.scale = materialized.scale = 1.0f / std::sqrt(static_cast<float>(o.head_dim));
     fused.bias_table = materialized.bias_table = bias;
@@ -116,6 +130,7 @@ int run_attention_bench(const AttentionBenchOptions& o) {
       const char* path = path_name.c_str();
       const bool is_fused = path[0] == 'f';
       auto forward = [&] {
+        if (is_fused && bf16_tensors) return urpe_flash_attention(q16, k16, v16, fused);
         return is_fused ? urpe_flash_attention(q, k, v, fused)
                         : matmul(urpe_attention(matmul(q, k, false, true), materialized), v);
       };
@@ -127,7 +142,7 @@ int run_attention_bench(const AttentionBenchOptions& o) {
         };
         const Row row = measure_row(device, o.repeats, reset, [&] {
           if (backward) {
-            forward().backward(grad);
+            forward().backward(is_fused && bf16_tensors ? grad16 : grad);
           } else {
             autograd::NoGrad no_grad;
             forward();

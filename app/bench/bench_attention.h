@@ -5,7 +5,8 @@
 // number behind the memory target: the fused path's peak grows with n (×4 from n = 1024
 // to 4096), the materialised path's with n² (×16).
 // Each row also states its math (fp32; tf32: the tensor-core kernels and TF32 GEMMs; bf16: as
-// precision=bf16 leaves the context, the fused attention on BF16 tiles, the GEMMs TF32) and its
+// precision=bf16 leaves the context, the fused attention on BF16 tiles fed bf16 q, k, v and dO,
+// as the model's bf16 projections feed it, the materialised rows' f32 GEMMs TF32) and its
 // rate in FlashAttention's count: forward 4·B·H·n²·d FLOPs (halved when causal), backward 2.5×
 // that, so forward + backward 3.5×; on CUDA as a share of the cuBLAS TF32 GEMM rate measured at
 // start (8192³). Lengths above 4096 are for the fused path alone (the materialised one holds n²
