@@ -8,6 +8,7 @@
 #include "ops/cast.h"
 #include "ops/dispatch.h"
 #include "ops/reduce.h"
+#include "tensor/cuda_backend.h"
 
 namespace urpe {
 
@@ -67,12 +68,18 @@ void run_gemm(const Device& device, const Operand& x, bool tx, const Operand& y,
   g.c = c; g.ldc = g.n; g.stride_c = g.m * g.n;
   g.batch = batch;
   g.beta = accumulate ? 1.0f : 0.0f;
-  URPE_PROFILE_COST(gemm_cost(g));
+  URPE_PROFILE_COST(profile::with_math(gemm_cost(g), gemm_math(device, g)));
   if (before != nullptr && device.is_cpu()) return kernels::gemm_cpu(g, *before);
   URPE_DISPATCH("matmul", device, kernels::gemm_cpu(g), kernels::gemm_cuda(device, g));
 }
 
 }  // namespace
+
+profile::GemmMath gemm_math(const Device& device, const GemmArgs& g) {
+  if (!device.is_cuda()) return profile::GemmMath::fp32;
+  if (g.a_bf16 != nullptr) return profile::GemmMath::bf16;
+  return cuda::tf32(device.context()) ? profile::GemmMath::tf32 : profile::GemmMath::fp32;
+}
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b, DType out_dtype) {
   const profile::OpRange range("matmul", a);

@@ -87,5 +87,9 @@ inline profile::Cost gemm_cost(const kernels::GemmArgs& g) {
   return {2.0 * items * double(g.m) * double(g.n) * double(g.k),
           operand_bytes * (a + b) + profile::kElementBytes * c};
 }
+// The math `g`'s products run in on `device`, which bounds its FLOPs in a profile's roofline: FP32
+// on the CPU (bf16 operands are widened there), BF16 for bf16 operands on CUDA, TF32 for f32
+// operands when the context's TF32 switch is on (precision=tf32 and bf16), else FP32.
+profile::GemmMath gemm_math(const Device& device, const kernels::GemmArgs& g);
 
 }  // namespace urpe
