@@ -93,6 +93,11 @@ class Context {
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t cublas() const { return cublas_; }
+  // cuBLAS's workspace (cublasSetWorkspace at creation): NVIDIA's recommended size, 32 MiB on
+  // Hopper (sm_90) and later, 4 MiB before. A GEMM then allocates nothing (CUDA graphs).
+  static size_t cublas_workspace_bytes(const cudaDeviceProp& properties);
+  const void* cublas_workspace() const { return cublas_workspace_; }
+  size_t cublas_workspace_size() const { return cublas_workspace_bytes_; }
   const cudaDeviceProp& properties() const { return properties_; }
   int multiprocessors() const { return properties_.multiProcessorCount; }
   // Makes this context's device current for the calling host thread (cheap when it already is).
@@ -157,6 +162,8 @@ class Context {
   cudaDeviceProp properties_{};
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  void* cublas_workspace_ = nullptr;
+  size_t cublas_workspace_bytes_ = 0;
   CachingAllocator allocator_;
   bool tf32_ = false;
   bool bf16_tiles_ = false;

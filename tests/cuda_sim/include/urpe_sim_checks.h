@@ -18,9 +18,12 @@
 // AddressSanitizer build, where the two instrumentations cannot be combined) runs the first
 // schedule only, without these checks: ASan then checks the accesses itself.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+struct cublasContext;
 
 namespace urpe_sim {
 
@@ -80,5 +83,7 @@ struct GemmCall {
   int m = 0, n = 0, k = 0, batch = 0;
 };
 std::vector<GemmCall> gemm_calls();
+// The workspace cublasSetWorkspace gave `handle` (bytes; 0: none, cuBLAS would allocate its own).
+size_t cublas_workspace_bytes(const cublasContext* handle);
 
 }  // namespace urpe_sim
