@@ -8,6 +8,7 @@
 #include "ops/cast.h"
 #include "ops/dispatch.h"
 #include "ops/reduce.h"
+#include "tensor/cuda_backend.h"
 
 namespace urpe {
 
@@ -73,12 +74,18 @@ GemmArgs gemm_args(const Operand& x, bool tx, const Operand& y, bool ty, float* 
 void run_gemm(const Device& device, const Operand& x, bool tx, const Operand& y, bool ty,
               float* c, int64_t batch, bool accumulate, const kernels::RowsFn* before = nullptr) {
   const GemmArgs g = gemm_args(x, tx, y, ty, c, batch, accumulate);
-  URPE_PROFILE_COST(gemm_cost(g));
+  URPE_PROFILE_COST(profile::with_math(gemm_cost(g), gemm_math(device, g)));
   if (before != nullptr && device.is_cpu()) return kernels::gemm_cpu(g, *before);
   URPE_DISPATCH("matmul", device, kernels::gemm_cpu(g), kernels::gemm_cuda(device, g));
 }
 
 }  // namespace
+
+profile::GemmMath gemm_math(const Device& device, const GemmArgs& g) {
+  if (!device.is_cuda()) return profile::GemmMath::fp32;
+  if (g.a_bf16 != nullptr) return profile::GemmMath::bf16;
+  return cuda::tf32(device.context()) ? profile::GemmMath::tf32 : profile::GemmMath::fp32;
+}
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b, DType out_dtype) {
   const profile::OpRange range("matmul", a);
@@ -118,7 +125,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
     GemmArgs g = gemm_args(oa, fold ? false : transpose_a, ob, transpose_b, nullptr, fold ? 1 : batch, false);
     g.c_bf16 = lt_out.data<bf16>();
     if (kernels::gemm_lt_available(a.device(), g)) {
-      URPE_PROFILE_COST(gemm_cost(g));
+      URPE_PROFILE_COST(profile::with_math(gemm_cost(g), gemm_math(a.device(), g)));
       const NvtxRange nvtx("matmul");
       kernels::gemm_lt_cuda(a.device(), g);
       out = lt_out;
@@ -234,7 +241,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType m
     else g.c = lt_y.f32();
     if (bias.defined()) g.bias = bias.f32();
     if (kernels::gemm_lt_available(device, g)) {
-      URPE_PROFILE_COST(gemm_cost(g));
+      URPE_PROFILE_COST(profile::with_math(gemm_cost(g), gemm_math(device, g)));
       const NvtxRange nvtx("linear");
       kernels::gemm_lt_cuda(device, g);
       y = lt_y;

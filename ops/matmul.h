@@ -117,5 +117,9 @@ inline profile::Cost gemm_cost(const kernels::GemmArgs& g) {
 inline profile::Cost bias_grad_bf16_cost(int64_t rows, int64_t n) {
   return {double(rows) * double(n), 2.0 * double(rows) * double(n) + profile::kElementBytes * double(n)};
 }
+// The math `g`'s products run in on `device`, which bounds its FLOPs in a profile's roofline: FP32
+// on the CPU (bf16 operands are widened there), BF16 for bf16 operands on CUDA, TF32 for f32
+// operands when the context's TF32 switch is on (precision=tf32 and bf16), else FP32.
+profile::GemmMath gemm_math(const Device& device, const kernels::GemmArgs& g);
 
 }  // namespace urpe

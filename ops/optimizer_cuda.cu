@@ -5,7 +5,8 @@
 // while the parameter set and its gradients' blocks are unchanged, a step uploads nothing, so it
 // never waits for the stream (an upload from pageable memory would).
 //
-// adam_multi_tensor_kernel: per element, with bias corrections bc1 = 1 − β1ᵗ, bc2 = 1 − β2ᵗ:
+// adam_multi_tensor_kernel: per element, with bias corrections bc1 = 1 − β1ᵗ, bc2 = 1 − β2ᵗ (the
+//   step's scalars read from device memory, uploaded by the host each step: CUDA graphs):
 //   AdamW: θ ← θ − lr·wd·θ;   Adam (L2): g ← g + wd·θ
 //   m ← β1·m + (1 − β1)·g,  v ← β2·v + (1 − β2)·g²,  θ ← θ − lr·(m/bc1)/(√(v/bc2) + ε)
 //   Bytes: 16 B read (θ, g, m, v) + 12 B written (θ, m, v) per element.
@@ -47,14 +48,14 @@ struct MultiTensor {
   int64_t n;
 };
 
-struct AdamStep {
-  float lr, beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2;
-  bool decoupled;
-};
-
+// The step's scalars come from device memory (`step`, uploaded by the host before the launch),
+// not from the arguments: a CUDA graph replays arguments as captured, so only memory can carry a
+// new lr, step and bias corrections into a replay. Every argument here is the same every step
+// while the parameter set is (the tables come from the context's cache).
 __global__ void adam_multi_tensor_kernel(const AdamTensor* __restrict__ tensors,
                                          const TensorChunk* __restrict__ chunks,
-                                         int64_t num_chunks, AdamStep s) {
+                                         int64_t num_chunks, const AdamStepScalars* __restrict__ step) {
+  const AdamStepScalars s = *step;
   for (int64_t c = blockIdx.x; c < num_chunks; c += gridDim.x) {
     const AdamTensor t = tensors[chunks[c].tensor];
     const int64_t end = min(t.n, chunks[c].start + kChunk);
@@ -169,7 +170,10 @@ void sum_of_squares_on_device(const NormTables& tables, const cuda::DeviceBuffer
 
 }  // namespace
 
-void adam_update_cuda(const std::vector<AdamSlot>& slots, const AdamHyper& hyper) {
+namespace {
+
+// The update's launch, reading the step's scalars at `device_step`.
+void launch_adam(const std::vector<AdamSlot>& slots, const AdamStepScalars* device_step) {
   std::vector<AdamTensor> tensors;
   std::vector<TensorChunk> chunks;
   cuda::Context* ctx = nullptr;
@@ -183,21 +187,44 @@ void adam_update_cuda(const std::vector<AdamSlot>& slots, const AdamHyper& hyper
   if (chunks.empty()) return;
   const AdamTensor* device_tensors = device_table(*ctx, tensors);
   const TensorChunk* device_chunks = device_table(*ctx, chunks);
-  const double t = static_cast<double>(hyper.step);
-  AdamStep s{};
-  s.lr = hyper.lr;
-  s.beta1 = hyper.beta1;
-  s.beta2 = hyper.beta2;
-  s.eps = hyper.eps;
-  s.weight_decay = hyper.weight_decay;
-  s.bias_correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(hyper.beta1), t));
-  s.bias_correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(hyper.beta2), t));
-  s.decoupled = hyper.decoupled_weight_decay;
   const int threads = 256;
   const int64_t num_chunks = static_cast<int64_t>(chunks.size());
   adam_multi_tensor_kernel<<<grid_for(*ctx, num_chunks * threads, threads), threads, 0,
-                             ctx->stream()>>>(device_tensors, device_chunks, num_chunks, s);
+                             ctx->stream()>>>(device_tensors, device_chunks, num_chunks, device_step);
   CUDA_CHECK_LAUNCH("adam_multi_tensor_kernel");
+}
+
+bool any_update(const std::vector<AdamSlot>& slots) {
+  for (const AdamSlot& slot : slots)
+    if (slot.grad.defined() && slot.param.numel() > 0) return true;
+  return false;
+}
+
+}  // namespace
+
+void upload_adam_step_scalars_cuda(const Tensor& step_scalars, const AdamHyper& hyper) {
+  // One upload of 32 bytes from pinned staging: stream-ordered, the host does not wait.
+  const AdamStepScalars s = adam_step_scalars(hyper);
+  context_of(step_scalars).upload(step_scalars.f32(), &s, sizeof(s));
+}
+
+void launch_adam_update_cuda(const std::vector<AdamSlot>& slots, const Tensor& step_scalars) {
+  launch_adam(slots, reinterpret_cast<const AdamStepScalars*>(step_scalars.f32()));
+}
+
+void adam_update_cuda(const std::vector<AdamSlot>& slots, const AdamHyper& hyper, const Tensor& step_scalars) {
+  if (!any_update(slots)) return;
+  if (step_scalars.defined()) {
+    upload_adam_step_scalars_cuda(step_scalars, hyper);
+    launch_adam_update_cuda(slots, step_scalars);
+    return;
+  }
+  // No persistent buffer: a temporary, released stream-ordered after the launch.
+  cuda::Context& ctx = context_of(slots[0].param);
+  const cuda::DeviceBuffer temporary(ctx, sizeof(AdamStepScalars));
+  const AdamStepScalars s = adam_step_scalars(hyper);
+  ctx.upload(temporary.as<void>(), &s, sizeof(s));
+  launch_adam(slots, temporary.as<AdamStepScalars>());
 }
 
 double sum_of_squares_cuda(const std::vector<Tensor>& tensors) {

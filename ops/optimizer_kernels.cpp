@@ -40,7 +40,21 @@ int64_t total_elements(const std::vector<AdamSlot>& slots) {
 
 }  // namespace
 
-void adam_update(const std::vector<AdamSlot>& slots, const AdamHyper& hyper) {
+AdamStepScalars adam_step_scalars(const AdamHyper& hyper) {
+  const double t = static_cast<double>(hyper.step);
+  AdamStepScalars s{};
+  s.lr = hyper.lr;
+  s.beta1 = hyper.beta1;
+  s.beta2 = hyper.beta2;
+  s.eps = hyper.eps;
+  s.weight_decay = hyper.weight_decay;
+  s.bias_correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(hyper.beta1), t));
+  s.bias_correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(hyper.beta2), t));
+  s.decoupled = hyper.decoupled_weight_decay ? 1 : 0;
+  return s;
+}
+
+void adam_update(const std::vector<AdamSlot>& slots, const AdamHyper& hyper, const Tensor& step_scalars) {
   constexpr const char* op = "adam_update";
   const profile::OpRange range(op, slots.empty() ? Tensor() : slots[0].param);
   URPE_CHECK(hyper.step >= 1, op << ": step must be counted from 1, got " << hyper.step);
@@ -64,9 +78,14 @@ void adam_update(const std::vector<AdamSlot>& slots, const AdamHyper& hyper) {
     check_same_device(op, slots[0].param, s.param);
   }
   const Device& device = slots[0].param.device();
+  if (step_scalars.defined() && device.is_cuda())
+    URPE_CHECK(step_scalars.dtype() == DType::f32 && step_scalars.numel() == kAdamScalarFloats &&
+                   step_scalars.device() == device,
+               op << ": step_scalars must be " << kAdamScalarFloats << " f32 on the parameters' device "
+                  << slots[0].param.device().name() << ", got " << step_scalars.describe());
   URPE_PROFILE_COST(adam_cost(total_elements(slots), hyper.weight_decay > 0));
   URPE_DISPATCH(op, device, kernels::adam_update_cpu(slots, hyper),
-                kernels::adam_update_cuda(slots, hyper));
+                kernels::adam_update_cuda(slots, hyper, step_scalars));
 }
 
 double grad_sum_of_squares(const std::vector<Tensor>& grads) {

@@ -31,7 +31,23 @@ struct AdamSlot {
   Tensor param, grad, m, v;
 };
 
-void adam_update(const std::vector<AdamSlot>& slots, const AdamHyper& hyper);
+// The scalars of one Adam step as the kernels read them, computed once on the host: the bias
+// corrections 1 − βᵗ in double, rounded to float. On CUDA they are read from device memory, not
+// passed as kernel arguments: a CUDA graph replays a launch's arguments as captured, so a replayed
+// update would repeat the captured step's lr and corrections; from memory it reads the values the
+// host uploaded before the replay (bench/cuda_notes.md, "CUDA graphs").
+struct AdamStepScalars {
+  float lr, beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2;
+  int32_t decoupled;  // AdamW (1) or Adam + L2 (0)
+};
+constexpr int64_t kAdamScalarFloats = sizeof(AdamStepScalars) / sizeof(float);  // 8
+AdamStepScalars adam_step_scalars(const AdamHyper& hyper);
+
+// `step_scalars` (CUDA, optional): an f32 tensor of kAdamScalarFloats elements on the slots'
+// device that the caller keeps from step to step (a fixed address, as a captured graph needs).
+// The step's scalars are uploaded into it (pinned staging: the host does not wait) and the kernel
+// reads them there. Undefined: a temporary device buffer per call. Ignored on the CPU.
+void adam_update(const std::vector<AdamSlot>& slots, const AdamHyper& hyper, const Tensor& step_scalars = Tensor());
 // √(Σ g²) over every defined gradient (accumulated in double on the CPU).
 float global_grad_norm(const std::vector<Tensor>& grads);
 // Σ g² itself, in double (a sharded optimizer adds the ranks' partial sums before the root).
@@ -47,7 +63,14 @@ Tensor clip_grad_norm_on_device(const std::vector<Tensor>& grads, float max_norm
 
 namespace kernels {
 void adam_update_cpu(const std::vector<AdamSlot>& slots, const AdamHyper& hyper);
-void adam_update_cuda(const std::vector<AdamSlot>& slots, const AdamHyper& hyper);
+void adam_update_cuda(const std::vector<AdamSlot>& slots, const AdamHyper& hyper,
+                      const Tensor& step_scalars = Tensor());
+// adam_update_cuda's two halves with a persistent step_scalars, for a CUDA-graph capture: the
+// upload is what the host does before each replay (outside the graph: a captured copy would read
+// its staging block again at every replay); the launch is what a capture records, and reads
+// whatever the buffer holds when it runs.
+void upload_adam_step_scalars_cuda(const Tensor& step_scalars, const AdamHyper& hyper);
+void launch_adam_update_cuda(const std::vector<AdamSlot>& slots, const Tensor& step_scalars);
 // Σ g² over all tensors (the CUDA version reduces per-block partials in a fixed order).
 double sum_of_squares_cpu(const std::vector<Tensor>& tensors);
 double sum_of_squares_cuda(const std::vector<Tensor>& tensors);

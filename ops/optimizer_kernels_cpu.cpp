@@ -18,12 +18,11 @@ namespace urpe::kernels {
 constexpr int64_t kAdamChunk = 16384;
 
 void adam_update_cpu(const std::vector<AdamSlot>& slots, const AdamHyper& hyper) {
-  const double t = static_cast<double>(hyper.step);
-  const float correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(hyper.beta1), t));
-  const float correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(hyper.beta2), t));
-  const float lr = hyper.lr, b1 = hyper.beta1, b2 = hyper.beta2, eps = hyper.eps;
-  const float wd = hyper.weight_decay;
-  const bool decoupled = hyper.decoupled_weight_decay;
+  const AdamStepScalars s = adam_step_scalars(hyper);  // the CUDA kernel's values
+  const float correction1 = s.bias_correction1, correction2 = s.bias_correction2;
+  const float lr = s.lr, b1 = s.beta1, b2 = s.beta2, eps = s.eps;
+  const float wd = s.weight_decay;
+  const bool decoupled = s.decoupled != 0;
   struct Chunk {
     const AdamSlot* slot;
     int64_t begin, end;

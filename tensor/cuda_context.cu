@@ -168,6 +168,12 @@ Context::Context(int device_index) : device_(device_index), allocator_(device_in
   CUBLAS_CHECK(cublasCreate(&cublas_));
   CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
   CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+  // cuBLAS's own workspace, set once (after cublasSetStream, which resets it): with it a GEMM
+  // allocates nothing, as a CUDA-graph capture of a step requires. Outside the caching allocator,
+  // so the peak tensor memory stays the tensors'.
+  cublas_workspace_bytes_ = cublas_workspace_bytes(properties_);
+  CUDA_CHECK(cudaMalloc(&cublas_workspace_, cublas_workspace_bytes_));
+  CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_, cublas_workspace_bytes_));
   // cuBLASLt's workspace: 32 MiB on Hopper and later, 4 MiB before (cuBLAS's own recommendation,
   // PyTorch's default), allocated once here rather than from the caching allocator, so that it is
   // no tensor's memory in the peaks.
@@ -176,7 +182,7 @@ Context::Context(int device_index) : device_(device_index), allocator_(device_in
     cublas_lt_ = nullptr;
     lt_unavailable_ = std::string("cublasLtCreate failed: ") + cublas_status_name(lt);
   } else {
-    lt_workspace_bytes_ = size_t(properties_.major >= 9 ? 32 : 4) << 20;
+    lt_workspace_bytes_ = cublas_workspace_bytes(properties_);
     if (cudaMalloc(&lt_workspace_, lt_workspace_bytes_) != cudaSuccess) {
       cudaGetLastError();
       lt_unavailable_ = "no device memory for cuBLASLt's " + std::to_string(lt_workspace_bytes_ >> 20) + " MiB workspace";
@@ -186,6 +192,10 @@ Context::Context(int device_index) : device_(device_index), allocator_(device_in
       cublas_lt_ = nullptr;
     }
   }
+}
+
+size_t Context::cublas_workspace_bytes(const cudaDeviceProp& properties) {
+  return properties.major >= 9 ? size_t(32) << 20 : size_t(4) << 20;
 }
 
 Context::~Context() {
@@ -204,6 +214,7 @@ Context::~Context() {
   if (cublas_lt_) cublasLtDestroy(cublas_lt_);
   if (lt_workspace_) cudaFree(lt_workspace_);
   if (cublas_) cublasDestroy(cublas_);
+  if (cublas_workspace_) cudaFree(cublas_workspace_);
   if (stream_) cudaStreamDestroy(stream_);
   cudaGetLastError();
 }

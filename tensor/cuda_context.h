@@ -111,6 +111,11 @@ class Context {
   // layout), kept with the context and typed only in that file (destroyed before the handle).
   void* lt_plans() const { return lt_plans_.get(); }
   void set_lt_plans(void* plans, void (*destroy)(void*)) { lt_plans_ = {plans, destroy}; }
+  // cuBLAS's workspace (cublasSetWorkspace at creation): NVIDIA's recommended size, 32 MiB on
+  // Hopper (sm_90) and later, 4 MiB before. A GEMM then allocates nothing (CUDA graphs).
+  static size_t cublas_workspace_bytes(const cudaDeviceProp& properties);
+  const void* cublas_workspace() const { return cublas_workspace_; }
+  size_t cublas_workspace_size() const { return cublas_workspace_bytes_; }
   const cudaDeviceProp& properties() const { return properties_; }
   int multiprocessors() const { return properties_.multiProcessorCount; }
   // Makes this context's device current for the calling host thread (cheap when it already is).
@@ -181,6 +186,8 @@ class Context {
   std::string lt_unavailable_;
   bool lt_epilogues_ = true;
   std::unique_ptr<void, void (*)(void*)> lt_plans_{nullptr, nullptr};  // no shared_ptr: no atomics in a .cu
+  void* cublas_workspace_ = nullptr;
+  size_t cublas_workspace_bytes_ = 0;
   CachingAllocator allocator_;
   bool tf32_ = false;
   bool bf16_tiles_ = false;

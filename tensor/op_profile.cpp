@@ -21,4 +21,12 @@ const char* phase_name(Phase phase) {
   }
 }
 
+const char* gemm_math_name(GemmMath math) {
+  switch (math) {
+    case GemmMath::tf32: return "TF32";
+    case GemmMath::bf16: return "BF16";
+    default: return "FP32";
+  }
+}
+
 }  // namespace urpe::profile

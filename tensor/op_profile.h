@@ -31,16 +31,37 @@ namespace urpe::profile {
 // fewest bytes it must move through memory (each input read once, each output written once, f32
 // and i32 both 4 bytes). Together with the machine's measured peaks they give the op's roofline
 // bound max(flops / peak FLOP/s, bytes / bandwidth).
+//
+// The part of `flops` that ran on tensor cores (a GEMM under precision=tf32 or bf16 on CUDA) is
+// also counted by its math, so that the roofline bounds it by that math's measured rate instead
+// of the FP32 sgemm rate (machine_peaks.h, roofline_bound_ms): tf32_flops and bf16_flops are
+// subsets of flops, never added to it.
 struct Cost {
   double flops = 0;
   double bytes = 0;
+  double tf32_flops = 0;  // of flops: TF32 tensor-core products (f32 operands, TF32 math mode)
+  double bf16_flops = 0;  // of flops: BF16 tensor-core products (bf16 operands, FP32 sums)
   Cost& operator+=(const Cost& other) {
     flops += other.flops;
     bytes += other.bytes;
+    tf32_flops += other.tf32_flops;
+    bf16_flops += other.bf16_flops;
     return *this;
   }
 };
 inline Cost operator+(Cost a, const Cost& b) { return a += b; }
+
+// The math a GEMM's products ran in: FP32 (the CPU, which widens bf16 operands, and cuBLAS's
+// default mode), TF32 (f32 operands with the CUDA context's TF32 switch on) or BF16 (bf16
+// operands on CUDA, summed in FP32).
+enum class GemmMath : uint8_t { fp32, tf32, bf16 };
+const char* gemm_math_name(GemmMath math);  // "FP32", "TF32", "BF16"
+// `cost` with all its FLOPs counted as `math`'s.
+inline Cost with_math(Cost cost, GemmMath math) {
+  cost.tf32_flops = math == GemmMath::tf32 ? cost.flops : 0.0;
+  cost.bf16_flops = math == GemmMath::bf16 ? cost.flops : 0.0;
+  return cost;
+}
 
 constexpr double kElementBytes = 4.0;  // f32 and i32
 

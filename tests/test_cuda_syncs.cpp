@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -20,8 +22,11 @@
 #if defined(URPE_CUDA_SIM)
 #include <cuda_runtime.h>  // the simulator's, for urpe_sim::explicit_wait_count()
 #include <urpe_sim_checks.h>  // the simulator's launch records and cuBLAS call log
+
+#include "tensor/cuda_context.h"  // the cuBLAS handle's workspace (needs the simulator's headers here)
 #endif
 
+#include "ops/optimizer_kernels.h"
 #include "ops/urpe_attention.h"
 #include "ops/urpe_attention_checks.h"
 #include "tensor/cuda_backend.h"
@@ -311,3 +316,139 @@ TEST_CASE("an upload does not wait and its host source may change at once; a rea
   CHECK(cuda::host_sync_counts(context).total() == before_large.total());
   CHECK(c.to_vector_f32() == large);
 }
+
+TEST_CASE("Adam reads each step's lr and bias corrections from device memory the host uploads, without a wait") {
+  // CUDA graphs (bench/cuda_notes.md): a replay repeats a launch's arguments, so the per-step
+  // scalars live in a buffer at a fixed address that the host rewrites every step.
+  const Device gpu = parse_device("cuda");
+  cuda::Context* context = gpu.context();
+  Rng rng(31);
+  struct Twin {
+    AdamSlot cpu, gpu;
+  };
+  std::vector<Twin> twins;
+  for (const int64_t n : {int64_t(20000), int64_t(37)}) {  // three kernel chunks, and a small tensor
+    const Tensor p = Tensor::uniform({n}, -1.0f, 1.0f, rng), g = Tensor::uniform({n}, -0.5f, 0.5f, rng);
+    const Tensor m = Tensor::uniform({n}, -0.1f, 0.1f, rng), v = Tensor::uniform({n}, 0.01f, 0.2f, rng);
+    twins.push_back({{p, g, m, v}, {p.to(gpu), g.to(gpu), m.to(gpu), v.to(gpu)}});
+  }
+  std::vector<AdamSlot> cpu_slots, gpu_slots;
+  for (const Twin& t : twins) {
+    cpu_slots.push_back(t.cpu);
+    gpu_slots.push_back(t.gpu);
+  }
+  const Tensor scalars = Tensor::zeros({kAdamScalarFloats}, DType::f32, gpu);
+  const float rates[] = {1e-2f, 3e-3f};
+  for (int step = 1; step <= 2; ++step) {
+    AdamHyper hyper;
+    hyper.lr = rates[step - 1];
+    hyper.step = step;
+    hyper.weight_decay = 0.01f;
+    // What the step would give with the other step's lr: a kernel that kept a stale lr lands here.
+    AdamHyper stale = hyper;
+    stale.lr = rates[2 - step];
+    std::vector<Tensor> stale_params;
+    for (const Twin& t : twins) {
+      AdamSlot copy{t.cpu.param.clone(), t.cpu.grad, t.cpu.m.clone(), t.cpu.v.clone()};
+      adam_update({copy}, stale);
+      stale_params.push_back(copy.param);
+    }
+    adam_update(cpu_slots, hyper);
+    const cuda::HostSyncCounts before = cuda::host_sync_counts(context);
+    adam_update(gpu_slots, hyper, scalars);
+    CHECK(cuda::host_sync_counts(context).total() == before.total());  // the upload does not wait
+    // The buffer holds this step's scalars, bit for bit: what the kernel read.
+    const AdamStepScalars expected = adam_step_scalars(hyper);
+    const std::vector<float> held = scalars.to_vector_f32();
+    CHECK(std::memcmp(held.data(), &expected, sizeof expected) == 0);
+    for (size_t k = 0; k < twins.size(); ++k) {
+      const std::vector<float> want = twins[k].cpu.param.to_vector_f32(), got = twins[k].gpu.param.to_vector_f32();
+      const std::vector<float> wrong = stale_params[k].to_vector_f32();
+      REQUIRE(got.size() == want.size());
+      size_t off = 0, stale_hits = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        off += std::fabs(got[i] - want[i]) > 1e-6f * (1.0f + std::fabs(want[i]));
+        stale_hits += std::fabs(got[i] - wrong[i]) <= 1e-6f * (1.0f + std::fabs(wrong[i]));
+      }
+      INFO("step " << step << ", tensor " << k);
+      CHECK(off == 0);
+      CHECK(stale_hits * 10 < got.size());  // the other lr's result is far from it
+    }
+  }
+}
+
+#if defined(URPE_CUDA_SIM)
+TEST_CASE("a context gives cuBLAS its workspace at creation, so that a GEMM allocates nothing (CUDA graphs)") {
+  const Device gpu = parse_device("cuda");
+  cuda::Context& context = *gpu.context();
+  const size_t bytes = cuda::Context::cublas_workspace_bytes(context.properties());
+  CHECK(bytes == (context.properties().major >= 9 ? size_t(32) << 20 : size_t(4) << 20));
+  CHECK(context.cublas_workspace_size() == bytes);
+  CHECK(context.cublas_workspace() != nullptr);
+  CHECK(urpe_sim::cublas_workspace_bytes(context.cublas()) == bytes);  // what the handle was given
+  // Outside the caching allocator: the peak tensor memory stays the tensors'.
+  CHECK(context.bytes_in_use() == 0);
+}
+#endif
+
+#if defined(URPE_CUDA_SIM)
+TEST_CASE("a captured Adam update replays each new step: its scalars come from the buffer the host uploads") {
+  // The simulator's stream capture (tests/cuda_sim/include/cuda_runtime.h): launches on a
+  // capturing stream are recorded, not run, and run with their captured arguments at each
+  // cudaGraphLaunch, as on a GPU. Steps 2 and 3 replay the update captured once; before each
+  // replay the host uploads that step's scalars (lr changes at step 3), and each replay must give
+  // the eager update of that step.
+  const Device gpu = parse_device("cuda");
+  cuda::Context& context = *gpu.context();
+  Rng rng(41);
+  const int64_t n = 20000;  // three kernel chunks
+  const Tensor p = Tensor::uniform({n}, -1.0f, 1.0f, rng), g = Tensor::uniform({n}, -0.5f, 0.5f, rng);
+  const Tensor m = Tensor::uniform({n}, -0.1f, 0.1f, rng), v = Tensor::uniform({n}, 0.01f, 0.2f, rng);
+  const std::vector<AdamSlot> eager{{p.to(gpu), g.to(gpu), m.to(gpu), v.to(gpu)}};
+  const std::vector<AdamSlot> replayed{{p.to(gpu), g.to(gpu), m.to(gpu), v.to(gpu)}};
+  const Tensor eager_scalars = Tensor::zeros({kAdamScalarFloats}, DType::f32, gpu);
+  const Tensor scalars = Tensor::zeros({kAdamScalarFloats}, DType::f32, gpu);
+  auto hyper_of = [](int step) {
+    AdamHyper h;
+    h.lr = step < 3 ? 1e-2f : 2e-3f;
+    h.step = step;
+    h.weight_decay = 0.01f;
+    return h;
+  };
+  adam_update(eager, hyper_of(1), eager_scalars);  // step 1, eager on both
+  adam_update(replayed, hyper_of(1), scalars);
+  const std::vector<float> after_step_1 = replayed[0].param.to_vector_f32();
+
+  // Capture the update once (the step-2 scalars uploaded before, outside the capture).
+  kernels::upload_adam_step_scalars_cuda(scalars, hyper_of(2));
+  REQUIRE(cudaStreamBeginCapture(context.stream(), cudaStreamCaptureModeGlobal) == cudaSuccess);
+  kernels::launch_adam_update_cuda(replayed, scalars);
+  cudaGraph_t graph = nullptr;
+  REQUIRE(cudaStreamEndCapture(context.stream(), &graph) == cudaSuccess);
+  CHECK(urpe_sim::graph_nodes(graph) == std::vector<std::string>{"adam_multi_tensor_kernel"});
+  CHECK(replayed[0].param.to_vector_f32() == after_step_1);  // recorded, not run
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE(cudaGraphInstantiate(&exec, graph) == cudaSuccess);
+
+  for (int step = 2; step <= 3; ++step) {
+    INFO("step " << step);
+    adam_update(eager, hyper_of(step), eager_scalars);
+    if (step > 2) kernels::upload_adam_step_scalars_cuda(scalars, hyper_of(step));
+    REQUIRE(cudaGraphLaunch(exec, context.stream()) == cudaSuccess);
+    // The same kernel on the same values: bit for bit.
+    CHECK(replayed[0].param.to_vector_f32() == eager[0].param.to_vector_f32());
+    CHECK(replayed[0].m.to_vector_f32() == eager[0].m.to_vector_f32());
+    CHECK(replayed[0].v.to_vector_f32() == eager[0].v.to_vector_f32());
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+
+  // A capture cannot hold a host wait: the emulation refuses it as CUDA does.
+  REQUIRE(cudaStreamBeginCapture(context.stream(), cudaStreamCaptureModeGlobal) == cudaSuccess);
+  CHECK(cudaStreamSynchronize(context.stream()) == cudaErrorStreamCaptureUnsupported);
+  cudaGraph_t refused = nullptr;
+  CHECK(cudaStreamEndCapture(context.stream(), &refused) == cudaErrorStreamCaptureInvalidated);
+  CHECK(refused == nullptr);
+  cudaGetLastError();  // clear the recorded error
+}
+#endif

@@ -13,6 +13,7 @@
 #include "data/synthetic.h"
 #include "doctest/doctest.h"
 #include "models/encoder.h"
+#include "ops/cast.h"
 #include "ops/elementwise.h"
 #include "ops/loss.h"
 #include "ops/matmul.h"
@@ -284,6 +285,106 @@ TEST_CASE("profile: key averages of a hand-made recording") {
   CHECK(table.find("| outer | forward | 1 | 3.000 | 6.000 | 30.0 | 666.67 | 0.33 | 666.7 |") != std::string::npos);
 }
 
+TEST_CASE("profile: GEMMs on tensor cores are bounded by their math's measured rate, the rest by sgemm's") {
+  // A GPU-like peaks table: sgemm 50, TF32 400, BF16→FP32 700 TFLOP/s; 3000 GB/s.
+  profile::MachinePeaks peaks = round_peaks("tensor cores");
+  peaks.device = "cuda";
+  peaks.gemm_gflops = 50e3;
+  peaks.tf32_gflops = 400e3;
+  peaks.bf16_gflops = 700e3;
+  peaks.bandwidth_gbs = 3000;
+  using profile::Cost;
+  using profile::GemmMath;
+  const Cost gemm{2e12, 1e9};  // 2 TFLOP, 1 GB: compute-bound in every math
+  CHECK(profile::roofline_bound_ms(peaks, gemm) == doctest::Approx(40));  // 2e12 / 5e13 s
+  CHECK(profile::roofline_bound_ms(peaks, profile::with_math(gemm, GemmMath::fp32)) == doctest::Approx(40));
+  CHECK(profile::roofline_bound_ms(peaks, profile::with_math(gemm, GemmMath::tf32)) == doctest::Approx(5));
+  CHECK(profile::roofline_bound_ms(peaks, profile::with_math(gemm, GemmMath::bf16)) == doctest::Approx(2e12 / 7e14 * 1e3));
+  // A linear: its GEMM in TF32 and its bias's 1 GFLOP of additions at the sgemm rate, summed.
+  const Cost linear = profile::with_math(gemm, GemmMath::tf32) + Cost{1e9, 1e8};
+  CHECK(linear.flops == 2e12 + 1e9);
+  CHECK(linear.tf32_flops == 2e12);
+  CHECK(profile::roofline_bound_ms(peaks, linear) == doctest::Approx(5 + 0.02));
+  // Memory still bounds a TF32 GEMM that moves more than it computes: 30 GB at 3000 GB/s.
+  CHECK(profile::roofline_bound_ms(peaks, profile::with_math(Cost{2e12, 3e10}, GemmMath::tf32)) == doctest::Approx(10));
+  // The ceilings by math, and where a missing rate falls back to.
+  std::string source;
+  CHECK(profile::gemm_ceiling_gflops(peaks, GemmMath::bf16, &source) == 700e3);
+  CHECK(source == "BF16 GEMM rate");
+  profile::MachinePeaks no_bf16 = peaks;
+  no_bf16.bf16_gflops = 0;
+  CHECK(profile::gemm_ceiling_gflops(no_bf16, GemmMath::bf16, &source) == 400e3);
+  CHECK(source == "TF32 GEMM rate (no BF16 rate measured)");
+  profile::MachinePeaks sgemm_only = no_bf16;
+  sgemm_only.tf32_gflops = 0;
+  CHECK(profile::gemm_ceiling_gflops(sgemm_only, GemmMath::tf32, &source) == 50e3);
+  CHECK(source == "sgemm rate (no TF32 rate measured)");
+
+  // The key averages of a step with one GEMM of each math (each 2 TFLOP in 50 ms) and the header
+  // that names the ceilings.
+  Recording r;
+  r.device = "cuda";
+  r.names = {"step 1", "matmul fp32", "matmul tf32", "matmul bf16"};
+  auto span = [&](int32_t name, SpanKind kind, int32_t parent, double b, double e, const Cost& cost) {
+    Span sp;
+    sp.name = name;
+    sp.kind = kind;
+    sp.parent = parent;
+    sp.step = 1;
+    sp.begin_us = b * 1000;
+    sp.end_us = e * 1000;
+    sp.cost = cost;
+    r.spans.push_back(sp);
+  };
+  span(0, SpanKind::step, -1, 0, 200, Cost{});
+  span(1, SpanKind::op, 0, 0, 50, gemm);
+  span(2, SpanKind::op, 0, 50, 100, profile::with_math(gemm, GemmMath::tf32));
+  span(3, SpanKind::op, 0, 100, 150, profile::with_math(gemm, GemmMath::bf16));
+  r.steps = {0};
+  const profile::ProfileSummary s = profile::summarize(r, peaks);
+  std::map<std::string, const profile::OpAverage*> by_name;
+  for (const profile::OpAverage& op : s.ops) by_name[op.name] = &op;
+  REQUIRE(by_name.size() == 3);
+  CHECK(by_name["matmul fp32"]->bound_ms == doctest::Approx(40));
+  CHECK(by_name["matmul tf32"]->bound_ms == doctest::Approx(5));
+  CHECK(by_name["matmul bf16"]->bound_ms == doctest::Approx(2e12 / 7e14 * 1e3));
+  CHECK(by_name["matmul tf32"]->cost.tf32_flops == 2e12);
+  CHECK(s.bound_ms == doctest::Approx(40 + 5 + 2e12 / 7e14 * 1e3));
+  const std::string table = profile::key_averages_table(s);
+  CHECK(table.find("| matmul fp32 | forward | 1 | 50.000 | 50.000 | 25.0 | 40000.00 | 20.00 | 80.0 |") != std::string::npos);
+  CHECK(table.find("| matmul tf32 | forward | 1 | 50.000 | 50.000 | 25.0 | 40000.00 | 20.00 | 10.0 |") != std::string::npos);
+  CHECK(table.find("| matmul bf16 | forward | 1 | 50.000 | 50.000 | 25.0 | 40000.00 | 20.00 | 5.7 |") != std::string::npos);
+  const std::string md = profile::profile_markdown(s, {"tensor cores", "", "", "", -1});
+  CHECK(md.find("tensor-core GEMMs TF32 400000.0 GFLOP/s, BF16→FP32 700000.0 GFLOP/s") != std::string::npos);
+  CHECK(md.find("- GEMMs on tensor cores: 2000.000 GFLOP per step in TF32, bounded at 400000.0 GFLOP/s (the TF32 GEMM "
+                "rate); 2000.000 GFLOP per step in BF16, bounded at 700000.0 GFLOP/s (the BF16 GEMM rate)") !=
+        std::string::npos);
+  const std::string md_old = profile::profile_markdown(profile::summarize(r, no_bf16), {"old entry", "", "", "", -1});
+  CHECK(md_old.find("in BF16, bounded at 400000.0 GFLOP/s (the TF32 GEMM rate (no BF16 rate measured))") != std::string::npos);
+  // The picture draws the two tensor-core ceilings above sgemm's.
+  const std::string dir = test::make_scratch_dir("urpe_profile_tensor_cores");
+  profile::write_profile(dir, r, peaks, {"tensor cores", "", "", "", -1});
+  CHECK(path_exists(join_path(join_path(dir, "plots"), "roofline.png")));
+}
+
+TEST_CASE("profile: a CPU GEMM counts its FLOPs as FP32, bf16 operands too (the CPU widens them)") {
+  Rng rng(5);
+  const Tensor a = Tensor::uniform({6, 5}, -1, 1, rng), b = Tensor::uniform({5, 4}, -1, 1, rng);
+  profile::OpRecorder recorder{Device::cpu()};
+  recorder.begin_step(1);
+  matmul(a, b);
+  matmul(cast(a, DType::bf16), cast(b, DType::bf16));
+  recorder.end_step();
+  const Recording r = recorder.take();
+  const std::vector<Span> gemms = ops_named(r, "matmul");
+  REQUIRE(gemms.size() == 2);
+  for (const Span& g : gemms) {
+    CHECK(g.cost.flops == 2.0 * 6 * 5 * 4);
+    CHECK(g.cost.tf32_flops == 0);
+    CHECK(g.cost.bf16_flops == 0);
+  }
+}
+
 TEST_CASE("profile: the Chrome trace parses and every begin has its end, properly nested") {
   const Recording r = record_encoder_steps(2);
   const std::vector<TraceEvent> events = parse_trace(profile::chrome_trace_json(r));
@@ -341,6 +442,26 @@ TEST_CASE("profile: the peaks cache keeps one entry per machine; a broken cache 
   REQUIRE(read_a->gemms.size() == 1);
   CHECK(read_a->gemms[0].gflops == 12.5);
   CHECK(profile::roofline_bound_ms(*read_a, 2e9, 1e6) == doctest::Approx(10));  // 2 GFLOP at 200 GFLOP/s
+  CHECK(read_a->bf16_gflops == 0);  // not measured
+  profile::MachinePeaks c = round_peaks("machine C");
+  c.tf32_gflops = 300;
+  c.bf16_gflops = 600;
+  profile::store_peaks(c, path);
+  const auto read_c = profile::cached_peaks("machine C", path);
+  REQUIRE(read_c.has_value());
+  CHECK(read_c->tf32_gflops == 300);
+  CHECK(read_c->bf16_gflops == 600);
+  {  // an entry written before the BF16 rate was cached reads as "not measured"
+    const std::string old_path = join_path(test::make_scratch_dir("urpe_peaks_old"), "peaks.json");
+    write_text_atomic(old_path,
+                      "{\"format\": \"urpe machine peaks v1\", \"machines\": [{\"key\": \"old\", \"device\": \"cuda\", "
+                      "\"measured\": \"2026-11-25T00:00:00Z\", \"gemm_gflops\": 50000, \"bandwidth_gbs\": 3000, "
+                      "\"copy_gbs\": 3000, \"triad_gbs\": 0, \"tf32_gflops\": 400000, \"smoke\": false, \"gemms\": []}]}");
+    const auto old = profile::cached_peaks("old", old_path);
+    REQUIRE(old.has_value());
+    CHECK(old->tf32_gflops == 400000);
+    CHECK(old->bf16_gflops == 0);
+  }
   write_text_atomic(path, "{\"format\": \"something else\"}");
   std::string message;
   try {

@@ -133,6 +133,26 @@ double measure_sgemm_tflops(cuda::Context* context, int n, bool tf32) {
   return 2.0 * double(n) * double(n) * double(n) / (t.median_ms * 1e-3) / 1e12;
 }
 
+double measure_bf16_gemm_tflops(cuda::Context* context, int n) {
+  URPE_CHECK(context != nullptr && n > 0, "measure_bf16_gemm_tflops: bad arguments");
+  std::shared_ptr<cuda::Context> keep(std::shared_ptr<cuda::Context>(), context);  // non-owning
+  const Device device = Device::cuda(keep);
+  Rng rng(20221128);
+  const Tensor tile = Tensor::uniform({kTimingTile}, -1.0f, 1.0f, rng, device);
+  const Tensor a = Tensor::empty({n, n}, DType::f32, device), b = Tensor::empty({n, n}, DType::f32, device);
+  fill_by_tiling(a, tile, 0);
+  fill_by_tiling(b, tile, kTimingTile / 2);
+  const Tensor a16 = cast(a, DType::bf16), b16 = cast(b, DType::bf16);
+  Tensor c = Tensor::empty({n, n}, DType::f32, device);
+  kernels::GemmArgs g;
+  g.m = g.n = g.k = n;
+  g.a_bf16 = a16.data<bf16>(); g.lda = n;
+  g.b_bf16 = b16.data<bf16>(); g.ldb = n;
+  g.c = c.f32(); g.ldc = n;
+  const CudaTiming t = time_cuda(context, [&] { kernels::gemm_cuda(device, g); }, 20, 3, true);
+  return 2.0 * double(n) * double(n) * double(n) / (t.median_ms * 1e-3) / 1e12;
+}
+
 std::vector<DtypeGemmRate> measure_dtype_gemms(cuda::Context* context, bool smoke) {
   URPE_CHECK(context != nullptr, "measure_dtype_gemms: needs a CUDA context");
   std::shared_ptr<cuda::Context> keep(std::shared_ptr<cuda::Context>(), context);  // non-owning
@@ -260,6 +280,7 @@ DevicePeaks measure_device_peaks(cuda::Context* context, size_t copy_bytes, int 
   p.copy_gbs = measure_copy_bandwidth_gbs(context, copy_bytes);
   p.sgemm_tflops = measure_sgemm_tflops(context, sgemm_n, false);
   p.tf32_tflops = measure_sgemm_tflops(context, sgemm_n, true);
+  p.bf16_tflops = measure_bf16_gemm_tflops(context, sgemm_n);
   return p;
 }
 
@@ -275,6 +296,7 @@ CudaTiming time_cuda(cuda::Context*, const std::function<void()>&, int, int, boo
 }
 double measure_copy_bandwidth_gbs(cuda::Context*, size_t) { no_cuda("measure_copy_bandwidth_gbs"); }
 double measure_sgemm_tflops(cuda::Context*, int, bool) { no_cuda("measure_sgemm_tflops"); }
+double measure_bf16_gemm_tflops(cuda::Context*, int) { no_cuda("measure_bf16_gemm_tflops"); }
 DevicePeaks measure_device_peaks(cuda::Context*, size_t, int) { no_cuda("measure_device_peaks"); }
 std::vector<DtypeGemmRate> measure_dtype_gemms(cuda::Context*, bool) { no_cuda("measure_dtype_gemms"); }
 void fill_by_tiling(const Tensor&, const Tensor&, int64_t) { no_cuda("fill_by_tiling"); }

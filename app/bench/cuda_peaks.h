@@ -6,7 +6,8 @@
 //                      each run (outside the timed region), warm-up runs first, median of N.
 //   copy bandwidth:    a large device-to-device copy; bytes read + bytes written per second.
 //   sgemm TFLOP/s:     urpe's own cuBLAS GEMM path (kernels::gemm_cuda) on random n×n inputs
-//                      (fill_by_tiling), full float32 and, separately, TF32 tensor cores.
+//                      (fill_by_tiling), full float32 and, separately, TF32 and BF16 (FP32 out)
+//                      tensor cores: the roofline's ceiling for each GEMM math.
 //   GEMMs by dtype:    the same product in FP32, TF32, BF16 in / FP32 out (linear's bf16 GEMM)
 //                      and BF16 in / BF16 out, β = 0 and β = 1, at linear's shapes: which cuBLAS
 //                      call makes precision=bf16 slow (issue 36, docs/cuda.md#mixed-precision).
@@ -38,6 +39,8 @@ double measure_copy_bandwidth_gbs(cuda::Context* context, size_t bytes = size_t(
 
 // TFLOP/s (2·n³ per product) of an n×n×n float32 GEMM through urpe's cuBLAS path.
 double measure_sgemm_tflops(cuda::Context* context, int n = 8192, bool tf32 = false);
+// The same with BF16 operands, FP32 sums and an FP32 C (linear's GEMM under precision=bf16).
+double measure_bf16_gemm_tflops(cuda::Context* context, int n = 8192);
 
 // Random inputs for timing without drawing gigabytes on the host: fills the f32 CUDA tensor dst
 // with `tile` (an f32 CUDA tensor of uniforms drawn once) repeated end to end, starting at tile
@@ -78,6 +81,7 @@ struct DevicePeaks {
   double copy_gbs = 0;       // device-to-device copy, read + write
   double sgemm_tflops = 0;   // float32 GEMM
   double tf32_tflops = 0;    // TF32 tensor-core GEMM
+  double bf16_tflops = 0;    // BF16 in, FP32 sums and out (measure_bf16_gemm_tflops)
 };
 // The copy of `copy_bytes` and the sgemm of sgemm_n³ above (the defaults are the real ceilings;
 // smaller sizes only for checking that the benchmark runs).

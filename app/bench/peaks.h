@@ -7,12 +7,14 @@
 //        memory bandwidth by STREAM's copy (c = a: 8 bytes per element) and triad (a = b + s·c:
 //        12 bytes) over arrays far larger than the caches, with the OpenMP threads urpe uses,
 //        best of several runs (STREAM's convention).
-//   CUDA the ceilings of app/bench/cuda_peaks.h (device-to-device copy, cuBLAS sgemm and TF32) and
-//        the same model GEMM shapes through urpe's cuBLAS path, timed with CUDA events; then (printed
-//        by run_peaks_bench, not cached) the GEMMs by dtype: FP32, TF32, BF16→FP32, BF16→BF16 with
-//        β = 0 and 1 at 8192³ and the Table 5 encoder's linear shapes (measure_dtype_gemms).
+//   CUDA the ceilings of app/bench/cuda_peaks.h (device-to-device copy, cuBLAS sgemm, TF32 and
+//        BF16→FP32 at 8192³) and the same model GEMM shapes through urpe's cuBLAS path, timed with
+//        CUDA events; then (run_peaks_bench) the GEMMs by dtype: FP32, TF32, BF16→FP32, BF16→BF16
+//        with β = 0 and 1 at 8192³ and the Table 5 encoder's linear shapes (measure_dtype_gemms).
 // The compute ceiling is the best sgemm rate measured (squares and model shapes alike); the memory
-// ceiling the better of copy and triad.
+// ceiling the better of copy and triad. The tensor-core ceilings (a profile's bound for the GEMMs
+// that ran in TF32 or BF16) are the best TF32 and BF16→FP32 rates measured, the dtype table's
+// included when `urpe bench peaks` ran it.
 #pragma once
 #include <string>
 

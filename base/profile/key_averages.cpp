@@ -73,9 +73,11 @@ ProfileSummary summarize(const Recording& recording, const std::optional<Machine
     if (!inside_same) row.total_ms += total * per_step;
     row.cost.flops += s.cost.flops * per_step;
     row.cost.bytes += s.cost.bytes * per_step;
-    // The bound of each call (max of its two limits), summed: not the bound of the summed cost.
-    if (peaks && s.phase != Phase::communication)
-      row.bound_ms += roofline_bound_ms(*peaks, s.cost.flops, s.cost.bytes) * per_step;
+    row.cost.tf32_flops += s.cost.tf32_flops * per_step;
+    row.cost.bf16_flops += s.cost.bf16_flops * per_step;
+    // The bound of each call (max of its two limits, its FLOPs at their math's ceilings), summed:
+    // not the bound of the summed cost.
+    if (peaks && s.phase != Phase::communication) row.bound_ms += roofline_bound_ms(*peaks, s.cost) * per_step;
     out.ops_self_ms += self * per_step;
     out.phase_self_ms[static_cast<int>(s.phase)] += self * per_step;
     const std::string scope = scope_of[k] >= 0 ? recording.name_of(recording.spans[static_cast<size_t>(scope_of[k])]) : "";

@@ -4,7 +4,8 @@
 // ops' events) on a GPU run; all are per recorded step.
 //
 //   achieved  GFLOP/s = flops / self time,  GB/s = bytes / self time
-//   bound     max(flops / compute ceiling, bytes / memory ceiling)  (machine_peaks.h)
+//   bound     max(flops / compute ceiling, bytes / memory ceiling)  (machine_peaks.h); the FLOPs
+//             of GEMMs that ran on tensor cores (TF32, BF16) at that math's measured rate
 //   % of roofline = bound / self time: 100% means the op runs at the machine's limit for its
 //             FLOPs and bytes; 5% means it could in principle be 20× faster.
 // Communication ops carry bytes but no roofline (their limit is the interconnect, not memory).

@@ -34,6 +34,7 @@ json::Value to_json(const MachinePeaks& p) {
       .set("copy_gbs", p.copy_gbs)
       .set("triad_gbs", p.triad_gbs)
       .set("tf32_gflops", p.tf32_gflops)
+      .set("bf16_gflops", p.bf16_gflops)
       .set("smoke", p.smoke)
       .set("gemms", gemms);
 }
@@ -48,6 +49,8 @@ MachinePeaks from_json(const json::Value& v) {
   p.copy_gbs = v.at("copy_gbs").as_number();
   p.triad_gbs = v.at("triad_gbs").as_number();
   p.tf32_gflops = v.at("tf32_gflops").as_number();
+  // Entries written before the BF16 rate was cached have none: 0, "not measured".
+  if (v.contains("bf16_gflops")) p.bf16_gflops = v.at("bf16_gflops").as_number();
   p.smoke = v.at("smoke").as_bool();
   for (const json::Value& g : v.at("gemms").items())
     p.gemms.push_back({g.at("label").as_string(), g.at("batch").as_integer(), g.at("m").as_integer(),
@@ -109,6 +112,33 @@ double roofline_bound_ms(const MachinePeaks& peaks, double flops, double bytes) 
   return 1e3 * std::max(compute_s, memory_s);
 }
 
+double gemm_ceiling_gflops(const MachinePeaks& peaks, GemmMath math, std::string* source) {
+  if (math == GemmMath::bf16 && peaks.bf16_gflops > 0) {
+    if (source) *source = "BF16 GEMM rate";
+    return peaks.bf16_gflops;
+  }
+  if (math != GemmMath::fp32 && peaks.tf32_gflops > 0) {
+    if (source) *source = math == GemmMath::tf32 ? "TF32 GEMM rate" : "TF32 GEMM rate (no BF16 rate measured)";
+    return peaks.tf32_gflops;
+  }
+  if (source)
+    *source = math == GemmMath::fp32 ? "sgemm rate" : std::string("sgemm rate (no ") + gemm_math_name(math) + " rate measured)";
+  return peaks.gemm_gflops;
+}
+
+double roofline_bound_ms(const MachinePeaks& peaks, const Cost& cost) {
+  const double fp32_flops = std::max(0.0, cost.flops - cost.tf32_flops - cost.bf16_flops);
+  double compute_s = 0;
+  const std::pair<double, GemmMath> parts[] = {
+      {fp32_flops, GemmMath::fp32}, {cost.tf32_flops, GemmMath::tf32}, {cost.bf16_flops, GemmMath::bf16}};
+  for (const auto& [flops, math] : parts) {
+    const double ceiling = gemm_ceiling_gflops(peaks, math);
+    if (flops > 0 && ceiling > 0) compute_s += flops / (ceiling * 1e9);
+  }
+  const double memory_s = peaks.bandwidth_gbs > 0 ? cost.bytes / (peaks.bandwidth_gbs * 1e9) : 0.0;
+  return 1e3 * std::max(compute_s, memory_s);
+}
+
 std::string describe(const MachinePeaks& p) {
   char line[256];
   if (p.triad_gbs > 0)
@@ -117,7 +147,15 @@ std::string describe(const MachinePeaks& p) {
   else
     std::snprintf(line, sizeof line, "sgemm %.1f GFLOP/s, bandwidth %.1f GB/s (copy), measured %s", p.gemm_gflops,
                   p.bandwidth_gbs, p.measured.c_str());
-  return std::string(line) + (p.smoke ? " at smoke sizes (not the machine's limits: run 'urpe bench peaks')" : "");
+  std::string tensor_cores;
+  for (const auto& [rate, name] : {std::pair<double, const char*>{p.tf32_gflops, "TF32"}, {p.bf16_gflops, "BF16→FP32"}})
+    if (rate > 0) {
+      char part[64];
+      std::snprintf(part, sizeof part, "%s %.1f GFLOP/s", name, rate);
+      tensor_cores += (tensor_cores.empty() ? "" : ", ") + std::string(part);
+    }
+  if (!tensor_cores.empty()) tensor_cores = "; tensor-core GEMMs " + tensor_cores;
+  return std::string(line) + tensor_cores + (p.smoke ? " at smoke sizes (not the machine's limits: run 'urpe bench peaks')" : "");
 }
 
 }  // namespace urpe::profile

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "tensor/op_profile.h"
+
 namespace urpe::profile {
 
 struct GemmRate {
@@ -29,6 +31,7 @@ struct MachinePeaks {
   double bandwidth_gbs = 0;  // memory ceiling: max(copy, triad)
   double copy_gbs = 0, triad_gbs = 0;
   double tf32_gflops = 0;    // CUDA: TF32 tensor-core GEMM (0 when not measured)
+  double bf16_gflops = 0;    // CUDA: BF16 in, FP32 sums and out, as linear's bf16 GEMM (0: not measured)
   bool smoke = false;        // measured at tiny sizes (`--sizes smoke`): not the machine's limits
   std::vector<GemmRate> gemms;  // every GEMM measured
 };
@@ -44,6 +47,16 @@ void store_peaks(const MachinePeaks& peaks, const std::string& path = peaks_cach
 // The roofline bound of an op that performs `flops` and moves `bytes`: the time it would take at
 // the machine's ceilings, max(flops / compute, bytes / bandwidth), in milliseconds.
 double roofline_bound_ms(const MachinePeaks& peaks, double flops, double bytes);
+
+// The compute ceiling of a GEMM math (GFLOP/s): FP32 the sgemm rate; TF32 the measured TF32 rate;
+// BF16 the measured BF16→FP32 rate. A rate the entry lacks (an older cache entry, a CPU) falls
+// back to the next one measured, BF16 → TF32 → FP32: a lower ceiling than the math's own, so such
+// an op's % of roofline reads high. `source` (if given) names the rate used.
+double gemm_ceiling_gflops(const MachinePeaks& peaks, GemmMath math, std::string* source = nullptr);
+// The same bound with each part of the FLOPs at its own math's ceiling: the compute time is
+//   (flops − tf32_flops − bf16_flops) / FP32 + tf32_flops / TF32 + bf16_flops / BF16
+// and the bound is max(compute time, bytes / bandwidth), in milliseconds.
+double roofline_bound_ms(const MachinePeaks& peaks, const Cost& cost);
 
 // A one-line description of the peaks for a report: "sgemm 101.3 GFLOP/s, bandwidth 12.1 GB/s
 // (copy 11.0, triad 12.1), measured 2026-11-26T10:00:00Z".

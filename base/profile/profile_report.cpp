@@ -69,6 +69,24 @@ std::string profile_markdown(const ProfileSummary& s, const ReportHeader& h) {
     out += "- roofline: " + describe(*s.peaks) + (h.peaks_source.empty() ? "" : "; from " + h.peaks_source) + "\n";
   else
     out += "- roofline: no measured peaks for this machine (run `urpe bench peaks`), so no bounds\n";
+  if (s.peaks) {
+    // The GEMMs that ran on tensor cores, and the ceiling each math was bounded by.
+    double tf32 = 0, bf16 = 0;
+    for (const OpAverage& op : s.ops) {
+      tf32 += op.cost.tf32_flops;
+      bf16 += op.cost.bf16_flops;
+    }
+    std::string parts;
+    for (const auto& [flops, math] : {std::pair<double, GemmMath>{tf32, GemmMath::tf32}, {bf16, GemmMath::bf16}}) {
+      if (flops <= 0) continue;
+      std::string source;
+      const double ceiling = gemm_ceiling_gflops(*s.peaks, math, &source);
+      parts += std::string(parts.empty() ? "" : "; ") + format("%.3f", flops / 1e9) + " GFLOP per step in " +
+               gemm_math_name(math) + ", bounded at " + format("%.1f", ceiling) + " GFLOP/s (the " + source + ")";
+    }
+    if (!parts.empty())
+      out += "- GEMMs on tensor cores: " + parts + "; every other FLOP at the sgemm rate\n";
+  }
   out += "\n## The step\n\n| | ms per step | % of step |\n|---|--:|--:|\n";
   auto row = [&](const std::string& what, double ms) {
     out += "| " + what + " | " + format("%.3f", ms) + " | " + format("%.1f", s.step_ms > 0 ? 100 * ms / s.step_ms : 0) +

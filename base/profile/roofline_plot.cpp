@@ -46,6 +46,33 @@ plot::Canvas render_roofline(const ProfileSummary& summary) {
   }
   const double ridge = peaks.gemm_gflops / peaks.bandwidth_gbs;  // FLOPs per byte where the ceilings meet
   double x_lo = ridge / 16, x_hi = ridge * 16, y_lo = peaks.gemm_gflops / 1000, y_hi = peaks.gemm_gflops * 2;
+  // The tensor-core ceilings of the maths the profile's GEMMs ran in (TF32, BF16), drawn thinner
+  // above the sgemm line: those GEMMs are bounded by them (machine_peaks.h, gemm_ceiling_gflops).
+  struct Ceiling {
+    double gflops;
+    std::string label;
+  };
+  std::vector<Ceiling> tensor_ceilings;
+  {
+    double tf32 = 0, bf16 = 0;
+    for (const OpAverage& op : summary.ops) {
+      tf32 += op.cost.tf32_flops;
+      bf16 += op.cost.bf16_flops;
+    }
+    for (const auto& [flops, math] : {std::pair<double, GemmMath>{tf32, GemmMath::tf32}, {bf16, GemmMath::bf16}}) {
+      const double rate = gemm_ceiling_gflops(peaks, math);
+      if (flops <= 0 || rate <= peaks.gemm_gflops) continue;
+      bool same = false;
+      for (Ceiling& t : tensor_ceilings)
+        if (t.gflops == rate) same = true, t.label += std::string(" / ") + gemm_math_name(math);
+      if (!same) tensor_ceilings.push_back({rate, gemm_math_name(math)});
+    }
+    for (Ceiling& t : tensor_ceilings) {
+      t.label += " " + rate_text(t.gflops);
+      x_hi = std::max(x_hi, 4 * t.gflops / peaks.bandwidth_gbs);
+      y_hi = std::max(y_hi, 2 * t.gflops);
+    }
+  }
   for (const Point& p : points) {
     x_lo = std::min(x_lo, p.intensity / 2);
     x_hi = std::max(x_hi, p.intensity * 2);
@@ -88,6 +115,12 @@ plot::Canvas render_roofline(const ProfileSummary& summary) {
   const plot::Color roof{40, 40, 40};
   c.line(x.at(x_lo), y.at(peaks.bandwidth_gbs * x_lo), x.at(ridge), y.at(peaks.gemm_gflops), roof, 2.5);
   c.line(x.at(ridge), y.at(peaks.gemm_gflops), x.at(x_hi), y.at(peaks.gemm_gflops), roof, 2.5);
+  const plot::Color tensor_roof{110, 110, 110};
+  for (const Ceiling& t : tensor_ceilings) {
+    const double tc_ridge = t.gflops / peaks.bandwidth_gbs;
+    c.line(x.at(ridge), y.at(peaks.gemm_gflops), x.at(tc_ridge), y.at(t.gflops), tensor_roof, 1.2);
+    c.line(x.at(tc_ridge), y.at(t.gflops), x.at(x_hi), y.at(t.gflops), tensor_roof, 1.2);
+  }
   // The ceilings' labels, remembered so that no op label covers them.
   std::vector<plot::Rect> placed;
   bool legend_memory = false, legend_compute = false;
@@ -155,6 +188,19 @@ plot::Canvas render_roofline(const ProfileSummary& summary) {
         done = true;
       }
     if (!done) legend_compute = true;
+  }
+  // The tensor-core lines' labels: above each line's right end (no legend fallback: the header of
+  // profile.md names the rates too).
+  for (const Ceiling& t : tensor_ceilings) {
+    const int w = plot::Canvas::text_width(t.label, 2);
+    const double py = y.at(t.gflops);
+    for (double right = area.right() - 6; right - w > area.x + 6; right -= 16) {
+      const plot::Rect r{int(right - w), int(py - 6 - label_h), w, label_h};
+      if (overlaps(r)) continue;
+      c.text(r.x, r.y, t.label, tensor_roof, 2);
+      placed.push_back(r);
+      break;
+    }
   }
   // The memory line's label: above-left of a point of the slanted part (the line rises to the
   // right), trying points from the left until one touches nothing; below-right as a second choice.

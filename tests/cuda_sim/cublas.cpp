@@ -18,6 +18,8 @@
 struct cublasContext {
   cudaStream_t stream = nullptr;
   cublasMath_t math = CUBLAS_DEFAULT_MATH;
+  void* workspace = nullptr;  // cublasSetWorkspace's, recorded only
+  size_t workspace_bytes = 0;
 };
 
 namespace {
@@ -54,6 +56,16 @@ cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
   handle->math = mode;
   return CUBLAS_STATUS_SUCCESS;
 }
+cublasStatus_t cublasSetWorkspace(cublasHandle_t handle, void* workspace, size_t bytes) {
+  if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (bytes > 0 && (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 256 != 0 ||
+                    !urpe_sim::is_device_range(workspace, bytes)))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  handle->workspace = workspace;
+  handle->workspace_bytes = bytes;
+  return CUBLAS_STATUS_SUCCESS;
+}
+size_t urpe_sim::cublas_workspace_bytes(const cublasContext* handle) { return handle ? handle->workspace_bytes : 0; }
 
 cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t op_a, cublasOperation_t op_b,
                            int m, int n, int k, const float* alpha, const float* a, int lda,

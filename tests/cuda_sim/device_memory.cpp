@@ -299,6 +299,7 @@ using namespace urpe_sim;
 
 cudaError_t cudaMalloc(void** pointer, size_t bytes) {
   *pointer = nullptr;
+  if (capture_forbids("cudaMalloc")) return cudaErrorStreamCaptureUnsupported;
   if (bytes == 0) return cudaSuccess;
   std::lock_guard<std::mutex> lock(g_mutex);
   if (bytes > kDeviceBytes - g_in_use) return record_api_error(cudaErrorMemoryAllocation);
@@ -329,6 +330,7 @@ cudaError_t cudaMalloc(void** pointer, size_t bytes) {
 
 cudaError_t cudaFree(void* pointer) {
   if (!pointer) return cudaSuccess;
+  if (capture_forbids("cudaFree")) return cudaErrorStreamCaptureUnsupported;
   std::lock_guard<std::mutex> lock(g_mutex);
   auto it = g_blocks.find(static_cast<const char*>(pointer));
   if (it == g_blocks.end()) return record_api_error(cudaErrorInvalidDevicePointer);

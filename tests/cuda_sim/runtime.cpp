@@ -1,20 +1,38 @@
 // CUDA simulator: the runtime API on the CPU, but for memory allocation (device_memory.cpp). One
 // simulated device ("cuda:0"). Copies check their direction against the registry of device
 // blocks and carry the shadow's written bits (initcheck); all work is synchronous, so events
-// measure host time.
+// measure host time. A stream capture (CUDA graphs) records the launches, copies and memsets
+// enqueued on its stream instead of running them, and runs them at each cudaGraphLaunch.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "cuda_runtime.h"
 #include "sim_state.h"
 
+// A captured node: what runs when the graph runs, and its name (urpe_sim::graph_nodes).
+struct CapturedNode {
+  std::string name;
+  std::function<void()> run;
+};
 struct CUstream_st {
   unsigned int flags;
+  bool capturing = false;
+  bool invalidated = false;        // a forbidden call during the capture
+  std::vector<CapturedNode> nodes;  // the capture so far
+};
+struct CUgraph_st {
+  std::vector<CapturedNode> nodes;
+};
+struct CUgraphExec_st {
+  std::vector<CapturedNode> nodes;
 };
 struct CUevent_st {
   std::chrono::steady_clock::time_point time;
@@ -76,7 +94,44 @@ void count_wait(uint64_t& counter) {
   std::lock_guard<std::mutex> lock(g_mutex);
   ++counter;
 }
+
+// The streams capturing now (global mode: a forbidden call anywhere invalidates all of them).
+std::set<cudaStream_t> g_capturing;
+
+// Records `node` into `stream`'s capture when it is capturing; returns whether it did.
+bool capture(cudaStream_t stream, CapturedNode node) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (stream == nullptr || !stream->capturing) return false;
+  stream->nodes.push_back(std::move(node));
+  return true;
+}
 }  // namespace
+
+bool stream_capturing(cudaStream_t stream) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return stream != nullptr && stream->capturing;
+}
+
+bool capture_launch(cudaStream_t stream, const char* kernel_name, std::function<void()> launch) {
+  return capture(stream, {kernel_name, std::move(launch)});
+}
+
+bool capture_forbids(const char* call) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_capturing.empty()) return false;
+  for (cudaStream_t s : g_capturing) s->invalidated = true;
+  g_last_error = cudaErrorStreamCaptureUnsupported;
+  std::fprintf(stderr, "cuda_sim: %s while a stream captures (a graph cannot hold it): the capture is invalidated\n",
+               call);
+  return true;
+}
+
+std::vector<std::string> graph_nodes(cudaGraph_t graph) {
+  std::vector<std::string> names;
+  if (graph)
+    for (const CapturedNode& n : graph->nodes) names.push_back(n.name);
+  return names;
+}
 
 }  // namespace urpe_sim
 
@@ -113,13 +168,30 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int device) {
   return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize() {
+  if (capture_forbids("cudaDeviceSynchronize")) return cudaErrorStreamCaptureUnsupported;
   count_wait(g_explicit_waits);
   return cudaSuccess;
 }
 
 // ---- memory ----
 
+namespace {
+cudaError_t copy_now(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
+}  // namespace
+
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (capture_forbids("cudaMemcpy")) return cudaErrorStreamCaptureUnsupported;
+  return copy_now(dst, src, bytes, kind);
+}
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream) {
+  if (capture(stream, {"memcpy", [=] { copy_now(dst, src, bytes, kind); }})) return cudaSuccess;
+  return copy_now(dst, src, bytes, kind);
+}
+
+namespace {
+cudaError_t copy_now(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   if (bytes == 0) return cudaSuccess;
   {
     const bool dst_device = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
@@ -146,11 +218,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
   }
   return cudaSuccess;
 }
-
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
-                            cudaStream_t) {
-  return cudaMemcpy(dst, src, bytes, kind);
-}
+}  // namespace
 
 cudaError_t cudaMallocHost(void** pointer, size_t bytes) {
   *pointer = std::malloc(bytes ? bytes : 1);
@@ -176,7 +244,8 @@ cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
   mark_written(dst, bytes);
   return cudaSuccess;
 }
-cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t) {
+cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream) {
+  if (capture(stream, {"memset", [=] { cudaMemset(dst, value, bytes); }})) return cudaSuccess;
   return cudaMemset(dst, value, bytes);
 }
 
@@ -191,6 +260,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  if (capture_forbids("cudaStreamSynchronize")) return cudaErrorStreamCaptureUnsupported;
   std::lock_guard<std::mutex> lock(g_mutex);
   ++g_explicit_waits;
   return g_last_error == cudaErrorLaunchFailure ? cudaErrorLaunchFailure : cudaSuccess;
@@ -210,6 +280,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
   return cudaSuccess;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  if (capture_forbids("cudaEventSynchronize")) return cudaErrorStreamCaptureUnsupported;
   count_wait(g_explicit_waits);
   return event ? cudaSuccess : record_api_error(cudaErrorInvalidResourceHandle);
 }
@@ -220,6 +291,71 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop)
   if (!start || !stop || !start->recorded || !stop->recorded)
     return record_api_error(cudaErrorInvalidResourceHandle);
   *ms = std::chrono::duration<float, std::milli>(stop->time - start->time).count();
+  return cudaSuccess;
+}
+
+// ---- CUDA graphs (cuda_runtime.h) ----
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (stream == nullptr || stream->capturing) {  // the legacy stream cannot capture
+    g_last_error = cudaErrorIllegalState;
+    return cudaErrorIllegalState;
+  }
+  stream->capturing = true;
+  stream->invalidated = false;
+  stream->nodes.clear();
+  g_capturing.insert(stream);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  *graph = nullptr;
+  if (stream == nullptr || !stream->capturing) {
+    g_last_error = cudaErrorIllegalState;
+    return cudaErrorIllegalState;
+  }
+  stream->capturing = false;
+  g_capturing.erase(stream);
+  std::vector<CapturedNode> nodes = std::move(stream->nodes);
+  stream->nodes.clear();
+  if (stream->invalidated) {
+    g_last_error = cudaErrorStreamCaptureInvalidated;
+    return cudaErrorStreamCaptureInvalidated;
+  }
+  *graph = new CUgraph_st{std::move(nodes)};
+  return cudaSuccess;
+}
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  *status = stream == nullptr || !stream->capturing ? cudaStreamCaptureStatusNone
+            : stream->invalidated                   ? cudaStreamCaptureStatusInvalidated
+                                                    : cudaStreamCaptureStatusActive;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  if (!graph) return record_api_error(cudaErrorInvalidValue);
+  *exec = new CUgraphExec_st{graph->nodes};
+  return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  if (!exec) return record_api_error(cudaErrorInvalidValue);
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (stream != nullptr && stream->capturing) {  // no graph inside a capture here
+      g_last_error = cudaErrorStreamCaptureUnsupported;
+      return cudaErrorStreamCaptureUnsupported;
+    }
+  }
+  for (CapturedNode& node : exec->nodes) node.run();
+  return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
   return cudaSuccess;
 }
 
@@ -249,6 +385,9 @@ const char* cudaGetErrorName(cudaError_t error) {
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
     case cudaErrorNotReady: return "cudaErrorNotReady";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorIllegalState: return "cudaErrorIllegalState";
   }
   return "cudaErrorUnknown";
 }

@@ -21,6 +21,9 @@ namespace urpe_sim {
 void record_launch_error(cudaError_t error, const std::string& message);
 // Remembers `error` as the pending one (when none is) and returns it, as a failing API call does.
 cudaError_t record_api_error(cudaError_t error);
+// A call a stream capture cannot hold (a host wait, an allocation) while one is active: invalidates
+// every capture, records cudaErrorStreamCaptureUnsupported and returns true (runtime.cpp).
+bool capture_forbids(const char* call);
 
 // ---- device_memory.cpp ----
 

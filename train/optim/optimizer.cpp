@@ -19,6 +19,10 @@ Adam::Adam(std::vector<Tensor> params, AdamConfig config)
     m_.push_back(Tensor::zeros(p.shape(), DType::f32, p.device()));
     v_.push_back(Tensor::zeros(p.shape(), DType::f32, p.device()));
   }
+  // CUDA: the update kernels read each step's lr and bias corrections from these (one per weight
+  // decay group), kept for the optimizer's life at fixed addresses (ops/optimizer_kernels.h).
+  if (!params_.empty() && params_[0].device().is_cuda())
+    for (Tensor& scalars : step_scalars_) scalars = Tensor::zeros({kAdamScalarFloats}, DType::f32, params_[0].device());
 }
 
 // The hyperparameters and the parameter list (f32 leaves on one device, each once), and the
@@ -108,15 +112,15 @@ bool Adam::decays(const Tensor& param) const { return config_.decay_biases_and_n
 void Adam::update_in_decay_groups(const std::vector<AdamSlot>& slots, const std::vector<bool>& decayed_slots,
                                   const AdamHyper& hyper) const {
   if (config_.decay_biases_and_norms || hyper.weight_decay == 0.0f) {
-    adam_update(slots, hyper);
+    adam_update(slots, hyper, step_scalars_[0]);
     return;
   }
   std::vector<AdamSlot> decayed, kept;
   for (size_t k = 0; k < slots.size(); ++k) (decayed_slots[k] ? decayed : kept).push_back(slots[k]);
-  if (!decayed.empty()) adam_update(decayed, hyper);
+  if (!decayed.empty()) adam_update(decayed, hyper, step_scalars_[0]);
   AdamHyper no_decay = hyper;
   no_decay.weight_decay = 0.0f;
-  if (!kept.empty()) adam_update(kept, no_decay);
+  if (!kept.empty()) adam_update(kept, no_decay, step_scalars_[1]);
 }
 
 void Adam::zero_grad() {

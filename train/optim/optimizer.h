@@ -112,6 +112,8 @@ class Adam {
   int64_t total_ = 0;  // elements of all parameters
   AdamConfig config_;
   int64_t step_ = 0;
+  // CUDA: each decay group's step scalars in device memory (adam_update's step_scalars); CPU: none.
+  Tensor step_scalars_[2];
 };
 
 }  // namespace urpe

@@ -12,9 +12,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 // ---- device-code qualifiers ----
 #define __global__
@@ -96,6 +98,9 @@ enum cudaError_t {
   cudaErrorInvalidResourceHandle = 400,
   cudaErrorNotReady = 600,
   cudaErrorLaunchFailure = 719,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
+  cudaErrorIllegalState = 401,
 };
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost = 0,
@@ -149,6 +154,43 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventQuery(cudaEvent_t event);  // all work is done when a call returns: cudaSuccess
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop);
+// ---- CUDA graphs by stream capture ----
+// Between cudaStreamBeginCapture and cudaStreamEndCapture nothing enqueued on the stream runs:
+// kernel launches (urpe_sim_launch.h), cudaMemcpyAsync and cudaMemsetAsync on it become the
+// graph's nodes, in order, with their arguments as given (a copy from host memory reads that
+// memory when the graph runs, as on a GPU). A call that would make the host wait or allocate
+// (cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, cudaMemcpy, cudaMalloc,
+// cudaFree) while any stream captures fails with cudaErrorStreamCaptureUnsupported and
+// invalidates the capture (global mode, CUDA's default): its cudaStreamEndCapture fails with
+// cudaErrorStreamCaptureInvalidated. cudaGraphLaunch runs the nodes in order at once.
+// cuBLAS calls (cublas.cpp) are not captured: they run when called, so a capture holding a GEMM
+// would replay without it; capture only launches, copies and memsets here.
+struct CUgraph_st;
+struct CUgraphExec_st;
+using cudaGraph_t = CUgraph_st*;
+using cudaGraphExec_t = CUgraphExec_st*;
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2,
+};
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph);
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags = 0);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+namespace urpe_sim {
+// The nodes of a graph (kernel launches by kernel name, "memcpy", "memset"), in order.
+std::vector<std::string> graph_nodes(cudaGraph_t graph);
+}  // namespace urpe_sim
+
 cudaError_t cudaGetLastError();
 cudaError_t cudaPeekAtLastError();
 const char* cudaGetErrorName(cudaError_t error);

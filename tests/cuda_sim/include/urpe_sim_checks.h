@@ -18,9 +18,12 @@
 // AddressSanitizer build, where the two instrumentations cannot be combined) runs the first
 // schedule only, without these checks: ASan then checks the accesses itself.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+struct cublasContext;
 
 namespace urpe_sim {
 
@@ -86,5 +89,7 @@ std::vector<GemmCall> gemm_calls();
 // while this is off (as the library answers a layout it cannot run), so a test can drive the
 // caller's fallback; on by default.
 void set_lt_heuristics(bool available);
+// The workspace cublasSetWorkspace gave `handle` (bytes; 0: none, cuBLAS would allocate its own).
+size_t cublas_workspace_bytes(const cublasContext* handle);
 
 }  // namespace urpe_sim

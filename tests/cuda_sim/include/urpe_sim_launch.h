@@ -5,7 +5,12 @@
 //     name | ::urpe_sim::Config("name", grid, block, shared, stream)(args...)
 // which converts the arguments to the kernel's parameter types (as a launch does), checks that
 // every pointer argument is device memory, and hands the grid to the scheduler (scheduler.cpp).
+//
+// Stream capture (CUDA graphs, cuda_runtime.h): a launch on a stream that is capturing is recorded
+// with its converted arguments instead of run, and runs (checks included) each time the graph
+// that holds it is launched, with the arguments as captured, as on a GPU.
 #pragma once
+#include <functional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -40,6 +45,11 @@ bool check_kernel_pointer(const LaunchConfig& config, int argument, const void* 
 // Forgets the previous launch's pointer arguments (the checks name the argument an access went
 // through).
 void begin_launch();
+
+// Whether `stream` is capturing now; if so, capture_launch keeps `launch` as the capture's next
+// node (it must not run now) and returns true.
+bool stream_capturing(cudaStream_t stream);
+bool capture_launch(cudaStream_t stream, const char* kernel_name, std::function<void()> launch);
 
 template <typename... A>
 struct PendingLaunch {
@@ -77,15 +87,22 @@ void operator|(void (*kernel)(P...), PendingLaunch<A...>&& launch) {
     std::tuple<P...> args;
   };
   Closure closure{kernel, std::make_from_tuple<std::tuple<P...>>(std::move(launch.args))};
-  begin_launch();
-  if (!check_arguments(launch.config, closure.args, std::index_sequence_for<P...>{})) return;
-  run_grid(
-      launch.config,
-      [](void* p) {
-        auto* c = static_cast<Closure*>(p);
-        std::apply(c->kernel, c->args);  // each thread gets its own copies of the parameters
-      },
-      &closure);
+  const LaunchConfig config = launch.config;
+  auto run = [config](Closure& c) {
+    begin_launch();
+    if (!check_arguments(config, c.args, std::index_sequence_for<P...>{})) return;
+    run_grid(
+        config,
+        [](void* p) {
+          auto* cl = static_cast<Closure*>(p);
+          std::apply(cl->kernel, cl->args);  // each thread gets its own copies of the parameters
+        },
+        &c);
+  };
+  if (stream_capturing(config.stream) &&
+      capture_launch(config.stream, config.kernel_name, [run, closure]() mutable { run(closure); }))
+    return;
+  run(closure);
 }
 
 }  // namespace urpe_sim
