@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the CUDA binaries a GPU call needs here, on the development machine, and packs them as
 # gpu_bin.tgz to carry (the device tool's `carry`), so the call spends no device time compiling
-# (bench/cuda_notes.md, "Saving the build's minute"). The GPU machine has CUDA's libraries but not
+# (bench/cuda_notes.md: its paragraph on carried binaries). The GPU machine has CUDA's libraries but not
 # this machine's NCCL or MPI, so those are configured off; a library that would not resolve there
 # fails the check below rather than the call.
 #
