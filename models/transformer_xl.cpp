@@ -11,6 +11,7 @@
 
 #include "autograd/node.h"
 #include "models/encoder.h"  // alibi_slopes
+#include "ops/cast.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
@@ -191,30 +192,37 @@ Tensor TransformerXL::attention(const Layer& layer, const Tensor& h, const Tenso
     return (training && p > 0.0f) ? dropout(t, p, rng->next_seed(), true) : t;
   };
 
-  const Tensor c = memory.defined() ? concat({memory, h}, 1) : h;  // (B, klen, d)
-  const Tensor qkv = layer.qkv.forward(c);                          // (B, klen, 3·H·dh)
+  // precision=bf16 (docs/cuda.md#mixed-precision): the activations from the q/k/v and r
+  // projections to the output projection are bf16 (q, k, v, r, AC, BD, the scores, P, A, the
+  // context), each op computing in FP32; u and v are rounded at their use (autocast's cast of a
+  // parameter; their gradients come back FP32). The memory, c, the output projection's result, the
+  // residual sum and layer norm stay FP32. An analysis that reads A (weights) keeps FP32, as the
+  // encoder does.
+  const DType act = layer.qkv.dtype == DType::bf16 && weights == nullptr ? DType::bf16 : DType::f32;
+  const Tensor c = memory.defined() ? concat({memory, h}, 1) : h;  // (B, klen, d), f32
+  const Tensor qkv = layer.qkv.forward(c, act);                     // (B, klen, 3·H·dh)
   const Tensor q = reshape(slice(slice(qkv, 1, mlen, klen), 2, 0, hd), {batch, qlen, heads, dh});
   const Tensor k = permute(reshape(slice(qkv, 2, hd, 2 * hd), {batch, klen, heads, dh}), {0, 2, 1, 3});
   const Tensor v = permute(reshape(slice(qkv, 2, 2 * hd, 3 * hd), {batch, klen, heads, dh}), {0, 2, 1, 3});
   // AC[b,h,i,j] = (q_i + u)·k_j: (B, H, qlen, dh)·(B, H, klen, dh)ᵀ → (B, H, qlen, klen)
-  const Tensor q_u = permute(add(q, u_), {0, 2, 1, 3});
-  Tensor scores = matmul(q_u, k, false, true);
+  const Tensor q_u = permute(add(q, cast(u_, act)), {0, 2, 1, 3});
+  Tensor scores = matmul(q_u, k, false, true, act);
   if (!config_.alibi) {  // ALiBi's bias −m_h·δ is in the core's bias table instead
     // r: (klen, H·dh) → (H, klen, dh)
-    const Tensor r = permute(reshape(layer.r_proj.forward(pos), {klen, heads, dh}), {1, 0, 2});
+    const Tensor r = permute(reshape(layer.r_proj.forward(pos, act), {klen, heads, dh}), {1, 0, 2});
     // BDraw[h,b,i,k] = (q_i + v)·r_k: (H, B·qlen, dh)·(H, klen, dh)ᵀ → (H, B, qlen, klen), then the
     // shift picks row k = j + qlen − 1 − i (distance mlen + i − j) and we return to (B, H, qlen, klen).
-    const Tensor q_v = reshape(permute(add(q, v_), {2, 0, 1, 3}), {heads, batch * qlen, dh});
-    const Tensor bd_raw = reshape(matmul(q_v, r, false, true), {heads, batch, qlen, klen});
+    const Tensor q_v = reshape(permute(add(q, cast(v_, act)), {2, 0, 1, 3}), {heads, batch * qlen, dh});
+    const Tensor bd_raw = reshape(matmul(q_v, r, false, true, act), {heads, batch, qlen, klen});
     scores = add(scores, permute(relative_shift(bd_raw), {1, 0, 2, 3}));
   }
 
   Tensor attn = urpe_attention(scores, core);  // (B, H, qlen, klen), scale 1/√dh inside
   if (weights) *weights = attn;
   attn = drop(attn, config_.dropatt);
-  const Tensor context = matmul(attn, v);  // (B, H, qlen, dh)
+  const Tensor context = matmul(attn, v, false, false, act);  // (B, H, qlen, dh)
   const Tensor merged = reshape(permute(context, {0, 2, 1, 3}), {batch, qlen, hd});
-  const Tensor out = drop(layer.out_proj.forward(merged), config_.dropout);  // (B, qlen, d)
+  const Tensor out = drop(layer.out_proj.forward(merged), config_.dropout);  // (B, qlen, d), f32
   return layer.attention_norm.forward(add(h, out));
 }
 
