@@ -318,7 +318,11 @@ Tensor TransformerXL::loss(const Tensor& hidden, const Tensor& targets) const {
                     << hidden.describe());
   if (!config_.cutoffs.empty()) return adaptive_loss(hidden, targets);
   const int64_t rows = targets.numel();
-  return cross_entropy(reshape(logits(hidden), {rows, config_.vocab}), reshape(targets, {rows}));
+  // precision=bf16: the logits the loss keeps for backward are bf16 (its log-sum-exp is FP32, its
+  // ∂logits bf16 goes into the output layer's backward GEMMs as it is); fp32: f32, linear_in's call.
+  const DType dtype = config_.linear_dtype;
+  const Tensor logits = linear(hidden, embedding_, out_bias_, dtype, dtype);  // (qlen, B, vocab)
+  return cross_entropy(reshape(logits, {rows, config_.vocab}), reshape(targets, {rows}));
 }
 
 // Adaptive softmax (docs/transformer_xl.md#adaptive-softmax), div_val = 1, tied to the embedding.
@@ -354,15 +358,18 @@ Tensor TransformerXL::adaptive_loss(const Tensor& hidden, const Tensor& targets)
 
   const Tensor head_weight = concat({slice(embedding_, 0, 0, head_size), cluster_weight_}, 0);
   const Tensor head_bias = concat({slice(out_bias_, 0, 0, head_size), cluster_bias_}, 0);
-  const Tensor head_ce = cross_entropy(linear_in(config_.linear_dtype, h, head_weight, head_bias),
+  // The head's and clusters' logits in the activations' dtype (bf16 under precision=bf16, as in
+  // loss()); the cross-entropies and their sums f32.
+  const DType dtype = config_.linear_dtype;
+  const Tensor head_ce = cross_entropy(linear(h, head_weight, head_bias, dtype, dtype),
                                        Tensor::from_vector(head_targets, {rows}).to(device_));
   Tensor total = scale(head_ce, static_cast<float>(rows));
   for (int64_t c = 1; c <= clusters; ++c) {
     const int64_t count = static_cast<int64_t>(tail_rows[c].size());
     if (count == 0) continue;
     const Tensor h_c = embedding(h, Tensor::from_vector(tail_rows[c], {count}).to(device_));  // (n_c, d)
-    const Tensor logits_c = linear_in(config_.linear_dtype, h_c, slice(embedding_, 0, bounds[c], bounds[c + 1]),
-                                   slice(out_bias_, 0, bounds[c], bounds[c + 1]));
+    const Tensor logits_c = linear(h_c, slice(embedding_, 0, bounds[c], bounds[c + 1]),
+                                   slice(out_bias_, 0, bounds[c], bounds[c + 1]), dtype, dtype);
     const Tensor ce = cross_entropy(logits_c, Tensor::from_vector(tail_targets[c], {count}).to(device_));
     total = add(total, scale(ce, static_cast<float>(count)));
   }

@@ -1002,6 +1002,20 @@ std::vector<OpRow> build_table() {
                   [](const In& v, const Device&) { return cross_entropy(v[0], v[1], -100); },
                   f32({1e-5, 1e-5}, {1e-6, 1e-4}), ce_cost)
                   .without(kGradcheck));
+  // bf16 logits (precision=bf16's heads): both devices read the same rounded logits, so the loss
+  // (f32: lse in FP32, the sums in double) is within the f32 bounds; ∂logits is rounded once to
+  // bf16, one bf16 step (2⁻⁷ relative) where the two FP32 values straddle a rounding boundary.
+  for (OpRow& r : t)
+    if (r.op == "cross_entropy") r.with(bf16_column({1e-5, 1e-5}, {1e-6, 0x1p-7}, {0}));
+  // bf16 logits cast inside the call: the cost check sees 2 bytes a logit and a gradient.
+  t.push_back(row("cross_entropy of bf16 logits (257, 131)", "cross_entropy",
+                  {uniform("logits", {257, 131}), ids("targets", {257}, 131)},
+                  [](const In& v, const Device&) { return cross_entropy(cast(v[0], DType::bf16), v[1], -100); },
+                  f32({1e-5, 1e-5}, {1e-6, 0x1p-7}), [](const In& v) {
+                    return OpCosts{cross_entropy_forward_cost(v[0].size(0), v[0].size(1), 2),
+                                   cross_entropy_backward_cost(v[0].size(0), v[0].size(1), 2)};
+                  })
+                  .without(kGradcheck));
   // ---- linear_cross_entropy (ops/linear_cross_entropy.h): the head fused with the loss, in row chunks ----
   // Inputs h (N, d), weight (C, d), bias (C,) or none, targets (N,); the cost from the chunk count.
   const auto lce_row = [&](const std::string& name, int64_t N, int64_t d, int64_t C, bool with_bias,

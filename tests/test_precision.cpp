@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <map>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include <cmath>
 #include <fstream>
@@ -193,7 +195,8 @@ TEST_CASE("precision: the encoder with RoPE and Shaw's terms in bf16: within BF1
   // RoPE and Shaw's terms take bf16 q, k, A (ops/rotary.h; a^K, a^V rounded at their use), so
   // these encoders keep bf16 attention activations like the others (models/attention.cpp).
   for (const PositionalKind pe : {PositionalKind::rope, PositionalKind::shaw}) {
-    CAPTURE(positional_kind_name(pe));
+    const std::string pe_name = positional_kind_name(pe);
+    CAPTURE(pe_name);
     EncoderConfig c;
     c.seq_len = 8;
     c.vocab = 6;
@@ -216,16 +219,18 @@ TEST_CASE("precision: the encoder with RoPE and Shaw's terms in bf16: within BF1
     cross_entropy(reshape(want, {24, 8}), labels).backward();
     cross_entropy(reshape(got, {24, 8}), labels).backward();
     const double gradient_error = relative_gradient_error(fp32.parameters(), bf16.parameters());
-    MESSAGE(positional_kind_name(pe) << ": max |logit diff| " << diff << ", relative gradient error " << gradient_error);
+    MESSAGE(pe_name << ": max |logit diff| " << diff << ", relative gradient error " << gradient_error);
     CHECK(gradient_error < 0.05);
   }
 }
 
 TEST_CASE("precision: Transformer-XL in bf16: two segments within BF16 rounding of FP32, gradients too") {
   // Relative attention (AC + BD through the relative shift) and ALiBi, both with URPE's C, over a
-  // first segment and a second that reads its memory.
-  for (const bool alibi : {false, true}) {
+  // first segment and a second that reads its memory; the full softmax, and the adaptive softmax
+  // (bf16 logits for its head and clusters).
+  for (const auto& [alibi, cutoffs] : {std::pair<bool, std::vector<int64_t>>{false, {}}, {true, {}}, {false, {10, 20}}}) {
     CAPTURE(alibi);
+    CAPTURE(cutoffs.size());
     TransformerXLConfig c;
     c.vocab = 29;
     c.layers = 2;
@@ -238,6 +243,7 @@ TEST_CASE("precision: Transformer-XL in bf16: two segments within BF16 rounding 
     c.mem_len = 6;
     c.urpe = true;
     c.alibi = alibi;
+    c.cutoffs = cutoffs;
     c.init_std = 0.1f;
     TransformerXLConfig c16 = c;
     c16.linear_dtype = DType::bf16;
@@ -258,7 +264,7 @@ TEST_CASE("precision: Transformer-XL in bf16: two segments within BF16 rounding 
     b32.loss.backward();
     b16.loss.backward();
     const double gradient_error = relative_gradient_error(fp32.parameters(), bf16.parameters());
-    MESSAGE("alibi " << alibi << ": max |hidden diff| " << diff << ", loss " << b32.loss.item() << " / "
+    MESSAGE("alibi " << alibi << ", " << cutoffs.size() << " cutoffs: max |hidden diff| " << diff << ", loss " << b32.loss.item() << " / "
                      << b16.loss.item() << ", relative gradient error " << gradient_error);
     CHECK(gradient_error < 0.05);
   }
