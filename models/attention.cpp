@@ -73,15 +73,13 @@ Tensor SelfAttention::forward(const Tensor& x, UrpeAttentionParams positional,
   // nothing needs the heads apart: no RoPE or Shaw terms, no attention dropout, no weights out.
   const bool dropping = training && attention_dropout > 0.0f;
   // precision=bf16 (docs/cuda.md#mixed-precision): the activations are bf16 from the q/k/v
-  // projections to the output projection (q, k, v, S, P, A, the context; on the fused path q, k, v
-  // and the context), each op computing in FP32; the output projection returns f32 for the
-  // residual stream. RoPE and Shaw's terms (FP32 ops) and analyses that read A keep FP32 activations.
+  // projections to the output projection (q, k, v, S, P, A, the context; RoPE's rotated q and k;
+  // Shaw's terms, whose gathered a^K, a^V are rounded at their use; on the fused path q, k, v and
+  // the context), each op computing in FP32; the output projection returns f32 for the residual
+  // stream. Analyses that read A keep FP32 activations.
   const bool fused = path == AttentionPath::fused && weights == nullptr && !pos.shaw_values.defined() &&
                      positional.norm == AttentionNorm::softmax;
-  const DType act = q_proj.dtype == DType::bf16 && weights == nullptr && !pos.rope_cos.defined() &&
-                            !pos.shaw_keys.defined() && !pos.shaw_values.defined()
-                        ? DType::bf16
-                        : DType::f32;
+  const DType act = q_proj.dtype == DType::bf16 && weights == nullptr ? DType::bf16 : DType::f32;
   const bool block = act == DType::f32 && path == AttentionPath::materialized && weights == nullptr && !dropping &&
                      !pos.rope_cos.defined() && !pos.shaw_keys.defined() && !pos.shaw_values.defined() &&
                      q_proj.bias.defined() && k_proj.bias.defined() && v_proj.bias.defined();
@@ -130,14 +128,15 @@ Tensor SelfAttention::forward(const Tensor& x, UrpeAttentionParams positional,
     positional.c_map = square_from_relative(positional.c_map, n);
   Tensor scores = matmul(q, k, false, true, act);  // (B, H, N, N)
   if (pos.shaw_keys.defined())
-    scores = add(scores, from_query(matmul(by_query(q), pos.shaw_keys, false, true), batch, heads));
+    scores = add(scores, from_query(matmul(by_query(q), cast(pos.shaw_keys, act), false, true, act), batch, heads));
   Tensor attention = urpe_attention(scores, positional);  // (B, H, N, N)
   if (weights) *weights = attention;
   if (training && attention_dropout > 0.0f)
     attention = dropout(attention, attention_dropout, dropout_rng->next_seed(), true);
   Tensor context = matmul(attention, v, false, false, act);  // (B, H, N, dh)
   if (pos.shaw_values.defined())
-    context = add(context, from_query(matmul(by_query(attention), pos.shaw_values), batch, heads));
+    context = add(context, from_query(matmul(by_query(attention), cast(pos.shaw_values, act), false, false, act),
+                                      batch, heads));
   const Tensor merged = reshape(permute(context, {0, 2, 1, 3}), {batch, n, d_model});
   return out_proj.forward(merged);
 }

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autograd/node.h"
+#include "ops/cast.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
@@ -301,10 +303,16 @@ Tensor Graphormer::urpe_c_map(const data::GraphBatch& batch) const {
   return uploaded_c_map(maps);
 }
 
+// bias: the attention bias (B, H, N, N) in the activations' dtype (forward rounds it once for all
+// layers under precision=bf16).
 Tensor Graphormer::attention(const Layer& layer, const Tensor& x, const Tensor& bias,
                              const UrpeAttentionParams& core, bool training, Rng* rng) const {
   const int64_t B = x.size(0), N = x.size(1), d = config_.d_model, H = config_.heads, dh = d / H;
-  if (!(training && config_.attention_dropout > 0.0f)) {
+  // precision=bf16 (docs/cuda.md#mixed-precision): q, k, v, the scores, P, A and the context are
+  // bf16 from the projections to the output projection, each op computing in FP32, as in the
+  // encoder; the block below is an FP32 op, so bf16 always takes the composition.
+  const DType act = bias.dtype();
+  if (act == DType::f32 && !(training && config_.attention_dropout > 0.0f)) {
     // The block as one op on packed q/k/v weights (ops/urpe_self_attention.h). GV1 scales q by
     // dh^−½ and adds b to the scores; the block scales the scores instead (the same function)
     // and takes b as its logit bias.
@@ -317,15 +325,22 @@ Tensor Graphormer::attention(const Layer& layer, const Tensor& x, const Tensor& 
   auto split_heads = [&](const Tensor& t) {  // (B, N, d) → (B, H, N, dh)
     return permute(reshape(t, {B, N, H, dh}), {0, 2, 1, 3});
   };
-  const Tensor q = split_heads(scale(layer.q.forward(x), 1.0f / std::sqrt(static_cast<float>(dh))));
-  const Tensor k = split_heads(layer.k.forward(x));
-  const Tensor v = split_heads(layer.v.forward(x));
-  const Tensor scores = add(matmul(q, k, false, true), bias);  // (B, H, N, N)
-  Tensor probs = urpe_attention(scores, core);                 // (B, H, N, N)
+  // One bf16 copy of x for the three projections, no gradient of its own: ∂x stays their FP32
+  // sum (linear's x_rounded, ops/matmul.h).
+  Tensor x16;
+  if (act == DType::bf16) {
+    const autograd::NoGrad no_grad;
+    x16 = cast(x, DType::bf16);
+  }
+  const Tensor q = split_heads(scale(layer.q.forward(x, act, x16), 1.0f / std::sqrt(static_cast<float>(dh))));
+  const Tensor k = split_heads(layer.k.forward(x, act, x16));
+  const Tensor v = split_heads(layer.v.forward(x, act, x16));
+  const Tensor scores = add(matmul(q, k, false, true, act), bias);  // (B, H, N, N)
+  Tensor probs = urpe_attention(scores, core);                       // (B, H, N, N)
   if (training && config_.attention_dropout > 0.0f)
     probs = dropout(probs, config_.attention_dropout, rng->next_seed(), true);
-  const Tensor context = matmul(probs, v);  // (B, H, N, dh)
-  return layer.out.forward(reshape(permute(context, {0, 2, 1, 3}), {B, N, d}));
+  const Tensor context = matmul(probs, v, false, false, act);  // (B, H, N, dh)
+  return layer.out.forward(reshape(permute(context, {0, 2, 1, 3}), {B, N, d}));  // f32
 }
 
 // ---- forward ----
@@ -343,7 +358,10 @@ Tensor Graphormer::forward(const data::GraphBatch& batch, bool training, Rng* dr
   // The host-side maps: made by the collator a step ahead when it was given map_options(),
   // else here (data/graph_batch_maps.h).
   const data::GraphBatchMaps maps = maps_of(batch);
-  const Tensor bias = attention_bias(batch, maps);  // (B, H, n+1, n+1)
+  // (B, H, n+1, n+1), computed in FP32 (the lookups, the multi-hop GEMM, the sums); under
+  // precision=bf16 rounded once here for every layer's bf16 scores (its gradient, the layers' bf16
+  // gradients summed, comes back FP32 through the cast).
+  const Tensor bias = cast(attention_bias(batch, maps), config_.linear_dtype);
   UrpeAttentionParams core;                         // scale 1: q is already scaled, b already added
   core.key_padding = maps.key_padding.to(device_);
   if (config_.urpe) {

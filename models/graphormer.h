@@ -63,7 +63,9 @@ struct GraphormerConfig {
   bool urpe = false;
   int64_t max_spd = 38;             // C buckets for SPD 0..max_spd (then 3 graph-token buckets)
   float init_std = 0.02f;
-  DType linear_dtype = DType::f32;  // the linear layers' GEMMs: bf16 under precision=bf16 (layers.h)
+  DType linear_dtype = DType::f32;  // the linear layers' GEMMs: bf16 under precision=bf16 (layers.h), which
+                                    // also stores the attention's and the FFN's activations in bf16, the
+                                    // attention bias rounded once a forward (docs/cuda.md#mixed-precision)
 };
 
 // "graphormer-slim" (paper ZINC: 12 layers, d 80, ffn 80, 8 heads, dropouts 0.1, multi-hop 20) and

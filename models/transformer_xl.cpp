@@ -11,6 +11,7 @@
 
 #include "autograd/node.h"
 #include "models/encoder.h"  // alibi_slopes
+#include "ops/cast.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
@@ -191,30 +192,37 @@ Tensor TransformerXL::attention(const Layer& layer, const Tensor& h, const Tenso
     return (training && p > 0.0f) ? dropout(t, p, rng->next_seed(), true) : t;
   };
 
-  const Tensor c = memory.defined() ? concat({memory, h}, 1) : h;  // (B, klen, d)
-  const Tensor qkv = layer.qkv.forward(c);                          // (B, klen, 3·H·dh)
+  // precision=bf16 (docs/cuda.md#mixed-precision): the activations from the q/k/v and r
+  // projections to the output projection are bf16 (q, k, v, r, AC, BD, the scores, P, A, the
+  // context), each op computing in FP32; u and v are rounded at their use (autocast's cast of a
+  // parameter; their gradients come back FP32). The memory, c, the output projection's result, the
+  // residual sum and layer norm stay FP32. An analysis that reads A (weights) keeps FP32, as the
+  // encoder does.
+  const DType act = layer.qkv.dtype == DType::bf16 && weights == nullptr ? DType::bf16 : DType::f32;
+  const Tensor c = memory.defined() ? concat({memory, h}, 1) : h;  // (B, klen, d), f32
+  const Tensor qkv = layer.qkv.forward(c, act);                     // (B, klen, 3·H·dh)
   const Tensor q = reshape(slice(slice(qkv, 1, mlen, klen), 2, 0, hd), {batch, qlen, heads, dh});
   const Tensor k = permute(reshape(slice(qkv, 2, hd, 2 * hd), {batch, klen, heads, dh}), {0, 2, 1, 3});
   const Tensor v = permute(reshape(slice(qkv, 2, 2 * hd, 3 * hd), {batch, klen, heads, dh}), {0, 2, 1, 3});
   // AC[b,h,i,j] = (q_i + u)·k_j: (B, H, qlen, dh)·(B, H, klen, dh)ᵀ → (B, H, qlen, klen)
-  const Tensor q_u = permute(add(q, u_), {0, 2, 1, 3});
-  Tensor scores = matmul(q_u, k, false, true);
+  const Tensor q_u = permute(add(q, cast(u_, act)), {0, 2, 1, 3});
+  Tensor scores = matmul(q_u, k, false, true, act);
   if (!config_.alibi) {  // ALiBi's bias −m_h·δ is in the core's bias table instead
     // r: (klen, H·dh) → (H, klen, dh)
-    const Tensor r = permute(reshape(layer.r_proj.forward(pos), {klen, heads, dh}), {1, 0, 2});
+    const Tensor r = permute(reshape(layer.r_proj.forward(pos, act), {klen, heads, dh}), {1, 0, 2});
     // BDraw[h,b,i,k] = (q_i + v)·r_k: (H, B·qlen, dh)·(H, klen, dh)ᵀ → (H, B, qlen, klen), then the
     // shift picks row k = j + qlen − 1 − i (distance mlen + i − j) and we return to (B, H, qlen, klen).
-    const Tensor q_v = reshape(permute(add(q, v_), {2, 0, 1, 3}), {heads, batch * qlen, dh});
-    const Tensor bd_raw = reshape(matmul(q_v, r, false, true), {heads, batch, qlen, klen});
+    const Tensor q_v = reshape(permute(add(q, cast(v_, act)), {2, 0, 1, 3}), {heads, batch * qlen, dh});
+    const Tensor bd_raw = reshape(matmul(q_v, r, false, true, act), {heads, batch, qlen, klen});
     scores = add(scores, permute(relative_shift(bd_raw), {1, 0, 2, 3}));
   }
 
   Tensor attn = urpe_attention(scores, core);  // (B, H, qlen, klen), scale 1/√dh inside
   if (weights) *weights = attn;
   attn = drop(attn, config_.dropatt);
-  const Tensor context = matmul(attn, v);  // (B, H, qlen, dh)
+  const Tensor context = matmul(attn, v, false, false, act);  // (B, H, qlen, dh)
   const Tensor merged = reshape(permute(context, {0, 2, 1, 3}), {batch, qlen, hd});
-  const Tensor out = drop(layer.out_proj.forward(merged), config_.dropout);  // (B, qlen, d)
+  const Tensor out = drop(layer.out_proj.forward(merged), config_.dropout);  // (B, qlen, d), f32
   return layer.attention_norm.forward(add(h, out));
 }
 
@@ -310,7 +318,11 @@ Tensor TransformerXL::loss(const Tensor& hidden, const Tensor& targets) const {
                     << hidden.describe());
   if (!config_.cutoffs.empty()) return adaptive_loss(hidden, targets);
   const int64_t rows = targets.numel();
-  return cross_entropy(reshape(logits(hidden), {rows, config_.vocab}), reshape(targets, {rows}));
+  // precision=bf16: the logits the loss keeps for backward are bf16 (its log-sum-exp is FP32, its
+  // ∂logits bf16 goes into the output layer's backward GEMMs as it is); fp32: f32, linear_in's call.
+  const DType dtype = config_.linear_dtype;
+  const Tensor logits = linear(hidden, embedding_, out_bias_, dtype, dtype);  // (qlen, B, vocab)
+  return cross_entropy(reshape(logits, {rows, config_.vocab}), reshape(targets, {rows}));
 }
 
 // Adaptive softmax (docs/transformer_xl.md#adaptive-softmax), div_val = 1, tied to the embedding.
@@ -346,15 +358,18 @@ Tensor TransformerXL::adaptive_loss(const Tensor& hidden, const Tensor& targets)
 
   const Tensor head_weight = concat({slice(embedding_, 0, 0, head_size), cluster_weight_}, 0);
   const Tensor head_bias = concat({slice(out_bias_, 0, 0, head_size), cluster_bias_}, 0);
-  const Tensor head_ce = cross_entropy(linear_in(config_.linear_dtype, h, head_weight, head_bias),
+  // The head's and clusters' logits in the activations' dtype (bf16 under precision=bf16, as in
+  // loss()); the cross-entropies and their sums f32.
+  const DType dtype = config_.linear_dtype;
+  const Tensor head_ce = cross_entropy(linear(h, head_weight, head_bias, dtype, dtype),
                                        Tensor::from_vector(head_targets, {rows}).to(device_));
   Tensor total = scale(head_ce, static_cast<float>(rows));
   for (int64_t c = 1; c <= clusters; ++c) {
     const int64_t count = static_cast<int64_t>(tail_rows[c].size());
     if (count == 0) continue;
     const Tensor h_c = embedding(h, Tensor::from_vector(tail_rows[c], {count}).to(device_));  // (n_c, d)
-    const Tensor logits_c = linear_in(config_.linear_dtype, h_c, slice(embedding_, 0, bounds[c], bounds[c + 1]),
-                                   slice(out_bias_, 0, bounds[c], bounds[c + 1]));
+    const Tensor logits_c = linear(h_c, slice(embedding_, 0, bounds[c], bounds[c + 1]),
+                                   slice(out_bias_, 0, bounds[c], bounds[c + 1]), dtype, dtype);
     const Tensor ce = cross_entropy(logits_c, Tensor::from_vector(tail_targets[c], {count}).to(device_));
     total = add(total, scale(ce, static_cast<float>(count)));
   }

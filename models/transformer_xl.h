@@ -64,7 +64,9 @@ struct TransformerXLConfig {
   int64_t max_klen = 0;        // length of the C table; 0 = tgt_len + mem_len. Distances beyond
                                // the table (longer evaluation memory) use its last entry
   float init_std = 0.02f;      // N(0, std) weights; LayerNorm gains N(1, std)
-  DType linear_dtype = DType::f32;  // the linear layers' GEMMs (and the output layer's): bf16 under precision=bf16
+  DType linear_dtype = DType::f32;  // the linear layers' GEMMs (and the output layer's): bf16 under precision=bf16,
+                                    // which also stores the attention's and the FFN's activations in bf16
+                                    // (docs/cuda.md#mixed-precision)
 };
 
 // Per-layer memory: empty (first segment, or mem_len = 0), or layers + 1 detached tensors

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autograd/node.h"
+#include "ops/bf16_values.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/index_check.h"
@@ -20,7 +21,7 @@ namespace urpe {
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore_index) {
   const char* op = "cross_entropy";
   const profile::OpRange range(op, logits);
-  check_dtype(op, "logits", logits, DType::f32);
+  check_value_dtype(op, "logits", logits);  // f32 or bf16
   check_dtype(op, "targets", targets, DType::i32);
   check_dim(op, "logits", logits, 2, 2);
   check_dim(op, "targets", targets, 1, 1);
@@ -39,15 +40,16 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore
   Tensor loss = Tensor::empty({}, DType::f32, logits.device());
   Tensor lse = Tensor::empty({N}, DType::f32, logits.device());
   Tensor count = Tensor::empty({}, DType::i32, logits.device());  // M, where the logits are
-  URPE_PROFILE_COST(cross_entropy_forward_cost(N, C));
+  const double bytes = double(dtype_size(logits.dtype()));
+  URPE_PROFILE_COST(cross_entropy_forward_cost(N, C, bytes));
   URPE_DISPATCH(op, logits.device(),
                 kernels::cross_entropy_forward_cpu(logits, targets, ignore_index, loss, lse, count),
                 kernels::cross_entropy_forward_cuda(logits, targets, ignore_index, loss, lse, count));
 
   // ---- backward: recomputes the softmax from logits and lse ----
   return autograd::record(loss, op, {logits, targets}, [=](const Tensor& g) {
-    Tensor glogits = Tensor::empty(logits.shape(), DType::f32, g.device());
-    URPE_PROFILE_COST(cross_entropy_backward_cost(N, C));
+    Tensor glogits = Tensor::empty(logits.shape(), logits.dtype(), g.device());  // the logits' dtype
+    URPE_PROFILE_COST(cross_entropy_backward_cost(N, C, bytes));
     URPE_DISPATCH(op, g.device(),
                   kernels::cross_entropy_backward_cpu(logits, targets, ignore_index, lse, count, g, glogits),
                   kernels::cross_entropy_backward_cuda(logits, targets, ignore_index, lse, count, g, glogits));

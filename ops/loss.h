@@ -4,6 +4,9 @@
 //   L = (1/M) Σ_{i counted} (lse_i − logits[i, t_i]),  lse_i = log Σ_c e^{logits[i,c]},  M = #counted
 //   ∂logits[i, c] = (softmax(logits_i)_c − [c = t_i])·g/M for counted rows, 0 otherwise.
 //   (M = 0 gives L = 0.) Fused: forward saves lse per row; backward recomputes the softmax.
+//   Logits f32 or bf16 (precision=bf16's heads, docs/cuda.md#mixed-precision): a bf16 logit widens
+//   exactly, lse is FP32 (its sum in double, as for f32) and stays f32, the loss f32; ∂logits has
+//   the logits' dtype, each value rounded once.
 // l1_loss(pred, target) same shape: L = (1/n) Σ |pred − target|,  ∂pred = sign(pred − target)·g/n,
 //   ∂target = −∂pred.
 #pragma once
@@ -14,7 +17,7 @@
 
 namespace urpe {
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore_index = -100);
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int32_t ignore_index = -100);  // logits f32 or bf16
 Tensor l1_loss(const Tensor& pred, const Tensor& target);
 
 namespace kernels {
@@ -43,11 +46,12 @@ void l1_loss_backward_cuda(const Tensor& pred, const Tensor& target, const Tenso
 // cross_entropy over (N, C) logits: forward reads logits and targets, writes lse and the loss,
 // 4 operations per logit (max, −, exp, Σ); backward reads logits, targets, lse and the upstream
 // scalar, writes ∂logits, 4 per logit (−, exp, ·g/M, − [c = t]).
-inline profile::Cost cross_entropy_forward_cost(int64_t rows, int64_t classes) {
-  return {4.0 * double(rows) * classes, profile::kElementBytes * (double(rows) * classes + 2.0 * rows + 1)};
+// `bytes`: the size of a logit and of its gradient (2 for bf16); targets, lse and the loss are 4.
+inline profile::Cost cross_entropy_forward_cost(int64_t rows, int64_t classes, double bytes = profile::kElementBytes) {
+  return {4.0 * double(rows) * classes, bytes * double(rows) * classes + profile::kElementBytes * (2.0 * rows + 1)};
 }
-inline profile::Cost cross_entropy_backward_cost(int64_t rows, int64_t classes) {
-  return {4.0 * double(rows) * classes, profile::kElementBytes * (2 * double(rows) * classes + 2.0 * rows + 1)};
+inline profile::Cost cross_entropy_backward_cost(int64_t rows, int64_t classes, double bytes = profile::kElementBytes) {
+  return {4.0 * double(rows) * classes, bytes * 2 * double(rows) * classes + profile::kElementBytes * (2.0 * rows + 1)};
 }
 // l1_loss over n elements: forward reads pred and target, writes the scalar, 3 per element
 // (−, |·|, Σ); backward reads pred, target and the scalar, writes ∂pred, 2 per element (sign, ·g/n).

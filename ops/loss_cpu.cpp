@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/bf16_values.h"
 #include "ops/fast_math_cpu.h"
 #include "ops/loss.h"
 
@@ -13,25 +14,37 @@ namespace urpe::kernels {
 // ---- cross_entropy forward ----
 // logits: (N, C); targets: i32 (N,); loss: (); lse: (N,); count: # rows with target ≠ ignore_index
 //   lse_i = m_i + log Σ_c e^{logits[i,c] − m_i},   L = (1/M) Σ_{counted} (lse_i − logits[i, t_i])
+// bf16 logits: each row widened (exactly) into a float buffer, then the same FP32/double sweep.
 
 void cross_entropy_forward_cpu(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
                                Tensor& loss, Tensor& lse, Tensor& count_out) {
   const int64_t N = logits.size(0), C = logits.size(1);
-  const float* px = logits.f32();
+  const bool widen = logits.dtype() == DType::bf16;
+  const float* px = widen ? nullptr : logits.f32();
+  const bf16* ph = widen ? logits.data<bf16>() : nullptr;
   const int32_t* pt = targets.i32();
   float* plse = lse.f32();
   std::vector<double> row_loss(N, 0.0);  // (N,): 0 for ignored rows
-#pragma omp parallel for if (N * C > 32768)
-  for (int64_t i = 0; i < N; ++i) {
-    const float* xr = px + i * C;
-    double m = xr[0];
-    for (int64_t c = 1; c < C; ++c) m = xr[c] > m ? xr[c] : m;
-    // Each e^{x − m} ≤ 1 after the max subtraction: float exp is exact enough, the sum is double
-    // (in order).
-    const double total = fast::sum_exp_shifted(xr, C, static_cast<float>(m));
-    const double row_lse = m + std::log(total);
-    plse[i] = static_cast<float>(row_lse);
-    if (pt[i] != ignore_index) row_loss[i] = row_lse - xr[pt[i]];
+#pragma omp parallel if (N * C > 32768)
+  {
+    std::vector<float> row(widen ? static_cast<size_t>(C) : 0);  // a bf16 row, widened
+#pragma omp for
+    for (int64_t i = 0; i < N; ++i) {
+      const float* xr = row.data();
+      if (widen) {
+        for (int64_t c = 0; c < C; ++c) row[c] = to_float(ph[i * C + c]);
+      } else {
+        xr = px + i * C;
+      }
+      double m = xr[0];
+      for (int64_t c = 1; c < C; ++c) m = xr[c] > m ? xr[c] : m;
+      // Each e^{x − m} ≤ 1 after the max subtraction: float exp is exact enough, the sum is double
+      // (in order).
+      const double total = fast::sum_exp_shifted(xr, C, static_cast<float>(m));
+      const double row_lse = m + std::log(total);
+      plse[i] = static_cast<float>(row_lse);
+      if (pt[i] != ignore_index) row_loss[i] = row_lse - xr[pt[i]];
+    }
   }
   double sum = 0;
   int64_t count = 0;
@@ -46,32 +59,42 @@ void cross_entropy_forward_cpu(const Tensor& logits, const Tensor& targets, int3
 
 // ---- cross_entropy backward ----
 //   ∂logits[i, c] = (e^{logits[i,c] − lse_i} − [c = t_i])·g/M for counted rows, 0 otherwise
-// grad_loss: () read on the host; grad_logits: (N, C)
+// grad_loss: () read on the host; grad_logits: (N, C), the logits' dtype (T: float or bf16)
+
+namespace {
+
+template <typename T>
+void cross_entropy_backward_typed(const T* px, const int32_t* pt, const float* plse, int64_t N, int64_t C,
+                                  int32_t ignore_index, double g_over_m, T* gx) {
+#pragma omp parallel for if (N * C > 32768)
+  for (int64_t i = 0; i < N; ++i) {
+    T* gr = gx + i * C;
+    const T* xr = px + i * C;
+    if (pt[i] == ignore_index) {
+      for (int64_t c = 0; c < C; ++c) store(gr, c, 0.0f);
+      continue;
+    }
+    // Softmax p = e^{x − lse} in float (p ≤ 1; the subtraction is done in float as well).
+    const float scale = static_cast<float>(g_over_m);
+    const float row_lse = plse[i];
+    for (int64_t c = 0; c < C; ++c) store(gr, c, fast::exp_fast(load(xr, c) - row_lse) * scale);
+    store(gr, pt[i], (fast::exp_fast(load(xr, pt[i]) - row_lse) - 1.0f) * scale);
+  }
+}
+
+}  // namespace
 
 void cross_entropy_backward_cpu(const Tensor& logits, const Tensor& targets, int32_t ignore_index,
                                 const Tensor& lse, const Tensor& count_in, const Tensor& grad_loss,
                                 Tensor& grad_logits) {
   const int64_t N = logits.size(0), C = logits.size(1);
   const int64_t count = count_in.i32()[0];
-  const float* px = logits.f32();
-  const int32_t* pt = targets.i32();
-  const float* plse = lse.f32();
-  float* gx = grad_logits.f32();
   const double g_over_m = count > 0 ? static_cast<double>(grad_loss.f32()[0]) / count : 0.0;
-#pragma omp parallel for if (N * C > 32768)
-  for (int64_t i = 0; i < N; ++i) {
-    float* gr = gx + i * C;
-    const float* xr = px + i * C;
-    if (pt[i] == ignore_index) {
-      for (int64_t c = 0; c < C; ++c) gr[c] = 0.0f;
-      continue;
-    }
-    // Softmax p = e^{x − lse} in float (p ≤ 1; the subtraction is done in float as well).
-    const float scale = static_cast<float>(g_over_m);
-    const float row_lse = plse[i];
-    for (int64_t c = 0; c < C; ++c) gr[c] = fast::exp_fast(xr[c] - row_lse) * scale;
-    gr[pt[i]] = (fast::exp_fast(xr[pt[i]] - row_lse) - 1.0f) * scale;
-  }
+  with_value_type(logits.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    cross_entropy_backward_typed<T>(logits.data<T>(), targets.i32(), lse.f32(), N, C, ignore_index, g_over_m,
+                                    grad_logits.data<T>());
+  });
 }
 
 // ---- l1_loss forward ----

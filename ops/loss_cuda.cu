@@ -7,13 +7,16 @@
 //   device for the backward (no host wait). Targets are range-checked by the public op
 //   (ops/index_check.h: on the device, raised at the next read); here a target outside [0, C)
 //   only ever reads in bounds (such a row is left uncounted).
-//   Bytes: 4·N·C read (twice from cache), 4·N for lse, 8 bytes per row of scratch.
+//   Bytes: 4·N·C read (twice from cache), 4·N for lse, 8 bytes per row of scratch. bf16 logits
+//   (T = __nv_bfloat16): 2·N·C read, each widened exactly; lse, the sums and the loss as for f32.
 // cross_entropy backward: one thread per logit, the softmax recomputed from the saved lse:
 //   ∂x[i, c] = (e^{x_ic − lse_i} − [c = t_i])·g/M on counted rows, 0 elsewhere (all 0 when M = 0);
-//   g and M are read on the device. Bytes: 4·N·C read, 4·N·C written.
+//   g and M are read on the device. Bytes: 4·N·C read, 4·N·C written (2 + 2 for bf16: ∂x in the
+//   logits' dtype, rounded once).
 // l1_loss forward: L = (1/n) Σ |p − t|: blocks of 8192 elements each reduce their chunk with a
 //   fixed tree (double) into a partial; one block adds the partials in order.
 //   Bytes: 8·n read. Backward: ∂p = sign(p − t)·g/n, one thread per element (8 B in, 4 B out).
+#include "ops/bf16_values.cuh"
 #include "ops/cuda_common.cuh"
 #include "ops/loss.h"
 
@@ -24,7 +27,8 @@ namespace {
 constexpr int kRowsPerBlock = 8;
 constexpr int64_t kL1Chunk = 8192;
 
-__global__ void cross_entropy_rows_kernel(const float* __restrict__ logits,
+template <typename T>
+__global__ void cross_entropy_rows_kernel(const T* __restrict__ logits,
                                           const int32_t* __restrict__ targets, int64_t rows,
                                           int64_t classes, int32_t ignore_index,
                                           float* __restrict__ lse, double* __restrict__ term,
@@ -33,12 +37,12 @@ __global__ void cross_entropy_rows_kernel(const float* __restrict__ logits,
   const int64_t warps = int64_t(gridDim.x) * kRowsPerBlock;
   for (int64_t r = blockIdx.x * int64_t(kRowsPerBlock) + threadIdx.x / kWarp; r < rows;
        r += warps) {
-    const float* xr = logits + r * classes;
+    const T* xr = logits + r * classes;
     float m = -INFINITY;
-    for (int64_t c = lane; c < classes; c += kWarp) m = fmaxf(m, xr[c]);
+    for (int64_t c = lane; c < classes; c += kWarp) m = fmaxf(m, load(xr, c));
     m = warp_max(m);
     double s = 0.0;  // Σ e^{x−m} in double, as the CPU reference: large vocabularies add up
-    for (int64_t c = lane; c < classes; c += kWarp) s += expf(xr[c] - m);
+    for (int64_t c = lane; c < classes; c += kWarp) s += expf(load(xr, c) - m);
     s = warp_sum(s);
     const double row_lse = static_cast<double>(m) + log(s);
     if (lane == 0) {
@@ -48,7 +52,7 @@ __global__ void cross_entropy_rows_kernel(const float* __restrict__ logits,
         term[r] = 0.0;
         counted[r] = 0;
       } else {
-        term[r] = row_lse - static_cast<double>(xr[t]);
+        term[r] = row_lse - static_cast<double>(load(xr, t));
         counted[r] = 1;
       }
     }
@@ -76,23 +80,24 @@ __global__ void cross_entropy_mean_kernel(const double* __restrict__ term,
   }
 }
 
-__global__ void cross_entropy_backward_kernel(const float* __restrict__ logits,
+template <typename T>
+__global__ void cross_entropy_backward_kernel(const T* __restrict__ logits,
                                               const int32_t* __restrict__ targets,
                                               const float* __restrict__ lse, int64_t classes,
                                               int32_t ignore_index,
                                               const int32_t* __restrict__ count_in,
                                               const float* __restrict__ grad_loss,
-                                              float* __restrict__ grad_logits, int64_t total) {
+                                              T* __restrict__ grad_logits, int64_t total) {
   const int32_t count = count_in[0];
   const float scale = count > 0 ? static_cast<float>(static_cast<double>(grad_loss[0]) / count) : 0.0f;  // g/M
   URPE_GRID_STRIDE(k, total) {
     const int64_t r = k / classes, c = k % classes;
     const int32_t t = targets[r];
     if (count == 0 || t == ignore_index || t < 0 || t >= classes) {
-      grad_logits[k] = 0.0f;
+      store(grad_logits, k, 0.0f);
     } else {
-      const float p = expf(logits[k] - lse[r]);
-      grad_logits[k] = (p - (c == t ? 1.0f : 0.0f)) * scale;
+      const float p = expf(load(logits, k) - lse[r]);
+      store(grad_logits, k, (p - (c == t ? 1.0f : 0.0f)) * scale);
     }
   }
 }
@@ -147,10 +152,13 @@ void cross_entropy_forward_cuda(const Tensor& logits, const Tensor& targets, int
   }
   cuda::DeviceBuffer term(ctx, sizeof(double) * rows);
   cuda::DeviceBuffer counted(ctx, sizeof(int32_t) * rows);
-  cross_entropy_rows_kernel<<<grid_for(ctx, rows, kRowsPerBlock), kWarp * kRowsPerBlock, 0,
-                              ctx.stream()>>>(logits.f32(), targets.i32(), rows, classes,
-                                              ignore_index, lse.f32(), term.as<double>(),
-                                              counted.as<int32_t>());
+  with_device_value_type(logits.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    cross_entropy_rows_kernel<T><<<grid_for(ctx, rows, kRowsPerBlock), kWarp * kRowsPerBlock, 0,
+                                   ctx.stream()>>>(values<T>(logits), targets.i32(), rows, classes,
+                                                   ignore_index, lse.f32(), term.as<double>(),
+                                                   counted.as<int32_t>());
+  });
   CUDA_CHECK_LAUNCH("cross_entropy_rows_kernel");
   cross_entropy_mean_kernel<<<1, 1024, 0, ctx.stream()>>>(term.as<double>(),
                                                            counted.as<int32_t>(), rows,
@@ -166,9 +174,12 @@ void cross_entropy_backward_cuda(const Tensor& logits, const Tensor& targets,
   if (total == 0) return;
   const int64_t classes = logits.size(1);
   const int threads = 256;
-  cross_entropy_backward_kernel<<<grid_for(ctx, total, threads), threads, 0, ctx.stream()>>>(
-      logits.f32(), targets.i32(), lse.f32(), classes, ignore_index,
-      count.i32(), grad_loss.f32(), grad_logits.f32(), total);
+  with_device_value_type(logits.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    cross_entropy_backward_kernel<T><<<grid_for(ctx, total, threads), threads, 0, ctx.stream()>>>(
+        values<T>(logits), targets.i32(), lse.f32(), classes, ignore_index,
+        count.i32(), grad_loss.f32(), values<T>(grad_logits), total);
+  });
   CUDA_CHECK_LAUNCH("cross_entropy_backward_kernel");
 }
 

@@ -16,6 +16,10 @@
 // future-key entries; here they are 0. Both versions are masked by causal attention, so the
 // attention output is the same. Each direction is a pure gather: no reduction, bit-exact, and the
 // memory traffic is one read and one write of the (…, Nq, Nk) tensor.
+//
+// Dtypes: f32 or bf16 (precision=bf16's Transformer-XL scores, docs/cuda.md#mixed-precision); y
+// and ∂x have x's dtype. A gather of 2-byte words moves no value through arithmetic, so bf16 is
+// as exact as f32 (its zeros are bf16 zeros).
 #pragma once
 #include "tensor/op_profile.h"
 #include "tensor/tensor.h"
@@ -35,6 +39,9 @@ void relative_shift_backward_cuda(const Tensor& g, Tensor& grad_x);
 
 // ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
 // n elements of (..., Nq, Nk), either direction: one read and one write each, no arithmetic.
-inline profile::Cost relative_shift_cost(int64_t n) { return {0.0, 2 * profile::kElementBytes * double(n)}; }
+// `bytes`: an element's size (2 for bf16).
+inline profile::Cost relative_shift_cost(int64_t n, double bytes = profile::kElementBytes) {
+  return {0.0, 2 * bytes * double(n)};
+}
 
 }  // namespace urpe

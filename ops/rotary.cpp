@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "autograd/node.h"
+#include "ops/bf16_values.h"
 #include "ops/dispatch.h"
 
 namespace urpe {
@@ -28,7 +29,7 @@ std::pair<Tensor, Tensor> rotary_tables(int64_t positions, int64_t dim, double b
 Tensor rotary(const Tensor& x, const Tensor& cos, const Tensor& sin) {
   const char* op = "rotary";
   const profile::OpRange range(op, x);
-  check_dtype(op, "x", x, DType::f32);
+  check_value_dtype(op, "x", x);  // f32 or bf16
   check_dtype(op, "cos", cos, DType::f32);
   check_dtype(op, "sin", sin, DType::f32);
   check_dim(op, "x", x, 2, kMaxDims);
@@ -44,14 +45,15 @@ Tensor rotary(const Tensor& x, const Tensor& cos, const Tensor& sin) {
              op << ": tables " << cos.describe() << " must be (≥ " << n << ", " << d / 2 << ") for x "
                 << x.describe());
 
-  Tensor y = Tensor::empty(x.shape(), DType::f32, x.device());
-  URPE_PROFILE_COST(rotary_cost(x.numel(), n, d));
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  const double bytes = double(dtype_size(x.dtype()));
+  URPE_PROFILE_COST(rotary_cost(x.numel(), n, d, bytes));
   URPE_DISPATCH(op, x.device(), kernels::rotary_cpu(x, cos, sin, false, y),
                 kernels::rotary_cuda(x, cos, sin, false, y));
 
-  return autograd::record(y, op, {x}, [op, cos, sin, n, d](const Tensor& g) {
-    Tensor grad_x = Tensor::empty(g.shape(), DType::f32, g.device());
-    URPE_PROFILE_COST(rotary_cost(g.numel(), n, d));
+  return autograd::record(y, op, {x}, [op, cos, sin, n, d, bytes](const Tensor& g) {
+    Tensor grad_x = Tensor::empty(g.shape(), g.dtype(), g.device());  // x's dtype, as g's
+    URPE_PROFILE_COST(rotary_cost(g.numel(), n, d, bytes));
     URPE_DISPATCH(op, g.device(), kernels::rotary_cpu(g, cos, sin, true, grad_x),
                   kernels::rotary_cuda(g, cos, sin, true, grad_x));
     return std::vector<Tensor>{grad_x};

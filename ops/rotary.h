@@ -13,6 +13,9 @@
 //   ∂x[..., n, i + h] = g[..., n, i + h]·cos[n, i] − g[..., n, i]·sin[n, i]
 // The tables get no gradient. Each output element reads two inputs and one cos/sin pair; CPU and
 // CUDA agree to a rounding (nvcc may fuse a multiply-add).
+// Dtypes: x f32 or bf16 (precision=bf16's q and k, docs/cuda.md#mixed-precision); y and ∂x have
+// x's dtype, the tables stay f32. A bf16 x widens exactly, the rotation is FP32 and each result is
+// rounded once on store (ops/bf16_values.h).
 #pragma once
 #include <cstdint>
 #include <utility>
@@ -26,7 +29,7 @@ namespace urpe {
 std::pair<Tensor, Tensor> rotary_tables(int64_t positions, int64_t dim, double base = 10000.0,
                                         const Device& device = {});
 
-// x: f32 (..., N, D); cos, sin: f32 (N', D/2) with N' ≥ N (rows [0, N) are used).
+// x: f32 or bf16 (..., N, D); cos, sin: f32 (N', D/2) with N' ≥ N (rows [0, N) are used).
 Tensor rotary(const Tensor& x, const Tensor& cos, const Tensor& sin);
 
 namespace kernels {
@@ -37,9 +40,11 @@ void rotary_cuda(const Tensor& x, const Tensor& cos, const Tensor& sin, bool inv
 
 // ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----
 // x (..., N, D), either direction: reads x and the N rows of cos and sin, writes y; 3 operations
-// per element (two products and a sum).
-inline profile::Cost rotary_cost(int64_t n_elements, int64_t positions, int64_t d) {
-  return {3.0 * double(n_elements), profile::kElementBytes * (2.0 * double(n_elements) + double(positions) * d)};
+// per element (two products and a sum). `bytes`: the size of an x, y element (2 for bf16); the
+// tables are f32.
+inline profile::Cost rotary_cost(int64_t n_elements, int64_t positions, int64_t d, double bytes = profile::kElementBytes) {
+  return {3.0 * double(n_elements),
+          bytes * 2.0 * double(n_elements) + profile::kElementBytes * double(positions) * d};
 }
 
 }  // namespace urpe

@@ -89,7 +89,7 @@ void split_around(const Shape& shape, int axis, int64_t& outer, int64_t& inner) 
 
 void copy_window(const Tensor& src, int64_t src_n, int64_t src_start, Tensor& dst, int64_t dst_n,
                  int64_t dst_start, int64_t outer, int64_t count, int64_t inner, bool accumulate) {
-  URPE_PROFILE_COST(copy_window_cost(outer * count * inner, accumulate));
+  URPE_PROFILE_COST(copy_window_cost(outer * count * inner, accumulate, double(dtype_size(src.dtype()))));
   URPE_DISPATCH("copy_window", src.device(),
                 kernels::copy_window_cpu(src, src_n, src_start, dst, dst_n, dst_start, outer, count, inner, accumulate),
                 kernels::copy_window_cuda(src, src_n, src_start, dst, dst_n, dst_start, outer, count, inner, accumulate));
@@ -107,7 +107,9 @@ Tensor concat(const std::vector<Tensor>& pieces, int axis) {
   for (const Tensor& p : pieces) {
     check_defined("concat", "piece", p);
     check_same_device("concat", first, p);
-    bool same = p.dim() == first.dim() && p.dtype() == first.dtype();
+    URPE_CHECK(p.dtype() == first.dtype(), "concat: " << p.describe() << " and " << first.describe()
+                                                      << " have different dtypes (cast one first)");
+    bool same = p.dim() == first.dim();
     for (int d = 0; same && d < p.dim(); ++d) same = d == a || p.shape()[d] == first.shape()[d];
     URPE_CHECK(same, "concat: " << p.describe() << " does not match " << first.describe()
                                 << " outside axis " << a);
@@ -128,7 +130,7 @@ Tensor concat(const std::vector<Tensor>& pieces, int axis) {
     for (size_t i = 0; i < pieces.size(); ++i) {
       if (!pieces[i].requires_grad()) continue;
       const int64_t n = pieces[i].shape()[a];
-      grads[i] = Tensor::empty(pieces[i].shape(), DType::f32, g.device());
+      grads[i] = Tensor::empty(pieces[i].shape(), g.dtype(), g.device());  // the gradient's dtype
       copy_window(g, out_shape[a], starts[i], grads[i], n, 0, outer, n, inner, false);
     }
     return grads;
@@ -150,8 +152,8 @@ Tensor slice(const Tensor& x, int axis, int64_t start, int64_t end) {
   Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
   copy_window(x, n, start, out, end - start, 0, outer, end - start, inner, false);
   return autograd::record(out, "slice", {x}, [=, shape = x.shape()](const Tensor& g) {
-    Tensor gx = Tensor::zeros(shape, DType::f32, g.device());
-    URPE_PROFILE_COST(fill_cost(gx.numel()));
+    Tensor gx = Tensor::zeros(shape, g.dtype(), g.device());  // bf16 for a bf16 x: zeros are exact
+    URPE_PROFILE_COST(fill_cost(gx.numel(), double(dtype_size(g.dtype()))));
     copy_window(g, end - start, 0, gx, n, start, outer, end - start, inner, false);
     return std::vector<Tensor>{gx};
   });

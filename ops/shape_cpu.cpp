@@ -1,8 +1,10 @@
-// CPU copies for permute / concat / slice. Works on raw 32-bit words, so f32 and i32 share it;
-// permute also moves 16-bit words (bf16 activations).
+// CPU copies for permute / concat / slice. They move raw words, 32-bit (f32, i32) or 16-bit (bf16
+// activations), so every dtype shares them; copy_window's accumulation adds in FP32
+// (ops/bf16_values.h: a bf16 sum rounded once).
 #include <algorithm>
 #include <cstring>
 
+#include "ops/bf16_values.h"
 #include "ops/shape.h"
 
 namespace urpe::kernels {
@@ -67,16 +69,20 @@ void permute_cpu(const Tensor& x, const std::vector<int>& order, Tensor& out) {
 void copy_window_cpu(const Tensor& src, int64_t src_n, int64_t src_start, Tensor& dst,
                      int64_t dst_n, int64_t dst_start, int64_t outer, int64_t count,
                      int64_t inner, bool accumulate) {
+  const size_t word = dtype_size(src.dtype());  // 4 (f32, i32) or 2 (bf16)
+  const auto* ps = static_cast<const unsigned char*>(src.impl().storage->data);
+  auto* pd = static_cast<unsigned char*>(dst.impl().storage->data);
   for (int64_t o = 0; o < outer; ++o) {
     const int64_t s = (o * src_n + src_start) * inner, t = (o * dst_n + dst_start) * inner;
-    if (accumulate) {
-      const float* ps = src.f32() + s;
-      float* pd = dst.f32() + t;
-      for (int64_t k = 0; k < count * inner; ++k) pd[k] += ps[k];
+    if (accumulate) {  // dst += src in FP32, rounded once when bf16
+      with_value_type(src.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const T* a = src.data<T>() + s;
+        T* b = dst.data<T>() + t;
+        for (int64_t k = 0; k < count * inner; ++k) store(b, k, load(b, k) + load(a, k));
+      });
     } else {
-      std::memcpy(static_cast<uint32_t*>(dst.impl().storage->data) + t,
-                  static_cast<const uint32_t*>(src.impl().storage->data) + s,
-                  count * inner * sizeof(uint32_t));
+      std::memcpy(pd + t * word, ps + s * word, static_cast<size_t>(count * inner) * word);
     }
   }
 }

@@ -1,5 +1,5 @@
-// CUDA copies for permute / concat / slice (maths in shape.h). They move raw 32-bit words, so f32
-// and i32 tensors share them.
+// CUDA copies for permute / concat / slice (maths in shape.h). They move raw words, 32-bit (f32,
+// i32) or 16-bit (bf16), so every dtype shares them.
 //
 // permute: one thread per output element; the output index is decomposed into coordinates and
 //   mapped to the input offset through the permuted strides. Writes are coalesced, reads are
@@ -7,7 +7,8 @@
 //   (2 + 2 for bf16: the same kernel on 16-bit words).
 // copy_window: dst[o, dst_start + r, i] (+)= src[o, src_start + r, i], one thread per copied
 //   element; both sides contiguous along (r, i). Bytes: 4 read + 4 written (+4 read when
-//   accumulating) per element.
+//   accumulating) per element, half of each for bf16 (accumulated in FP32, rounded once).
+#include "ops/bf16_values.cuh"
 #include "ops/cuda_common.cuh"
 #include "ops/shape.h"
 
@@ -38,10 +39,11 @@ __global__ void permute_kernel(const Word* __restrict__ src, Word* __restrict__ 
   }
 }
 
-__global__ void copy_window_kernel(const uint32_t* __restrict__ src, int64_t src_n,
-                                   int64_t src_start, uint32_t* __restrict__ dst, int64_t dst_n,
-                                   int64_t dst_start, int64_t count, int64_t inner,
-                                   int64_t total) {
+// Word: uint32_t (f32, i32) or uint16_t (bf16), copied as bits.
+template <typename Word>
+__global__ void copy_window_kernel(const Word* __restrict__ src, int64_t src_n, int64_t src_start,
+                                   Word* __restrict__ dst, int64_t dst_n, int64_t dst_start,
+                                   int64_t count, int64_t inner, int64_t total) {
   const int64_t per_outer = count * inner;
   URPE_GRID_STRIDE(k, total) {
     const int64_t o = k / per_outer, ri = k % per_outer;
@@ -49,14 +51,17 @@ __global__ void copy_window_kernel(const uint32_t* __restrict__ src, int64_t src
   }
 }
 
-__global__ void accumulate_window_kernel(const float* __restrict__ src, int64_t src_n,
-                                         int64_t src_start, float* __restrict__ dst,
+// T: float or __nv_bfloat16; the sum in FP32, stored once.
+template <typename T>
+__global__ void accumulate_window_kernel(const T* __restrict__ src, int64_t src_n,
+                                         int64_t src_start, T* __restrict__ dst,
                                          int64_t dst_n, int64_t dst_start, int64_t count,
                                          int64_t inner, int64_t total) {
   const int64_t per_outer = count * inner;
   URPE_GRID_STRIDE(k, total) {
     const int64_t o = k / per_outer, ri = k % per_outer;
-    dst[(o * dst_n + dst_start) * inner + ri] += src[(o * src_n + src_start) * inner + ri];
+    const int64_t at = (o * dst_n + dst_start) * inner + ri;
+    store(dst, at, load(dst, at) + load(src, (o * src_n + src_start) * inner + ri));
   }
 }
 
@@ -100,11 +105,19 @@ void copy_window_cuda(const Tensor& src, int64_t src_n, int64_t src_start, Tenso
   const int threads = 256;
   const int blocks = grid_for(ctx, total, threads);
   if (accumulate) {
-    accumulate_window_kernel<<<blocks, threads, 0, ctx.stream()>>>(
-        src.f32(), src_n, src_start, dst.f32(), dst_n, dst_start, count, inner, total);
+    with_device_value_type(src.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      accumulate_window_kernel<T><<<blocks, threads, 0, ctx.stream()>>>(
+          values<T>(src), src_n, src_start, values<T>(dst), dst_n, dst_start, count, inner, total);
+    });
     CUDA_CHECK_LAUNCH("accumulate_window_kernel");
+  } else if (dtype_size(src.dtype()) == 2) {
+    copy_window_kernel<uint16_t><<<blocks, threads, 0, ctx.stream()>>>(
+        static_cast<const uint16_t*>(src.impl().storage->data), src_n, src_start,
+        static_cast<uint16_t*>(dst.impl().storage->data), dst_n, dst_start, count, inner, total);
+    CUDA_CHECK_LAUNCH("copy_window_kernel");
   } else {
-    copy_window_kernel<<<blocks, threads, 0, ctx.stream()>>>(
+    copy_window_kernel<uint32_t><<<blocks, threads, 0, ctx.stream()>>>(
         static_cast<const uint32_t*>(src.impl().storage->data), src_n, src_start,
         static_cast<uint32_t*>(dst.impl().storage->data), dst_n, dst_start, count, inner, total);
     CUDA_CHECK_LAUNCH("copy_window_kernel");

@@ -670,22 +670,43 @@ std::vector<OpRow> build_table() {
                        [](const In& v, const Device&) { return transpose(v[0], 0, 2); }, f32(exact, exact),
                        [](const In& v) { return same_both_ways(permute_cost(v[0].numel())); })
                        .with(bf16_column(exact, exact, {0})));
+    // concat and slice in bf16 (Transformer-XL's q, k, v slices under precision=bf16): copies of
+    // 2-byte words, and slice's ∂x zeros outside the window, exact on both devices.
     rows.push_back(row("concat, axis 1" + size + " and " + shape_str(y), "concat", {uniform("x", x), uniform("y", y)},
                        [](const In& v, const Device&) { return concat({v[0], v[1]}, 1); }, f32(exact, exact),
                        [](const In& v) {
                          return same_both_ways(copy_window_cost(v[0].numel(), false) + copy_window_cost(v[1].numel(), false));
-                       }));
+                       })
+                       .with(bf16_column(exact, exact, {0, 1})));
     rows.push_back(row("slice [1, 4) of axis 1 " + shape_str(y), "slice", {uniform("y", y)},
                        [](const In& v, const Device&) { return slice(v[0], 1, 1, 4); }, f32(exact, exact),
                        [](const In& v) {
                          const Cost window = copy_window_cost(v[0].numel() / v[0].size(1) * 3, false);
                          return OpCosts{window, fill_cost(v[0].numel()) + window};
-                       }));
+                       })
+                       .with(bf16_column(exact, exact, {0})));
     for (OpRow& r : rows) {
       if (big) r.without(kGradcheck);
       t.push_back(r);
     }
   }
+  // concat and slice of bf16 tensors cast inside the call, so the cost check sees the 2-byte
+  // copies (the bf16 columns above check only the parity); no gradient check (rounding).
+  t.push_back(row("concat of bf16 pieces, axis 2 (3, 5, 37) and (3, 5, 8)", "concat",
+                  {uniform("x", {3, 5, 37}), uniform("y", {3, 5, 8})},
+                  [](const In& v, const Device&) { return concat({cast(v[0], DType::bf16), cast(v[1], DType::bf16)}, 2); },
+                  f32(exact, exact),
+                  [](const In& v) {
+                    return same_both_ways(copy_window_cost(v[0].numel(), false, 2) + copy_window_cost(v[1].numel(), false, 2));
+                  })
+                  .without(kGradcheck));
+  t.push_back(row("slice [2, 7) of axis 0 of a bf16 (9, 3, 37)", "slice", {uniform("x", {9, 3, 37})},
+                  [](const In& v, const Device&) { return slice(cast(v[0], DType::bf16), 0, 2, 7); }, f32(exact, exact),
+                  [](const In& v) {
+                    const Cost window = copy_window_cost(v[0].numel() / 9 * 5, false, 2);
+                    return OpCosts{window, fill_cost(v[0].numel(), 2) + window};
+                  })
+                  .without(kGradcheck));
   // permute of a 4-D tensor (an attention layout change).
   t.push_back(row("permute (0, 2, 1, 3) (3, 5, 7, 11)", "permute", {uniform("x", {3, 5, 7, 11})},
                   [](const In& v, const Device&) { return permute(v[0], {0, 2, 1, 3}); }, f32(exact, exact),
@@ -995,6 +1016,20 @@ std::vector<OpRow> build_table() {
                   [](const In& v, const Device&) { return cross_entropy(v[0], v[1], -100); },
                   f32({1e-5, 1e-5}, {1e-6, 1e-4}), ce_cost)
                   .without(kGradcheck));
+  // bf16 logits (precision=bf16's heads): both devices read the same rounded logits, so the loss
+  // (f32: lse in FP32, the sums in double) is within the f32 bounds; ∂logits is rounded once to
+  // bf16, one bf16 step (2⁻⁷ relative) where the two FP32 values straddle a rounding boundary.
+  for (OpRow& r : t)
+    if (r.op == "cross_entropy") r.with(bf16_column({1e-5, 1e-5}, {1e-6, 0x1p-7}, {0}));
+  // bf16 logits cast inside the call: the cost check sees 2 bytes a logit and a gradient.
+  t.push_back(row("cross_entropy of bf16 logits (257, 131)", "cross_entropy",
+                  {uniform("logits", {257, 131}), ids("targets", {257}, 131)},
+                  [](const In& v, const Device&) { return cross_entropy(cast(v[0], DType::bf16), v[1], -100); },
+                  f32({1e-5, 1e-5}, {1e-6, 0x1p-7}), [](const In& v) {
+                    return OpCosts{cross_entropy_forward_cost(v[0].size(0), v[0].size(1), 2),
+                                   cross_entropy_backward_cost(v[0].size(0), v[0].size(1), 2)};
+                  })
+                  .without(kGradcheck));
   // ---- linear_cross_entropy (ops/linear_cross_entropy.h): the head fused with the loss, in row chunks ----
   // Inputs h (N, d), weight (C, d), bias (C,) or none, targets (N,); the cost from the chunk count.
   const auto lce_row = [&](const std::string& name, int64_t N, int64_t d, int64_t C, bool with_bias,
@@ -1051,13 +1086,21 @@ std::vector<OpRow> build_table() {
   // ---- Transformer-XL's relative shift (ops/relative_shift.h): a gather, bit-exact ----
   const auto shift_cost = [](const In& v) { return same_both_ways(relative_shift_cost(v[0].numel())); };
   // Small: with memory (7 keys for 4 queries) and without (5 × 5).
+  // bf16 columns (precision=bf16's Transformer-XL scores): the same gather of 2-byte words, exact.
   for (const Shape& s : {Shape{2, 3, 4, 7}, Shape{5, 5}})
     t.push_back(row("relative_shift " + shape_str(s), "relative_shift", {uniform("x", s)},
-                    [](const In& v, const Device&) { return relative_shift(v[0]); }, f32(exact, exact), shift_cost));
+                    [](const In& v, const Device&) { return relative_shift(v[0]); }, f32(exact, exact), shift_cost)
+                    .with(bf16_column(exact, exact, {0})));
   for (const Shape& s : {Shape{2, 3, 29, 45}, Shape{37, 37}, Shape{5, 1, 67}, Shape{3, 33, 100}})
     t.push_back(row("relative_shift " + shape_str(s), "relative_shift", {uniform("x", s)},
                     [](const In& v, const Device&) { return relative_shift(v[0]); }, f32(exact, exact), shift_cost)
-                    .without(kGradcheck));
+                    .without(kGradcheck)
+                    .with(bf16_column(exact, exact, {0})));
+  // A bf16 x cast inside the call: the cost check sees 2 bytes an element.
+  t.push_back(row("relative_shift of a bf16 (2, 3, 29, 45)", "relative_shift", {uniform("x", {2, 3, 29, 45})},
+                  [](const In& v, const Device&) { return relative_shift(cast(v[0], DType::bf16)); }, f32(exact, exact),
+                  [](const In& v) { return same_both_ways(relative_shift_cost(v[0].numel(), 2)); })
+                  .without(kGradcheck));
 
   // ---- rotary position embedding (ops/rotary.h): tables with more rows than N ----
   // The first small, every check; then at parity sizes.
@@ -1072,8 +1115,21 @@ std::vector<OpRow> build_table() {
                     return same_both_ways(rotary_cost(v[0].numel(), v[0].size(-2), v[0].size(-1)));
                   });
     if (&s != &rotary_shapes[0]) r.without(kGradcheck);
+    // bf16 x (precision=bf16's q and k; the tables f32): the same rounded x on both devices, the
+    // rotation in FP32 (a GPU may contract it into an FMA, 10⁻⁷ apart), each result rounded once:
+    // one bf16 step (2⁻⁷ relative) where the two FP32 values straddle a rounding boundary.
+    r.with(bf16_column({1e-6, 0x1p-7}, {1e-6, 0x1p-7}, {0}));
     t.push_back(r);
   }
+  // A bf16 x cast inside the call: the cost check sees 2 bytes an x and y element.
+  t.push_back(row("rotary of a bf16 (2, 3, 29, 16)", "rotary",
+                  {uniform("x", {2, 3, 29, 16}), given("cos", [](uint64_t) { return rotary_tables(32, 16).first; }),
+                   given("sin", [](uint64_t) { return rotary_tables(32, 16).second; })},
+                  [](const In& v, const Device&) { return rotary(cast(v[0], DType::bf16), v[1], v[2]); },
+                  f32({1e-6, 0x1p-7}, {1e-6, 0x1p-7}), [](const In& v) {
+                    return same_both_ways(rotary_cost(v[0].numel(), v[0].size(-2), v[0].size(-1), 2));
+                  })
+                  .without(kGradcheck));
 
   // ---- the URPE attention core (ops/urpe_attention.h) ----
   const AttentionNorm sm = AttentionNorm::softmax, ex = AttentionNorm::exp;

@@ -6,10 +6,15 @@
 // table's bf16 columns and the same bit patterns on the device).
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "bf16_cases.h"
+#include "data/molecule_dataset.h"
+#include "data/smiles.h"
 #include "doctest/doctest.h"
 #include "models/encoder.h"
+#include "models/graphormer.h"
+#include "models/transformer_xl.h"
 #include "ops/cast.h"
 #include "ops/elementwise.h"
 #include "ops/loss.h"
@@ -243,6 +248,25 @@ struct StepSize {
   int64_t layers, d_model, heads, d_ff, batch, n;
   float attention_dropout;
 };
+// Two steps of `loss_of` (forward and loss), backward and Adam on `params`; the second step's peak
+// above what was live before it.
+size_t two_step_peak(const ParameterSet& params, const std::function<Tensor()>& loss_of) {
+  Adam adam(params.tensors());
+  size_t peak = 0;
+  for (int step = 0; step < 2; ++step) {
+    adam.zero_grad();
+    host::reset_peak();
+    const size_t before = host::in_use_bytes();
+    {
+      Tensor loss = loss_of();
+      loss.backward();
+      adam.step(1e-3f);
+    }
+    peak = host::peak_bytes() - before;
+  }
+  return peak;
+}
+
 size_t step_peak_bytes(const StepSize& z, DType linear_dtype) {
   EncoderConfig c;
   c.seq_len = z.n;
@@ -292,6 +316,92 @@ TEST_CASE("bf16: activation memory: the peak tensor bytes of a training step, bf
             << ": fp32 " << fp32 << " B, bf16 " << bf16 << " B, ratio " << ratio);
     CHECK(ratio < (attention_dropout > 0 ? 0.8 : 0.9));
   }
+}
+
+// Transformer-XL's training step (relative attention with URPE's C, a memory as long as the
+// segment, dropout and dropatt on), the step's segment reading the memory of one made before.
+size_t txl_step_peak_bytes(int64_t layers, int64_t d_model, int64_t heads, int64_t batch, int64_t len, DType linear_dtype) {
+  TransformerXLConfig c;
+  c.vocab = 97;
+  c.layers = layers;
+  c.d_model = d_model;
+  c.heads = heads;
+  c.d_head = d_model / heads;
+  c.d_inner = 4 * d_model;
+  c.dropout = 0.1f;
+  c.dropatt = 0.1f;
+  c.tgt_len = c.mem_len = len;
+  c.urpe = true;
+  c.linear_dtype = linear_dtype;
+  const TransformerXL model(c, 7);
+  const Tensor tokens = random_ids({len, batch}, 97, 83), targets = random_ids({len, batch}, 97, 84);
+  TxlMemory mems;
+  {
+    const autograd::NoGrad no_grad;
+    mems = model.forward(tokens, targets, {}, false, nullptr).mems;
+  }
+  Rng dropout_rng(12);
+  return two_step_peak(model.parameters(), [&] { return model.forward(tokens, targets, mems, true, &dropout_rng).loss; });
+}
+
+// Graphormer's training step (URPE, GV1's dropouts) on a batch of `graphs` copies of a drug-like
+// molecule (25 atoms, 26 rows with the graph token).
+size_t graphormer_step_peak_bytes(int64_t layers, int64_t d_model, int64_t heads, int64_t graphs, DType linear_dtype) {
+  data::MoleculeDataset d;
+  d.vocabulary = data::AtomVocabulary::zinc();
+  const std::string smiles = "CC(C)(C)C1=CC=C(NNC(=O)C2CCC2)C=C1CC(=O)NC1CC1";
+  std::vector<int64_t> rows;
+  for (int64_t k = 0; k < graphs; ++k) {
+    d.smiles.push_back(smiles);
+    d.graphs.push_back(data::molecule_graph(data::parse_smiles(smiles), d.vocabulary));
+    d.targets.push_back(0.25f * static_cast<float>(k));
+    rows.push_back(k);
+  }
+  GraphormerConfig c;
+  c.layers = layers;
+  c.d_model = c.d_ffn = d_model;
+  c.heads = heads;
+  c.multi_hop_max_dist = 5;
+  c.urpe = true;
+  c.linear_dtype = linear_dtype;
+  data::CollateOptions options;
+  options.multi_hop_max_dist = 5;
+  const data::GraphBatch batch = data::collate_graphs(d, rows, options);
+  const Graphormer model(c, 7);
+  Rng dropout_rng(13);
+  return two_step_peak(model.parameters(), [&] { return model.loss(model.forward(batch, true, &dropout_rng), batch); });
+}
+
+TEST_CASE("bf16: activation memory of Transformer-XL's and Graphormer's training steps, bf16 against fp32") {
+  // Deterministic sizes (tensor storage, the host allocator's size classes); the bounds fail if
+  // the attention or the FFN falls back to f32 activations.
+  {
+    const size_t fp32 = txl_step_peak_bytes(2, 64, 4, 4, 32, DType::f32), bf16 = txl_step_peak_bytes(2, 64, 4, 4, 32, DType::bf16);
+    const double ratio = double(bf16) / double(fp32);
+    MESSAGE("Transformer-XL, 2 layers, d 64, 4 heads, d_inner 256, batch 4, tgt_len = mem_len 32: fp32 " << fp32
+            << " B, bf16 " << bf16 << " B, ratio " << ratio);
+    CHECK(ratio < 0.8);
+  }
+  {
+    const size_t fp32 = graphormer_step_peak_bytes(2, 64, 4, 16, DType::f32),
+                 bf16 = graphormer_step_peak_bytes(2, 64, 4, 16, DType::bf16);
+    const double ratio = double(bf16) / double(fp32);
+    MESSAGE("Graphormer, 2 layers, d 64, 4 heads, d_ffn 64, 16 graphs of 25 atoms: fp32 " << fp32 << " B, bf16 "
+            << bf16 << " B, ratio " << ratio);
+    CHECK(ratio < 0.8);
+  }
+}
+
+// The same at larger sizes (docs/cuda.md#mixed-precision's table; a few seconds a step):
+// test_bf16 --test-case="*larger Transformer-XL*" --no-skip
+TEST_CASE("bf16: activation memory at a larger Transformer-XL and Graphormer" * doctest::skip()) {
+  const size_t t32 = txl_step_peak_bytes(4, 256, 8, 8, 128, DType::f32), t16 = txl_step_peak_bytes(4, 256, 8, 8, 128, DType::bf16);
+  MESSAGE("Transformer-XL, 4 layers, d 256, 8 heads, d_inner 1024, batch 8, tgt_len = mem_len 128: fp32 " << t32
+          << " B, bf16 " << t16 << " B, ratio " << double(t16) / double(t32));
+  const size_t g32 = graphormer_step_peak_bytes(12, 80, 8, 64, DType::f32),
+               g16 = graphormer_step_peak_bytes(12, 80, 8, 64, DType::bf16);
+  MESSAGE("Graphormer, 12 layers, d 80, 8 heads, d_ffn 80 (graphormer-slim), 64 graphs of 25 atoms: fp32 " << g32
+          << " B, bf16 " << g16 << " B, ratio " << double(g16) / double(g32));
 }
 
 // The mid-size measurement of docs/cuda.md#mixed-precision (a few seconds per step on one core):

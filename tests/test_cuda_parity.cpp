@@ -498,6 +498,17 @@ TEST_CASE("parity: permute and copy_window kernels, f32 and i32") {
     kernels::copy_window_cuda(src.to(gpu()), 37, 5, got, 20, 3, 3, 9, 67, accumulate);
     check_close(got, want, {1e-6, 1e-6}, accumulate ? "copy_window accumulate" : "copy_window");
   }
+  // bf16 (2-byte words; the accumulation in FP32, rounded once): the same on both devices, since
+  // both add the same two rounded values and round one FP32 sum.
+  for (int accumulate = 0; accumulate < 2; ++accumulate) {
+    Tensor src = cast(values({3, 37, 67}, 64), DType::bf16), dst0 = cast(values({3, 20, 67}, 65), DType::bf16);
+    Tensor want = dst0.clone(), got = dst0.to(gpu());
+    kernels::copy_window_cpu(src, 37, 5, want, 20, 3, 3, 9, 67, accumulate);
+    kernels::copy_window_cuda(src.to(gpu()), 37, 5, got, 20, 3, 3, 9, 67, accumulate);
+    REQUIRE(got.dtype() == DType::bf16);
+    CHECK(got.to_vector_f32() == want.to_vector_f32());
+    if (accumulate) CHECK(want.to_vector_f32() != dst0.to_vector_f32());
+  }
 }
 
 

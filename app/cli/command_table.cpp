@@ -166,8 +166,8 @@ std::vector<CommandSpec> command_table() {
                     {"repeats", "N", "50", "timed runs per measurement (the median is reported)", {1, 1000000}},
                     {"tf32", "", "off", "TF32 tensor cores: the GEMMs and the fused attention's kernels (CUDA only)"},
                     {"math", "NAME", "fp32",
-                     "bench attention: fp32, tf32 (= --tf32) or bf16 (the fused attention on BF16 tensor-core tiles, "
-                     "the GEMMs TF32, as precision=bf16; CUDA only)"},
+                     "bench attention: fp32, tf32 (= --tf32) or bf16 (the fused attention on BF16 tensor-core tiles "
+                     "reading bf16 q, k, v and dO, the GEMMs TF32, as precision=bf16; CUDA only)"},
                     {"sizes", "NAME", "table5",
                      "CUDA table sizes: table5, or smoke (a tiny model that checks the table runs); bench peaks: "
                      "smoke measures tiny sizes (checks it runs, not the machine's limits); bench attention: smoke "

@@ -45,9 +45,10 @@ void add_common_keys(ConfigSchema& s) {
   s.add_choice("precision", {"fp32", "tf32", "bf16"}, "fp32",
                "GEMM precision (docs/cuda.md#mixed-precision): fp32; tf32 (TF32 tensor-core GEMMs, CUDA only; "
                "--tf32 is the same); bf16 (the linear layers multiply in BF16 with FP32 accumulation, CPU or "
-               "CUDA, and the feed-forward and materialised-attention activations between them are stored "
-               "in BF16 and computed in FP32; on CUDA the other GEMMs and the fused attention use TF32; "
-               "parameters, optimizer, checkpoints, layer norm and the residual stream stay FP32)");
+               "CUDA, and the activations between them (feed-forward, every family's attention, fused or "
+               "materialised, Transformer-XL's logits) are stored in BF16 and computed in FP32; on CUDA the "
+               "fused attention runs on BF16 tensor-core tiles and the GEMMs that stay FP32 use TF32; "
+               "parameters, optimizer, checkpoints, layer norm, the residual stream and the losses stay FP32)");
 }
 
 // What the common keys mean (config_checks.h): the optimizer and loop of every family.
