@@ -21,6 +21,7 @@ import atexit
 import csv
 import hashlib
 import shutil
+import signal
 import tempfile
 import json
 import math
@@ -164,6 +165,7 @@ def main():
         os.replace(stamp + ".tmp", stamp)
     private = tempfile.mkdtemp(prefix="precision_runs_")
     atexit.register(shutil.rmtree, private, True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill runs the clean-up above too
     args.urpe = shutil.copy2(args.urpe, os.path.join(private, "urpe"))  # the copy every run of this call uses
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     lines = [f"# bf16 against fp32 in training: {', '.join(families)}, {args.seeds} seeds",
