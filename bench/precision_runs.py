@@ -11,7 +11,8 @@ Standard library only (the record's pictures are hand-written SVG).
   bench/precision_runs.py --out DIR [--urpe build/urpe] [--seeds 3] [--families pi,txl,graphormer]
                           [--device cpu] [--set KEY=VALUE]...
 
-Runs that already finished in DIR/runs (their results.json exists) are reused, so an interrupted
+Runs that already finished in DIR/runs (their results.json reports the steps config.txt asked for;
+an interrupted run's does not) are reused, so an interrupted
 call continues where it stopped. Every run of a call uses one copy of the binary, taken at the start
 (a rebuild during the call cannot change it mid-way), and DIR/binary.txt records its SHA-256: a call
 whose binary differs from the one that made DIR's runs is refused, so a record never mixes builds. Each run is `urpe train --preset P --set seed=S --set precision=X`.
@@ -45,15 +46,28 @@ def run_dir(out, family, precision, seed):
     return os.path.join(out, "runs", f"{family}-{precision}-s{seed}")
 
 
+def finished(directory):
+    """Whether a run completed: urpe writes results.json for an interrupted run too (its metric at
+    the step it reached), so the steps there must be the steps config.txt asked for."""
+    try:
+        with open(os.path.join(directory, "results.json")) as f:
+            done = json.load(f).get("steps")
+        with open(os.path.join(directory, "config.txt")) as f:
+            asked = next(int(line.split("=")[1].split("#")[0]) for line in f if line.split("=")[0].strip() == "steps")
+    except (OSError, ValueError, StopIteration):
+        return False
+    return done == asked
+
+
 def train(args, family, precision, seed):
     directory = run_dir(args.out, family, precision, seed)
-    if os.path.exists(os.path.join(directory, "results.json")):
+    if finished(directory):
         return "reused"
     preset, extra, _, _ = FAMILIES[family]
     command = [args.urpe, "train", "--preset", preset, "--set", f"seed={seed}", "--set",
                f"precision={precision}", "--set", f"device={args.device}", "--out", directory, "--quiet"]
     if os.path.exists(directory):
-        command.append("--overwrite")  # a run that stopped before its results: start it again
+        command.append("--overwrite")  # a run that stopped before the end: start it again
     for assignment in extra + args.set:
         command += ["--set", assignment]
     start = time.time()
