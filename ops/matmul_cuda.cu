@@ -15,16 +15,15 @@
 // gemm_cuda hands it a GEMM with a bias or a bf16 C.
 //
 // bias_grad_cuda: ∂b = Σ_rows g for a bf16 g (linear's bf16 output), read as bf16 (2 bytes an
-// element, no widened copy), summed in double per chunk of rows and the chunks added in order in
-// a second pass: the chunking of sum_axis_cuda's strided path (ops/reduce_cuda.cu), so the result
+// element, no widened copy) by sum_axis_cuda's own two passes (ops/reduce_cuda.cu), so the result
 // is bit for bit that of summing the widened g there; deterministic, no atomics.
 // Bytes: 2·rows·n read, 8·chunks·n partials written and read, 4·n written.
 #include <algorithm>
 #include <limits>
 
-#include "ops/bf16_values.cuh"
 #include "ops/cuda_common.cuh"
 #include "ops/matmul.h"
+#include "ops/reduce.h"
 
 namespace urpe::kernels {
 
@@ -49,54 +48,10 @@ int checked_int(int64_t value, const char* what, const GemmArgs& g) {
   return static_cast<int>(value);
 }
 
-// ∂b partials: partial[c·n + i] = Σ_{j in chunk c} g[j, i] in double (one thread per (c, i):
-// consecutive i read consecutive bf16s).
-__global__ void linear_bias_grad_partial_kernel(const __nv_bfloat16* __restrict__ g, int64_t rows, int64_t n,
-                                                int64_t chunk, int64_t chunks, double* __restrict__ partial) {
-  URPE_GRID_STRIDE(idx, chunks * n) {
-    const int64_t c = idx / n, i = idx % n;
-    const int64_t j_end = min(rows, (c + 1) * chunk);
-    double total = 0;
-    for (int64_t j = c * chunk; j < j_end; ++j) total += load(g, j * n + i);
-    partial[idx] = total;
-  }
-}
-
-// ∂b[i] = Σ_c partial[c·n + i], c ascending.
-__global__ void linear_bias_grad_total_kernel(const double* __restrict__ partial, int64_t n, int64_t chunks,
-                                              float* __restrict__ out) {
-  URPE_GRID_STRIDE(i, n) {
-    double total = 0;
-    for (int64_t c = 0; c < chunks; ++c) total += partial[c * n + i];
-    out[i] = static_cast<float>(total);
-  }
-}
-
 }  // namespace
 
 void bias_grad_cuda(const Device& device, const bf16* g, int64_t rows, int64_t n, float* out) {
-  URPE_CHECK(device.is_cuda() && device.context() != nullptr, "bias_grad_cuda: not a CUDA device");
-  cuda::Context& ctx = *device.context();
-  ctx.activate();
-  if (n == 0) return;
-  const int threads = 256;
-  if (rows == 0) {
-    gemm_scale_output_kernel<<<grid_for(ctx, n, threads), threads, 0, ctx.stream()>>>(out, 1, n, n, 0, 1, 0.0f);
-    CUDA_CHECK_LAUNCH("gemm_scale_output_kernel");
-    return;
-  }
-  // sum_axis_cuda's chunking for (outer 1, rows, inner n): about 64K threads in the first pass.
-  const int64_t wanted = std::max<int64_t>(1, (int64_t(1) << 16) / n);
-  const int64_t chunks_guess = std::min<int64_t>(rows, wanted);
-  const int64_t chunk = (rows + chunks_guess - 1) / chunks_guess;
-  const int64_t chunks = (rows + chunk - 1) / chunk;
-  cuda::DeviceBuffer partial(ctx, sizeof(double) * chunks * n);
-  linear_bias_grad_partial_kernel<<<grid_for(ctx, chunks * n, threads), threads, 0, ctx.stream()>>>(
-      reinterpret_cast<const __nv_bfloat16*>(g), rows, n, chunk, chunks, partial.as<double>());
-  CUDA_CHECK_LAUNCH("linear_bias_grad_partial_kernel");
-  linear_bias_grad_total_kernel<<<grid_for(ctx, n, threads), threads, 0, ctx.stream()>>>(partial.as<double>(), n,
-                                                                                          chunks, out);
-  CUDA_CHECK_LAUNCH("linear_bias_grad_total_kernel");
+  sum_axis_cuda(device, g, 1, rows, n, 1.0f, out);  // sum_axis's two passes, reading the bf16 words
 }
 
 void gemm_cuda(const Device& device, const GemmArgs& g) {

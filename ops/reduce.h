@@ -26,6 +26,9 @@ namespace kernels {
 // out[o, i] = alpha · Σ_j x[o, j, i]
 void sum_axis_cpu(const Tensor& x, int64_t outer, int64_t n, int64_t inner, float alpha, Tensor& out);
 void sum_axis_cuda(const Tensor& x, int64_t outer, int64_t n, int64_t inner, float alpha, Tensor& out);
+// The same passes over a bf16 x read as it is (each value widened exactly), into an f32 out.
+void sum_axis_cuda(const Device& device, const bf16* x, int64_t outer, int64_t n, int64_t inner, float alpha,
+                   float* out);
 // out[o, j, i] = alpha · g[o, i]
 void broadcast_axis_cpu(const Tensor& g, int64_t outer, int64_t n, int64_t inner, float alpha, Tensor& out);
 void broadcast_axis_cuda(const Tensor& g, int64_t outer, int64_t n, int64_t inner, float alpha, Tensor& out);

@@ -7,12 +7,14 @@
 //     coalesced), chunks chosen from the shapes so about 64K threads work.
 //   Pass 2: one thread per (o, i) adds its chunk partials in chunk order and scales by alpha.
 //   The chunking depends only on the shapes, never on the device, so results are reproducible.
-//   Bytes: 4·outer·n·inner read, 8·chunks·outer·inner partials, 4·outer·inner written.
+//   x f32 or bf16 (the raw overload: linear's ∂b from a bf16 g, read as it is).
+//   Bytes: 4·outer·n·inner read (2· for bf16), 8·chunks·outer·inner partials, 4·outer·inner written.
 // broadcast_axis, out[o, j, i] = alpha · g[o, i]: one thread per output element;
 //   4·outer·inner read (cached), 4·outer·n·inner written.
 // argmax_rows, out[r] = the first index of row r's maximum: one block per row, each thread keeps
 //   its strided best (value, index), then a shuffle tree and one pass over the warps' bests;
 //   4·rows·cols read, 4·rows written.
+#include "ops/bf16_values.cuh"
 #include "ops/cuda_common.cuh"
 #include "ops/reduce.h"
 
@@ -23,22 +25,25 @@ namespace {
 constexpr int64_t kRowChunk = 8192;
 
 // partial[o·chunks + c] = Σ_{j in chunk c} x[o, j]; one block per (o, c), blocks grid-strided.
-__global__ void sum_rows_partial_kernel(const float* __restrict__ x, int64_t outer, int64_t n,
+// x is f32 or bf16 (each value widened as it is read).
+template <typename T>
+__global__ void sum_rows_partial_kernel(const T* __restrict__ x, int64_t outer, int64_t n,
                                         int64_t chunks, double* __restrict__ partial) {
   URPE_SHARED(double, shared, [32]);
   for (int64_t block = blockIdx.x; block < outer * chunks; block += gridDim.x) {
     const int64_t o = block / chunks, c = block % chunks;
     const int64_t begin = c * kRowChunk, end = min(n, begin + kRowChunk);
-    const float* row = x + o * n;
+    const T* row = x + o * n;
     double total = 0;
-    for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) total += row[j];
+    for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) total += load(row, j);
     total = block_sum(total, shared);
     if (threadIdx.x == 0) partial[block] = total;
   }
 }
 
 // partial[(c·outer + o)·inner + i] = Σ_{j in chunk c} x[o, j, i]
-__global__ void sum_strided_partial_kernel(const float* __restrict__ x, int64_t outer, int64_t n,
+template <typename T>
+__global__ void sum_strided_partial_kernel(const T* __restrict__ x, int64_t outer, int64_t n,
                                            int64_t inner, int64_t chunk, int64_t chunks,
                                            double* __restrict__ partial) {
   const int64_t per_chunk = outer * inner;
@@ -47,7 +52,7 @@ __global__ void sum_strided_partial_kernel(const float* __restrict__ x, int64_t 
     const int64_t o = oi / inner, i = oi % inner;
     const int64_t j_end = min(n, (c + 1) * chunk);
     double total = 0;
-    for (int64_t j = c * chunk; j < j_end; ++j) total += x[(o * n + j) * inner + i];
+    for (int64_t j = c * chunk; j < j_end; ++j) total += load(x, (o * n + j) * inner + i);
     partial[idx] = total;
   }
 }
@@ -131,25 +136,28 @@ void argmax_rows_cuda(const Tensor& x, int64_t rows, int64_t cols, Tensor& out) 
   CUDA_CHECK_LAUNCH("argmax_rows_kernel");
 }
 
-void sum_axis_cuda(const Tensor& x, int64_t outer, int64_t n, int64_t inner, float alpha,
-                   Tensor& out) {
-  cuda::Context& ctx = context_of(out);
+namespace {
+
+// The two passes above over an f32 or bf16 x; out (outer·inner) f32.
+template <typename T>
+void sum_axis_passes(cuda::Context& ctx, const T* x, int64_t outer, int64_t n, int64_t inner, float alpha,
+                     float* out) {
   const int64_t outputs = outer * inner;
   if (outputs == 0) return;
   if (n == 0) {
-    out.fill(0.0f);
+    CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(float) * outputs, ctx.stream()));  // 0.0f is all zero bits
     return;
   }
   const int threads = 256;
   if (inner == 1) {
     const int64_t chunks = (n + kRowChunk - 1) / kRowChunk;
     cuda::DeviceBuffer partial(ctx, sizeof(double) * outer * chunks);
-    sum_rows_partial_kernel<<<grid_for(ctx, outer * chunks * threads, threads), threads, 0,
-                              ctx.stream()>>>(x.f32(), outer, n, chunks, partial.as<double>());
+    sum_rows_partial_kernel<T><<<grid_for(ctx, outer * chunks * threads, threads), threads, 0,
+                              ctx.stream()>>>(x, outer, n, chunks, partial.as<double>());
     CUDA_CHECK_LAUNCH("sum_rows_partial_kernel");
     // partial is (outer, chunks): chunk stride 1, output stride `chunks`.
     sum_partials_kernel<<<grid_for(ctx, outer, threads), threads, 0, ctx.stream()>>>(
-        partial.as<double>(), outer, chunks, 1, chunks, alpha, out.f32());
+        partial.as<double>(), outer, chunks, 1, chunks, alpha, out);
     CUDA_CHECK_LAUNCH("sum_partials_kernel");
     return;
   }
@@ -158,14 +166,28 @@ void sum_axis_cuda(const Tensor& x, int64_t outer, int64_t n, int64_t inner, flo
   const int64_t chunk = (n + chunks_guess - 1) / chunks_guess;
   const int64_t chunks = (n + chunk - 1) / chunk;
   cuda::DeviceBuffer partial(ctx, sizeof(double) * chunks * outputs);
-  sum_strided_partial_kernel<<<grid_for(ctx, chunks * outputs, threads), threads, 0,
-                               ctx.stream()>>>(x.f32(), outer, n, inner, chunk, chunks,
-                                               partial.as<double>());
+  sum_strided_partial_kernel<T><<<grid_for(ctx, chunks * outputs, threads), threads, 0,
+                               ctx.stream()>>>(x, outer, n, inner, chunk, chunks, partial.as<double>());
   CUDA_CHECK_LAUNCH("sum_strided_partial_kernel");
   // partial is (chunks, outputs): chunk stride `outputs`, output stride 1.
   sum_partials_kernel<<<grid_for(ctx, outputs, threads), threads, 0, ctx.stream()>>>(
-      partial.as<double>(), outputs, chunks, outputs, 1, alpha, out.f32());
+      partial.as<double>(), outputs, chunks, outputs, 1, alpha, out);
   CUDA_CHECK_LAUNCH("sum_partials_kernel");
+}
+
+}  // namespace
+
+void sum_axis_cuda(const Tensor& x, int64_t outer, int64_t n, int64_t inner, float alpha,
+                   Tensor& out) {
+  sum_axis_passes(context_of(out), x.f32(), outer, n, inner, alpha, out.f32());
+}
+
+void sum_axis_cuda(const Device& device, const bf16* x, int64_t outer, int64_t n, int64_t inner, float alpha,
+                   float* out) {
+  URPE_CHECK(device.is_cuda() && device.context() != nullptr, "sum_axis_cuda: not a CUDA device");
+  cuda::Context& ctx = *device.context();
+  ctx.activate();
+  sum_axis_passes(ctx, reinterpret_cast<const __nv_bfloat16*>(x), outer, n, inner, alpha, out);
 }
 
 void broadcast_axis_cuda(const Tensor& g, int64_t outer, int64_t n, int64_t inner, float alpha,
