@@ -7,6 +7,7 @@
 
 #if defined(URPE_WITH_CUDA)
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "ops/cast.h"
@@ -105,15 +106,26 @@ double measure_copy_bandwidth_gbs(cuda::Context* context, size_t bytes) {
   return 2.0 * static_cast<double>(n * sizeof(float)) / (t.median_ms * 1e-3) / 1e9;
 }
 
+namespace {
+
+// The square timings' operands: two n×n f32 matrices tiled from one seeded random tile (b
+// offset by half a tile), filled on the device.
+std::pair<Tensor, Tensor> square_operands(const Device& device, int n) {
+  Rng rng(20221128);
+  const Tensor tile = Tensor::uniform({kTimingTile}, -1.0f, 1.0f, rng, device);
+  Tensor a = Tensor::empty({n, n}, DType::f32, device), b = Tensor::empty({n, n}, DType::f32, device);
+  fill_by_tiling(a, tile, 0);
+  fill_by_tiling(b, tile, kTimingTile / 2);
+  return {a, b};
+}
+
+}  // namespace
+
 double measure_sgemm_tflops(cuda::Context* context, int n, bool tf32) {
   URPE_CHECK(context != nullptr && n > 0, "measure_sgemm_tflops: bad arguments");
   std::shared_ptr<cuda::Context> keep(std::shared_ptr<cuda::Context>(), context);  // non-owning
   const Device device = Device::cuda(keep);
-  Rng rng(20221128);
-  const Tensor tile = Tensor::uniform({kTimingTile}, -1.0f, 1.0f, rng, device);
-  const Tensor a = Tensor::empty({n, n}, DType::f32, device), b = Tensor::empty({n, n}, DType::f32, device);
-  fill_by_tiling(a, tile, 0);
-  fill_by_tiling(b, tile, kTimingTile / 2);
+  const auto [a, b] = square_operands(device, n);
   Tensor c = Tensor::empty({n, n}, DType::f32, device);
   kernels::GemmArgs g;
   g.m = g.n = g.k = n;
@@ -137,11 +149,7 @@ double measure_bf16_gemm_tflops(cuda::Context* context, int n) {
   URPE_CHECK(context != nullptr && n > 0, "measure_bf16_gemm_tflops: bad arguments");
   std::shared_ptr<cuda::Context> keep(std::shared_ptr<cuda::Context>(), context);  // non-owning
   const Device device = Device::cuda(keep);
-  Rng rng(20221128);
-  const Tensor tile = Tensor::uniform({kTimingTile}, -1.0f, 1.0f, rng, device);
-  const Tensor a = Tensor::empty({n, n}, DType::f32, device), b = Tensor::empty({n, n}, DType::f32, device);
-  fill_by_tiling(a, tile, 0);
-  fill_by_tiling(b, tile, kTimingTile / 2);
+  const auto [a, b] = square_operands(device, n);
   const Tensor a16 = cast(a, DType::bf16), b16 = cast(b, DType::bf16);
   Tensor c = Tensor::empty({n, n}, DType::f32, device);
   kernels::GemmArgs g;
