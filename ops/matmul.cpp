@@ -187,6 +187,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
 // CPU's scheme on cuBLAS. Backward sums the bias gradient over the rows (a bf16 g read as it is on
 // CUDA) and hands ∂x, ∂W to two GEMMs, with no copy of ∂y for the add.
 //   y = x·Wᵀ + 1·bᵀ      ∂x = g·W      ∂W = gᵀ·x      ∂b = Σ_rows g
+// A bf16 y adds b̃ = bf16(b), on every device and path: cuBLASLt's bias vector has D's type (an f32
+// bias beside a bf16 D was refused on an H100), and autocast rounds the bias too; ∂b is unchanged
+// (the rounding passes the gradient through, as W̃'s does).
 // x is read as (rows, in), rows the product of its leading dims: linear never needs them apart.
 // Multiplying in bf16 (multiply_in): x̃ = bf16(x), W̃ = bf16(W) (kept for backward instead of x,
 // W), y = x̃·W̃ᵀ + b summed in FP32, g̃ = bf16(g), ∂x = g̃·W̃ and ∂W = g̃ᵀ·x̃ summed in FP32,
@@ -218,9 +221,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType m
   URPE_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)),
              "linear: bias " << bias.describe() << " does not match weight " << weight.describe());
   if (bias.defined()) {
-    check_dtype("linear", "bias", bias, DType::f32);  // added onto the f32 output in FP32
+    check_dtype("linear", "bias", bias, DType::f32);  // the FP32 parameter (a bf16 y rounds it below)
     check_same_device("linear", x, bias);
   }
+  // The bias the output adds: b, or b̃ = bf16(b) beside a bf16 y (n elements: one small cast).
+  const Tensor bias_op = bias.defined() && out_dtype == DType::bf16 ? in_dtype(bias, DType::bf16) : bias;
   check_same_device("linear", x, weight);
   const int64_t in = weight.size(1), out_features = weight.size(0);
   int64_t rows = 1;
@@ -239,7 +244,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType m
     GemmArgs g = gemm_args(x_rows, false, w, true, nullptr, 1, false);
     if (out_dtype == DType::bf16) g.c_bf16 = lt_y.data<bf16>();
     else g.c = lt_y.f32();
-    if (bias.defined()) g.bias = bias.f32();
+    if (bias_op.defined() && out_dtype == DType::bf16) g.bias_bf16 = bias_op.data<bf16>();
+    else if (bias_op.defined()) g.bias = bias_op.f32();
     if (kernels::gemm_lt_available(device, g)) {
       URPE_PROFILE_COST(profile::with_math(gemm_cost(g), gemm_math(device, g)));
       const NvtxRange nvtx("linear");
@@ -250,13 +256,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType m
 #endif
   if (!y.defined()) {  // the CPU, or CUDA without a cuBLASLt plan: bias rows, then the GEMM with β = 1
     y = Tensor::empty(out_shape, DType::f32, device);
+    const Tensor bias_added = bias_op.defined() ? in_dtype(bias_op, DType::f32) : Tensor();  // b, or b̃ widened
     if (!bias.defined()) {
       run_gemm(device, x_rows, false, w, true, y.f32(), 1, false);
     } else if (device.is_cpu()) {
       URPE_PROFILE_COST(broadcast_axis_cost(1, rows, out_features, 1.0f));
       // The bias into each block of rows right before the GEMM adds onto it: the rows are written
       // and read back in the cache instead of in one pass over y ahead of the GEMM.
-      const float* b = bias.f32();
+      const float* b = bias_added.f32();
       float* out = y.f32();
       const kernels::RowsFn bias_rows = [b, out, out_features](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) std::copy(b, b + out_features, out + r * out_features);
@@ -264,8 +271,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType m
       run_gemm(device, x_rows, false, w, true, y.f32(), 1, true, &bias_rows);
     } else {
       URPE_PROFILE_COST(broadcast_axis_cost(1, rows, out_features, 1.0f));
-      URPE_DISPATCH("linear", device, kernels::broadcast_axis_cpu(bias, 1, rows, out_features, 1.0f, y),
-                    kernels::broadcast_axis_cuda(bias, 1, rows, out_features, 1.0f, y));
+      URPE_DISPATCH("linear", device, kernels::broadcast_axis_cpu(bias_added, 1, rows, out_features, 1.0f, y),
+                    kernels::broadcast_axis_cuda(bias_added, 1, rows, out_features, 1.0f, y));
       run_gemm(device, x_rows, false, w, true, y.f32(), 1, true);
     }
     // A bf16 output: the FP32 sum (bias included) rounded once, in a pass of its own.

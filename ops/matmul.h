@@ -70,10 +70,13 @@ struct GemmArgs {
   int64_t batch = 1;
   // CUDA only (cuBLASLt: gemm_lt_cuda; gemm_cpu refuses them). c_bf16 instead of c: C written in
   // bf16 (bf16 operands), the FP32 result rounded once as it is stored. bias: the epilogue
-  // C = α·op(A)·op(B) + β·C + 1·biasᵀ, bias[j] (n long, f32) added to column j of every row in
-  // FP32, before C's rounding; linear runs it with β = 0.
+  // C = α·op(A)·op(B) + β·C + 1·biasᵀ, bias[j] (n long) added to column j of every row in FP32,
+  // before C's rounding; linear runs it with β = 0. The bias has C's type (cuBLASLt's rule: its
+  // heuristic refused an f32 bias beside a bf16 D on an H100, CUBLAS_STATUS_INVALID_VALUE):
+  // bias with an f32 c, bias_bf16 with a c_bf16.
   bf16* c_bf16 = nullptr;
   const float* bias = nullptr;
+  const bf16* bias_bf16 = nullptr;
 };
 void gemm_cpu(const GemmArgs& args);
 // The same product (batch 1) with `before(r0, r1)` run on rows [r0, r1) of C just before they are

@@ -179,7 +179,7 @@ static GemmArgs widen_operands(const GemmArgs& g, Tensor keep[2]) {
 // cuBLASLt's epilogues (a bias, a bf16 C) are CUDA's: the CPU's linear adds its bias through the
 // row hook below and rounds a bf16 output in a pass of its own.
 static void check_no_epilogue(const GemmArgs& g) {
-  URPE_CHECK(g.bias == nullptr && g.c_bf16 == nullptr,
+  URPE_CHECK(g.bias == nullptr && g.bias_bf16 == nullptr && g.c_bf16 == nullptr,
              "gemm_cpu: a bias epilogue or a bf16 C is cuBLASLt's (CUDA only); the CPU GEMM writes an f32 C");
 }
 

@@ -56,7 +56,7 @@ void bias_grad_cuda(const Device& device, const bf16* g, int64_t rows, int64_t n
 
 void gemm_cuda(const Device& device, const GemmArgs& g) {
   URPE_CHECK(device.is_cuda() && device.context() != nullptr, "gemm_cuda: not a CUDA device");
-  if (g.bias != nullptr || g.c_bf16 != nullptr) return gemm_lt_cuda(device, g);  // cuBLASLt's epilogues
+  if (g.bias != nullptr || g.bias_bf16 != nullptr || g.c_bf16 != nullptr) return gemm_lt_cuda(device, g);  // cuBLASLt's epilogues
   cuda::Context& ctx = *device.context();
   ctx.activate();
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;

@@ -6,13 +6,15 @@
 // gemm_lt_cuda: linear's forward as one cublasLtMatmul, the bias added by the
 // CUBLASLT_EPILOGUE_BIAS epilogue (β = 0: no broadcast pass, C never read) and a bf16 D written
 // directly (no FP32 C and rounding pass): D = op(A)·op(B) + bias, bias[j] on output column j, the
-// sum and the bias in FP32, rounded once as D is stored. The column-major swap of matmul_cuda.cu: our
+// sum and the bias in FP32, rounded once as D is stored. The bias vector has D's type, as
+// cuBLASLt requires (an f32 bias beside a bf16 D: CUBLAS_STATUS_INVALID_VALUE from its heuristic
+// on an H100, bench/results/gpu_h100_2026-11-27.md), so a bf16 D takes a bf16 bias. The column-major swap of matmul_cuda.cu: our
 // row-major C (m×n) is Lt's column-major D (n×m), whose *rows* are our columns, so the bias
 // vector (n long) runs along Lt's rows, as the epilogue wants. Per layout (sizes, leading
 // dimensions, types, the TF32 switch, the pointers' alignments) the descriptors and the
 // heuristic's algorithm are made once and kept with the context (LtPlans); a layout the heuristic
 // has no algorithm for is remembered as such, said once on stderr, and linear keeps its cuBLAS path.
-// Cost of the epilogue: n·4 bytes of bias read; a bf16 D writes 2·m·n bytes instead of 4·m·n.
+// Cost of the epilogue: n·4 (bf16: n·2) bytes of bias read; a bf16 D writes 2·m·n bytes instead of 4·m·n.
 #include "ops/matmul.h"
 
 #if defined(URPE_WITH_CUDA)
@@ -40,16 +42,22 @@ uint32_t alignment_of(const void* p) {
   return a;
 }
 
+// The bias vector, whichever type it has (D's), or null.
+const void* bias_of(const GemmArgs& g) {
+  return g.bias_bf16 != nullptr ? static_cast<const void*>(g.bias_bf16) : static_cast<const void*>(g.bias);
+}
+
 // Everything a heuristic answer depends on (never the pointers themselves, only their alignment).
 using LtKey = std::array<int64_t, 20>;
 LtKey lt_key(const cuda::Context& ctx, const GemmArgs& g) {
   const bool bf16_in = g.a_bf16 != nullptr;
+  const void* bias = bias_of(g);
   const void* a = bf16_in ? static_cast<const void*>(g.a_bf16) : g.a;
   const void* b = bf16_in ? static_cast<const void*>(g.b_bf16) : g.b;
   const void* c = g.c_bf16 != nullptr ? static_cast<const void*>(g.c_bf16) : g.c;
   return {g.trans_a, g.trans_b, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, g.stride_a, g.stride_b, g.stride_c, g.batch,
-          bf16_in, g.c_bf16 != nullptr, g.bias != nullptr, !bf16_in && ctx.tf32(), alignment_of(a), alignment_of(b),
-          alignment_of(c), g.bias != nullptr ? alignment_of(g.bias) : 0};
+          bf16_in, g.c_bf16 != nullptr, bias != nullptr, !bf16_in && ctx.tf32(), alignment_of(a), alignment_of(b),
+          alignment_of(c), bias != nullptr ? alignment_of(bias) : 0};
 }
 
 // One layout's cublasLtMatmul: its descriptors and algorithm, or why there is none.
@@ -107,13 +115,13 @@ std::unique_ptr<LtPlan> make_lt_plan(cuda::Context& ctx, const GemmArgs& g) {
   const int32_t trans_a = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_b = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   LT_PLAN_STEP(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a)));
   LT_PLAN_STEP(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof(trans_b)));
-  if (g.bias != nullptr) {
+  if (const void* bias = bias_of(g); bias != nullptr) {
     const uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-    const int32_t bias_type = CUDA_R_32F;  // f32 whatever D is: added in FP32 before D's rounding
+    const int32_t bias_type = d_type;  // D's type (cuBLASLt's rule), added in FP32 before D's rounding
     LT_PLAN_STEP(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
     LT_PLAN_STEP(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                                 sizeof(bias_type)));
-    LT_PLAN_STEP(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+    LT_PLAN_STEP(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   }
   // Column-major views of the row-major matrices: a row-major R×C matrix is a column-major C×R one.
   LT_PLAN_STEP(cublasLtMatrixLayoutCreate(&plan->a, ab_type, g.trans_b ? g.k : g.n, g.trans_b ? g.n : g.k, g.ldb));
@@ -168,7 +176,7 @@ LtPlan& lt_plan_locked(cuda::Context& ctx, LtPlans& plans, const GemmArgs& g) {
                    "urpe: cuBLASLt has no plan for the GEMM %lld×%lld×%lld (%s in, %s out%s%s): %s; this layout runs on "
                    "cuBLAS instead (bias broadcast and β = 1, a bf16 output rounded in a second pass)\n",
                    static_cast<long long>(g.m), static_cast<long long>(g.n), static_cast<long long>(g.k),
-                   lt_type_name(g.a_bf16 != nullptr), lt_type_name(g.c_bf16 != nullptr), g.bias ? ", bias epilogue" : "",
+                   lt_type_name(g.a_bf16 != nullptr), lt_type_name(g.c_bf16 != nullptr), bias_of(g) ? ", bias epilogue" : "",
                    g.batch > 1 ? ", batched" : "", slot->unsupported.c_str());
     }
   }
@@ -202,6 +210,8 @@ void gemm_lt_cuda(const Device& device, const GemmArgs& g) {
   URPE_CHECK((g.a_bf16 != nullptr) == (g.b_bf16 != nullptr), "gemm_lt_cuda: one bf16 operand and one f32");
   URPE_CHECK((g.c != nullptr) != (g.c_bf16 != nullptr), "gemm_lt_cuda: give C as f32 or as bf16, exactly one");
   URPE_CHECK(g.c_bf16 == nullptr || g.a_bf16 != nullptr, "gemm_lt_cuda: a bf16 C needs bf16 operands");
+  URPE_CHECK((g.bias == nullptr || g.c != nullptr) && (g.bias_bf16 == nullptr || g.c_bf16 != nullptr),
+             "gemm_lt_cuda: the bias has C's type (cuBLASLt's rule): an f32 bias with an f32 C, a bf16 one with a bf16 C");
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;
   URPE_CHECK(g.k > 0 && ctx.cublas_lt() != nullptr,
              "gemm_lt_cuda: cuBLASLt cannot run this GEMM (k = " << g.k << (ctx.cublas_lt() ? "" : ", no cuBLASLt: ")
@@ -210,8 +220,8 @@ void gemm_lt_cuda(const Device& device, const GemmArgs& g) {
   std::lock_guard<std::mutex> lock(plans.mutex);
   LtPlan& plan = lt_plan_locked(ctx, plans, g);
   URPE_CHECK(plan.unsupported.empty(), "gemm_lt_cuda: " << plan.unsupported << "; ask gemm_lt_available first");
-  if (g.bias != nullptr)  // this call's bias (the plan was made for one of the same alignment)
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+  if (const void* bias = bias_of(g); bias != nullptr)  // this call's (the plan's had the same alignment)
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   const float alpha = g.alpha, beta = g.beta;
   const void* a = g.a_bf16 != nullptr ? static_cast<const void*>(g.a_bf16) : g.a;
   const void* b = g.b_bf16 != nullptr ? static_cast<const void*>(g.b_bf16) : g.b;

@@ -203,6 +203,7 @@ std::vector<DtypeGemmRate> measure_dtype_gemms(cuda::Context* context, bool smok
       const Tensor a16 = cast(a, DType::bf16), b16 = cast(b, DType::bf16), c16 = cast(c, DType::bf16);
       const Tensor bias = Tensor::empty({s.n}, DType::f32, device);  // the epilogue rows' bias
       fill_by_tiling(bias, tile, tile_length / 5);
+      const Tensor bias16 = cast(bias, DType::bf16);  // a bf16 D's epilogue takes a bias of D's type
       for (const char* math : {"fp32", "tf32", "bf16→f32", "bf16→bf16"}) {
         for (const float beta : {0.0f, 1.0f}) {
           const std::string m = math;
@@ -237,8 +238,8 @@ std::vector<DtypeGemmRate> measure_dtype_gemms(cuda::Context* context, bool smok
           rates.push_back(timed_row(s, m, beta, call));
         }
       }
-      // linear's GEMM on cuBLASLt: β = 0 and the bias (n floats) added by the epilogue, D in f32 or
-      // written in bf16 directly (kernels::gemm_lt_cuda), beside the β = 1 rows above that linear's
+      // linear's GEMM on cuBLASLt: β = 0 and the bias (n values of D's type) added by the epilogue,
+      // D in f32 or written in bf16 directly (kernels::gemm_lt_cuda), beside the β = 1 rows above that linear's
       // cuBLAS path runs onto its broadcast bias. A layout cuBLASLt has no plan for is left out
       // (gemm_lt_available says so on stderr).
       bool lt_bf16 = false;  // the bf16→bf16 epilogue has a plan: the linear op row below runs on it
@@ -248,14 +249,18 @@ std::vector<DtypeGemmRate> measure_dtype_gemms(cuda::Context* context, bool smok
         g.trans_b = true;
         g.m = s.m; g.n = s.n; g.k = s.k;
         g.lda = s.k; g.ldb = s.k; g.ldc = s.n;
-        g.bias = bias.f32();
         if (m == "fp32" || m == "tf32") {
           g.a = a.f32(); g.b = b.f32();
         } else {
           g.a_bf16 = a16.data<bf16>(); g.b_bf16 = b16.data<bf16>();
         }
-        if (m == "bf16→bf16") g.c_bf16 = c16.data<bf16>();
-        else g.c = c.f32();
+        if (m == "bf16→bf16") {
+          g.c_bf16 = c16.data<bf16>();
+          g.bias_bf16 = bias16.data<bf16>();
+        } else {
+          g.c = c.f32();
+          g.bias = bias.f32();
+        }
         context->set_tf32(m != "fp32");
         if (!kernels::gemm_lt_available(device, g)) continue;
         lt_bf16 = lt_bf16 || m == "bf16→bf16";

@@ -6,8 +6,9 @@
 // check raises, and CUBLAS_STATUS_INVALID_VALUE / NOT_SUPPORTED): compute CUBLAS_COMPUTE_32F (or
 // _FAST_TF32 with f32 A and B; TF32 changes nothing here, as for cuBLAS's math mode), scale
 // CUDA_R_32F; A and B both CUDA_R_32F or both CUDA_R_16BF; C and D of one type, CUDA_R_32F (or
-// CUDA_R_16BF after bf16 A and B), C the same matrix as D; epilogue DEFAULT or BIAS with an f32
-// bias; op N or T; strided batches. The heuristic returns one algorithm that carries a fingerprint
+// CUDA_R_16BF after bf16 A and B), C the same matrix as D; epilogue DEFAULT or BIAS with a bias of
+// D's type (cuBLASLt's rule; an H100's heuristic answered CUBLAS_STATUS_INVALID_VALUE to an f32 bias
+// beside a bf16 D, 2026-11-27, so asking for one here is loud); op N or T; strided batches. The heuristic returns one algorithm that carries a fingerprint
 // of the problem it was asked for and the alignments it was promised: cublasLtMatmul refuses it
 // for another problem, and refuses a pointer less aligned than promised, as the library would
 // (silently, on a GPU) run a kernel that assumed them.
@@ -95,9 +96,8 @@ Problem check_problem(const cublasLtSimMatmulDesc& desc, const cublasLtSimMatrix
     p.why_not = "C's layout differs from D's (the simulator runs C = D only)";
   else if (desc.epilogue != CUBLASLT_EPILOGUE_DEFAULT && desc.epilogue != CUBLASLT_EPILOGUE_BIAS)
     p.why_not = "epilogue other than DEFAULT or BIAS";
-  else if (desc.epilogue == CUBLASLT_EPILOGUE_BIAS && desc.bias_type != CUDA_R_32F &&
-           !(desc.bias_type == -1 && d.type == CUDA_R_32F))
-    p.why_not = "a bias of another type than CUDA_R_32F";
+  else if (desc.epilogue == CUBLASLT_EPILOGUE_BIAS && desc.bias_type != -1 && desc.bias_type != d.type)
+    p.why_not = "a bias of another type than D's (cuBLASLt's heuristic refuses it: CUBLAS_STATUS_INVALID_VALUE)";
   else if ((ta ? a.cols : a.rows) != d.rows || (tb ? b.rows : b.cols) != d.cols || (tb ? b.cols : b.rows) != uint64_t(p.k))
     p.why_not = "the layouts of A, B and D do not make one product (op(A): m×k, op(B): k×n, D: m×n)";
   else if (a.batch != d.batch || b.batch != d.batch)
@@ -180,7 +180,8 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasL
     case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: {
       int32_t type = 0;
       if ((s = read_attribute(call, buf, bytes, &type)) != CUBLAS_STATUS_SUCCESS) return s;
-      if (type != CUDA_R_32F) return loud(call, "bias type other than CUDA_R_32F is not simulated", CUBLAS_STATUS_NOT_SUPPORTED);
+      if (type != CUDA_R_32F && type != CUDA_R_16BF)
+        return loud(call, "bias type other than CUDA_R_32F or CUDA_R_16BF is not simulated", CUBLAS_STATUS_NOT_SUPPORTED);
       desc->bias_type = type;
       return s;
     }
@@ -302,7 +303,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     return loud(call, "the workspace is not device memory of the size given");
   const bool bias_epilogue = desc->epilogue == CUBLASLT_EPILOGUE_BIAS;
   if (bias_epilogue && desc->bias == nullptr) return loud(call, "the BIAS epilogue without a bias pointer");
-  const float* bias = bias_epilogue ? static_cast<const float*>(desc->bias) : nullptr;
+  // The bias has D's type (the heuristic saw to it).
+  const float* bias = bias_epilogue && d_layout->type == CUDA_R_32F ? static_cast<const float*>(desc->bias) : nullptr;
+  const Bf16* bias16 = bias_epilogue && d_layout->type == CUDA_R_16BF ? static_cast<const Bf16*>(desc->bias) : nullptr;
   const cublasOperation_t op_a = desc->trans_a == CUBLAS_OP_T ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = desc->trans_b == CUBLAS_OP_T ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int m = int(p.m), n = int(p.n), k = int(p.k), batch = int(p.batch);
@@ -313,7 +316,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
   if (d_layout->type == CUDA_R_16BF)
     s = gemm_batched(call, op_a, op_b, m, n, k, fa, static_cast<const Bf16*>(a), lda, a_layout->stride,
                      static_cast<const Bf16*>(b), ldb, b_layout->stride, fb, static_cast<Bf16*>(d), ldd,
-                     d_layout->stride, batch, bias, true);
+                     d_layout->stride, batch, bias16, true);
   else if (a_layout->type == CUDA_R_16BF)
     s = gemm_batched(call, op_a, op_b, m, n, k, fa, static_cast<const Bf16*>(a), lda, a_layout->stride,
                      static_cast<const Bf16*>(b), ldb, b_layout->stride, fb, static_cast<float*>(d), ldd,

@@ -80,12 +80,12 @@ inline cublasStatus_t invalid(const char* call, const char* why) {
 }
 
 // C[q] = α·op(A[q])·op(B[q]) + β·C[q] (+ bias[i] on every element of row i when bias is given:
-// cuBLASLt's BIAS epilogue, added before C's one rounding), q < batch.
-template <typename T, typename TC = float>
+// cuBLASLt's BIAS epilogue, of C's type, added before C's one rounding), q < batch.
+template <typename T, typename TC = float, typename TB = float>
 cublasStatus_t gemm_batched(const char* call, cublasOperation_t op_a, cublasOperation_t op_b, int m, int n,
                             int k, const float* alpha, const T* a, int lda, long long stride_a, const T* b,
                             int ldb, long long stride_b, const float* beta, TC* c, int ldc, long long stride_c,
-                            int batch, const float* bias = nullptr, bool lt = false) {
+                            int batch, const TB* bias = nullptr, bool lt = false) {
   if ((op_a != CUBLAS_OP_N && op_a != CUBLAS_OP_T) || (op_b != CUBLAS_OP_N && op_b != CUBLAS_OP_T))
     return invalid(call, "unsupported operation");
   if (m < 0 || n < 0 || k < 0 || batch < 0) return invalid(call, "negative size");
@@ -96,14 +96,14 @@ cublasStatus_t gemm_batched(const char* call, cublasOperation_t op_a, cublasOper
   if (ldb < std::max(1, b_rows)) return invalid(call, "ldb smaller than the rows of B");
   if (ldc < std::max(1, m)) return invalid(call, "ldc smaller than the rows of C");
   if (!alpha || !beta) return invalid(call, "alpha or beta is null");
-  if (bias != nullptr && m > 0 && !urpe_sim::is_device_range(bias, size_t(m) * sizeof(float)))
+  if (bias != nullptr && m > 0 && !urpe_sim::is_device_range(bias, size_t(m) * sizeof(TB)))
     return invalid(call, "the bias vector (D's rows long) reaches outside device memory");
   record_gemm_call({m, n, k, batch, lt, bias != nullptr});
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
-  if (bias != nullptr && initcheck_on() && !urpe_sim::all_written(bias, size_t(m) * sizeof(float))) {
+  if (bias != nullptr && initcheck_on() && !urpe_sim::all_written(bias, size_t(m) * sizeof(TB))) {
     std::string element;
     for (int i = 0; i < m && element.empty(); ++i)
-      if (!urpe_sim::all_written(bias + i, sizeof(float))) element = "(" + std::to_string(i) + ")";
+      if (!urpe_sim::all_written(bias + i, sizeof(TB))) element = "(" + std::to_string(i) + ")";
     return unwritten(call, "the bias", element, 0);
   }
   const bool read_ab = *alpha != 0.0f && k > 0;
@@ -137,7 +137,7 @@ cublasStatus_t gemm_batched(const char* call, cublasOperation_t op_a, cublasOper
           }
         TC& out = cq[i + size_t(j) * ldc];
         double scaled = double(*alpha) * sum;
-        if (bias != nullptr) scaled += double(bias[i]);
+        if (bias != nullptr) scaled += double(value(bias[i]));
         store(out, static_cast<float>(*beta == 0.0f ? scaled : scaled + double(*beta) * value(out)));
       }
     for (int j = 0; j < n; ++j) urpe_sim::mark_written(cq + size_t(j) * ldc, size_t(m) * sizeof(TC));

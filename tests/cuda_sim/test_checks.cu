@@ -15,7 +15,9 @@
 #include <algorithm>
 #include <cmath>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -604,7 +606,55 @@ TEST_CASE("cuBLASLt: the bias epilogue; calls outside the subset and misused alg
         CUBLAS_STATUS_NOT_SUPPORTED);
   CHECK(returned == 0);
   CHECK(contains(launch_error(), "C and D must share one type"));
-  for (cublasLtMatrixLayout_t l : {la, lb, ld, lb_other, ld16}) cublasLtMatrixLayoutDestroy(l);
+  // bf16 A, B and D: the bias must be bf16 too (D's type). An f32 one is what an H100's heuristic
+  // refused (CUBLAS_STATUS_INVALID_VALUE); here loudly, so urpe never asks for it.
+  auto bf16_bits = [](float x) {  // round to nearest even (the inputs below are exact in bf16)
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+  };
+  auto bf16_value = [](uint16_t bits) {
+    const uint32_t u = uint32_t(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
+  std::vector<uint16_t> a16v(8), b16v(12), bias16v(2);
+  for (int i = 0; i < 8; ++i) a16v[i] = bf16_bits(av[i]);
+  for (int i = 0; i < 12; ++i) b16v[i] = bf16_bits(bv[i]);
+  for (int i = 0; i < 2; ++i) bias16v[i] = bf16_bits(bias[i]);
+  uint16_t* a16 = to_device(a16v);
+  uint16_t* b16 = to_device(b16v);
+  uint16_t* bias16 = to_device(bias16v);
+  uint16_t* d16 = to_device(std::vector<uint16_t>(6, 0));
+  cublasLtMatrixLayout_t la16 = nullptr, lb16 = nullptr;
+  REQUIRE(cublasLtMatrixLayoutCreate(&la16, CUDA_R_16BF, 2, 4, 2) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasLtMatrixLayoutCreate(&lb16, CUDA_R_16BF, 4, 3, 4) == CUBLAS_STATUS_SUCCESS);
+  CHECK(cublasLtMatmulAlgoGetHeuristic(lt, desc, la16, lb16, ld16, ld16, pref, 1, &result, &returned) ==
+        CUBLAS_STATUS_NOT_SUPPORTED);
+  CHECK(contains(launch_error(), "a bias of another type than D's"));
+  const int32_t bias_type16 = CUDA_R_16BF;
+  const void* bias16_pointer = bias16;
+  CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type16, sizeof(bias_type16)) ==
+        CUBLAS_STATUS_SUCCESS);
+  CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias16_pointer,
+                                       sizeof(bias16_pointer)) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasLtMatmulAlgoGetHeuristic(lt, desc, la16, lb16, ld16, ld16, pref, 1, &result, &returned) ==
+          CUBLAS_STATUS_SUCCESS);
+  CHECK(cublasLtMatmul(lt, desc, &one, a16, la16, b16, lb16, &zero, d16, ld16, d16, ld16, &result.algo, nullptr, 0,
+                       nullptr) == CUBLAS_STATUS_SUCCESS);
+  CHECK(launch_error() == "");
+  std::vector<uint16_t> got16(6);
+  REQUIRE(cudaMemcpy(got16.data(), d16, 6 * sizeof(uint16_t), cudaMemcpyDeviceToHost) == cudaSuccess);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j) {
+      double want = bf16_value(bias16v[i]);
+      for (int p = 0; p < 4; ++p) want += double(bf16_value(a16v[i + 2 * p])) * double(bf16_value(b16v[p + 4 * j]));
+      CHECK(got16[i + 2 * j] == bf16_bits(float(want)));  // the FP32 sum and bias rounded once
+    }
+  for (void* p : {static_cast<void*>(a16), static_cast<void*>(b16), static_cast<void*>(bias16), static_cast<void*>(d16)})
+    cudaFree(p);
+  for (cublasLtMatrixLayout_t l : {la, lb, ld, lb_other, ld16, la16, lb16}) cublasLtMatrixLayoutDestroy(l);
   cublasLtMatmulPreferenceDestroy(pref);
   cublasLtMatmulDescDestroy(desc);
   cublasLtDestroy(lt);
