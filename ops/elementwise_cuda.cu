@@ -10,10 +10,13 @@
 //   consecutive e read consecutive addresses, so both passes are coalesced.
 //   Bytes: 4·n of g plus the other operand, 8·P·|x| of partials (double), 4·|x| written.
 // affine: out = alpha·x + beta; 4 B read + 4 B written per element.
-// bf16 (ops/bf16_values.cuh): a binary op with any bf16 operand or output takes the "any" kernels
-// (operands read through a run-time dtype, FP32 arithmetic, the output rounded once when bf16);
-// a broadcast operand's gradient is one thread per element summing its repeats in order, in
-// double (the CPU's order: the same bits before the rounding). affine is templated on the type.
+// bf16 (ops/bf16_values.cuh): a binary op with any bf16 operand or output reads them through a
+// run-time dtype (AnyDeviceValues), computes in FP32 and rounds a bf16 output once. Its gradients
+// take the same two passes as f32's, templated on how values are read and on the gradient's
+// dtype (rounded once, in pass 2). (They were one thread per element of a broadcast operand
+// summing all its repeats: Transformer-XL's r_w / r_r biases, 410 elements of 9,000 repeats,
+// made `add backward` 38% of its bf16 step on an H100, bench/results/gpu_h100_2026-11-27.md.)
+// affine is templated on the type.
 #include "ops/bf16_values.cuh"
 #include "ops/cuda_common.cuh"
 #include "ops/elementwise.h"
@@ -34,10 +37,11 @@ __device__ __forceinline__ float apply_binary(BinaryOp op, float x, float y) {
 // Which operand's gradient a reduction computes.
 enum class Side { a, b };
 
-// The local gradient of output element k with respect to the operand on `side`.
-__device__ __forceinline__ float local_gradient(BinaryOp op, Side side, const float* g,
-                                                const float* a, const float* b, int64_t k,
-                                                int64_t na, int64_t nb) {
+// The local gradient of output element k with respect to the operand on `side`, in FP32. V reads
+// the values: const float* (every operand f32) or AnyDeviceValues (any of them bf16).
+template <typename V>
+__device__ __forceinline__ float local_gradient(BinaryOp op, Side side, V g, V a, V b, int64_t k, int64_t na,
+                                                int64_t nb) {
   const float gk = g[k];
   if (side == Side::a) {
     switch (op) {
@@ -69,20 +73,18 @@ __global__ void binary_broadcast_forward_kernel(BinaryOp op, const float* __rest
   }
 }
 
-// The operand is not broadcast: grad[k] = local(k).
-__global__ void binary_elementwise_backward_kernel(BinaryOp op, Side side,
-                                                   const float* __restrict__ g,
-                                                   const float* __restrict__ a, int64_t na,
-                                                   const float* __restrict__ b, int64_t nb,
-                                                   float* __restrict__ grad, int64_t n) {
-  URPE_GRID_STRIDE(k, n) grad[k] = local_gradient(op, side, g, a, b, k, na, nb);
+// The operand is not broadcast: grad[k] = local(k), stored as T.
+template <typename V, typename T>
+__global__ void binary_elementwise_backward_kernel(BinaryOp op, Side side, V g, V a, int64_t na, V b, int64_t nb,
+                                                   T* __restrict__ grad, int64_t n) {
+  URPE_GRID_STRIDE(k, n) store(grad, k, local_gradient(op, side, g, a, b, k, na, nb));
 }
 
 // Pass 1: partial[c·size + e] = Σ_{t in chunk c} local(t·size + e), t ascending.
-__global__ void binary_broadcast_backward_partial_kernel(
-    BinaryOp op, Side side, const float* __restrict__ g, const float* __restrict__ a, int64_t na,
-    const float* __restrict__ b, int64_t nb, int64_t size, int64_t repeats, int64_t chunk,
-    int64_t chunks, double* __restrict__ partial) {
+template <typename V>
+__global__ void binary_broadcast_backward_partial_kernel(BinaryOp op, Side side, V g, V a, int64_t na, V b,
+                                                         int64_t nb, int64_t size, int64_t repeats, int64_t chunk,
+                                                         int64_t chunks, double* __restrict__ partial) {
   URPE_GRID_STRIDE(ce, chunks * size) {
     const int64_t c = ce / size, e = ce % size;
     const int64_t t_end = min(repeats, (c + 1) * chunk);
@@ -93,14 +95,15 @@ __global__ void binary_broadcast_backward_partial_kernel(
   }
 }
 
-// Pass 2: grad[e] = Σ_c partial[c·size + e], c ascending.
+// Pass 2: grad[e] = Σ_c partial[c·size + e], c ascending, stored as T (rounded once when bf16).
+template <typename T>
 __global__ void binary_broadcast_backward_finish_kernel(const double* __restrict__ partial,
                                                         int64_t size, int64_t chunks,
-                                                        float* __restrict__ grad) {
+                                                        T* __restrict__ grad) {
   URPE_GRID_STRIDE(e, size) {
     double total = 0;
     for (int64_t c = 0; c < chunks; ++c) total += partial[c * size + e];
-    grad[e] = static_cast<float>(total);
+    store(grad, e, static_cast<float>(total));
   }
 }
 
@@ -119,59 +122,35 @@ __global__ void binary_any_forward_kernel(BinaryOp op, AnyDeviceValues a, int64_
   URPE_GRID_STRIDE(k, n) store(out, k, apply_binary(op, a[k % na], b[k % nb]));
 }
 
-// grad[e] = Σ_{t < repeats} local(t·size + e), t ascending, in double; stored as T.
-template <typename T>
-__global__ void binary_any_backward_kernel(BinaryOp op, Side side, AnyDeviceValues g, AnyDeviceValues a,
-                                           int64_t na, AnyDeviceValues b, int64_t nb, int64_t size,
-                                           int64_t repeats, T* __restrict__ grad) {
-  URPE_GRID_STRIDE(e, size) {
-    double total = 0;
-    for (int64_t t = 0; t < repeats; ++t) {
-      const int64_t k = t * size + e;
-      const float gk = g[k];
-      float local;
-      if (side == Side::a) {
-        local = op == BinaryOp::mul ? gk * b[k % nb] : op == BinaryOp::div ? gk / b[k % nb] : gk;
-      } else if (op == BinaryOp::div) {
-        const float y = b[k % nb];
-        local = -gk * a[k % na] / (y * y);
-      } else {
-        local = op == BinaryOp::mul ? gk * a[k % na] : op == BinaryOp::sub ? -gk : gk;
-      }
-      total += local;
-    }
-    store(grad, e, static_cast<float>(total));
-  }
-}
-
-void operand_gradient(cuda::Context& ctx, BinaryOp op, Side side, const Tensor& a,
-                      const Tensor& b, const Tensor& grad_out, Tensor& grad) {
-  const int64_t n = grad_out.numel(), na = a.numel(), nb = b.numel();
+// The gradient of the operand on `side` (grad: its size, its dtype), from the n elements of g.
+template <typename V>
+void operand_gradient(cuda::Context& ctx, BinaryOp op, Side side, V g, int64_t n, V a, int64_t na, V b, int64_t nb,
+                      Tensor& grad) {
   const int64_t size = grad.numel();
   if (size == 0) return;
   const int threads = 256;
-  if (size == n) {
-    binary_elementwise_backward_kernel<<<grid_for(ctx, n, threads), threads, 0, ctx.stream()>>>(
-        op, side, grad_out.f32(), a.f32(), na, b.f32(), nb, grad.f32(), n);
-    CUDA_CHECK_LAUNCH("binary_elementwise_backward_kernel");
-    return;
-  }
-  const int64_t repeats = n / size;
-  // About 64K threads in pass 1, whatever the device (so the summation order is fixed by shapes).
-  const int64_t wanted = std::max<int64_t>(1, (int64_t(1) << 16) / size);
-  const int64_t chunks_guess = std::min<int64_t>(repeats, wanted);
-  const int64_t chunk = (repeats + chunks_guess - 1) / chunks_guess;
-  const int64_t chunks = (repeats + chunk - 1) / chunk;
-  cuda::DeviceBuffer partial(ctx, sizeof(double) * chunks * size);
-  binary_broadcast_backward_partial_kernel<<<grid_for(ctx, chunks * size, threads), threads, 0,
-                                             ctx.stream()>>>(
-      op, side, grad_out.f32(), a.f32(), na, b.f32(), nb, size, repeats, chunk, chunks,
-      partial.as<double>());
-  CUDA_CHECK_LAUNCH("binary_broadcast_backward_partial_kernel");
-  binary_broadcast_backward_finish_kernel<<<grid_for(ctx, size, threads), threads, 0,
-                                            ctx.stream()>>>(partial.as<double>(), size, chunks,
-                                                            grad.f32());
-  CUDA_CHECK_LAUNCH("binary_broadcast_backward_finish_kernel");
+  with_device_value_type(grad.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if (size == n) {
+      binary_elementwise_backward_kernel<V, T><<<grid_for(ctx, n, threads), threads, 0, ctx.stream()>>>(
+          op, side, g, a, na, b, nb, values<T>(grad), n);
+      CUDA_CHECK_LAUNCH("binary_elementwise_backward_kernel");
+      return;
+    }
+    const int64_t repeats = n / size;
+    // About 64K threads in pass 1, whatever the device (so the summation order is fixed by shapes).
+    const int64_t wanted = std::max<int64_t>(1, (int64_t(1) << 16) / size);
+    const int64_t chunks_guess = std::min<int64_t>(repeats, wanted);
+    const int64_t chunk = (repeats + chunks_guess - 1) / chunks_guess;
+    const int64_t chunks = (repeats + chunk - 1) / chunk;
+    cuda::DeviceBuffer partial(ctx, sizeof(double) * chunks * size);
+    binary_broadcast_backward_partial_kernel<V><<<grid_for(ctx, chunks * size, threads), threads, 0, ctx.stream()>>>(
+        op, side, g, a, na, b, nb, size, repeats, chunk, chunks, partial.as<double>());
+    CUDA_CHECK_LAUNCH("binary_broadcast_backward_partial_kernel");
+    binary_broadcast_backward_finish_kernel<T><<<grid_for(ctx, size, threads), threads, 0, ctx.stream()>>>(
+        partial.as<double>(), size, chunks, values<T>(grad));
+    CUDA_CHECK_LAUNCH("binary_broadcast_backward_finish_kernel");
+  });
 }
 
 }  // namespace
@@ -207,25 +186,15 @@ void binary_backward_cuda(BinaryOp op, const Tensor& a, const Tensor& b, const T
     if (grad_b && grad_b->numel()) grad_b->fill(0.0f);
     return;
   }
+  const int64_t n = grad_out.numel();
   if (grad_out.dtype() != DType::f32 || a.dtype() != DType::f32 || b.dtype() != DType::f32) {
-    const int threads = 256;
-    for (int which = 0; which < 2; ++which) {
-      Tensor* grad = which == 0 ? grad_a : grad_b;
-      const Side side = which == 0 ? Side::a : Side::b;
-      if (grad == nullptr || grad->numel() == 0) continue;
-      const int64_t size = grad->numel();
-      with_device_value_type(grad->dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        binary_any_backward_kernel<T><<<grid_for(ctx, size, threads), threads, 0, ctx.stream()>>>(
-            op, side, any_device_values(grad_out), any_device_values(a), a.numel(), any_device_values(b),
-            b.numel(), size, grad_out.numel() / size, values<T>(*grad));
-        CUDA_CHECK_LAUNCH("binary_any_backward_kernel");
-      });
-    }
+    const AnyDeviceValues g = any_device_values(grad_out), av = any_device_values(a), bv = any_device_values(b);
+    if (grad_a) operand_gradient(ctx, op, Side::a, g, n, av, a.numel(), bv, b.numel(), *grad_a);
+    if (grad_b) operand_gradient(ctx, op, Side::b, g, n, av, a.numel(), bv, b.numel(), *grad_b);
     return;
   }
-  if (grad_a) operand_gradient(ctx, op, Side::a, a, b, grad_out, *grad_a);
-  if (grad_b) operand_gradient(ctx, op, Side::b, a, b, grad_out, *grad_b);
+  if (grad_a) operand_gradient(ctx, op, Side::a, grad_out.f32(), n, a.f32(), a.numel(), b.f32(), b.numel(), *grad_a);
+  if (grad_b) operand_gradient(ctx, op, Side::b, grad_out.f32(), n, a.f32(), a.numel(), b.f32(), b.numel(), *grad_b);
 }
 
 void affine_cuda(const Tensor& x, float alpha, float beta, Tensor& out) {

@@ -256,20 +256,26 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType m
 #endif
   if (!y.defined()) {  // the CPU, or CUDA without a cuBLASLt plan: bias rows, then the GEMM with β = 1
     y = Tensor::empty(out_shape, DType::f32, device);
-    const Tensor bias_added = bias_op.defined() ? in_dtype(bias_op, DType::f32) : Tensor();  // b, or b̃ widened
     if (!bias.defined()) {
       run_gemm(device, x_rows, false, w, true, y.f32(), 1, false);
     } else if (device.is_cpu()) {
       URPE_PROFILE_COST(broadcast_axis_cost(1, rows, out_features, 1.0f));
-      // The bias into each block of rows right before the GEMM adds onto it: the rows are written
-      // and read back in the cache instead of in one pass over y ahead of the GEMM.
-      const float* b = bias_added.f32();
+      // The bias (b, or b̃ widened as it is copied) into each block of rows right before the GEMM
+      // adds onto it: the rows are written and read back in the cache instead of in one pass over
+      // y ahead of the GEMM.
+      const float* b = bias_op.dtype() == DType::f32 ? bias_op.f32() : nullptr;
+      const bf16* b16 = bias_op.dtype() == DType::bf16 ? bias_op.data<bf16>() : nullptr;
       float* out = y.f32();
-      const kernels::RowsFn bias_rows = [b, out, out_features](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) std::copy(b, b + out_features, out + r * out_features);
+      const kernels::RowsFn bias_rows = [b, b16, out, out_features](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          float* row = out + r * out_features;
+          if (b != nullptr) std::copy(b, b + out_features, row);
+          else for (int64_t j = 0; j < out_features; ++j) row[j] = to_float(b16[j]);
+        }
       };
       run_gemm(device, x_rows, false, w, true, y.f32(), 1, true, &bias_rows);
     } else {
+      const Tensor bias_added = in_dtype(bias_op, DType::f32);  // b, or b̃ widened
       URPE_PROFILE_COST(broadcast_axis_cost(1, rows, out_features, 1.0f));
       URPE_DISPATCH("linear", device, kernels::broadcast_axis_cpu(bias_added, 1, rows, out_features, 1.0f, y),
                     kernels::broadcast_axis_cuda(bias_added, 1, rows, out_features, 1.0f, y));

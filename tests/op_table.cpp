@@ -201,6 +201,7 @@ OpCosts linear_bf16_costs(const Tensor& x, const Tensor& w, bool with_bias, bool
   if (!x_bf16) c.forward += cast_cost(x.numel());
   if (x_bf16) c.backward += cast_cost(x.numel());
   if (out_bf16) c.forward += cast_cost(rows * out);
+  if (out_bf16 && with_bias) c.forward += cast_cost(out);  // the bias rounded to bf16 (b̃)
   if (!out_bf16 || with_bias) c.backward += cast_cost(rows * out);
   if (with_bias) {
     c.forward += broadcast_axis_cost(1, rows, out, 1.0f);
@@ -475,6 +476,14 @@ std::vector<OpRow> build_table() {
                   [](const In& v, const Device&) { return add(v[0], v[1]); }, f32({1e-6, 1e-5}, {1e-4, 1e-4}),
                   [](const In& v) { return binary_costs(BinaryOp::add, v[0], v[1]); })
                   .without(kGradcheck));
+  // A broadcast operand of few elements and many repeats (37 elements, 3000 repeats: pass 1 sums
+  // chunks of 2 repeats), f32 and bf16: Transformer-XL's head biases beside its bf16 q are this shape.
+  t.push_back(row("add (3000, 37) with (37,)", "add", {uniform("a", {3000, 37}), uniform("b", {37})},
+                  [](const In& v, const Device&) { return add(v[0], v[1]); }, f32({1e-6, 1e-5}, {1e-4, 1e-4}),
+                  [](const In& v) { return binary_costs(BinaryOp::add, v[0], v[1]); })
+                  .without(kGradcheck)
+                  .with(bf16_column({1e-6, 0x1p-7}, {1e-5, 0x1p-7}, {0, 1}))    // bf16 + bf16 → bf16
+                  .with(bf16_column({1e-6, 1e-6}, {1e-5, 0x1p-7}, {0})));       // bf16 + f32 → f32
   // affine: y = αx + β.
   t.push_back(row("affine (2, 3, 5)", "affine", {uniform("x", {2, 3, 5})},
                   [](const In& v, const Device&) { return affine(v[0], -1.5f, 0.25f); },
