@@ -79,6 +79,29 @@ void run_gemm(const Device& device, const Operand& x, bool tx, const Operand& y,
   URPE_DISPATCH("matmul", device, kernels::gemm_cpu(g), kernels::gemm_cuda(device, g));
 }
 
+// C = op(X)·op(Y) (batch items, C fresh) as a tensor of `shape` and `dtype`. A bf16 C (bf16
+// operands) is written by cuBLASLt itself on CUDA where it has a plan (the FP32 sums rounded once
+// as stored); otherwise, and on the CPU, an FP32 C rounded in a pass of its own: the same values.
+Tensor gemm_into(const Device& device, const Operand& x, bool tx, const Operand& y, bool ty, const Shape& shape,
+                 DType dtype, int64_t batch) {
+#if defined(URPE_WITH_CUDA)
+  if (device.is_cuda() && dtype == DType::bf16) {
+    Tensor c = Tensor::empty(shape, DType::bf16, device);
+    GemmArgs g = gemm_args(x, tx, y, ty, nullptr, batch, false);
+    g.c_bf16 = c.data<bf16>();
+    if (kernels::gemm_lt_available(device, g)) {
+      URPE_PROFILE_COST(profile::with_math(gemm_cost(g), gemm_math(device, g)));
+      const NvtxRange nvtx("matmul");
+      kernels::gemm_lt_cuda(device, g);
+      return c;
+    }
+  }
+#endif
+  Tensor c = Tensor::empty(shape, DType::f32, device);
+  run_gemm(device, x, tx, y, ty, c.f32(), batch, false);
+  return in_dtype(c, dtype);
+}
+
 }  // namespace
 
 profile::GemmMath gemm_math(const Device& device, const GemmArgs& g) {
@@ -117,65 +140,52 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   Operand oa = operand(a, false), ob = operand(b, shared_b);
   const bool fold = shared_b && !transpose_a;  // fold the batch into the rows: one large GEMM
   if (fold) oa.rows *= batch;
-  Tensor out;
-#if defined(URPE_WITH_CUDA)
-  // CUDA, bf16 out: cuBLASLt writes the bf16 C itself (the FP32 sums rounded once as stored).
-  if (a.device().is_cuda() && out_dtype == DType::bf16) {
-    Tensor lt_out = Tensor::empty(out_shape, DType::bf16, a.device());
-    GemmArgs g = gemm_args(oa, fold ? false : transpose_a, ob, transpose_b, nullptr, fold ? 1 : batch, false);
-    g.c_bf16 = lt_out.data<bf16>();
-    if (kernels::gemm_lt_available(a.device(), g)) {
-      URPE_PROFILE_COST(profile::with_math(gemm_cost(g), gemm_math(a.device(), g)));
-      const NvtxRange nvtx("matmul");
-      kernels::gemm_lt_cuda(a.device(), g);
-      out = lt_out;
-    }
-  }
-#endif
-  if (!out.defined()) {
-    out = Tensor::empty(out_shape, DType::f32, a.device());
-    run_gemm(a.device(), oa, fold ? false : transpose_a, ob, transpose_b, out.f32(), fold ? 1 : batch, false);
-    if (out_dtype == DType::bf16) out = in_dtype(out, DType::bf16);  // the FP32 sums rounded once
-  }
+  // A bf16 out: cuBLASLt writes it itself on CUDA (gemm_into).
+  const Tensor out = gemm_into(a.device(), oa, fold ? false : transpose_a, ob, transpose_b, out_shape, out_dtype,
+                               fold ? 1 : batch);
 
   return autograd::record(out, "matmul", {a, b}, [=](const Tensor& g_out) {
-    // bf16 operands: g in bf16 for the GEMMs, the gradients (f32 from the GEMMs) rounded to bf16.
+    // bf16 operands: g in bf16 for the GEMMs, the gradients rounded to bf16 (gemm_into: written in
+    // bf16 by cuBLASLt on CUDA, else FP32 GEMMs and a rounding pass).
     const DType dtype = a.dtype();
     const Tensor g = in_dtype(g_out, dtype);
     Tensor ga, gb;
     const Operand og{g.impl().storage->data, dtype, m, n, m * n};
     if (a.requires_grad()) {
-      ga = Tensor::empty(a.shape(), DType::f32, a.device());
       if (!transpose_a) {  // ∂A = g·op(B)ᵀ
         Operand g_rows = og;
         if (shared_b) { g_rows.rows *= batch; g_rows.stride = 0; }
-        run_gemm(a.device(), g_rows, false, ob, !transpose_b, ga.f32(), shared_b ? 1 : batch, false);
+        ga = gemm_into(a.device(), g_rows, false, ob, !transpose_b, a.shape(), dtype, shared_b ? 1 : batch);
       } else {             // stored A = op(A)ᵀ, so ∂A_stored = op(B)·gᵀ
-        run_gemm(a.device(), ob, transpose_b, og, true, ga.f32(), batch, false);
+        ga = gemm_into(a.device(), ob, transpose_b, og, true, a.shape(), dtype, batch);
       }
     }
     if (b.requires_grad()) {
-      gb = Tensor::empty(b.shape(), DType::f32, b.device());
       if (shared_b && !transpose_a) {  // contraction over batch·M rows in one GEMM
         Operand a_rows = operand(a, false), g_rows = og;
         a_rows.rows *= batch; a_rows.stride = 0;
         g_rows.rows *= batch; g_rows.stride = 0;
-        if (!transpose_b) run_gemm(a.device(), a_rows, true, g_rows, false, gb.f32(), 1, false);
-        else run_gemm(a.device(), g_rows, true, a_rows, false, gb.f32(), 1, false);
+        if (!transpose_b) gb = gemm_into(a.device(), a_rows, true, g_rows, false, b.shape(), dtype, 1);
+        else gb = gemm_into(a.device(), g_rows, true, a_rows, false, b.shape(), dtype, 1);
+      } else if (!shared_b) {  // one strided-batched GEMM
+        if (!transpose_b)  // ∂B = op(A)ᵀ·g
+          gb = gemm_into(a.device(), operand(a, false), !transpose_a, og, false, b.shape(), dtype, batch);
+        else               // ∂B_stored = gᵀ·op(A)
+          gb = gemm_into(a.device(), og, true, operand(a, false), transpose_a, b.shape(), dtype, batch);
       } else {
-        // Shared B with transposed A: accumulate batch items one GEMM at a time.
-        const int64_t calls = shared_b ? batch : 1;
-        const int64_t per_call = shared_b ? 1 : batch;
-        for (int64_t i = 0; i < calls; ++i) {
+        // Shared B with transposed A: accumulate batch items one GEMM at a time, in FP32.
+        gb = Tensor::empty(b.shape(), DType::f32, b.device());
+        for (int64_t i = 0; i < batch; ++i) {
           const Operand ai = operand(a, false).item(i), gi = og.item(i);
           if (!transpose_b)  // ∂B = op(A)ᵀ·g
-            run_gemm(a.device(), ai, !transpose_a, gi, false, gb.f32(), per_call, i > 0);
+            run_gemm(a.device(), ai, !transpose_a, gi, false, gb.f32(), 1, i > 0);
           else               // ∂B_stored = gᵀ·op(A)
-            run_gemm(a.device(), gi, true, ai, transpose_a, gb.f32(), per_call, i > 0);
+            run_gemm(a.device(), gi, true, ai, transpose_a, gb.f32(), 1, i > 0);
         }
+        gb = in_dtype(gb, dtype);
       }
     }
-    return std::vector<Tensor>{ga.defined() ? in_dtype(ga, dtype) : ga, gb.defined() ? in_dtype(gb, dtype) : gb};
+    return std::vector<Tensor>{ga, gb};
   });
 }
 

@@ -350,37 +350,63 @@ TEST_CASE("parity: linear on cuBLASLt (bias epilogue, bf16 y) against its cuBLAS
     if (c.bias) CHECK(bitwise_equal(gb[0], gb[1]));
   }
   // matmul's bf16 C (the attention's Q·Kᵀ and A·V under bf16): strided-batched on cuBLASLt, and a
-  // shared B folded into one product, against the FP32 C rounded in a pass.
+  // shared B folded into one product, against the FP32 C rounded in a pass; then its backward,
+  // whose bf16 ∂A and ∂B are written by cuBLASLt too (one GEMM each; a shared B with a transposed A
+  // sums its batch items into an FP32 ∂B, on cuBLAS).
   for (int shared = 0; shared < 2; ++shared)
-    for (int tb = 0; tb < 2; ++tb) {
-      CAPTURE(shared);
-      CAPTURE(tb);
-      const Tensor a16 = cast(values({2, 3, 13, 21}, 70).to(gpu()), DType::bf16);
-      const Shape b_shape = tb ? Shape{17, 21} : Shape{21, 17};
-      Shape b_full{2, 3};
-      b_full.insert(b_full.end(), b_shape.begin(), b_shape.end());
-      const Tensor b16 = cast(values(shared ? b_shape : b_full, 71).to(gpu()), DType::bf16);
-      std::vector<Tensor> out;
-      for (const bool lt : {true, false}) {
-        ctx.set_lt_epilogues(lt);
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb) {
+        CAPTURE(shared);
+        CAPTURE(ta);
+        CAPTURE(tb);
+        // f32 leaves cast to bf16 (bf16 tensors are never leaves): their gradients are the bf16
+        // ∂A, ∂B widened by the cast's backward.
+        const Tensor a32 = cast(cast(values(ta ? Shape{2, 3, 21, 13} : Shape{2, 3, 13, 21}, 70).to(gpu()), DType::bf16),
+                                DType::f32);
+        const Shape b_shape = tb ? Shape{17, 21} : Shape{21, 17};
+        Shape b_full{2, 3};
+        b_full.insert(b_full.end(), b_shape.begin(), b_shape.end());
+        const Tensor b32 = cast(cast(values(shared ? b_shape : b_full, 71).to(gpu()), DType::bf16), DType::f32);
+        const Tensor g16 = cast(values({2, 3, 13, 17}, 72).to(gpu()), DType::bf16);
+        std::vector<Tensor> out, ga, gb;
+        for (const bool lt : {true, false}) {
+          ctx.set_lt_epilogues(lt);
+          Tensor a = a32.clone(), b = b32.clone();
+          a.set_requires_grad(true);
+          b.set_requires_grad(true);
+          const Tensor a16 = cast(a, DType::bf16), b16 = cast(b, DType::bf16);
 #if defined(URPE_CUDA_SIM)
-        const size_t calls_before = urpe_sim::gemm_calls().size();
+          const size_t calls_before = urpe_sim::gemm_calls().size();
 #endif
-        out.push_back(matmul(a16, b16, false, tb, DType::bf16));
+          out.push_back(matmul(a16, b16, ta, tb, DType::bf16));
 #if defined(URPE_CUDA_SIM)
-        REQUIRE(urpe_sim::gemm_calls().size() == calls_before + 1);
-        CHECK(urpe_sim::gemm_calls().back().lt == lt);
-        CHECK(urpe_sim::gemm_calls().back().batch == (shared ? 1 : 6));
+          REQUIRE(urpe_sim::gemm_calls().size() == calls_before + 1);
+          CHECK(urpe_sim::gemm_calls().back().lt == lt);
+          CHECK(urpe_sim::gemm_calls().back().batch == (shared && !ta ? 1 : 6));
+          const size_t backward_from = urpe_sim::gemm_calls().size();
 #endif
-      }
-      ctx.set_lt_epilogues(true);
-      CHECK(out[0].dtype() == DType::bf16);
+          out.back().backward(g16);
 #if defined(URPE_CUDA_SIM)
-      CHECK(bitwise_equal(out[0], out[1]));
+          const std::vector<urpe_sim::GemmCall> calls = urpe_sim::gemm_calls();
+          const bool summed_b = shared && ta;  // ∂B item by item, accumulated in FP32
+          REQUIRE(calls.size() == backward_from + (summed_b ? 7 : 2));
+          CHECK(calls[backward_from].lt == lt);  // ∂A
+          if (!summed_b) CHECK(calls[backward_from + 1].lt == lt);
+#endif
+          ga.push_back(a.grad());
+          gb.push_back(b.grad());
+        }
+        ctx.set_lt_epilogues(true);
+        CHECK(out[0].dtype() == DType::bf16);
+        for (int i = 0; i < 3; ++i) {
+          const std::vector<Tensor>& pair = i == 0 ? out : i == 1 ? ga : gb;
+#if defined(URPE_CUDA_SIM)
+          CHECK(bitwise_equal(pair[0], pair[1]));
 #else
-      check_close(out[0], out[1], {1e-5, 0x1p-7}, "matmul with a bf16 C, cuBLASLt against cuBLAS");
+          check_close(pair[0], pair[1], {1e-5, 0x1p-7}, "matmul with a bf16 C, cuBLASLt against cuBLAS");
 #endif
-    }
+        }
+      }
   // bias_grad_cuda alone against sum_axis_cuda over the widened g (rows of one chunk and of many).
   for (const int64_t rows : {1, 37, 3001}) {
     CAPTURE(rows);
