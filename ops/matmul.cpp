@@ -308,16 +308,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, DType m
     const Tensor g_op = in_dtype(g, op_dtype);  // a bf16 output's g is already bf16: no pass
     const Operand g_rows{g_op.impl().storage->data, op_dtype, rows, out_features, 0};
     Tensor gx, gw, gb;
-    if (x_grad) {  // ∂x = g·W
-      gx = Tensor::empty(x_shape, DType::f32, device);
-      run_gemm(device, g_rows, false, w, false, gx.f32(), 1, false);
-      gx = in_dtype(gx, x_dtype);
-    }
-    if (w_grad) {  // ∂W = gᵀ·x
-      gw = Tensor::empty(w_shape, DType::f32, device);
-      run_gemm(device, g_rows, true, x_rows, false, gw.f32(), 1, false);
-      gw = in_dtype(gw, w_dtype);
-    }
+    // A bf16 x's ∂x is written in bf16 by cuBLASLt on CUDA (gemm_into), as matmul's gradients are.
+    if (x_grad) gx = gemm_into(device, g_rows, false, w, false, x_shape, x_dtype, 1);    // ∂x = g·W
+    if (w_grad) gw = gemm_into(device, g_rows, true, x_rows, false, w_shape, w_dtype, 1);  // ∂W = gᵀ·x
     if (b_grad) {  // ∂b = Σ over rows
       gb = Tensor::empty(b_shape, DType::f32, device);
 #if defined(URPE_WITH_CUDA)

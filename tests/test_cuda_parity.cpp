@@ -349,6 +349,40 @@ TEST_CASE("parity: linear on cuBLASLt (bias epilogue, bf16 y) against its cuBLAS
 #endif
     if (c.bias) CHECK(bitwise_equal(gb[0], gb[1]));
   }
+  // A bf16 x (fc2 reading GELU's bf16 output): its bf16 ∂x is written by cuBLASLt too; ∂W stays
+  // an FP32 GEMM (W is the f32 parameter).
+  {
+    const Tensor x0 = cast(cast(values({3, 37, 45}, 80).to(gpu()), DType::bf16), DType::f32);
+    const Tensor w0 = values({67, 45}, 81).to(gpu()), g16 = cast(values({3, 37, 67}, 82).to(gpu()), DType::bf16);
+    std::vector<Tensor> gx, gw;
+    for (const bool lt : {true, false}) {
+      ctx.set_lt_epilogues(lt);
+      Tensor x = x0.clone(), w = w0.clone();
+      x.set_requires_grad(true);
+      w.set_requires_grad(true);
+      const Tensor y = linear(cast(x, DType::bf16), w, Tensor(), DType::bf16, DType::bf16);
+#if defined(URPE_CUDA_SIM)
+      const size_t backward_from = urpe_sim::gemm_calls().size();
+#endif
+      y.backward(g16);
+#if defined(URPE_CUDA_SIM)
+      const std::vector<urpe_sim::GemmCall> calls = urpe_sim::gemm_calls();
+      REQUIRE(calls.size() == backward_from + 2);
+      CHECK(calls[backward_from].lt == lt);     // ∂x, bf16
+      CHECK(!calls[backward_from + 1].lt);      // ∂W, f32 on cuBLAS
+#endif
+      gx.push_back(x.grad());
+      gw.push_back(w.grad());
+    }
+    ctx.set_lt_epilogues(true);
+#if defined(URPE_CUDA_SIM)
+    CHECK(bitwise_equal(gx[0], gx[1]));
+    CHECK(bitwise_equal(gw[0], gw[1]));
+#else
+    check_close(gx[0], gx[1], {1e-5, 0x1p-7}, "linear's bf16 ∂x, cuBLASLt against cuBLAS");
+    check_close(gw[0], gw[1], {1e-4, 1e-4}, "linear's ∂W beside it");
+#endif
+  }
   // matmul's bf16 C (the attention's Q·Kᵀ and A·V under bf16): strided-batched on cuBLASLt, and a
   // shared B folded into one product, against the FP32 C rounded in a pass; then its backward,
   // whose bf16 ∂A and ∂B are written by cuBLASLt too (one GEMM each; a shared B with a transposed A
