@@ -7,7 +7,9 @@
 //   allocations are 256-byte aligned). Saves μ and r per row.
 //   Bytes: 4·rows·D read (once from DRAM), 4·rows·D written, 8·D of γ, β, 8·rows of μ, r.
 // Backward ∂x: one warp per row: ĝ = g·γ, x̂ = (x − μ)·r, ∂x = r·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)).
-//   Bytes: 8·rows·D read (x, g), 4·rows·D written.
+//   Bytes: 8·rows·D read (x, g), 4·rows·D written. float4 sweeps when D % 4 == 0, as the forward's
+//   (the scalar sweeps ran at a quarter of the copy bandwidth: 5.3 ms of Table 5's step on an
+//   H100, bench/results/gpu_h100_2026-11-27.md).
 // Backward ∂γ = Σ_rows g·x̂, ∂β = Σ_rows g, deterministic in two passes: rows are cut into chunks
 //   of 64; pass 1 has one thread per (chunk, d) adding its 64 rows in order (consecutive d:
 //   coalesced); pass 2 has one thread per d adding the chunk partials in order.
@@ -81,7 +83,13 @@ __global__ void layer_norm_forward_kernel(const T* __restrict__ x,
   }
 }
 
-template <typename T>
+// The row's four values at q (float4, kVec) as an array, for the sweeps below.
+struct Four {
+  float v[4];
+};
+__device__ __forceinline__ Four four(const float4 f) { return {{f.x, f.y, f.z, f.w}}; }
+
+template <typename T, bool kVec>
 __global__ void layer_norm_backward_input_kernel(const T* __restrict__ x,
                                                  const float* __restrict__ gamma,
                                                  const float* __restrict__ mean,
@@ -97,17 +105,46 @@ __global__ void layer_norm_backward_input_kernel(const T* __restrict__ x,
     const T* gr = grad_y + r * dim;
     const float mu = mean[r], rs = rstd[r];
     float sum_g = 0.0f, sum_gx = 0.0f;
-    for (int64_t d = lane; d < dim; d += kWarp) {
-      const float gh = load(gr, d) * gamma[d];
-      sum_g += gh;
-      sum_gx += gh * (load(xr, d) - mu) * rs;
+    if (kVec) {  // T = float, D % 4 == 0, 16-byte aligned rows
+      const float4* x4 = reinterpret_cast<const float4*>(xr);
+      const float4* g4 = reinterpret_cast<const float4*>(gr);
+      const float4* gm4 = reinterpret_cast<const float4*>(gamma);
+      for (int64_t q = lane; q < dim / 4; q += kWarp) {
+        const Four xv = four(x4[q]), gv = four(g4[q]), gm = four(gm4[q]);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float gh = gv.v[i] * gm.v[i];
+          sum_g += gh;
+          sum_gx += gh * (xv.v[i] - mu) * rs;
+        }
+      }
+    } else {
+      for (int64_t d = lane; d < dim; d += kWarp) {
+        const float gh = load(gr, d) * gamma[d];
+        sum_g += gh;
+        sum_gx += gh * (load(xr, d) - mu) * rs;
+      }
     }
     const float mean_g = warp_sum(sum_g) * inv_dim, mean_gx = warp_sum(sum_gx) * inv_dim;
     T* out = grad_x + r * dim;
-    for (int64_t d = lane; d < dim; d += kWarp) {
-      const float gh = load(gr, d) * gamma[d];
-      const float xh = (load(xr, d) - mu) * rs;
-      store(out, d, rs * (gh - mean_g - xh * mean_gx));
+    if (kVec) {
+      const float4* x4 = reinterpret_cast<const float4*>(xr);
+      const float4* g4 = reinterpret_cast<const float4*>(gr);
+      const float4* gm4 = reinterpret_cast<const float4*>(gamma);
+      float4* out4 = reinterpret_cast<float4*>(out);
+      for (int64_t q = lane; q < dim / 4; q += kWarp) {
+        const Four xv = four(x4[q]), gv = four(g4[q]), gm = four(gm4[q]);
+        Four o;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) o.v[i] = rs * (gv.v[i] * gm.v[i] - mean_g - (xv.v[i] - mu) * rs * mean_gx);
+        out4[q] = make_float4(o.v[0], o.v[1], o.v[2], o.v[3]);
+      }
+    } else {
+      for (int64_t d = lane; d < dim; d += kWarp) {
+        const float gh = load(gr, d) * gamma[d];
+        const float xh = (load(xr, d) - mu) * rs;
+        store(out, d, rs * (gh - mean_g - xh * mean_gx));
+      }
     }
   }
 }
@@ -199,12 +236,20 @@ void layer_norm_backward_cuda(const Tensor& x, const Tensor& gamma, const Tensor
   cuda::DeviceBuffer partial_gamma(ctx, sizeof(double) * chunks * dim);
   cuda::DeviceBuffer partial_beta(ctx, sizeof(double) * chunks * dim);
   const int flat_threads = 256;
+  const bool vec = x.dtype() == DType::f32 && dim % 4 == 0 && aligned16(x.f32()) && aligned16(grad_y.f32()) &&
+                   aligned16(grad_x.f32()) && aligned16(gamma.f32());
+  if (vec) {
+    layer_norm_backward_input_kernel<float, true><<<grid_for(ctx, rows, kRowsPerBlock), threads, 0, ctx.stream()>>>(
+        x.f32(), gamma.f32(), mean.f32(), rstd.f32(), grad_y.f32(), rows, dim, grad_x.f32());
+    CUDA_CHECK_LAUNCH("layer_norm_backward_input_kernel");
+  }
   with_device_value_type(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    layer_norm_backward_input_kernel<T><<<grid_for(ctx, rows, kRowsPerBlock), threads, 0,
-                                          ctx.stream()>>>(values<T>(x), gamma.f32(), mean.f32(), rstd.f32(),
-                                                          values<T>(grad_y), rows, dim, values<T>(grad_x));
-    CUDA_CHECK_LAUNCH("layer_norm_backward_input_kernel");
+    if (!vec) {
+      layer_norm_backward_input_kernel<T, false><<<grid_for(ctx, rows, kRowsPerBlock), threads, 0, ctx.stream()>>>(
+          values<T>(x), gamma.f32(), mean.f32(), rstd.f32(), values<T>(grad_y), rows, dim, values<T>(grad_x));
+      CUDA_CHECK_LAUNCH("layer_norm_backward_input_kernel");
+    }
     layer_norm_param_partial_kernel<T><<<grid_for(ctx, chunks * dim, flat_threads), flat_threads, 0,
                                          ctx.stream()>>>(values<T>(x), mean.f32(), rstd.f32(),
                                                          values<T>(grad_y), rows, dim, chunks,
