@@ -397,8 +397,11 @@ case "$1" in
     # 2026-11-27b record's "Table 5" run 4 passes of 8). table5-n512-fused: the same with the fused
     # attention (its tensor-core tiles under tf32/bf16; not run under fp32, whose scalar kernels are
     # not what a user would pick).
+    # Issue 36 asks for n = 128 and 256 too: table5-n128 / -n256, materialized (as Table 5 ran).
     local t5="--preset pi-paper --set layers=12 --set d_model=768 --set heads=12 --set d_ff=3072 --set batch=32 --set accum_steps=1 --set seq_len=512"
-    local -a runs=("pi-paper|--preset pi-paper" "table5-n512|$t5" "table5-n512-fused|$t5 --set attention=fused")
+    local t5_128=${t5/seq_len=512/seq_len=128} t5_256=${t5/seq_len=512/seq_len=256}
+    local -a runs=("pi-paper|--preset pi-paper" "table5-n512|$t5" "table5-n512-fused|$t5 --set attention=fused"
+                   "table5-n128|$t5_128" "table5-n256|$t5_256")
     if [ "${PRECISION_SMOKE:-0}" = 1 ]; then
       window="2:2"
       runs=("pi-smoke|--preset pi-tiny --set seq_len=8 --set d_model=16 --set heads=2 --set d_ff=32 --set layers=1 --set batch=2 --set valid_size=8")
