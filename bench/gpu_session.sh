@@ -32,7 +32,8 @@
 #                                   (tools/torch_bench.py --device cuda)
 #   bench/gpu_session.sh presets    one measured step of each --scale paper preset: `urpe profile`
 #                                   of steps 3..6 (step time, peak memory, the per-op table);
-#                                   PRESETS_PRECISION=bf16 runs them in BF16 (logs presets_bf16/)
+#                                   PRESETS_PRECISION=bf16 runs them in BF16 (logs presets_bf16/);
+#                                   then txl-base-paper at L = 4 and 8 (Table 4; PRESETS_TXL_DEPTHS=0: not)
 #   bench/gpu_session.sh nsight     docs/profiling.md's Nsight recipe as written: ncu on step 41 of
 #                                   pi-paper filtered by kernel name, then by NVTX range
 #   bench/gpu_session.sh precision  fp32 against tf32 against bf16 (issue 36): `urpe profile` of
@@ -381,6 +382,18 @@ case "$1" in
         --out "$LOGS/$tag/$preset" --overwrite --quiet
       grep -e "^| measured step" -e "^| outside every op" "$LOGS/$tag/$preset/profile.md" 2>/dev/null | sed "s/^/$preset /"
       [ -f "$LOGS/$tag/$preset/profile.md" ] && head -n 40 "$LOGS/$tag/$preset/profile.md" >"$LOGS/${tag}_${preset}_table.md"
+    done
+    # Table 4's shallower Transformer-XLs (L = 4 and 8; the preset is L = 16). PRESETS_TXL_DEPTHS=0
+    # leaves them out.
+    local layers
+    for layers in 4 8; do
+      [ "${PRESETS_TXL_DEPTHS:-1}" = 0 ] && break
+      local name="txl-base-paper-L$layers"
+      # shellcheck disable=SC2086
+      step "${tag}_$name" "./$BUILD/urpe" profile --preset txl-base-paper --set corpus=/tmp/shape_corpus --set pe=urpe \
+        --set layers=$layers $precision_set --device cuda --steps 3:6 --out "$LOGS/$tag/$name" --overwrite --quiet
+      grep -e "^| measured step" -e "^| outside every op" "$LOGS/$tag/$name/profile.md" 2>/dev/null | sed "s/^/$name /"
+      [ -f "$LOGS/$tag/$name/profile.md" ] && head -n 40 "$LOGS/$tag/$name/profile.md" >"$LOGS/${tag}_${name}_table.md"
     done
     ;;
   precision)
