@@ -127,6 +127,7 @@ __global__ void urpe_flash_attention_forward_kernel(FlashGeometry g, const float
                                                     const float* __restrict__ v,
                                                     float* __restrict__ out,
                                                     float* __restrict__ lse) {
+  g.resolve_dropout_seed();
   URPE_SHARED(float, q_s, [kForwardRows][kMaxDim]);
   URPE_SHARED(float, k_s, [kTile][kMaxDim + 1]);
   URPE_SHARED(float, v_s, [kTile][kMaxDim]);
@@ -203,6 +204,7 @@ __global__ void urpe_flash_attention_backward_dq_kernel(
     FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k,
     const float* __restrict__ v, const float* __restrict__ grad_out, const float* __restrict__ lse,
     const double* __restrict__ d_row, float* __restrict__ grad_q) {
+  g.resolve_dropout_seed();
   URPE_SHARED(float, q_s, [kBackwardRows][kMaxDim]);
   URPE_SHARED(float, go_s, [kBackwardRows][kMaxDim]);
   URPE_SHARED(float, k_s, [kTile][kMaxDim + 1]);
@@ -249,6 +251,7 @@ __global__ void urpe_flash_attention_backward_dkdv_kernel(
     FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k,
     const float* __restrict__ v, const float* __restrict__ grad_out, const float* __restrict__ lse,
     const double* __restrict__ d_row, float* __restrict__ grad_k, float* __restrict__ grad_v) {
+  g.resolve_dropout_seed();
   URPE_SHARED(float, k_s, [kBackwardRows][kMaxDim]);
   URPE_SHARED(float, v_s, [kBackwardRows][kMaxDim]);
   URPE_SHARED(float, q_s, [kTile][kMaxDim + 1]);
@@ -380,6 +383,7 @@ __global__ void urpe_flash_attention_bias_grad_kernel(
     const int32_t* __restrict__ offsets, int64_t buckets, const float* __restrict__ q,
     const float* __restrict__ k, const float* __restrict__ v, const float* __restrict__ grad_out,
     const float* __restrict__ lse, const double* __restrict__ d_row, float* __restrict__ grad_table) {
+  g.resolve_dropout_seed();
   table_grad_blocks<false>(g, kind, positions, offsets, buckets, q, k, v, grad_out, lse, d_row,
                            grad_table);
 }
@@ -389,6 +393,7 @@ __global__ void urpe_flash_attention_c_grad_kernel(
     const int32_t* __restrict__ offsets, int64_t buckets, const float* __restrict__ q,
     const float* __restrict__ k, const float* __restrict__ v, const float* __restrict__ grad_out,
     const float* __restrict__ lse, const double* __restrict__ d_row, float* __restrict__ grad_table) {
+  g.resolve_dropout_seed();
   table_grad_blocks<true>(g, kind, positions, offsets, buckets, q, k, v, grad_out, lse, d_row,
                           grad_table);
 }

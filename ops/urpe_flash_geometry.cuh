@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "ops/cuda_common.cuh"
+#include "ops/dropout_seed.cuh"
 #include "ops/urpe_attention_cells.cuh"
 #include "ops/urpe_flash_attention.h"
 #include "tensor/philox.h"
@@ -32,7 +33,13 @@ struct FlashGeometry {
   int c_kind;
   AttentionMask mask;
   float drop_p, keep_scale;
-  uint64_t seed;
+  KernelDropoutSeed drop_seed;  // where the dropout seed comes from (ops/dropout_seed.cuh)
+  uint64_t seed;                // the seed itself: set by resolve_dropout_seed() in each kernel
+
+  // Every kernel that calls keep() starts with this (the anchor read once per thread, not per cell).
+  __device__ __forceinline__ void resolve_dropout_seed() {
+    if (drop_p > 0.0f) seed = drop_seed.get();
+  }
 
   __device__ __forceinline__ int64_t map_index(int kind, int64_t b, int64_t i, int64_t j) const {
     if (kind == kRelative) return j - i + nq - 1;
@@ -130,7 +137,7 @@ inline FlashGeometry geometry_of(const Tensor& q, const Tensor& k, const Tensor&
   g.mask = attention_mask_of(p);
   g.drop_p = dropout.p;
   g.keep_scale = 1.0f / (1.0f - dropout.p);
-  g.seed = dropout.seed;
+  if (dropout.p > 0.0f) g.drop_seed = kernel_dropout_seed(*q.device().context(), dropout.seed);
   return g;
 }
 

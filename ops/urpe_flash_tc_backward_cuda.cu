@@ -242,6 +242,7 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_b
     FlashGeometry g, const TIn* __restrict__ q, const TIn* __restrict__ k, const TIn* __restrict__ v,
     const TIn* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
     TIn* __restrict__ grad_q) {
+  g.resolve_dropout_seed();
   // Key tiles of 64 at kDim = 32, 32 at 64, 16 at 128. K_J is read two ways, by rows (S = Q·K_Jᵀ)
   // and by row pairs (dQ += dS·K_J), so it is staged twice, as column pairs and as row pairs, and
   // V_J, read by rows only, as column pairs: every B fragment is one 64-bit shared load. Those
@@ -382,6 +383,7 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
     FlashGeometry g, const TIn* __restrict__ q, const TIn* __restrict__ k, const TIn* __restrict__ v,
     const TIn* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
     TIn* __restrict__ grad_k, TIn* __restrict__ grad_v, TablePartials tp) {
+  g.resolve_dropout_seed();
   constexpr int kQueries = kDim == 128 ? 16 : 32;
   constexpr int kQueryBlocks = kQueries / 8;
   constexpr int kSteps = Dim<kDim>::kSteps;

@@ -96,6 +96,7 @@ template <int kDim, bool kBf16, typename TIn>
 __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
     urpe_flash_tc_forward_kernel(FlashGeometry g, const TIn* __restrict__ q, const TIn* __restrict__ k,
                                  const TIn* __restrict__ v, TIn* __restrict__ out, float* __restrict__ lse) {
+  g.resolve_dropout_seed();
   static_assert(kBf16 || std::is_same_v<TIn, float>, "TF32 tiles read f32 tensors (the host widens bf16 ones)");
   // Key tiles of 64, 32 at kDim = 128 in TF32 (to fit 48 KiB). At kDim = 64 the 64-key TF32 tile
   // needs a few more than the 168 registers that 3 blocks per SM allow and spills ~40 bytes

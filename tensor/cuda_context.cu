@@ -205,6 +205,7 @@ Context::~Context() {
   cudaStreamSynchronize(stream_);
   for (CachedTable& table : tables_) allocator_.release(table.device, table.host.size());
   if (check_slots_) allocator_.release(check_slots_, sizeof(int64_t) * kMaxPendingChecks);
+  if (dropout_anchor_slot_) allocator_.release(dropout_anchor_slot_, 2 * sizeof(uint64_t));
   if (check_results_) cudaFreeHost(check_results_);
   for (StagingBlock& block : staging_) {
     cudaFreeHost(block.pinned);
@@ -300,6 +301,18 @@ void Context::upload_locked(void* dst, const void* src, size_t bytes) {
   parallel_copy(block.pinned, src, bytes);  // over the cores from 1 MiB on (tensor/parallel_copy.h)
   CUDA_CHECK(cudaMemcpyAsync(dst, block.pinned, bytes, cudaMemcpyHostToDevice, stream_));
   CUDA_CHECK(cudaEventRecord(block.copied, stream_));
+}
+
+void Context::set_dropout_anchor(uint64_t seed, uint64_t start) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(stream_, &capture));
+  URPE_CHECK(capture == cudaStreamCaptureStatusNone,
+             "mark_dropout_step: called while the stream captures a graph (the upload would replay stale); "
+             "mark the step before the capture and before each launch");
+  if (!dropout_anchor_slot_) dropout_anchor_slot_ = static_cast<uint64_t*>(allocator_.allocate(2 * sizeof(uint64_t)));
+  const uint64_t pair[2] = {seed, start};
+  upload(dropout_anchor_slot_, pair, sizeof(pair));
+  dropout_anchor_ = {seed, start, dropout_anchor_slot_};
 }
 
 int64_t* Context::defer_check(CheckRaise raise) {
