@@ -52,6 +52,13 @@ void fail_cublas(cublasStatus_t status, const char* what, const char* file, int 
 
 // ---- caching allocator ----
 
+namespace {
+thread_local AllocationObserver t_allocation_observer;  // set_allocation_observer (tests)
+void notify_allocation(const void* block, size_t class_bytes) {
+  if (t_allocation_observer) t_allocation_observer(block, class_bytes);
+}
+}  // namespace
+
 size_t CachingAllocator::size_class(size_t bytes) {
   if (bytes == 0) return 0;
   // Past 2^62 the doubling below would wrap to 0 and never end; no device has that much anyway.
@@ -130,6 +137,7 @@ void* CachingAllocator::allocate(size_t bytes) {
   }
   in_use_ += klass;
   peak_ = std::max(peak_, in_use_);
+  notify_allocation(pointer, klass);
   return pointer;
 }
 
@@ -528,6 +536,10 @@ const char* host_sync_name(HostSync kind) {
 HostSyncCounts host_sync_counts(Context* context) { return context->host_sync_counts(); }
 HostSyncObserver set_host_sync_observer(HostSyncObserver observer) {
   std::swap(observer, t_host_sync_observer);
+  return observer;
+}
+AllocationObserver set_allocation_observer(AllocationObserver observer) {
+  std::swap(observer, t_allocation_observer);
   return observer;
 }
 void note_host_sync(Context* context, HostSync kind, size_t bytes) { context->note_host_sync(kind, bytes); }

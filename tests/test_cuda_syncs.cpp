@@ -538,3 +538,50 @@ TEST_CASE("a captured dropout replays each step's mask: its seed comes from the 
   context.set_tf32(false);
 }
 #endif
+
+#if defined(URPE_CUDA_SIM)
+TEST_CASE("the blocks the caching allocator hands out in two steady encoder steps (a CUDA graph replays one step's)") {
+  // A captured step replays the addresses of the step it captured, so every allocation of the
+  // next step would have to return the same block (the allocations item of
+  // bench/cuda_notes.md#cuda-graphs-what-a-capture-of-the-steady-step-needs-issue-37, where the
+  // result is recorded). Logs each block the allocator hands out in steps 2 and 3 of the tiny
+  // encoder (dropout on, clipping on): the requests (class sizes, in order) must be the same; how
+  // many addresses differ, and whether step 3 takes the same set of blocks, is printed.
+  const Config config = family_config("encoder");
+  const std::string dir = temp_dir("encoder-allocations");
+  using Log = std::vector<std::pair<const void*, size_t>>;
+  Log steps[2];
+  Log* current = nullptr;
+  const cuda::AllocationObserver previous = cuda::set_allocation_observer([&](const void* block, size_t bytes) {
+    if (current) current->emplace_back(block, bytes);
+  });
+  TrainOptions options;
+  options.quiet = true;
+  options.on_step = [&](int64_t s, double) { current = s == 1 ? &steps[0] : s == 2 ? &steps[1] : nullptr; };
+  test::train_family("encoder", config, dir, options);
+  cuda::set_allocation_observer(previous);
+  std::system(("rm -rf '" + dir + "'").c_str());
+
+  REQUIRE(!steps[0].empty());
+  std::vector<size_t> sizes[2];
+  std::vector<const void*> blocks[2];
+  for (int s = 0; s < 2; ++s)
+    for (const auto& [block, bytes] : steps[s]) {
+      sizes[s].push_back(bytes);
+      blocks[s].push_back(block);
+    }
+  CHECK(sizes[0] == sizes[1]);
+  size_t moved = 0, first_moved = steps[0].size();
+  for (size_t i = 0; i < std::min(steps[0].size(), steps[1].size()); ++i)
+    if (blocks[0][i] != blocks[1][i]) {
+      ++moved;
+      first_moved = std::min(first_moved, i);
+    }
+  std::sort(blocks[0].begin(), blocks[0].end());
+  std::sort(blocks[1].begin(), blocks[1].end());
+  std::printf("encoder: %zu allocations in step 2, %zu in step 3; %zu at another address in step 3 than at the "
+              "same place in step 2 (the first: allocation %zu); the same set of blocks: %s\n",
+              steps[0].size(), steps[1].size(), moved, first_moved, blocks[0] == blocks[1] ? "yes" : "no");
+  std::fflush(stdout);
+}
+#endif
