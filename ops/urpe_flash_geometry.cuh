@@ -34,12 +34,10 @@ struct FlashGeometry {
   AttentionMask mask;
   float drop_p, keep_scale;
   KernelDropoutSeed drop_seed;  // where the dropout seed comes from (ops/dropout_seed.cuh)
-  uint64_t seed;                // the seed itself: set by resolve_dropout_seed() in each kernel
 
-  // Every kernel that calls keep() starts with this (the anchor read once per thread, not per cell).
-  __device__ __forceinline__ void resolve_dropout_seed() {
-    if (drop_p > 0.0f) seed = drop_seed.get();
-  }
+  // The dropout seed keep() takes: each kernel that drops computes it once per thread, at its
+  // start, into a local (writing it into g instead made ptxas copy g to local memory and spill).
+  __device__ __forceinline__ uint64_t dropout_seed() const { return drop_p > 0.0f ? drop_seed.get() : 0; }
 
   __device__ __forceinline__ int64_t map_index(int kind, int64_t b, int64_t i, int64_t j) const {
     if (kind == kRelative) return j - i + nq - 1;
@@ -56,7 +54,7 @@ struct FlashGeometry {
     return mask.masked(b, i, j, nk);
   }
   // κ: the dropout factor ops/dropout.h applies to A[b,h,i,j] (element ((b·H + h)·Nq + i)·Nk + j).
-  __device__ __forceinline__ float keep(int64_t bh, int64_t i, int64_t j) const {
+  __device__ __forceinline__ float keep(uint64_t seed, int64_t bh, int64_t i, int64_t j) const {
     if (drop_p <= 0.0f) return 1.0f;
     const uint64_t element = static_cast<uint64_t>((bh * nq + i) * nk + j);
     return philox_uniform(seed, 0, element) >= drop_p ? keep_scale : 0.0f;
