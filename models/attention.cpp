@@ -116,7 +116,7 @@ Tensor SelfAttention::forward(const Tensor& x, UrpeAttentionParams positional,
     // The same dropout seed, drawn at the same point of the stream as the materialised path
     // below, so both paths drop the same attention weights.
     AttentionDropout drop;
-    if (training && attention_dropout > 0.0f) drop = {attention_dropout, dropout_rng->next_seed()};
+    if (training && attention_dropout > 0.0f) drop = {attention_dropout, take_dropout_seed(*dropout_rng)};
     const Tensor context = urpe_flash_attention(q, k, v, positional, drop);  // (B, H, N, dh)
     const Tensor merged = reshape(permute(context, {0, 2, 1, 3}), {batch, n, d_model});
     return out_proj.forward(merged);
@@ -132,7 +132,7 @@ Tensor SelfAttention::forward(const Tensor& x, UrpeAttentionParams positional,
   Tensor attention = urpe_attention(scores, positional);  // (B, H, N, N)
   if (weights) *weights = attention;
   if (training && attention_dropout > 0.0f)
-    attention = dropout(attention, attention_dropout, dropout_rng->next_seed(), true);
+    attention = dropout(attention, attention_dropout, take_dropout_seed(*dropout_rng), true);
   Tensor context = matmul(attention, v, false, false, act);  // (B, H, N, dh)
   if (pos.shaw_values.defined())
     context = add(context, from_query(matmul(by_query(attention), cast(pos.shaw_values, act), false, false, act),

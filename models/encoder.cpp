@@ -224,7 +224,7 @@ Tensor TransformerEncoder::encode(const Tensor& tokens, bool training, Rng* drop
   URPE_CHECK(!training || (config_.dropout == 0.0f && config_.attention_dropout == 0.0f) || dropout_rng != nullptr,
              "encoder: training with dropout needs a random stream");
   auto drop = [&](const Tensor& t, float p) {
-    return (training && p > 0.0f) ? dropout(t, p, dropout_rng->next_seed(), true) : t;
+    return (training && p > 0.0f) ? dropout(t, p, take_dropout_seed(*dropout_rng), true) : t;
   };
 
   Tensor x = config_.padding_id >= 0 ? embedding(tokens_.table, tokens, config_.padding_id)

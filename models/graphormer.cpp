@@ -338,7 +338,7 @@ Tensor Graphormer::attention(const Layer& layer, const Tensor& x, const Tensor& 
   const Tensor scores = add(matmul(q, k, false, true, act), bias);  // (B, H, N, N)
   Tensor probs = urpe_attention(scores, core);                       // (B, H, N, N)
   if (training && config_.attention_dropout > 0.0f)
-    probs = dropout(probs, config_.attention_dropout, rng->next_seed(), true);
+    probs = dropout(probs, config_.attention_dropout, take_dropout_seed(*rng), true);
   const Tensor context = matmul(probs, v, false, false, act);  // (B, H, N, dh)
   return layer.out.forward(reshape(permute(context, {0, 2, 1, 3}), {B, N, d}));  // f32
 }
@@ -352,7 +352,7 @@ Tensor Graphormer::forward(const data::GraphBatch& batch, bool training, Rng* dr
   URPE_CHECK(!training || !any_dropout || dropout_rng != nullptr,
              "graphormer: training with dropout needs a random stream");
   auto drop = [&](const Tensor& t, float p) {
-    return (training && p > 0.0f) ? dropout(t, p, dropout_rng->next_seed(), true) : t;
+    return (training && p > 0.0f) ? dropout(t, p, take_dropout_seed(*dropout_rng), true) : t;
   };
 
   // The host-side maps: made by the collator a step ahead when it was given map_options(),

@@ -56,7 +56,7 @@ Tensor FeedForward::forward(const Tensor& x, float activation_dropout, Rng* drop
   Tensor h = fc1.forward(x, fc1.dtype);  // bf16 under precision=bf16, else f32
   h = use_gelu ? gelu(h) : relu(h);
   if (training && activation_dropout > 0.0f)
-    h = dropout(h, activation_dropout, dropout_rng->next_seed(), true);
+    h = dropout(h, activation_dropout, take_dropout_seed(*dropout_rng), true);
   return fc2.forward(h);
 }
 

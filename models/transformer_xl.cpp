@@ -189,7 +189,7 @@ Tensor TransformerXL::attention(const Layer& layer, const Tensor& h, const Tenso
   const int64_t batch = h.size(0), qlen = h.size(1), mlen = memory.defined() ? memory.size(1) : 0, klen = mlen + qlen;
   const int64_t heads = config_.heads, dh = config_.d_head, hd = heads * dh;
   auto drop = [&](const Tensor& t, float p) {
-    return (training && p > 0.0f) ? dropout(t, p, rng->next_seed(), true) : t;
+    return (training && p > 0.0f) ? dropout(t, p, take_dropout_seed(*rng), true) : t;
   };
 
   // precision=bf16 (docs/cuda.md#mixed-precision): the activations from the q/k/v and r
@@ -245,7 +245,7 @@ TxlHidden TransformerXL::forward_hidden(const Tensor& tokens, const TxlMemory& m
   const bool dropping = training && (config_.dropout > 0.0f || config_.dropatt > 0.0f);
   URPE_CHECK(!dropping || dropout_rng != nullptr, kModel << ": training with dropout needs a random stream");
   auto drop = [&](const Tensor& t) {
-    return (training && config_.dropout > 0.0f) ? dropout(t, config_.dropout, dropout_rng->next_seed(), true) : t;
+    return (training && config_.dropout > 0.0f) ? dropout(t, config_.dropout, take_dropout_seed(*dropout_rng), true) : t;
   };
   const int64_t klen = mlen + qlen;
 

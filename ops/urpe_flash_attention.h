@@ -65,15 +65,17 @@
 #pragma once
 #include <cstdint>
 
+#include "ops/dropout.h"
 #include "ops/urpe_attention.h"
 #include "tensor/tensor.h"
 
 namespace urpe {
 
-// Attention dropout on A (training only): p ∈ [0, 1), and the seed of its Philox stream.
+// Attention dropout on A (training only): p ∈ [0, 1), and the seed of its Philox stream (a value,
+// or take_dropout_seed's draw, which CUDA reads from the step anchor: ops/dropout.h).
 struct AttentionDropout {
   float p = 0.0f;
-  uint64_t seed = 0;
+  DropoutSeed seed;
 };
 
 // q (Bsz, H, Nq, dh), k (Bsz, H, Nk, dh), v (Bsz, H, Nk, dv) → O (Bsz, H, Nq, dv). Gradients

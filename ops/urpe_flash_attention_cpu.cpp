@@ -106,7 +106,7 @@ Geometry geometry_of(const Tensor& q, const Tensor& k, const Tensor& v,
   g.causal_offset = p.causal_offset;
   g.drop_p = dropout.p;
   g.keep_scale = 1.0f / (1.0f - dropout.p);
-  g.seed = dropout.seed;
+  g.seed = dropout.seed.value;
   return g;
 }
 

@@ -127,6 +127,7 @@ __global__ void urpe_flash_attention_forward_kernel(FlashGeometry g, const float
                                                     const float* __restrict__ v,
                                                     float* __restrict__ out,
                                                     float* __restrict__ lse) {
+  const uint64_t seed = g.dropout_seed();  // once per thread
   URPE_SHARED(float, q_s, [kForwardRows][kMaxDim]);
   URPE_SHARED(float, k_s, [kTile][kMaxDim + 1]);
   URPE_SHARED(float, v_s, [kTile][kMaxDim]);
@@ -163,7 +164,7 @@ __global__ void urpe_flash_attention_forward_kernel(FlashGeometry g, const float
         const float e = z == -INFINITY ? 0.0f : expf(z - m_new);
         l[rr] = l[rr] * alpha + warp_sum(e);
         m[rr] = m_new;
-        const float w = e == 0.0f ? 0.0f : e * g.c_value(b, h, i, j) * g.keep(bh, i, j);
+        const float w = e == 0.0f ? 0.0f : e * g.c_value(b, h, i, j) * g.keep(seed, bh, i, j);
 #pragma unroll
         for (int t = 0; t < kDimsPerLane; ++t) o[rr][t] *= alpha;
         add_weighted_rows(o[rr], w, v_s, lane, g.dv);
@@ -203,6 +204,7 @@ __global__ void urpe_flash_attention_backward_dq_kernel(
     FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k,
     const float* __restrict__ v, const float* __restrict__ grad_out, const float* __restrict__ lse,
     const double* __restrict__ d_row, float* __restrict__ grad_q) {
+  const uint64_t seed = g.dropout_seed();  // once per thread
   URPE_SHARED(float, q_s, [kBackwardRows][kMaxDim]);
   URPE_SHARED(float, go_s, [kBackwardRows][kMaxDim]);
   URPE_SHARED(float, k_s, [kTile][kMaxDim + 1]);
@@ -231,7 +233,7 @@ __global__ void urpe_flash_attention_backward_dq_kernel(
         float ds = 0.0f;
         if (lane < cols && !g.masked(b, i, j)) {
           const float p = g.prob(dot(q_s[r], k_s[lane], g.dh), b, h, i, j, row_lse);
-          const float gk = dot(go_s[r], v_s[lane], g.dv) * g.keep(bh, i, j);
+          const float gk = dot(go_s[r], v_s[lane], g.dv) * g.keep(seed, bh, i, j);
           ds = g.score_grad(p, gk, g.c_value(b, h, i, j), d_row[bh * g.nq + i]);
         }
         add_weighted_rows(dq[rr], ds, k_s, lane, g.dh);
@@ -249,6 +251,7 @@ __global__ void urpe_flash_attention_backward_dkdv_kernel(
     FlashGeometry g, const float* __restrict__ q, const float* __restrict__ k,
     const float* __restrict__ v, const float* __restrict__ grad_out, const float* __restrict__ lse,
     const double* __restrict__ d_row, float* __restrict__ grad_k, float* __restrict__ grad_v) {
+  const uint64_t seed = g.dropout_seed();  // once per thread
   URPE_SHARED(float, k_s, [kBackwardRows][kMaxDim]);
   URPE_SHARED(float, v_s, [kBackwardRows][kMaxDim]);
   URPE_SHARED(float, q_s, [kTile][kMaxDim + 1]);
@@ -284,7 +287,7 @@ __global__ void urpe_flash_attention_backward_dkdv_kernel(
         float a = 0.0f, ds = 0.0f;
         if (lse_s[lane] != -INFINITY && !g.masked(b, i, j)) {  // rows past Nq have L = −∞
           const float p = g.prob(dot(q_s[lane], k_s[r], g.dh), b, h, i, j, lse_s[lane]);
-          const float kappa = g.keep(bh, i, j), cv = g.c_value(b, h, i, j);
+          const float kappa = g.keep(seed, bh, i, j), cv = g.c_value(b, h, i, j);
           const float gk = dot(go_s[lane], v_s[r], g.dv) * kappa;
           a = p * cv * kappa;
           ds = g.score_grad(p, gk, cv, d_s[lane]);
@@ -318,7 +321,7 @@ __global__ void urpe_flash_attention_backward_dkdv_kernel(
 // each cell recomputed by one warp from q_i, k_j, dO_i, v_j, L_i and D_i.
 template <bool kForC>
 __device__ __forceinline__ void table_grad_blocks(
-    const FlashGeometry& g, int kind, const int32_t* __restrict__ positions,
+    const FlashGeometry& g, uint64_t seed, int kind, const int32_t* __restrict__ positions,
     const int32_t* __restrict__ offsets, int64_t buckets, const float* __restrict__ q,
     const float* __restrict__ k, const float* __restrict__ v, const float* __restrict__ grad_out,
     const float* __restrict__ lse, const double* __restrict__ d_row, float* __restrict__ grad_table) {
@@ -338,7 +341,7 @@ __device__ __forceinline__ void table_grad_blocks(
     s = warp_sum(s);
     gh = warp_sum(gh);
     const float p = g.prob(s, b, h, i, j, row_lse);
-    const float gk = gh * g.keep(bh, i, j);
+    const float gk = gh * g.keep(seed, bh, i, j);
     if (kForC) return static_cast<double>(gk) * p;
     return FlashGeometry::logit_grad(p, gk, g.c_value(b, h, i, j), d_row[bh * g.nq + i]);
   };
@@ -380,7 +383,8 @@ __global__ void urpe_flash_attention_bias_grad_kernel(
     const int32_t* __restrict__ offsets, int64_t buckets, const float* __restrict__ q,
     const float* __restrict__ k, const float* __restrict__ v, const float* __restrict__ grad_out,
     const float* __restrict__ lse, const double* __restrict__ d_row, float* __restrict__ grad_table) {
-  table_grad_blocks<false>(g, kind, positions, offsets, buckets, q, k, v, grad_out, lse, d_row,
+  const uint64_t seed = g.dropout_seed();  // once per thread
+  table_grad_blocks<false>(g, seed, kind, positions, offsets, buckets, q, k, v, grad_out, lse, d_row,
                            grad_table);
 }
 
@@ -389,7 +393,8 @@ __global__ void urpe_flash_attention_c_grad_kernel(
     const int32_t* __restrict__ offsets, int64_t buckets, const float* __restrict__ q,
     const float* __restrict__ k, const float* __restrict__ v, const float* __restrict__ grad_out,
     const float* __restrict__ lse, const double* __restrict__ d_row, float* __restrict__ grad_table) {
-  table_grad_blocks<true>(g, kind, positions, offsets, buckets, q, k, v, grad_out, lse, d_row,
+  const uint64_t seed = g.dropout_seed();  // once per thread
+  table_grad_blocks<true>(g, seed, kind, positions, offsets, buckets, q, k, v, grad_out, lse, d_row,
                           grad_table);
 }
 

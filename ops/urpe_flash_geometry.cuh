@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "ops/cuda_common.cuh"
+#include "ops/dropout_seed.cuh"
 #include "ops/urpe_attention_cells.cuh"
 #include "ops/urpe_flash_attention.h"
 #include "tensor/philox.h"
@@ -32,7 +33,11 @@ struct FlashGeometry {
   int c_kind;
   AttentionMask mask;
   float drop_p, keep_scale;
-  uint64_t seed;
+  KernelDropoutSeed drop_seed;  // where the dropout seed comes from (ops/dropout_seed.cuh)
+
+  // The dropout seed keep() takes: each kernel that drops computes it once per thread, at its
+  // start, into a local (writing it into g instead made ptxas copy g to local memory and spill).
+  __device__ __forceinline__ uint64_t dropout_seed() const { return drop_p > 0.0f ? drop_seed.get() : 0; }
 
   __device__ __forceinline__ int64_t map_index(int kind, int64_t b, int64_t i, int64_t j) const {
     if (kind == kRelative) return j - i + nq - 1;
@@ -49,7 +54,7 @@ struct FlashGeometry {
     return mask.masked(b, i, j, nk);
   }
   // κ: the dropout factor ops/dropout.h applies to A[b,h,i,j] (element ((b·H + h)·Nq + i)·Nk + j).
-  __device__ __forceinline__ float keep(int64_t bh, int64_t i, int64_t j) const {
+  __device__ __forceinline__ float keep(uint64_t seed, int64_t bh, int64_t i, int64_t j) const {
     if (drop_p <= 0.0f) return 1.0f;
     const uint64_t element = static_cast<uint64_t>((bh * nq + i) * nk + j);
     return philox_uniform(seed, 0, element) >= drop_p ? keep_scale : 0.0f;
@@ -130,7 +135,7 @@ inline FlashGeometry geometry_of(const Tensor& q, const Tensor& k, const Tensor&
   g.mask = attention_mask_of(p);
   g.drop_p = dropout.p;
   g.keep_scale = 1.0f / (1.0f - dropout.p);
-  g.seed = dropout.seed;
+  if (dropout.p > 0.0f) g.drop_seed = kernel_dropout_seed(*q.device().context(), dropout.seed);
   return g;
 }
 

@@ -204,7 +204,7 @@ __device__ __forceinline__ T (&carve(float4 (&raw)[kVectors], int offset))[kRows
 // The scores S of a key tile become dS = scale·P·(dA·κ·C − D) in place (0 where masked or the row
 // has no unmasked key). kInterior: the fast path (tile_is_interior), B and C staged, κ = 1.
 template <bool kInterior, int kKeyBlocks>
-__device__ __forceinline__ void dq_cells(const FlashGeometry& g, float (&s)[kKeyBlocks][4],
+__device__ __forceinline__ void dq_cells(const FlashGeometry& g, uint64_t seed, float (&s)[kKeyBlocks][4],
                                          const float (&da)[kKeyBlocks][4], const float (&row_lse)[2],
                                          const float (&row_d)[2], const float* bias_s, const float* c_s,
                                          const LaneCells& at, int b, int h, int bh) {
@@ -223,7 +223,7 @@ __device__ __forceinline__ void dq_cells(const FlashGeometry& g, float (&s)[kKey
         const int64_t i = cell_row(at, r), j = cell_key(at, nb, r);
         if (row_lse[r / 2] != -INFINITY && !cell_masked(g, b, i, j)) {
           const float p = expf(s[nb][r] * g.scale + cell_bias(g, bias_s, x, b, h, i, j) - row_lse[r / 2]);
-          const float gk = da[nb][r] * g.keep(bh, i, j);
+          const float gk = da[nb][r] * g.keep(seed, bh, i, j);
           ds = g.scale * (p * (gk * cell_c(g, c_s, x, b, h, i, j) - row_d[r / 2]));
         }
       }
@@ -242,6 +242,7 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_b
     FlashGeometry g, const TIn* __restrict__ q, const TIn* __restrict__ k, const TIn* __restrict__ v,
     const TIn* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
     TIn* __restrict__ grad_q) {
+  const uint64_t seed = g.dropout_seed();  // once per thread
   // Key tiles of 64 at kDim = 32, 32 at 64, 16 at 128. K_J is read two ways, by rows (S = Q·K_Jᵀ)
   // and by row pairs (dQ += dS·K_J), so it is staged twice, as column pairs and as row pairs, and
   // V_J, read by rows only, as column pairs: every B fragment is one 64-bit shared load. Those
@@ -305,9 +306,9 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_b
       product_with_column_pairs(da, ga, v_rows, group, member);
       const LaneCells at{w0 + group, j0 + 2 * member, 2 * member - warp * kWarpRows - group + kBlockRows - 1};
       if (fast_path && tile_is_interior(g, i0, i0 + kBlockRows, j0, j0 + kKeys, pad_from))
-        dq_cells<true>(g, s, da, row_lse, row_d, bias_s, c_s, at, t.b, t.h, t.bh);
+        dq_cells<true>(g, seed, s, da, row_lse, row_d, bias_s, c_s, at, t.b, t.h, t.bh);
       else
-        dq_cells<false>(g, s, da, row_lse, row_d, bias_s, c_s, at, t.b, t.h, t.bh);
+        dq_cells<false>(g, seed, s, da, row_lse, row_d, bias_s, c_s, at, t.b, t.h, t.bh);
       product_row_pairs(dq, s, k_pairs, group, member);
     }
     store_rows(grad_q + int64_t(t.bh) * nq * dh, dq, w0, nq, dh, lane);
@@ -336,7 +337,7 @@ struct KeyLaneCells {
 // dSᵀ = scale·P·(dA·κ·C − D); with tables, the tile's dZ and P·κ·dA go to zb_s and zc_s.
 // kInterior: the fast path (tile_is_interior), B and C staged, κ = 1.
 template <bool kInterior, int kQueryBlocks, int kTermCols>
-__device__ __forceinline__ void dkdv_cells(const FlashGeometry& g, float (&st)[kQueryBlocks][4],
+__device__ __forceinline__ void dkdv_cells(const FlashGeometry& g, uint64_t seed, float (&st)[kQueryBlocks][4],
                                            float (&dat)[kQueryBlocks][4], const float* lse_s, const float* d_s,
                                            const float* bias_s, const float* c_s,
                                            float (&zb_s)[kBlockRows][kTermCols],
@@ -361,7 +362,7 @@ __device__ __forceinline__ void dkdv_cells(const FlashGeometry& g, float (&st)[k
         const int64_t j = at.j + 8 * (r >> 1), i = at.i + 8 * nb + (r & 1);
         if (lse_s[li] != -INFINITY && !cell_masked(g, b, i, j)) {
           const float p = expf(st[nb][r] * g.scale + cell_bias(g, bias_s, x, b, h, i, j) - lse_s[li]);
-          const float kappa = g.keep(bh, i, j), cv = cell_c(g, c_s, x, b, h, i, j);
+          const float kappa = g.keep(seed, bh, i, j), cv = cell_c(g, c_s, x, b, h, i, j);
           const float gk = dat[nb][r] * kappa;
           a = p * cv * kappa;
           dz = p * (gk * cv - d_s[li]);
@@ -382,6 +383,7 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
     FlashGeometry g, const TIn* __restrict__ q, const TIn* __restrict__ k, const TIn* __restrict__ v,
     const TIn* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
     TIn* __restrict__ grad_k, TIn* __restrict__ grad_v, TablePartials tp) {
+  const uint64_t seed = g.dropout_seed();  // once per thread
   constexpr int kQueries = kDim == 128 ? 16 : 32;
   constexpr int kQueryBlocks = kQueries / 8;
   constexpr int kSteps = Dim<kDim>::kSteps;
@@ -483,9 +485,9 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
       const KeyLaneCells at{at0.j, i0 + at0.i, at0.li, at0.x};
       const int lj0 = warp * kWarpRows + group;
       if (fast_path && tile_is_interior(g, i0, i0 + kQueries, j0, j0 + kKeysPerBlock, pad_from))
-        dkdv_cells<true>(g, st, dat, lse_s, d_s, bias_s, c_s, zb_s, zc_s, tables, at, lj0, b, h, bh);
+        dkdv_cells<true>(g, seed, st, dat, lse_s, d_s, bias_s, c_s, zb_s, zc_s, tables, at, lj0, b, h, bh);
       else
-        dkdv_cells<false>(g, st, dat, lse_s, d_s, bias_s, c_s, zb_s, zc_s, tables, at, lj0, b, h, bh);
+        dkdv_cells<false>(g, seed, st, dat, lse_s, d_s, bias_s, c_s, zb_s, zc_s, tables, at, lj0, b, h, bh);
       product_row_pairs(dv_acc, st, go_pairs, group, member);  // dV += Ãᵀ·dO
       product_row_pairs(dk, dat, q_pairs, group, member);      // dK += dSᵀ·Q
       if (!tables) continue;

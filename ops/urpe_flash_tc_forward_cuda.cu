@@ -65,7 +65,7 @@ __device__ __forceinline__ void forward_logits(const FlashGeometry& g, float (&s
 
 // The logits become the weights W = e^{z − m'}·C·κ in place; row_sum gets Σ e^{z − m'} per row.
 template <bool kInterior, int kKeyBlocks>
-__device__ __forceinline__ void forward_weights(const FlashGeometry& g, float (&s)[kKeyBlocks][4],
+__device__ __forceinline__ void forward_weights(const FlashGeometry& g, uint64_t seed, float (&s)[kKeyBlocks][4],
                                                 const float (&m_new)[2], float (&row_sum)[2], const float* c_s,
                                                 const LaneCells& at, int b, int h, int bh) {
 #pragma unroll
@@ -83,7 +83,7 @@ __device__ __forceinline__ void forward_weights(const FlashGeometry& g, float (&
         } else {
           const int64_t i = cell_row(at, r), j = cell_key(at, nb, r);
           w = e * cell_c(g, c_s, x, b, h, i, j);
-          w *= g.keep(bh, i, j);
+          w *= g.keep(seed, bh, i, j);
         }
       }
       s[nb][r] = w;
@@ -96,6 +96,7 @@ template <int kDim, bool kBf16, typename TIn>
 __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
     urpe_flash_tc_forward_kernel(FlashGeometry g, const TIn* __restrict__ q, const TIn* __restrict__ k,
                                  const TIn* __restrict__ v, TIn* __restrict__ out, float* __restrict__ lse) {
+  const uint64_t seed = g.dropout_seed();  // once per thread
   static_assert(kBf16 || std::is_same_v<TIn, float>, "TF32 tiles read f32 tensors (the host widens bf16 ones)");
   // Key tiles of 64, 32 at kDim = 128 in TF32 (to fit 48 KiB). At kDim = 64 the 64-key TF32 tile
   // needs a few more than the 168 registers that 3 blocks per SM allow and spills ~40 bytes
@@ -195,9 +196,9 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
         alpha[half] = m[half] == m_new[half] ? 1.0f : expf(m[half] - m_new[half]);  // 0 from −∞
       }
       if (interior)
-        forward_weights<true>(g, s, m_new, row_sum, c_s, at, t.b, t.h, t.bh);
+        forward_weights<true>(g, seed, s, m_new, row_sum, c_s, at, t.b, t.h, t.bh);
       else
-        forward_weights<false>(g, s, m_new, row_sum, c_s, at, t.b, t.h, t.bh);
+        forward_weights<false>(g, seed, s, m_new, row_sum, c_s, at, t.b, t.h, t.bh);
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         l[half] = l[half] * alpha[half] + group_sum(row_sum[half]);

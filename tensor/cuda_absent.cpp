@@ -35,6 +35,7 @@ const char* host_sync_name(HostSync kind) {
 }
 HostSyncCounts host_sync_counts(Context*) { return {}; }
 HostSyncObserver set_host_sync_observer(HostSyncObserver) { return {}; }
+AllocationObserver set_allocation_observer(AllocationObserver) { return {}; }
 void note_host_sync(Context*, HostSync, size_t) {}
 uint64_t table_uploads(Context*) { return 0; }
 int64_t* defer_check(Context*, CheckRaise) { no_cuda("cuda::defer_check"); }

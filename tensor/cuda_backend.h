@@ -56,6 +56,11 @@ HostSyncCounts host_sync_counts(Context* context);
 // function: none).
 using HostSyncObserver = std::function<void(HostSync kind, size_t bytes)>;
 HostSyncObserver set_host_sync_observer(HostSyncObserver observer);
+// Called, on this thread, with each block a caching allocator hands out and its class bytes (a
+// test's record of the addresses of a step: a CUDA graph replays the ones it captured). Per
+// thread like the observer above; returns the one it replaces.
+using AllocationObserver = std::function<void(const void* block, size_t class_bytes)>;
+AllocationObserver set_allocation_observer(AllocationObserver observer);
 // Small host tables (multi-tensor kernels) uploaded to the context's table cache so far: a miss
 // is an upload (cuda_context.h, Context::cached_table).
 uint64_t table_uploads(Context* context);

@@ -52,6 +52,13 @@ void fail_cublas(cublasStatus_t status, const char* what, const char* file, int 
 
 // ---- caching allocator ----
 
+namespace {
+thread_local AllocationObserver t_allocation_observer;  // set_allocation_observer (tests)
+void notify_allocation(const void* block, size_t class_bytes) {
+  if (t_allocation_observer) t_allocation_observer(block, class_bytes);
+}
+}  // namespace
+
 size_t CachingAllocator::size_class(size_t bytes) {
   if (bytes == 0) return 0;
   // Past 2^62 the doubling below would wrap to 0 and never end; no device has that much anyway.
@@ -130,6 +137,7 @@ void* CachingAllocator::allocate(size_t bytes) {
   }
   in_use_ += klass;
   peak_ = std::max(peak_, in_use_);
+  notify_allocation(pointer, klass);
   return pointer;
 }
 
@@ -205,6 +213,7 @@ Context::~Context() {
   cudaStreamSynchronize(stream_);
   for (CachedTable& table : tables_) allocator_.release(table.device, table.host.size());
   if (check_slots_) allocator_.release(check_slots_, sizeof(int64_t) * kMaxPendingChecks);
+  if (dropout_anchor_slot_) allocator_.release(dropout_anchor_slot_, 2 * sizeof(uint64_t));
   if (check_results_) cudaFreeHost(check_results_);
   for (StagingBlock& block : staging_) {
     cudaFreeHost(block.pinned);
@@ -300,6 +309,18 @@ void Context::upload_locked(void* dst, const void* src, size_t bytes) {
   parallel_copy(block.pinned, src, bytes);  // over the cores from 1 MiB on (tensor/parallel_copy.h)
   CUDA_CHECK(cudaMemcpyAsync(dst, block.pinned, bytes, cudaMemcpyHostToDevice, stream_));
   CUDA_CHECK(cudaEventRecord(block.copied, stream_));
+}
+
+void Context::set_dropout_anchor(uint64_t seed, uint64_t start) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(stream_, &capture));
+  URPE_CHECK(capture == cudaStreamCaptureStatusNone,
+             "mark_dropout_step: called while the stream captures a graph (the upload would replay stale); "
+             "mark the step before the capture and before each launch");
+  if (!dropout_anchor_slot_) dropout_anchor_slot_ = static_cast<uint64_t*>(allocator_.allocate(2 * sizeof(uint64_t)));
+  const uint64_t pair[2] = {seed, start};
+  upload(dropout_anchor_slot_, pair, sizeof(pair));
+  dropout_anchor_ = {seed, start, dropout_anchor_slot_};
 }
 
 int64_t* Context::defer_check(CheckRaise raise) {
@@ -515,6 +536,10 @@ const char* host_sync_name(HostSync kind) {
 HostSyncCounts host_sync_counts(Context* context) { return context->host_sync_counts(); }
 HostSyncObserver set_host_sync_observer(HostSyncObserver observer) {
   std::swap(observer, t_host_sync_observer);
+  return observer;
+}
+AllocationObserver set_allocation_observer(AllocationObserver observer) {
+  std::swap(observer, t_allocation_observer);
   return observer;
 }
 void note_host_sync(Context* context, HostSync kind, size_t bytes) { context->note_host_sync(kind, bytes); }

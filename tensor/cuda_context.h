@@ -159,6 +159,19 @@ class Context {
   void upload(void* dst, const void* src, size_t bytes);
   size_t staging_bytes() const;  // pinned bytes held for uploads
 
+  // Dropout's step anchor (ops/dropout.h, mark_dropout_step): the dropout stream's {seed, offset
+  // at the step's start} in 16 bytes of device memory (allocated at the first mark, kept for the
+  // context's life, so a captured graph may read it), and the host's copy of the last upload. A
+  // dropout drawn from that stream passes offset − start and its kernel reads the pair.
+  struct DropoutAnchor {
+    uint64_t seed = 0, start = 0;
+    const uint64_t* device = nullptr;  // {seed, start}; null before the first mark
+  };
+  const DropoutAnchor& dropout_anchor() const { return dropout_anchor_; }
+  // Uploads {seed, start} (stream-ordered from pinned staging: kernels queued before it read the
+  // previous pair). Not while the stream captures: a captured upload would replay stale bytes.
+  void set_dropout_anchor(uint64_t seed, uint64_t start);
+
   // Checks made on the device (cuda_backend.h, defer_check): at most kMaxPendingChecks wait for
   // a read; one more makes the host wait and report them first (counted as a synchronize).
   static constexpr size_t kMaxPendingChecks = 256;
@@ -208,6 +221,8 @@ class Context {
   std::vector<StagingBlock> staging_;
   size_t queue_check_readback();           // the slots' copy into pinned memory; returns how many
   void raise_failed_checks(size_t count);  // after the wait: calls the first `count` raises
+  DropoutAnchor dropout_anchor_;
+  uint64_t* dropout_anchor_slot_ = nullptr;  // device, 2 words
   std::vector<CheckRaise> checks_;
   int64_t* check_slots_ = nullptr;    // device, kMaxPendingChecks
   int64_t* check_results_ = nullptr;  // pinned host, kMaxPendingChecks

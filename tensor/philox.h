@@ -43,4 +43,12 @@ URPE_HOST_DEVICE float philox_uniform(uint64_t seed, uint64_t offset, uint64_t i
   return static_cast<float>(block.x[k & 3] >> 8) * (1.0f / 16777216.0f);
 }
 
+// The seed of a child stream drawn at `offset` (a multiple of 4) of the stream `seed`: words 2–3 of
+// its Philox block. Rng::next_seed on the host, and dropout's kernels on the device from the step
+// anchor (ops/dropout.h), compute the same 64 bits.
+URPE_HOST_DEVICE uint64_t philox_child_seed(uint64_t seed, uint64_t offset) {
+  const PhiloxBlock block = philox4x32(seed, offset >> 2);
+  return (static_cast<uint64_t>(block.x[2]) << 32) | block.x[3];
+}
+
 }  // namespace urpe

@@ -30,10 +30,7 @@ class Rng {
     return static_cast<int64_t>(r % static_cast<uint64_t>(n));
   }
   // A fresh 64-bit seed for a child stream (e.g. one dropout call).
-  uint64_t next_seed() {
-    const PhiloxBlock b = philox4x32(seed_, reserve(4) >> 2);
-    return (static_cast<uint64_t>(b.x[2]) << 32) | b.x[3];
-  }
+  uint64_t next_seed() { return philox_child_seed(seed_, reserve(4)); }
 
  private:
   uint64_t seed_;

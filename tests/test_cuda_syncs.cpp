@@ -26,9 +26,11 @@
 #include "tensor/cuda_context.h"  // the cuBLAS handle's workspace (needs the simulator's headers here)
 #endif
 
+#include "ops/dropout.h"
 #include "ops/optimizer_kernels.h"
 #include "ops/urpe_attention.h"
 #include "ops/urpe_attention_checks.h"
+#include "ops/urpe_flash_attention.h"
 #include "tensor/cuda_backend.h"
 #include "tensor/op_profile.h"
 #include "test_util.h"
@@ -450,5 +452,136 @@ TEST_CASE("a captured Adam update replays each new step: its scalars come from t
   CHECK(cudaStreamEndCapture(context.stream(), &refused) == cudaErrorStreamCaptureInvalidated);
   CHECK(refused == nullptr);
   cudaGetLastError();  // clear the recorded error
+}
+#endif
+
+#if defined(URPE_CUDA_SIM)
+TEST_CASE("a captured dropout replays each step's mask: its seed comes from the step anchor the host uploads") {
+  // ops/dropout.h, "Seeds and CUDA graphs". Each step marks its start (the stream's seed and
+  // offset uploaded to the device), draws one seed it does not use, then one for the dropout, whose
+  // delta (4) a graph freezes. Step 1 runs eager, step 2 is captured and its graph replayed for
+  // steps 2 and 3 with a new mark before each launch: every mask must be the CPU's for that step,
+  // drawn from a copy of the stream, bit for bit.
+  const Device gpu = parse_device("cuda");
+  cuda::Context& context = *gpu.context();
+  Rng data(43);
+  const Tensor x = Tensor::uniform({3, 1001}, 0.5f, 1.5f, data);  // no zeros: a dropped element is the only 0
+  const Tensor x_gpu = x.to(gpu);
+  const float p = 0.3f;
+  Rng reference(2024, 40), stream(2024, 40);  // the CPU's copy and the device's: the same draws
+  auto reference_mask = [&] {
+    reference.next_seed();
+    return dropout(x, p, take_dropout_seed(reference), true).to_vector_f32();
+  };
+  std::vector<std::vector<float>> masks;
+
+  mark_dropout_step(stream, gpu);  // step 1, eager
+  stream.next_seed();
+  masks.push_back(dropout(x_gpu, p, take_dropout_seed(stream), true).to_vector_f32());
+  CHECK(masks.back() == reference_mask());
+
+  mark_dropout_step(stream, gpu);  // step 2, captured (the output's block is cached by step 1)
+  stream.next_seed();
+  const DropoutSeed captured_seed = take_dropout_seed(stream);
+  REQUIRE(cudaStreamBeginCapture(context.stream(), cudaStreamCaptureModeGlobal) == cudaSuccess);
+  CHECK_THROWS_WITH_AS(mark_dropout_step(stream, gpu), doctest::Contains("while the stream captures"), Error);
+  const Tensor y = dropout(x_gpu, p, captured_seed, true);
+  cudaGraph_t graph = nullptr;
+  REQUIRE(cudaStreamEndCapture(context.stream(), &graph) == cudaSuccess);
+  CHECK(urpe_sim::graph_nodes(graph) == std::vector<std::string>{"dropout_philox_kernel<T>"});
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE(cudaGraphInstantiate(&exec, graph) == cudaSuccess);
+  for (int step = 2; step <= 3; ++step) {
+    INFO("step " << step);
+    if (step == 3) {  // the host's part of a replayed step: mark its start, advance past its draws
+      mark_dropout_step(stream, gpu);
+      stream.reserve(8);
+    }
+    REQUIRE(cudaGraphLaunch(exec, context.stream()) == cudaSuccess);
+    masks.push_back(y.to_vector_f32());
+    CHECK(masks.back() == reference_mask());
+  }
+  CHECK(masks[1] != masks[0]);
+  CHECK(masks[2] != masks[1]);  // the replay drew step 3's mask, not the captured step's
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+
+  // The fused attention's dropout through the anchor: the same output and gradients, bit for bit,
+  // as the same seed passed by value, on the scalar kernels and on the tensor-core ones (TF32).
+  Tensor q = Tensor::uniform({1, 2, 9, 16}, -1.0f, 1.0f, data), k = Tensor::uniform({1, 2, 9, 16}, -1.0f, 1.0f, data);
+  Tensor v = Tensor::uniform({1, 2, 9, 16}, -1.0f, 1.0f, data);
+  const Tensor upstream = Tensor::uniform({1, 2, 9, 16}, -1.0f, 1.0f, data).to(gpu);
+  UrpeAttentionParams params;
+  params.scale = 0.25f;
+  for (bool tf32 : {false, true}) {
+    INFO("tf32 " << tf32);
+    context.set_tf32(tf32);
+    mark_dropout_step(stream, gpu);
+    stream.next_seed();
+    const DropoutSeed anchored = take_dropout_seed(stream);
+    std::vector<std::vector<float>> results[2];
+    for (int by_value = 0; by_value < 2; ++by_value) {
+      std::vector<Tensor> leaves;
+      for (const Tensor& t : {q, k, v}) {
+        Tensor leaf = t.to(gpu);
+        leaf.set_requires_grad(true);
+        leaves.push_back(leaf);
+      }
+      const AttentionDropout drop{0.25f, by_value ? DropoutSeed(anchored.value) : anchored};
+      const Tensor out = urpe_flash_attention(leaves[0], leaves[1], leaves[2], params, drop);
+      out.backward(upstream);
+      results[by_value].push_back(out.to_vector_f32());
+      for (const Tensor& leaf : leaves) results[by_value].push_back(leaf.grad().to_vector_f32());
+    }
+    CHECK(results[0] == results[1]);
+  }
+  context.set_tf32(false);
+}
+#endif
+
+#if defined(URPE_CUDA_SIM)
+TEST_CASE("the blocks the caching allocator hands out in two steady encoder steps (a CUDA graph replays one step's)") {
+  // A captured step replays the addresses of the step it captured, so every allocation of the
+  // next step would have to return the same block (the allocations item of
+  // bench/cuda_notes.md#cuda-graphs-what-a-capture-of-the-steady-step-needs-issue-37, where the
+  // result is recorded). Logs each block the allocator hands out in steps 2 and 3 of the tiny
+  // encoder (dropout on, clipping on): the requests (class sizes, in order) must be the same; how
+  // many addresses differ, and whether step 3 takes the same set of blocks, is printed.
+  const Config config = family_config("encoder");
+  const std::string dir = temp_dir("encoder-allocations");
+  using Log = std::vector<std::pair<const void*, size_t>>;
+  Log steps[2];
+  Log* current = nullptr;
+  const cuda::AllocationObserver previous = cuda::set_allocation_observer([&](const void* block, size_t bytes) {
+    if (current) current->emplace_back(block, bytes);
+  });
+  TrainOptions options;
+  options.quiet = true;
+  options.on_step = [&](int64_t s, double) { current = s == 1 ? &steps[0] : s == 2 ? &steps[1] : nullptr; };
+  test::train_family("encoder", config, dir, options);
+  cuda::set_allocation_observer(previous);
+  std::system(("rm -rf '" + dir + "'").c_str());
+
+  REQUIRE(!steps[0].empty());
+  std::vector<size_t> sizes[2];
+  std::vector<const void*> blocks[2];
+  for (int s = 0; s < 2; ++s)
+    for (const auto& [block, bytes] : steps[s]) {
+      sizes[s].push_back(bytes);
+      blocks[s].push_back(block);
+    }
+  CHECK(sizes[0] == sizes[1]);
+  size_t moved = 0, first_moved = steps[0].size();
+  for (size_t i = 0; i < std::min(steps[0].size(), steps[1].size()); ++i)
+    if (blocks[0][i] != blocks[1][i]) {
+      ++moved;
+      first_moved = std::min(first_moved, i);
+    }
+  std::sort(blocks[0].begin(), blocks[0].end());
+  std::sort(blocks[1].begin(), blocks[1].end());
+  std::printf("encoder: %zu allocations in step 2, %zu in step 3; %zu at another address in step 3 than at the "
+              "same place in step 2 (the first: allocation %zu); the same set of blocks: %s\n",
+              steps[0].size(), steps[1].size(), moved, first_moved, blocks[0] == blocks[1] ? "yes" : "no");
+  std::fflush(stdout);
 }
 #endif

@@ -6,6 +6,8 @@
 // (every batch of it) must lie inside one block of device memory: a wrong leading dimension or
 // stride in urpe's wrappers shows up here instead of as a silent read of a neighbour's memory.
 // As in cuBLAS, C is not read when β = 0 (it may hold NaN), and the TF32 mode changes nothing here.
+// A GEMM on a stream that is capturing (CUDA graphs) is checked at the call and recorded as a node
+// of the graph, run at each of its launches (capture_gemm, gemm_reference.h).
 // With initcheck on, an element of A, B (or C when β ≠ 0) that nothing has written is a launch
 // failure, as compute-sanitizer's initcheck reports cuBLAS's kernels; C counts as written after.
 // The loop itself is gemm_reference.h, shared with the cuBLASLt stand-in (cublasLt.cpp).
@@ -67,12 +69,24 @@ cublasStatus_t cublasSetWorkspace(cublasHandle_t handle, void* workspace, size_t
 }
 size_t urpe_sim::cublas_workspace_bytes(const cublasContext* handle) { return handle ? handle->workspace_bytes : 0; }
 
+// Runs `gemm(alpha, beta, check_only)` now, or records it into the capture of the handle's stream
+// (capture_gemm, gemm_reference.h).
+template <typename Gemm>
+static cublasStatus_t run_or_capture(cublasHandle_t handle, const char* call, const float* alpha, const float* beta,
+                                     const Gemm& gemm) {
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+  if (capture_gemm(handle->stream, call, alpha, beta, gemm, status)) return status;
+  return gemm(alpha, beta, false);
+}
+
 cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t op_a, cublasOperation_t op_b,
                            int m, int n, int k, const float* alpha, const float* a, int lda,
                            const float* b, int ldb, const float* beta, float* c, int ldc) {
   if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-  return gemm_batched("cublasSgemm", op_a, op_b, m, n, k, alpha, a, lda, 0, b, ldb, 0,
-                      beta, c, ldc, 0, 1);
+  return run_or_capture(handle, "cublasSgemm", alpha, beta, [=](const float* al, const float* be, bool check_only) {
+    return gemm_batched("cublasSgemm", op_a, op_b, m, n, k, al, a, lda, 0, b, ldb, 0, be, c, ldc, 0, 1,
+                        static_cast<const float*>(nullptr), false, check_only);
+  });
 }
 
 cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t op_a,
@@ -82,8 +96,11 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_
                                          long long stride_b, const float* beta, float* c, int ldc,
                                          long long stride_c, int batch_count) {
   if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-  return gemm_batched("cublasSgemmStridedBatched", op_a, op_b, m, n, k, alpha, a, lda,
-                      stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch_count);
+  const char* call = "cublasSgemmStridedBatched";
+  return run_or_capture(handle, call, alpha, beta, [=](const float* al, const float* be, bool check_only) {
+    return gemm_batched(call, op_a, op_b, m, n, k, al, a, lda, stride_a, b, ldb, stride_b, be, c, ldc, stride_c,
+                        batch_count, static_cast<const float*>(nullptr), false, check_only);
+  });
 }
 
 // cublasGemmEx's types as urpe uses them: A and B both CUDA_R_32F or both CUDA_R_16BF, C
@@ -103,16 +120,20 @@ static cublasStatus_t gemm_ex(const char* call, cublasHandle_t handle, cublasOpe
   }
   const float* fa = static_cast<const float*>(alpha);
   const float* fb = static_cast<const float*>(beta);
-  float* fc = static_cast<float*>(c);
-  if (c_type == CUDA_R_16BF)
-    return gemm_batched(call, op_a, op_b, m, n, k, fa, static_cast<const Bf16*>(a), lda, stride_a,
-                        static_cast<const Bf16*>(b), ldb, stride_b, fb, static_cast<Bf16*>(c), ldc, stride_c,
-                        batch);
-  if (a_type == CUDA_R_16BF)
-    return gemm_batched(call, op_a, op_b, m, n, k, fa, static_cast<const Bf16*>(a), lda, stride_a,
-                        static_cast<const Bf16*>(b), ldb, stride_b, fb, fc, ldc, stride_c, batch);
-  return gemm_batched(call, op_a, op_b, m, n, k, fa, static_cast<const float*>(a), lda, stride_a,
-                      static_cast<const float*>(b), ldb, stride_b, fb, fc, ldc, stride_c, batch);
+  const float* no_bias = nullptr;
+  return run_or_capture(handle, call, fa, fb, [=](const float* al, const float* be, bool check_only) {
+    if (c_type == CUDA_R_16BF)
+      return gemm_batched(call, op_a, op_b, m, n, k, al, static_cast<const Bf16*>(a), lda, stride_a,
+                          static_cast<const Bf16*>(b), ldb, stride_b, be, static_cast<Bf16*>(c), ldc, stride_c,
+                          batch, no_bias, false, check_only);
+    if (a_type == CUDA_R_16BF)
+      return gemm_batched(call, op_a, op_b, m, n, k, al, static_cast<const Bf16*>(a), lda, stride_a,
+                          static_cast<const Bf16*>(b), ldb, stride_b, be, static_cast<float*>(c), ldc, stride_c,
+                          batch, no_bias, false, check_only);
+    return gemm_batched(call, op_a, op_b, m, n, k, al, static_cast<const float*>(a), lda, stride_a,
+                        static_cast<const float*>(b), ldb, stride_b, be, static_cast<float*>(c), ldc, stride_c,
+                        batch, no_bias, false, check_only);
+  });
 }
 
 cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t op_a, cublasOperation_t op_b, int m,

@@ -11,7 +11,8 @@
 // beside a bf16 D, 2026-11-27, so asking for one here is loud); op N or T; strided batches. The heuristic returns one algorithm that carries a fingerprint
 // of the problem it was asked for and the alignments it was promised: cublasLtMatmul refuses it
 // for another problem, and refuses a pointer less aligned than promised, as the library would
-// (silently, on a GPU) run a kernel that assumed them.
+// (silently, on a GPU) run a kernel that assumed them. A matmul on a stream that is capturing
+// (CUDA graphs) is checked at the call and runs at each launch of the graph.
 #include "cublasLt.h"
 
 #include <cstdio>
@@ -280,7 +281,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                               cublasLtMatrixLayout_t a_layout, const void* b, cublasLtMatrixLayout_t b_layout,
                               const void* beta, const void* c, cublasLtMatrixLayout_t c_layout, void* d,
                               cublasLtMatrixLayout_t d_layout, const cublasLtMatmulAlgo_t* algo, void* workspace,
-                              size_t workspace_bytes, cudaStream_t) {
+                              size_t workspace_bytes, cudaStream_t stream) {
   const char* call = "cublasLtMatmul";
   if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!desc || !a_layout || !b_layout || !c_layout || !d_layout) return loud(call, "a null descriptor");
@@ -310,21 +311,27 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
   const cublasOperation_t op_b = desc->trans_b == CUBLAS_OP_T ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int m = int(p.m), n = int(p.n), k = int(p.k), batch = int(p.batch);
   const int lda = int(a_layout->ld), ldb = int(b_layout->ld), ldd = int(d_layout->ld);
+  const long long stride_a = a_layout->stride, stride_b = b_layout->stride, stride_d = d_layout->stride;
+  const cudaDataType_t a_type = a_layout->type, d_type = d_layout->type;
+  auto gemm = [=](const float* al, const float* be, bool check_only) {
+    if (d_type == CUDA_R_16BF)
+      return gemm_batched(call, op_a, op_b, m, n, k, al, static_cast<const Bf16*>(a), lda, stride_a,
+                          static_cast<const Bf16*>(b), ldb, stride_b, be, static_cast<Bf16*>(d), ldd, stride_d,
+                          batch, bias16, true, check_only);
+    if (a_type == CUDA_R_16BF)
+      return gemm_batched(call, op_a, op_b, m, n, k, al, static_cast<const Bf16*>(a), lda, stride_a,
+                          static_cast<const Bf16*>(b), ldb, stride_b, be, static_cast<float*>(d), ldd, stride_d,
+                          batch, bias, true, check_only);
+    return gemm_batched(call, op_a, op_b, m, n, k, al, static_cast<const float*>(a), lda, stride_a,
+                        static_cast<const float*>(b), ldb, stride_b, be, static_cast<float*>(d), ldd, stride_d,
+                        batch, bias, true, check_only);
+  };
   const float* fa = static_cast<const float*>(alpha);
   const float* fb = static_cast<const float*>(beta);
-  cublasStatus_t s;
-  if (d_layout->type == CUDA_R_16BF)
-    s = gemm_batched(call, op_a, op_b, m, n, k, fa, static_cast<const Bf16*>(a), lda, a_layout->stride,
-                     static_cast<const Bf16*>(b), ldb, b_layout->stride, fb, static_cast<Bf16*>(d), ldd,
-                     d_layout->stride, batch, bias16, true);
-  else if (a_layout->type == CUDA_R_16BF)
-    s = gemm_batched(call, op_a, op_b, m, n, k, fa, static_cast<const Bf16*>(a), lda, a_layout->stride,
-                     static_cast<const Bf16*>(b), ldb, b_layout->stride, fb, static_cast<float*>(d), ldd,
-                     d_layout->stride, batch, bias, true);
-  else
-    s = gemm_batched(call, op_a, op_b, m, n, k, fa, static_cast<const float*>(a), lda, a_layout->stride,
-                     static_cast<const float*>(b), ldb, b_layout->stride, fb, static_cast<float*>(d), ldd,
-                     d_layout->stride, batch, bias, true);
+  // On a capturing stream: checked now, run at each launch of the graph, with the descriptors'
+  // values (bias pointer, layouts) as they are now (capture_gemm, gemm_reference.h).
+  cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+  if (!capture_gemm(stream, call, fa, fb, gemm, s)) s = gemm(fa, fb, false);
   // An argument error is the caller's bug here (the heuristic accepted the problem): loud.
   if (s == CUBLAS_STATUS_INVALID_VALUE) urpe_sim::record_launch_error(cudaErrorLaunchFailure, "cuBLASLt cublasLtMatmul: invalid arguments");
   return s;

@@ -81,11 +81,13 @@ inline cublasStatus_t invalid(const char* call, const char* why) {
 
 // C[q] = α·op(A[q])·op(B[q]) + β·C[q] (+ bias[i] on every element of row i when bias is given:
 // cuBLASLt's BIAS epilogue, of C's type, added before C's one rounding), q < batch.
+// check_only: the arguments checked (sizes, leading dimensions, every matrix inside device memory),
+// nothing read, logged or written; a GEMM enqueued on a capturing stream (capture_gemm below).
 template <typename T, typename TC = float, typename TB = float>
 cublasStatus_t gemm_batched(const char* call, cublasOperation_t op_a, cublasOperation_t op_b, int m, int n,
                             int k, const float* alpha, const T* a, int lda, long long stride_a, const T* b,
                             int ldb, long long stride_b, const float* beta, TC* c, int ldc, long long stride_c,
-                            int batch, const TB* bias = nullptr, bool lt = false) {
+                            int batch, const TB* bias = nullptr, bool lt = false, bool check_only = false) {
   if ((op_a != CUBLAS_OP_N && op_a != CUBLAS_OP_T) || (op_b != CUBLAS_OP_N && op_b != CUBLAS_OP_T))
     return invalid(call, "unsupported operation");
   if (m < 0 || n < 0 || k < 0 || batch < 0) return invalid(call, "negative size");
@@ -98,6 +100,18 @@ cublasStatus_t gemm_batched(const char* call, cublasOperation_t op_a, cublasOper
   if (!alpha || !beta) return invalid(call, "alpha or beta is null");
   if (bias != nullptr && m > 0 && !urpe_sim::is_device_range(bias, size_t(m) * sizeof(TB)))
     return invalid(call, "the bias vector (D's rows long) reaches outside device memory");
+  if (check_only) {
+    const bool read_ab = *alpha != 0.0f && k > 0;
+    for (int q = 0; q < batch && m > 0 && n > 0; ++q) {
+      if (read_ab && !inside_device(a + q * stride_a, a_rows, a_cols, lda))
+        return invalid(call, "A (with lda and stride) reaches outside device memory");
+      if (read_ab && !inside_device(b + q * stride_b, b_rows, b_cols, ldb))
+        return invalid(call, "B (with ldb and stride) reaches outside device memory");
+      if (!inside_device(c + q * stride_c, m, n, ldc))
+        return invalid(call, "C (with ldc and stride) reaches outside device memory");
+    }
+    return CUBLAS_STATUS_SUCCESS;
+  }
   record_gemm_call({m, n, k, batch, lt, bias != nullptr});
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
   if (bias != nullptr && initcheck_on() && !urpe_sim::all_written(bias, size_t(m) * sizeof(TB))) {
@@ -143,6 +157,32 @@ cublasStatus_t gemm_batched(const char* call, cublasOperation_t op_a, cublasOper
     for (int j = 0; j < n; ++j) urpe_sim::mark_written(cq + size_t(j) * ldc, size_t(m) * sizeof(TC));
   }
   return CUBLAS_STATUS_SUCCESS;
+}
+
+// A GEMM enqueued on a stream that is capturing (CUDA graphs): `gemm(alpha, beta, check_only)`
+// (a gemm_batched call with everything else bound by value) checks its arguments now, as cuBLAS
+// returns their errors at the call, and becomes the capture's next node: at each launch of the
+// graph it runs (checks, initcheck, the product, the log) with the pointers and descriptors as
+// they were at the call. α and β are copied: host scalars, read at the call as cuBLAS's host
+// pointer mode reads them. Returns false, touching nothing, when `stream` is not capturing.
+template <typename Gemm>
+bool capture_gemm(cudaStream_t stream, const char* call, const float* alpha, const float* beta, const Gemm& gemm,
+                  cublasStatus_t& status) {
+  if (!urpe_sim::stream_capturing(stream)) return false;
+  if (!alpha || !beta) {
+    status = invalid(call, "alpha or beta is null");
+    return true;
+  }
+  status = gemm(alpha, beta, true);
+  if (status != CUBLAS_STATUS_SUCCESS) return true;
+  const float alpha_value = *alpha, beta_value = *beta;
+  urpe_sim::capture_launch(stream, call, [gemm, call, alpha_value, beta_value] {
+    // A failure at a launch (initcheck, a matrix freed since the capture) is a launch error, as a
+    // kernel's fault in a graph is on a GPU.
+    if (gemm(&alpha_value, &beta_value, false) != CUBLAS_STATUS_SUCCESS)
+      urpe_sim::record_launch_error(cudaErrorLaunchFailure, std::string(call) + ": failed in a graph launch");
+  });
+  return true;
 }
 
 }  // namespace urpe_sim::gemm_reference

@@ -661,6 +661,105 @@ TEST_CASE("cuBLASLt: the bias epilogue; calls outside the subset and misused alg
   for (void* p : {static_cast<void*>(a), static_cast<void*>(b), static_cast<void*>(bias_d), d}) cudaFree(p);
 }
 
+// GEMMs in a stream capture (CUDA graphs): cuBLAS's and cuBLASLt's calls on a capturing stream
+// are checked at the call and recorded, not run; each launch of the graph runs them on what the
+// inputs hold then, with α and β as they were at the call (host scalars are read at the call).
+TEST_CASE("capture: a cuBLAS GEMM and a cuBLASLt matmul run at each launch of the graph, not at the capture") {
+  // C (2×2) = α·A (2×3)·B (3×2); D (2×2) = A·B + bias (cuBLASLt); column-major, f32.
+  std::vector<float> av{1.5f, -2.0f, 0.25f, 3.0f, -1.0f, 0.5f};
+  const std::vector<float> bv{2.0f, -0.5f, 1.0f, 0.75f, 4.0f, -3.0f};
+  const std::vector<float> bias{0.125f, -2.5f};
+  const std::vector<float> sentinel(4, -7.0f);
+  float* a = to_device(av);
+  float* b = to_device(bv);
+  float* bias_d = to_device(bias);
+  float* c = to_device(sentinel);
+  float* d = to_device(sentinel);
+  auto product = [&](int i, int j) {
+    double sum = 0.0;
+    for (int p = 0; p < 3; ++p) sum += double(av[i + 2 * p]) * double(bv[p + 3 * j]);
+    return sum;
+  };
+  auto read = [](const float* device) {
+    std::vector<float> host(4);
+    REQUIRE(cudaMemcpy(host.data(), device, 4 * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
+    return host;
+  };
+
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  cublasHandle_t handle = nullptr;
+  REQUIRE(cublasCreate(&handle) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasSetStream(handle, stream) == CUBLAS_STATUS_SUCCESS);
+  cublasLtHandle_t lt = nullptr;
+  REQUIRE(cublasLtCreate(&lt) == CUBLAS_STATUS_SUCCESS);
+  cublasLtMatmulDesc_t desc = nullptr;
+  REQUIRE(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS);
+  const uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  const void* bias_pointer = bias_d;
+  REQUIRE(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)) ==
+          CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
+                                         sizeof(bias_pointer)) == CUBLAS_STATUS_SUCCESS);
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
+  REQUIRE(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, 2, 3, 2) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, 3, 2, 3) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, 2, 2, 2) == CUBLAS_STATUS_SUCCESS);
+  cublasLtMatmulPreference_t pref = nullptr;
+  REQUIRE(cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS);
+  cublasLtMatmulHeuristicResult_t result{};
+  int returned = 0;
+  REQUIRE(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, ld, ld, pref, 1, &result, &returned) ==
+          CUBLAS_STATUS_SUCCESS);
+
+  const size_t gemms_before = urpe_sim::gemm_calls().size();
+  float alpha = 2.0f;
+  const float one = 1.0f, zero = 0.0f;
+  REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) == cudaSuccess);
+  CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 3, &alpha, a, 2, b, 3, &zero, c, 2) ==
+        CUBLAS_STATUS_SUCCESS);
+  alpha = 100.0f;  // read at the call: the graph keeps 2
+  CHECK(cublasLtMatmul(lt, desc, &one, a, la, b, lb, &zero, d, ld, d, ld, &result.algo, nullptr, 0, stream) ==
+        CUBLAS_STATUS_SUCCESS);
+  // An argument error is returned at the call and adds no node (lda 1 < the 2 rows of A).
+  CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 3, &alpha, a, 1, b, 3, &zero, c, 2) ==
+        CUBLAS_STATUS_INVALID_VALUE);
+  cudaGraph_t graph = nullptr;
+  REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+  CHECK(urpe_sim::graph_nodes(graph) == std::vector<std::string>{"cublasSgemm", "cublasLtMatmul"});
+  CHECK(read(c) == sentinel);  // recorded, not run
+  CHECK(read(d) == sentinel);
+  CHECK(urpe_sim::gemm_calls().size() == gemms_before);
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+
+  for (int launch = 0; launch < 2; ++launch) {
+    INFO("launch " << launch);
+    if (launch == 1) {  // new values in A, outside the graph: the next launch reads them
+      for (float& x : av) x = 0.5f * x - 1.0f;
+      REQUIRE(cudaMemcpy(a, av.data(), av.size() * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
+    }
+    REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);
+    CHECK(launch_error() == "");
+    const std::vector<float> got_c = read(c), got_d = read(d);
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j) {
+        CHECK(got_c[i + 2 * j] == float(2.0 * product(i, j)));
+        CHECK(got_d[i + 2 * j] == float(product(i, j) + bias[i]));
+      }
+    CHECK(urpe_sim::gemm_calls().size() == gemms_before + 2 * (launch + 1));
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  for (cublasLtMatrixLayout_t l : {la, lb, ld}) cublasLtMatrixLayoutDestroy(l);
+  cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtMatmulDescDestroy(desc);
+  cublasLtDestroy(lt);
+  cublasDestroy(handle);
+  cudaStreamDestroy(stream);
+  for (float* p : {a, b, bias_d, c, d}) cudaFree(p);
+}
+
 // ---- schedules ----
 
 TEST_CASE("schedules: forward, reverse and seeded random orders of the threads") {

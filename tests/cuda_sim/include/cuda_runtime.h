@@ -163,8 +163,9 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop)
 // cudaFree) while any stream captures fails with cudaErrorStreamCaptureUnsupported and
 // invalidates the capture (global mode, CUDA's default): its cudaStreamEndCapture fails with
 // cudaErrorStreamCaptureInvalidated. cudaGraphLaunch runs the nodes in order at once.
-// cuBLAS calls (cublas.cpp) are not captured: they run when called, so a capture holding a GEMM
-// would replay without it; capture only launches, copies and memsets here.
+// cuBLAS and cuBLASLt GEMMs on a capturing stream (the handle's, or cublasLtMatmul's) are nodes
+// too: their arguments are checked at the call, α and β read then (host scalars), and the product
+// runs at each launch (cublas.cpp, cublasLt.cpp).
 struct CUgraph_st;
 struct CUgraphExec_st;
 using cudaGraph_t = CUgraph_st*;
