@@ -252,7 +252,8 @@ cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t str
 // ---- streams and events: all work already finished when the call returns ----
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
-  *stream = new CUstream_st{flags};
+  *stream = new CUstream_st;
+  (*stream)->flags = flags;
   return cudaSuccess;
 }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
