@@ -120,19 +120,9 @@ static cublasStatus_t gemm_ex(const char* call, cublasHandle_t handle, cublasOpe
   }
   const float* fa = static_cast<const float*>(alpha);
   const float* fb = static_cast<const float*>(beta);
-  const float* no_bias = nullptr;
   return run_or_capture(handle, call, fa, fb, [=](const float* al, const float* be, bool check_only) {
-    if (c_type == CUDA_R_16BF)
-      return gemm_batched(call, op_a, op_b, m, n, k, al, static_cast<const Bf16*>(a), lda, stride_a,
-                          static_cast<const Bf16*>(b), ldb, stride_b, be, static_cast<Bf16*>(c), ldc, stride_c,
-                          batch, no_bias, false, check_only);
-    if (a_type == CUDA_R_16BF)
-      return gemm_batched(call, op_a, op_b, m, n, k, al, static_cast<const Bf16*>(a), lda, stride_a,
-                          static_cast<const Bf16*>(b), ldb, stride_b, be, static_cast<float*>(c), ldc, stride_c,
-                          batch, no_bias, false, check_only);
-    return gemm_batched(call, op_a, op_b, m, n, k, al, static_cast<const float*>(a), lda, stride_a,
-                        static_cast<const float*>(b), ldb, stride_b, be, static_cast<float*>(c), ldc, stride_c,
-                        batch, no_bias, false, check_only);
+    return gemm_typed(call, op_a, op_b, m, n, k, al, a, a_type, lda, stride_a, b, ldb, stride_b, be, c, c_type, ldc,
+                      stride_c, batch, nullptr, false, check_only);
   });
 }
 

@@ -304,9 +304,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
     return loud(call, "the workspace is not device memory of the size given");
   const bool bias_epilogue = desc->epilogue == CUBLASLT_EPILOGUE_BIAS;
   if (bias_epilogue && desc->bias == nullptr) return loud(call, "the BIAS epilogue without a bias pointer");
-  // The bias has D's type (the heuristic saw to it).
-  const float* bias = bias_epilogue && d_layout->type == CUDA_R_32F ? static_cast<const float*>(desc->bias) : nullptr;
-  const Bf16* bias16 = bias_epilogue && d_layout->type == CUDA_R_16BF ? static_cast<const Bf16*>(desc->bias) : nullptr;
+  const void* bias = bias_epilogue ? desc->bias : nullptr;  // of D's type (the heuristic saw to it)
   const cublasOperation_t op_a = desc->trans_a == CUBLAS_OP_T ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = desc->trans_b == CUBLAS_OP_T ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int m = int(p.m), n = int(p.n), k = int(p.k), batch = int(p.batch);
@@ -314,17 +312,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
   const long long stride_a = a_layout->stride, stride_b = b_layout->stride, stride_d = d_layout->stride;
   const cudaDataType_t a_type = a_layout->type, d_type = d_layout->type;
   auto gemm = [=](const float* al, const float* be, bool check_only) {
-    if (d_type == CUDA_R_16BF)
-      return gemm_batched(call, op_a, op_b, m, n, k, al, static_cast<const Bf16*>(a), lda, stride_a,
-                          static_cast<const Bf16*>(b), ldb, stride_b, be, static_cast<Bf16*>(d), ldd, stride_d,
-                          batch, bias16, true, check_only);
-    if (a_type == CUDA_R_16BF)
-      return gemm_batched(call, op_a, op_b, m, n, k, al, static_cast<const Bf16*>(a), lda, stride_a,
-                          static_cast<const Bf16*>(b), ldb, stride_b, be, static_cast<float*>(d), ldd, stride_d,
-                          batch, bias, true, check_only);
-    return gemm_batched(call, op_a, op_b, m, n, k, al, static_cast<const float*>(a), lda, stride_a,
-                        static_cast<const float*>(b), ldb, stride_b, be, static_cast<float*>(d), ldd, stride_d,
-                        batch, bias, true, check_only);
+    return gemm_typed(call, op_a, op_b, m, n, k, al, a, a_type, lda, stride_a, b, ldb, stride_b, be, d, d_type, ldd,
+                      stride_d, batch, bias, true, check_only);
   };
   const float* fa = static_cast<const float*>(alpha);
   const float* fb = static_cast<const float*>(beta);

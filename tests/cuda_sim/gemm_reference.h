@@ -159,6 +159,27 @@ cublasStatus_t gemm_batched(const char* call, cublasOperation_t op_a, cublasOper
   return CUBLAS_STATUS_SUCCESS;
 }
 
+// gemm_batched on matrices given with their CUDA types, as cuBLAS's GemmEx and cuBLASLt take them:
+// A and B both CUDA_R_32F or both CUDA_R_16BF, C CUDA_R_32F or (after bf16 A and B) CUDA_R_16BF;
+// bias (or null) has C's type. The caller has checked the combination.
+inline cublasStatus_t gemm_typed(const char* call, cublasOperation_t op_a, cublasOperation_t op_b, int m, int n,
+                                 int k, const float* alpha, const void* a, cudaDataType_t ab_type, int lda,
+                                 long long stride_a, const void* b, int ldb, long long stride_b, const float* beta,
+                                 void* c, cudaDataType_t c_type, int ldc, long long stride_c, int batch,
+                                 const void* bias, bool lt, bool check_only) {
+  if (c_type == CUDA_R_16BF)
+    return gemm_batched(call, op_a, op_b, m, n, k, alpha, static_cast<const Bf16*>(a), lda, stride_a,
+                        static_cast<const Bf16*>(b), ldb, stride_b, beta, static_cast<Bf16*>(c), ldc, stride_c,
+                        batch, static_cast<const Bf16*>(bias), lt, check_only);
+  if (ab_type == CUDA_R_16BF)
+    return gemm_batched(call, op_a, op_b, m, n, k, alpha, static_cast<const Bf16*>(a), lda, stride_a,
+                        static_cast<const Bf16*>(b), ldb, stride_b, beta, static_cast<float*>(c), ldc, stride_c,
+                        batch, static_cast<const float*>(bias), lt, check_only);
+  return gemm_batched(call, op_a, op_b, m, n, k, alpha, static_cast<const float*>(a), lda, stride_a,
+                      static_cast<const float*>(b), ldb, stride_b, beta, static_cast<float*>(c), ldc, stride_c,
+                      batch, static_cast<const float*>(bias), lt, check_only);
+}
+
 // A GEMM enqueued on a stream that is capturing (CUDA graphs): `gemm(alpha, beta, check_only)`
 // (a gemm_batched call with everything else bound by value) checks its arguments now, as cuBLAS
 // returns their errors at the call, and becomes the capture's next node: at each launch of the

@@ -17,13 +17,13 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "doctest/doctest.h"
+#include "tensor/bf16.h"
 #include "tests/cuda_sim/device_copies.h"
 #include "urpe_sim_checks.h"
 
@@ -608,21 +608,12 @@ TEST_CASE("cuBLASLt: the bias epilogue; calls outside the subset and misused alg
   CHECK(contains(launch_error(), "C and D must share one type"));
   // bf16 A, B and D: the bias must be bf16 too (D's type). An f32 one is what an H100's heuristic
   // refused (CUBLAS_STATUS_INVALID_VALUE); here loudly, so urpe never asks for it.
-  auto bf16_bits = [](float x) {  // round to nearest even (the inputs below are exact in bf16)
-    uint32_t u;
-    std::memcpy(&u, &x, 4);
-    return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-  };
-  auto bf16_value = [](uint16_t bits) {
-    const uint32_t u = uint32_t(bits) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  };
+  using urpe::float_to_bf16_bits;  // round to nearest even (the inputs below are exact in bf16)
+  using urpe::bf16_bits_to_float;
   std::vector<uint16_t> a16v(8), b16v(12), bias16v(2);
-  for (int i = 0; i < 8; ++i) a16v[i] = bf16_bits(av[i]);
-  for (int i = 0; i < 12; ++i) b16v[i] = bf16_bits(bv[i]);
-  for (int i = 0; i < 2; ++i) bias16v[i] = bf16_bits(bias[i]);
+  for (int i = 0; i < 8; ++i) a16v[i] = float_to_bf16_bits(av[i]);
+  for (int i = 0; i < 12; ++i) b16v[i] = float_to_bf16_bits(bv[i]);
+  for (int i = 0; i < 2; ++i) bias16v[i] = float_to_bf16_bits(bias[i]);
   uint16_t* a16 = to_device(a16v);
   uint16_t* b16 = to_device(b16v);
   uint16_t* bias16 = to_device(bias16v);
@@ -648,9 +639,9 @@ TEST_CASE("cuBLASLt: the bias epilogue; calls outside the subset and misused alg
   REQUIRE(cudaMemcpy(got16.data(), d16, 6 * sizeof(uint16_t), cudaMemcpyDeviceToHost) == cudaSuccess);
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 3; ++j) {
-      double want = bf16_value(bias16v[i]);
-      for (int p = 0; p < 4; ++p) want += double(bf16_value(a16v[i + 2 * p])) * double(bf16_value(b16v[p + 4 * j]));
-      CHECK(got16[i + 2 * j] == bf16_bits(float(want)));  // the FP32 sum and bias rounded once
+      double want = bf16_bits_to_float(bias16v[i]);
+      for (int p = 0; p < 4; ++p) want += double(bf16_bits_to_float(a16v[i + 2 * p])) * double(bf16_bits_to_float(b16v[p + 4 * j]));
+      CHECK(got16[i + 2 * j] == float_to_bf16_bits(float(want)));  // the FP32 sum and bias rounded once
     }
   for (void* p : {static_cast<void*>(a16), static_cast<void*>(b16), static_cast<void*>(bias16), static_cast<void*>(d16)})
     cudaFree(p);
