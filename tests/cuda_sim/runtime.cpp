@@ -167,6 +167,35 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int device) {
   properties->minor = 0;
   return cudaSuccess;
 }
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device) {
+  if (device != 0) return record_api_error(cudaErrorInvalidDevice);
+  if (attribute != cudaDevAttrMaxSharedMemoryPerBlockOptin) return record_api_error(cudaErrorInvalidValue);
+  *value = int(urpe_sim::kSharedOptinBytes);
+  return cudaSuccess;
+}
+
+namespace {
+std::map<const void*, size_t>& dynamic_shared_limits() {
+  static std::map<const void*, size_t> limits;
+  return limits;
+}
+}  // namespace
+
+cudaError_t cudaFuncSetAttribute(const void* kernel, cudaFuncAttribute attribute, int value) {
+  if (kernel == nullptr || attribute != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
+      size_t(value) > urpe_sim::kSharedOptinBytes)
+    return record_api_error(cudaErrorInvalidValue);
+  dynamic_shared_limits()[kernel] = size_t(value);
+  return cudaSuccess;
+}
+
+namespace urpe_sim {
+size_t dynamic_shared_limit(const void* kernel) {
+  const auto it = dynamic_shared_limits().find(kernel);
+  return it == dynamic_shared_limits().end() ? kDefaultDynamicSharedBytes : it->second;
+}
+}  // namespace urpe_sim
+
 cudaError_t cudaDeviceSynchronize() {
   if (capture_forbids("cudaDeviceSynchronize")) return cudaErrorStreamCaptureUnsupported;
   count_wait(g_explicit_waits);

@@ -289,7 +289,7 @@ void run_block(BlockRun& run, uint64_t block_number) {
   for (int t = 0; t < n; ++t) start_thread(run, t);
   run.random.state = run.schedule.seed * 0x2545f4914f6cdd1dull + g_launches * 0x9e3779b97f4a7c15ull +
                      block_number;
-  begin_block_shared_memory();
+  begin_block_shared_memory(run.config->shared_bytes, n);
   ++g_access.block_serial;
   ++g_access.epoch;
   for (;;) {
@@ -298,7 +298,10 @@ void run_block(BlockRun& run, uint64_t block_number) {
     if (!run.failure.empty()) return;
     bool all_done = true;
     for (const SimThread& thread : run.threads) all_done = all_done && thread.wait == Wait::Done;
-    if (all_done) return;
+    if (all_done) {
+      end_block_async_copies();
+      return;
+    }
     if (!release_block_barrier()) {
       fail(describe_deadlock());
       return;
@@ -370,6 +373,16 @@ void run_grid(const LaunchConfig& config, void (*thread_main)(void*), void* clos
     out << config.kernel_name << ": invalid launch configuration grid (" << config.grid.x << ","
         << config.grid.y << "," << config.grid.z << ") block (" << config.block.x << ","
         << config.block.y << "," << config.block.z << ")";
+    record_launch_error(cudaErrorInvalidConfiguration, out.str());
+    return;
+  }
+  if (config.shared_bytes > kDefaultDynamicSharedBytes &&
+      (config.kernel == nullptr || config.shared_bytes > dynamic_shared_limit(config.kernel))) {
+    std::ostringstream out;
+    out << config.kernel_name << ": launched with " << config.shared_bytes
+        << " bytes of dynamic shared memory, above 48 KiB, but cudaFuncSetAttribute("
+           "cudaFuncAttributeMaxDynamicSharedMemorySize) allowed the kernel "
+        << (config.kernel ? dynamic_shared_limit(config.kernel) : kDefaultDynamicSharedBytes) << " bytes";
     record_launch_error(cudaErrorInvalidConfiguration, out.str());
     return;
   }

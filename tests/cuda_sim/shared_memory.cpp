@@ -11,6 +11,12 @@
 // and the readers since the last barrier: the first reader's warp with the lanes that read at
 // that warp's latest collective count, and one reader from another warp if any. That is enough
 // to decide, for any later access, whether some earlier unordered access by another thread exists.
+// Dynamic shared memory (URPE_DYNAMIC_SHARED) is a set of arrays placed the same way, each at a
+// byte offset of the launch's dynamic bytes: one outside them or two that overlap are failures.
+// Asynchronous copies (cp.async, ops/cp_async.cuh) are a queue per thread, in groups: a copy is
+// checked as the thread's write when issued, its destination words are then "in flight" (any
+// access to them is a racecheck failure naming the copy), and it lands, as a second write,
+// when the thread's wait retires its group: a kernel that reads without waiting sees stale bytes.
 // Limits: accesses narrower than 4 bytes are tracked per 4-byte word (no project kernel has such
 // shared arrays); arrays are checked as a whole (an index past the end of row r of a 2-D array
 // that lands in row r + 1 is inside the array, as on a GPU).
@@ -33,7 +39,7 @@ namespace {
 
 constexpr size_t kStaticSharedLimit = size_t(48) << 10;  // a block's static __shared__ limit
 constexpr size_t kRedZone = 64;                          // bytes after every array
-constexpr size_t kArenaBytes = size_t(128) << 10;
+constexpr size_t kArenaBytes = size_t(320) << 10;  // 48 KiB static + up to 227 KiB dynamic, red zones
 constexpr size_t kWords = kArenaBytes / 4;
 constexpr uint16_t kNoThread = 0xFFFF;
 constexpr int kWarp = 32;
@@ -49,6 +55,7 @@ struct WordState {
 };
 WordState g_words[kWords];
 uint16_t g_owner[kWords];  // 1 + index into g_placed; 0: a red zone or unused
+uint16_t g_in_flight[kWords];  // 1 + the thread whose cp.async copy into the word has not landed
 
 struct Placed {
   const SharedSite* site;
@@ -57,7 +64,26 @@ struct Placed {
 };
 std::vector<Placed> g_placed;  // this block's arrays, in increasing offset
 size_t g_top = 0;              // first free byte of the arena
-size_t g_declared = 0;         // bytes of this block's arrays
+size_t g_declared = 0;         // bytes of this block's static arrays
+size_t g_dynamic_bytes = 0;    // the launch's dynamic shared memory per block
+struct DynamicPlaced {
+  const SharedSite* site;
+  size_t begin, end;  // bytes of the dynamic memory
+};
+std::vector<DynamicPlaced> g_dynamic;  // this block's dynamic arrays
+
+// One thread's cp.async copies: the open group (since its last commit) and the committed ones,
+// oldest first.
+struct AsyncCopy {
+  char* dst;
+  uint32_t words[4];
+  int bytes;
+};
+struct ThreadCopies {
+  std::vector<AsyncCopy> open;
+  std::vector<std::vector<AsyncCopy>> committed;
+};
+std::vector<ThreadCopies> g_copies;  // per thread of the block
 
 int warp_of(int linear) { return linear / kWarp; }
 
@@ -192,6 +218,16 @@ void check_word(size_t word, bool write) {
   s.written_block = g_access.block_serial;
 }
 
+void report_in_flight(size_t word, bool write) {
+  record_failure("racecheck: " + describe_thread(*g_access.thread) + (write ? " writes " : " reads ") +
+                 describe_word(word) + " while " + describe_linear_thread(g_in_flight[word] - 1) +
+                 "'s cp.async copy into it is in flight (no cp.async.wait_group retired it first)");
+}
+[[noreturn]] void stop_at_in_flight(size_t word, bool write) {
+  report_in_flight(word, write);
+  stop_thread();
+}
+
 void report_too_much_shared(const SharedSite& site, size_t bytes) {
   std::ostringstream out;
   out << "the block declares more than " << (kStaticSharedLimit >> 10)
@@ -215,11 +251,15 @@ void report_too_much_shared(const SharedSite& site, size_t bytes) {
 char* g_shared_base = g_arena;
 size_t g_shared_bytes = kArenaBytes;
 
-void begin_block_shared_memory() {
+void begin_block_shared_memory(size_t dynamic_bytes, int threads) {
   std::memset(g_owner, 0, (g_top + 3) / 4 * sizeof(uint16_t));
+  std::memset(g_in_flight, 0, (g_top + 3) / 4 * sizeof(uint16_t));
   g_placed.clear();
+  g_dynamic.clear();
   g_top = 0;
   g_declared = 0;
+  g_dynamic_bytes = dynamic_bytes;
+  g_copies.assign(size_t(threads), ThreadCopies{});
   // The epochs and block serials of the word states are 32-bit: start afresh before they wrap.
   if (g_access.epoch > 0xF0000000u || g_access.block_serial > 0xF0000000u) {
     std::fill(std::begin(g_words), std::end(g_words), WordState{});
@@ -231,18 +271,18 @@ void begin_block_shared_memory() {
 #endif
 }
 
-void* shared_array(SharedSite& site, size_t align) {
+namespace {
+
+void check_inside_kernel(const SharedSite& site) {
   if (!g_access.thread) {
     std::fprintf(stderr, "cuda_sim: shared array '%s' (%s:%d) declared outside a kernel\n",
                  site.name, site.file, site.line);
     std::abort();
   }
-  if (site.block_serial == g_access.block_serial) return g_arena + site.offset;
-  const size_t bytes = site.element_bytes * site.elements;
-  const size_t alignment = std::max<size_t>(align, 16);
-  const size_t offset = (g_top + kRedZone + alignment - 1) / alignment * alignment;
-  if (g_declared + bytes > kStaticSharedLimit || offset + bytes + kRedZone > kArenaBytes)
-    stop_at_too_much_shared(site, g_declared + bytes);
+}
+
+// Places a new array of the block in the arena (red zones around it, 0xFF bytes in it).
+void* place(SharedSite& site, size_t offset, size_t bytes) {
   g_placed.push_back({&site, offset, bytes});
   const uint16_t owner = uint16_t(g_placed.size());
   for (size_t w = offset / 4; w < (offset + bytes + 3) / 4; ++w) g_owner[w] = owner;
@@ -251,10 +291,61 @@ void* shared_array(SharedSite& site, size_t align) {
 #endif
   std::memset(g_arena + offset, 0xFF, bytes);
   g_top = offset + bytes;
-  g_declared += bytes;
   site.block_serial = g_access.block_serial;
   site.offset = offset;
   return g_arena + offset;
+}
+
+size_t next_offset(size_t align) {
+  const size_t alignment = std::max<size_t>(align, 16);
+  return (g_top + kRedZone + alignment - 1) / alignment * alignment;
+}
+
+// What is wrong with a dynamic array: misaligned, outside the launch's bytes, or overlapping
+// `other` (the report builds its message in its own frame; the stop owns nothing).
+enum class DynamicFault { Misaligned, Outside, Overlap };
+void report_bad_dynamic(const SharedSite& site, size_t begin, size_t end, DynamicFault fault, size_t align,
+                        const DynamicPlaced* other) {
+  std::ostringstream out;
+  out << "dynamic shared '" << site.name << "'" << declared_at(site) << " at bytes [" << begin << ", " << end << ") ";
+  if (fault == DynamicFault::Misaligned) out << "is not aligned to its element's " << align << " bytes";
+  if (fault == DynamicFault::Outside) out << "lies outside the launch's " << g_dynamic_bytes << " bytes of dynamic shared memory";
+  if (fault == DynamicFault::Overlap)
+    out << "overlaps dynamic shared '" << other->site->name << "' at [" << other->begin << ", " << other->end << ")";
+  record_failure(out.str());
+}
+[[noreturn]] void stop_at_bad_dynamic(const SharedSite& site, size_t begin, size_t end, DynamicFault fault,
+                                      size_t align = 0, const DynamicPlaced* other = nullptr) {
+  report_bad_dynamic(site, begin, end, fault, align, other);
+  stop_thread();
+}
+
+}  // namespace
+
+void* shared_array(SharedSite& site, size_t align) {
+  check_inside_kernel(site);
+  if (site.block_serial == g_access.block_serial) return g_arena + site.offset;
+  const size_t bytes = site.element_bytes * site.elements;
+  const size_t offset = next_offset(align);
+  if (g_declared + bytes > kStaticSharedLimit || offset + bytes + kRedZone > kArenaBytes)
+    stop_at_too_much_shared(site, g_declared + bytes);
+  g_declared += bytes;
+  return place(site, offset, bytes);
+}
+
+void* dynamic_shared_array(SharedSite& site, size_t align, size_t dynamic_offset) {
+  check_inside_kernel(site);
+  if (site.block_serial == g_access.block_serial) return g_arena + site.offset;
+  const size_t bytes = site.element_bytes * site.elements, end = dynamic_offset + bytes;
+  if (dynamic_offset % std::max<size_t>(align, 1) != 0)
+    stop_at_bad_dynamic(site, dynamic_offset, end, DynamicFault::Misaligned, align);
+  if (end > g_dynamic_bytes) stop_at_bad_dynamic(site, dynamic_offset, end, DynamicFault::Outside);
+  for (const DynamicPlaced& d : g_dynamic)
+    if (dynamic_offset < d.end && d.begin < end) stop_at_bad_dynamic(site, dynamic_offset, end, DynamicFault::Overlap, 0, &d);
+  const size_t offset = next_offset(align);
+  if (offset + bytes + kRedZone > kArenaBytes) stop_at_too_much_shared(site, g_declared + end);
+  g_dynamic.push_back({&site, dynamic_offset, end});
+  return place(site, offset, bytes);
 }
 
 void shared_access(char* p, size_t bytes, bool write) {
@@ -269,10 +360,87 @@ void shared_access(char* p, size_t bytes, bool write) {
         if (g_access.checks.memcheck) stop_at_out_of_bounds(offset, bytes, write);
         continue;
       }
+      if (g_access.checks.racecheck && g_in_flight[w] != 0) stop_at_in_flight(w, write);
       check_word(w, write);
     }
   }
   if (g_access.switch_at_access) switch_thread();
+}
+
+// ---- cp.async ----
+
+namespace {
+
+// A cp.async the instruction does not allow (the report builds its message in its own frame).
+enum class CopyFault { Size, SourceBytes, NotShared, Misaligned };
+void report_bad_copy(CopyFault fault, int bytes, int src_bytes) {
+  std::ostringstream out;
+  out << "cp.async: " << describe_thread(*g_access.thread) << " ";
+  if (fault == CopyFault::Size) out << "copies " << bytes << " bytes (4, 8 or 16)";
+  if (fault == CopyFault::SourceBytes)
+    out << "reads " << src_bytes << " source bytes of a " << bytes
+        << "-byte copy (the simulator takes 0 to the copy's size, in whole words)";
+  if (fault == CopyFault::NotShared) out << "copies to an address outside shared memory";
+  if (fault == CopyFault::Misaligned) out << "copies " << bytes << " bytes to a shared address not aligned to them";
+  record_failure(out.str());
+}
+[[noreturn]] void stop_at_bad_copy(CopyFault fault, int bytes, int src_bytes) {
+  report_bad_copy(fault, bytes, src_bytes);
+  stop_thread();
+}
+
+// The copy's bytes reach shared memory: a write of the issuing thread, now.
+void land(const AsyncCopy& copy) {
+  const size_t first = size_t(copy.dst - g_arena) / 4;
+  for (size_t w = first; w < first + size_t(copy.bytes) / 4; ++w) g_in_flight[w] = 0;
+  shared_access(copy.dst, size_t(copy.bytes), true);
+  std::memcpy(copy.dst, copy.words, size_t(copy.bytes));
+}
+
+}  // namespace
+
+void cp_async(void* dst, const uint32_t* words, int bytes, int src_bytes) {
+  char* p = static_cast<char*>(dst);
+  if (bytes != 4 && bytes != 8 && bytes != 16) stop_at_bad_copy(CopyFault::Size, bytes, src_bytes);
+  if (src_bytes < 0 || src_bytes > bytes || src_bytes % 4 != 0) stop_at_bad_copy(CopyFault::SourceBytes, bytes, src_bytes);
+  if (!in_shared_arena(p) || !in_shared_arena(p + bytes - 1)) stop_at_bad_copy(CopyFault::NotShared, bytes, src_bytes);
+  if (size_t(p - g_arena) % size_t(bytes) != 0) stop_at_bad_copy(CopyFault::Misaligned, bytes, src_bytes);
+  shared_access(p, size_t(bytes), true);  // the destination checked as written now (memcheck, racecheck)
+  const size_t first = size_t(p - g_arena) / 4;
+  for (size_t w = first; w < first + size_t(bytes) / 4; ++w) {
+    if (g_in_flight[w] != 0 && g_access.checks.racecheck) stop_at_in_flight(w, true);
+    g_in_flight[w] = uint16_t(g_access.thread->linear + 1);
+  }
+  AsyncCopy copy{p, {0, 0, 0, 0}, bytes};
+  std::memcpy(copy.words, words, size_t(bytes));
+  g_copies[size_t(g_access.thread->linear)].open.push_back(copy);
+}
+
+void cp_async_commit() {
+  ThreadCopies& mine = g_copies[size_t(g_access.thread->linear)];
+  mine.committed.push_back(std::move(mine.open));
+  mine.open.clear();
+}
+
+void cp_async_wait(int n) {
+  ThreadCopies& mine = g_copies[size_t(g_access.thread->linear)];
+  while (mine.committed.size() > size_t(std::max(n, 0))) {
+    const std::vector<AsyncCopy> group = std::move(mine.committed.front());
+    mine.committed.erase(mine.committed.begin());
+    for (const AsyncCopy& copy : group) land(copy);
+  }
+}
+
+void end_block_async_copies() {
+  for (size_t t = 0; t < g_copies.size(); ++t) {
+    size_t pending = g_copies[t].open.size();
+    for (const auto& group : g_copies[t].committed) pending += group.size();
+    if (pending > 0) {
+      record_failure("cp.async: " + describe_linear_thread(int(t)) + " ended with " + std::to_string(pending) +
+                     " asynchronous copies to shared memory never waited for (cp.async.wait_group)");
+      return;
+    }
+  }
 }
 
 }  // namespace urpe_sim

@@ -25,6 +25,13 @@ cudaError_t record_api_error(cudaError_t error);
 // every capture, records cudaErrorStreamCaptureUnsupported and returns true (runtime.cpp).
 bool capture_forbids(const char* call);
 
+// Dynamic shared memory per block: what a launch may ask for without cudaFuncSetAttribute, and
+// the most any kernel may be allowed (sm_90's opt-in limit, cudaDevAttrMaxSharedMemoryPerBlockOptin).
+constexpr size_t kDefaultDynamicSharedBytes = size_t(48) << 10;
+constexpr size_t kSharedOptinBytes = 232448;
+// The kernel's dynamic shared-memory limit (cudaFuncSetAttribute, else the default).
+size_t dynamic_shared_limit(const void* kernel);
+
 // ---- device_memory.cpp ----
 
 // What the simulated device pretends to have: allocations beyond it fail with
@@ -110,8 +117,12 @@ std::string describe_linear_thread(int linear);
 
 // ---- shared_memory.cpp ----
 
-void begin_block_shared_memory();
+// A block starts: no arrays placed, `dynamic_bytes` of dynamic shared memory (the launch's), and
+// `threads` threads with no asynchronous copies.
+void begin_block_shared_memory(size_t dynamic_bytes, int threads);
 void shared_access(char* p, size_t bytes, bool write);
+// Every thread of the block has ended: a copy (cp_async) still not waited for is a failure.
+void end_block_async_copies();
 extern char* g_shared_base;
 extern size_t g_shared_bytes;
 inline bool in_shared_arena(const void* p) {

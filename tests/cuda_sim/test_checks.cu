@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "doctest/doctest.h"
+#include "ops/cp_async.cuh"
 #include "tensor/bf16.h"
 #include "tests/cuda_sim/device_copies.h"
 #include "urpe_sim_checks.h"
@@ -181,7 +182,111 @@ __global__ void too_much_shared_kernel(float* out) {
   out[threadIdx.x] = first[threadIdx.x] + second[threadIdx.x];
 }
 
+// out = in (32 × 4 floats) through a dynamic shared tile that cp.async fills, 16 bytes a thread;
+// each thread then reads its neighbour's 16 bytes. mode 0: wait, then a barrier (the fix);
+// 1: the barrier but no wait (the read finds the copy in flight; it lands only at the wait after
+// the read); 2: the wait but no barrier (the neighbour's copy is not ordered before the read);
+// 3: no wait at all (the thread ends with its copy pending).
+__global__ void async_copy_kernel(const float* in, float* out, int mode) {
+  namespace async = urpe::kernels::async;
+  URPE_DYNAMIC_SHARED(float4, tile, [32], 0);
+  const int t = int(threadIdx.x);
+  async::copy16(&tile[t], in + 4 * t, 16);
+  async::commit();
+  if (mode == 0 || mode == 2) async::wait<0>();
+  if (mode != 2) __syncthreads();
+  const float4 x = tile[(t + 1) % 32];
+  if (mode == 1) async::wait<0>();
+  out[4 * t] = x.x, out[4 * t + 1] = x.y, out[4 * t + 2] = x.z, out[4 * t + 3] = x.w;
+}
+
+// Fills `words` ints of dynamic shared memory at byte `offset` (one per thread) and copies them out.
+__global__ void dynamic_tile_kernel(int* out, int offset) {
+  URPE_DYNAMIC_SHARED(int, head, [16], 0);
+  URPE_DYNAMIC_SHARED(int, words, [16384], offset);
+  const int t = int(threadIdx.x);
+  if (t < 16) head[t] = t;
+  words[t] = 2 * t;
+  __syncthreads();
+  out[t] = words[t] + (t < 16 ? head[t] : 0);
+}
+
 }  // namespace
+
+// ---- asynchronous copies and dynamic shared memory ----
+
+TEST_CASE("cp.async: a copy lands at the wait, so a read before it is stale, and racecheck names "
+          "the copy in flight" * doctest::skip(kNoHooks)) {
+  std::vector<float> in(128);
+  for (size_t k = 0; k < in.size(); ++k) in[k] = float(k) * 0.5f + 1.0f;
+  float* d_in = to_device(in);
+  float* d_out = to_device(std::vector<float>(128, 0.0f));
+  auto want = [&](int t, int e) { return in[size_t(4 * ((t + 1) % 32) + e)]; };
+  {
+    ScopedSettings unchecked({kForward}, kNone);
+    async_copy_kernel<<<1, 32, 32 * 16>>>(d_in, d_out, 1);
+    CHECK(launch_error() == "");
+    const std::vector<float> got = to_host(d_out, 128);
+    // The arena's fresh 0xFF bytes: thread t's copy lands at its wait, after its read of t + 1
+    // (thread 31 reads tile[0], which thread 0's wait has landed by then).
+    for (size_t k = 0; k < 124; ++k) CHECK(std::isnan(got[k]));
+    async_copy_kernel<<<1, 32, 32 * 16>>>(d_in, d_out, 3);
+    const std::string message = launch_error();
+    CHECK(contains(message, "cp.async: thread (0,0,0) ended with 1 asynchronous copies to shared memory never waited for"));
+  }
+  {
+    ScopedSettings checked({kForward}, kRacecheck);
+    async_copy_kernel<<<1, 32, 32 * 16>>>(d_in, d_out, 1);
+    const std::string message = launch_error();
+    INFO(message);
+    CHECK(contains(message, "async_copy_kernel in block (0,0,0)"));
+    CHECK(contains(message, "racecheck: thread (0,0,0) reads shared 'tile'[1]"));
+    CHECK(contains(message, "while thread (1,0,0)'s cp.async copy into it is in flight"));
+  }
+  {
+    ScopedSettings checked({kReverse}, kRacecheck);
+    async_copy_kernel<<<1, 32, 32 * 16>>>(d_in, d_out, 2);
+    const std::string message = launch_error();
+    INFO(message);
+    CHECK(contains(message, "racecheck: read-after-write hazard on shared 'tile'"));
+  }
+  ScopedSettings fixed(every_schedule(), kAll);
+  async_copy_kernel<<<1, 32, 32 * 16>>>(d_in, d_out, 0);
+  CHECK(launch_error() == "");
+  const std::vector<float> got = to_host(d_out, 128);
+  for (int t = 0; t < 32; ++t)
+    for (int e = 0; e < 4; ++e) CHECK(got[size_t(4 * t + e)] == want(t, e));
+  cudaFree(d_in);
+  cudaFree(d_out);
+}
+
+TEST_CASE("dynamic shared memory: arrays inside the launch's bytes; above 48 KiB only after "
+          "cudaFuncSetAttribute") {
+  int* out = to_device(std::vector<int>(64, 0));
+  dynamic_tile_kernel<<<1, 64, 64 + 16384 * 4>>>(out, 64);  // 65600 bytes: no attribute yet
+  std::string message = launch_error();
+  INFO(message);
+  CHECK(contains(message, "dynamic_tile_kernel: launched with 65600 bytes of dynamic shared memory, above 48 KiB"));
+  REQUIRE(cudaFuncSetAttribute(dynamic_tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 65600) == cudaSuccess);
+  dynamic_tile_kernel<<<1, 64, 64 + 16384 * 4>>>(out, 64);
+  CHECK(launch_error() == "");
+  const std::vector<int> got = to_host(out, 64);
+  for (int t = 0; t < 64; ++t) CHECK(got[size_t(t)] == 2 * t + (t < 16 ? t : 0));
+  dynamic_tile_kernel<<<1, 64, 64 + 16384 * 4 - 4>>>(out, 64);  // one int short
+  message = launch_error();
+  CHECK(contains(message, "dynamic shared 'words'"));
+  CHECK(contains(message, "at bytes [64, 65600) lies outside the launch's 65596 bytes of dynamic shared memory"));
+  dynamic_tile_kernel<<<1, 64, 64 + 16384 * 4>>>(out, 32);  // over 'head'
+  message = launch_error();
+  CHECK(contains(message, "at bytes [32, 65568) overlaps dynamic shared 'head' at [0, 64)"));
+  int optin = 0;
+  REQUIRE(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0) == cudaSuccess);
+  CHECK(optin == 232448);
+  CHECK(cudaFuncSetAttribute(dynamic_tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin + 1) ==
+        cudaErrorInvalidValue);
+  (void)cudaGetLastError();
+  cudaFree(out);
+}
 
 // ---- racecheck ----
 

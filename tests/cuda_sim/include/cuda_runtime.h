@@ -132,6 +132,22 @@ cudaError_t cudaGetDeviceCount(int* count);
 cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int device);
+// The device attributes urpe asks for; the simulated device answers as an H100 (sm_90) would.
+enum cudaDeviceAttr {
+  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,  // 232448 bytes (227 KiB) on sm_90
+};
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device);
+// A kernel's launch attributes: only the dynamic shared-memory limit. A launch asking for more than
+// 48 KiB of dynamic shared memory fails unless this raised the kernel's limit to at least that
+// (as on a GPU), and no kernel's limit goes above the device's opt-in maximum.
+enum cudaFuncAttribute {
+  cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+};
+cudaError_t cudaFuncSetAttribute(const void* kernel, cudaFuncAttribute attribute, int value);
+template <typename... P>
+cudaError_t cudaFuncSetAttribute(void (*kernel)(P...), cudaFuncAttribute attribute, int value) {
+  return cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), attribute, value);
+}
 cudaError_t cudaDeviceSynchronize();
 cudaError_t cudaMalloc(void** pointer, size_t bytes);
 cudaError_t cudaFree(void* pointer);
@@ -224,6 +240,20 @@ void mma_m16n8k8_tf32(float* d, const uint32_t* a, const uint32_t* b, const floa
 // mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32, the same way: A (16×16) and B (16×8) as
 // pairs of BF16 values per register (low half the lower-indexed element), FP32 C and D.
 void mma_m16n8k16_bf16(float* d, const uint32_t* a, const uint32_t* b, const float* c);
+
+// ---- asynchronous copies global → shared (tests/cuda_sim/shared_memory.cpp), reached only
+// through ops/cp_async.cuh ----
+// cp.async.{ca,cg}.shared.global [dst], [src], bytes, src_bytes: the wrapper has read the source's
+// first src_bytes (its reads checked as the thread's own); `words` holds them, zeros after. The
+// copy is checked as a write of the thread now (memcheck, racecheck) but lands in shared memory
+// only when the thread's cp_async_wait retires its group: until then, any access to the
+// destination words is reported (racecheck), and a kernel that reads them without waiting
+// reads stale bytes. A thread that ends with copies not waited for is a launch failure.
+void cp_async(void* dst, const uint32_t* words, int bytes, int src_bytes);
+// cp.async.commit_group: the thread's copies since its last commit become one group.
+void cp_async_commit();
+// cp.async.wait_group n: every committed group of the thread but the newest n lands.
+void cp_async_wait(int n);
 }  // namespace urpe_sim
 
 void __syncthreads();
@@ -243,6 +273,10 @@ struct SharedSite {
   size_t offset;
 };
 void* shared_array(SharedSite& site, size_t align);
+// An array at byte `offset` of the block's dynamic shared memory (the launch's third argument):
+// placed in the arena like a static one, checked to lie inside the launch's dynamic bytes and to
+// overlap no other dynamic array of the block.
+void* dynamic_shared_array(SharedSite& site, size_t align, size_t offset);
 void sync_warp(unsigned mask);
 // Called first by every kernel body (tests/cuda_sim/rewrite_launches.cmake adds the call): the
 // kernel's own name, for a launch written through a function pointer.
@@ -261,6 +295,19 @@ void name_kernel(const char* name);
       std::extent<urpe_shared_type_##name, 1>::value, 0, 0};                                   \
   urpe_shared_type_##name& name = *static_cast<urpe_shared_type_##name*>(                      \
       ::urpe_sim::shared_array(urpe_shared_site_##name, alignof(type)))
+
+// URPE_DYNAMIC_SHARED(float4, stage, [64][16], offset) declares `float4 stage[64][16]` at byte
+// `offset` of the block's dynamic shared memory (`extern __shared__` under nvcc, ops/cp_async.cuh).
+#define URPE_DYNAMIC_SHARED(type, name, dims, offset)                                          \
+  using urpe_shared_type_##name = type dims;                                                   \
+  static_assert(std::rank<urpe_shared_type_##name>::value <= 2,                               \
+                "URPE_DYNAMIC_SHARED: the simulator names elements of 1-D and 2-D arrays");    \
+  static ::urpe_sim::SharedSite urpe_shared_site_##name = {                                    \
+      #name, __FILE__, __LINE__, sizeof(type),                                                 \
+      sizeof(urpe_shared_type_##name) / sizeof(type),                                          \
+      std::extent<urpe_shared_type_##name, 1>::value, 0, 0};                                   \
+  urpe_shared_type_##name& name = *static_cast<urpe_shared_type_##name*>(                      \
+      ::urpe_sim::dynamic_shared_array(urpe_shared_site_##name, alignof(type), (offset)))
 
 // Orders the shared-memory accesses of the warp's lanes before it against those after it (the
 // simulator waits for every lane that has not exited, whatever the mask).

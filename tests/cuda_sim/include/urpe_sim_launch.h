@@ -20,8 +20,9 @@ namespace urpe_sim {
 struct LaunchConfig {
   const char* kernel_name;
   dim3 grid, block;
-  size_t shared_bytes;
+  size_t shared_bytes;  // dynamic shared memory per block
   cudaStream_t stream;
+  const void* kernel = nullptr;  // the kernel function (its cudaFuncSetAttribute limits)
 };
 
 // Runs thread_main(closure) once per simulated thread of every block of the grid. A bad
@@ -61,7 +62,7 @@ struct Config {
   LaunchConfig config;
   Config(const char* kernel_name, dim3 grid, dim3 block, size_t shared_bytes = 0,
          cudaStream_t stream = nullptr)
-      : config{kernel_name, grid, block, shared_bytes, stream} {}
+      : config{kernel_name, grid, block, shared_bytes, stream, nullptr} {}
   template <typename... A>
   PendingLaunch<std::decay_t<A>...> operator()(A&&... args) const {
     return {config, std::tuple<std::decay_t<A>...>(std::forward<A>(args)...)};
@@ -87,7 +88,8 @@ void operator|(void (*kernel)(P...), PendingLaunch<A...>&& launch) {
     std::tuple<P...> args;
   };
   Closure closure{kernel, std::make_from_tuple<std::tuple<P...>>(std::move(launch.args))};
-  const LaunchConfig config = launch.config;
+  LaunchConfig config = launch.config;
+  config.kernel = reinterpret_cast<const void*>(kernel);
   auto run = [config](Closure& c) {
     begin_launch();
     if (!check_arguments(config, c.args, std::index_sequence_for<P...>{})) return;
