@@ -38,9 +38,18 @@ enum class TcMath { tf32, bf16 };
 bool flash_tc_supports(int64_t dh, int64_t dv);
 
 // O (Bsz, H, Nq, dv) and, when defined, L (Bsz, H, Nq), as urpe_flash_attention_forward_cuda.
+// With the context's pipeline switch on (cuda::set_tc_pipeline, `urpe bench attention
+// --tc-pipeline on`) the kernel's key tiles are software-pipelined where flash_tc_forward_pipelined
+// says so; the results are the same bits either way.
 void urpe_flash_tc_forward(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
                            const UrpeAttentionParams& params, const AttentionDropout& dropout,
                            Tensor& out, Tensor& lse, TcMath math = TcMath::tf32);
+
+// Whether urpe_flash_tc_forward runs its pipelined variant (cp.async staging of the next key tile)
+// for these tensors: the context's switch on, k's and v's rows whole 16-byte units (dh and dv a
+// multiple of 4 floats, 8 bf16 values) on 16-byte boundaries, and its shared memory within the
+// device's per-block limit. Otherwise the single-buffered kernel runs.
+bool flash_tc_forward_pipelined(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, TcMath math);
 
 // dQ, dK, dV, and the table gradients of tables whose map is relative ((Nq + Nk − 1,), a function
 // of j − i): grad_bias_table / grad_c_table non-null only for those. d_row: D_i = dO_i·O_i, (Bsz·H·Nq).

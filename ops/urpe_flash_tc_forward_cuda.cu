@@ -90,33 +90,73 @@ __device__ __forceinline__ void forward_weights(const FlashGeometry& g, uint64_t
     }
 }
 
+// The forward's tiles for a head-dim class and tile math. Key tiles of 64, 32 at kDim = 128 in
+// TF32 (to fit 48 KiB of static shared memory). At kDim = 64 the 64-key TF32 tile needs a few more
+// than the 168 registers that 3 blocks per SM allow and spills ~40 bytes (ptxas -v, sm_90); the
+// spill-free 32-key variant (158 registers, twice the barriers, staging and O rescales per key)
+// measured ~20% slower on the H200 (2026-11-27: 57.5 against 71 TFLOP/s at n = 4096,
+// bench/cuda_notes.md), so the spill stays. BF16 tiles are half the bytes and Q's fragments half
+// the registers: 64 keys at every kDim.
+// The pipelined variant (kPipelined) adds, in dynamic shared memory, a raw staging copy of the
+// next K and V tiles (kKeys rows of kDim TIn each) and of the next tile's map entries:
+//   k_stage (kKeys × kDim TIn) | v_stage (kKeys × kDim TIn) | bias_map_s (kDiag int) | c_map_s (kDiag int)
+// bytes per block (static + dynamic, sm_90 allows 227 KiB a block, 228 KiB an SM): TF32 kDim 32:
+// 20.5 K + 17 K, 64: 37 K + 33.8 K (3 blocks: 215 K), 128: 35 K + 33.5 K (2 blocks); BF16 from f32
+// tensors 32: 11 K + 17 K, 64: 19.5 K + 33.8 K, 128: 36 K + 66.5 K (2 blocks: 207 K); from bf16
+// tensors half the staging. So the pipeline keeps today's blocks per SM everywhere on sm_90.
+template <int kDim, bool kBf16, typename TIn>
+struct ForwardTiles {
+  static constexpr int kKeys = kDim == 128 && !kBf16 ? 32 : 64;
+  static constexpr int kDiag = kBlockRows + kKeys - 1;
+  // K and V tiles in 16-byte rows (tile_view): TF32 floats or BF16 pairs (the loaders' layouts).
+  static constexpr int kKVectors = kBf16 ? (kDim / 2 + 4) / 4 : (kDim / 2 + 4) / 2;
+  static constexpr int kVVectors = kBf16 ? (kDim + 8) / 4 : (kDim + 4) / 2;
+  static constexpr size_t kStaticBytes = 16 * size_t(kKeys * kKVectors + kKeys / 2 * kVVectors) + 8 * kDiag + 4 * kWarps;
+  // ---- the pipelined variant's dynamic shared memory ----
+  static constexpr int kStageVectors = kDim * int(sizeof(TIn)) / 16;  // 16-byte units per staged row
+  static constexpr size_t kStageBytes = 16 * size_t(kKeys) * kStageVectors;
+  static constexpr size_t kKStage = 0, kVStage = kStageBytes, kBiasMap = 2 * kStageBytes;
+  static constexpr size_t kCMap = kBiasMap + (4 * kDiag + 15) / 16 * 16;
+  static constexpr size_t kDynamicBytes = kCMap + 4 * kDiag;
+};
+
 // TIn: the tensors' element type, float or (BF16 tiles only) __nv_bfloat16: q, k, v read as they
 // are and O written in it (rounded once); L stays FP32.
-template <int kDim, bool kBf16, typename TIn>
+// kPipelined: the key tiles' global loads software-pipelined (FlashAttention-2's cp.async
+// double buffering): while tile j computes, tile j + 1's raw K and V rows and its map entries are
+// in flight (cp.async) to a staging buffer; after tile j, the block turns the staged rows into
+// the fragment layouts with the same loaders (the same rounding and pairing), so the output and
+// L are today's to the bit. A block then waits for global memory once per task, not per tile.
+template <int kDim, bool kBf16, typename TIn, bool kPipelined>
 __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
     urpe_flash_tc_forward_kernel(FlashGeometry g, const TIn* __restrict__ q, const TIn* __restrict__ k,
                                  const TIn* __restrict__ v, TIn* __restrict__ out, float* __restrict__ lse) {
   const uint64_t seed = g.dropout_seed();  // once per thread
   static_assert(kBf16 || std::is_same_v<TIn, float>, "TF32 tiles read f32 tensors (the host widens bf16 ones)");
-  // Key tiles of 64, 32 at kDim = 128 in TF32 (to fit 48 KiB). At kDim = 64 the 64-key TF32 tile
-  // needs a few more than the 168 registers that 3 blocks per SM allow and spills ~40 bytes
-  // (ptxas -v, sm_90); the spill-free 32-key variant (158 registers, twice the barriers, staging
-  // and O rescales per key) measured ~20% slower on the H200 (2026-11-27: 57.5 against 71
-  // TFLOP/s at n = 4096, bench/cuda_notes.md), so the spill stays. BF16 tiles are half the bytes
-  // and Q's fragments half the registers: 64 keys at every kDim.
-  constexpr int kKeys = kDim == 128 && !kBf16 ? 32 : 64;
+  using Tiles = ForwardTiles<kDim, kBf16, TIn>;
+  constexpr int kKeys = Tiles::kKeys;
   constexpr int kKeyBlocks = kKeys / 8;  // n-blocks of S (8 keys each)
   constexpr int kSteps = Dim<kDim>::kSteps;  // n-blocks of O (8 columns each)
   constexpr int kQSteps = kBf16 ? kDim / 16 : kSteps;  // k-steps of Q·Kᵀ
-  constexpr int kDiag = kBlockRows + kKeys - 1;
-  // K and V tiles in 16-byte rows (tile_view): TF32 floats or BF16 pairs (the loaders' layouts).
-  constexpr int kKVectors = kBf16 ? (kDim / 2 + 4) / 4 : (kDim / 2 + 4) / 2;
-  constexpr int kVVectors = kBf16 ? (kDim + 8) / 4 : (kDim + 4) / 2;
+  constexpr int kDiag = Tiles::kDiag;
+  constexpr int kKVectors = Tiles::kKVectors, kVVectors = Tiles::kVVectors, kStageVectors = Tiles::kStageVectors;
   URPE_SHARED(float4, k_s4, [kKeys][kKVectors]);
   URPE_SHARED(float4, v_s4, [kKeys / 2][kVVectors]);
   URPE_SHARED(float, bias_s, [kDiag]);
   URPE_SHARED(float, c_s, [kDiag]);
   URPE_SHARED(int, pad_scratch, [kWarps]);
+  // The pipelined variant's staging (Tiles' layout), as pointers so that only it declares them.
+  float4 (*k_stage)[kKeys][kStageVectors] = nullptr;
+  float4 (*v_stage)[kKeys][kStageVectors] = nullptr;
+  int32_t (*bias_map_s)[kDiag] = nullptr;
+  int32_t (*c_map_s)[kDiag] = nullptr;
+  if constexpr (kPipelined) {
+    URPE_DYNAMIC_SHARED(float4, k_stage_d, [kKeys][kStageVectors], Tiles::kKStage);
+    URPE_DYNAMIC_SHARED(float4, v_stage_d, [kKeys][kStageVectors], Tiles::kVStage);
+    URPE_DYNAMIC_SHARED(int32_t, bias_map_d, [kDiag], Tiles::kBiasMap);
+    URPE_DYNAMIC_SHARED(int32_t, c_map_d, [kDiag], Tiles::kCMap);
+    k_stage = &k_stage_d, v_stage = &v_stage_d, bias_map_s = &bias_map_d, c_map_s = &c_map_d;
+  }
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int group = lane / 4, member = lane % 4;
   const int nq = int(g.nq), nk = int(g.nk), dh = int(g.dh), dv = int(g.dv);  // check_tc_sizes
@@ -128,6 +168,17 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
     const int w0 = i0 + warp * kWarpRows;  // the warp's first row
     const TIn* k_bh = k + int64_t(t.bh) * nk * dh;
     const TIn* v_bh = v + int64_t(t.bh) * nk * dv;
+    const int key_end = int(g.key_limit(i0 + rows - 1));  // masked for every row beyond
+    // Pipelined: key tile j0's copies into the staging buffers, one group per tile. The staging is
+    // free: the last read of it (the previous tile's transform) is behind a barrier.
+    auto prefetch_tile = [&](int j0) {
+      prefetch_rows<kKeys, kDim>(*k_stage, k_bh + j0 * dh, nk - j0, dh);
+      prefetch_rows<kKeys, kDim>(*v_stage, v_bh + j0 * dv, nk - j0, dv);
+      prefetch_diagonal_maps(g, i0, j0, kBlockRows - 1, *bias_map_s, *c_map_s);
+      async::commit();
+    };
+    if constexpr (kPipelined)
+      if (key_end > 0) prefetch_tile(0);
     uint32_t qa[kQSteps][4];
     if constexpr (kBf16)
       load_a_fragments_bf16(qa, q + int64_t(t.bh) * nq * dh, w0, nq - w0, dh, lane);
@@ -140,18 +191,38 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
       for (int r = 0; r < 4; ++r) o[s][r] = 0.0f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // rows group, group + 8
     const int pad_from = first_padded_key(g, t.b, pad_scratch);
-    const int key_end = int(g.key_limit(i0 + rows - 1));  // masked for every row beyond
     for (int j0 = 0; j0 < key_end; j0 += kKeys) {
-      __syncthreads();  // the previous tile's reads of k_s, v_s and the diagonals are done
-      if constexpr (kBf16) {
-        load_bf16_rows<kKeys, kDim>(tile_view<uint32_t, kDim / 2 + 4>(k_s4), k_bh + j0 * dh, nk - j0, dh);
-        load_bf16_row_pairs<kKeys, kDim>(tile_view<uint32_t, kDim + 8>(v_s4), v_bh + j0 * dv, nk - j0, dv);
+      if constexpr (kPipelined) {
+        async::wait<0>();  // this thread's copies of tile j0 have landed
+        __syncthreads();   // everyone's have, and the previous tile's reads of k_s, v_s, diagonals are done
+        // The staged rows to the fragment layouts: the loaders' whole-tile path (kKeys valid rows of
+        // kDim columns: the staging holds the zeros), the same rounding and pairing as from global.
+        if constexpr (kBf16) {
+          const TIn* k_raw = reinterpret_cast<const TIn*>(&(*k_stage)[0][0]);
+          const TIn* v_raw = reinterpret_cast<const TIn*>(&(*v_stage)[0][0]);
+          load_bf16_rows<kKeys, kDim>(tile_view<uint32_t, kDim / 2 + 4>(k_s4), k_raw, kKeys, kDim);
+          load_bf16_row_pairs<kKeys, kDim>(tile_view<uint32_t, kDim + 8>(v_s4), v_raw, kKeys, kDim);
+        } else {
+          const float* k_raw = reinterpret_cast<const float*>(&(*k_stage)[0][0]);
+          const float* v_raw = reinterpret_cast<const float*>(&(*v_stage)[0][0]);
+          load_rounded_column_pairs<kKeys, kDim>(tile_view<float2, kDim / 2 + 4>(k_s4), k_raw, kKeys, kDim);
+          load_rounded_row_pairs<kKeys, kDim>(tile_view<float2, kDim + 4>(v_s4), v_raw, kKeys, kDim);
+        }
+        stage_diagonals<kDiag, true>(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s, *bias_map_s, *c_map_s);
+        __syncthreads();  // k_s, v_s and the diagonals ready; the staging is free again
+        if (j0 + kKeys < key_end) prefetch_tile(j0 + kKeys);  // in flight while this tile computes
       } else {
-        load_rounded_column_pairs<kKeys, kDim>(tile_view<float2, kDim / 2 + 4>(k_s4), k_bh + j0 * dh, nk - j0, dh);
-        load_rounded_row_pairs<kKeys, kDim>(tile_view<float2, kDim + 4>(v_s4), v_bh + j0 * dv, nk - j0, dv);
+        __syncthreads();  // the previous tile's reads of k_s, v_s and the diagonals are done
+        if constexpr (kBf16) {
+          load_bf16_rows<kKeys, kDim>(tile_view<uint32_t, kDim / 2 + 4>(k_s4), k_bh + j0 * dh, nk - j0, dh);
+          load_bf16_row_pairs<kKeys, kDim>(tile_view<uint32_t, kDim + 8>(v_s4), v_bh + j0 * dv, nk - j0, dv);
+        } else {
+          load_rounded_column_pairs<kKeys, kDim>(tile_view<float2, kDim / 2 + 4>(k_s4), k_bh + j0 * dh, nk - j0, dh);
+          load_rounded_row_pairs<kKeys, kDim>(tile_view<float2, kDim + 4>(v_s4), v_bh + j0 * dv, nk - j0, dv);
+        }
+        stage_diagonals(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s);
+        __syncthreads();
       }
-      stage_diagonals(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s);
-      __syncthreads();
 
       float s[kKeyBlocks][4];
 #pragma unroll
@@ -262,16 +333,42 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
   }
 }
 
+// Whether the pipelined variant takes these tensors: rows of whole 16-byte units on 16-byte
+// boundaries (its cp.async copies), and its shared memory within the device's per-block limit
+// (cudaDevAttrMaxSharedMemoryPerBlockOptin). Otherwise the single-buffered kernel runs.
+template <int kDim, bool kBf16, typename TIn>
+bool pipeline_takes(const cuda::Context& ctx, const FlashGeometry& g, const TIn* k, const TIn* v) {
+  using Tiles = ForwardTiles<kDim, kBf16, TIn>;
+  if (!ctx.tc_pipeline()) return false;
+  const auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
+  if ((g.dh * int64_t(sizeof(TIn))) % 16 != 0 || (g.dv * int64_t(sizeof(TIn))) % 16 != 0 || !aligned(k) || !aligned(v))
+    return false;
+  int device = 0, optin = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return Tiles::kStaticBytes + Tiles::kDynamicBytes <= size_t(optin);
+}
+
 template <int kDim, bool kBf16, typename TIn>
 void launch_forward(cuda::Context& ctx, const FlashGeometry& g, const Tensor& q, const Tensor& k, const Tensor& v,
                     Tensor& out, float* lse) {
   const int64_t tasks = g.batch * g.heads * ((g.nq + kBlockRows - 1) / kBlockRows);
-  urpe_flash_tc_forward_kernel<kDim, kBf16, TIn><<<grid_for(ctx, tasks, 1), kThreads, 0, ctx.stream()>>>(
-      g, values<TIn>(q), values<TIn>(k), values<TIn>(v), values<TIn>(out), lse);
   constexpr bool kBf16Tensors = std::is_same_v<TIn, __nv_bfloat16>;
-  CUDA_CHECK_LAUNCH(!kBf16         ? "urpe_flash_tc_forward_kernel"
-                    : kBf16Tensors ? "urpe_flash_tc_forward_kernel (bf16 tensors)"
-                                   : "urpe_flash_tc_forward_kernel (bf16)");
+  const char* name = !kBf16         ? "urpe_flash_tc_forward_kernel"
+                     : kBf16Tensors ? "urpe_flash_tc_forward_kernel (bf16 tensors)"
+                                    : "urpe_flash_tc_forward_kernel (bf16)";
+  if (pipeline_takes<kDim, kBf16>(ctx, g, values<TIn>(k), values<TIn>(v))) {
+    constexpr size_t kBytes = ForwardTiles<kDim, kBf16, TIn>::kDynamicBytes;
+    auto* kernel = urpe_flash_tc_forward_kernel<kDim, kBf16, TIn, true>;
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBytes)));
+    kernel<<<grid_for(ctx, tasks, 1), kThreads, kBytes, ctx.stream()>>>(g, values<TIn>(q), values<TIn>(k),
+                                                                        values<TIn>(v), values<TIn>(out), lse);
+    CUDA_CHECK_LAUNCH(name);
+    return;
+  }
+  urpe_flash_tc_forward_kernel<kDim, kBf16, TIn, false><<<grid_for(ctx, tasks, 1), kThreads, 0, ctx.stream()>>>(
+      g, values<TIn>(q), values<TIn>(k), values<TIn>(v), values<TIn>(out), lse);
+  CUDA_CHECK_LAUNCH(name);
 }
 
 template <int kDim>
@@ -285,7 +382,28 @@ void launch_forward_for(cuda::Context& ctx, const FlashGeometry& g, TcMath math,
     launch_forward<kDim, true, float>(ctx, g, q, k, v, out, lse);
 }
 
+// launch_forward_for's choice of tiles, asked of pipeline_takes.
+template <int kDim>
+bool pipelined_for(const cuda::Context& ctx, const FlashGeometry& g, TcMath math, const Tensor& q, const Tensor& k,
+                   const Tensor& v) {
+  if (math == TcMath::tf32)
+    return k.dtype() == DType::f32 && v.dtype() == DType::f32 &&
+           pipeline_takes<kDim, false>(ctx, g, values<float>(k), values<float>(v));
+  if (q.dtype() == DType::bf16)
+    return pipeline_takes<kDim, true>(ctx, g, values<__nv_bfloat16>(k), values<__nv_bfloat16>(v));
+  return pipeline_takes<kDim, true>(ctx, g, values<float>(k), values<float>(v));
+}
+
 }  // namespace
+
+bool flash_tc_forward_pipelined(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, TcMath math) {
+  const FlashGeometry g = geometry_of(q, k, v, UrpeAttentionParams{}, AttentionDropout{});
+  switch (dim_class(g.dh, g.dv)) {
+    case 32: return pipelined_for<32>(ctx, g, math, q, k, v);
+    case 64: return pipelined_for<64>(ctx, g, math, q, k, v);
+    default: return pipelined_for<128>(ctx, g, math, q, k, v);
+  }
+}
 
 bool flash_tc_supports(int64_t dh, int64_t dv) { return dh <= kFlashMaxDim && dv <= kFlashMaxDim; }
 

@@ -11,6 +11,7 @@
 #include <cuda_bf16.h>
 
 #include "ops/bf16_values.cuh"
+#include "ops/cp_async.cuh"
 #include "ops/mma_bf16.cuh"
 #include "ops/mma_tf32.cuh"
 #include "ops/urpe_flash_geometry.cuh"
@@ -364,9 +365,13 @@ __device__ __forceinline__ void load_a_fragments(uint32_t (&a)[kSteps][4], const
 // Entries of a diagonal outside the matrix, and every entry of a missing or dense table, get
 // B = 0, C = 1 (never used by an unmasked cell; the fast path below reads them as "no table").
 // Dense maps are read per cell (cell_bias / cell_c) on the edge path.
-template <int kDiag>
+// kStagedMaps (the pipelined forward): the maps' entries of the tile were copied beforehand to
+// bias_map_s[x], c_map_s[x] (prefetch_diagonal_maps), and are read there instead of from global
+// memory: the same buckets, so the same values.
+template <int kDiag, bool kStagedMaps = false>
 __device__ __forceinline__ void stage_diagonals(const FlashGeometry& g, int h, int r0, int c0, int rows_minus_1,
-                                                float (&bias_s)[kDiag], float (&c_s)[kDiag]) {
+                                                float (&bias_s)[kDiag], float (&c_s)[kDiag],
+                                                const int32_t* bias_map_s = nullptr, const int32_t* c_map_s = nullptr) {
   const int diagonals = int(g.nq + g.nk) - 1, m0 = c0 - r0 - rows_minus_1 + int(g.nq) - 1;
   const bool bias_rel = g.bias_table != nullptr && g.bias_kind == kRelative;
   const bool c_rel = g.c_table != nullptr && g.c_kind == kRelative;
@@ -375,8 +380,53 @@ __device__ __forceinline__ void stage_diagonals(const FlashGeometry& g, int h, i
   for (int x = threadIdx.x; x < kDiag; x += kThreads) {
     const int m = m0 + x;  // index into the (Nq + Nk − 1) map
     const bool valid = m >= 0 && m < diagonals;
-    bias_s[x] = bias_rel && valid ? bias_row[g.bias_map[m]] : 0.0f;
-    c_s[x] = c_rel && valid ? c_row[g.c_map[m]] : 1.0f;
+    if constexpr (kStagedMaps) {
+      bias_s[x] = bias_rel && valid ? bias_row[bias_map_s[x]] : 0.0f;
+      c_s[x] = c_rel && valid ? c_row[c_map_s[x]] : 1.0f;
+    } else {
+      bias_s[x] = bias_rel && valid ? bias_row[g.bias_map[m]] : 0.0f;
+      c_s[x] = c_rel && valid ? c_row[g.c_map[m]] : 1.0f;
+    }
+  }
+}
+
+// ---- the pipelined forward's copies (ops/cp_async.cuh) ----
+// Rows [0, kRows) of src (`cols` elements of TIn per row, the tile's first row) to a raw staging
+// tile of kDim elements per row, as they are, with cp.async: 16 bytes a copy, zeros (nothing read)
+// for rows from `valid_rows` on and columns from `cols` on. The caller guarantees that a row is
+// whole 16-byte units (cols·sizeof(TIn) % 16 = 0) and src is 16-byte aligned
+// (flash_tc_pipeline_takes); the loaders above then turn the staged tile into the fragment
+// layouts exactly as they turn global memory (valid_rows = kRows, cols = kDim: their whole path).
+// Consecutive threads copy consecutive 16-byte units: each warp's copies write 512 contiguous bytes.
+template <int kRows, int kDim, typename TIn, int kVectors>
+__device__ __forceinline__ void prefetch_rows(float4 (&stage)[kRows][kVectors], const TIn* __restrict__ src,
+                                              int valid_rows, int cols) {
+  constexpr int kPerVector = 16 / int(sizeof(TIn));  // elements per 16-byte unit
+  static_assert(kVectors * kPerVector == kDim, "a staged row is kDim elements");
+  static_assert(kRows * kVectors % kThreads == 0, "every thread copies the same number of units");
+  const int row_vectors = cols / kPerVector;
+#pragma unroll
+  for (int n = 0; n < kRows * kVectors / kThreads; ++n) {
+    const int e = threadIdx.x + n * kThreads, r = e / kVectors, u = e % kVectors;
+    const bool in = r < valid_rows && u < row_vectors;
+    async::copy16(&stage[r][u], in ? src + r * cols + u * kPerVector : src, in ? 16 : 0);
+  }
+}
+
+// The entries of the bias and C maps that stage_diagonals<kDiag, true> will read for the tile at
+// (r0, c0), copied to bias_map_s[x], c_map_s[x] with 4-byte cp.async (only valid diagonals of
+// relative maps; the others are never read).
+template <int kDiag>
+__device__ __forceinline__ void prefetch_diagonal_maps(const FlashGeometry& g, int r0, int c0, int rows_minus_1,
+                                                       int32_t (&bias_map_s)[kDiag], int32_t (&c_map_s)[kDiag]) {
+  const int diagonals = int(g.nq + g.nk) - 1, m0 = c0 - r0 - rows_minus_1 + int(g.nq) - 1;
+  const bool bias_rel = g.bias_table != nullptr && g.bias_kind == kRelative;
+  const bool c_rel = g.c_table != nullptr && g.c_kind == kRelative;
+  for (int x = threadIdx.x; x < kDiag; x += kThreads) {
+    const int m = m0 + x;
+    if (m < 0 || m >= diagonals) continue;
+    if (bias_rel) async::copy4(&bias_map_s[x], g.bias_map + m, 4);
+    if (c_rel) async::copy4(&c_map_s[x], g.c_map + m, 4);
   }
 }
 

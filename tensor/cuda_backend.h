@@ -88,6 +88,11 @@ bool tf32(Context* context);
 // precision=bf16 turns it on, docs/cuda.md#tensor-core-tiles).
 void set_bf16_tiles(Context* context, bool on);
 bool bf16_tiles(Context* context);
+// The fused attention's tensor-core forward with its key tiles software-pipelined (cp.async into
+// a staging buffer while the previous tile computes; the same bits as without): off by default
+// until a GPU measures it faster; `urpe bench attention --tc-pipeline on` (docs/cuda.md#tensor-core-tiles).
+void set_tc_pipeline(Context* context, bool on);
+bool tc_pipeline(Context* context);
 std::string device_name(Context* context);  // e.g. "NVIDIA H100 80GB HBM3 (cuda:0)"
 
 // Nsight capture range (cudaProfilerStart/Stop) for `--profile-steps a:b`; no-ops without CUDA.

@@ -606,6 +606,94 @@ TEST_CASE("parity: BF16 tiles reading bf16 q, k, v (O, dQ, dK, dV in bf16; L, dB
   }
 }
 
+// ---- the pipelined forward (cp.async staging of the next key tile) ----
+
+namespace {
+
+// The context's pipeline switch (cuda::set_tc_pipeline), on inside the scope.
+struct PipelineScope {
+  PipelineScope() { cuda::set_tc_pipeline(gpu().context(), true); }
+  ~PipelineScope() { cuda::set_tc_pipeline(gpu().context(), false); }
+};
+
+// Cases whose k and v rows are whole 16-byte units (the pipelined variant's condition) from
+// kCases, and more of the 64 class (whose kCases rows are not): every head-dim class, ragged Nq
+// and Nk (zero-filled rows of a last tile), dh < kDim (zero-filled columns), causal with an
+// offset, key padding with a fully padded batch item, dropout, relative Toeplitz and bucket maps,
+// dense maps, no tables, more tasks than the grid (a block's second task prefetches its first tile).
+const TcCase kPipelineExtra[] = {
+    {"d 64, buckets, padding, causal offset, dropout", 2, 2, 100, 90, 64, 48, true, true, 2, true, true, 3, 0.1f},
+    {"d 64, per-batch dense maps, ragged", 2, 1, 70, 66, 48, 64, true, true, 4, false, false, 0, 0.0f},
+    {"d 64, toeplitz, interior tiles", 1, 2, 128, 192, 64, 64, true, true, 1, false, false, 0, 0.0f},
+};
+constexpr int kPipelineFromCases[] = {1, 4, 5, 6, 7, 8, 9, 11, 12, 13};
+
+enum class TileMath { tf32, bf16, bf16_tensors };
+
+// O and L of the tensor-core forward on `c` with the context's pipeline switch as given, and
+// whether the pipelined variant ran.
+struct ForwardRun {
+  Tensor out, lse;
+  bool pipelined;
+};
+ForwardRun tc_forward(const TcCase& c, TileMath math, bool pipeline, uint64_t seed) {
+  const UrpeAttentionParams pd = on_device(case_params(c, seed), gpu());
+  const AttentionDropout drop{c.dropout, seed + 1};
+  Tensor q = random_values({c.batch, c.heads, c.nq, c.dh}, seed + 2, -1.5f, 1.5f).to(gpu());
+  Tensor k = random_values({c.batch, c.heads, c.nk, c.dh}, seed + 3, -1.5f, 1.5f).to(gpu());
+  Tensor v = random_values({c.batch, c.heads, c.nk, c.dv}, seed + 4).to(gpu());
+  const Shape o_shape{c.batch, c.heads, c.nq, c.dv}, l_shape{c.batch, c.heads, c.nq};
+  ForwardRun run{poisoned(o_shape), poisoned(l_shape), false};
+  if (math == TileMath::bf16_tensors) {
+    q = cast(q, DType::bf16), k = cast(k, DType::bf16), v = cast(v, DType::bf16);
+    run.out = cast(run.out, DType::bf16);
+  }
+  cuda::set_tc_pipeline(gpu().context(), pipeline);
+  run.pipelined = kernels::flash_tc_forward_pipelined(*gpu().context(), q, k, v,
+                                                      math == TileMath::tf32 ? kernels::TcMath::tf32 : kernels::TcMath::bf16);
+  kernels::urpe_flash_tc_forward(*gpu().context(), q, k, v, pd, drop, run.out, run.lse,
+                                 math == TileMath::tf32 ? kernels::TcMath::tf32 : kernels::TcMath::bf16);
+  cuda::set_tc_pipeline(gpu().context(), false);
+  return run;
+}
+
+}  // namespace
+
+// The pipelined forward stages the same values through shared memory and computes with the same
+// code: O and L must be the single-buffered kernel's, bit for bit, every element written (the
+// outputs start NaN-poisoned, and the single-buffered kernel's parity with the CPU is checked
+// above). On the simulator each launch runs under two schedules with racecheck (which reports any
+// access to a staging word whose cp.async has not been waited for), memcheck and initcheck.
+TEST_CASE("pipelined tensor-core forward: the single-buffered kernel's O and L, bit for bit") {
+  std::vector<TcCase> cases(std::begin(kPipelineExtra), std::end(kPipelineExtra));
+  for (int which : kPipelineFromCases) cases.push_back(kCases[which]);
+  int pipelined = 0;
+  for (TileMath math : {TileMath::tf32, TileMath::bf16, TileMath::bf16_tensors}) {
+    for (const TcCase& c : cases) {
+      const char* math_name = math == TileMath::tf32 ? "tf32" : math == TileMath::bf16 ? "bf16" : "bf16 tensors";
+      CAPTURE(math_name);
+      CAPTURE(c.name);
+      // The BF16 runs: the 64 class and a few others (the TF32 run covers the rest of the control flow).
+      if (math != TileMath::tf32 && c.dh != 64 && c.dv != 64 && c.dh != 128 && c.nq != 150) continue;
+      const ForwardRun plain = tc_forward(c, math, false, 600);
+      const ForwardRun piped = tc_forward(c, math, true, 600);
+      CHECK_FALSE(plain.pipelined);
+      // Whole 16-byte rows: dh and dv a multiple of 4 floats, or of 8 bf16 values.
+      const int64_t per_unit = math == TileMath::bf16_tensors ? 8 : 4;
+      CHECK(piped.pipelined == (c.dh % per_unit == 0 && c.dv % per_unit == 0));
+      pipelined += piped.pipelined;
+      CHECK(bitwise_equal(piped.out, plain.out));
+      CHECK(bitwise_equal(piped.lse, plain.lse));
+      const std::vector<float> o = piped.out.to_vector_f32();
+      int64_t nan = 0;
+      for (float x : o) nan += std::isnan(x);
+      CHECK(nan == 0);
+    }
+  }
+  MESSAGE("cases that ran the pipelined kernel: " << pipelined);
+  CHECK(pipelined >= 20);
+}
+
 // The TF32 tiles and the scalar kernels take bf16 tensors by widening them: the f32 run's results
 // on the widened values, rounded once.
 TEST_CASE("tensor-core fused attention: bf16 tensors on the TF32 tiles and the scalar path are widened") {

@@ -7,8 +7,9 @@
 # through a function pointer (`kernel<<<...>>>`) is recorded and reported under its real name:
 #   __global__ void name(params) {  →  __global__ void name(params) { ::urpe_sim::name_kernel("name");
 file(READ "${SOURCE}" text)
-string(REGEX REPLACE "(__global__[ \t\n]+void[ \t\n]+)([A-Za-z_][A-Za-z0-9_]*)([ \t\n]*\\([^;{]*\\)[ \t\n]*{)"
-       "\\1\\2\\3 ::urpe_sim::name_kernel(\"\\2\");" text "${text}")
+# (a `__launch_bounds__(...)` between `void` and the name is skipped, so the name is the kernel's)
+string(REGEX REPLACE "(__global__[ \t\n]+void[ \t\n]+(__launch_bounds__\\([^()]*\\)[ \t\n]+)?)([A-Za-z_][A-Za-z0-9_]*)([ \t\n]*\\([^;{]*\\)[ \t\n]*{)"
+       "\\1\\3\\4 ::urpe_sim::name_kernel(\"\\3\");" text "${text}")
 string(REGEX REPLACE "([A-Za-z_][A-Za-z0-9_]*(<[^<>;{}()]*>)?)[ \t]*<<<"
        "\\1 | ::urpe_sim::Config(\"\\1\", " text "${text}")
 string(FIND "${text}" "<<<" left)
