@@ -20,6 +20,15 @@
 #                                   racecheck, the bench at the issue's shapes beside PyTorch,
 #                                   one Nsight Compute report per tensor-core kernel; ~5 min on
 #                                   an H100 (bench/cuda_notes.md has the plan and predictions)
+#   bench/gpu_session.sh attention_tc_pipeline  the tensor-core forward's pipelined variant
+#                                   (--tc-pipeline, cp.async staging) against today's, after `build`:
+#                                   its bit-for-bit test on the GPU, memcheck and racecheck of it,
+#                                   then `urpe bench attention` at d 64, B 8, H 16, n 1k/4k, causal
+#                                   and not, TF32 and BF16, pipeline off/on in alternating rounds;
+#                                   ~3 min on an H100. Rehearsed on the simulator build:
+#                                     ATTENTION_TC_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim \
+#                                       TC_SUITE=./build/test_cuda_sim_flash_tensor_core \
+#                                       bench/gpu_session.sh attention_tc_pipeline
 #   bench/gpu_session.sh nccl       the NCCL path of data-parallel training: test_cuda_nccl (one
 #                                   rank on one GPU, two ranks when two GPUs and mpirun are there)
 #                                   against the MPI/CPU path; with mpirun and two GPUs, a 2-rank
@@ -223,6 +232,41 @@ attention_tc_check() {
   STEP_TIMEOUT=150 step tc_racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$tc_suite"
   STEP_TIMEOUT=90 step fused_racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$parity_suite" \
     "--test-case=$fused_cases"
+  return 0
+}
+
+# attention_tc_pipeline (issue 35, 2026-11-27 fourth pass): is the cp.async pipelined forward
+# faster? Its bits against the single-buffered kernel on the GPU (the TC suite's pipelined case,
+# which also checks the switch picks it), memcheck and racecheck of that case, then the bench rows
+# in alternating rounds (round 1 off then on, round 2 on then off, so drift over the call cancels),
+# each row stating `pipe on|off`; the summary lists the fused forward rows side by side.
+attention_tc_pipeline() {
+  attention_tc_shapes
+  local shape="--batch 8 --heads 16 --head-dim 64 --lengths 1024,4096" rounds=${PIPELINE_ROUNDS:-2} preps=10
+  [ "${ATTENTION_TC_SMOKE:-0}" = 1 ] && shape="--batch 1 --heads 2 --head-dim 64 --lengths 64,130" && preps=1
+  step pipe_parity "$tc_suite" "--test-case=pipelined*"
+  STEP_TIMEOUT=60 step pipe_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$tc_suite" "--test-case=pipelined*"
+  STEP_TIMEOUT=90 step pipe_racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$tc_suite" "--test-case=pipelined*"
+  local round math causal pipe order
+  for round in $(seq 1 "$rounds"); do
+    order="off on"
+    [ $((round % 2)) = 0 ] && order="on off"
+    for math in tf32 bf16; do
+      for causal in "" --causal; do
+        for pipe in $order; do
+          # shellcheck disable=SC2086
+          step "pipe_${math}${causal:+_causal}_${pipe}_r${round}" "$urpe" bench attention --device cuda $shape --math "$math" \
+            $causal --attention fused --tc-pipeline "$pipe" --repeats "$preps" $sz
+        done
+      done
+    done
+  done
+  # The fused rows of every run: n, direction, ms, TFLOP/s, pipe, and the run's name.
+  echo "== pipe_summary: n direction median_ms TFLOP/s pipe run"
+  local log
+  for log in "$LOGS"/pipe_*_r*.log; do
+    awk -v run="$(basename "$log" .log)" '$2 == "fused" { print $1, $3, $4, $8, $10, run }' "$log"
+  done | sort -k1,1n -k2,2 -k6,6 | tee "$LOGS/pipe_summary.txt"
   return 0
 }
 
@@ -511,7 +555,7 @@ case "$1" in
     attention_tc_measure
     attention_tc_check
     ;;
-  attention_tc_measure | attention_tc_check)
+  attention_tc_measure | attention_tc_check | attention_tc_pipeline)
     "$1"
     ;;
   syncs)
@@ -597,7 +641,7 @@ case "$1" in
     step fix_graphormer_compile python3 tools/torch_bench.py --device cuda --model graphormer --steps 30 --compile
     ;;
   *)
-    echo "usage: bench/gpu_session.sh STEP... (STEP: build, carried, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, fixes, graphormer_step, syncs, nccl, compare, families, presets, precision, gemm_dtypes, nsight, profile)" >&2
+    echo "usage: bench/gpu_session.sh STEP... (STEP: build, carried, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, attention_tc_pipeline, fixes, graphormer_step, syncs, nccl, compare, families, presets, precision, gemm_dtypes, nsight, profile)" >&2
     exit 2
     ;;
 esac

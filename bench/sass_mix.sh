@@ -56,9 +56,11 @@ for p in "${pids[@]}"; do wait "$p" || { cat "$WORK"/*.ptxas >&2; exit 1; }; don
 
 # One line per kernel: short name, then the counts. Names: forward<64> (TF32 tiles),
 # forward<64,bf16> (BF16 tiles from f32 tensors), forward<64,bf16,bf16io> (BF16 tiles reading and
-# writing bf16 tensors), dq<64>, dkdv<64>, …
+# writing bf16 tensors), dq<64>, dkdv<64>, …; a +pipe suffix: the forward's pipelined variant
+# (cp.async staging, --tc-pipeline on).
 short() {
-  c++filt | sed -E 's/.*urpe_flash_tc_(backward_)?([a-z_]+)_kernel<([0-9]+)(, (true|false))?(, ([_a-z0-9]+))?>.*/\2<\3\4\6>/' |
+  c++filt | sed -E 's/.*urpe_flash_tc_(backward_)?([a-z_]+)_kernel<([0-9]+)(, (true|false))?(, ([_a-z0-9]+))?(, (true|false))?>.*/\2<\3\4\6\8>/' |
+    sed -E -e 's/, (float|__nv_bfloat16), true>/, \1>+pipe/' -e 's/, (float|__nv_bfloat16), false>/, \1>/' |
     sed -e 's/, false, float>/>/' -e 's/, true, float>/,bf16>/' -e 's/, true, __nv_bfloat16>/,bf16,bf16io>/' \
       -e 's/, false>/>/' -e 's/, true>/,bf16>/'
 }

@@ -110,6 +110,29 @@ TEST_CASE("`urpe bench attention --device cuda --tf32` names its math and rate o
     CHECK(math == "bf16");
   }
   CHECK(bf16_rows == 2);  // fused, forward and forward + backward
+  // --tc-pipeline on: the pipelined tensor-core forward, stated on every fused row (last column).
+  const urpe::test::CliResult piped = urpe::test::run_urpe(
+      "bench attention --device cuda --math tf32 --tc-pipeline on --attention fused --batch 1 --heads 2 --head-dim 32 "
+      "--lengths 70 --repeats 1 --sizes smoke");
+  INFO(piped.output);
+  REQUIRE(piped.code == 0);
+  CHECK(piped.output.find("tc pipeline on") != std::string::npos);
+  int piped_rows = 0;
+  std::istringstream piped_lines(piped.output);
+  while (std::getline(piped_lines, line)) {
+    std::istringstream row(line);
+    long long n = 0;
+    std::string path, direction, math, share, pipe;
+    double ms = 0, mib = 0, gflop = 0, tflops = 0;
+    if (!(row >> n >> path >> direction >> ms >> mib >> math >> gflop >> tflops >> share >> pipe)) continue;
+    ++piped_rows;
+    CHECK(pipe == "on");
+  }
+  CHECK(piped_rows == 2);
+  const urpe::test::CliResult bad_pipe =
+      urpe::test::run_urpe("bench attention --device cuda --math tf32 --tc-pipeline maybe --lengths 70 --repeats 1");
+  CHECK(bad_pipe.code != 0);
+  CHECK(bad_pipe.output.find("option --tc-pipeline: expected on or off, got 'maybe'") != std::string::npos);
   const urpe::test::CliResult clash =
       urpe::test::run_urpe("bench attention --device cuda --tf32 --math bf16 --lengths 70 --repeats 1");
   CHECK(clash.code != 0);

@@ -77,16 +77,19 @@ int run_attention_bench(const AttentionBenchOptions& o) {
   if (device.is_cuda()) {
     cuda::set_tf32(device.context(), o.math != "fp32");  // bf16: as precision=bf16 leaves it
     cuda::set_bf16_tiles(device.context(), o.math == "bf16");
+    cuda::set_tc_pipeline(device.context(), o.tc_pipeline);
   }
+  // The fused rows' pipeline state: on/off where the tensor-core kernels run, "-" otherwise.
+  const char* pipeline = device.is_cuda() && o.math != "fp32" ? (o.tc_pipeline ? "on" : "off") : "-";
   // The ceiling the rates are read against: cuBLAS's TF32 GEMM, measured here (never a datasheet).
   const double tf32_tflops = device.is_cuda() ? measure_sgemm_tflops(device.context(), o.smoke ? 256 : 8192, true) : 0.0;
   char ceiling[80] = "n/a on a CPU";
   if (device.is_cuda())
     std::snprintf(ceiling, sizeof ceiling, "%.1f TFLOP/s%s", tf32_tflops, o.smoke ? " (smoke: 256³, not a ceiling)" : "");
   std::printf("urpe bench attention — device %s, batch %lld, %lld heads, head dim %lld, %s, Toeplitz B and C, "
-              "math %s; median of %d runs after one warm-up; load %s\n",
+              "math %s, tc pipeline %s; median of %d runs after one warm-up; load %s\n",
               o.device.c_str(), static_cast<long long>(o.batch), static_cast<long long>(o.heads),
-              static_cast<long long>(o.head_dim), o.causal ? "causal" : "not causal", math, o.repeats,
+              static_cast<long long>(o.head_dim), o.causal ? "causal" : "not causal", math, pipeline, o.repeats,
               load_averages().c_str());
   // precision=bf16 hands the fused op bf16 q, k, v (the projections' outputs) and gets O and the
   // gradients back in bf16: the fused rows feed it that way (no cast inside the timing; q, k, v
@@ -99,11 +102,13 @@ int run_attention_bench(const AttentionBenchOptions& o) {
   std::printf("peak MiB: tensor storage the call allocates above what was live before it (%s allocator)\n",
               device.is_cuda() ? "CUDA caching" : "host");
   std::printf("GFLOP: FlashAttention's count, forward 4·B·H·n²·d%s, backward 2.5× forward; %% tf32: of the cuBLAS "
-              "TF32 GEMM rate measured now, %s\n\n",
+              "TF32 GEMM rate measured now, %s\n",
               o.causal ? " / 2 (causal)" : "", ceiling);
-  std::printf("%-7s %-13s %-17s %10s %10s %5s %11s %9s %7s\n", "n", "path", "direction", "median ms", "peak MiB",
-              "math", "GFLOP", "TFLOP/s", "% tf32");
-  std::printf("-----------------------------------------------------------------------------------------------\n");
+  std::printf("pipe: the tensor-core forward's pipelined variant (--tc-pipeline; cp.async staging of the next key "
+              "tile), on the fused rows\n\n");
+  std::printf("%-7s %-13s %-17s %10s %10s %5s %11s %9s %7s %4s\n", "n", "path", "direction", "median ms", "peak MiB",
+              "math", "GFLOP", "TFLOP/s", "% tf32", "pipe");
+  std::printf("----------------------------------------------------------------------------------------------------\n");
   for (int64_t n : o.lengths) {
     Rng rng(static_cast<uint64_t>(n));
     const Shape shape{o.batch, o.heads, n, o.head_dim};
@@ -152,8 +157,8 @@ int run_attention_bench(const AttentionBenchOptions& o) {
         const double tflops = gflop / row.median_ms;  // GFLOP per ms = TFLOP/s
         char share[16] = "-";
         if (tf32_tflops > 0) std::snprintf(share, sizeof share, "%.1f%%", 100.0 * tflops / tf32_tflops);
-        std::printf("%-7lld %-13s %-17s %10.2f %10.3f %5s %11.1f %9.2f %7s\n", static_cast<long long>(n), path,
-                    direction, row.median_ms, row.peak_mib, math, gflop, tflops, share);
+        std::printf("%-7lld %-13s %-17s %10.2f %10.3f %5s %11.1f %9.2f %7s %4s\n", static_cast<long long>(n), path,
+                    direction, row.median_ms, row.peak_mib, math, gflop, tflops, share, is_fused ? pipeline : "-");
         std::fflush(stdout);
       }
     }
