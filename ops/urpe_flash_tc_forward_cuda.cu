@@ -29,6 +29,11 @@
 //   tiles at every kDim (ptxas -v: 138 / 168 / 252 registers; 8 bytes spilled at kDim 64).
 //   Bytes: Q and O once; K and V once per 64 query rows: (Nq/64)·Nk·(dh + dv)·4 per (b, h); the
 //   tables' diagonals per tile from cache. Nothing of size Nq·Nk.
+//   Pipelined variant (kPipelined, the context's tc_pipeline switch, `--tc-pipeline on`): the same
+//   bytes and the same bits, but the next key tile's K, V rows and map entries are copied with
+//   cp.async (ops/cp_async.cuh) to a staging buffer in dynamic shared memory while this tile
+//   computes, and turned into the tiles above from there, so no warp waits for global memory
+//   inside a task but at its first tile (ForwardTiles below has the layout and the bytes).
 #include <type_traits>
 
 #include "ops/urpe_flash_tc.h"
