@@ -180,9 +180,9 @@ std::vector<CommandSpec> command_table() {
                     {"heads", "H", "4", "bench attention: heads", {1, 1024}},
                     {"head-dim", "D", "32", "bench attention: head dim (the fused kernels take up to 128)", {1, 128}},
                     {"causal", "", "off", "bench attention: causal mask on both paths"},
-                    {"tc-pipeline", "on|off", "off",
-                     "bench attention: the tensor-core forward's software-pipelined variant (cp.async staging of the "
-                     "next key tile; the same bits), stated on every fused row (CUDA, --math tf32 or bf16)"}},
+                    {"tc-pipeline", "MODE", "off",
+                     "bench attention: on runs the tensor-core forward's software-pipelined variant (cp.async staging "
+                     "of the next key tile; the same bits), stated on every fused row (CUDA, --math tf32 or bf16)"}},
                    run_bench, "",
                    "'bench peaks' measures the machine's ceilings for the roofline of 'urpe profile': sgemm\n"
                    "GFLOP/s at large square sizes and the bench model's GEMM shapes, and memory bandwidth (STREAM\n"
