@@ -179,7 +179,8 @@ __global__ void embedding_backward_keys_kernel(const int32_t* __restrict__ ids, 
 // (rows of more than one segment) keeps its sum in partials[2·⌊offsets[r] / T⌋ + j]: below
 // 2·⌊n / T⌋ + 1 and injective over those rows (there b ≥ 1, so a + b + [y>0] − 1 + a < 2(a + b)).
 // Thread (slice, column): columns d ≡ column (mod cols), slots t ≡ slice (mod slices) of the
-// segment, summed in double; slice 0 adds the slices in order. positions[t] = p·K + k.
+// segment, summed in double; slice 0 adds the slices in order. positions[t] = p·K + k (below
+// 2^31, as are the offsets and T: 32-bit divisions).
 // partials: (2·⌊n / T⌋ + 1, D) doubles; grad_tables: (S·V, D).
 __global__ void embedding_backward_segments_kernel(const float* __restrict__ grad_out, int64_t dim,
                                                    const int32_t* __restrict__ positions,
@@ -196,7 +197,7 @@ __global__ void embedding_backward_segments_kernel(const float* __restrict__ gra
     int64_t lo = 0, hi = table_rows - 1;
     while (lo < hi) {
       const int64_t mid = (lo + hi + 1) / 2;
-      if (offsets[mid] / segment + mid <= u) lo = mid;
+      if (uint32_t(offsets[mid]) / uint32_t(segment) + mid <= u) lo = mid;
       else hi = mid - 1;
     }
     const int64_t r = lo, start = offsets[r], stop = offsets[r + 1];
@@ -210,7 +211,7 @@ __global__ void embedding_backward_segments_kernel(const float* __restrict__ gra
       if (active && d < dim) {
 #pragma unroll 4
         for (int64_t t = begin + slice; t < end; t += slices)
-          total += grad_out[(static_cast<int64_t>(positions[t]) / slots) * dim + d];
+          total += grad_out[int64_t(uint32_t(positions[t]) / uint32_t(slots)) * dim + d];
       }
       partial[threadIdx.x] = total;
       __syncthreads();
