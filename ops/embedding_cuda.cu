@@ -156,6 +156,8 @@ __global__ void embedding_sum_backward_total_kernel(const float* __restrict__ pa
 // Block size and slots per thread of a segment: T = (256 / min(D, 256))·64 slots, from D alone.
 constexpr int kSegmentThreads = 256;
 constexpr int64_t kSegmentSlotsPerThread = 64;
+// The total kernel's block: PCQM4M's padding rows have ~1,500 segments each, 47 per slice here.
+constexpr int kSegmentTotalThreads = 1024;
 
 // keys: (P·K,); keys[p·K + k] = (k / G)·V + ids[p, k], the row r = s·V + v of ∂tables that slot k
 // of row p adds g[p, :] into. An id outside [0, V) (the op's deferred range check reports it)
@@ -230,11 +232,10 @@ __global__ void embedding_backward_segments_kernel(const float* __restrict__ gra
 // Σ_j partials[2·⌊offsets[r] / T⌋ + j], j < ⌈count / T⌉, split over the slices by j (mod slices)
 // and the slices added in order (double); rows nobody used and padding rows get zeros; rows of
 // one segment were written by the segments kernel and are left alone.
-__global__ void embedding_backward_segments_total_kernel(const double* __restrict__ partials, int64_t dim,
-                                                         const int32_t* __restrict__ offsets, int64_t table_rows,
-                                                         int64_t vocab, int64_t padding_idx, int64_t segment,
-                                                         float* __restrict__ grad_tables) {
-  URPE_SHARED(double, partial, [kSegmentThreads]);
+__global__ void __launch_bounds__(kSegmentTotalThreads, 1) embedding_backward_segments_total_kernel(
+    const double* __restrict__ partials, int64_t dim, const int32_t* __restrict__ offsets, int64_t table_rows,
+    int64_t vocab, int64_t padding_idx, int64_t segment, float* __restrict__ grad_tables) {
+  URPE_SHARED(double, partial, [kSegmentTotalThreads]);
   const int64_t cols = min(dim, int64_t(blockDim.x)), slices = blockDim.x / cols;
   const int64_t column = threadIdx.x % cols, slice = threadIdx.x / cols;
   const bool active = slice < slices;
@@ -401,9 +402,10 @@ void sum_rows_sorted_cuda(cuda::Context& ctx, const float* grad_out, const int32
         partials.as<double>(), grad_tables);
     CUDA_CHECK_LAUNCH("embedding_backward_segments_kernel");
   }
-  embedding_backward_segments_total_kernel<<<grid_for(ctx, table_rows * threads, threads), threads, 0,
-                                             ctx.stream()>>>(partials.as<double>(), dim, index.offsets(), table_rows,
-                                                             vocab, padding_idx, segment, grad_tables);
+  const int total_threads = kSegmentTotalThreads;
+  embedding_backward_segments_total_kernel<<<grid_for(ctx, table_rows * total_threads, total_threads), total_threads,
+                                             0, ctx.stream()>>>(partials.as<double>(), dim, index.offsets(),
+                                                                table_rows, vocab, padding_idx, segment, grad_tables);
   CUDA_CHECK_LAUNCH("embedding_backward_segments_total_kernel");
 }
 
