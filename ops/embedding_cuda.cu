@@ -21,16 +21,17 @@
 //     (p, k) becomes the table row r = (k/G)·V + ids[p,k] (keys kernel), the slots are grouped by
 //     r with a stable sort (BucketIndex: ascending p within a row), and each row's slots are cut
 //     into segments of T = slices·64 (slices = 256 / min(D, 256): from D alone). One block per
-//     segment: its threads split the columns and, in a fixed stride, the segment's slots, and add
+//     segment (a map from work units to rows, written by a thread per row: no search, no prefix
+//     sum): its threads split the columns and, in a fixed stride, the segment's slots, and add
 //     the slices in slice order (double). A row of one segment is written straight to ∂tables; a
 //     longer one (the padding id, carbon) writes one double partial per segment, and a block per
-//     row adds them in order (the total kernel, which also writes the zeros of unused and padding
-//     rows). So a frequent id is spread over ~count/T blocks instead of being walked by one, and
-//     g is read once per slot whatever the table's size. Bytes: 4·P·K ids read, 4·P·K keys
-//     written, the sort (~2 passes of 16 B per slot for ≤ 16 key bits, onesweep), 4·P·K
-//     positions and 4·D·P·K of g gathered (each row of g once per slot that reads it: K times,
-//     in ascending p within a row, so mostly from L2), 8·D per segment of partials (≤ 2·P·K/T
-//     segments), 4·S·V·D written. PCQM4M's multi-hop term (S·V·D = 5 × 1,537 × 32, 21 tiles)
+//     row adds them in order (the total kernel); a last pass zeroes the unused and padding rows.
+//     So a frequent id is spread over ~count/T blocks instead of being walked by one, g is read
+//     once per slot whatever the table's size, and an unused row costs a read or two. Bytes:
+//     4·P·K ids read, 4·P·K keys written, the sort (~2 passes of 16 B per slot for ≤ 16 key
+//     bits, onesweep), 4·P·K positions and 4·D·P·K of g gathered (each row of g once per slot
+//     that reads it: K times, in ascending p within a row, so mostly from L2), 8·D per segment
+//     of partials (≤ 2·P·K/T segments), 4·(P·K/T + S·V) of the unit map, 4·S·V·D written. PCQM4M's multi-hop term (S·V·D = 5 × 1,537 × 32, 21 tiles)
 //     was chunked before: 21 tiles × 85 chunks of 4,096 rows, 32–64 threads of 256 busy, 8 ms
 //     on an H100 (bench/cuda_notes.md "embedding_sum backward at PCQM4M's shape").
 //   - narrow (D < 32, embedding only: Graphormer's per-head bias tables, D = H = 8, read by
@@ -156,8 +157,6 @@ __global__ void embedding_sum_backward_total_kernel(const float* __restrict__ pa
 // Block size and slots per thread of a segment: T = (256 / min(D, 256))·64 slots, from D alone.
 constexpr int kSegmentThreads = 256;
 constexpr int64_t kSegmentSlotsPerThread = 64;
-// The total kernel's block: PCQM4M's padding rows have ~1,500 segments each, 47 per slice here.
-constexpr int kSegmentTotalThreads = 1024;
 
 // keys: (P·K,); keys[p·K + k] = (k / G)·V + ids[p, k], the row r = s·V + v of ∂tables that slot k
 // of row p adds g[p, :] into. An id outside [0, V) (the op's deferred range check reports it)
@@ -172,22 +171,36 @@ __global__ void embedding_backward_keys_kernel(const int32_t* __restrict__ ids, 
   }
 }
 
-// Work units u (one block each, grid-strided) enumerate the segments: unit (r, j) is
-// u = ⌊offsets[r] / T⌋ + r + j for the segments j < ⌈count_r / T⌉ of row r, i.e. the slots
-// offsets[r] + j·T … + T − 1 of the sorted positions. That map is injective and below
-// ⌊n / T⌋ + rows (with o = offsets[r] = aT + x, count c = bT + y: its last unit a + r + b + [y>0] − 1
-// is below row r+1's first, ⌊(o + c) / T⌋ + r + 1 ≥ a + b + r + 1), so no prefix sum is needed:
-// units that fall between rows find j past their row's end and do nothing. A row's segment j
-// (rows of more than one segment) keeps its sum in partials[2·⌊offsets[r] / T⌋ + j]: below
-// 2·⌊n / T⌋ + 1 and injective over those rows (there b ≥ 1, so a + b + [y>0] − 1 + a < 2(a + b)).
-// Thread (slice, column): columns d ≡ column (mod cols), slots t ≡ slice (mod slices) of the
-// segment, summed in double; slice 0 adds the slices in order. positions[t] = p·K + k (below
-// 2^31, as are the offsets and T: 32-bit divisions).
+// Work units u (one block each in the segments kernel) enumerate the segments: unit (r, j) is
+// u = first(r) + j, first(r) = ⌊offsets[r] / T⌋ + r, for the segments j < ⌈count_r / T⌉ of row r,
+// i.e. the sorted slots offsets[r] + j·T … + T − 1. That map is injective and below
+// units = ⌊n / T⌋ + rows (with o = offsets[r] = aT + x, count c = bT + y: its last unit
+// a + r + b + [y>0] − 1 is below row r+1's first, ⌊(o + c) / T⌋ + r + 1 ≥ a + b + r + 1), so no
+// prefix sum is needed. unit_rows: (units,); thread r writes r on its row's units and −1 on the
+// (at most two) units after them, up to row r+1's first (the last row: up to `units`); padding
+// rows get no units.
+__global__ void embedding_backward_units_kernel(const int32_t* __restrict__ offsets, int64_t table_rows,
+                                                int64_t vocab, int64_t padding_idx, int64_t segment, int64_t units,
+                                                int32_t* __restrict__ unit_rows) {
+  URPE_GRID_STRIDE(r, table_rows) {
+    const int64_t start = offsets[r], count = offsets[r + 1] - start, first = start / segment + r;
+    const int64_t next = r + 1 < table_rows ? offsets[r + 1] / segment + r + 1 : units;
+    const int64_t segments = r % vocab == padding_idx ? 0 : (count + segment - 1) / segment;
+    for (int64_t u = first; u < next; ++u) unit_rows[u] = u - first < segments ? static_cast<int32_t>(r) : -1;
+  }
+}
+
+// One block per unit u (grid-strided), segment j of row r = unit_rows[u]. Thread (slice, column):
+// columns d ≡ column (mod cols), slots t ≡ slice (mod slices) of the segment, summed in double;
+// slice 0 adds the slices in order. A row of one segment is written to ∂tables; segment j of a
+// longer row to partials[2·⌊offsets[r] / T⌋ + j]: below 2·⌊n / T⌋ + 1 and injective over those
+// rows (there b ≥ 1, so the last, 2a + b + [y>0] − 1, is below 2(a + b) ≤ the next one's first).
+// positions[t] = p·K + k (below 2^31, as are the offsets and T: 32-bit divisions).
 // partials: (2·⌊n / T⌋ + 1, D) doubles; grad_tables: (S·V, D).
 __global__ void embedding_backward_segments_kernel(const float* __restrict__ grad_out, int64_t dim,
                                                    const int32_t* __restrict__ positions,
-                                                   const int32_t* __restrict__ offsets, int64_t slots,
-                                                   int64_t table_rows, int64_t vocab, int64_t padding_idx,
+                                                   const int32_t* __restrict__ offsets,
+                                                   const int32_t* __restrict__ unit_rows, int64_t slots,
                                                    int64_t segment, int64_t units, double* __restrict__ partials,
                                                    float* __restrict__ grad_tables) {
   URPE_SHARED(double, partial, [kSegmentThreads]);
@@ -195,16 +208,10 @@ __global__ void embedding_backward_segments_kernel(const float* __restrict__ gra
   const int64_t column = threadIdx.x % cols, slice = threadIdx.x / cols;
   const bool active = slice < slices;  // blockDim.x − slices·cols threads have no slice
   for (int64_t u = blockIdx.x; u < units; u += gridDim.x) {
-    // r: the last row whose first unit ⌊offsets[r] / T⌋ + r is ≤ u (strictly increasing in r).
-    int64_t lo = 0, hi = table_rows - 1;
-    while (lo < hi) {
-      const int64_t mid = (lo + hi + 1) / 2;
-      if (uint32_t(offsets[mid]) / uint32_t(segment) + mid <= u) lo = mid;
-      else hi = mid - 1;
-    }
-    const int64_t r = lo, start = offsets[r], stop = offsets[r + 1];
-    const int64_t j = u - (start / segment + r), begin = start + j * segment;
-    if (begin >= stop || r % vocab == padding_idx) continue;  // the same for the whole block
+    const int64_t r = unit_rows[u];
+    if (r < 0) continue;  // between rows (the same for the whole block)
+    const int64_t start = offsets[r], stop = offsets[r + 1];
+    const int64_t j = u - (uint32_t(start) / uint32_t(segment) + r), begin = start + j * segment;
     const int64_t end = min(begin + segment, stop);
     const bool whole = stop - start <= segment;  // the row's only segment: its sum is final
     for (int64_t d0 = 0; d0 < dim; d0 += cols) {
@@ -228,28 +235,37 @@ __global__ void embedding_backward_segments_kernel(const float* __restrict__ gra
   }
 }
 
-// One block per row r of ∂tables (grid-strided): a row of several segments gets
+// grad_tables[r·D + d] = 0 on the rows nobody used and the padding rows (thread per element).
+__global__ void embedding_backward_zero_rows_kernel(const int32_t* __restrict__ offsets, int64_t vocab,
+                                                    int64_t dim, int64_t padding_idx,
+                                                    float* __restrict__ grad_tables, int64_t total) {
+  URPE_GRID_STRIDE(e, total) {
+    const int64_t r = e / dim;
+    if (offsets[r + 1] == offsets[r] || r % vocab == padding_idx) grad_tables[e] = 0.0f;
+  }
+}
+
+// Blocks grid-strided over the rows r of ∂tables; a row of several segments (not padding) gets
 // Σ_j partials[2·⌊offsets[r] / T⌋ + j], j < ⌈count / T⌉, split over the slices by j (mod slices)
-// and the slices added in order (double); rows nobody used and padding rows get zeros; rows of
-// one segment were written by the segments kernel and are left alone.
-__global__ void __launch_bounds__(kSegmentTotalThreads, 1) embedding_backward_segments_total_kernel(
-    const double* __restrict__ partials, int64_t dim, const int32_t* __restrict__ offsets, int64_t table_rows,
-    int64_t vocab, int64_t padding_idx, int64_t segment, float* __restrict__ grad_tables) {
-  URPE_SHARED(double, partial, [kSegmentTotalThreads]);
+// and the slices added in order (double); the other rows are skipped at the cost of one read.
+__global__ void embedding_backward_segments_total_kernel(const double* __restrict__ partials, int64_t dim,
+                                                         const int32_t* __restrict__ offsets, int64_t table_rows,
+                                                         int64_t vocab, int64_t padding_idx, int64_t segment,
+                                                         float* __restrict__ grad_tables) {
+  URPE_SHARED(double, partial, [kSegmentThreads]);
   const int64_t cols = min(dim, int64_t(blockDim.x)), slices = blockDim.x / cols;
   const int64_t column = threadIdx.x % cols, slice = threadIdx.x / cols;
   const bool active = slice < slices;
   for (int64_t r = blockIdx.x; r < table_rows; r += gridDim.x) {
     const int64_t start = offsets[r], count = offsets[r + 1] - start;
-    const bool padding = r % vocab == padding_idx;
-    if (!padding && count > 0 && count <= segment) continue;  // the same for the whole block
-    const int64_t segments = padding ? 0 : (count + segment - 1) / segment;
+    if (count <= segment || r % vocab == padding_idx) continue;  // the same for the whole block
+    const int64_t segments = (count + segment - 1) / segment;
     const double* first = partials + 2 * (start / segment) * dim;
     for (int64_t d0 = 0; d0 < dim; d0 += cols) {
       const int64_t d = d0 + column;
       double total = 0;
       if (active && d < dim) {
-#pragma unroll 4
+#pragma unroll 8
         for (int64_t j = slice; j < segments; j += slices) total += first[j * dim + d];
       }
       partial[threadIdx.x] = total;
@@ -375,8 +391,8 @@ void sum_rows_chunked_cuda(cuda::Context& ctx, const float* grad_out, const int3
   CUDA_CHECK_LAUNCH("embedding_sum_backward_total_kernel");
 }
 
-// Sorted segments (any size): keys, the stable sort, the segments, then the rows of several
-// segments and the zero rows. The segment length T depends on dim only.
+// Sorted segments (any size): keys, the stable sort, the units' rows, the segments, the rows of
+// several segments, the zero rows. The segment length T depends on dim only.
 void sum_rows_sorted_cuda(cuda::Context& ctx, const float* grad_out, const int32_t* ids, int64_t stride,
                           int64_t rows, int64_t group, int64_t padding_idx, int64_t tables, int64_t vocab,
                           int64_t dim, float* grad_tables) {
@@ -395,18 +411,24 @@ void sum_rows_sorted_cuda(cuda::Context& ctx, const float* grad_out, const int32
   const int64_t slices = kSegmentThreads / std::min<int64_t>(dim, kSegmentThreads);
   const int64_t segment = slices * kSegmentSlotsPerThread;
   const int64_t units = items / segment + table_rows;
-  cuda::DeviceBuffer partials(ctx, sizeof(double) * (2 * (items / segment) + 1) * dim);
   if (items > 0) {
+    cuda::DeviceBuffer unit_rows(ctx, sizeof(int32_t) * units);
+    embedding_backward_units_kernel<<<grid_for(ctx, table_rows, threads), threads, 0, ctx.stream()>>>(
+        index.offsets(), table_rows, vocab, padding_idx, segment, units, unit_rows.as<int32_t>());
+    CUDA_CHECK_LAUNCH("embedding_backward_units_kernel");
+    cuda::DeviceBuffer partials(ctx, sizeof(double) * (2 * (items / segment) + 1) * dim);
     embedding_backward_segments_kernel<<<grid_for(ctx, units * threads, threads), threads, 0, ctx.stream()>>>(
-        grad_out, dim, index.positions(), index.offsets(), slots, table_rows, vocab, padding_idx, segment, units,
+        grad_out, dim, index.positions(), index.offsets(), unit_rows.as<int32_t>(), slots, segment, units,
         partials.as<double>(), grad_tables);
     CUDA_CHECK_LAUNCH("embedding_backward_segments_kernel");
+    embedding_backward_segments_total_kernel<<<grid_for(ctx, table_rows * threads, threads), threads, 0,
+                                               ctx.stream()>>>(partials.as<double>(), dim, index.offsets(),
+                                                               table_rows, vocab, padding_idx, segment, grad_tables);
+    CUDA_CHECK_LAUNCH("embedding_backward_segments_total_kernel");
   }
-  const int total_threads = kSegmentTotalThreads;
-  embedding_backward_segments_total_kernel<<<grid_for(ctx, table_rows * total_threads, total_threads), total_threads,
-                                             0, ctx.stream()>>>(partials.as<double>(), dim, index.offsets(),
-                                                                table_rows, vocab, padding_idx, segment, grad_tables);
-  CUDA_CHECK_LAUNCH("embedding_backward_segments_total_kernel");
+  embedding_backward_zero_rows_kernel<<<grid_for(ctx, table_rows * dim, threads), threads, 0, ctx.stream()>>>(
+      index.offsets(), vocab, dim, padding_idx, grad_tables, table_rows * dim);
+  CUDA_CHECK_LAUNCH("embedding_backward_zero_rows_kernel");
 }
 
 // The path by shape (the header): chunked when ∂tables fits one tile, else sorted segments.
