@@ -14,7 +14,9 @@
 //   the per-hop matmul and the sum over hops are one pass over the ids with no (hops, pairs, H)
 //   intermediate (and no GEMM whose contraction runs over every pair in its backward).
 //   backward: ∂tables[s, v, :] = Σ_{(p, k): k / G = s, ids[p, k] = v} g[p, :]  (every row trained,
-//   no padding row; deterministic: fixed per-chunk partials summed in chunk order, no float atomics)
+//   no padding row; deterministic, no float atomics: on CUDA, fixed per-chunk partials summed in
+//   chunk order for tables of one shared tile, sorted fixed-length segments of each row otherwise;
+//   ops/embedding_cuda.cu)
 // unpack_ids: out[..., k] = (packed[..., k / per] >> bits·(k mod per)) & (2^bits − 1), per = 32 / bits
 //   packed: i32 (..., W), W = ceil(columns / per), bits 8 or 16; out: i32 (..., columns). Ids
 //   packed on the host (data/graph_batch_maps.h pack_ids) to cut an upload, unpacked on the device.

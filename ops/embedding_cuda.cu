@@ -2,34 +2,48 @@
 //
 // embedding forward: out[p, d] = table[ids[p], d], one thread per output element (consecutive d:
 //   coalesced). Bytes: 4·N·D read from the table rows used, 4·N·D written, 4·N ids.
-// embedding backward: ∂table[v, :] = Σ_{p: ids[p]=v} g[p, :]. A table that fits one block's
-//   shared tile (V·D ≤ 12,288 floats: Graphormer's atom, degree and bias tables) takes
-//   embedding_sum's chunked partials below (S = 1), with no sort. Larger ones: no float atomics, the positions are
-//   grouped by id with a stable sort (BucketIndex), then one block owns each vocabulary row; its
-//   threads split the columns and, in a fixed stride, the row's positions, and the partials are
-//   added in a fixed order (one thread per column walking every position of a frequent id took
-//   ~0.2 ms per call at ZINC's atom table on the H200). Rows nobody used get
-//   zeros, and so does the padding row (padding_idx, −1 for none). Bytes: 4·N·D of g read once,
-//   4·V·D written, plus the sort of N ids. Narrow tables (D < 32: Graphormer's per-head bias
-//   tables, D = H = 8, read by millions of ids) would leave most of a block idle and one thread
-//   adding a whole row's positions in sequence (43 ms of a 149 ms Graphormer step on an H200), so
-//   there one block owns each (v, d) and its threads split the row's positions in a fixed stride,
-//   added by a fixed shuffle tree: still no atomics, still the same bits every run.
+// embedding backward: ∂table[v, :] = Σ_{p: ids[p]=v} g[p, :], and embedding_sum backward:
+//   ∂tables[s, v, :] = Σ_{(p, k): k/G = s, ids[p,k] = v} g[p, :] (embedding's is S = G = 1). No
+//   float atomics anywhere: every sum has a fixed order that depends on the shapes only, so the
+//   same bits come out every run, on any GPU. Three paths, picked by shape:
+//   - chunked partials, when all of ∂tables fits one block's 48 KiB shared tile (S·V·D ≤ 12,288
+//     floats: Graphormer's atom, degree and bias tables, ZINC's 20 × 64 × 8 multi-hop tables).
+//     The rows p are cut into chunks (a power of two from 32 to 512 rows, from the row count
+//     alone; more when the partials would not fit kSumPartialFloats); block c owns a shared copy
+//     of ∂tables, each of its threads the columns (s, d), so it alone adds into them, p then k in
+//     order; the copy goes to the chunk's partials, and a second kernel adds the chunks per table
+//     element in chunk order (in double). No sort. Bytes: 4·P·K ids and 4·P·D of g read once, the
+//     partials (chunks · S·V·D) written and read once, 4·S·V·D written. Why not a sort here:
+//     Graphormer's multi-hop ids (20 hops × 175k pairs on ZINC) are almost all the few bond types
+//     and the padding id, so a per-id owner would walk ~10^5 positions in sequence; the chunks
+//     spread them over every SM.
+//   - sorted segments, larger tables with D ≥ 32 (and every larger embedding_sum): each slot
+//     (p, k) becomes the table row r = (k/G)·V + ids[p,k] (keys kernel), the slots are grouped by
+//     r with a stable sort (BucketIndex: ascending p within a row), and each row's slots are cut
+//     into segments of T = slices·64 (slices = 256 / min(D, 256): from D alone). One block per
+//     segment (a map from work units to rows, written by a thread per row: no search, no prefix
+//     sum): its threads split the columns and, in a fixed stride, the segment's slots, and add
+//     the slices in slice order (double). A row of one segment is written straight to ∂tables; a
+//     longer one (the padding id, carbon) writes one double partial per segment, and a block per
+//     row adds them in order (the total kernel); a last pass zeroes the unused and padding rows.
+//     So a frequent id is spread over ~count/T blocks instead of being walked by one, g is read
+//     once per slot whatever the table's size, and an unused row costs a read or two. Bytes:
+//     4·P·K ids read, 4·P·K keys written, the sort (~2 passes of 16 B per slot for ≤ 16 key
+//     bits, onesweep), 4·P·K positions and 4·D·P·K of g gathered (each row of g once per slot
+//     that reads it: K times, in ascending p within a row, so mostly from L2), 8·D per segment
+//     of partials (≤ 2·P·K/T segments), 4·(P·K/T + S·V) of the unit map, 4·S·V·D written. PCQM4M's multi-hop term (S·V·D = 5 × 1,537 × 32, 21 tiles)
+//     was chunked before: 21 tiles × 85 chunks of 4,096 rows, 32–64 threads of 256 busy, 8 ms
+//     on an H100 (bench/cuda_notes.md "embedding_sum backward at PCQM4M's shape").
+//   - narrow (D < 32, embedding only: Graphormer's per-head bias tables, D = H = 8, read by
+//     millions of ids) past one tile: the positions sorted by id (BucketIndex), one block per
+//     (v, d), its threads split the row's positions in a fixed stride, added by a fixed shuffle
+//     tree. (One thread per (v, d) walking a row's positions in sequence took 43 ms of a 149 ms
+//     Graphormer step on an H200.)
+//   Rows nobody used get zeros, and so do the padding rows (v = padding_idx in every table, −1
+//   for none).
 // embedding_sum forward: out[p, d] = Σ_{k < S·G} tables[k / G, ids[p, k], d], one thread per
 //   (p, d), k in order (the CPU's order: the same float sum). Bytes: 4·P·K ids (each read by the D
 //   threads of its row, cached), the K table rows (small, cached), 4·P·D written.
-// embedding_sum backward: ∂tables[s, v, :] = Σ_{(p, k): k/G = s, ids[p,k] = v} g[p, :]. No sort and
-//   no float atomics: the rows p are cut into chunks (a power of two from 32 to 512 rows, from the
-//   row count alone; more when the partials would not fit kSumPartialFloats), and the table rows (s, v) into tiles that fit 48 KiB of
-//   shared memory; block (chunk, tile) owns a shared copy of its tile, each of its threads owns
-//   the columns (s, d) of that tile, so it alone adds into them, p then k in order; the tile goes
-//   to the chunk's partials, and a second kernel adds the chunks per table element in chunk order
-//   (in double). Same bits every run, for any GPU (the chunking depends on the shapes only).
-//   Bytes: 4·P·K ids and 4·P·D of g read once per tile (one tile for Graphormer's tables), the
-//   partials (chunks · S·V·D) written and read once, 4·S·V·D written.
-//   Why not the sort path of embedding backward: Graphormer's multi-hop ids (20 hops × 175k pairs
-//   on ZINC) are almost all the few bond types and the padding id, so a per-id owner walks ~10^5
-//   positions in sequence; the chunked partials spread them over every SM.
 // unpack_ids: one thread per id, reading its word (shared by `per` neighbours: cached). Bytes:
 //   4·R·W read, 4·R·C written.
 // gather_table forward: out[h, i, j] = table[h, map[i, j]], one thread per output element.
@@ -58,41 +72,6 @@ __global__ void embedding_forward_kernel(const float* __restrict__ table, int64_
     const int64_t p = k / dim, d = k % dim;
     const int32_t id = ids[p];
     out[k] = id >= 0 && id < vocab ? table[static_cast<int64_t>(id) * dim + d] : 0.0f;
-  }
-}
-
-// One block per vocabulary row v (blocks grid-strided). Thread (slice, column): columns d ≡ column
-// (mod cols), positions t ≡ slice (mod slices) of id v; then slice 0 adds the slices' partials in
-// slice order. cols = min(dim, blockDim), slices = blockDim / cols: a frequent id (ZINC's carbon,
-// ~2,000 positions a batch) is walked by `slices` threads at once instead of one.
-constexpr int kRowsThreads = 512;
-__global__ void embedding_backward_rows_kernel(const float* __restrict__ grad_out, int64_t dim,
-                                               const int32_t* __restrict__ positions,
-                                               const int32_t* __restrict__ offsets, int64_t vocab,
-                                               int64_t padding_idx, float* __restrict__ grad_table) {
-  URPE_SHARED(double, partial, [kRowsThreads]);
-  const int64_t cols = min(dim, int64_t(blockDim.x)), slices = blockDim.x / cols;
-  const int64_t column = threadIdx.x % cols, slice = threadIdx.x / cols;
-  const bool active = slice < slices;  // blockDim.x − slices·cols threads have no slice
-  for (int64_t v = blockIdx.x; v < vocab; v += gridDim.x) {
-    const int32_t end = offsets[v + 1], begin = v == padding_idx ? end : offsets[v];
-    for (int64_t d0 = 0; d0 < dim; d0 += cols) {
-      const int64_t d = d0 + column;
-      double total = 0;
-      if (active && d < dim) {
-#pragma unroll 4
-        for (int64_t t = begin + slice; t < end; t += slices)
-          total += grad_out[static_cast<int64_t>(positions[t]) * dim + d];
-      }
-      partial[threadIdx.x] = total;
-      __syncthreads();
-      if (slice == 0 && d < dim) {
-        double sum = 0;
-        for (int64_t k = 0; k < slices; ++k) sum += partial[k * cols + column];
-        grad_table[v * dim + d] = static_cast<float>(sum);
-      }
-      __syncthreads();
-    }
   }
 }
 
@@ -133,37 +112,32 @@ __global__ void embedding_sum_forward_kernel(const float* __restrict__ tables, i
   }
 }
 
-// grid (chunks, tiles). partials: (chunks, S·V·D); block (c, t) writes rows [r0, r1) of chunk c,
-// r = s·V + v, tile t = rows [t·rows_per_tile, …).
+// grid (chunks). partials: (chunks, S·V·D), S·V·D ≤ kSumTileFloats; block c adds rows
+// [c·chunk_rows, …) into its shared copy of ∂tables, element (s·V + v)·D + d, and writes it to
+// chunk c's partials. Thread `column` owns the columns (s, d).
 __global__ void embedding_sum_backward_partial_kernel(const float* __restrict__ grad_out, int64_t dim,
                                                       const int32_t* __restrict__ ids, int64_t stride,
                                                       int64_t rows, int64_t tables, int64_t vocab,
-                                                      int64_t group, int64_t chunk_rows, int64_t rows_per_tile,
+                                                      int64_t group, int64_t chunk_rows,
                                                       float* __restrict__ partials) {
   URPE_SHARED(float, tile, [kSumTileFloats]);
-  const int64_t table_rows = tables * vocab;
-  const int64_t r0 = blockIdx.y * rows_per_tile, r1 = min(r0 + rows_per_tile, table_rows);
+  const int64_t elements = tables * vocab * dim;
   const int64_t p0 = blockIdx.x * chunk_rows, p1 = min(p0 + chunk_rows, rows);
-  const int64_t tile_floats = (r1 - r0) * dim;
-  for (int64_t i = threadIdx.x; i < tile_floats; i += blockDim.x) tile[i] = 0.0f;
+  for (int64_t i = threadIdx.x; i < elements; i += blockDim.x) tile[i] = 0.0f;
   __syncthreads();
-  // The tables with a row in this tile; thread `column` owns (s, d) of them.
-  const int64_t s0 = r0 / vocab, s1 = (r1 - 1) / vocab + 1;
-  for (int64_t column = threadIdx.x; column < (s1 - s0) * dim; column += blockDim.x) {
-    const int64_t s = s0 + column / dim, d = column % dim;
+  for (int64_t column = threadIdx.x; column < tables * dim; column += blockDim.x) {
+    const int64_t s = column / dim, d = column % dim;
 #pragma unroll 4
     for (int64_t p = p0; p < p1; ++p) {
       const float g = grad_out[p * dim + d];
       const int32_t* id = ids + p * stride + s * group;
-      for (int64_t k = 0; k < group; ++k) {
-        const int64_t r = s * vocab + id[k];
-        if (id[k] >= 0 && id[k] < vocab && r >= r0 && r < r1) tile[(r - r0) * dim + d] += g;
-      }
+      for (int64_t k = 0; k < group; ++k)
+        if (id[k] >= 0 && id[k] < vocab) tile[(s * vocab + id[k]) * dim + d] += g;
     }
   }
   __syncthreads();
-  float* out = partials + blockIdx.x * table_rows * dim + r0 * dim;
-  for (int64_t i = threadIdx.x; i < tile_floats; i += blockDim.x) out[i] = tile[i];
+  float* out = partials + blockIdx.x * elements;
+  for (int64_t i = threadIdx.x; i < elements; i += blockDim.x) out[i] = tile[i];
 }
 
 // grad_tables[e] = Σ_c partials[c, e], c in order, in double; zeros on the rows v = padding_idx
@@ -176,6 +150,133 @@ __global__ void embedding_sum_backward_total_kernel(const float* __restrict__ pa
     if ((e / dim) % vocab != padding_idx)
       for (int64_t c = 0; c < chunks; ++c) total += partials[c * elements + e];
     grad_tables[e] = static_cast<float>(total);
+  }
+}
+
+// ---- sorted segments (tables past one tile; the header's second path) ----
+// Block size and slots per thread of a segment: T = (256 / min(D, 256))·64 slots, from D alone.
+constexpr int kSegmentThreads = 256;
+constexpr int64_t kSegmentSlotsPerThread = 64;
+
+// keys: (P·K,); keys[p·K + k] = (k / G)·V + ids[p, k], the row r = s·V + v of ∂tables that slot k
+// of row p adds g[p, :] into. An id outside [0, V) (the op's deferred range check reports it)
+// gets key S·V: a bucket no kernel adds, so it contributes nothing.
+__global__ void embedding_backward_keys_kernel(const int32_t* __restrict__ ids, int64_t stride, int64_t slots,
+                                               int64_t group, int64_t vocab, int64_t table_rows,
+                                               int32_t* __restrict__ keys, int64_t total) {
+  URPE_GRID_STRIDE(t, total) {
+    const int64_t p = t / slots, k = t % slots;
+    const int32_t id = ids[p * stride + k];
+    keys[t] = static_cast<int32_t>(id >= 0 && id < vocab ? (k / group) * vocab + id : table_rows);
+  }
+}
+
+// Work units u (one block each in the segments kernel) enumerate the segments: unit (r, j) is
+// u = first(r) + j, first(r) = ⌊offsets[r] / T⌋ + r, for the segments j < ⌈count_r / T⌉ of row r,
+// i.e. the sorted slots offsets[r] + j·T … + T − 1. That map is injective and below
+// units = ⌊n / T⌋ + rows (with o = offsets[r] = aT + x, count c = bT + y: its last unit
+// a + r + b + [y>0] − 1 is below row r+1's first, ⌊(o + c) / T⌋ + r + 1 ≥ a + b + r + 1), so no
+// prefix sum is needed. unit_rows: (units,); thread r writes r on its row's units and −1 on the
+// (at most two) units after them, up to row r+1's first (the last row: up to `units`); padding
+// rows get no units.
+__global__ void embedding_backward_units_kernel(const int32_t* __restrict__ offsets, int64_t table_rows,
+                                                int64_t vocab, int64_t padding_idx, int64_t segment, int64_t units,
+                                                int32_t* __restrict__ unit_rows) {
+  URPE_GRID_STRIDE(r, table_rows) {
+    const int64_t start = offsets[r], count = offsets[r + 1] - start, first = start / segment + r;
+    const int64_t next = r + 1 < table_rows ? offsets[r + 1] / segment + r + 1 : units;
+    const int64_t segments = r % vocab == padding_idx ? 0 : (count + segment - 1) / segment;
+    for (int64_t u = first; u < next; ++u) unit_rows[u] = u - first < segments ? static_cast<int32_t>(r) : -1;
+  }
+}
+
+// One block per unit u (grid-strided), segment j of row r = unit_rows[u]. Thread (slice, column):
+// columns d ≡ column (mod cols), slots t ≡ slice (mod slices) of the segment, summed in double;
+// slice 0 adds the slices in order. A row of one segment is written to ∂tables; segment j of a
+// longer row to partials[2·⌊offsets[r] / T⌋ + j]: below 2·⌊n / T⌋ + 1 and injective over those
+// rows (there b ≥ 1, so the last, 2a + b + [y>0] − 1, is below 2(a + b) ≤ the next one's first).
+// positions[t] = p·K + k (below 2^31, as are the offsets and T: 32-bit divisions).
+// partials: (2·⌊n / T⌋ + 1, D) doubles; grad_tables: (S·V, D).
+__global__ void embedding_backward_segments_kernel(const float* __restrict__ grad_out, int64_t dim,
+                                                   const int32_t* __restrict__ positions,
+                                                   const int32_t* __restrict__ offsets,
+                                                   const int32_t* __restrict__ unit_rows, int64_t slots,
+                                                   int64_t segment, int64_t units, double* __restrict__ partials,
+                                                   float* __restrict__ grad_tables) {
+  URPE_SHARED(double, partial, [kSegmentThreads]);
+  const int64_t cols = min(dim, int64_t(blockDim.x)), slices = blockDim.x / cols;
+  const int64_t column = threadIdx.x % cols, slice = threadIdx.x / cols;
+  const bool active = slice < slices;  // blockDim.x − slices·cols threads have no slice
+  for (int64_t u = blockIdx.x; u < units; u += gridDim.x) {
+    const int64_t r = unit_rows[u];
+    if (r < 0) continue;  // between rows (the same for the whole block)
+    const int64_t start = offsets[r], stop = offsets[r + 1];
+    const int64_t j = u - (uint32_t(start) / uint32_t(segment) + r), begin = start + j * segment;
+    const int64_t end = min(begin + segment, stop);
+    const bool whole = stop - start <= segment;  // the row's only segment: its sum is final
+    for (int64_t d0 = 0; d0 < dim; d0 += cols) {
+      const int64_t d = d0 + column;
+      double total = 0;
+      if (active && d < dim) {
+#pragma unroll 4
+        for (int64_t t = begin + slice; t < end; t += slices)
+          total += grad_out[int64_t(uint32_t(positions[t]) / uint32_t(slots)) * dim + d];
+      }
+      partial[threadIdx.x] = total;
+      __syncthreads();
+      if (slice == 0 && d < dim) {
+        double sum = 0;
+        for (int64_t k = 0; k < slices; ++k) sum += partial[k * cols + column];
+        if (whole) grad_tables[r * dim + d] = static_cast<float>(sum);
+        else partials[(2 * (start / segment) + j) * dim + d] = sum;
+      }
+      __syncthreads();
+    }
+  }
+}
+
+// grad_tables[r·D + d] = 0 on the rows nobody used and the padding rows (thread per element).
+__global__ void embedding_backward_zero_rows_kernel(const int32_t* __restrict__ offsets, int64_t vocab,
+                                                    int64_t dim, int64_t padding_idx,
+                                                    float* __restrict__ grad_tables, int64_t total) {
+  URPE_GRID_STRIDE(e, total) {
+    const int64_t r = e / dim;
+    if (offsets[r + 1] == offsets[r] || r % vocab == padding_idx) grad_tables[e] = 0.0f;
+  }
+}
+
+// Blocks grid-strided over the rows r of ∂tables; a row of several segments (not padding) gets
+// Σ_j partials[2·⌊offsets[r] / T⌋ + j], j < ⌈count / T⌉, split over the slices by j (mod slices)
+// and the slices added in order (double); the other rows are skipped at the cost of one read.
+__global__ void embedding_backward_segments_total_kernel(const double* __restrict__ partials, int64_t dim,
+                                                         const int32_t* __restrict__ offsets, int64_t table_rows,
+                                                         int64_t vocab, int64_t padding_idx, int64_t segment,
+                                                         float* __restrict__ grad_tables) {
+  URPE_SHARED(double, partial, [kSegmentThreads]);
+  const int64_t cols = min(dim, int64_t(blockDim.x)), slices = blockDim.x / cols;
+  const int64_t column = threadIdx.x % cols, slice = threadIdx.x / cols;
+  const bool active = slice < slices;
+  for (int64_t r = blockIdx.x; r < table_rows; r += gridDim.x) {
+    const int64_t start = offsets[r], count = offsets[r + 1] - start;
+    if (count <= segment || r % vocab == padding_idx) continue;  // the same for the whole block
+    const int64_t segments = (count + segment - 1) / segment;
+    const double* first = partials + 2 * (start / segment) * dim;
+    for (int64_t d0 = 0; d0 < dim; d0 += cols) {
+      const int64_t d = d0 + column;
+      double total = 0;
+      if (active && d < dim) {
+#pragma unroll 8
+        for (int64_t j = slice; j < segments; j += slices) total += first[j * dim + d];
+      }
+      partial[threadIdx.x] = total;
+      __syncthreads();
+      if (slice == 0 && d < dim) {
+        double sum = 0;
+        for (int64_t k = 0; k < slices; ++k) sum += partial[k * cols + column];
+        grad_tables[r * dim + d] = static_cast<float>(sum);
+      }
+      __syncthreads();
+    }
   }
 }
 
@@ -264,33 +365,81 @@ __global__ void index_bounds_total_kernel(const int32_t* __restrict__ bounds, in
 
 // ∂tables (S, V, D) = Σ over rows p and slots k of g[p, :] into table k / group, row ids[p, k]
 // (embedding_sum's backward; embedding's with S = group = 1), row padding_idx of each table zero.
-// Chunks of rows: `rows / 256` rounded up to a power of two in [32, kSumChunkRows], so that a
-// small batch still spreads over ~256 blocks; then doubled while the partials exceed their cap.
-// The chunking depends on the shapes only: the same bits on any GPU.
+// ids: (rows, stride) on the device, slots k < tables·group read; grad_out: (rows, dim);
 // grad_tables: (tables, vocab, dim) on the device.
-void sum_rows_by_id_cuda(cuda::Context& ctx, const float* grad_out, const int32_t* ids, int64_t stride, int64_t rows,
-                         int64_t group, int64_t padding_idx, int64_t tables, int64_t vocab, int64_t dim,
-                         float* grad_tables) {
+
+// Chunked partials (S·V·D ≤ kSumTileFloats). Chunks of rows: `rows / 256` rounded up to a power
+// of two in [32, kSumChunkRows], so that a small batch still spreads over ~256 blocks; then
+// doubled while the partials exceed their cap. The chunking depends on the shapes only.
+void sum_rows_chunked_cuda(cuda::Context& ctx, const float* grad_out, const int32_t* ids, int64_t stride,
+                           int64_t rows, int64_t group, int64_t padding_idx, int64_t tables, int64_t vocab,
+                           int64_t dim, float* grad_tables) {
   const int64_t elements = tables * vocab * dim;
-  if (elements == 0) return;
-  URPE_CHECK(dim <= kSumTileFloats, "embedding_sum backward (CUDA): rows of " << dim << " floats exceed the "
-                                                                              << kSumTileFloats << " of a block's tile");
-  const int64_t rows_per_tile = kSumTileFloats / dim;
-  const int64_t tiles = (tables * vocab + rows_per_tile - 1) / rows_per_tile;
-  URPE_CHECK(tiles <= 65535, "embedding_sum backward (CUDA): " << tiles << " tiles of the tables exceed the grid");
+  URPE_CHECK(elements <= kSumTileFloats, "embedding backward (CUDA): the chunked path takes tables of at most "
+                                             << kSumTileFloats << " floats, got " << elements);
   int64_t chunk_rows = 32;
   while (chunk_rows < kSumChunkRows && chunk_rows * 256 < rows) chunk_rows *= 2;
   while (((rows + chunk_rows - 1) / chunk_rows) * elements > kSumPartialFloats) chunk_rows *= 2;
   const int64_t chunks = std::max<int64_t>(1, (rows + chunk_rows - 1) / chunk_rows);
   cuda::DeviceBuffer partials(ctx, sizeof(float) * chunks * elements);
   const int threads = 256;
-  const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(tiles));
-  embedding_sum_backward_partial_kernel<<<grid, threads, 0, ctx.stream()>>>(
-      grad_out, dim, ids, stride, rows, tables, vocab, group, chunk_rows, rows_per_tile, partials.as<float>());
+  embedding_sum_backward_partial_kernel<<<static_cast<unsigned>(chunks), threads, 0, ctx.stream()>>>(
+      grad_out, dim, ids, stride, rows, tables, vocab, group, chunk_rows, partials.as<float>());
   CUDA_CHECK_LAUNCH("embedding_sum_backward_partial_kernel");
   embedding_sum_backward_total_kernel<<<grid_for(ctx, elements, threads), threads, 0, ctx.stream()>>>(
       partials.as<float>(), chunks, elements, vocab, dim, padding_idx, grad_tables);
   CUDA_CHECK_LAUNCH("embedding_sum_backward_total_kernel");
+}
+
+// Sorted segments (any size): keys, the stable sort, the units' rows, the segments, the rows of
+// several segments, the zero rows. The segment length T depends on dim only.
+void sum_rows_sorted_cuda(cuda::Context& ctx, const float* grad_out, const int32_t* ids, int64_t stride,
+                          int64_t rows, int64_t group, int64_t padding_idx, int64_t tables, int64_t vocab,
+                          int64_t dim, float* grad_tables) {
+  const int64_t slots = tables * group, items = rows * slots, table_rows = tables * vocab;
+  URPE_CHECK(table_rows < (int64_t(1) << 31) - 1,
+             "embedding backward (CUDA): " << table_rows << " table rows exceed the 32-bit keys of the sort");
+  cuda::DeviceBuffer keys(ctx, sizeof(int32_t) * std::max<int64_t>(items, 1));
+  const int threads = kSegmentThreads;
+  if (items > 0) {
+    embedding_backward_keys_kernel<<<grid_for(ctx, items, threads), threads, 0, ctx.stream()>>>(
+        ids, stride, slots, group, vocab, table_rows, keys.as<int32_t>(), items);
+    CUDA_CHECK_LAUNCH("embedding_backward_keys_kernel");
+  }
+  // Bucket table_rows holds the ids out of range: sorted last, summed by nobody.
+  const BucketIndex index(ctx, keys.as<int32_t>(), items, table_rows + 1, "embedding backward");
+  const int64_t slices = kSegmentThreads / std::min<int64_t>(dim, kSegmentThreads);
+  const int64_t segment = slices * kSegmentSlotsPerThread;
+  const int64_t units = items / segment + table_rows;
+  if (items > 0) {
+    cuda::DeviceBuffer unit_rows(ctx, sizeof(int32_t) * units);
+    embedding_backward_units_kernel<<<grid_for(ctx, table_rows, threads), threads, 0, ctx.stream()>>>(
+        index.offsets(), table_rows, vocab, padding_idx, segment, units, unit_rows.as<int32_t>());
+    CUDA_CHECK_LAUNCH("embedding_backward_units_kernel");
+    cuda::DeviceBuffer partials(ctx, sizeof(double) * (2 * (items / segment) + 1) * dim);
+    embedding_backward_segments_kernel<<<grid_for(ctx, units * threads, threads), threads, 0, ctx.stream()>>>(
+        grad_out, dim, index.positions(), index.offsets(), unit_rows.as<int32_t>(), slots, segment, units,
+        partials.as<double>(), grad_tables);
+    CUDA_CHECK_LAUNCH("embedding_backward_segments_kernel");
+    embedding_backward_segments_total_kernel<<<grid_for(ctx, table_rows * threads, threads), threads, 0,
+                                               ctx.stream()>>>(partials.as<double>(), dim, index.offsets(),
+                                                               table_rows, vocab, padding_idx, segment, grad_tables);
+    CUDA_CHECK_LAUNCH("embedding_backward_segments_total_kernel");
+  }
+  embedding_backward_zero_rows_kernel<<<grid_for(ctx, table_rows * dim, threads), threads, 0, ctx.stream()>>>(
+      index.offsets(), vocab, dim, padding_idx, grad_tables, table_rows * dim);
+  CUDA_CHECK_LAUNCH("embedding_backward_zero_rows_kernel");
+}
+
+// The path by shape (the header): chunked when ∂tables fits one tile, else sorted segments.
+void sum_rows_by_id_cuda(cuda::Context& ctx, const float* grad_out, const int32_t* ids, int64_t stride, int64_t rows,
+                         int64_t group, int64_t padding_idx, int64_t tables, int64_t vocab, int64_t dim,
+                         float* grad_tables) {
+  if (tables * vocab * dim == 0) return;
+  if (tables * vocab * dim <= kSumTileFloats)
+    sum_rows_chunked_cuda(ctx, grad_out, ids, stride, rows, group, padding_idx, tables, vocab, dim, grad_tables);
+  else
+    sum_rows_sorted_cuda(ctx, grad_out, ids, stride, rows, group, padding_idx, tables, vocab, dim, grad_tables);
 }
 
 }  // namespace
@@ -326,29 +475,19 @@ void embedding_backward_cuda(const Tensor& ids, const Tensor& grad_out, Tensor& 
   cuda::Context& ctx = context_of(grad_table);
   const int64_t vocab = grad_table.size(0), dim = grad_table.size(1);
   if (vocab * dim == 0) return;
-  if (vocab * dim <= kSumTileFloats) {
-    // The whole table fits one block's shared tile (Graphormer's atom, degree and bias tables):
-    // embedding_sum's chunked partials, no sort.
+  if (vocab * dim <= kSumTileFloats || dim >= kWarp) {
+    // One tile (Graphormer's atom, degree and bias tables): chunked partials, no sort. Wider
+    // tables: sorted segments, a frequent id spread over many blocks.
     sum_rows_by_id_cuda(ctx, grad_out.f32(), ids.i32(), 1, ids.numel(), 1, padding_idx, 1, vocab, dim,
                         grad_table.f32());
     return;
   }
+  // Narrow and past one tile: one block per (v, d).
   const BucketIndex index(ctx, ids.i32(), ids.numel(), vocab, "embedding backward");
-  if (dim < kWarp) {
-    const int threads = 256;
-    embedding_backward_narrow_kernel<<<grid_for(ctx, vocab * dim * threads, threads), threads, 0,
-                                       ctx.stream()>>>(grad_out.f32(), dim, index.positions(),
-                                                       index.offsets(), vocab, padding_idx,
-                                                       grad_table.f32());
-    CUDA_CHECK_LAUNCH("embedding_backward_narrow_kernel");
-    return;
-  }
-  const int threads = kRowsThreads;
-  embedding_backward_rows_kernel<<<grid_for(ctx, vocab * threads, threads), threads, 0,
-                                   ctx.stream()>>>(grad_out.f32(), dim, index.positions(),
-                                                   index.offsets(), vocab, padding_idx,
-                                                   grad_table.f32());
-  CUDA_CHECK_LAUNCH("embedding_backward_rows_kernel");
+  const int threads = 256;
+  embedding_backward_narrow_kernel<<<grid_for(ctx, vocab * dim * threads, threads), threads, 0, ctx.stream()>>>(
+      grad_out.f32(), dim, index.positions(), index.offsets(), vocab, padding_idx, grad_table.f32());
+  CUDA_CHECK_LAUNCH("embedding_backward_narrow_kernel");
 }
 
 void embedding_sum_forward_cuda(const Tensor& tables, const Tensor& ids, int64_t group, Tensor& out) {

@@ -768,7 +768,7 @@ std::vector<OpRow> build_table() {
                       .without(kGradcheck)
                       .repeatable_on_device(pad < 0));
   // Tables past one shared-memory tile of the CUDA backward (V·D > 12,288): the sorted paths, the
-  // rows kernel (D ≥ 32) and the narrow one (D < 32), with and without a padding row.
+  // segments (D ≥ 32) and the narrow one (D < 32), with and without a padding row.
   t.push_back(row("embedding (200, 67) by (3, 37) ids", "embedding", {uniform("table", {200, 67}), ids("ids", {3, 37}, 200)},
                   [](const In& v, const Device&) { return embedding(v[0], v[1]); }, f32(exact, {1e-6, 1e-5}),
                   embedding_cost)
@@ -781,6 +781,34 @@ std::vector<OpRow> build_table() {
                     embedding_cost)
                     .without(kGradcheck)
                     .repeatable_on_device());
+  // The CUDA segments past one tile with frequent ids: id 0 (the padding row when padding_idx is
+  // 0) and id 7 take ~30% of the ids each, so their rows span several segments of T slots (D = 97:
+  // 2 slices, T = 128; D = 768: 1 slice, 3 column passes, T = 64), the rest spread over rows
+  // read once or never.
+  const auto frequent_ids = [](const Shape& shape, int32_t upper) {
+    return given("ids", [shape, upper](uint64_t seed) {
+      Rng rng(seed);
+      std::vector<int32_t> v(static_cast<size_t>(shape_numel(shape)));
+      for (auto& id : v) {
+        const uint64_t r = rng.below(10);
+        id = r < 3 ? 0 : r < 6 ? 7 : static_cast<int32_t>(rng.below(upper));
+      }
+      return Tensor::from_vector(v, shape);
+    });
+  };
+  for (const int64_t pad : {int64_t(-1), int64_t(0)})
+    t.push_back(row("embedding (150, 97) by (3, 500) frequent ids" + std::string(pad == 0 ? ", padding_idx 0" : ""),
+                    "embedding", {uniform("table", {150, 97}), frequent_ids({3, 500}, 150)},
+                    [pad](const In& v, const Device&) { return embedding(v[0], v[1], pad); }, f32(exact, {1e-5, 1e-5}),
+                    embedding_cost)
+                    .without(kGradcheck)
+                    .repeatable_on_device());
+  t.push_back(row("embedding (40, 768) by (2, 150) frequent ids, padding_idx 0", "embedding",
+                  {uniform("table", {40, 768}), frequent_ids({2, 150}, 40)},
+                  [](const In& v, const Device&) { return embedding(v[0], v[1], 0); }, f32(exact, {1e-5, 1e-5}),
+                  embedding_cost)
+                  .without(kGradcheck)
+                  .repeatable_on_device());
   // Above the CPU's OpenMP threshold: 2,001 ids of a (50, 33) table.
   t.push_back(row("embedding (50, 33) by (2001,) ids", "embedding", {uniform("table", {50, 33}), ids("ids", {2001}, 50)},
                   [](const In& v, const Device&) { return embedding(v[0], v[1]); }, f32(exact, {1e-5, 1e-5}),
@@ -813,8 +841,40 @@ std::vector<OpRow> build_table() {
   t.push_back(sum_row({2, 6, 3}, {40, 7}, 3));    // bond-feature groups, 1 unread column
   // Several chunks of the CUDA partials (3,001 rows of 512), repeated ids: the chunk order matters.
   t.push_back(sum_row({4, 9, 8}, {3001, 4}, 1).without(kGradcheck).repeatable_on_device());
-  // Wide rows: the tables' 15 rows in 3 shared-memory tiles of 6, a tile boundary inside a table.
+  // Past one shared-memory tile (S·V·D > 12,288): the CUDA sorted segments. Wide rows (D = 2000:
+  // 8 column passes of 256), each table row read a few times.
   t.push_back(sum_row({3, 5, 2000}, {37, 3}, 1).without(kGradcheck).repeatable_on_device());
+  // Graphormer's multi-hop shapes past one tile, with the padding-like id 0 in ~60% of the slots
+  // and id 2 in ~20%, so their rows span several segments: PCQM4M's in small (5 hops × 3 bond
+  // columns, D = 32: 8 slices, T = 512) and a wide D = 768 (1 slice, 3 column passes, T = 64)
+  // with 2 tables × group 2 and an unread column.
+  const auto frequent_sum_ids = [](const Shape& shape, int32_t upper, int64_t read) {
+    return given("ids", [shape, upper, read](uint64_t seed) {
+      Rng rng(seed);
+      std::vector<int32_t> v(static_cast<size_t>(shape_numel(shape)));
+      for (size_t e = 0; e < v.size(); ++e) {
+        const uint64_t r = rng.below(10);
+        v[e] = int64_t(e) % shape.back() >= read ? -5 : r < 6 ? 0 : r < 8 ? 2 : static_cast<int32_t>(rng.below(upper));
+      }
+      return Tensor::from_vector(v, shape);
+    });
+  };
+  const auto frequent_sum_row = [&](const Shape& tables, const Shape& id_shape, int64_t group) {
+    const int64_t S = tables[0], V = tables[1];
+    return row("embedding_sum " + shape_str(tables) + " by " + shape_str(id_shape) + " frequent ids, group " +
+                   std::to_string(group),
+               "embedding_sum", {uniform("tables", tables), frequent_sum_ids(id_shape, int32_t(V), S * group)},
+               [group](const In& v, const Device&) { return embedding_sum(v[0], v[1], group); },
+               f32({1e-6, 1e-5}, {1e-5, 1e-4}), [group](const In& v) {
+                 const int64_t rows = v[1].numel() / v[1].size(-1), K = v[0].size(0) * group;
+                 return OpCosts{embedding_sum_forward_cost(rows, K, v[0].size(2)),
+                                embedding_sum_backward_cost(rows, K, v[0].numel(), v[0].size(2))};
+               })
+        .without(kGradcheck)
+        .repeatable_on_device();
+  };
+  t.push_back(frequent_sum_row({5, 97, 32}, {2, 300, 15}, 3));
+  t.push_back(frequent_sum_row({2, 61, 768}, {90, 5}, 2));
 
   // unpack_ids: random 32-bit words (the sign bit set in about half), a partial last word.
   for (const int bits : {8, 16}) {

@@ -602,16 +602,40 @@ TEST_CASE("parity: the encoder with each issue-13 encoding (logits and every gra
 // ---- embedding and gather_table ----
 
 // The padding row's gradient is exactly zero on CUDA (the table's rows compare it within their
-// bound), and the public op range-checks CUDA ids before any kernel runs.
+// bound), on the chunked path (V·D ≤ 12,288) and the sorted segments (the padding id frequent
+// enough to span several segments), and the public op range-checks CUDA ids before any kernel
+// runs. While that check is pending the kernels run on the bad ids: the segments stay in bounds
+// (the simulator's memcheck) and leave the bad ids out of every row.
 TEST_CASE("embedding on CUDA: the padding row's gradient is exactly zero, bad ids are errors") {
   const int64_t V = 50, D = 67;
   Tensor table = values({V, D}, 70);
-  Tensor ids = random_ids({3, 37}, static_cast<int32_t>(V), 71);  // 111 ids: many repeats
-  const int32_t pad = ids.to_vector_i32()[0];                      // the first id's row, so used
-  Tensor g = values({3, 37, D}, 72), pgot = poisoned({V, D});
-  kernels::embedding_backward_cuda(ids.to(gpu()), g.to(gpu()), pgot, pad);
-  const std::vector<float> prow = pgot.to(Device::cpu()).to_vector_f32();
-  for (int64_t d = 0; d < D; ++d) CHECK(prow[pad * D + d] == 0.0f);
+  for (const int64_t rows : {V, int64_t(400)}) {
+    CAPTURE(rows);
+    std::vector<int32_t> v = random_ids({3, 37}, static_cast<int32_t>(rows), 71).to_vector_i32();  // 111 ids
+    for (size_t k = 0; k < v.size(); k += 2) v[k] = v[0];  // the first id in over half: the padding row
+    const int32_t pad = v[0];
+    const Tensor ids = Tensor::from_vector(v, {3, 37});
+    Tensor g = values({3, 37, D}, 72), pgot = poisoned({rows, D});
+    kernels::embedding_backward_cuda(ids.to(gpu()), g.to(gpu()), pgot, pad);
+    const std::vector<float> prow = pgot.to(Device::cpu()).to_vector_f32();
+    for (int64_t d = 0; d < D; ++d) CHECK(prow[pad * D + d] == 0.0f);
+  }
+  {
+    const int64_t rows = 400;  // V·D past one tile: the segments
+    std::vector<int32_t> v = random_ids({111}, static_cast<int32_t>(rows), 73).to_vector_i32();
+    std::vector<int32_t> kept = v;
+    for (size_t k = 5; k < v.size(); k += 7) {
+      v[k] = k % 2 ? static_cast<int32_t>(rows) : -3;  // out of range on both sides
+      kept[k] = 0;                                     // the same slots, their g rows zeroed below
+    }
+    Tensor g = values({111, D}, 74);
+    std::vector<float> gv = g.to_vector_f32();
+    for (size_t k = 5; k < v.size(); k += 7) std::fill(gv.begin() + k * D, gv.begin() + (k + 1) * D, 0.0f);
+    Tensor got = poisoned({rows, D}), want = Tensor::empty({rows, D});
+    kernels::embedding_backward_cuda(Tensor::from_vector(v, {111}, gpu()), g.to(gpu()), got);
+    kernels::embedding_backward_cpu(Tensor::from_vector(kept, {111}), Tensor::from_vector(gv, {111, D}), want);
+    check_close(got.to(Device::cpu()), want, {1e-6, 1e-6}, "embedding backward with bad ids left out");
+  }
 
   Tensor bad = Tensor::from_vector(std::vector<int32_t>{1, 2, static_cast<int32_t>(V), 3}, {4}, gpu());
   // Checked on the device (ops/index_check.h): the error comes at the next read, in the CPU's words.

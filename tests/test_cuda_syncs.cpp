@@ -221,7 +221,7 @@ void check_graphormer_structure(const StepSyncs& step) {
   CHECK(launches_of(step, "embedding_sum_backward_partial_kernel") == 6);
   CHECK(launches_of(step, "embedding_sum_backward_total_kernel") == 6);
   CHECK(launches_of(step, "embedding_backward_narrow_kernel") == 0);
-  CHECK(launches_of(step, "embedding_backward_rows_kernel") == 0);
+  CHECK(launches_of(step, "embedding_backward_segments_kernel") == 0);
 }
 #endif
 
