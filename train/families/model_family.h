@@ -80,6 +80,10 @@ struct ModelFamily {
   AnalysedModel (*analysed_model)(const Config& config, uint64_t seed) = nullptr;
   // Without one: why not, after "'DIR' " in the error of `urpe analyze`.
   std::string not_analysed_because;
+  // ---- CUDA graphs (cuda_graph = on; train/loop/captured_step.h) ----
+  // Empty: the family's training step can be captured and replayed as a CUDA graph; otherwise
+  // why not, after "config: cuda_graph = on: the <name> family " in the switch's error.
+  std::string not_captured_because = "does not split its training step for a capture yet";
   // ---- bench ----
   // The bench step on `device` (NAME/NAME_bench_step.cpp); an option the family does not take is
   // an error naming it. nullptr: `urpe bench step` refuses the family.
