@@ -138,10 +138,6 @@ void* CachingAllocator::allocate(size_t bytes) {
   const size_t klass = size_class(bytes);
   if (klass == 0) return nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (counting_demand_) {
-    int64_t& now = ++demand_now_[klass];
-    demand_peak_[klass] = std::max(demand_peak_[klass], now);
-  }
   if (active_pool_ != 0) {
     void* pointer = take_for_pool_locked(klass, bytes);
     notify_allocation(pointer, klass);
@@ -176,6 +172,11 @@ void* CachingAllocator::allocate(size_t bytes) {
   }
   in_use_ += klass;
   peak_ = std::max(peak_, in_use_);
+  if (counting_demand_) {
+    demand_blocks_.insert(pointer);
+    const int64_t now = ++demand_now_[klass];
+    demand_peak_[klass] = std::max(demand_peak_[klass], now);
+  }
   notify_allocation(pointer, klass);
   return pointer;
 }
@@ -185,7 +186,9 @@ void CachingAllocator::release(void* pointer, size_t bytes) {
   const size_t klass = size_class(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   in_use_ -= klass;
-  if (counting_demand_) --demand_now_[klass];
+  // Only the blocks the counted work allocated: one that lived before it is not the pool's to reuse
+  // (a capture leaves it to the eager lists, or keeps it apart).
+  if (counting_demand_ && demand_blocks_.erase(pointer) > 0) --demand_now_[klass];
   if (!pool_of_.empty()) {
     const auto owner = pool_of_.find(pointer);
     if (owner != pool_of_.end()) {
@@ -217,6 +220,7 @@ void CachingAllocator::begin_demand() {
   counting_demand_ = true;
   demand_now_.clear();
   demand_peak_.clear();
+  demand_blocks_.clear();
 }
 
 AllocationDemand CachingAllocator::end_demand() {
@@ -227,6 +231,7 @@ AllocationDemand CachingAllocator::end_demand() {
     if (peak > 0) out.blocks[klass] = static_cast<size_t>(peak);
   out.untouched = untouched_demand_;
   untouched_demand_.clear();
+  demand_blocks_.clear();
   return out;
 }
 
@@ -235,9 +240,7 @@ void* CachingAllocator::allocate_untouched(size_t bytes) {
   if (klass == 0) return nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (active_pool_ == 0) {
-      if (counting_demand_) ++untouched_demand_[klass];
-    } else {
+    if (active_pool_ != 0) {
       Pool& pool = pools_.at(active_pool_);
       auto reserved = pool.reserve.find(klass);
       void* pointer = nullptr;
@@ -264,6 +267,11 @@ void* CachingAllocator::allocate_untouched(size_t bytes) {
     }
   }
   return allocate(bytes);
+}
+
+void CachingAllocator::note_untouched_request(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (counting_demand_) ++untouched_demand_[size_class(bytes)];
 }
 
 void CachingAllocator::prefill_pool(int pool_id, const AllocationDemand& demand) {
@@ -441,6 +449,9 @@ const void* Context::cached_table(const void* host, size_t bytes) {
   std::lock_guard<std::mutex> lock(host_tables_mutex_);
   const auto* begin = static_cast<const unsigned char*>(host);
   ++table_clock_;
+  // Every request, hit or miss, counts toward a capture's reserve: a table an eager step hits
+  // (the same gradients' blocks) may miss in the capture (its gradients in the graph's pool).
+  if (!capture_) allocator_.note_untouched_request(bytes);
   // A capture pins each table it reads once (the graph reads it at every replay).
   auto pin_for_capture = [&](CachedTable& table) {
     if (!capture_) return;

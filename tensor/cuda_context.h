@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -93,18 +94,20 @@ class CachingAllocator {
   size_t pool_bytes(int pool) const;      // class bytes the pool owns (live and free)
   size_t pool_free_bytes(int pool) const;  // of which on its free list
   bool owned_by_pool(const void* pointer) const;  // a live pool's block (a test's check)
-  // The pre-fill of a pool: while counting, each class's blocks asked for minus those released
-  // (any block of the class: a released one would serve a later request) is followed, and
-  // end_demand returns its maximum per class: the blocks of each class that the same work needs
-  // from a pool that holds nothing else. prefill_pool then gives the pool that many free blocks of
+  // The pre-fill of a pool: while counting, each class's blocks that the counted work allocated
+  // and has not released are followed, and end_demand returns their maximum per class: the
+  // blocks of each class that the same work needs from a pool that holds nothing else (a block
+  // that lived before the work and is released by it is not counted as one to reuse). prefill_pool then gives the pool that many free blocks of
   // each class, from the eager free lists first, cudaMalloc for the rest (before the capture).
   // Blocks filled from the host before the graph's first launch (cached_table's, whose upload a
   // capture defers to its end) must be ones no captured work touches: were such a block reused
   // inside the capture, an earlier node of the graph would overwrite the table at every replay.
   // allocate_untouched gives one: while a pool is active, from the pool's reserve (pre-filled,
-  // never handed out to captured work), else from the eager free lists; eagerly, a plain block
-  // (counted apart in the demand, as what the reserve needs).
+  // never handed out to captured work), else from the eager free lists; eagerly, a plain block.
+  // note_untouched_request counts such a request (a table asked for, hit or not) in the demand's
+  // `untouched` while counting: what the reserve needs.
   void* allocate_untouched(size_t bytes);
+  void note_untouched_request(size_t bytes);
   void begin_demand();
   AllocationDemand end_demand();
   void prefill_pool(int pool, const AllocationDemand& demand);
@@ -126,6 +129,7 @@ class CachingAllocator {
   int active_pool_ = 0, next_pool_ = 1;
   bool counting_demand_ = false;
   std::map<size_t, int64_t> demand_now_, demand_peak_;
+  std::set<const void*> demand_blocks_;  // allocated while counting and not yet released
   std::map<size_t, size_t> untouched_demand_;
 };
 

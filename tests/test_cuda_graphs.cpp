@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/io/safetensors.h"
+#include "ops/linear_cross_entropy.h"
 #include "cuda_training_util.h"
 #include "tensor/cuda_backend.h"
 #include "test_util.h"
@@ -44,14 +45,20 @@ struct EncoderRun {
   std::vector<NamedTensor> parameters;
   std::vector<uint64_t> waits;     // [s − 1]: step s's window
   std::vector<uint64_t> sim_waits;  // the same windows, as the simulator counts its waiting calls
+  std::vector<std::string> metric_rows;  // metrics.csv's rows: step, split, loss, metric
   std::string stderr_text;
 };
 
-// Dropout 0.1 (the tiny config's) and clipping on; `graph` switches the capture. `at_step_2`
-// runs at the end of step 2 (before the capture).
-EncoderRun train_tiny_encoder(bool graph, int steps, const std::function<void()>& at_step_2 = {}) {
-  const Config config =
-      test::tiny_family_config("encoder", "cuda", steps, {"clip=0.5", std::string("cuda_graph=") + (graph ? "on" : "off")});
+// tests/cuda_training_util.h's tiny encoder (dropout 0.1) with clipping on, on `task`: etp (the
+// logits, then cross_entropy) or pi (the head fused with the loss, linear_cross_entropy); `graph`
+// switches the capture. `at_step_2` runs at the end of step 2 (before the capture).
+EncoderRun train_tiny_encoder(bool graph, int steps, const std::function<void()>& at_step_2 = {},
+                              const std::string& task = "etp") {
+  const Config config = resolve_config(
+      "", "", {"seq_len=12", "vocab=6", "layers=2", "d_model=16", "heads=2", "d_ff=32", "batch=4",
+               "steps=" + std::to_string(steps), "warmup=2", "eval_every=4", "valid_size=8", "dropout=0.1",
+               "task=" + task, "pe=urpe", "lr=0.01", "attention=materialized", "clip=0.5",
+               std::string("cuda_graph=") + (graph ? "on" : "off"), "device=cuda"});
   const std::string dir = test::temp_dir(graph ? "graph" : "eager");
   EncoderRun run;
   uint64_t waits = 0;
@@ -87,6 +94,12 @@ EncoderRun train_tiny_encoder(bool graph, int steps, const std::function<void()>
   std::stringstream text;
   text << in.rdbuf();
   run.stderr_text = text.str();
+  std::ifstream metrics(dir + "/metrics.csv");
+  for (std::string line; std::getline(metrics, line);) {
+    size_t cut = 0;
+    for (int commas = 0; commas < 4 && cut != std::string::npos; ++commas) cut = line.find(',', cut + (commas > 0));
+    run.metric_rows.push_back(line.substr(0, cut));
+  }
   const TensorFile checkpoint = load_safetensors(dir + "/model.safetensors");
   for (const NamedTensor& t : checkpoint.tensors)
     if (t.first.rfind("model.", 0) == 0 || t.first.rfind("adam.", 0) == 0) run.parameters.push_back(t);
@@ -95,6 +108,8 @@ EncoderRun train_tiny_encoder(bool graph, int steps, const std::function<void()>
 }
 
 void check_same(const EncoderRun& a, const EncoderRun& b) {
+  CHECK(a.metric_rows == b.metric_rows);  // the train and valid losses and metrics as logged
+  CHECK(a.metric_rows.size() > 2);
   REQUIRE(a.losses.size() == b.losses.size());
   for (size_t k = 0; k < a.losses.size(); ++k) {
     INFO("step " << k + 1);
@@ -199,23 +214,45 @@ TEST_CASE("a capture refuses an upload and a host wait with an error naming it, 
 }
 #endif
 
+TEST_CASE("linear_cross_entropy counts its targets on the device: no host wait, a bad target raised at the next read") {
+  // The fused head of position identification: its M (targets counted) used to be read back at
+  // every call, which a captured step cannot hold.
+  const Device gpu = parse_device("cuda");
+  Rng rng(5);
+  const Tensor h = Tensor::uniform({6, 4}, -1.0f, 1.0f, rng), w = Tensor::uniform({3, 4}, -1.0f, 1.0f, rng);
+  const Tensor targets = Tensor::from_vector(std::vector<int32_t>{0, 2, -100, 1, 1, -100}, {6});
+  const Tensor loss = linear_cross_entropy(h, w, Tensor(), targets, -100);
+  uint64_t waits = 0;
+  const cuda::HostSyncObserver previous = cuda::set_host_sync_observer([&](cuda::HostSync, size_t) { ++waits; });
+  const Tensor loss_gpu = linear_cross_entropy(h.to(gpu), w.to(gpu), Tensor(), targets.to(gpu), -100);
+  CHECK(waits == 0);
+  CHECK(std::abs(loss_gpu.item() - loss.item()) <= 1e-6f * std::abs(loss.item()));  // M = 4 on both
+  const Tensor bad = Tensor::from_vector(std::vector<int32_t>{0, 2, -100, 3, 1, -100}, {6});
+  const Tensor unread = linear_cross_entropy(h.to(gpu), w.to(gpu), Tensor(), bad.to(gpu), -100);
+  CHECK_THROWS_WITH_AS(unread.item(), doctest::Contains("target 3 at row 3 is out of range [0, 3)"), Error);
+  cuda::set_host_sync_observer(previous);
+}
+
 TEST_CASE("the tiny encoder trained with cuda_graph = on equals eager bit for bit, one host wait per replayed step") {
   // Dropout 0.1 (its masks from the step anchor), clipping at 0.5: step 3 is captured, steps 4–7
-  // replay it.
+  // replay it. Even token prediction (cross_entropy) and position identification (the fused head).
   const int steps = 7;
-  const EncoderRun eager = train_tiny_encoder(false, steps);
-  const EncoderRun graph = train_tiny_encoder(true, steps);
-  check_same(eager, graph);
-  INFO("stderr: " << graph.stderr_text);
-  CHECK(graph.stderr_text.find("cuda_graph") == std::string::npos);  // no fallback
-  // Steps 4 … 7 replay. The windows of steps 6 and 7 hold no evaluation (eval_every = 4): one
-  // wait each, the loss read, by urpe's count and by the simulator's.
-  for (int s : {6, 7}) {
-    INFO("step " << s);
-    CHECK(graph.waits[s - 1] == 1);
+  for (const std::string task : {"etp", "pi"}) {
+    INFO("task " << task);
+    const EncoderRun eager = train_tiny_encoder(false, steps, {}, task);
+    const EncoderRun graph = train_tiny_encoder(true, steps, {}, task);
+    check_same(eager, graph);
+    INFO("stderr: " << graph.stderr_text);
+    CHECK(graph.stderr_text.find("cuda_graph") == std::string::npos);  // no fallback
+    // Steps 4 … 7 replay. The windows of steps 6 and 7 hold no evaluation (eval_every = 4): one
+    // wait each, the loss read, by urpe's count and by the simulator's.
+    for (int s : {6, 7}) {
+      INFO("step " << s);
+      CHECK(graph.waits[s - 1] == 1);
 #if defined(URPE_CUDA_SIM)
-    CHECK(graph.sim_waits[s - 1] == 1);
+      CHECK(graph.sim_waits[s - 1] == 1);
 #endif
+    }
   }
 }
 

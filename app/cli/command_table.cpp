@@ -160,7 +160,7 @@ std::vector<CommandSpec> command_table() {
 
   table.push_back({"bench", "bench peaks|kernels|step|attention [--device cpu|cuda] [--tf32] [--math fp32|tf32|bf16] [--sizes table5|smoke] "
                             "[--model encoder|txl|graphormer] [--seq-len N] [--batch B] [--attention fused|materialized] [--lengths N,N] "
-                            "[--heads H] [--head-dim D] [--causal]",
+                            "[--heads H] [--head-dim D] [--causal] [--set cuda_graph=on]",
                    "measure the machine's peaks, time the kernels or a training step",
                    {{"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
                     {"repeats", "N", "50", "timed runs per measurement (the median is reported)", {1, 1000000}},
@@ -179,7 +179,10 @@ std::vector<CommandSpec> command_table() {
                     {"lengths", "N,N,...", "1024,4096", "bench attention: sequence lengths (above 4096: --attention fused only)"},
                     {"heads", "H", "4", "bench attention: heads", {1, 1024}},
                     {"head-dim", "D", "32", "bench attention: head dim (the fused kernels take up to 128)", {1, 128}},
-                    {"causal", "", "off", "bench attention: causal mask on both paths"}},
+                    {"causal", "", "off", "bench attention: causal mask on both paths"},
+                    {"set", "KEY=VALUE", "",
+                     "bench step: cuda_graph=on times the step captured once as a CUDA graph and replayed against "
+                     "the eager step, in alternating rounds (CUDA; encoder)"}},
                    run_bench, "",
                    "'bench peaks' measures the machine's ceilings for the roofline of 'urpe profile': sgemm\n"
                    "GFLOP/s at large square sizes and the bench model's GEMM shapes, and memory bandwidth (STREAM\n"

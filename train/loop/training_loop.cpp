@@ -260,6 +260,9 @@ std::unique_ptr<CapturedSteps> captured_steps_for(const TrainingRun& run, Traini
                                "gradients' exchange between the ranks); run without mpirun or with cuda_graph = off");
   URPE_CHECK(run.settings.accum_steps == 1, "config: cuda_graph = on needs accum_steps = 1 (got "
                                                 << run.settings.accum_steps << "): the capture holds one micro-batch");
+  URPE_CHECK(!run.profile.records_ops(),
+             "--trace with cuda_graph = on: the per-op recorder times each op as the host launches it, and a replayed "
+             "CUDA graph launches none; trace with cuda_graph = off");
   return std::make_unique<CapturedSteps>(task, optimizer, run.device, run.options.quiet || !comm.is_root());
 }
 

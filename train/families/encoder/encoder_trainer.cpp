@@ -161,9 +161,10 @@ class EncoderTask final : public TrainingTask {
   std::string graph_refusal() const override { return ""; }
   std::vector<Tensor> draw_batch(int64_t, TrainingProgress& progress) override {
     global_ = task_.sample(batch_, progress.data_rng, Device::cpu());
-    trained_.clear();
     return {dist::shard_rows(global_.tokens, shard_), dist::shard_rows(global_.targets, shard_)};
   }
+  // A replayed step runs without step_on: trained_ keeps the captured step's top classes (the
+  // graph's pool block, rewritten by every replay) and targets (the static input buffer).
   StepOutput step_on(const std::vector<Tensor>& batch, TrainingProgress& progress) override {
     URPE_CHECK(batch.size() == 2, "encoder: step_on expects {tokens, targets} (internal error)");
     trained_.clear();
