@@ -42,7 +42,8 @@ void empty_cache(Context*) {}
 void begin_capture(Context*, const AllocationDemand&) { no_cuda("cuda::begin_capture"); }
 void begin_allocation_demand(Context*) {}
 AllocationDemand end_allocation_demand(Context*) { return {}; }
-std::shared_ptr<CapturedGraph> end_capture(Context*) { no_cuda("cuda::end_capture"); }
+CapturedGraphPtr end_capture(Context*) { no_cuda("cuda::end_capture"); }
+void CapturedGraphDeleter::operator()(CapturedGraph*) const {}  // none is ever made without CUDA
 void abort_capture(Context*) {}
 void launch_graph(CapturedGraph&) { no_cuda("cuda::launch_graph"); }
 size_t graph_pool_bytes(const CapturedGraph&) { return 0; }

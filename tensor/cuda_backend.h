@@ -87,6 +87,12 @@ void note_host_sync(Context* context, HostSync kind, size_t bytes);
 // begin_allocation_demand and end_allocation_demand the allocator counts, per size class, the
 // most blocks held at once beyond those released (class bytes → blocks).
 class CapturedGraph;
+// Owned through a unique_ptr whose deleter lives with the class (no shared_ptr: its atomic counts
+// cannot be built into the simulator's instrumented copy of the context).
+struct CapturedGraphDeleter {
+  void operator()(CapturedGraph* graph) const;
+};
+using CapturedGraphPtr = std::unique_ptr<CapturedGraph, CapturedGraphDeleter>;
 struct AllocationDemand {
   std::map<size_t, size_t> blocks;     // class bytes → blocks for the captured work
   std::map<size_t, size_t> untouched;  // class bytes → blocks for tables filled before the launch
@@ -94,7 +100,7 @@ struct AllocationDemand {
 void begin_allocation_demand(Context* context);
 AllocationDemand end_allocation_demand(Context* context);
 void begin_capture(Context* context, const AllocationDemand& prefill = {});
-std::shared_ptr<CapturedGraph> end_capture(Context* context);
+CapturedGraphPtr end_capture(Context* context);
 void abort_capture(Context* context);
 void launch_graph(CapturedGraph& graph);
 size_t graph_pool_bytes(const CapturedGraph& graph);  // class bytes its pool holds for it

@@ -666,7 +666,7 @@ void Context::abort_capture() {
   allocator_.retire_pool(capture->pool);
 }
 
-std::shared_ptr<CapturedGraph> Context::end_capture() {
+CapturedGraphPtr Context::end_capture() {
   URPE_CHECK(capture_, "Context::end_capture: no capture in progress (internal error)");
   cudaGraph_t graph = nullptr;
   const cudaError_t status = cudaStreamEndCapture(stream_, &graph);
@@ -678,7 +678,7 @@ std::shared_ptr<CapturedGraph> Context::end_capture() {
                                             << "): a call inside the step cannot be captured");
   }
   allocator_.set_active_pool(0);
-  std::shared_ptr<CapturedGraph> captured(new CapturedGraph());
+  CapturedGraphPtr captured(new CapturedGraph());
   captured->context_ = this;
   captured->graph_ = graph;
   std::unique_ptr<Capture> capture;
@@ -894,7 +894,8 @@ void note_host_sync(Context* context, HostSync kind, size_t bytes) { context->no
 void begin_capture(Context* context, const AllocationDemand& prefill) { context->begin_capture(prefill); }
 void begin_allocation_demand(Context* context) { context->allocator().begin_demand(); }
 AllocationDemand end_allocation_demand(Context* context) { return context->allocator().end_demand(); }
-std::shared_ptr<CapturedGraph> end_capture(Context* context) { return context->end_capture(); }
+CapturedGraphPtr end_capture(Context* context) { return context->end_capture(); }
+void CapturedGraphDeleter::operator()(CapturedGraph* graph) const { delete graph; }
 void abort_capture(Context* context) { context->abort_capture(); }
 void launch_graph(CapturedGraph& graph) { graph.launch(); }
 size_t graph_pool_bytes(const CapturedGraph& graph) { return graph.pool_bytes(); }

@@ -280,7 +280,7 @@ class Context {
   // abort_capture ends a capture that an error interrupted and drops what it made. Either way the
   // allocator is eager again.
   void begin_capture(const AllocationDemand& prefill = {});
-  std::shared_ptr<CapturedGraph> end_capture();
+  CapturedGraphPtr end_capture();
   void abort_capture();
   bool capturing() const { return capture_ != nullptr; }
 

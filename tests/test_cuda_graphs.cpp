@@ -206,7 +206,7 @@ TEST_CASE("a capture refuses an upload and a host wait with an error naming it, 
   // A capture of a copy: recorded, run at each launch, with the values the source holds then.
   context.begin_capture();
   y.copy_from(x);
-  const std::shared_ptr<cuda::CapturedGraph> graph = context.end_capture();
+  const cuda::CapturedGraphPtr graph = context.end_capture();
   CHECK(urpe_sim::graph_nodes(graph->graph()) == std::vector<std::string>{"memcpy"});
   CHECK(y.to_vector_f32() == std::vector<float>(1000, 2.0f));  // not run by the capture
   graph->launch();

@@ -87,7 +87,7 @@ double run_graph_comparison(const StepBenchOptions& options, const Device& devic
   const cuda::AllocationDemand demand = cuda::end_allocation_demand(context);
   graphed->next_batch();
   graphed->host_part();
-  std::shared_ptr<cuda::CapturedGraph> graph;
+  cuda::CapturedGraphPtr graph;
   try {
     cuda::begin_capture(context, demand);
     graphed->device_part();

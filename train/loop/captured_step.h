@@ -65,7 +65,7 @@ class CapturedSteps {
   bool quiet_;
   std::vector<Tensor> inputs_;  // the static input buffers on the device
   int eager_steps_ = 0;
-  std::shared_ptr<cuda::CapturedGraph> graph_;
+  cuda::CapturedGraphPtr graph_;
   Tensor loss_;                  // the captured step's loss (in the pool: each replay writes it)
   double units_ = 0;
   uint64_t dropout_draws_ = 0;   // offsets of the dropout stream one step takes
