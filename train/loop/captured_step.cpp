@@ -9,8 +9,8 @@
 
 namespace urpe {
 
-CapturedSteps::CapturedSteps(TrainingTask& task, Adam& optimizer, const Device& device, bool quiet)
-    : task_(task), optimizer_(optimizer), device_(device), quiet_(quiet) {
+CapturedSteps::CapturedSteps(TrainingTask& task, Adam& optimizer, const Device& device)
+    : task_(task), optimizer_(optimizer), device_(device) {
   URPE_CHECK(device_.is_cuda(), "cuda_graph = on: a CUDA graph needs device = cuda, got " << device_.name());
 }
 
@@ -83,9 +83,6 @@ CapturedSteps::Result CapturedSteps::capture(float lr, TrainingProgress& progres
     return eager(lr, progress);
   }
   dropout_draws_ = progress.dropout_rng.offset() - dropout_before.offset();
-  if (!quiet_)
-    std::printf("cuda_graph: step captured (%.1f MiB graph pool); replayed from here on\n",
-                static_cast<double>(pool_bytes()) / (1024.0 * 1024.0));
   cuda::launch_graph(*graph_);
   return {loss_.item(), units_};
 }

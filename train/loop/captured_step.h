@@ -36,7 +36,7 @@ class Adam;
 class CapturedSteps {
  public:
   static constexpr int kEagerSteps = 2;  // eager warm-up steps before the capture
-  CapturedSteps(TrainingTask& task, Adam& optimizer, const Device& device, bool quiet);
+  CapturedSteps(TrainingTask& task, Adam& optimizer, const Device& device);
   ~CapturedSteps();
   CapturedSteps(const CapturedSteps&) = delete;
   CapturedSteps& operator=(const CapturedSteps&) = delete;
@@ -62,7 +62,6 @@ class CapturedSteps {
   TrainingTask& task_;
   Adam& optimizer_;
   Device device_;
-  bool quiet_;
   std::vector<Tensor> inputs_;  // the static input buffers on the device
   int eager_steps_ = 0;
   cuda::CapturedGraphPtr graph_;

@@ -263,7 +263,7 @@ std::unique_ptr<CapturedSteps> captured_steps_for(const TrainingRun& run, Traini
   URPE_CHECK(!run.profile.records_ops(),
              "--trace with cuda_graph = on: the per-op recorder times each op as the host launches it, and a replayed "
              "CUDA graph launches none; trace with cuda_graph = off");
-  return std::make_unique<CapturedSteps>(task, optimizer, run.device, run.options.quiet || !comm.is_root());
+  return std::make_unique<CapturedSteps>(task, optimizer, run.device);
 }
 
 }  // namespace
@@ -390,10 +390,17 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
     StepTotals out;
     dist::StepSync synced;
     if (captured) {
+      const bool was_replaying = captured->replaying();
       const CapturedSteps::Result r = captured->run(step, lr, progress);
       synced.loss = out.loss = r.loss;
       out.units = r.units;
       synced.stop = interrupt.requested() || step == options.stop_after_step;
+      if (!was_replaying && captured->replaying()) {
+        char text[160];
+        std::snprintf(text, sizeof text, "cuda_graph: step %lld captured (graph pool %.1f MiB), replayed from here on",
+                      static_cast<long long>(step), static_cast<double>(captured->pool_bytes()) / (1024.0 * 1024.0));
+        line.message(text);
+      }
     } else {
       out = forward_backward(task, step, accum_steps, progress, parameter_tensors, !read_after_update);
       // With several ranks: the global batch's gradients and loss on every rank, and a stop on one
