@@ -77,7 +77,9 @@
 #                                     GRAPHORMER_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim \
 #                                       bench/gpu_session.sh graphormer_step
 #   bench/gpu_session.sh capture    issue 37's captured training step (docs/cuda.md#cuda-graphs;
-#                                   after `build`, a few minutes): the encoder's bench step eager
+#                                   after `build`, a few minutes): test_cuda_graphs (eager against
+#                                   the replayed step, bit for bit, on the GPU's own capture), the
+#                                   encoder's bench step eager
 #                                   against cuda_graph=on in alternating rounds in one process
 #                                   (materialized and fused attention), then pi-paper (one
 #                                   micro-batch of 128: the switch needs accum_steps = 1) trained
@@ -87,7 +89,7 @@
 #                                   see no op of a replayed step), so no idle share is measured.
 #                                   Rehearsed on the simulator build (CAPTURE_SMOKE=1: tiny sizes):
 #                                     CAPTURE_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim \
-#                                       bench/gpu_session.sh capture
+#                                       CAPTURE_SUITE=./build/test_cuda_sim_graphs bench/gpu_session.sh capture
 #   bench/gpu_session.sh profile    urpe's per-op profile of the bench step on the GPU (peaks, then
 #                                   `urpe profile --device cuda`), torch.profiler on the same step,
 #                                   and Nsight Systems' kernel/NVTX sums of the same window when
@@ -590,6 +592,8 @@ case "$1" in
     ;;
   capture)
     local urpe=${URPE_BIN:-./$BUILD/urpe}
+    # First the suite on the real capture: the tiny encoder eager against cuda_graph=on, bit for bit.
+    step capture_suite "${CAPTURE_SUITE:-./$BUILD/test_cuda_graphs}"
     local bench="--repeats 50" pi="--preset pi-paper --set batch=128 --set accum_steps=1" steps=60 every=20
     if [ "${CAPTURE_SMOKE:-0}" = 1 ]; then  # the simulator: the same commands at tiny sizes
       bench="--repeats 5 --seq-len 16 --batch 2" pi="--preset pi-tiny --set batch=4 --set valid_size=8 --set warmup=2" steps=6 every=2
