@@ -85,6 +85,20 @@
 #                                   torch is missing):
 #                                     GRAPHORMER_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim \
 #                                       bench/gpu_session.sh graphormer_step
+#   bench/gpu_session.sh capture    issue 37's captured training step (docs/cuda.md#cuda-graphs;
+#                                   after `build`, a few minutes): test_cuda_graphs (eager against
+#                                   the replayed step, bit for bit, on the GPU's own capture), the
+#                                   encoder's bench step eager
+#                                   against cuda_graph=on in alternating rounds in one process
+#                                   (materialized and fused attention), then pi-paper (one
+#                                   micro-batch of 128: the switch needs accum_steps = 1) trained
+#                                   60 steps with cuda_graph off and on, twice alternating: the
+#                                   tokens/s of steps 41..60 and the train losses, which must be
+#                                   the same. `urpe profile` refuses the switch (its per-op hooks
+#                                   see no op of a replayed step), so no idle share is measured.
+#                                   Rehearsed on the simulator build (CAPTURE_SMOKE=1: tiny sizes):
+#                                     CAPTURE_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim \
+#                                       CAPTURE_SUITE=./build/test_cuda_sim_graphs bench/gpu_session.sh capture
 #   bench/gpu_session.sh profile    urpe's per-op profile of the bench step on the GPU (peaks, then
 #                                   `urpe profile --device cuda`), torch.profiler on the same step,
 #                                   and Nsight Systems' kernel/NVTX sums of the same window when
@@ -620,6 +634,41 @@ case "$1" in
       step graphormer_bench_compile $torch_run tools/torch_bench.py --device cuda --model graphormer $torch_args --compile
     fi
     ;;
+  capture)
+    local urpe=${URPE_BIN:-./$BUILD/urpe}
+    # First the suite on the real capture: the tiny encoder eager against cuda_graph=on, bit for bit.
+    step capture_suite "${CAPTURE_SUITE:-./$BUILD/test_cuda_graphs}"
+    local bench="--repeats 50" pi="--preset pi-paper --set batch=128 --set accum_steps=1" steps=60 every=20
+    if [ "${CAPTURE_SMOKE:-0}" = 1 ]; then  # the simulator: the same commands at tiny sizes
+      bench="--repeats 5 --seq-len 16 --batch 2" pi="--preset pi-tiny --set batch=4 --set valid_size=8 --set warmup=2" steps=6 every=2
+    fi
+    local attention
+    for attention in materialized fused; do
+      # shellcheck disable=SC2086
+      step "capture_bench_$attention" "$urpe" bench step --device cuda --model encoder --attention "$attention" $bench \
+        --set cuda_graph=on
+      grep -e "^GPU" -e "^eager" -e "^cuda_graph" "$LOGS/capture_bench_$attention.log" | sed "s/^/$attention: /"
+    done
+    local round mode
+    for round in 1 2; do
+      for mode in off on; do
+        # shellcheck disable=SC2086
+        step "capture_pi_${mode}_$round" "$urpe" train $pi --set device=cuda --set steps=$steps --set eval_every=$every \
+          --set cuda_graph=$mode --out "$LOGS/capture/pi_${mode}_$round" --overwrite --quiet
+        # The last train row: its tokens/s is the window since the evaluation before (replays only).
+        grep ",train," "$LOGS/capture/pi_${mode}_$round/metrics.csv" 2>/dev/null | tail -n 1 |
+          sed "s/^/pi cuda_graph=$mode round $round (step,split,loss,metric,lr,tokens_per_s,seconds): /"
+      done
+    done
+    # The two modes train the same numbers: their train losses must be the same (metrics.csv).
+    if [ -s "$LOGS/capture/pi_off_1/metrics.csv" ] && [ -s "$LOGS/capture/pi_on_1/metrics.csv" ] &&
+      cmp -s <(grep ",train," "$LOGS/capture/pi_off_1/metrics.csv" | cut -d, -f1-4) \
+        <(grep ",train," "$LOGS/capture/pi_on_1/metrics.csv" | cut -d, -f1-4); then
+      echo "== capture: cuda_graph=on logged the same train losses as eager"
+    else
+      echo "== capture: the train losses DIFFER between cuda_graph=off and on (or a run is missing)"
+    fi
+    ;;
   fixes)
     # The 2026-11-26 host-side fixes, against that day's first call: the Graphormer step (multi-hop
     # ids on the device, narrow embedding backward, device-side id checks) beside PyTorch eager,
@@ -641,7 +690,7 @@ case "$1" in
     step fix_graphormer_compile python3 tools/torch_bench.py --device cuda --model graphormer --steps 30 --compile
     ;;
   *)
-    echo "usage: bench/gpu_session.sh STEP... (STEP: build, carried, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, attention_tc_pipeline, fixes, graphormer_step, syncs, nccl, compare, families, presets, precision, gemm_dtypes, nsight, profile)" >&2
+    echo "usage: bench/gpu_session.sh STEP... (STEP: build, carried, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, attention_tc_pipeline, fixes, graphormer_step, syncs, capture, nccl, compare, families, presets, precision, gemm_dtypes, nsight, profile)" >&2
     exit 2
     ;;
 esac

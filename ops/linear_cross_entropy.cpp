@@ -1,7 +1,8 @@
 // linear_cross_entropy: validation, the chunk loop (GEMMs through gemm_cpu / gemm_cuda, the
 // per-row statistics and dz in linear_cross_entropy_cpu.cpp / _cuda.cu) and the autograd node.
-// Maths in linear_cross_entropy.h. Targets are range-checked here on the host (as cross_entropy
-// does), which also gives M, the number of counted rows, without a device round trip.
+// Maths in linear_cross_entropy.h. Targets are range-checked as cross_entropy's (ops/index_check.h:
+// on CUDA on the device, raised at the next read) and M, the number of counted rows, is counted
+// where they are: no host wait on CUDA, so a step with this head can be captured (CUDA graphs).
 #include "ops/linear_cross_entropy.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "autograd/node.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
+#include "ops/index_check.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"
 
@@ -74,17 +76,22 @@ Tensor linear_cross_entropy(const Tensor& h, const Tensor& weight, const Tensor&
                op << ": bias " << bias.describe() << " does not match weight " << weight.describe());
   }
   URPE_CHECK(chunk_rows >= 0, op << ": chunk_rows must be ≥ 0 (0 = automatic), got " << chunk_rows);
-  // A device→host copy of N ints on CUDA: the price of naming the bad row (and it gives M).
-  const std::vector<int32_t> t = targets.to_vector_i32();
+  check_index_range(targets, C, true, ignore_index, [op, C, ignore_index](int64_t i, int32_t t) {
+    URPE_FAIL(op << ": target " << t << " at row " << i << " is out of range [0, " << C
+                 << ") and is not ignore_index (" << ignore_index << ")");
+  });
+  const Device& device = h.device();
+  // M: on the CPU counted here (the targets are checked: none is out of range), on CUDA on the device.
   int64_t count = 0;
-  for (int64_t i = 0; i < N; ++i) {
-    URPE_CHECK(t[i] == ignore_index || (t[i] >= 0 && t[i] < C),
-               op << ": target " << t[i] << " at row " << i << " is out of range [0, " << C
-                  << ") and is not ignore_index (" << ignore_index << ")");
-    count += t[i] != ignore_index;
+  Tensor device_count;  // CUDA: i32, shape ()
+  if (device.is_cpu()) {
+    const int32_t* t = targets.i32();
+    for (int64_t i = 0; i < N; ++i) count += t[i] != ignore_index;
+  } else {
+    device_count = Tensor::empty({}, DType::i32, device);
+    URPE_DISPATCH(op, device, (void)0, kernels::linear_ce_count_cuda(targets, C, ignore_index, device_count));
   }
 
-  const Device& device = h.device();
   const int64_t chunk = linear_cross_entropy_chunk_rows(N, C, chunk_rows);
   const int64_t chunks = N == 0 ? 0 : (N + chunk - 1) / chunk;
   Tensor loss = Tensor::empty({}, DType::f32, device);
@@ -103,7 +110,7 @@ Tensor linear_cross_entropy(const Tensor& h, const Tensor& weight, const Tensor&
     }
   }
   URPE_DISPATCH(op, device, kernels::linear_ce_mean_cpu(term, count, loss),
-                kernels::linear_ce_mean_cuda(term, count, loss));
+                kernels::linear_ce_mean_cuda(term, device_count, loss));
   if (argmax) *argmax = best;
 
   // ---- backward: chunk by chunk, the logits recomputed ----
@@ -122,7 +129,8 @@ Tensor linear_cross_entropy(const Tensor& h, const Tensor& weight, const Tensor&
       chunk_logits(h, weight, bias, row0, rows, buffer);
       URPE_DISPATCH(op, dev,
                     kernels::linear_ce_chunk_grad_cpu(buffer, rows, C, targets, row0, ignore_index, lse, count, g),
-                    kernels::linear_ce_chunk_grad_cuda(buffer, rows, C, targets, row0, ignore_index, lse, count, g));
+                    kernels::linear_ce_chunk_grad_cuda(buffer, rows, C, targets, row0, ignore_index, lse, device_count,
+                                                       g));
       kernels::GemmArgs dh;  // dh[row0 : row0 + rows] = dz·W: (rows, C)·(C, d)
       dh.m = rows, dh.n = d, dh.k = C;
       dh.a = buffer.f32(), dh.lda = C;

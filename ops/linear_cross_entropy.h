@@ -42,14 +42,19 @@ void linear_ce_chunk_stats_cpu(const Tensor& logits, int64_t rows, int64_t class
 void linear_ce_chunk_stats_cuda(const Tensor& logits, int64_t rows, int64_t classes, const Tensor& targets,
                                 int64_t row0, int32_t ignore_index, Tensor& lse, Tensor& term, Tensor& argmax);
 // loss = Σ term / count (0 when count = 0), terms added in row order (CPU) or a fixed tree (CUDA).
+// CUDA reads M from the device (`count`: i32, shape (), linear_ce_count_cuda's): no host wait, and a
+// captured step (CUDA graphs) counts each replay's targets.
 void linear_ce_mean_cpu(const Tensor& term, int64_t count, Tensor& loss);
-void linear_ce_mean_cuda(const Tensor& term, int64_t count, Tensor& loss);
+void linear_ce_mean_cuda(const Tensor& term, const Tensor& count, Tensor& loss);
+// count = the targets that are counted: not ignore_index and inside [0, classes) (one block, in
+// a fixed order; a target outside is the range check's error, raised at the next read).
+void linear_ce_count_cuda(const Tensor& targets, int64_t classes, int32_t ignore_index, Tensor& count);
 // In place on the chunk buffer: z ← (e^{z − lse} − [c = t])·g/count on counted rows, 0 on ignored
 // rows; g = grad_loss[0], read where it lives.
 void linear_ce_chunk_grad_cpu(Tensor& logits, int64_t rows, int64_t classes, const Tensor& targets, int64_t row0,
                               int32_t ignore_index, const Tensor& lse, int64_t count, const Tensor& grad_loss);
 void linear_ce_chunk_grad_cuda(Tensor& logits, int64_t rows, int64_t classes, const Tensor& targets, int64_t row0,
-                               int32_t ignore_index, const Tensor& lse, int64_t count, const Tensor& grad_loss);
+                               int32_t ignore_index, const Tensor& lse, const Tensor& count, const Tensor& grad_loss);
 }  // namespace kernels
 
 // ---- cost (the per-op profiler's FLOPs and bytes; tensor/op_profile.h) ----

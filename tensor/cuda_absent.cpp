@@ -38,6 +38,15 @@ HostSyncObserver set_host_sync_observer(HostSyncObserver) { return {}; }
 AllocationObserver set_allocation_observer(AllocationObserver) { return {}; }
 void note_host_sync(Context*, HostSync, size_t) {}
 uint64_t table_uploads(Context*) { return 0; }
+void empty_cache(Context*) {}
+void begin_capture(Context*, const AllocationDemand&) { no_cuda("cuda::begin_capture"); }
+void begin_allocation_demand(Context*) {}
+AllocationDemand end_allocation_demand(Context*) { return {}; }
+CapturedGraphPtr end_capture(Context*) { no_cuda("cuda::end_capture"); }
+void CapturedGraphDeleter::operator()(CapturedGraph*) const {}  // none is ever made without CUDA
+void abort_capture(Context*) {}
+void launch_graph(CapturedGraph&) { no_cuda("cuda::launch_graph"); }
+size_t graph_pool_bytes(const CapturedGraph&) { return 0; }
 int64_t* defer_check(Context*, CheckRaise) { no_cuda("cuda::defer_check"); }
 size_t peak_bytes(Context*) { return 0; }
 void reset_peak(Context*) {}

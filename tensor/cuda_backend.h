@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -77,10 +78,38 @@ int64_t* defer_check(Context* context, CheckRaise raise);
 // For code that waits through the CUDA runtime directly (not through the primitives above).
 void note_host_sync(Context* context, HostSync kind, size_t bytes);
 
+// ---- CUDA graphs (docs/cuda.md#cuda-graphs; tensor/cuda_context.h, Context::begin_capture) ----
+// Between begin_capture and end_capture the context's stream records instead of running, every
+// allocation comes from the graph's own pool, and an upload or a host wait is refused (an
+// urpe::Error naming it). end_capture returns the instantiated graph or throws (the capture
+// failed); after an error between the two, abort_capture ends the capture and drops its pool.
+// The pool can be pre-filled with what an eager run of the same step needed: between
+// begin_allocation_demand and end_allocation_demand the allocator counts, per size class, the
+// most blocks held at once beyond those released (class bytes → blocks).
+class CapturedGraph;
+// Owned through a unique_ptr whose deleter lives with the class (no shared_ptr: its atomic counts
+// cannot be built into the simulator's instrumented copy of the context).
+struct CapturedGraphDeleter {
+  void operator()(CapturedGraph* graph) const;
+};
+using CapturedGraphPtr = std::unique_ptr<CapturedGraph, CapturedGraphDeleter>;
+struct AllocationDemand {
+  std::map<size_t, size_t> blocks;     // class bytes → blocks for the captured work
+  std::map<size_t, size_t> untouched;  // class bytes → blocks for tables filled before the launch
+};
+void begin_allocation_demand(Context* context);
+AllocationDemand end_allocation_demand(Context* context);
+void begin_capture(Context* context, const AllocationDemand& prefill = {});
+CapturedGraphPtr end_capture(Context* context);
+void abort_capture(Context* context);
+void launch_graph(CapturedGraph& graph);
+size_t graph_pool_bytes(const CapturedGraph& graph);  // class bytes its pool holds for it
+
 // Memory statistics of the context's caching allocator (bytes of its size classes).
 size_t peak_bytes(Context* context);
 void reset_peak(Context* context);
 size_t bytes_in_use(Context* context);
+void empty_cache(Context* context);  // the cached (free) blocks back to the driver (waits for the device)
 // TF32 tensor-core GEMMs for this context (off by default; the trainer's --tf32).
 void set_tf32(Context* context, bool on);
 bool tf32(Context* context);

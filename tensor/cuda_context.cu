@@ -81,6 +81,10 @@ CachingAllocator::~CachingAllocator() {
     cudaSetDevice(device_);
     for (auto& entry : free_lists_)
       for (void* p : entry.second) cudaFree(p);
+    for (auto& pool : pools_)
+      for (auto* lists : {&pool.second.free_lists, &pool.second.reserve})
+        for (auto& entry : *lists)
+          for (void* p : entry.second) cudaFree(p);
     cudaSetDevice(previous);
   }
   cudaGetLastError();
@@ -104,10 +108,41 @@ void CachingAllocator::empty_cache() {
   free_cached_locked();
 }
 
+void* CachingAllocator::take_for_pool_locked(size_t klass, size_t bytes) {
+  Pool& pool = pools_.at(active_pool_);
+  void* pointer = nullptr;
+  auto own = pool.free_lists.find(klass);
+  if (own != pool.free_lists.end() && !own->second.empty()) {  // freed earlier in the capture
+    pointer = own->second.back();
+    own->second.pop_back();
+    pool.free -= klass;
+  } else {
+    auto eager = free_lists_.find(klass);
+    const double mib = 1.0 / (1024.0 * 1024.0);
+    URPE_CHECK(eager != free_lists_.end() && !eager->second.empty(),
+               "CUDA graph capture on cuda:" << device_ << ": a block of " << bytes << " bytes (" << klass * mib
+               << " MiB class) was asked for and neither the graph's pool nor the eager cache holds one; a capture "
+                  "cannot call cudaMalloc (run the same step eagerly first so that its blocks are cached)");
+    pointer = eager->second.back();
+    eager->second.pop_back();
+    cached_ -= klass;
+    pool.owned += klass;
+    pool_of_[pointer] = active_pool_;
+  }
+  in_use_ += klass;
+  peak_ = std::max(peak_, in_use_);
+  return pointer;
+}
+
 void* CachingAllocator::allocate(size_t bytes) {
   const size_t klass = size_class(bytes);
   if (klass == 0) return nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (active_pool_ != 0) {
+    void* pointer = take_for_pool_locked(klass, bytes);
+    notify_allocation(pointer, klass);
+    return pointer;
+  }
   auto it = free_lists_.find(klass);
   void* pointer = nullptr;
   if (it != free_lists_.end() && !it->second.empty()) {
@@ -137,6 +172,11 @@ void* CachingAllocator::allocate(size_t bytes) {
   }
   in_use_ += klass;
   peak_ = std::max(peak_, in_use_);
+  if (counting_demand_) {
+    demand_blocks_.insert(pointer);
+    const int64_t now = ++demand_now_[klass];
+    demand_peak_[klass] = std::max(demand_peak_[klass], now);
+  }
   notify_allocation(pointer, klass);
   return pointer;
 }
@@ -145,9 +185,176 @@ void CachingAllocator::release(void* pointer, size_t bytes) {
   if (!pointer) return;
   const size_t klass = size_class(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
-  free_lists_[klass].push_back(pointer);
   in_use_ -= klass;
+  // Only the blocks the counted work allocated: one that lived before it is not the pool's to reuse
+  // (a capture leaves it to the eager lists, or keeps it apart).
+  if (counting_demand_ && demand_blocks_.erase(pointer) > 0) --demand_now_[klass];
+  if (!pool_of_.empty()) {
+    const auto owner = pool_of_.find(pointer);
+    if (owner != pool_of_.end()) {
+      const auto pool = pools_.find(owner->second);
+      if (pool != pools_.end()) {  // back to its graph's pool only
+        pool->second.free_lists[klass].push_back(pointer);
+        pool->second.free += klass;
+        return;
+      }
+      pool_of_.erase(owner);  // its pool retired: an eager block again
+    }
+  }
+  if (active_pool_ != 0) {
+    // An eager block freed during a capture may have been read by the captured work (a tensor
+    // of the step before): the graph keeps it, as if its pool had taken it.
+    Pool& pool = pools_.at(active_pool_);
+    pool.free_lists[klass].push_back(pointer);
+    pool.owned += klass;
+    pool.free += klass;
+    pool_of_[pointer] = active_pool_;
+    return;
+  }
+  free_lists_[klass].push_back(pointer);
   cached_ += klass;
+}
+
+void CachingAllocator::begin_demand() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  counting_demand_ = true;
+  demand_now_.clear();
+  demand_peak_.clear();
+  demand_blocks_.clear();
+}
+
+AllocationDemand CachingAllocator::end_demand() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  counting_demand_ = false;
+  AllocationDemand out;
+  for (const auto& [klass, peak] : demand_peak_)
+    if (peak > 0) out.blocks[klass] = static_cast<size_t>(peak);
+  out.untouched = untouched_demand_;
+  untouched_demand_.clear();
+  demand_blocks_.clear();
+  return out;
+}
+
+void* CachingAllocator::allocate_untouched(size_t bytes) {
+  const size_t klass = size_class(bytes);
+  if (klass == 0) return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (active_pool_ != 0) {
+      Pool& pool = pools_.at(active_pool_);
+      auto reserved = pool.reserve.find(klass);
+      void* pointer = nullptr;
+      if (reserved != pool.reserve.end() && !reserved->second.empty()) {
+        pointer = reserved->second.back();
+        reserved->second.pop_back();
+        pool.free -= klass;
+      } else {
+        auto eager = free_lists_.find(klass);
+        URPE_CHECK(eager != free_lists_.end() && !eager->second.empty(),
+                   "CUDA graph capture on cuda:" << device_ << ": a table of " << bytes
+                       << " bytes was asked for and neither the graph's reserve nor the eager cache holds a block "
+                          "for it; a capture cannot call cudaMalloc");
+        pointer = eager->second.back();
+        eager->second.pop_back();
+        cached_ -= klass;
+        pool.owned += klass;
+        pool_of_[pointer] = active_pool_;
+      }
+      in_use_ += klass;
+      peak_ = std::max(peak_, in_use_);
+      notify_allocation(pointer, klass);
+      return pointer;
+    }
+  }
+  return allocate(bytes);
+}
+
+void CachingAllocator::note_untouched_request(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (counting_demand_) ++untouched_demand_[size_class(bytes)];
+}
+
+void CachingAllocator::prefill_pool(int pool_id, const AllocationDemand& demand) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Pool& pool = pools_.at(pool_id);
+  for (int kind = 0; kind < 2; ++kind)
+  for (const auto& [klass, count] : kind == 0 ? demand.blocks : demand.untouched) {
+    std::vector<void*>& own = (kind == 0 ? pool.free_lists : pool.reserve)[klass];
+    std::vector<void*>& eager = free_lists_[klass];
+    while (own.size() < count) {
+      void* pointer = nullptr;
+      if (!eager.empty()) {
+        pointer = eager.back();
+        eager.pop_back();
+        cached_ -= klass;
+      } else {
+        const cudaError_t status = cudaMalloc(&pointer, klass);
+        if (status != cudaSuccess) {
+          cudaGetLastError();
+          URPE_FAIL("CUDA graph pool on cuda:" << device_ << ": cudaMalloc of " << klass << " bytes for the pool failed: "
+                                               << cudaGetErrorName(status));
+        }
+      }
+      own.push_back(pointer);
+      pool.owned += klass;
+      pool.free += klass;
+      pool_of_[pointer] = pool_id;
+    }
+  }
+}
+
+int CachingAllocator::create_pool() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int id = next_pool_++;
+  pools_[id];
+  return id;
+}
+
+void CachingAllocator::set_active_pool(int pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  URPE_CHECK(pool == 0 || pools_.count(pool), "CachingAllocator: graph pool " << pool << " does not exist (internal error)");
+  active_pool_ = pool;
+}
+
+int CachingAllocator::active_pool() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return active_pool_;
+}
+
+void CachingAllocator::retire_pool(int pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = pools_.find(pool);
+  if (it == pools_.end()) return;
+  if (active_pool_ == pool) active_pool_ = 0;
+  // The free blocks join the eager lists now (the graph is gone: no later launch writes them,
+  // and the launches already queued are stream-ordered before any eager use); live ones when
+  // their tensors release them (release finds no pool).
+  for (auto* lists : {&it->second.free_lists, &it->second.reserve})
+    for (auto& [klass, blocks] : *lists)
+      for (void* p : blocks) {
+        free_lists_[klass].push_back(p);
+        cached_ += klass;
+        pool_of_.erase(p);
+      }
+  pools_.erase(it);
+}
+
+size_t CachingAllocator::pool_bytes(int pool) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = pools_.find(pool);
+  return it == pools_.end() ? 0 : it->second.owned;
+}
+
+size_t CachingAllocator::pool_free_bytes(int pool) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = pools_.find(pool);
+  return it == pools_.end() ? 0 : it->second.free;
+}
+
+bool CachingAllocator::owned_by_pool(const void* pointer) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = pool_of_.find(pointer);
+  return it != pool_of_.end() && pools_.count(it->second) > 0;
 }
 
 size_t CachingAllocator::bytes_in_use() const {
@@ -242,26 +449,50 @@ const void* Context::cached_table(const void* host, size_t bytes) {
   std::lock_guard<std::mutex> lock(host_tables_mutex_);
   const auto* begin = static_cast<const unsigned char*>(host);
   ++table_clock_;
+  // Every request, hit or miss, counts toward a capture's reserve: a table an eager step hits
+  // (the same gradients' blocks) may miss in the capture (its gradients in the graph's pool).
+  if (!capture_) allocator_.note_untouched_request(bytes);
+  // A capture pins each table it reads once (the graph reads it at every replay).
+  auto pin_for_capture = [&](CachedTable& table) {
+    if (!capture_) return;
+    auto& pinned = capture_->pinned_tables;
+    if (std::find(pinned.begin(), pinned.end(), table.device) != pinned.end()) return;
+    pinned.push_back(table.device);
+    ++table.pins;
+  };
   for (CachedTable& table : tables_)
     if (table.host.size() == bytes && std::equal(begin, begin + bytes, table.host.begin())) {
       table.last_use = table_clock_;
+      pin_for_capture(table);
       return table.device;
     }
-  // A miss: the least recently used entry makes room (its block goes back to the allocator,
-  // stream-ordered after the kernels that read it).
-  if (tables_.size() == kTableCacheEntries) {
-    auto oldest = std::min_element(tables_.begin(), tables_.end(),
-                                   [](const CachedTable& a, const CachedTable& b) { return a.last_use < b.last_use; });
-    allocator_.release(oldest->device, oldest->host.size());
-    tables_.erase(oldest);
+  // A miss: the least recently used entry that no graph pins makes room (its block goes back to
+  // the allocator, stream-ordered after the kernels that read it); with every entry pinned the
+  // cache grows past kTableCacheEntries.
+  if (tables_.size() >= kTableCacheEntries) {
+    auto oldest = tables_.end();
+    for (auto it = tables_.begin(); it != tables_.end(); ++it)
+      if (it->pins == 0 && (oldest == tables_.end() || it->last_use < oldest->last_use)) oldest = it;
+    if (oldest != tables_.end()) {
+      allocator_.release(oldest->device, oldest->host.size());
+      tables_.erase(oldest);
+    }
   }
   CachedTable table;
   table.host.assign(begin, begin + bytes);
-  table.device = allocator_.allocate(bytes);
+  table.device = allocator_.allocate_untouched(bytes);  // the pool's reserve while a capture runs
   table.last_use = table_clock_;
-  upload_locked(table.device, host, bytes);
+  if (capture_) {
+    // The upload waits for the end of the capture (a captured copy would read its staging block
+    // again at every replay); the table's bytes are the same for every replay.
+    capture_->deferred_uploads.emplace_back(table.device, table.host);
+    capture_->new_tables.push_back(table.device);
+  } else {
+    upload_locked(table.device, host, bytes);
+  }
   ++table_uploads_;
   tables_.push_back(std::move(table));
+  pin_for_capture(tables_.back());
   return tables_.back().device;
 }
 
@@ -305,6 +536,7 @@ void Context::upload(void* dst, const void* src, size_t bytes) {
 }
 
 void Context::upload_locked(void* dst, const void* src, size_t bytes) {
+  refuse_while_capturing("an upload from the host");
   StagingBlock& block = staging_block(bytes);
   parallel_copy(block.pinned, src, bytes);  // over the cores from 1 MiB on (tensor/parallel_copy.h)
   CUDA_CHECK(cudaMemcpyAsync(dst, block.pinned, bytes, cudaMemcpyHostToDevice, stream_));
@@ -373,6 +605,122 @@ size_t Context::staging_bytes() const {
   for (const StagingBlock& block : staging_) total += block.bytes;
   return total;
 }
+
+// ---- CUDA graphs ----
+
+void Context::refuse_while_capturing(const char* what) const {
+  URPE_CHECK(!capture_, "CUDA graph capture on cuda:" << device_ << ": " << what
+                            << " inside the captured step (a graph replays neither; do it before the launch, "
+                               "outside the capture)");
+}
+
+void Context::begin_capture(const AllocationDemand& prefill) {
+  URPE_CHECK(!capture_, "Context::begin_capture: the stream already captures (internal error)");
+  activate();
+  if (!checks_.empty()) synchronize_and_check(HostSync::synchronize);  // the capture's checks start at slot 0
+  auto capture = std::make_unique<Capture>();
+  capture->pool = allocator_.create_pool();
+  try {
+    allocator_.prefill_pool(capture->pool, prefill);
+  } catch (...) {
+    allocator_.retire_pool(capture->pool);
+    throw;
+  }
+  const cudaError_t status = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal);
+  if (status != cudaSuccess) {
+    allocator_.retire_pool(capture->pool);
+    fail_cuda(status, "cudaStreamBeginCapture", __FILE__, __LINE__);
+  }
+  allocator_.set_active_pool(capture->pool);
+  std::lock_guard<std::mutex> lock(host_tables_mutex_);
+  capture_ = std::move(capture);
+}
+
+void Context::unpin_tables(const std::vector<void*>& blocks) {
+  for (CachedTable& table : tables_)
+    if (std::find(blocks.begin(), blocks.end(), table.device) != blocks.end()) --table.pins;
+}
+
+void Context::abort_capture() {
+  if (!capture_) return;
+  cudaGraph_t graph = nullptr;
+  cudaStreamEndCapture(stream_, &graph);  // fails when the capture was invalidated: nothing to keep
+  if (graph) cudaGraphDestroy(graph);
+  cudaGetLastError();
+  allocator_.set_active_pool(0);
+  std::unique_ptr<Capture> capture;
+  {
+    std::lock_guard<std::mutex> lock(host_tables_mutex_);
+    capture = std::move(capture_);
+    unpin_tables(capture->pinned_tables);
+    // The tables it made were never uploaded: they must not be hit.
+    for (auto it = tables_.begin(); it != tables_.end();)
+      if (std::find(capture->new_tables.begin(), capture->new_tables.end(), it->device) != capture->new_tables.end()) {
+        allocator_.release(it->device, it->host.size());
+        it = tables_.erase(it);
+      } else {
+        ++it;
+      }
+  }
+  checks_.clear();  // the capture's, never armed (the queue was empty at its start)
+  allocator_.retire_pool(capture->pool);
+}
+
+CapturedGraphPtr Context::end_capture() {
+  URPE_CHECK(capture_, "Context::end_capture: no capture in progress (internal error)");
+  cudaGraph_t graph = nullptr;
+  const cudaError_t status = cudaStreamEndCapture(stream_, &graph);
+  if (status != cudaSuccess || graph == nullptr) {
+    cudaGetLastError();
+    abort_capture();
+    URPE_FAIL("CUDA graph capture on cuda:" << device_ << " failed: cudaStreamEndCapture returned "
+                                            << cudaGetErrorName(status) << " (" << cudaGetErrorString(status)
+                                            << "): a call inside the step cannot be captured");
+  }
+  allocator_.set_active_pool(0);
+  CapturedGraphPtr captured(new CapturedGraph());
+  captured->context_ = this;
+  captured->graph_ = graph;
+  std::unique_ptr<Capture> capture;
+  {
+    std::lock_guard<std::mutex> lock(host_tables_mutex_);
+    capture = std::move(capture_);
+  }
+  captured->pool_ = capture->pool;
+  captured->pinned_tables_ = capture->pinned_tables;
+  captured->checks_ = std::move(checks_);
+  checks_.clear();
+  const cudaError_t instantiated = cudaGraphInstantiate(&captured->exec_, graph, 0);
+  if (instantiated != cudaSuccess) {
+    captured->exec_ = nullptr;
+    fail_cuda(instantiated, "cudaGraphInstantiate", __FILE__, __LINE__);  // the destructor cleans up
+  }
+  // The new tables' bytes, before the first launch reads them.
+  for (const auto& [device, bytes] : capture->deferred_uploads) upload(device, bytes.data(), bytes.size());
+  return captured;
+}
+
+CapturedGraph::~CapturedGraph() {
+  if (exec_) cudaGraphExecDestroy(exec_);
+  if (graph_) cudaGraphDestroy(graph_);
+  cudaGetLastError();
+  {
+    std::lock_guard<std::mutex> lock(context_->host_tables_mutex_);
+    context_->unpin_tables(pinned_tables_);
+  }
+  context_->allocator_.retire_pool(pool_);
+}
+
+void CapturedGraph::launch() {
+  Context& context = *context_;
+  context.activate();
+  URPE_CHECK(!context.capture_, "CapturedGraph::launch: the stream captures (internal error)");
+  if (!context.checks_.empty()) context.synchronize_and_check(HostSync::synchronize);
+  context.checks_ = checks_;  // slots 0 … n − 1, as captured
+  CUDA_CHECK(cudaGraphLaunch(exec_, context.stream_));
+}
+
+size_t CapturedGraph::pool_bytes() const { return context_->allocator_.pool_bytes(pool_); }
 
 void Context::activate() const {
   int current = -1;
@@ -543,12 +891,21 @@ AllocationObserver set_allocation_observer(AllocationObserver observer) {
   return observer;
 }
 void note_host_sync(Context* context, HostSync kind, size_t bytes) { context->note_host_sync(kind, bytes); }
+void begin_capture(Context* context, const AllocationDemand& prefill) { context->begin_capture(prefill); }
+void begin_allocation_demand(Context* context) { context->allocator().begin_demand(); }
+AllocationDemand end_allocation_demand(Context* context) { return context->allocator().end_demand(); }
+CapturedGraphPtr end_capture(Context* context) { return context->end_capture(); }
+void CapturedGraphDeleter::operator()(CapturedGraph* graph) const { delete graph; }
+void abort_capture(Context* context) { context->abort_capture(); }
+void launch_graph(CapturedGraph& graph) { graph.launch(); }
+size_t graph_pool_bytes(const CapturedGraph& graph) { return graph.pool_bytes(); }
 uint64_t table_uploads(Context* context) { return context->table_uploads(); }
 int64_t* defer_check(Context* context, CheckRaise raise) { return context->defer_check(std::move(raise)); }
 
 size_t peak_bytes(Context* context) { return context->peak_bytes(); }
 void reset_peak(Context* context) { context->reset_peak(); }
 size_t bytes_in_use(Context* context) { return context->bytes_in_use(); }
+void empty_cache(Context* context) { context->allocator().empty_cache(); }
 void set_tf32(Context* context, bool on) { context->set_tf32(on); }
 bool tf32(Context* context) { return context->tf32(); }
 void set_bf16_tiles(Context* context, bool on) { context->set_bf16_tiles(on); }

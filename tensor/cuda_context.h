@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -71,17 +72,93 @@ class CachingAllocator {
   void release(void* pointer, size_t bytes);
   void empty_cache();  // frees every cached (unused) block
 
-  size_t bytes_in_use() const;  // class bytes of live blocks
-  size_t bytes_cached() const;  // class bytes waiting on free lists
+  size_t bytes_in_use() const;  // class bytes of live blocks (eager and pools')
+  size_t bytes_cached() const;  // class bytes waiting on the eager free lists
   size_t peak_bytes() const;    // the most bytes_in_use has been since creation / reset_peak
   void reset_peak();
 
+  // ---- graph pools (CUDA graphs, docs/cuda.md#cuda-graphs) ----
+  // A captured step replays the addresses it was captured with, so its blocks must be its own for
+  // the graph's life (PyTorch's private graph pools). While a pool is active (a capture) every
+  // allocation comes from it: a block of the class on the pool's free list, else one taken from
+  // the eager free lists into the pool (the eager warm-up steps left the step's blocks there),
+  // else an error: a capture may not call cudaMalloc. A block of a pool that is freed, during the
+  // capture or after it, goes back to that pool's free list only, so no eager tensor is ever
+  // handed memory that a replay writes; stream-ordered reuse inside the captured step is valid as
+  // it is for eager work. Retiring a pool (with its graph) hands its free blocks to the eager
+  // lists at once and each live one when it is released. Pools are numbered from 1; 0 is none.
+  int create_pool();
+  void set_active_pool(int pool);  // 0: allocations are eager again
+  int active_pool() const;
+  void retire_pool(int pool);
+  size_t pool_bytes(int pool) const;      // class bytes the pool owns (live and free)
+  size_t pool_free_bytes(int pool) const;  // of which on its free list
+  bool owned_by_pool(const void* pointer) const;  // a live pool's block (a test's check)
+  // The pre-fill of a pool: while counting, each class's blocks that the counted work allocated
+  // and has not released are followed, and end_demand returns their maximum per class: the
+  // blocks of each class that the same work needs from a pool that holds nothing else (a block
+  // that lived before the work and is released by it is not counted as one to reuse). prefill_pool then gives the pool that many free blocks of
+  // each class, from the eager free lists first, cudaMalloc for the rest (before the capture).
+  // Blocks filled from the host before the graph's first launch (cached_table's, whose upload a
+  // capture defers to its end) must be ones no captured work touches: were such a block reused
+  // inside the capture, an earlier node of the graph would overwrite the table at every replay.
+  // allocate_untouched gives one: while a pool is active, from the pool's reserve (pre-filled,
+  // never handed out to captured work), else from the eager free lists; eagerly, a plain block.
+  // note_untouched_request counts such a request (a table asked for, hit or not) in the demand's
+  // `untouched` while counting: what the reserve needs.
+  void* allocate_untouched(size_t bytes);
+  void note_untouched_request(size_t bytes);
+  void begin_demand();
+  AllocationDemand end_demand();
+  void prefill_pool(int pool, const AllocationDemand& demand);
+
  private:
+  struct Pool {
+    std::map<size_t, std::vector<void*>> free_lists;
+    std::map<size_t, std::vector<void*>> reserve;  // for allocate_untouched only
+    size_t owned = 0, free = 0;
+  };
   void free_cached_locked();
+  void* take_for_pool_locked(size_t klass, size_t bytes);
   int device_;
   mutable std::mutex mutex_;
   std::map<size_t, std::vector<void*>> free_lists_;
   size_t in_use_ = 0, cached_ = 0, peak_ = 0;
+  std::map<int, Pool> pools_;               // live pools
+  std::map<const void*, int> pool_of_;      // every block a pool took, live or retired
+  int active_pool_ = 0, next_pool_ = 1;
+  bool counting_demand_ = false;
+  std::map<size_t, int64_t> demand_now_, demand_peak_;
+  std::set<const void*> demand_blocks_;  // allocated while counting and not yet released
+  std::map<size_t, size_t> untouched_demand_;
+};
+
+class Context;
+
+// A step captured on a context's stream and instantiated (Context::end_capture). It owns its
+// graph and its allocator pool: the blocks the captured work reads and writes stay reserved
+// until it is destroyed, which also unpins its tables. Destroy it before its context.
+class CapturedGraph {
+ public:
+  ~CapturedGraph();
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+  // cudaGraphLaunch on the context's stream. The device checks the capture deferred are armed
+  // again first (their slots are the graph's memsets), so the next read reports a bad value of
+  // this replay; pending checks of eager work are reported before (a wait, only if any).
+  void launch();
+  size_t pool_bytes() const;
+  cudaGraph_t graph() const { return graph_; }
+
+ private:
+  friend class Context;
+  CapturedGraph() = default;
+  Context* context_ = nullptr;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+  int pool_ = 0;
+  std::vector<CheckRaise> checks_;  // in slot order from slot 0
+  std::vector<void*> pinned_tables_;
 };
 
 // ---- the context ----
@@ -186,11 +263,30 @@ class Context {
   // Waits for the stream (counted as `kind`) and reports the pending checks.
   void synchronize_and_check(HostSync kind);
 
-  // cudaStreamSynchronize on the stream, counted.
+  // cudaStreamSynchronize on the stream, counted. Refused while the stream captures (a graph
+  // cannot hold a wait; the capture then fails and its caller runs the step eagerly).
   void synchronize_stream(HostSync kind, size_t bytes = 0) {
+    refuse_while_capturing("a host wait for the GPU");
     note_host_sync(kind, bytes);
     CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
+
+  // ---- CUDA graphs (docs/cuda.md#cuda-graphs) ----
+  // begin_capture: the stream starts capturing (global mode) into a graph with a new private
+  // pool of the allocator (CachingAllocator, "graph pools"), pre-filled with `prefill` (blocks
+  // per class, CachingAllocator::end_demand of an eager step) and active until the capture ends; the
+  // pending device checks are reported first (a wait, only if any are pending), so the checks the
+  // capture defers are its own. While it captures: an upload or a host wait is refused with an
+  // error naming it; a table of cached_table that misses is allocated from the pool and its
+  // upload deferred to the end of the capture (tables are constant: one upload serves every
+  // replay), and every table the capture uses is pinned (not evicted) while the graph lives.
+  // end_capture instantiates the graph (it throws if the capture failed: the runtime's words);
+  // abort_capture ends a capture that an error interrupted and drops what it made. Either way the
+  // allocator is eager again.
+  void begin_capture(const AllocationDemand& prefill = {});
+  CapturedGraphPtr end_capture();
+  void abort_capture();
+  bool capturing() const { return capture_ != nullptr; }
 
  private:
   int device_;
@@ -214,7 +310,19 @@ class Context {
     std::vector<unsigned char> host;
     void* device = nullptr;
     uint64_t last_use = 0;
+    int pins = 0;  // graphs that read it: not evicted while > 0
   };
+  // What a capture in progress has made (begin_capture … end_capture / abort_capture).
+  struct Capture {
+    int pool = 0;
+    std::vector<void*> pinned_tables;  // device blocks of the tables it used (pinned once each)
+    std::vector<void*> new_tables;     // of which those it created
+    std::vector<std::pair<void*, std::vector<unsigned char>>> deferred_uploads;  // the new tables' bytes
+  };
+  friend class CapturedGraph;
+  void refuse_while_capturing(const char* what) const;
+  void unpin_tables(const std::vector<void*>& blocks);
+  std::unique_ptr<Capture> capture_;
   std::vector<CachedTable> tables_;
   struct StagingBlock {
     void* pinned = nullptr;

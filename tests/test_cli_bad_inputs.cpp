@@ -569,6 +569,24 @@ TEST_CASE("commands: stray words, options, and the output directory of another r
       {"eval: no --run", {"eval"}, "--run", {}},
       {"eval: a missing run", {"eval", "--run", fresh}, "does not exist", {fresh}},
       {"plot: a directory without metrics.csv", {"plot", "--run", f.empty_dir}, "metrics.csv", {f.empty_dir}},
+      // cuda_graph = on (docs/cuda.md#cuda-graphs): refused where a capture cannot be made, naming why.
+      {"cuda_graph on the CPU", train_into(fresh, {"--set", "cuda_graph=on"}), "cuda_graph = on needs device = cuda",
+       {fresh}, "cuda_graph"},
+      {"cuda_graph for Graphormer",
+       {"train", "--out", fresh, "--preset", "graphormer-tiny", "--set", "device=cuda", "--set", "cuda_graph=on"},
+       "the graphormer family pads each batch to its own largest molecule", {fresh}, "cuda_graph"},
+      {"cuda_graph for Transformer-XL",
+       {"train", "--out", fresh, "--preset", "txl-tiny", "--set", "device=cuda", "--set", "cuda_graph=on"},
+       "the txl family carries its memory", {fresh}, "cuda_graph"},
+      {"cuda_graph with accumulation",
+       train_into(fresh, {"--set", "device=cuda", "--set", "cuda_graph=on", "--set", "accum_steps=2"}),
+       "cuda_graph = on needs accum_steps = 1", {fresh}, "cuda_graph"},
+      {"profile with cuda_graph",
+       {"profile", "--preset", "pi-tiny", "--set", "cuda_graph=on", "--set", "device=cuda", "--out", fresh},
+       "the per-op profiler cannot see", {fresh}},
+      {"bench step: another key than cuda_graph", {"bench", "step", "--set", "lr=1"},
+       "bench step takes --set cuda_graph=on|off only", {}},
+      {"bench step: cuda_graph on the CPU", {"bench", "step", "--set", "cuda_graph=on"}, "use --device cuda", {}},
   };
   check_table(rows);
 }

@@ -53,6 +53,87 @@ StepFlops count_step_flops(StepModel& model, const Device& device) {
   return flops;
 }
 
+
+// One step's wall time with a host clock, from a synchronised device to a synchronised device.
+template <typename Step>
+double timed_ms(const Device& device, Step&& step) {
+  cuda::synchronize(device.context());
+  const auto start = std::chrono::steady_clock::now();
+  step();
+  cuda::synchronize(device.context());
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// --set cuda_graph=on: two copies of the model (the same initialisation and data), one stepped
+// eagerly, the other captured once (after two eager steps, the second counting the blocks the
+// graph's pool needs) and replayed; timed in alternating rounds so that both see the same
+// machine. A replayed step's host work: drop the gradients, upload Adam's scalars, one launch.
+double run_graph_comparison(const StepBenchOptions& options, const Device& device, const StepModelOptions& model_options) {
+  const std::unique_ptr<StepModel> eager = make_step_model(model_options, device);
+  const std::unique_ptr<StepModel> graphed = make_step_model(model_options, device);
+  const std::string why = graphed->not_captured_because();
+  URPE_CHECK(why.empty(), "bench step --set cuda_graph=on: the " << options.model << " bench step " << why
+                                                                 << "; use cuda_graph=off");
+  cuda::Context* context = device.context();
+  for (int k = 0; k < std::max(options.warmup, 2); ++k) {
+    eager->next_batch();
+    eager->step();
+  }
+  graphed->next_batch();
+  graphed->step();
+  graphed->next_batch();
+  cuda::begin_allocation_demand(context);
+  graphed->step();
+  const cuda::AllocationDemand demand = cuda::end_allocation_demand(context);
+  graphed->next_batch();
+  graphed->host_part();
+  cuda::CapturedGraphPtr graph;
+  try {
+    cuda::begin_capture(context, demand);
+    graphed->device_part();
+    graph = cuda::end_capture(context);
+  } catch (const Error& e) {
+    cuda::abort_capture(context);
+    URPE_FAIL("bench step --set cuda_graph=on: the " << options.model << " step could not be captured: " << e.what());
+  }
+  cuda::launch_graph(*graph);
+  for (int k = 0; k < std::max(options.warmup, 2); ++k) {  // the replays' warm-up
+    graphed->next_batch();
+    graphed->host_part();
+    cuda::launch_graph(*graph);
+  }
+  constexpr int kRounds = 5;
+  const int per_round = std::max(1, (options.steps + kRounds - 1) / kRounds);
+  std::vector<double> eager_ms, graph_ms;
+  for (int round = 0; round < kRounds; ++round) {
+    for (int k = 0; k < per_round; ++k) {
+      eager->next_batch();
+      eager_ms.push_back(timed_ms(device, [&] { eager->step(); }));
+    }
+    for (int k = 0; k < per_round; ++k) {
+      graphed->next_batch();
+      graph_ms.push_back(timed_ms(device, [&] {
+        graphed->host_part();
+        cuda::launch_graph(*graph);
+      }));
+    }
+  }
+  const double eager_median = median_of(eager_ms), graph_median = median_of(graph_ms);
+  std::printf("GPU: %s, TF32 tensor-core GEMMs %s\n", cuda::device_name(context).c_str(),
+              options.tf32 ? "on (--tf32)" : "off (full FP32)");
+  std::printf("bench config: %s; cuda_graph: %d alternating rounds of %d eager then %d replayed steps, after %d "
+              "warm-up steps each\n",
+              graphed->description().c_str(), kRounds, per_round, per_round, std::max(options.warmup, 2));
+  std::printf("eager: median %.3f ms per step (min %.3f, max %.3f)\n", eager_median,
+              *std::min_element(eager_ms.begin(), eager_ms.end()), *std::max_element(eager_ms.begin(), eager_ms.end()));
+  std::printf("cuda_graph: median %.3f ms per step (min %.3f, max %.3f); graph pool %.1f MiB\n", graph_median,
+              *std::min_element(graph_ms.begin(), graph_ms.end()), *std::max_element(graph_ms.begin(), graph_ms.end()),
+              static_cast<double>(cuda::graph_pool_bytes(*graph)) / (1024.0 * 1024.0));
+  std::printf("cuda_graph / eager: %.3f\n", graph_median / eager_median);
+  std::printf("load averages (1, 5, 15 min) at the end: %s\n", load_averages().c_str());
+  return graph_median;
+}
+
 }  // namespace
 
 double run_step_benchmark(const StepBenchOptions& options) {
@@ -65,6 +146,10 @@ double run_step_benchmark(const StepBenchOptions& options) {
   model_options.seq_len = options.seq_len;
   model_options.batch = options.batch;
   model_options.attention = options.attention;
+  if (options.cuda_graph) {
+    URPE_CHECK(device.is_cuda(), "bench step --set cuda_graph=on: a CUDA graph replays GPU work; use --device cuda");
+    return run_graph_comparison(options, device, model_options);
+  }
   const std::unique_ptr<StepModel> model = make_step_model(model_options, device);
 
   std::vector<double> times, cpu_times;

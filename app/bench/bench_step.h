@@ -28,6 +28,10 @@ struct StepBenchOptions {
   int64_t seq_len = 0;  // 0: the model's bench default (encoder n = 128, txl tgt_len = 128)
   int64_t batch = 0;    // 0: the model's bench default (encoder 32, txl 16, graphormer 128 graphs)
   std::string attention = "materialized";  // the training default; or fused (encoder only)
+  // --set cuda_graph=on (CUDA; families whose bench step can be captured): the step captured once
+  // as a CUDA graph and replayed, timed against the eager step of a second copy of the model in
+  // alternating rounds in this process; prints both medians and their ratio.
+  bool cuda_graph = false;
 };
 
 // Prints the configuration, the machine and `median X ms per step`; returns the median in ms.

@@ -71,6 +71,14 @@ int run_bench(const Args& args) {
     options.attention = args.get("attention", options.attention);
     URPE_CHECK(options.attention == "fused" || options.attention == "materialized",
                "option --attention: expected fused or materialized, got '" << options.attention << "'");
+    for (const std::string& set : args.all("set")) {
+      const size_t eq = set.find('=');
+      const std::string key = set.substr(0, eq), value = eq == std::string::npos ? "" : set.substr(eq + 1);
+      URPE_CHECK(key == "cuda_graph", "option --set " << set << ": bench step takes --set cuda_graph=on|off only");
+      URPE_CHECK(value == "on" || value == "off" || value == "true" || value == "false",
+                 "option --set " << set << ": expected cuda_graph=on or cuda_graph=off");
+      options.cuda_graph = value == "on" || value == "true";
+    }
     bench::run_step_benchmark(options);
     return 0;
   }

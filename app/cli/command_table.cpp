@@ -160,7 +160,7 @@ std::vector<CommandSpec> command_table() {
 
   table.push_back({"bench", "bench peaks|kernels|step|attention [--device cpu|cuda] [--tf32] [--math fp32|tf32|bf16] [--sizes table5|smoke] "
                             "[--model encoder|txl|graphormer] [--seq-len N] [--batch B] [--attention fused|materialized] [--lengths N,N] "
-                            "[--heads H] [--head-dim D] [--causal] [--tc-pipeline on|off]",
+                            "[--heads H] [--head-dim D] [--causal] [--tc-pipeline on|off] [--set cuda_graph=on]",
                    "measure the machine's peaks, time the kernels or a training step",
                    {{"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
                     {"repeats", "N", "50", "timed runs per measurement (the median is reported)", {1, 1000000}},
@@ -182,7 +182,10 @@ std::vector<CommandSpec> command_table() {
                     {"causal", "", "off", "bench attention: causal mask on both paths"},
                     {"tc-pipeline", "MODE", "off",
                      "bench attention: on runs the tensor-core forward's software-pipelined variant (cp.async staging "
-                     "of the next key tile; the same bits), stated on every fused row (CUDA, --math tf32 or bf16)"}},
+                     "of the next key tile; the same bits), stated on every fused row (CUDA, --math tf32 or bf16)"},
+                    {"set", "KEY=VALUE", "",
+                     "bench step: cuda_graph=on times the step captured once as a CUDA graph and replayed against "
+                     "the eager step, in alternating rounds (CUDA; encoder)"}},
                    run_bench, "",
                    "'bench peaks' measures the machine's ceilings for the roofline of 'urpe profile': sgemm\n"
                    "GFLOP/s at large square sizes and the bench model's GEMM shapes, and memory bandwidth (STREAM\n"

@@ -50,6 +50,12 @@ int run_profile(const Args& args) {
   config.apply_override("eval_every=" + std::to_string(last));
   if (config.get_int("warmup") > last) config.apply_override("warmup=" + std::to_string(last));
   if (args.has("device")) config.apply_override("device=" + args.get("device"));
+  // A replayed CUDA graph runs the step without its ops on the host, so the per-op profiler
+  // (which times each op as the host runs it) would see no op of those steps.
+  URPE_CHECK(!config.get_bool("cuda_graph"),
+             "urpe profile: cuda_graph = on replays each step as one CUDA graph, whose ops the per-op profiler "
+             "cannot see (it times each op as the host launches it); profile with cuda_graph = off, and time the "
+             "captured step with urpe bench step --set cuda_graph=on");
   check_config_values(config);
   check_config_paths(config);
   if (dry_run) {

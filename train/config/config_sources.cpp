@@ -32,6 +32,7 @@ const std::map<std::string, std::string>& default_reasons() {
       {"eval_every", "default: 250 steps (urpe's CPU size)"},
       {"shard_optimizer", "default: false (ZeRO-1 under mpirun only; the same updates either way)"},
       {"device", "default: cpu (--device or device=cuda for a GPU)"},
+      {"cuda_graph", "default: false (eager launches; on: one CUDA graph per step, docs/cuda.md#cuda-graphs)"},
       {"precision", "default: fp32 (the paper trained in FP16; --set precision=bf16 or tf32 on a GPU: docs/cuda.md#mixed-precision)"},
       // ---- encoder ----
       {"encoder.task", "default: pi (position identification, §5.1)"},

@@ -42,6 +42,10 @@ void add_common_keys(ConfigSchema& s) {
              "under mpirun: each rank keeps Adam's moments for 1/K of the parameters only (ZeRO-1; same "
              "results, optimizer memory per rank / K)");
   s.add_string("device", "cpu", "cpu, cuda or cuda:N");
+  s.add_bool("cuda_graph", false,
+             "CUDA only: capture the training step once as a CUDA graph (after 2 eager steps) and replay it every "
+             "step after: the same numbers, one launch per step (docs/cuda.md#cuda-graphs); the encoder's "
+             "synthetic tasks only, accum_steps = 1, one process");
   s.add_choice("precision", {"fp32", "tf32", "bf16"}, "fp32",
                "GEMM precision (docs/cuda.md#mixed-precision): fp32; tf32 (TF32 tensor-core GEMMs, CUDA only; "
                "--tf32 is the same); bf16 (the linear layers multiply in BF16 with FP32 accumulation, CPU or "
@@ -69,6 +73,16 @@ void check_common_values(const Config& c) {
   non_negative(c, "clip");
   int_at_least(c, "eval_every", 1);
   device_name(c, "device");
+  if (c.get_bool("cuda_graph")) {
+    URPE_CHECK(c.get_string("device").rfind("cuda", 0) == 0,
+               "config: cuda_graph = on needs device = cuda (a CUDA graph replays GPU work), got device = "
+                   << c.get_string("device"));
+    const std::string& why = family_of(c).not_captured_because;
+    URPE_CHECK(why.empty(), "config: cuda_graph = on: the " << c.get_string("model") << " family " << why
+                                                          << "; use cuda_graph = off");
+    URPE_CHECK(c.get_int("accum_steps") == 1, "config: cuda_graph = on needs accum_steps = 1 (got "
+                                                  << c.get_int("accum_steps") << "): the capture holds one micro-batch");
+  }
 }
 
 }  // namespace

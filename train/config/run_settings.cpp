@@ -19,6 +19,7 @@ RunSettings run_settings_from(const Config& c) {
   s.shard_optimizer = c.get_bool("shard_optimizer");
   s.device = c.get_string("device");
   s.precision = c.get_string("precision");
+  s.cuda_graph = c.get_bool("cuda_graph");
   s.pe = c.get_string("pe");
   return s;
 }

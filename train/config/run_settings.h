@@ -43,6 +43,7 @@ struct RunSettings {
   bool shard_optimizer = false;  // ZeRO-1 under mpirun
   std::string device;            // "cpu", "cuda" or "cuda:N" (parse_device)
   std::string precision;         // "fp32", "tf32" or "bf16" (apply_device_options)
+  bool cuda_graph = false;       // capture the steady step as a CUDA graph (train/loop/captured_step.h)
   // Every family has a positional-encoding key `pe`; results.json reports it.
   std::string pe;
 };

@@ -53,6 +53,14 @@ class StepModel {
   // One training step on that data: zero the gradients, forward, loss, backward, one Adam
   // update (lr 1e-4). This is what the bench times.
   virtual void step() = 0;
+  // CUDA graphs (`urpe bench step --set cuda_graph=on`): a model that can capture its step splits
+  // step() in two, the same update: host_part (drop the gradients, upload Adam's step scalars;
+  // before each launch, outside the graph) and device_part (forward, loss, backward, Adam's
+  // launch: what a capture records; no host reads, no uploads). next_batch then writes the batch
+  // into buffers at fixed addresses. Empty: it can; otherwise why not.
+  virtual std::string not_captured_because() const { return "its bench step is not split for a capture yet"; }
+  virtual void host_part() {}
+  virtual void device_part() {}
 };
 
 struct ModelFamily {
@@ -80,6 +88,10 @@ struct ModelFamily {
   AnalysedModel (*analysed_model)(const Config& config, uint64_t seed) = nullptr;
   // Without one: why not, after "'DIR' " in the error of `urpe analyze`.
   std::string not_analysed_because;
+  // ---- CUDA graphs (cuda_graph = on; train/loop/captured_step.h) ----
+  // Empty: the family's training step can be captured and replayed as a CUDA graph; otherwise
+  // why not, after "config: cuda_graph = on: the <name> family " in the switch's error.
+  std::string not_captured_because = "does not split its training step for a capture yet";
   // ---- bench ----
   // The bench step on `device` (NAME/NAME_bench_step.cpp); an option the family does not take is
   // an error naming it. nullptr: `urpe bench step` refuses the family.

@@ -50,6 +50,7 @@ class ProfileWindow {
   // Records every op of the window's steps on `device` (the run's); after step B the recording
   // goes to `done` (which writes the profile). Needs an enabled window.
   void record_ops(const Device& device, std::function<void(profile::Recording&&)> done);
+  bool records_ops() const { return recorder_ != nullptr; }
 
   // Around each training step (steps counted from 1). before_step opens the step's NVTX range and
   // starts the capture at the first step inside the window (step A, or the first step after a

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "ops/dropout.h"
+#include "train/loop/captured_step.h"
 #include "tensor/cuda_backend.h"
 #include "train/loop/checkpoint_identity.h"
 #include "base/dist/data_parallel.h"
@@ -239,6 +240,34 @@ std::string join_names(const std::vector<std::string>& names) {
 
 }  // namespace
 
+std::vector<Tensor> TrainingTask::draw_batch(int64_t, TrainingProgress&) {
+  URPE_FAIL("TrainingTask::draw_batch: " << graph_refusal() << " (internal error)");
+}
+StepOutput TrainingTask::step_on(const std::vector<Tensor>&, TrainingProgress&) {
+  URPE_FAIL("TrainingTask::step_on: " << graph_refusal() << " (internal error)");
+}
+
+namespace {
+
+// cuda_graph = on: what this run must be for a capture (the config's checks refused the CPU, the
+// families that cannot and accumulation already; here what only the run knows).
+std::unique_ptr<CapturedSteps> captured_steps_for(const TrainingRun& run, TrainingTask& task, Adam& optimizer,
+                                                  const dist::Communicator& comm) {
+  if (!run.settings.cuda_graph) return nullptr;
+  const std::string refusal = task.graph_refusal();
+  URPE_CHECK(refusal.empty(), "config: cuda_graph = on: this task cannot be captured: " << refusal);
+  URPE_CHECK(comm.size() == 1, "config: cuda_graph = on: one process only (a captured step would hold the "
+                               "gradients' exchange between the ranks); run without mpirun or with cuda_graph = off");
+  URPE_CHECK(run.settings.accum_steps == 1, "config: cuda_graph = on needs accum_steps = 1 (got "
+                                                << run.settings.accum_steps << "): the capture holds one micro-batch");
+  URPE_CHECK(!run.profile.records_ops(),
+             "--trace with cuda_graph = on: the per-op recorder times each op as the host launches it, and a replayed "
+             "CUDA graph launches none; trace with cuda_graph = off");
+  return std::make_unique<CapturedSteps>(task, optimizer, run.device);
+}
+
+}  // namespace
+
 TrainingRun begin_training_run(const Config& config_in, const std::string& out_dir, const TrainOptions& options) {
   Config config = config_in;
   dist::Communicator& comm = dist::world();
@@ -341,6 +370,8 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
 
   const std::vector<Tensor> parameter_tensors = task.parameters().tensors();
   const int64_t accum_steps = run.settings.accum_steps;
+  // cuda_graph = on: warm-up, one capture, replays (train/loop/captured_step.h).
+  const std::unique_ptr<CapturedSteps> captured = captured_steps_for(run, task, optimizer, comm);
   StepMeter meter;
   bool interrupted = false, saved_nothing = false;
   for (int64_t step = progress.step + 1; step <= run.steps; ++step) {
@@ -355,14 +386,29 @@ TrainingOutcome run_training(TrainingRun& run, TrainingTask& task) {
     // round trip and the update's launch: 0.65 ms of a 34 ms ZINC step on the H200). Several
     // ranks (or ZeRO) average the loss with the gradients, before the update.
     const bool read_after_update = comm.size() == 1 && !device_collectives && !optimizer.sharded();
-    StepTotals out = forward_backward(task, step, accum_steps, progress, parameter_tensors, !read_after_update);
-    // With several ranks: the global batch's gradients and loss on every rank, and a stop on one
-    // rank (Ctrl-C) is a stop on all, at the same step.
     const float lr = schedule.at(step);
-    dist::StepSync synced =
-        optimizer_step(comm, device_collectives.get(), optimizer, parameter_tensors, out.loss, out.weight,
-                       interrupt.requested() || step == options.stop_after_step, lr);
-    if (out.unread.defined()) synced.loss = out.loss = out.unread.item();
+    StepTotals out;
+    dist::StepSync synced;
+    if (captured) {
+      const bool was_replaying = captured->replaying();
+      const CapturedSteps::Result r = captured->run(step, lr, progress);
+      synced.loss = out.loss = r.loss;
+      out.units = r.units;
+      synced.stop = interrupt.requested() || step == options.stop_after_step;
+      if (!was_replaying && captured->replaying()) {
+        char text[160];
+        std::snprintf(text, sizeof text, "cuda_graph: step %lld captured (graph pool %.1f MiB), replayed from here on",
+                      static_cast<long long>(step), static_cast<double>(captured->pool_bytes()) / (1024.0 * 1024.0));
+        line.message(text);
+      }
+    } else {
+      out = forward_backward(task, step, accum_steps, progress, parameter_tensors, !read_after_update);
+      // With several ranks: the global batch's gradients and loss on every rank, and a stop on one
+      // rank (Ctrl-C) is a stop on all, at the same step.
+      synced = optimizer_step(comm, device_collectives.get(), optimizer, parameter_tensors, out.loss, out.weight,
+                              interrupt.requested() || step == options.stop_after_step, lr);
+      if (out.unread.defined()) synced.loss = out.loss = out.unread.item();
+    }
     run.profile.after_step(step);
     const double loss_value = synced.loss;
     if (options.on_step) options.on_step(step, loss_value);

@@ -93,6 +93,16 @@ class TrainingTask {
   // loop then asks for micro-batches 1 … A − 1 of the same batch (micro_rows) before its one
   // optimizer step (train/loop/grad_accumulation.h). Without accumulation `micro` is {0, 1}.
   virtual StepOutput step(int64_t step, const MicroBatch& micro, TrainingProgress& progress) = 0;
+  // ---- CUDA graphs (cuda_graph = on; train/loop/captured_step.h) ----
+  // A family whose step can be captured splits step() (one micro-batch, one rank) in two:
+  // draw_batch is the host's part (draws step `step`'s batch from progress's streams, as host
+  // tensors of the same shapes every step) and step_on the device's (the loss of that batch,
+  // given on the device, in training mode: no host reads, no uploads, no new shapes); step_on of
+  // draw_batch's tensors moved to the device equals step(step, {}, progress). graph_refusal is
+  // why the task cannot (empty: it can), for the switch's error.
+  virtual std::string graph_refusal() const { return "its training step is not split for a capture yet"; }
+  virtual std::vector<Tensor> draw_batch(int64_t step, TrainingProgress& progress);
+  virtual StepOutput step_on(const std::vector<Tensor>& batch, TrainingProgress& progress);
   // The train metric logged on evaluation steps, from the mean loss of the window (and, if the
   // task wants, the batch of the step just taken).
   virtual double train_metric(double mean_train_loss) = 0;

@@ -88,13 +88,7 @@ std::optional<Tensor> Adam::step(float lr) {
   std::vector<AdamSlot> slots;
   std::vector<bool> decayed;
   std::vector<Tensor> grads;
-  for (size_t k = 0; k < params_.size(); ++k) {
-    Tensor g = params_[k].grad();
-    if (!g.defined()) continue;
-    slots.push_back({params_[k], g, m_[k], v_[k]});
-    decayed.push_back(decays(params_[k]));
-    grads.push_back(g);
-  }
+  gather_slots(slots, decayed, grads);
   // The clip stays on the gradients' device (no host wait on CUDA): the norm comes back as a
   // scalar tensor that nobody reads unless it is printed.
   std::optional<Tensor> norm;
@@ -105,13 +99,60 @@ std::optional<Tensor> Adam::step(float lr) {
   return norm;
 }
 
+void Adam::gather_slots(std::vector<AdamSlot>& slots, std::vector<bool>& decayed, std::vector<Tensor>& grads) const {
+  for (size_t k = 0; k < params_.size(); ++k) {
+    Tensor g = params_[k].grad();
+    if (!g.defined()) continue;
+    slots.push_back({params_[k], g, m_[k], v_[k]});
+    decayed.push_back(decays(params_[k]));
+    grads.push_back(g);
+  }
+}
+
+// ---- the captured step's halves (CUDA graphs) ----
+
+void Adam::prepare_captured_step(float lr) {
+  URPE_CHECK(std::isfinite(lr) && lr >= 0, "Adam.step: lr must be finite and ≥ 0, got " << lr);
+  URPE_CHECK(!sharded() && step_scalars_[0].defined(),
+             "Adam: a captured step needs an unsharded optimizer on CUDA (internal error)");
+  const AdamHyper hyper = next_step_hyper(lr);
+  kernels::upload_adam_step_scalars_cuda(step_scalars_[0], hyper);
+  if (two_decay_groups(hyper.weight_decay)) {
+    AdamHyper no_decay = hyper;
+    no_decay.weight_decay = 0.0f;
+    kernels::upload_adam_step_scalars_cuda(step_scalars_[1], no_decay);
+  }
+  step_ = hyper.step;
+}
+
+void Adam::cancel_captured_step() { --step_; }
+
+void Adam::record_captured_step() {
+  autograd::NoGrad no_grad;
+  const profile::PhaseRange phase(profile::Phase::optimizer);
+  std::vector<AdamSlot> slots;
+  std::vector<bool> decayed;
+  std::vector<Tensor> grads;
+  gather_slots(slots, decayed, grads);
+  if (config_.clip_norm > 0) clip_grad_norm_on_device(grads, config_.clip_norm);
+  const profile::OpRange range("adam_update", slots.empty() ? Tensor() : slots[0].param);
+  if (!two_decay_groups(config_.weight_decay)) {
+    kernels::launch_adam_update_cuda(slots, step_scalars_[0]);
+    return;
+  }
+  std::vector<AdamSlot> decayed_slots, kept;
+  for (size_t k = 0; k < slots.size(); ++k) (decayed[k] ? decayed_slots : kept).push_back(slots[k]);
+  if (!decayed_slots.empty()) kernels::launch_adam_update_cuda(decayed_slots, step_scalars_[0]);
+  if (!kept.empty()) kernels::launch_adam_update_cuda(kept, step_scalars_[1]);
+}
+
 bool Adam::decays(const Tensor& param) const { return config_.decay_biases_and_norms || param.dim() >= 2; }
 
 // One kernel call for the slots weight decay applies to, one (wd = 0) for those it skips: the
 // same update element by element as a per-parameter decay would give.
 void Adam::update_in_decay_groups(const std::vector<AdamSlot>& slots, const std::vector<bool>& decayed_slots,
                                   const AdamHyper& hyper) const {
-  if (config_.decay_biases_and_norms || hyper.weight_decay == 0.0f) {
+  if (!two_decay_groups(hyper.weight_decay)) {
     adam_update(slots, hyper, step_scalars_[0]);
     return;
   }

@@ -67,6 +67,16 @@ class Adam {
   // Drops every parameter's accumulated gradient (the next backward starts from nothing).
   void zero_grad();
 
+  // CUDA graphs (train/loop/captured_step.h): step(lr) in two halves, the same update bit for
+  // bit. prepare_captured_step (host, before each launch of a captured step, outside the graph)
+  // uploads the scalars of step t + 1 into the buffers and counts the step; record_captured_step
+  // is what the capture records: the clip and the update's launch, which read the gradients and
+  // the buffers when the graph runs. cancel_captured_step uncounts a prepared step whose capture
+  // failed. Unsharded, on CUDA only.
+  void prepare_captured_step(float lr);
+  void record_captured_step();
+  void cancel_captured_step();
+
   int64_t steps() const { return step_; }
   const std::vector<Tensor>& params() const { return params_; }
   const AdamConfig& config() const { return config_; }
@@ -94,6 +104,9 @@ class Adam {
   };
   void check_config() const;
   AdamHyper next_step_hyper(float lr) const;
+  // The slots of the parameters that have a gradient now, their decay flags and gradients.
+  void gather_slots(std::vector<AdamSlot>& slots, std::vector<bool>& decayed, std::vector<Tensor>& grads) const;
+  bool two_decay_groups(float weight_decay) const { return !(config_.decay_biases_and_norms || weight_decay == 0.0f); }
   // Whether weight decay applies to `param` (config decay_biases_and_norms, or 2-D and up).
   bool decays(const Tensor& param) const;
   // adam_update of `slots`, with wd = 0 for the slots whose `decayed_slots` entry is false.

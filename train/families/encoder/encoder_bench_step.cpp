@@ -35,17 +35,38 @@ class EncoderStep final : public StepModel {
            " d_ff=" + std::to_string(config_.d_ff) + " batch=" + std::to_string(batch_) +
            " pe=urpe attention=" + attention_path_name(config_.attention);
   }
-  void next_batch() override { data_ = task_.sample(batch_, data_rng_, device_); }
+  // Sampled on the device, then copied into the step's buffers (the same addresses every step, as
+  // a captured step needs; a device-to-device copy, before the clock starts).
+  void next_batch() override {
+    const SyntheticBatch fresh = task_.sample(batch_, data_rng_, device_);
+    if (!data_.tokens.defined()) {
+      data_.tokens = Tensor::empty(fresh.tokens.shape(), fresh.tokens.dtype(), device_);
+      data_.targets = Tensor::empty(fresh.targets.shape(), fresh.targets.dtype(), device_);
+    }
+    data_.tokens.copy_from(fresh.tokens);
+    data_.targets.copy_from(fresh.targets);
+  }
   void step() override {
     optimizer_.zero_grad();
-    // The head fused with the loss, as training runs position identification: the (B·n, n) logits
-    // are never whole (ops/linear_cross_entropy.h).
-    const Tensor loss = model_.classify_loss(model_.encode(data_.tokens, true, nullptr), data_.targets, -100);
-    loss.backward();
+    loss().backward();
     optimizer_.step(kLearningRate);
+  }
+  std::string not_captured_because() const override { return ""; }
+  void host_part() override {
+    optimizer_.zero_grad();
+    optimizer_.prepare_captured_step(kLearningRate);
+  }
+  void device_part() override {
+    loss().backward();
+    optimizer_.record_captured_step();
   }
 
  private:
+  // The head fused with the loss, as training runs position identification: the (B·n, n) logits
+  // are never whole (ops/linear_cross_entropy.h).
+  Tensor loss() const {
+    return model_.classify_loss(model_.encode(data_.tokens, true, nullptr), data_.targets, -100);
+  }
   static EncoderConfig make_config(const StepModelOptions& o) {
     EncoderConfig c;
     c.seq_len = o.seq_len > 0 ? o.seq_len : 128;

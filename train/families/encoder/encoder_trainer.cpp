@@ -153,13 +153,22 @@ class EncoderTask final : public TrainingTask {
       trained_.clear();
     }
     const dist::Shard rows = micro_rows(shard_, micro);
-    SyntheticBatch part{dist::shard_rows(global_.tokens, rows).to(model_.device()),
-                        dist::shard_rows(global_.targets, rows).to(model_.device())};
-    const HeadResult head = head_result(model_, task_, part.tokens, part.targets, true, &progress.dropout_rng);
-    const Tensor& loss = head.loss;
-    trained_.push_back({head.best, part.targets});  // for the train metric
-    const double scored = static_cast<double>(rows.count * task_.scored_per_sequence());
-    return {loss, static_cast<double>(part.tokens.numel()), scored};
+    return loss_of({dist::shard_rows(global_.tokens, rows).to(model_.device()),
+                    dist::shard_rows(global_.targets, rows).to(model_.device())},
+                   rows.count, progress);
+  }
+  // CUDA graphs: the same step in its host part (the batch, on the host) and device part.
+  std::string graph_refusal() const override { return ""; }
+  std::vector<Tensor> draw_batch(int64_t, TrainingProgress& progress) override {
+    global_ = task_.sample(batch_, progress.data_rng, Device::cpu());
+    return {dist::shard_rows(global_.tokens, shard_), dist::shard_rows(global_.targets, shard_)};
+  }
+  // A replayed step runs without step_on: trained_ keeps the captured step's top classes (the
+  // graph's pool block, rewritten by every replay) and targets (the static input buffer).
+  StepOutput step_on(const std::vector<Tensor>& batch, TrainingProgress& progress) override {
+    URPE_CHECK(batch.size() == 2, "encoder: step_on expects {tokens, targets} (internal error)");
+    trained_.clear();
+    return loss_of({batch[0], batch[1]}, shard_.count, progress);
   }
   // The accuracy of the global batch: the shards are equal, so the mean of the ranks' accuracies.
   double train_metric(double) override {
@@ -191,6 +200,14 @@ class EncoderTask final : public TrainingTask {
   const EncoderEvalResult& last_eval() const { return last_eval_; }
 
  private:
+  // The loss of `part` (`rows` sequences on the model's device), kept for the train metric.
+  StepOutput loss_of(const SyntheticBatch& part, int64_t rows, TrainingProgress& progress) {
+    const HeadResult head = head_result(model_, task_, part.tokens, part.targets, true, &progress.dropout_rng);
+    trained_.push_back({head.best, part.targets});  // for the train metric
+    const double scored = static_cast<double>(rows * task_.scored_per_sequence());
+    return {head.loss, static_cast<double>(part.tokens.numel()), scored};
+  }
+
   const SyntheticTask task_;
   TransformerEncoder model_;
   const int64_t batch_, valid_size_;

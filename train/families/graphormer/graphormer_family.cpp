@@ -52,6 +52,9 @@ ModelFamily graphormer_family() {
       "is a Graphormer run, which is not supported: a molecule's atoms have no sequence positions (Graphormer "
       "encodes graph distances, and molecules differ in size), so there is no position t to average over";
   f.make_bench_step = make_graphormer_bench_step;
+  f.not_captured_because =
+      "pads each batch to its own largest molecule, so the step's shapes change from batch to batch and a graph "
+      "replays one shape";
   return f;
 }
 
