@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-gpu}
-TARGETS=(urpe test_cuda_flash_tensor_core test_cuda_parity test_cuda_syncs)
+TARGETS=(urpe test_cuda_flash_tensor_core test_cuda_parity test_cuda_syncs test_cuda_graphs)
 command -v nvcc >/dev/null || { echo "pack_gpu_bin.sh: nvcc is not on PATH" >&2; exit 2; }
 
 cmake -S . -B "$BUILD" -DURPE_CUDA=ON -DURPE_CUDA_SIM=OFF -DURPE_MPI=OFF -DURPE_NATIVE=OFF \
