@@ -88,6 +88,19 @@ void adam_update(const std::vector<AdamSlot>& slots, const AdamHyper& hyper, con
                 kernels::adam_update_cuda(slots, hyper, step_scalars));
 }
 
+void upload_adam_step_scalars(const Tensor& step_scalars, const AdamHyper& hyper) {
+  URPE_CHECK(step_scalars.defined() && step_scalars.device().is_cuda(),
+             "adam: a captured step's scalars live on a CUDA device (cuda_graph = on needs CUDA)");
+  URPE_DISPATCH("adam_step_scalars", step_scalars.device(), (void)0,
+                kernels::upload_adam_step_scalars_cuda(step_scalars, hyper));
+}
+
+void launch_adam_update(const std::vector<AdamSlot>& slots, const Tensor& step_scalars) {
+  URPE_CHECK(step_scalars.defined() && step_scalars.device().is_cuda(),
+             "adam: a captured step's update runs on a CUDA device (cuda_graph = on needs CUDA)");
+  URPE_DISPATCH("adam_update", step_scalars.device(), (void)0, kernels::launch_adam_update_cuda(slots, step_scalars));
+}
+
 double grad_sum_of_squares(const std::vector<Tensor>& grads) {
   const Device device = common_device("global_grad_norm", grads);
   const profile::OpRange range("global_grad_norm", device);

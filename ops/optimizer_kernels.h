@@ -48,6 +48,12 @@ AdamStepScalars adam_step_scalars(const AdamHyper& hyper);
 // The step's scalars are uploaded into it (pinned staging: the host does not wait) and the kernel
 // reads them there. Undefined: a temporary device buffer per call. Ignored on the CPU.
 void adam_update(const std::vector<AdamSlot>& slots, const AdamHyper& hyper, const Tensor& step_scalars = Tensor());
+// adam_update's two halves for a CUDA-graph capture (train/loop/captured_step.h), CUDA only (one
+// clear error elsewhere, and in a build without CUDA): the upload of the step's scalars into the
+// persistent `step_scalars`, done by the host before each replay, and the update's launch that a
+// capture records, reading whatever the buffer holds when it runs.
+void upload_adam_step_scalars(const Tensor& step_scalars, const AdamHyper& hyper);
+void launch_adam_update(const std::vector<AdamSlot>& slots, const Tensor& step_scalars);
 // √(Σ g²) over every defined gradient (accumulated in double on the CPU).
 float global_grad_norm(const std::vector<Tensor>& grads);
 // Σ g² itself, in double (a sharded optimizer adds the ranks' partial sums before the root).

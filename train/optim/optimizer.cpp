@@ -116,11 +116,11 @@ void Adam::prepare_captured_step(float lr) {
   URPE_CHECK(!sharded() && step_scalars_[0].defined(),
              "Adam: a captured step needs an unsharded optimizer on CUDA (internal error)");
   const AdamHyper hyper = next_step_hyper(lr);
-  kernels::upload_adam_step_scalars_cuda(step_scalars_[0], hyper);
+  upload_adam_step_scalars(step_scalars_[0], hyper);
   if (two_decay_groups(hyper.weight_decay)) {
     AdamHyper no_decay = hyper;
     no_decay.weight_decay = 0.0f;
-    kernels::upload_adam_step_scalars_cuda(step_scalars_[1], no_decay);
+    upload_adam_step_scalars(step_scalars_[1], no_decay);
   }
   step_ = hyper.step;
 }
@@ -137,13 +137,13 @@ void Adam::record_captured_step() {
   if (config_.clip_norm > 0) clip_grad_norm_on_device(grads, config_.clip_norm);
   const profile::OpRange range("adam_update", slots.empty() ? Tensor() : slots[0].param);
   if (!two_decay_groups(config_.weight_decay)) {
-    kernels::launch_adam_update_cuda(slots, step_scalars_[0]);
+    launch_adam_update(slots, step_scalars_[0]);
     return;
   }
   std::vector<AdamSlot> decayed_slots, kept;
   for (size_t k = 0; k < slots.size(); ++k) (decayed[k] ? decayed_slots : kept).push_back(slots[k]);
-  if (!decayed_slots.empty()) kernels::launch_adam_update_cuda(decayed_slots, step_scalars_[0]);
-  if (!kept.empty()) kernels::launch_adam_update_cuda(kept, step_scalars_[1]);
+  if (!decayed_slots.empty()) launch_adam_update(decayed_slots, step_scalars_[0]);
+  if (!kept.empty()) launch_adam_update(kept, step_scalars_[1]);
 }
 
 bool Adam::decays(const Tensor& param) const { return config_.decay_biases_and_norms || param.dim() >= 2; }
