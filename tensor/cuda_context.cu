@@ -108,6 +108,26 @@ void CachingAllocator::empty_cache() {
   free_cached_locked();
 }
 
+// A block of class `klass` moved from the eager cache into the capturing graph's pool (the pool's
+// until the graph retires). A capture cannot call cudaMalloc, so an empty eager list is an error
+// naming what asked (`what`) and where it was looked for first (`looked_in`).
+void* CachingAllocator::adopt_eager_block_locked(Pool& pool, size_t klass, size_t bytes, const char* what,
+                                                 const char* looked_in) {
+  auto eager = free_lists_.find(klass);
+  const double mib = 1.0 / (1024.0 * 1024.0);
+  URPE_CHECK(eager != free_lists_.end() && !eager->second.empty(),
+             "CUDA graph capture on cuda:" << device_ << ": " << what << " of " << bytes << " bytes (" << klass * mib
+                                           << " MiB class) was asked for and neither the graph's " << looked_in
+                                           << " nor the eager cache holds one; a capture cannot call cudaMalloc "
+                                              "(run the same step eagerly first so that its blocks are cached)");
+  void* pointer = eager->second.back();
+  eager->second.pop_back();
+  cached_ -= klass;
+  pool.owned += klass;
+  pool_of_[pointer] = active_pool_;
+  return pointer;
+}
+
 void* CachingAllocator::take_for_pool_locked(size_t klass, size_t bytes) {
   Pool& pool = pools_.at(active_pool_);
   void* pointer = nullptr;
@@ -117,17 +137,7 @@ void* CachingAllocator::take_for_pool_locked(size_t klass, size_t bytes) {
     own->second.pop_back();
     pool.free -= klass;
   } else {
-    auto eager = free_lists_.find(klass);
-    const double mib = 1.0 / (1024.0 * 1024.0);
-    URPE_CHECK(eager != free_lists_.end() && !eager->second.empty(),
-               "CUDA graph capture on cuda:" << device_ << ": a block of " << bytes << " bytes (" << klass * mib
-               << " MiB class) was asked for and neither the graph's pool nor the eager cache holds one; a capture "
-                  "cannot call cudaMalloc (run the same step eagerly first so that its blocks are cached)");
-    pointer = eager->second.back();
-    eager->second.pop_back();
-    cached_ -= klass;
-    pool.owned += klass;
-    pool_of_[pointer] = active_pool_;
+    pointer = adopt_eager_block_locked(pool, klass, bytes, "a block", "pool");
   }
   in_use_ += klass;
   peak_ = std::max(peak_, in_use_);
@@ -249,16 +259,7 @@ void* CachingAllocator::allocate_untouched(size_t bytes) {
         reserved->second.pop_back();
         pool.free -= klass;
       } else {
-        auto eager = free_lists_.find(klass);
-        URPE_CHECK(eager != free_lists_.end() && !eager->second.empty(),
-                   "CUDA graph capture on cuda:" << device_ << ": a table of " << bytes
-                       << " bytes was asked for and neither the graph's reserve nor the eager cache holds a block "
-                          "for it; a capture cannot call cudaMalloc");
-        pointer = eager->second.back();
-        eager->second.pop_back();
-        cached_ -= klass;
-        pool.owned += klass;
-        pool_of_[pointer] = active_pool_;
+        pointer = adopt_eager_block_locked(pool, klass, bytes, "a table", "reserve");
       }
       in_use_ += klass;
       peak_ = std::max(peak_, in_use_);

@@ -120,6 +120,7 @@ class CachingAllocator {
   };
   void free_cached_locked();
   void* take_for_pool_locked(size_t klass, size_t bytes);
+  void* adopt_eager_block_locked(Pool& pool, size_t klass, size_t bytes, const char* what, const char* looked_in);
   int device_;
   mutable std::mutex mutex_;
   std::map<size_t, std::vector<void*>> free_lists_;

@@ -109,6 +109,19 @@ void Adam::gather_slots(std::vector<AdamSlot>& slots, std::vector<bool>& decayed
   }
 }
 
+namespace {
+// The slots of parameters with weight decay and of those without (decay_biases_and_norms off),
+// each group in the parameters' order: the eager update and the captured one split them alike.
+struct DecayGroups {
+  std::vector<AdamSlot> decayed, kept;
+};
+DecayGroups split_decay_groups(const std::vector<AdamSlot>& slots, const std::vector<bool>& decayed) {
+  DecayGroups groups;
+  for (size_t k = 0; k < slots.size(); ++k) (decayed[k] ? groups.decayed : groups.kept).push_back(slots[k]);
+  return groups;
+}
+}  // namespace
+
 // ---- the captured step's halves (CUDA graphs) ----
 
 void Adam::prepare_captured_step(float lr) {
@@ -140,10 +153,9 @@ void Adam::record_captured_step() {
     launch_adam_update(slots, step_scalars_[0]);
     return;
   }
-  std::vector<AdamSlot> decayed_slots, kept;
-  for (size_t k = 0; k < slots.size(); ++k) (decayed[k] ? decayed_slots : kept).push_back(slots[k]);
-  if (!decayed_slots.empty()) launch_adam_update(decayed_slots, step_scalars_[0]);
-  if (!kept.empty()) launch_adam_update(kept, step_scalars_[1]);
+  const DecayGroups groups = split_decay_groups(slots, decayed);
+  if (!groups.decayed.empty()) launch_adam_update(groups.decayed, step_scalars_[0]);
+  if (!groups.kept.empty()) launch_adam_update(groups.kept, step_scalars_[1]);
 }
 
 bool Adam::decays(const Tensor& param) const { return config_.decay_biases_and_norms || param.dim() >= 2; }
@@ -156,12 +168,11 @@ void Adam::update_in_decay_groups(const std::vector<AdamSlot>& slots, const std:
     adam_update(slots, hyper, step_scalars_[0]);
     return;
   }
-  std::vector<AdamSlot> decayed, kept;
-  for (size_t k = 0; k < slots.size(); ++k) (decayed_slots[k] ? decayed : kept).push_back(slots[k]);
-  if (!decayed.empty()) adam_update(decayed, hyper, step_scalars_[0]);
+  const DecayGroups groups = split_decay_groups(slots, decayed_slots);
+  if (!groups.decayed.empty()) adam_update(groups.decayed, hyper, step_scalars_[0]);
   AdamHyper no_decay = hyper;
   no_decay.weight_decay = 0.0f;
-  if (!kept.empty()) adam_update(kept, no_decay, step_scalars_[1]);
+  if (!groups.kept.empty()) adam_update(groups.kept, no_decay, step_scalars_[1]);
 }
 
 void Adam::zero_grad() {
