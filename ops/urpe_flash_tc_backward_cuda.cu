@@ -144,33 +144,37 @@ __device__ __forceinline__ void product_row_pairs(float (&acc)[kSteps][4], const
 }
 
 // A tile read by rows (the n side of X·Tᵀ) and one read by row pairs (the k side of X·T), in the
-// element type's layout.
-template <int kRows, int kDim, int kCols>
-__device__ __forceinline__ void load_rows_tile(float2 (&tile)[kRows][kCols], const float* src, int valid, int cols) {
-  load_rounded_column_pairs<kRows, kDim>(tile, src, valid, cols);
+// element type's layout, from a tensor's rows (GlobalRows) or a staging tile (StagedRows).
+template <int kRows, int kDim, int kCols, typename Layout = GlobalRows>
+__device__ __forceinline__ void load_rows_tile(float2 (&tile)[kRows][kCols], const float* src, int valid, int cols,
+                                               Layout layout = {}) {
+  load_rounded_column_pairs<kRows, kDim>(tile, src, valid, cols, layout);
 }
-template <int kRows, int kDim, int kCols>
-__device__ __forceinline__ void load_rows_tile(uint32_t (&tile)[kRows][kCols], const float* src, int valid, int cols) {
-  load_bf16_rows<kRows, kDim>(tile, src, valid, cols);
+template <int kRows, int kDim, int kCols, typename Layout = GlobalRows>
+__device__ __forceinline__ void load_rows_tile(uint32_t (&tile)[kRows][kCols], const float* src, int valid, int cols,
+                                               Layout layout = {}) {
+  load_bf16_rows<kRows, kDim>(tile, src, valid, cols, layout);
 }
-template <int kRows, int kDim, int kPairs, int kCols>
-__device__ __forceinline__ void load_pairs_tile(float2 (&tile)[kPairs][kCols], const float* src, int valid, int cols) {
-  load_rounded_row_pairs<kRows, kDim>(tile, src, valid, cols);
+template <int kRows, int kDim, int kPairs, int kCols, typename Layout = GlobalRows>
+__device__ __forceinline__ void load_pairs_tile(float2 (&tile)[kPairs][kCols], const float* src, int valid, int cols,
+                                                Layout layout = {}) {
+  load_rounded_row_pairs<kRows, kDim>(tile, src, valid, cols, layout);
 }
-template <int kRows, int kDim, int kPairs, int kCols>
-__device__ __forceinline__ void load_pairs_tile(uint32_t (&tile)[kPairs][kCols], const float* src, int valid, int cols) {
-  load_bf16_row_pairs<kRows, kDim>(tile, src, valid, cols);
+template <int kRows, int kDim, int kPairs, int kCols, typename Layout = GlobalRows>
+__device__ __forceinline__ void load_pairs_tile(uint32_t (&tile)[kPairs][kCols], const float* src, int valid, int cols,
+                                                Layout layout = {}) {
+  load_bf16_row_pairs<kRows, kDim>(tile, src, valid, cols, layout);
 }
 // From bf16 tensors (BF16 tiles only): the words as they are (ops/urpe_flash_tc_tiles.cuh).
-template <int kRows, int kDim, int kCols>
+template <int kRows, int kDim, int kCols, typename Layout = GlobalRows>
 __device__ __forceinline__ void load_rows_tile(uint32_t (&tile)[kRows][kCols], const __nv_bfloat16* src, int valid,
-                                               int cols) {
-  load_bf16_rows<kRows, kDim>(tile, src, valid, cols);
+                                               int cols, Layout layout = {}) {
+  load_bf16_rows<kRows, kDim>(tile, src, valid, cols, layout);
 }
-template <int kRows, int kDim, int kPairs, int kCols>
+template <int kRows, int kDim, int kPairs, int kCols, typename Layout = GlobalRows>
 __device__ __forceinline__ void load_pairs_tile(uint32_t (&tile)[kPairs][kCols], const __nv_bfloat16* src, int valid,
-                                                int cols) {
-  load_bf16_row_pairs<kRows, kDim>(tile, src, valid, cols);
+                                                int cols, Layout layout = {}) {
+  load_bf16_row_pairs<kRows, kDim>(tile, src, valid, cols, layout);
 }
 template <bool kBf16, int kSteps>
 __device__ __forceinline__ void load_a(uint32_t (&a)[kSteps][4], const __nv_bfloat16* src, int first_row,
@@ -355,13 +359,13 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_b
       if constexpr (kPipelined) {
         async::wait<0>();  // this thread's copies of tile j0 have landed
         __syncthreads();   // everyone's have, and the previous tile's reads of the tiles and diagonals are done
-        // The staged rows to the fragment layouts: the loaders' whole-tile path (kKeys valid rows of
-        // kDim columns: the staging holds the zeros), the same rounding and pairing as from global.
+        // The staged rows to the fragment layouts: the loaders' whole-tile path from the swizzled
+        // staging (StagedRows: the zeros included), the same rounding and pairing as from global.
         const TIn* k_raw = reinterpret_cast<const TIn*>(&(*k_stage)[0][0]);
         const TIn* v_raw = reinterpret_cast<const TIn*>(&(*v_stage)[0][0]);
-        load_rows_tile<kKeys, kDim>(k_rows, k_raw, kKeys, kDim);
-        load_pairs_tile<kKeys, kDim>(k_pairs, k_raw, kKeys, kDim);
-        load_rows_tile<kKeys, kDim>(v_rows, v_raw, kKeys, kDim);
+        load_rows_tile<kKeys, kDim>(k_rows, k_raw, kKeys, kDim, StagedRows{});
+        load_pairs_tile<kKeys, kDim>(k_pairs, k_raw, kKeys, kDim, StagedRows{});
+        load_rows_tile<kKeys, kDim>(v_rows, v_raw, kKeys, kDim, StagedRows{});
         stage_diagonals<kDiag, true>(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s, *bias_map_s, *c_map_s);
         __syncthreads();  // the tiles and diagonals ready; the staging is free again
         if (j0 + kKeys < key_end) prefetch_tile(j0 + kKeys);  // in flight while this tile computes
@@ -619,14 +623,14 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
       if constexpr (kPipelined) {
         async::wait<0>();  // this thread's copies of tile i0 have landed
         __syncthreads();   // everyone's have, and the previous tile's reads of the copies and terms are done
-        // The staged rows to the paired layouts: the loaders' whole-tile path (kQueries valid rows
-        // of kDim columns: the staging holds the zeros), the same rounding and pairing as from global.
+        // The staged rows to the paired layouts: the loaders' whole-tile path from the swizzled
+        // staging (StagedRows: the zeros included), the same rounding and pairing as from global.
         const TIn* q_raw = reinterpret_cast<const TIn*>(&(*q_stage)[0][0]);
         const TIn* go_raw = reinterpret_cast<const TIn*>(&(*go_stage)[0][0]);
-        load_rows_tile<kQueries, kDim>(q_rows, q_raw, kQueries, kDim);
-        load_rows_tile<kQueries, kDim>(go_rows, go_raw, kQueries, kDim);
-        load_pairs_tile<kQueries, kDim>(q_pairs, q_raw, kQueries, kDim);
-        load_pairs_tile<kQueries, kDim>(go_pairs, go_raw, kQueries, kDim);
+        load_rows_tile<kQueries, kDim>(q_rows, q_raw, kQueries, kDim, StagedRows{});
+        load_rows_tile<kQueries, kDim>(go_rows, go_raw, kQueries, kDim, StagedRows{});
+        load_pairs_tile<kQueries, kDim>(q_pairs, q_raw, kQueries, kDim, StagedRows{});
+        load_pairs_tile<kQueries, kDim>(go_pairs, go_raw, kQueries, kDim, StagedRows{});
         for (int x = threadIdx.x; x < kQueries; x += kThreads) {
           const bool in = i0 + x < nq;
           lse_s[x] = in ? (*lse_stage)[x] : -INFINITY;
