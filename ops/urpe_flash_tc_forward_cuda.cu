@@ -105,6 +105,7 @@ __device__ __forceinline__ void forward_weights(const FlashGeometry& g, uint64_t
 // The pipelined variant (kPipelined) adds, in dynamic shared memory, a raw staging copy of the
 // next K and V tiles (kKeys rows of kDim TIn each) and of the next tile's map entries:
 //   k_stage (kKeys × kDim TIn) | v_stage (kKeys × kDim TIn) | bias_map_s (kDiag int) | c_map_s (kDiag int)
+// (the staged rows' 16-byte units swizzled against bank conflicts: StagedRows, urpe_flash_tc_tiles.cuh)
 // bytes per block (static + dynamic, sm_90 allows 227 KiB a block, 228 KiB an SM): TF32 kDim 32:
 // 20.5 K + 17 K, 64: 37 K + 33.8 K (3 blocks: 215 K), 128: 35 K + 33.5 K (2 blocks); BF16 from f32
 // tensors 32: 11 K + 17 K, 64: 19.5 K + 33.8 K, 128: 36 K + 66.5 K (2 blocks: 207 K); from bf16
