@@ -101,14 +101,17 @@ struct StagedRows {};
 
 __device__ __forceinline__ unsigned staged_unit(unsigned f) { return f ^ ((f >> 3) & 1u); }
 
-// Where element e (row-major, kDim per row) of a tile of T lies in the layout's memory.
-template <typename T, typename Layout>
-__device__ __forceinline__ int tile_offset(int e) {
+// Element (row_offset + c + k) of a tile of T (row_offset = row · kDim for a staging tile): for a
+// tensor the pointer as the single-buffered loaders always formed it, (src + row_offset) + c + k;
+// for a staging tile its swizzled place (unit staged_unit(u), the same place inside the unit).
+template <typename Layout, typename T>
+__device__ __forceinline__ const T* tile_at(const T* src, int row_offset, int c, int k = 0) {
   if constexpr (std::is_same_v<Layout, StagedRows>) {
     constexpr unsigned kPerUnit = 16 / unsigned(sizeof(T));
-    return int(staged_unit(unsigned(e) / kPerUnit) * kPerUnit + unsigned(e) % kPerUnit);
+    const unsigned e = unsigned(row_offset + c + k);
+    return src + (staged_unit(e / kPerUnit) * kPerUnit + e % kPerUnit);
   } else {
-    return e;
+    return src + row_offset + c + k;
   }
 }
 
@@ -129,8 +132,8 @@ template <int kDim, typename Layout = GlobalRows>
 __device__ __forceinline__ void read_row_unit(float (&x)[8], const float* __restrict__ src, int r, int c, bool whole,
                                               int valid_rows, int cols) {
   if (whole) {
-    const float4 a = *reinterpret_cast<const float4*>(src + tile_offset<float, Layout>(r * kDim + c));
-    const float4 b = *reinterpret_cast<const float4*>(src + tile_offset<float, Layout>(r * kDim + c + 4));
+    const float4 a = *reinterpret_cast<const float4*>(tile_at<Layout>(src, r * kDim, c));
+    const float4 b = *reinterpret_cast<const float4*>(tile_at<Layout>(src, r * kDim, c, 4));
     x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w, x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
   } else {
 #pragma unroll
@@ -142,8 +145,8 @@ template <int kDim, typename Layout = GlobalRows>
 __device__ __forceinline__ void read_row_pair_unit(float (&even)[4], float (&odd)[4], const float* __restrict__ src,
                                                    int r, int c, bool whole, int valid_rows, int cols) {
   if (whole) {
-    const float4 a = *reinterpret_cast<const float4*>(src + tile_offset<float, Layout>(r * kDim + c));
-    const float4 b = *reinterpret_cast<const float4*>(src + tile_offset<float, Layout>((r + 1) * kDim + c));
+    const float4 a = *reinterpret_cast<const float4*>(tile_at<Layout>(src, r * kDim, c));
+    const float4 b = *reinterpret_cast<const float4*>(tile_at<Layout>(src, (r + 1) * kDim, c));
     even[0] = a.x, even[1] = a.y, even[2] = a.z, even[3] = a.w;
     odd[0] = b.x, odd[1] = b.y, odd[2] = b.z, odd[3] = b.w;
   } else {
@@ -271,7 +274,7 @@ template <int kDim, typename Layout = GlobalRows>
 __device__ __forceinline__ void read_row_unit(uint32_t (&w)[4], const __nv_bfloat16* __restrict__ src, int r, int c,
                                               bool whole, int valid_rows, int cols) {
   if (whole) {
-    const float4 a = *reinterpret_cast<const float4*>(src + tile_offset<__nv_bfloat16, Layout>(r * kDim + c));  // 16 bytes of bf16 pairs
+    const float4 a = *reinterpret_cast<const float4*>(tile_at<Layout>(src, r * kDim, c));  // 16 bytes of bf16 pairs
     w[0] = __float_as_uint(a.x), w[1] = __float_as_uint(a.y), w[2] = __float_as_uint(a.z), w[3] = __float_as_uint(a.w);
   } else {
 #pragma unroll
@@ -290,8 +293,8 @@ __device__ __forceinline__ void read_row_pair_unit(uint32_t (&w)[4], const __nv_
                                                    int c, bool whole, int valid_rows, int cols) {
   if (whole) {
     // row r, columns c…c+3, then row r + 1 (8 bytes each: half a 16-byte unit, which the swizzle keeps whole)
-    const float2 ef = *reinterpret_cast<const float2*>(src + tile_offset<__nv_bfloat16, Layout>(r * kDim + c));
-    const float2 of = *reinterpret_cast<const float2*>(src + tile_offset<__nv_bfloat16, Layout>((r + 1) * kDim + c));
+    const float2 ef = *reinterpret_cast<const float2*>(tile_at<Layout>(src, r * kDim, c));
+    const float2 of = *reinterpret_cast<const float2*>(tile_at<Layout>(src, (r + 1) * kDim, c));
     const uint32_t e0 = __float_as_uint(ef.x), e1 = __float_as_uint(ef.y);
     const uint32_t o0 = __float_as_uint(of.x), o1 = __float_as_uint(of.y);
     w[0] = (e0 & 0xFFFFu) | (o0 << 16), w[1] = (e0 >> 16) | (o0 & 0xFFFF0000u);
