@@ -713,8 +713,7 @@ const TcCase kPipelineBackwardExtra[] = {
     {"d 128, toeplitz, causal, ragged", 1, 1, 70, 80, 128, 96, true, true, 1, false, true, 3, 0.0f},
 };
 // From kPipelineExtra (0, 1), kPipelineBackwardExtra (2…4) and kCases (10 + index): the TF32 run
-// (kCases[0]: 19 and 23 columns, not whole 16-byte rows, so the single-buffered kernels both times;
-// kCases[8]: more dQ tasks than one grid).
+// (kCases[0]: 19 and 23 columns, not whole 16-byte rows, so the single-buffered kernels both times).
 constexpr int kPipelineBackwardTf32[] = {0, 1, 2, 3, 4, 10 + 0, 10 + 1, 10 + 4, 10 + 5};
 // The BF16 runs (f32 tensors, bf16 tensors): the 64 class with buckets, padding, a causal offset and
 // dropout, the 128 class causal, the 32 class with padding; the TF32 run covers the rest of the
