@@ -20,12 +20,15 @@
 #                                   racecheck, the bench at the issue's shapes beside PyTorch,
 #                                   one Nsight Compute report per tensor-core kernel; ~5 min on
 #                                   an H100 (bench/cuda_notes.md has the plan and predictions)
-#   bench/gpu_session.sh attention_tc_pipeline  the tensor-core forward's pipelined variant
-#                                   (--tc-pipeline, cp.async staging) against today's, after `build`:
-#                                   its bit-for-bit test on the GPU, memcheck and racecheck of it,
-#                                   then `urpe bench attention` at d 64, B 8, H 16, n 1k/4k, causal
-#                                   and not, TF32 and BF16, pipeline off/on in alternating rounds;
-#                                   ~3 min on an H100. Rehearsed on the simulator build:
+#   bench/gpu_session.sh attention_tc_pipeline  the tensor-core kernels' pipelined variants
+#                                   (--tc-pipeline, cp.async staging: the forward, dQ and dK/dV)
+#                                   against today's, after `build`: their bit-for-bit tests on the
+#                                   GPU (forward O, L; backward dQ, dK, dV, dB, dC), memcheck and
+#                                   racecheck of them, then `urpe bench attention` (forward and
+#                                   forward + backward rows) at d 64, B 8, H 16, n 1k/4k, causal
+#                                   and not, TF32 and BF16, pipeline off/on in alternating rounds,
+#                                   and a table of on/off per row; ~3 min on an H100. Rehearsed on
+#                                   the simulator build:
 #                                     ATTENTION_TC_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim \
 #                                       TC_SUITE=./build/test_cuda_sim_flash_tensor_core \
 #                                       bench/gpu_session.sh attention_tc_pipeline
@@ -249,11 +252,13 @@ attention_tc_check() {
   return 0
 }
 
-# attention_tc_pipeline (issue 35, 2026-11-27 fourth pass): is the cp.async pipelined forward
-# faster? Its bits against the single-buffered kernel on the GPU (the TC suite's pipelined case,
-# which also checks the switch picks it), memcheck and racecheck of that case, then the bench rows
-# in alternating rounds (round 1 off then on, round 2 on then off, so drift over the call cancels),
-# each row stating `pipe on|off`; the summary lists the fused forward rows side by side.
+# attention_tc_pipeline (issue 35, 2026-11-27 fourth and fifth passes): are the cp.async pipelined
+# kernels faster? Their bits against the single-buffered kernels on the GPU (the TC suite's two
+# pipelined cases, forward and backward, which also check the switch picks them), memcheck and
+# racecheck of those cases, then the bench rows in alternating rounds (round 1 off then on, round
+# 2 on then off, so drift over the call cancels), each row stating `pipe on|off`; the summary lists
+# the fused rows (forward, forward + backward) side by side, then per row the mean of each
+# setting's medians and on/off (below 1: the pipeline is faster).
 attention_tc_pipeline() {
   attention_tc_shapes
   local shape="--batch 8 --heads 16 --head-dim 64 --lengths 1024,4096" rounds=${PIPELINE_ROUNDS:-2} preps=10
@@ -281,6 +286,13 @@ attention_tc_pipeline() {
   for log in "$LOGS"/pipe_*_r*.log; do
     awk -v run="$(basename "$log" .log)" '$2 == "fused" { print $1, $3, $4, $8, $10, run }' "$log"
   done | sort -k1,1n -k2,2 -k6,6 | tee "$LOGS/pipe_summary.txt"
+  # The same rows paired: the run's math and mask (its name less the pipe and round), n, direction.
+  echo "== pipe_ratio: run n direction ms_off ms_on on/off"
+  awk '{ run = $6; sub(/_(on|off)_r[0-9]+$/, "", run); key = run " " $1 " " $2
+         if ($5 == "on") { on[key] += $3; n_on[key]++ } else if ($5 == "off") { off[key] += $3; n_off[key]++ } }
+       END { for (k in on) if (k in off) printf "%s %.3f %.3f %.3f\n", k, off[k] / n_off[k], on[k] / n_on[k],
+                                                  (on[k] / n_on[k]) / (off[k] / n_off[k]) }' "$LOGS/pipe_summary.txt" |
+    sort -k1,1 -k2,2n -k3,3 | tee "$LOGS/pipe_ratio.txt"
   return 0
 }
 

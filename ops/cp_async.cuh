@@ -12,6 +12,7 @@
 // ---- the instructions (PTX ISA, "Data Movement and Conversion Instructions: cp.async") ----
 //   cp.async.cg.shared.global [dst], [src], 16, src_bytes;   16 bytes, L2 only (streamed tiles)
 //   cp.async.ca.shared.global [dst], [src], 4, src_bytes;    4 bytes, cached in L1 (small maps)
+//   cp.async.ca.shared.global [dst], [src], 8, src_bytes;    8 bytes (one double: the backward's D)
 // copy src_bytes bytes and fill the rest of the destination with zeros (src_bytes = 0: zeros,
 // nothing read). dst and src are aligned to the copy's size. The copies a thread issued since its
 // last `commit` form one group (cp.async.commit_group); `wait<n>` (cp.async.wait_group n) returns
@@ -64,6 +65,19 @@ __device__ __forceinline__ void copy4(void* dst, const void* src, int src_bytes)
   urpe_sim::cp_async(dst, words, 4, src_bytes);
 #else
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(dst)), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+#endif
+}
+
+// 8 bytes global → shared (both 8-byte aligned): src's 8 bytes when src_bytes = 8, zeros when 0.
+__device__ __forceinline__ void copy8(void* dst, const void* src, int src_bytes) {
+#if defined(URPE_CUDA_SIM)
+  uint32_t words[2] = {0u, 0u};
+  if (src_bytes == 8) words[0] = static_cast<const uint32_t*>(src)[0], words[1] = static_cast<const uint32_t*>(src)[1];
+  urpe_sim::cp_async(dst, words, 8, src_bytes);
+#else
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(shared_address(dst)), "l"(src),
                "r"(src_bytes)
                : "memory");
 #endif

@@ -51,11 +51,24 @@ void urpe_flash_tc_forward(cuda::Context& ctx, const Tensor& q, const Tensor& k,
 // device's per-block limit. Otherwise the single-buffered kernel runs.
 bool flash_tc_forward_pipelined(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, TcMath math);
 
+// Which backward kernels urpe_flash_tc_backward runs pipelined (cp.async staging of the next key
+// tile in dQ, of the next query tile in dK/dV) for these tensors: the context's switch on
+// (cuda::set_tc_pipeline, the forward's), the rows each streams (K and V; Q and dO) whole 16-byte
+// units (dh and dv a multiple of 4 floats, 8 bf16 values) on 16-byte boundaries, and its shared
+// memory within the device's per-block limit. The gradients are the same bits either way.
+struct TcBackwardPipelines {
+  bool dq = false, dkdv = false;
+};
+TcBackwardPipelines flash_tc_backward_pipelined(cuda::Context& ctx, const Tensor& q, const Tensor& k,
+                                                const Tensor& v, const Tensor& grad_out, TcMath math);
+
 // dQ, dK, dV, and the table gradients of tables whose map is relative ((Nq + Nk − 1,), a function
 // of j − i): grad_bias_table / grad_c_table non-null only for those. d_row: D_i = dO_i·O_i, (Bsz·H·Nq).
 // A table with a dense map is the caller's (the scalar bucket walk). partial_cap_bytes bounds the
 // tables' per-diagonal partial sums held at once (0: max(64 MiB, the bytes of q)); the result does
-// not depend on it, to the bit (tests pass a tiny cap to check that).
+// not depend on it, to the bit (tests pass a tiny cap to check that). With the context's pipeline
+// switch on, the kernels that flash_tc_backward_pipelined names run their pipelined variants: the
+// same bits.
 void urpe_flash_tc_backward(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
                             const Tensor& lse, const Tensor& grad_out, const double* d_row,
                             const UrpeAttentionParams& params, const AttentionDropout& dropout,

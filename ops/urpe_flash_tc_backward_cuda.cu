@@ -39,6 +39,13 @@
 //   FLOPs on the tensor cores per (b, h): dq 3 products, dkdv 4, each 2·Nq·Nk·kDim (7 against
 //   FlashAttention-2's 5: the price of no atomics); bytes: Q, K, V, dO once per 64 rows of the
 //   other side, dQ, dK, dV once, the partials above.
+// Pipelined variants (kPipelined; the context's tc_pipeline switch, the forward's, `--tc-pipeline
+//   on`): the same bytes and the same bits, but each kernel's streamed tiles (dQ: the next key
+//   tile's K and V rows and map entries; dK/dV: the next query tile's Q and dO rows, L, D and map
+//   entries) are copied with cp.async (ops/cp_async.cuh) to a staging buffer in dynamic shared
+//   memory while the current tile computes, and turned into the paired tiles from there by the
+//   same loaders, so no warp waits for global memory inside a task but at its first tile
+//   (DqTiles and DkdvTiles below have the layouts and the bytes).
 #include <algorithm>
 #include <type_traits>
 
@@ -137,33 +144,37 @@ __device__ __forceinline__ void product_row_pairs(float (&acc)[kSteps][4], const
 }
 
 // A tile read by rows (the n side of X·Tᵀ) and one read by row pairs (the k side of X·T), in the
-// element type's layout.
-template <int kRows, int kDim, int kCols>
-__device__ __forceinline__ void load_rows_tile(float2 (&tile)[kRows][kCols], const float* src, int valid, int cols) {
-  load_rounded_column_pairs<kRows, kDim>(tile, src, valid, cols);
+// element type's layout, from a tensor's rows (GlobalRows) or a staging tile (StagedRows).
+template <int kRows, int kDim, int kCols, typename Layout = GlobalRows>
+__device__ __forceinline__ void load_rows_tile(float2 (&tile)[kRows][kCols], const float* src, int valid, int cols,
+                                               Layout layout = {}) {
+  load_rounded_column_pairs<kRows, kDim>(tile, src, valid, cols, layout);
 }
-template <int kRows, int kDim, int kCols>
-__device__ __forceinline__ void load_rows_tile(uint32_t (&tile)[kRows][kCols], const float* src, int valid, int cols) {
-  load_bf16_rows<kRows, kDim>(tile, src, valid, cols);
+template <int kRows, int kDim, int kCols, typename Layout = GlobalRows>
+__device__ __forceinline__ void load_rows_tile(uint32_t (&tile)[kRows][kCols], const float* src, int valid, int cols,
+                                               Layout layout = {}) {
+  load_bf16_rows<kRows, kDim>(tile, src, valid, cols, layout);
 }
-template <int kRows, int kDim, int kPairs, int kCols>
-__device__ __forceinline__ void load_pairs_tile(float2 (&tile)[kPairs][kCols], const float* src, int valid, int cols) {
-  load_rounded_row_pairs<kRows, kDim>(tile, src, valid, cols);
+template <int kRows, int kDim, int kPairs, int kCols, typename Layout = GlobalRows>
+__device__ __forceinline__ void load_pairs_tile(float2 (&tile)[kPairs][kCols], const float* src, int valid, int cols,
+                                                Layout layout = {}) {
+  load_rounded_row_pairs<kRows, kDim>(tile, src, valid, cols, layout);
 }
-template <int kRows, int kDim, int kPairs, int kCols>
-__device__ __forceinline__ void load_pairs_tile(uint32_t (&tile)[kPairs][kCols], const float* src, int valid, int cols) {
-  load_bf16_row_pairs<kRows, kDim>(tile, src, valid, cols);
+template <int kRows, int kDim, int kPairs, int kCols, typename Layout = GlobalRows>
+__device__ __forceinline__ void load_pairs_tile(uint32_t (&tile)[kPairs][kCols], const float* src, int valid, int cols,
+                                                Layout layout = {}) {
+  load_bf16_row_pairs<kRows, kDim>(tile, src, valid, cols, layout);
 }
 // From bf16 tensors (BF16 tiles only): the words as they are (ops/urpe_flash_tc_tiles.cuh).
-template <int kRows, int kDim, int kCols>
+template <int kRows, int kDim, int kCols, typename Layout = GlobalRows>
 __device__ __forceinline__ void load_rows_tile(uint32_t (&tile)[kRows][kCols], const __nv_bfloat16* src, int valid,
-                                               int cols) {
-  load_bf16_rows<kRows, kDim>(tile, src, valid, cols);
+                                               int cols, Layout layout = {}) {
+  load_bf16_rows<kRows, kDim>(tile, src, valid, cols, layout);
 }
-template <int kRows, int kDim, int kPairs, int kCols>
+template <int kRows, int kDim, int kPairs, int kCols, typename Layout = GlobalRows>
 __device__ __forceinline__ void load_pairs_tile(uint32_t (&tile)[kPairs][kCols], const __nv_bfloat16* src, int valid,
-                                                int cols) {
-  load_bf16_row_pairs<kRows, kDim>(tile, src, valid, cols);
+                                                int cols, Layout layout = {}) {
+  load_bf16_row_pairs<kRows, kDim>(tile, src, valid, cols, layout);
 }
 template <bool kBf16, int kSteps>
 __device__ __forceinline__ void load_a(uint32_t (&a)[kSteps][4], const __nv_bfloat16* src, int first_row,
@@ -231,33 +242,63 @@ __device__ __forceinline__ void dq_cells(const FlashGeometry& g, uint64_t seed, 
     }
 }
 
+// The dQ kernel's tiles. Key tiles of 64 at kDim = 32, 32 at 64, 16 at 128. K_J is read two ways,
+// by rows (S = Q·K_Jᵀ) and by row pairs (dQ += dS·K_J), so it is staged twice, as column pairs and
+// as row pairs, and V_J, read by rows only, as column pairs: every B fragment is one 64-bit shared
+// load. Those three copies of a 64-key tile at d 64 would need 54 KB of static shared memory (the
+// limit is 48), hence 32 keys there; at d 128, Q, dO fragments and the dQ accumulators hold 192
+// registers, and 16 keys keep the S and dA tiles within 255 (no spill). dQ accumulates key block
+// after key block in the same order whatever the tile: the same bits. BF16 tiles are half the
+// bytes; they keep TF32's key tiles (the registers bound them as much).
+// The pipelined variant (kPipelined) adds, in dynamic shared memory, a raw staging copy of the next
+// key tile's K and V rows (kKeys rows of kDim TIn each) and of its map entries:
+//   k_stage (kKeys × kDim TIn) | v_stage (kKeys × kDim TIn) | bias_map_s (kDiag int) | c_map_s (kDiag int)
+// bytes per block (static + dynamic; sm_90: 227 KiB a block, 228 KiB an SM with 1 KiB a block
+// reserved): TF32 kDim 32: 30 K + 17 K (3 blocks: 144 K an SM), 64: 27.3 K + 16.7 K (3 blocks:
+// 135 K), 128: 25.9 K + 16.6 K (2 blocks, its registers); BF16 from f32 tensors 16 K, 14.3 K,
+// 13.4 K static and the same staging; from bf16 tensors half the staging. Every instantiation keeps
+// its blocks per SM on sm_90 (an A100's 164 K an SM too).
+template <int kDim, bool kBf16, typename TIn>
+struct DqTiles {
+  static constexpr int kKeys = kDim == 32 ? 64 : kDim == 64 ? 32 : 16;
+  static constexpr int kDiag = kBlockRows + kKeys - 1;
+  using Shape = TileShape<kDim, kBf16>;
+  static constexpr size_t kStaticBytes =
+      16 * size_t(2 * kKeys * Shape::row_vectors(1) + kKeys / 2 * Shape::pair_vectors(1)) + 8 * kDiag + 4 * kWarps;
+  // ---- the pipelined variant's dynamic shared memory ----
+  static constexpr int kStageVectors = kDim * int(sizeof(TIn)) / 16;  // 16-byte units per staged row
+  static constexpr size_t kStageBytes = 16 * size_t(kKeys) * kStageVectors;
+  static constexpr size_t kKStage = 0, kVStage = kStageBytes, kBiasMap = 2 * kStageBytes;
+  static constexpr size_t kCMap = kBiasMap + (4 * kDiag + 15) / 16 * 16;
+  static constexpr size_t kDynamicBytes = kCMap + 4 * kDiag;
+};
+
 // 3 blocks per SM at kDim ≤ 64 (≤ 168 registers; ncu on the H200, 2026-11-27, found dQ at 8 warps
 // per SM with 252 registers, most of its stalls latencies that more warps hide). Its fast path
 // needs 166; the cap costs one 4-byte spill, a predicate mask saved before the key loop and
 // reloaded after it (sm_90 SASS), nothing per tile.
 // TIn: the tensors' element type (float, or __nv_bfloat16 on BF16 tiles): q, k, v, dO read as
 // they are, dQ written in it; L and D stay FP32 (double).
-template <int kDim, bool kBf16, typename TIn>
+// kPipelined: the key tiles' global loads software-pipelined as in the forward: while tile j
+// computes, tile j + 1's raw K and V rows and its map entries are in flight (cp.async) to the
+// staging buffer; after tile j the block turns them into the column-pair and row-pair tiles with
+// the same loaders (the same rounding and pairing), so dQ is the single-buffered kernel's, bit
+// for bit, and a block waits for global memory once per task, not once per key tile.
+template <int kDim, bool kBf16, typename TIn, bool kPipelined>
 __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_backward_dq_kernel(
     FlashGeometry g, const TIn* __restrict__ q, const TIn* __restrict__ k, const TIn* __restrict__ v,
     const TIn* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
     TIn* __restrict__ grad_q) {
   const uint64_t seed = g.dropout_seed();  // once per thread
-  // Key tiles of 64 at kDim = 32, 32 at 64, 16 at 128. K_J is read two ways, by rows (S = Q·K_Jᵀ)
-  // and by row pairs (dQ += dS·K_J), so it is staged twice, as column pairs and as row pairs, and
-  // V_J, read by rows only, as column pairs: every B fragment is one 64-bit shared load. Those
-  // three copies of a 64-key tile at d 64 would need 54 KB of static shared memory (the limit is
-  // 48), hence 32 keys there; at d 128, Q, dO fragments and the dQ accumulators hold 192
-  // registers, and 16 keys keep the S and dA tiles within 255 (no spill). dQ accumulates key
-  // block after key block in the same order whatever the tile: the same bits.
-  // BF16 tiles are half the bytes; they keep TF32's key tiles (the registers bound them as much).
-  constexpr int kKeys = kDim == 32 ? 64 : kDim == 64 ? 32 : 16;
+  using DTiles = DqTiles<kDim, kBf16, TIn>;
+  constexpr int kKeys = DTiles::kKeys;
   constexpr int kKeyBlocks = kKeys / 8;
   constexpr int kSteps = Dim<kDim>::kSteps;
   using Tiles = TileShape<kDim, kBf16>;
   using Elem = typename Tiles::Elem;
   constexpr int kASteps = Tiles::kASteps;
-  constexpr int kDiag = kBlockRows + kKeys - 1;
+  constexpr int kDiag = DTiles::kDiag;
+  constexpr int kStageVectors = DTiles::kStageVectors;
   URPE_SHARED(float4, k_rows4, [kKeys][Tiles::row_vectors(1)]);  // 16-byte rows (tile_view)
   URPE_SHARED(float4, k_pairs4, [kKeys / 2][Tiles::pair_vectors(1)]);
   URPE_SHARED(float4, v_rows4, [kKeys][Tiles::row_vectors(1)]);
@@ -267,6 +308,18 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_b
   URPE_SHARED(float, bias_s, [kDiag]);
   URPE_SHARED(float, c_s, [kDiag]);
   URPE_SHARED(int, pad_scratch, [kWarps]);
+  // The pipelined variant's staging (DqTiles' layout), as pointers so that only it declares them.
+  float4 (*k_stage)[kKeys][kStageVectors] = nullptr;
+  float4 (*v_stage)[kKeys][kStageVectors] = nullptr;
+  int32_t (*bias_map_s)[kDiag] = nullptr;
+  int32_t (*c_map_s)[kDiag] = nullptr;
+  if constexpr (kPipelined) {
+    URPE_DYNAMIC_SHARED(float4, k_stage_d, [kKeys][kStageVectors], DTiles::kKStage);
+    URPE_DYNAMIC_SHARED(float4, v_stage_d, [kKeys][kStageVectors], DTiles::kVStage);
+    URPE_DYNAMIC_SHARED(int32_t, bias_map_d, [kDiag], DTiles::kBiasMap);
+    URPE_DYNAMIC_SHARED(int32_t, c_map_d, [kDiag], DTiles::kCMap);
+    k_stage = &k_stage_d, v_stage = &v_stage_d, bias_map_s = &bias_map_d, c_map_s = &c_map_d;
+  }
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int group = lane / 4, member = lane % 4;
   const int nq = int(g.nq), nk = int(g.nk), dh = int(g.dh), dv = int(g.dv);  // check_tc_sizes
@@ -278,6 +331,17 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_b
     const int w0 = i0 + warp * kWarpRows;
     const TIn* k_bh = k + int64_t(t.bh) * nk * dh;
     const TIn* v_bh = v + int64_t(t.bh) * nk * dv;
+    const int key_end = int(g.key_limit(i0 + rows - 1));  // masked for every row beyond
+    // Pipelined: key tile j0's copies into the staging buffers, one group per tile. The staging is
+    // free: the last read of it (the previous tile's transform) is behind a barrier.
+    auto prefetch_tile = [&](int j0) {
+      prefetch_rows<kKeys, kDim>(*k_stage, k_bh + j0 * dh, nk - j0, dh);
+      prefetch_rows<kKeys, kDim>(*v_stage, v_bh + j0 * dv, nk - j0, dv);
+      prefetch_diagonal_maps(g, i0, j0, kBlockRows - 1, *bias_map_s, *c_map_s);
+      async::commit();
+    };
+    if constexpr (kPipelined)
+      if (key_end > 0) prefetch_tile(0);
     uint32_t qa[kASteps][4], ga[kASteps][4];
     load_a<kBf16>(qa, q + int64_t(t.bh) * nq * dh, w0, nq - w0, dh, lane);
     load_a<kBf16>(ga, grad_out + int64_t(t.bh) * nq * dv, w0, nq - w0, dv, lane);
@@ -291,14 +355,28 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_b
     float dq[kSteps][4];
     zero(dq);
     const int pad_from = first_padded_key(g, t.b, pad_scratch);
-    const int key_end = int(g.key_limit(i0 + rows - 1));
     for (int j0 = 0; j0 < key_end; j0 += kKeys) {
-      __syncthreads();
-      load_rows_tile<kKeys, kDim>(k_rows, k_bh + j0 * dh, nk - j0, dh);
-      load_pairs_tile<kKeys, kDim>(k_pairs, k_bh + j0 * dh, nk - j0, dh);
-      load_rows_tile<kKeys, kDim>(v_rows, v_bh + j0 * dv, nk - j0, dv);
-      stage_diagonals(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s);
-      __syncthreads();
+      if constexpr (kPipelined) {
+        async::wait<0>();  // this thread's copies of tile j0 have landed
+        __syncthreads();   // everyone's have, and the previous tile's reads of the tiles and diagonals are done
+        // The staged rows to the fragment layouts: the loaders' whole-tile path from the swizzled
+        // staging (StagedRows: the zeros included), the same rounding and pairing as from global.
+        const TIn* k_raw = reinterpret_cast<const TIn*>(&(*k_stage)[0][0]);
+        const TIn* v_raw = reinterpret_cast<const TIn*>(&(*v_stage)[0][0]);
+        load_rows_tile<kKeys, kDim>(k_rows, k_raw, kKeys, kDim, StagedRows{});
+        load_pairs_tile<kKeys, kDim>(k_pairs, k_raw, kKeys, kDim, StagedRows{});
+        load_rows_tile<kKeys, kDim>(v_rows, v_raw, kKeys, kDim, StagedRows{});
+        stage_diagonals<kDiag, true>(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s, *bias_map_s, *c_map_s);
+        __syncthreads();  // the tiles and diagonals ready; the staging is free again
+        if (j0 + kKeys < key_end) prefetch_tile(j0 + kKeys);  // in flight while this tile computes
+      } else {
+        __syncthreads();  // the previous tile's reads of the tiles and diagonals are done
+        load_rows_tile<kKeys, kDim>(k_rows, k_bh + j0 * dh, nk - j0, dh);
+        load_pairs_tile<kKeys, kDim>(k_pairs, k_bh + j0 * dh, nk - j0, dh);
+        load_rows_tile<kKeys, kDim>(v_rows, v_bh + j0 * dv, nk - j0, dv);
+        stage_diagonals(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s);
+        __syncthreads();
+      }
       float s[kKeyBlocks][4], da[kKeyBlocks][4];
       zero(s);
       zero(da);
@@ -378,37 +456,87 @@ __device__ __forceinline__ void dkdv_cells(const FlashGeometry& g, uint64_t seed
     }
 }
 
+// The dK/dV kernel's tiles: query tiles of kQueries (32, or 16 at kDim = 128).
+// The tile's terms, rows kTermCols = kQueries + 3 floats apart: a warp's store (lane 4g + t at
+// key row g (+8), query column 2t (+1)) hits bank 3g + 2t (+ a constant) at kQueries = 32,
+// 19g + 2t at 16, at most two lanes a bank (kQueries + 1 gave g + 2t, up to four: ncu's 3.7-way
+// store conflicts, H200 2026-11-27); the diagonal walk below, an odd stride, stays conflict-free.
+// Q_I and dO_I are read two ways: by rows (Sᵀ = K·Q_Iᵀ, dAᵀ = V·dO_Iᵀ: column pairs) and by row
+// pairs (dV += Ãᵀ·dO_I, dK += dSᵀ·Q_I), so each is staged twice, once per paired layout, and
+// every B fragment is one 64-bit shared load. The column-pair copies are dead once the first two
+// products are done, and the tile's table terms (zb, zc) are written only after them: at
+// kDim ≥ 64 the terms share those bytes (with a barrier between), which keeps the kernel under
+// 48 KB of static shared memory (55 KB at d 64 otherwise).
+// The pipelined variant (kPipelined) adds, in dynamic shared memory, a raw staging copy of the next
+// query tile's Q and dO rows, its rows' D and L, and its map entries:
+//   q_stage (kQueries × kDim TIn) | go_stage (kQueries × kDim TIn) | d_stage (kQueries double) |
+//   lse_stage (kQueries float) | bias_map_s (kDiag int) | c_map_s (kDiag int)
+// bytes per block (static + dynamic; sm_90: 227 KiB a block, 228 KiB an SM): TF32 kDim 32:
+// 38.2 K + 9.1 K, 64: 36.8 K + 17.1 K, 128: 34.9 K + 16.8 K; BF16 from f32 tensors 29.2 K, 37.2 K,
+// 27.9 K static (their terms do not fit the column-pair copies) and the same staging; from bf16
+// tensors half the staging. The kernel runs 2 blocks per SM (its registers): at most 111 K an SM.
 template <int kDim, bool kBf16, typename TIn>
+struct DkdvTiles {
+  static constexpr int kQueries = kDim == 128 ? 16 : 32;
+  static constexpr int kDiag = kKeysPerBlock + kQueries - 1;  // diagonals of one tile
+  static constexpr int kTermCols = kQueries + 3;
+  using Shape = TileShape<kDim, kBf16>;
+  static constexpr int kRowVectors = Shape::row_vectors(kQueries);        // float4s of one column-pair copy
+  static constexpr int kPairVectors = Shape::pair_vectors(kQueries / 2);  // … of one row-pair copy
+  static constexpr int kTermVectors = kKeysPerBlock * kTermCols / 4;      // … of one table-term tile
+  static constexpr bool kTermsShareRows = 2 * kRowVectors >= 2 * kTermVectors;
+  static constexpr int kRawVectors = 2 * kRowVectors + 2 * kPairVectors + (kTermsShareRows ? 0 : 2 * kTermVectors);
+  static constexpr size_t kStaticBytes = 16 * size_t(kRawVectors) + 8 * kQueries + 16 * kDiag + 4 * kWarps;
+  // ---- the pipelined variant's dynamic shared memory ----
+  static constexpr int kStageVectors = kDim * int(sizeof(TIn)) / 16;  // 16-byte units per staged row
+  static constexpr size_t kStageBytes = 16 * size_t(kQueries) * kStageVectors;
+  static constexpr size_t kQStage = 0, kGoStage = kStageBytes, kDStage = 2 * kStageBytes;
+  static constexpr size_t kLseStage = kDStage + 8 * kQueries;
+  static constexpr size_t kBiasMap = kLseStage + (4 * kQueries + 15) / 16 * 16;
+  static constexpr size_t kCMap = kBiasMap + (4 * kDiag + 15) / 16 * 16;
+  static constexpr size_t kDynamicBytes = kCMap + 4 * kDiag;
+};
+
+// The rows' L and D of the query tile at i0 (lse_bh, d_bh: the (b, h) slice's), copied as they
+// are to lse_stage[x], d_stage[x] with 4- and 8-byte cp.async; rows from Nq on are not copied
+// (the transform gives them L = −∞, D = 0, as the single-buffered kernel's loads do).
+template <int kQueries>
+__device__ __forceinline__ void prefetch_query_rows(float (&lse_stage)[kQueries], double (&d_stage)[kQueries],
+                                                    const float* __restrict__ lse_bh,
+                                                    const double* __restrict__ d_bh, int i0, int nq) {
+  for (int x = threadIdx.x; x < kQueries; x += kThreads) {
+    if (i0 + x >= nq) continue;
+    async::copy4(&lse_stage[x], lse_bh + i0 + x, 4);
+    async::copy8(&d_stage[x], d_bh + i0 + x, 8);
+  }
+}
+
+// kPipelined: the query tiles' global loads software-pipelined as in the forward: while query
+// tile i computes, tile i + 1's raw Q and dO rows, its L and D and its map entries are in flight
+// (cp.async) to the staging buffer; after tile i the block turns them into the column-pair and
+// row-pair tiles with the same loaders (the same rounding and pairing), so dK, dV and the table
+// partials are the single-buffered kernel's, bit for bit.
+template <int kDim, bool kBf16, typename TIn, bool kPipelined>
 __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
     FlashGeometry g, const TIn* __restrict__ q, const TIn* __restrict__ k, const TIn* __restrict__ v,
     const TIn* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
     TIn* __restrict__ grad_k, TIn* __restrict__ grad_v, TablePartials tp) {
   const uint64_t seed = g.dropout_seed();  // once per thread
-  constexpr int kQueries = kDim == 128 ? 16 : 32;
+  using KTiles = DkdvTiles<kDim, kBf16, TIn>;
+  constexpr int kQueries = KTiles::kQueries;
   constexpr int kQueryBlocks = kQueries / 8;
   constexpr int kSteps = Dim<kDim>::kSteps;
-  constexpr int kDiag = kKeysPerBlock + kQueries - 1;  // diagonals of one tile
-  // The tile's terms, rows kTermCols = kQueries + 3 floats apart: a warp's store (lane 4g + t at
-  // key row g (+8), query column 2t (+1)) hits bank 3g + 2t (+ a constant) at kQueries = 32,
-  // 19g + 2t at 16, at most two lanes a bank (kQueries + 1 gave g + 2t, up to four: ncu's 3.7-way
-  // store conflicts, H200 2026-11-27); the diagonal walk below, an odd stride, stays conflict-free.
-  constexpr int kTermCols = kQueries + 3;
-  // Q_I and dO_I are read two ways: by rows (Sᵀ = K·Q_Iᵀ, dAᵀ = V·dO_Iᵀ: column pairs) and by row
-  // pairs (dV += Ãᵀ·dO_I, dK += dSᵀ·Q_I), so each is staged twice, once per paired layout, and
-  // every B fragment is one 64-bit shared load. The column-pair copies are dead once the first two
-  // products are done, and the tile's table terms (zb, zc) are written only after them: at
-  // kDim ≥ 64 the terms share those bytes (with a barrier between), which keeps the kernel under
-  // 48 KB of static shared memory (55 KB at d 64 otherwise).
+  constexpr int kDiag = KTiles::kDiag;
+  constexpr int kTermCols = KTiles::kTermCols;
   using Tiles = TileShape<kDim, kBf16>;
   using Elem = typename Tiles::Elem;
   constexpr int kASteps = Tiles::kASteps;
   constexpr int kCols2 = Tiles::kRowCols;  // float2s (BF16 words) per column-pair (bf16) row
-  constexpr int kRowVectors = Tiles::row_vectors(kQueries);           // float4s of one column-pair copy
-  constexpr int kPairVectors = Tiles::pair_vectors(kQueries / 2);     // … of one row-pair copy
-  constexpr int kTermVectors = kKeysPerBlock * kTermCols / 4;         // … of one table-term tile
-  constexpr bool kTermsShareRows = 2 * kRowVectors >= 2 * kTermVectors;
-  constexpr int kRawVectors = 2 * kRowVectors + 2 * kPairVectors + (kTermsShareRows ? 0 : 2 * kTermVectors);
-  URPE_SHARED(float4, tiles_raw, [kRawVectors]);
+  constexpr int kRowVectors = KTiles::kRowVectors, kPairVectors = KTiles::kPairVectors;
+  constexpr int kTermVectors = KTiles::kTermVectors;
+  constexpr bool kTermsShareRows = KTiles::kTermsShareRows;
+  constexpr int kStageVectors = KTiles::kStageVectors;
+  URPE_SHARED(float4, tiles_raw, [KTiles::kRawVectors]);
   auto& q_rows = carve<Elem, kQueries, kCols2>(tiles_raw, 0);
   auto& go_rows = carve<Elem, kQueries, kCols2>(tiles_raw, kRowVectors);
   auto& q_pairs = carve<Elem, kQueries / 2, Tiles::kPairCols>(tiles_raw, 2 * kRowVectors);
@@ -423,6 +551,23 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
   URPE_SHARED(float, wb_s, [kDiag]);  // the sliding window of per-diagonal sums
   URPE_SHARED(float, wc_s, [kDiag]);
   URPE_SHARED(int, pad_scratch, [kWarps]);
+  // The pipelined variant's staging (DkdvTiles' layout), as pointers so that only it declares them.
+  float4 (*q_stage)[kQueries][kStageVectors] = nullptr;
+  float4 (*go_stage)[kQueries][kStageVectors] = nullptr;
+  double (*d_stage)[kQueries] = nullptr;
+  float (*lse_stage)[kQueries] = nullptr;
+  int32_t (*bias_map_s)[kDiag] = nullptr;
+  int32_t (*c_map_s)[kDiag] = nullptr;
+  if constexpr (kPipelined) {
+    URPE_DYNAMIC_SHARED(float4, q_stage_d, [kQueries][kStageVectors], KTiles::kQStage);
+    URPE_DYNAMIC_SHARED(float4, go_stage_d, [kQueries][kStageVectors], KTiles::kGoStage);
+    URPE_DYNAMIC_SHARED(double, d_stage_d, [kQueries], KTiles::kDStage);
+    URPE_DYNAMIC_SHARED(float, lse_stage_d, [kQueries], KTiles::kLseStage);
+    URPE_DYNAMIC_SHARED(int32_t, bias_map_d, [kDiag], KTiles::kBiasMap);
+    URPE_DYNAMIC_SHARED(int32_t, c_map_d, [kDiag], KTiles::kCMap);
+    q_stage = &q_stage_d, go_stage = &go_stage_d, d_stage = &d_stage_d, lse_stage = &lse_stage_d;
+    bias_map_s = &bias_map_d, c_map_s = &c_map_d;
+  }
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int group = lane / 4, member = lane % 4;
   const bool tables = tp.bias != nullptr || tp.c != nullptr;
@@ -437,15 +582,26 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
     const int j0 = int(key_block) * kKeysPerBlock, wj0 = j0 + warp * kWarpRows;
     const TIn* q_bh = q + int64_t(bh) * nq * dh;
     const TIn* go_bh = grad_out + int64_t(bh) * nq * dv;
+    // Causal: query i sees key j when j ≤ i + offset, so queries before j0 − offset see none.
+    int64_t first_query64 = g.mask.causal ? j0 - g.mask.causal_offset : 0;
+    const int first_query = int(first_query64 < 0 ? 0 : first_query64 > nq ? nq : first_query64);
+    // Pipelined: query tile i0's copies into the staging buffers, one group per tile. The staging
+    // is free: the last read of it (the previous tile's transform) is behind a barrier.
+    auto prefetch_tile = [&](int i0) {
+      prefetch_rows<kQueries, kDim>(*q_stage, q_bh + i0 * dh, nq - i0, dh);
+      prefetch_rows<kQueries, kDim>(*go_stage, go_bh + i0 * dv, nq - i0, dv);
+      prefetch_query_rows(*lse_stage, *d_stage, lse + int64_t(bh) * nq, d_row + int64_t(bh) * nq, i0, nq);
+      prefetch_diagonal_maps(g, i0, j0, kQueries - 1, *bias_map_s, *c_map_s);
+      async::commit();
+    };
+    if constexpr (kPipelined)
+      if (first_query < nq) prefetch_tile(first_query);
     uint32_t ka[kASteps][4], va[kASteps][4];
     load_a<kBf16>(ka, k + int64_t(bh) * nk * dh, wj0, nk - wj0, dh, lane);
     load_a<kBf16>(va, v + int64_t(bh) * nk * dv, wj0, nk - wj0, dv, lane);
     float dk[kSteps][4], dv_acc[kSteps][4];
     zero(dk);
     zero(dv_acc);
-    // Causal: query i sees key j when j ≤ i + offset, so queries before j0 − offset see none.
-    int64_t first_query64 = g.mask.causal ? j0 - g.mask.causal_offset : 0;
-    const int first_query = int(first_query64 < 0 ? 0 : first_query64 > nq ? nq : first_query64);
     const int64_t part_row = (int64_t(chunk_bh) * tp.key_blocks + key_block) * width;
     float* part_b = tp.bias ? tp.bias + part_row : nullptr;
     float* part_c = tp.c ? tp.c + part_row : nullptr;
@@ -464,18 +620,39 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
                            warp * kWarpRows + group - 2 * member + kQueries - 1};
     for (int i0 = first_query; i0 < nq; i0 += kQueries) {
       const bool last = i0 + kQueries >= nq;
-      __syncthreads();  // the previous tile's reads of the Q, dO copies and the terms are done
-      load_rows_tile<kQueries, kDim>(q_rows, q_bh + i0 * dh, nq - i0, dh);
-      load_rows_tile<kQueries, kDim>(go_rows, go_bh + i0 * dv, nq - i0, dv);
-      load_pairs_tile<kQueries, kDim>(q_pairs, q_bh + i0 * dh, nq - i0, dh);
-      load_pairs_tile<kQueries, kDim>(go_pairs, go_bh + i0 * dv, nq - i0, dv);
-      for (int x = threadIdx.x; x < kQueries; x += kThreads) {
-        const int i = i0 + x;
-        lse_s[x] = i < nq ? lse[int64_t(bh) * nq + i] : -INFINITY;
-        d_s[x] = i < nq ? static_cast<float>(d_row[int64_t(bh) * nq + i]) : 0.0f;
+      if constexpr (kPipelined) {
+        async::wait<0>();  // this thread's copies of tile i0 have landed
+        __syncthreads();   // everyone's have, and the previous tile's reads of the copies and terms are done
+        // The staged rows to the paired layouts: the loaders' whole-tile path from the swizzled
+        // staging (StagedRows: the zeros included), the same rounding and pairing as from global.
+        const TIn* q_raw = reinterpret_cast<const TIn*>(&(*q_stage)[0][0]);
+        const TIn* go_raw = reinterpret_cast<const TIn*>(&(*go_stage)[0][0]);
+        load_rows_tile<kQueries, kDim>(q_rows, q_raw, kQueries, kDim, StagedRows{});
+        load_rows_tile<kQueries, kDim>(go_rows, go_raw, kQueries, kDim, StagedRows{});
+        load_pairs_tile<kQueries, kDim>(q_pairs, q_raw, kQueries, kDim, StagedRows{});
+        load_pairs_tile<kQueries, kDim>(go_pairs, go_raw, kQueries, kDim, StagedRows{});
+        for (int x = threadIdx.x; x < kQueries; x += kThreads) {
+          const bool in = i0 + x < nq;
+          lse_s[x] = in ? (*lse_stage)[x] : -INFINITY;
+          d_s[x] = in ? static_cast<float>((*d_stage)[x]) : 0.0f;
+        }
+        stage_diagonals<kDiag, true>(g, h, i0, j0, kQueries - 1, bias_s, c_s, *bias_map_s, *c_map_s);
+        __syncthreads();  // the tiles, L, D and diagonals ready; the staging is free again
+        if (!last) prefetch_tile(i0 + kQueries);  // in flight while this tile computes
+      } else {
+        __syncthreads();  // the previous tile's reads of the Q, dO copies and the terms are done
+        load_rows_tile<kQueries, kDim>(q_rows, q_bh + i0 * dh, nq - i0, dh);
+        load_rows_tile<kQueries, kDim>(go_rows, go_bh + i0 * dv, nq - i0, dv);
+        load_pairs_tile<kQueries, kDim>(q_pairs, q_bh + i0 * dh, nq - i0, dh);
+        load_pairs_tile<kQueries, kDim>(go_pairs, go_bh + i0 * dv, nq - i0, dv);
+        for (int x = threadIdx.x; x < kQueries; x += kThreads) {
+          const int i = i0 + x;
+          lse_s[x] = i < nq ? lse[int64_t(bh) * nq + i] : -INFINITY;
+          d_s[x] = i < nq ? static_cast<float>(d_row[int64_t(bh) * nq + i]) : 0.0f;
+        }
+        stage_diagonals(g, h, i0, j0, kQueries - 1, bias_s, c_s);
+        __syncthreads();
       }
-      stage_diagonals(g, h, i0, j0, kQueries - 1, bias_s, c_s);
-      __syncthreads();
       float st[kQueryBlocks][4], dat[kQueryBlocks][4];
       zero(st);
       zero(dat);
@@ -581,6 +758,34 @@ __global__ void urpe_flash_tc_bucket_sums_kernel(int64_t heads, int64_t buckets,
   }
 }
 
+// Whether a pipelined backward kernel takes these tensors: the context's switch on, the two row
+// streams it copies with cp.async (a, b: K and V for dQ, Q and dO for dK/dV; dh and dv columns)
+// whole 16-byte units on 16-byte boundaries, and its shared memory (static + dynamic) within the
+// device's per-block limit (cudaDevAttrMaxSharedMemoryPerBlockOptin). Otherwise the
+// single-buffered kernel runs.
+template <typename TIn>
+bool backward_pipeline_takes(const cuda::Context& ctx, const FlashGeometry& g, const TIn* a, const TIn* b,
+                             size_t shared_bytes) {
+  if (!ctx.tc_pipeline()) return false;
+  const auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
+  if ((g.dh * int64_t(sizeof(TIn))) % 16 != 0 || (g.dv * int64_t(sizeof(TIn))) % 16 != 0 || !aligned(a) || !aligned(b))
+    return false;
+  int device = 0, optin = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return shared_bytes <= size_t(optin);
+}
+
+template <int kDim, bool kBf16, typename TIn>
+TcBackwardPipelines backward_pipelines(const cuda::Context& ctx, const FlashGeometry& g, const Tensor& q,
+                                       const Tensor& k, const Tensor& v, const Tensor& grad_out) {
+  using DTiles = DqTiles<kDim, kBf16, TIn>;
+  using KTiles = DkdvTiles<kDim, kBf16, TIn>;
+  return {backward_pipeline_takes(ctx, g, values<TIn>(k), values<TIn>(v), DTiles::kStaticBytes + DTiles::kDynamicBytes),
+          backward_pipeline_takes(ctx, g, values<TIn>(q), values<TIn>(grad_out),
+                                  KTiles::kStaticBytes + KTiles::kDynamicBytes)};
+}
+
 template <int kDim, bool kBf16, typename TIn>
 void launch_backward(cuda::Context& ctx, const FlashGeometry& g, const Tensor& q, const Tensor& k,
                      const Tensor& v, const Tensor& lse, const Tensor& grad_out, const double* d_row,
@@ -588,7 +793,18 @@ void launch_backward(cuda::Context& ctx, const FlashGeometry& g, const Tensor& q
                      int64_t partial_cap_bytes) {
   const int64_t dq_tasks = row_tiles(g, g.nq, kBlockRows);
   constexpr bool kBf16Tensors = std::is_same_v<TIn, __nv_bfloat16>;
-  urpe_flash_tc_backward_dq_kernel<kDim, kBf16, TIn><<<grid_for(ctx, dq_tasks, 1), kThreads, 0, ctx.stream()>>>(
+  const TcBackwardPipelines pipelined = backward_pipelines<kDim, kBf16, TIn>(ctx, g, q, k, v, grad_out);
+  // The pipelined kernels' staging is dynamic shared memory (above 48 KiB only once allowed).
+  auto* dq_kernel = pipelined.dq ? urpe_flash_tc_backward_dq_kernel<kDim, kBf16, TIn, true>
+                                 : urpe_flash_tc_backward_dq_kernel<kDim, kBf16, TIn, false>;
+  const size_t dq_bytes = pipelined.dq ? DqTiles<kDim, kBf16, TIn>::kDynamicBytes : 0;
+  if (pipelined.dq) CUDA_CHECK(cudaFuncSetAttribute(dq_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(dq_bytes)));
+  auto* dkdv_kernel = pipelined.dkdv ? urpe_flash_tc_backward_dkdv_kernel<kDim, kBf16, TIn, true>
+                                     : urpe_flash_tc_backward_dkdv_kernel<kDim, kBf16, TIn, false>;
+  const size_t dkdv_bytes = pipelined.dkdv ? DkdvTiles<kDim, kBf16, TIn>::kDynamicBytes : 0;
+  if (pipelined.dkdv)
+    CUDA_CHECK(cudaFuncSetAttribute(dkdv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(dkdv_bytes)));
+  dq_kernel<<<grid_for(ctx, dq_tasks, 1), kThreads, dq_bytes, ctx.stream()>>>(
       g, values<TIn>(q), values<TIn>(k), values<TIn>(v), values<TIn>(grad_out), lse.f32(), d_row,
       values<TIn>(grad_q));
   CUDA_CHECK_LAUNCH(!kBf16         ? "urpe_flash_tc_backward_dq_kernel"
@@ -613,7 +829,7 @@ void launch_backward(cuda::Context& ctx, const FlashGeometry& g, const Tensor& q
     const TablePartials tp{grad_bias ? partial_b.as<float>() : nullptr, grad_c ? partial_c.as<float>() : nullptr,
                            begin, std::min(bhs, begin + chunk), key_blocks, width};
     const int64_t kv_tasks = (tp.bh_end - tp.bh_begin) * key_blocks;
-    urpe_flash_tc_backward_dkdv_kernel<kDim, kBf16, TIn><<<grid_for(ctx, kv_tasks, 1), kThreads, 0, ctx.stream()>>>(
+    dkdv_kernel<<<grid_for(ctx, kv_tasks, 1), kThreads, dkdv_bytes, ctx.stream()>>>(
         g, values<TIn>(q), values<TIn>(k), values<TIn>(v), values<TIn>(grad_out), lse.f32(), d_row,
         values<TIn>(grad_k), values<TIn>(grad_v), tp);
     CUDA_CHECK_LAUNCH(!kBf16         ? "urpe_flash_tc_backward_dkdv_kernel"
@@ -643,6 +859,24 @@ void launch_backward(cuda::Context& ctx, const FlashGeometry& g, const Tensor& q
 }
 
 }  // namespace
+
+TcBackwardPipelines flash_tc_backward_pipelined(cuda::Context& ctx, const Tensor& q, const Tensor& k,
+                                                const Tensor& v, const Tensor& grad_out, TcMath math) {
+  const FlashGeometry g = geometry_of(q, k, v, UrpeAttentionParams{}, AttentionDropout{});
+  if (math == TcMath::tf32 && (q.dtype() != DType::f32 || grad_out.dtype() != DType::f32)) return {};
+  const int variant = math == TcMath::tf32 ? 0 : q.dtype() == DType::bf16 ? 2 : 1;
+  switch (dim_class(g.dh, g.dv) * 4 + variant) {
+    case 32 * 4 + 0: return backward_pipelines<32, false, float>(ctx, g, q, k, v, grad_out);
+    case 32 * 4 + 1: return backward_pipelines<32, true, float>(ctx, g, q, k, v, grad_out);
+    case 32 * 4 + 2: return backward_pipelines<32, true, __nv_bfloat16>(ctx, g, q, k, v, grad_out);
+    case 64 * 4 + 0: return backward_pipelines<64, false, float>(ctx, g, q, k, v, grad_out);
+    case 64 * 4 + 1: return backward_pipelines<64, true, float>(ctx, g, q, k, v, grad_out);
+    case 64 * 4 + 2: return backward_pipelines<64, true, __nv_bfloat16>(ctx, g, q, k, v, grad_out);
+    case 128 * 4 + 0: return backward_pipelines<128, false, float>(ctx, g, q, k, v, grad_out);
+    case 128 * 4 + 1: return backward_pipelines<128, true, float>(ctx, g, q, k, v, grad_out);
+    default: return backward_pipelines<128, true, __nv_bfloat16>(ctx, g, q, k, v, grad_out);
+  }
+}
 
 void urpe_flash_tc_backward(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
                             const Tensor& lse, const Tensor& grad_out, const double* d_row,

@@ -105,6 +105,7 @@ __device__ __forceinline__ void forward_weights(const FlashGeometry& g, uint64_t
 // The pipelined variant (kPipelined) adds, in dynamic shared memory, a raw staging copy of the
 // next K and V tiles (kKeys rows of kDim TIn each) and of the next tile's map entries:
 //   k_stage (kKeys × kDim TIn) | v_stage (kKeys × kDim TIn) | bias_map_s (kDiag int) | c_map_s (kDiag int)
+// (the staged rows' 16-byte units swizzled against bank conflicts: StagedRows, urpe_flash_tc_tiles.cuh)
 // bytes per block (static + dynamic, sm_90 allows 227 KiB a block, 228 KiB an SM): TF32 kDim 32:
 // 20.5 K + 17 K, 64: 37 K + 33.8 K (3 blocks: 215 K), 128: 35 K + 33.5 K (2 blocks); BF16 from f32
 // tensors 32: 11 K + 17 K, 64: 19.5 K + 33.8 K, 128: 36 K + 66.5 K (2 blocks: 207 K); from bf16
@@ -200,18 +201,19 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
       if constexpr (kPipelined) {
         async::wait<0>();  // this thread's copies of tile j0 have landed
         __syncthreads();   // everyone's have, and the previous tile's reads of k_s, v_s, diagonals are done
-        // The staged rows to the fragment layouts: the loaders' whole-tile path (kKeys valid rows of
-        // kDim columns: the staging holds the zeros), the same rounding and pairing as from global.
+        // The staged rows to the fragment layouts: the loaders' whole-tile path from the swizzled
+        // staging (StagedRows: kKeys rows of kDim columns, the zeros included), the same rounding
+        // and pairing as from global memory.
         if constexpr (kBf16) {
           const TIn* k_raw = reinterpret_cast<const TIn*>(&(*k_stage)[0][0]);
           const TIn* v_raw = reinterpret_cast<const TIn*>(&(*v_stage)[0][0]);
-          load_bf16_rows<kKeys, kDim>(tile_view<uint32_t, kDim / 2 + 4>(k_s4), k_raw, kKeys, kDim);
-          load_bf16_row_pairs<kKeys, kDim>(tile_view<uint32_t, kDim + 8>(v_s4), v_raw, kKeys, kDim);
+          load_bf16_rows<kKeys, kDim>(tile_view<uint32_t, kDim / 2 + 4>(k_s4), k_raw, kKeys, kDim, StagedRows{});
+          load_bf16_row_pairs<kKeys, kDim>(tile_view<uint32_t, kDim + 8>(v_s4), v_raw, kKeys, kDim, StagedRows{});
         } else {
           const float* k_raw = reinterpret_cast<const float*>(&(*k_stage)[0][0]);
           const float* v_raw = reinterpret_cast<const float*>(&(*v_stage)[0][0]);
-          load_rounded_column_pairs<kKeys, kDim>(tile_view<float2, kDim / 2 + 4>(k_s4), k_raw, kKeys, kDim);
-          load_rounded_row_pairs<kKeys, kDim>(tile_view<float2, kDim + 4>(v_s4), v_raw, kKeys, kDim);
+          load_rounded_column_pairs<kKeys, kDim>(tile_view<float2, kDim / 2 + 4>(k_s4), k_raw, kKeys, kDim, StagedRows{});
+          load_rounded_row_pairs<kKeys, kDim>(tile_view<float2, kDim + 4>(v_s4), v_raw, kKeys, kDim, StagedRows{});
         }
         stage_diagonals<kDiag, true>(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s, *bias_map_s, *c_map_s);
         __syncthreads();  // k_s, v_s and the diagonals ready; the staging is free again

@@ -81,16 +81,59 @@ __device__ __forceinline__ void store_unit_swizzled(float* row, const float4& lo
   dst[hi_first ? 0 : 1] = hi_first ? lo : hi;
 }
 
-// One loader unit read from global memory: floats c…c+7 of row r (read_row_unit), or floats c…c+3
-// of rows r and r + 1 (read_row_pair_unit), with zeros for rows from `valid_rows` on and columns
-// from `cols` on. A whole tile (`whole`: kDim columns, every row valid, 16-byte aligned) is read as
-// float4s with no per-element bounds; the loaders below differ only in how they store the unit.
-template <int kDim>
+// ---- where a loader reads: a tensor's rows, or a staging tile ----
+// GlobalRows: the rows of a tensor (global memory), `cols` elements apart from the tile's first
+// row, zeros past `valid_rows` and `cols`; read as 16-byte vectors when the tile is whole (kDim
+// columns, every row valid, 16-byte aligned), element by element otherwise.
+// StagedRows: a staging tile in shared memory that prefetch_rows filled (the pipelined kernels):
+// kRows rows of kDim elements, zeros included, so always whole, with its 16-byte units swizzled:
+// unit f (row-major, f = row·units per row + unit) lies at staged_unit(f) = f ^ (bit 3 of f), i.e.
+// in each group of 16 units the upper 8 swap neighbours. Why: a row loader's thread reads two
+// neighbouring units (8 floats), so the 8 lanes of a quarter-warp (one 128-bit shared load
+// wavefront) read units 2l, l = 0…7, which unswizzled are 32 bytes apart and cover only half the
+// banks of a 128-byte line twice (a 2-way conflict; bench/cuda_notes.md, fourth pass). Swizzled,
+// lanes 4…7 read units 2l + 1 first: the 8 lanes hit 8 distinct 16-byte slots (conflict-free),
+// the second load likewise; the row-pair loaders and the bf16 loaders read 8 consecutive units
+// per quarter-warp, a permutation of one aligned group of 8: still conflict-free. The swizzle
+// moves addresses only, never values: the loaders produce the same tiles, the same bits.
+struct GlobalRows {};
+struct StagedRows {};
+
+__device__ __forceinline__ unsigned staged_unit(unsigned f) { return f ^ ((f >> 3) & 1u); }
+
+// Element (row_offset + c + k) of a tile of T (row_offset = row · kDim for a staging tile): for a
+// tensor the pointer as the single-buffered loaders always formed it, (src + row_offset) + c + k;
+// for a staging tile its swizzled place (unit staged_unit(u), the same place inside the unit).
+template <typename Layout, typename T>
+__device__ __forceinline__ const T* tile_at(const T* src, int row_offset, int c, int k = 0) {
+  if constexpr (std::is_same_v<Layout, StagedRows>) {
+    constexpr unsigned kPerUnit = 16 / unsigned(sizeof(T));
+    const unsigned e = unsigned(row_offset + c + k);
+    return src + (staged_unit(e / kPerUnit) * kPerUnit + e % kPerUnit);
+  } else {
+    return src + row_offset + c + k;
+  }
+}
+
+template <int kRows, int kDim, typename Layout, typename T>
+__device__ __forceinline__ bool whole_tile(const T* src, int valid_rows, int cols) {
+  if constexpr (std::is_same_v<Layout, StagedRows>)
+    return true;
+  else
+    return cols == kDim && valid_rows >= kRows && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
+}
+
+// One loader unit read from global memory (or a staging tile): floats c…c+7 of row r
+// (read_row_unit), or floats c…c+3 of rows r and r + 1 (read_row_pair_unit), with zeros for rows
+// from `valid_rows` on and columns from `cols` on. A whole tile (`whole`: kDim columns, every row
+// valid, 16-byte aligned) is read as float4s with no per-element bounds; the loaders below differ
+// only in how they store the unit.
+template <int kDim, typename Layout = GlobalRows>
 __device__ __forceinline__ void read_row_unit(float (&x)[8], const float* __restrict__ src, int r, int c, bool whole,
                                               int valid_rows, int cols) {
   if (whole) {
-    const float4 a = *reinterpret_cast<const float4*>(src + r * kDim + c);
-    const float4 b = *reinterpret_cast<const float4*>(src + r * kDim + c + 4);
+    const float4 a = *reinterpret_cast<const float4*>(tile_at<Layout>(src, r * kDim, c));
+    const float4 b = *reinterpret_cast<const float4*>(tile_at<Layout>(src, r * kDim, c, 4));
     x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w, x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
   } else {
 #pragma unroll
@@ -98,12 +141,12 @@ __device__ __forceinline__ void read_row_unit(float (&x)[8], const float* __rest
   }
 }
 
-template <int kDim>
+template <int kDim, typename Layout = GlobalRows>
 __device__ __forceinline__ void read_row_pair_unit(float (&even)[4], float (&odd)[4], const float* __restrict__ src,
                                                    int r, int c, bool whole, int valid_rows, int cols) {
   if (whole) {
-    const float4 a = *reinterpret_cast<const float4*>(src + r * kDim + c);
-    const float4 b = *reinterpret_cast<const float4*>(src + (r + 1) * kDim + c);
+    const float4 a = *reinterpret_cast<const float4*>(tile_at<Layout>(src, r * kDim, c));
+    const float4 b = *reinterpret_cast<const float4*>(tile_at<Layout>(src, (r + 1) * kDim, c));
     even[0] = a.x, even[1] = a.y, even[2] = a.z, even[3] = a.w;
     odd[0] = b.x, odd[1] = b.y, odd[2] = b.z, odd[3] = b.w;
   } else {
@@ -130,18 +173,18 @@ __device__ __forceinline__ void read_row_pair_unit(float (&even)[4], float (&odd
 // common case) is read as float4s, with no per-element bounds. Each thread writes 8 consecutive
 // floats (8 columns of one row, or 4 columns of two rows) as two float4s (store_unit_swizzled).
 // The whole block calls a loader; the caller places the barriers.
-template <int kRows, int kDim, int kCols2>
+template <int kRows, int kDim, int kCols2, typename Layout = GlobalRows>
 __device__ __forceinline__ void load_rounded_column_pairs(float2 (&tile)[kRows][kCols2], const float* __restrict__ src,
-                                                          int valid_rows, int cols) {
+                                                          int valid_rows, int cols, Layout = {}) {
   static_assert(kCols2 == kDim / 2 + 4, "rows kDim + 8 floats apart");
   constexpr int kUnits = kRows * kDim / 8;  // 8 columns of one row each
   static_assert(kUnits % kThreads == 0, "every thread loads the same number of units");
-  const bool whole = cols == kDim && valid_rows >= kRows && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
+  const bool whole = whole_tile<kRows, kDim, Layout>(src, valid_rows, cols);
 #pragma unroll
   for (int n = 0; n < kUnits / kThreads; ++n) {
     const int e = threadIdx.x + n * kThreads, r = e / (kDim / 8), c = 8 * (e % (kDim / 8));
     float x[8];
-    read_row_unit<kDim>(x, src, r, c, whole, valid_rows, cols);
+    read_row_unit<kDim, Layout>(x, src, r, c, whole, valid_rows, cols);
     float t[8];  // the float2s (x[k], x[k + 4]), k = 0…3, one after the other
 #pragma unroll
     for (int k = 0; k < 4; ++k) t[2 * k] = __uint_as_float(tc::to_tf32(x[k])), t[2 * k + 1] = __uint_as_float(tc::to_tf32(x[k + 4]));
@@ -149,18 +192,18 @@ __device__ __forceinline__ void load_rounded_column_pairs(float2 (&tile)[kRows][
   }
 }
 
-template <int kRows, int kDim, int kPairs, int kCols>
+template <int kRows, int kDim, int kPairs, int kCols, typename Layout = GlobalRows>
 __device__ __forceinline__ void load_rounded_row_pairs(float2 (&tile)[kPairs][kCols], const float* __restrict__ src,
-                                                       int valid_rows, int cols) {
+                                                       int valid_rows, int cols, Layout = {}) {
   static_assert(kPairs * 2 == kRows && kCols == kDim + 4, "pair rows 2·kDim + 8 floats apart");
   constexpr int kUnits = kPairs * kDim / 4;  // 4 columns of two rows each
   static_assert(kUnits % kThreads == 0, "every thread loads the same number of units");
-  const bool whole = cols == kDim && valid_rows >= kRows && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
+  const bool whole = whole_tile<kRows, kDim, Layout>(src, valid_rows, cols);
 #pragma unroll
   for (int n = 0; n < kUnits / kThreads; ++n) {
     const int e = threadIdx.x + n * kThreads, p = e / (kDim / 4), c = 4 * (e % (kDim / 4)), r = 2 * p;
     float even[4], odd[4];
-    read_row_pair_unit<kDim>(even, odd, src, r, c, whole, valid_rows, cols);
+    read_row_pair_unit<kDim, Layout>(even, odd, src, r, c, whole, valid_rows, cols);
     float t[8];  // the float2s (even[k], odd[k]), k = 0…3, one after the other
 #pragma unroll
     for (int k = 0; k < 4; ++k) t[2 * k] = __uint_as_float(tc::to_tf32(even[k])), t[2 * k + 1] = __uint_as_float(tc::to_tf32(odd[k]));
@@ -180,36 +223,36 @@ __device__ __forceinline__ void load_rounded_row_pairs(float2 (&tile)[kPairs][kC
 // Rows from `valid_rows` on and columns from `cols` to kDim become zeros. Each thread writes one
 // 16-byte unit (4 words: 8 columns of one row, or 4 columns of two rows) per step; a whole tile on
 // a 16-byte boundary is read as float4s. The whole block calls a loader; the caller places barriers.
-template <int kRows, int kDim, int kWords>
+template <int kRows, int kDim, int kWords, typename Layout = GlobalRows>
 __device__ __forceinline__ void load_bf16_rows(uint32_t (&tile)[kRows][kWords], const float* __restrict__ src,
-                                               int valid_rows, int cols) {
+                                               int valid_rows, int cols, Layout = {}) {
   static_assert(kWords == kDim / 2 + 4, "rows kDim/2 + 4 words apart");
   constexpr int kUnits = kRows * kDim / 8;
   static_assert(kUnits % kThreads == 0, "every thread loads the same number of units");
-  const bool whole = cols == kDim && valid_rows >= kRows && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
+  const bool whole = whole_tile<kRows, kDim, Layout>(src, valid_rows, cols);
 #pragma unroll
   for (int n = 0; n < kUnits / kThreads; ++n) {
     const int e = threadIdx.x + n * kThreads, r = e / (kDim / 8), c = 8 * (e % (kDim / 8));
     float x[8];
-    read_row_unit<kDim>(x, src, r, c, whole, valid_rows, cols);
+    read_row_unit<kDim, Layout>(x, src, r, c, whole, valid_rows, cols);
     *reinterpret_cast<float4*>(&tile[r][c / 2]) =  // the four words, one 16-byte store
         make_float4(__uint_as_float(tc::pack_bf16(x[0], x[1])), __uint_as_float(tc::pack_bf16(x[2], x[3])),
                     __uint_as_float(tc::pack_bf16(x[4], x[5])), __uint_as_float(tc::pack_bf16(x[6], x[7])));
   }
 }
 
-template <int kRows, int kDim, int kPairs, int kWords>
+template <int kRows, int kDim, int kPairs, int kWords, typename Layout = GlobalRows>
 __device__ __forceinline__ void load_bf16_row_pairs(uint32_t (&tile)[kPairs][kWords], const float* __restrict__ src,
-                                                    int valid_rows, int cols) {
+                                                    int valid_rows, int cols, Layout = {}) {
   static_assert(kPairs * 2 == kRows && kWords == kDim + 8, "pair rows kDim + 8 words apart");
   constexpr int kUnits = kPairs * kDim / 4;
   static_assert(kUnits % kThreads == 0, "every thread loads the same number of units");
-  const bool whole = cols == kDim && valid_rows >= kRows && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
+  const bool whole = whole_tile<kRows, kDim, Layout>(src, valid_rows, cols);
 #pragma unroll
   for (int n = 0; n < kUnits / kThreads; ++n) {
     const int e = threadIdx.x + n * kThreads, p = e / (kDim / 4), c = 4 * (e % (kDim / 4)), r = 2 * p;
     float even[4], odd[4];
-    read_row_pair_unit<kDim>(even, odd, src, r, c, whole, valid_rows, cols);
+    read_row_pair_unit<kDim, Layout>(even, odd, src, r, c, whole, valid_rows, cols);
     *reinterpret_cast<float4*>(&tile[p][c]) =
         make_float4(__uint_as_float(tc::pack_bf16(even[0], odd[0])), __uint_as_float(tc::pack_bf16(even[1], odd[1])),
                     __uint_as_float(tc::pack_bf16(even[2], odd[2])), __uint_as_float(tc::pack_bf16(even[3], odd[3])));
@@ -227,11 +270,11 @@ __device__ __forceinline__ uint32_t bf16_bits(const __nv_bfloat16* __restrict__ 
 }
 
 // Words w = T(r, c + 2w | c + 2w + 1), w = 0…3, of one row unit, zeros outside.
-template <int kDim>
+template <int kDim, typename Layout = GlobalRows>
 __device__ __forceinline__ void read_row_unit(uint32_t (&w)[4], const __nv_bfloat16* __restrict__ src, int r, int c,
                                               bool whole, int valid_rows, int cols) {
   if (whole) {
-    const float4 a = *reinterpret_cast<const float4*>(src + r * kDim + c);  // 16 bytes of bf16 pairs
+    const float4 a = *reinterpret_cast<const float4*>(tile_at<Layout>(src, r * kDim, c));  // 16 bytes of bf16 pairs
     w[0] = __float_as_uint(a.x), w[1] = __float_as_uint(a.y), w[2] = __float_as_uint(a.z), w[3] = __float_as_uint(a.w);
   } else {
 #pragma unroll
@@ -245,12 +288,13 @@ __device__ __forceinline__ void read_row_unit(uint32_t (&w)[4], const __nv_bfloa
 }
 
 // Words k = T(r, c + k) | T(r + 1, c + k) << 16, k = 0…3, of one row-pair unit, zeros outside.
-template <int kDim>
+template <int kDim, typename Layout = GlobalRows>
 __device__ __forceinline__ void read_row_pair_unit(uint32_t (&w)[4], const __nv_bfloat16* __restrict__ src, int r,
                                                    int c, bool whole, int valid_rows, int cols) {
   if (whole) {
-    const float2 ef = *reinterpret_cast<const float2*>(src + r * kDim + c);        // row r, columns c…c+3
-    const float2 of = *reinterpret_cast<const float2*>(src + (r + 1) * kDim + c);  // row r + 1
+    // row r, columns c…c+3, then row r + 1 (8 bytes each: half a 16-byte unit, which the swizzle keeps whole)
+    const float2 ef = *reinterpret_cast<const float2*>(tile_at<Layout>(src, r * kDim, c));
+    const float2 of = *reinterpret_cast<const float2*>(tile_at<Layout>(src, (r + 1) * kDim, c));
     const uint32_t e0 = __float_as_uint(ef.x), e1 = __float_as_uint(ef.y);
     const uint32_t o0 = __float_as_uint(of.x), o1 = __float_as_uint(of.y);
     w[0] = (e0 & 0xFFFFu) | (o0 << 16), w[1] = (e0 >> 16) | (o0 & 0xFFFF0000u);
@@ -266,35 +310,36 @@ __device__ __forceinline__ void read_row_pair_unit(uint32_t (&w)[4], const __nv_
   }
 }
 
-template <int kRows, int kDim, int kWords>
+template <int kRows, int kDim, int kWords, typename Layout = GlobalRows>
 __device__ __forceinline__ void load_bf16_rows(uint32_t (&tile)[kRows][kWords], const __nv_bfloat16* __restrict__ src,
-                                               int valid_rows, int cols) {
+                                               int valid_rows, int cols, Layout = {}) {
   static_assert(kWords == kDim / 2 + 4, "rows kDim/2 + 4 words apart");
   constexpr int kUnits = kRows * kDim / 8;
   static_assert(kUnits % kThreads == 0, "every thread loads the same number of units");
-  const bool whole = cols == kDim && valid_rows >= kRows && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
+  const bool whole = whole_tile<kRows, kDim, Layout>(src, valid_rows, cols);
 #pragma unroll
   for (int n = 0; n < kUnits / kThreads; ++n) {
     const int e = threadIdx.x + n * kThreads, r = e / (kDim / 8), c = 8 * (e % (kDim / 8));
     uint32_t w[4];
-    read_row_unit<kDim>(w, src, r, c, whole, valid_rows, cols);
+    read_row_unit<kDim, Layout>(w, src, r, c, whole, valid_rows, cols);
     *reinterpret_cast<float4*>(&tile[r][c / 2]) =
         make_float4(__uint_as_float(w[0]), __uint_as_float(w[1]), __uint_as_float(w[2]), __uint_as_float(w[3]));
   }
 }
 
-template <int kRows, int kDim, int kPairs, int kWords>
+template <int kRows, int kDim, int kPairs, int kWords, typename Layout = GlobalRows>
 __device__ __forceinline__ void load_bf16_row_pairs(uint32_t (&tile)[kPairs][kWords],
-                                                    const __nv_bfloat16* __restrict__ src, int valid_rows, int cols) {
+                                                    const __nv_bfloat16* __restrict__ src, int valid_rows, int cols,
+                                                    Layout = {}) {
   static_assert(kPairs * 2 == kRows && kWords == kDim + 8, "pair rows kDim + 8 words apart");
   constexpr int kUnits = kPairs * kDim / 4;
   static_assert(kUnits % kThreads == 0, "every thread loads the same number of units");
-  const bool whole = cols == kDim && valid_rows >= kRows && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
+  const bool whole = whole_tile<kRows, kDim, Layout>(src, valid_rows, cols);
 #pragma unroll
   for (int n = 0; n < kUnits / kThreads; ++n) {
     const int e = threadIdx.x + n * kThreads, p = e / (kDim / 4), c = 4 * (e % (kDim / 4)), r = 2 * p;
     uint32_t w[4];
-    read_row_pair_unit<kDim>(w, src, r, c, whole, valid_rows, cols);
+    read_row_pair_unit<kDim, Layout>(w, src, r, c, whole, valid_rows, cols);
     *reinterpret_cast<float4*>(&tile[p][c]) =
         make_float4(__uint_as_float(w[0]), __uint_as_float(w[1]), __uint_as_float(w[2]), __uint_as_float(w[3]));
   }
@@ -393,10 +438,10 @@ __device__ __forceinline__ void stage_diagonals(const FlashGeometry& g, int h, i
 // ---- the pipelined forward's copies (ops/cp_async.cuh) ----
 // Rows [0, kRows) of src (`cols` elements of TIn per row, the tile's first row) to a raw staging
 // tile of kDim elements per row, as they are, with cp.async: 16 bytes a copy, zeros (nothing read)
-// for rows from `valid_rows` on and columns from `cols` on. The caller guarantees that a row is
-// whole 16-byte units (cols·sizeof(TIn) % 16 = 0) and src is 16-byte aligned
-// (flash_tc_pipeline_takes); the loaders above then turn the staged tile into the fragment
-// layouts exactly as they turn global memory (valid_rows = kRows, cols = kDim: their whole path).
+// for rows from `valid_rows` on and columns from `cols` on, unit f at staged_unit(f) (StagedRows).
+// The caller guarantees that a row is whole 16-byte units (cols·sizeof(TIn) % 16 = 0) and src is
+// 16-byte aligned (pipeline_takes); the loaders above, given StagedRows, then turn the staged tile
+// into the fragment layouts exactly as they turn global memory (their whole path).
 // Consecutive threads copy consecutive 16-byte units: each warp's copies write 512 contiguous bytes.
 template <int kRows, int kDim, typename TIn, int kVectors>
 __device__ __forceinline__ void prefetch_rows(float4 (&stage)[kRows][kVectors], const TIn* __restrict__ src,
@@ -409,7 +454,7 @@ __device__ __forceinline__ void prefetch_rows(float4 (&stage)[kRows][kVectors], 
   for (int n = 0; n < kRows * kVectors / kThreads; ++n) {
     const int e = threadIdx.x + n * kThreads, r = e / kVectors, u = e % kVectors;
     const bool in = r < valid_rows && u < row_vectors;
-    async::copy16(&stage[r][u], in ? src + r * cols + u * kPerVector : src, in ? 16 : 0);
+    async::copy16(&stage[0][0] + staged_unit(unsigned(e)), in ? src + r * cols + u * kPerVector : src, in ? 16 : 0);
   }
 }
 

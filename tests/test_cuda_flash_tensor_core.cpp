@@ -13,7 +13,9 @@
 //     partials summed in chunks; the public op with autograd on both devices;
 //   * bf16 q, k, v on the BF16 tiles (read as they are; O, dQ, dK, dV written in bf16): the f32
 //     tensors' results rounded once, bit for bit, and the CPU within BF16's tolerance; on the TF32
-//     tiles and the scalar path, widened.
+//     tiles and the scalar path, widened;
+//   * the pipelined kernels (cp.async staging, cuda::set_tc_pipeline): forward O, L and backward
+//     dQ, dK, dV, dB, dC the single-buffered kernels' bits, TF32, BF16 and bf16 tensors.
 // Tolerance: TF32 keeps 10 mantissa bits (unit roundoff u = 2^-11 ≈ 4.9e-4 per rounded input);
 // logits, weights and gradient terms each pass through one or two roundings and sums of tens to
 // hundreds of terms, so |cuda − cpu| ≤ 4e-3·(max|cpu| + |cpu|) per tensor (docs/cuda.md). The
@@ -692,6 +694,132 @@ TEST_CASE("pipelined tensor-core forward: the single-buffered kernel's O and L, 
   }
   MESSAGE("cases that ran the pipelined kernel: " << pipelined);
   CHECK(pipelined >= 20);
+}
+
+// ---- the pipelined backward (cp.async staging of the next key tile in dQ, query tile in dK/dV) ----
+
+namespace {
+
+// The backward's cases: every head-dim class (8, 16 and 32 columns in the 32 class, 64, 100 and
+// 128), ragged Nq and Nk, causal with an offset and not, key padding with a fully padded batch
+// item, dropout, relative Toeplitz and bucket maps (the table partials), a dense map (its tables
+// the bucket walk's; dQ, dK, dV still the tiles'), no tables, interior tiles (the fast path), key
+// blocks that no query sees (causal: a dK/dV task with no query tile, so no copy), and more tasks
+// than the simulator's grid of 32 blocks in both kernels (a block's second task prefetches its
+// first tile). Small sizes: the simulator runs every launch twice under racecheck.
+const TcCase kPipelineBackwardExtra[] = {
+    {"d 64, toeplitz, interior tiles", 1, 1, 128, 128, 64, 64, true, true, 1, false, false, 0, 0.0f},
+    {"more tasks than one grid, causal", 1, 17, 65, 130, 8, 8, true, true, 1, false, true, 0, 0.0f},
+    {"d 128, toeplitz, causal, ragged", 1, 1, 70, 80, 128, 96, true, true, 1, false, true, 3, 0.0f},
+};
+// From kPipelineExtra (0, 1), kPipelineBackwardExtra (2…4) and kCases (10 + index): the TF32 run
+// (kCases[0]: 19 and 23 columns, not whole 16-byte rows, so the single-buffered kernels both times).
+constexpr int kPipelineBackwardTf32[] = {0, 1, 2, 3, 4, 10 + 0, 10 + 1, 10 + 4, 10 + 5};
+// The BF16 runs (f32 tensors, bf16 tensors): the 64 class with buckets, padding, a causal offset and
+// dropout, the 128 class causal, the 32 class with padding; the TF32 run covers the rest of the
+// control flow.
+constexpr int kPipelineBackwardBf16[] = {0, 4, 10 + 1};
+
+const TcCase& pipeline_backward_case(int which) {
+  if (which < 2) return kPipelineExtra[which];
+  if (which < 10) return kPipelineBackwardExtra[which - 2];
+  return kCases[which - 10];
+}
+
+// The gradients of the tensor-core backward on `c` (inputs from `seed`) with the context's
+// pipeline switch off and on, the O and L both read coming from the forward with the switch off,
+// and which backward kernels ran pipelined.
+struct BackwardRuns {
+  Grads off, on;
+  kernels::TcBackwardPipelines pipelined;
+};
+BackwardRuns tc_backward_off_on(const TcCase& c, TileMath math, uint64_t seed) {
+  const UrpeAttentionParams p = case_params(c, seed), pd = on_device(p, gpu());
+  const AttentionDropout drop{c.dropout, seed + 1};
+  Tensor q = random_values({c.batch, c.heads, c.nq, c.dh}, seed + 2, -1.5f, 1.5f).to(gpu());
+  Tensor k = random_values({c.batch, c.heads, c.nk, c.dh}, seed + 3, -1.5f, 1.5f).to(gpu());
+  Tensor v = random_values({c.batch, c.heads, c.nk, c.dv}, seed + 4).to(gpu());
+  const Shape o_shape{c.batch, c.heads, c.nq, c.dv}, l_shape{c.batch, c.heads, c.nq};
+  Tensor go = random_values(o_shape, seed + 5).to(gpu());
+  Tensor out = poisoned(o_shape), lse = poisoned(l_shape);
+  const bool bf16_tensors = math == TileMath::bf16_tensors;
+  if (bf16_tensors) {
+    q = cast(q, DType::bf16), k = cast(k, DType::bf16), v = cast(v, DType::bf16), go = cast(go, DType::bf16);
+    out = cast(out, DType::bf16);
+  }
+  auto grads = [&] {
+    Grads g = empty_grads(c, p, true);
+    if (bf16_tensors)
+      for (Tensor* t : {&g.q, &g.k, &g.v}) *t = cast(*t, DType::bf16);
+    if (c.map_kind >= 3) g.bias = g.c = Tensor();  // a dense map's tables: the scalar walk's, not asked
+    return g;
+  };
+  BackwardRuns runs{grads(), grads(), {}};
+  cuda::set_tf32(gpu().context(), math == TileMath::tf32);
+  cuda::set_bf16_tiles(gpu().context(), math != TileMath::tf32);
+  kernels::urpe_flash_attention_forward_cuda(q, k, v, pd, drop, out, lse);
+  const kernels::TcMath tc_math = math == TileMath::tf32 ? kernels::TcMath::tf32 : kernels::TcMath::bf16;
+  for (bool pipeline : {false, true}) {
+    Grads& g = pipeline ? runs.on : runs.off;
+    cuda::set_tc_pipeline(gpu().context(), pipeline);
+    const kernels::TcBackwardPipelines ran = kernels::flash_tc_backward_pipelined(*gpu().context(), q, k, v, go, tc_math);
+    if (pipeline) runs.pipelined = ran;
+    else CHECK_FALSE((ran.dq || ran.dkdv));
+    kernels::urpe_flash_attention_backward_cuda(q, k, v, out, lse, go, pd, drop, g.q, g.k, g.v, g.bias_out(),
+                                                g.c_out());
+  }
+  cuda::set_tc_pipeline(gpu().context(), false);
+  cuda::set_tf32(gpu().context(), false);
+  cuda::set_bf16_tiles(gpu().context(), false);
+  return runs;
+}
+
+int64_t nan_count(const Tensor& t) {
+  int64_t nan = 0;
+  for (float x : t.to_vector_f32()) nan += std::isnan(x);
+  return nan;
+}
+
+}  // namespace
+
+// The pipelined backward kernels stage the same values through shared memory and compute with the
+// same code: dQ, dK, dV and the table gradients (the dK/dV kernel's per-diagonal partials summed)
+// must be the single-buffered kernels' bits, every element written (NaN-poisoned outputs; the
+// single-buffered kernels' parity with the CPU is checked above). On the simulator each launch
+// runs under two schedules with racecheck (any access to a staging word whose cp.async has not
+// been waited for), memcheck and initcheck.
+TEST_CASE("pipelined tensor-core backward: the single-buffered kernels' dQ, dK, dV, dB, dC, bit for bit") {
+  int dq_pipelined = 0, dkdv_pipelined = 0;
+  for (TileMath math : {TileMath::tf32, TileMath::bf16, TileMath::bf16_tensors}) {
+    const char* math_name = math == TileMath::tf32 ? "tf32" : math == TileMath::bf16 ? "bf16" : "bf16 tensors";
+    CAPTURE(math_name);
+    std::vector<int> which(std::begin(kPipelineBackwardBf16), std::end(kPipelineBackwardBf16));
+    if (math == TileMath::tf32) which.assign(std::begin(kPipelineBackwardTf32), std::end(kPipelineBackwardTf32));
+    for (int w : which) {
+      const TcCase& c = pipeline_backward_case(w);
+      CAPTURE(c.name);
+      const BackwardRuns runs = tc_backward_off_on(c, math, 700);
+      // Whole 16-byte rows: dh and dv a multiple of 4 floats, or of 8 bf16 values.
+      const int64_t per_unit = math == TileMath::bf16_tensors ? 8 : 4;
+      const bool whole = c.dh % per_unit == 0 && c.dv % per_unit == 0;
+      CHECK(runs.pipelined.dq == whole);
+      CHECK(runs.pipelined.dkdv == whole);
+      dq_pipelined += runs.pipelined.dq;
+      dkdv_pipelined += runs.pipelined.dkdv;
+      CHECK(bitwise_equal(runs.on.q, runs.off.q));
+      CHECK(bitwise_equal(runs.on.k, runs.off.k));
+      CHECK(bitwise_equal(runs.on.v, runs.off.v));
+      CHECK(nan_count(runs.on.q) + nan_count(runs.on.k) + nan_count(runs.on.v) == 0);
+      for (auto table : {&Grads::bias, &Grads::c})
+        if ((runs.on.*table).defined()) {
+          CHECK(bitwise_equal(runs.on.*table, runs.off.*table));
+          CHECK(nan_count(runs.on.*table) == 0);
+        }
+    }
+  }
+  MESSAGE("cases that ran the pipelined dQ / dK, dV kernels: " << dq_pipelined << " / " << dkdv_pipelined);
+  CHECK(dq_pipelined >= 14);
+  CHECK(dkdv_pipelined >= 14);
 }
 
 // The TF32 tiles and the scalar kernels take bf16 tensors by widening them: the f32 run's results

@@ -104,8 +104,8 @@ int run_attention_bench(const AttentionBenchOptions& o) {
   std::printf("GFLOP: FlashAttention's count, forward 4·B·H·n²·d%s, backward 2.5× forward; %% tf32: of the cuBLAS "
               "TF32 GEMM rate measured now, %s\n",
               o.causal ? " / 2 (causal)" : "", ceiling);
-  std::printf("pipe: the tensor-core forward's pipelined variant (--tc-pipeline; cp.async staging of the next key "
-              "tile), on the fused rows\n\n");
+  std::printf("pipe: the tensor-core kernels' pipelined variants (--tc-pipeline; cp.async staging of the next tile: "
+              "the forward's and dQ's key tiles, dK/dV's query tiles), on the fused rows\n\n");
   std::printf("%-7s %-13s %-17s %10s %10s %5s %11s %9s %7s %4s\n", "n", "path", "direction", "median ms", "peak MiB",
               "math", "GFLOP", "TFLOP/s", "% tf32", "pipe");
   std::printf("----------------------------------------------------------------------------------------------------\n");

@@ -181,8 +181,9 @@ std::vector<CommandSpec> command_table() {
                     {"head-dim", "D", "32", "bench attention: head dim (the fused kernels take up to 128)", {1, 128}},
                     {"causal", "", "off", "bench attention: causal mask on both paths"},
                     {"tc-pipeline", "MODE", "off",
-                     "bench attention: on runs the tensor-core forward's software-pipelined variant (cp.async staging "
-                     "of the next key tile; the same bits), stated on every fused row (CUDA, --math tf32 or bf16)"},
+                     "bench attention: on runs the tensor-core kernels' software-pipelined variants (cp.async staging "
+                     "of the next tile: forward and dQ key tiles, dK/dV query tiles; the same bits), stated on every "
+                     "fused row (CUDA, --math tf32 or bf16)"},
                     {"set", "KEY=VALUE", "",
                      "bench step: cuda_graph=on times the step captured once as a CUDA graph and replayed against "
                      "the eager step, in alternating rounds (CUDA; encoder)"}},
