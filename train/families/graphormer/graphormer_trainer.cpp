@@ -240,7 +240,9 @@ class GraphormerTask final : public TrainingTask {
   // maps made, on the host: GraphormerInputs) and its device part (the forward on the static
   // input buffers). A replayed step runs without step_on; inputs_ keeps the last batch's
   // metadata (its shapes are every batch's).
-  std::string graph_refusal() const override { return ""; }
+  std::string graph_refusal() const override {
+    return train_collate_.fixed_nodes > 0 ? "" : "its training batches are not padded to one shape (fixed_shapes)";
+  }
   std::vector<Tensor> draw_batch(int64_t step, TrainingProgress& progress) override {
     inputs_ = model_.inputs(batch_of(step, {}, progress));
     return inputs_.tensors();
