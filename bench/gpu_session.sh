@@ -693,6 +693,8 @@ case "$1" in
     if [ "${CAPTURE_SMOKE:-0}" = 1 ]; then  # the simulator: the same commands at tiny sizes
       bench="--repeats 5 --batch 2" steps=6 every=3 window=3:4
       tiny="--set layers=1 --set d_model=16 --set d_ffn=16 --set heads=2 --set batch=4 --set eval_batch=64 --set train_subset=40"
+      # urpe profile measures the peaks when it has none (8192³ GEMMs, hours simulated): smoke sizes first.
+      step capture_graphormer_peaks "$urpe" bench peaks --device cuda --sizes smoke --repeats 1
     fi
     # shellcheck disable=SC2086
     step capture_graphormer_bench "$urpe" bench step --device cuda --model graphormer $bench --set cuda_graph=on
