@@ -102,6 +102,21 @@
 #                                   Rehearsed on the simulator build (CAPTURE_SMOKE=1: tiny sizes):
 #                                     CAPTURE_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim \
 #                                       CAPTURE_SUITE=./build/test_cuda_sim_graphs bench/gpu_session.sh capture
+#   bench/gpu_session.sh capture_graphormer  issue 37's Graphormer step captured (cuda_graph = on,
+#                                   its batches padded to one shape: fixed_shapes; after `build`,
+#                                   ~3 min on an H100): test_cuda_graphs' Graphormer case (eager
+#                                   against replayed, bit for bit, on the GPU's own capture); the
+#                                   bench step eager against replayed in alternating rounds with
+#                                   the ops' GPU time and the idle share (1 − ops / step); then per
+#                                   preset (graphormer-slim-urpe, graphormer-pcqm4m-urpe) `urpe
+#                                   profile` of eager steps 3..6 with fixed_shapes (Σ self time of
+#                                   the ops: the GPU work of the captured step) and 40-step runs
+#                                   with the batch's own padding, fixed_shapes eager and
+#                                   cuda_graph=on, two alternating rounds: each run's step time
+#                                   from the last train row (steps 21..40, replays only) and
+#                                   idle ≈ 1 − ops / step. Rehearsed on the simulator build:
+#                                     CAPTURE_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim \
+#                                       CAPTURE_SUITE=./build/test_cuda_sim_graphs bench/gpu_session.sh capture_graphormer
 #   bench/gpu_session.sh profile    urpe's per-op profile of the bench step on the GPU (peaks, then
 #                                   `urpe profile --device cuda`), torch.profiler on the same step,
 #                                   and Nsight Systems' kernel/NVTX sums of the same window when
@@ -681,6 +696,61 @@ case "$1" in
       echo "== capture: the train losses DIFFER between cuda_graph=off and on (or a run is missing)"
     fi
     ;;
+  capture_graphormer)
+    # Graphormer's captured step (docs/cuda.md#cuda-graphs, bench/cuda_notes.md "CUDA graphs").
+    # Before: ZINC's eager step 25 ms with 13.1% of it GPU-idle on the H100 (`urpe profile`).
+    local urpe=${URPE_BIN:-./$BUILD/urpe}
+    step capture_graphormer_suite "${CAPTURE_SUITE:-./$BUILD/test_cuda_graphs}" -tc='*Graphormer*'
+    local bench="--repeats 50" steps=40 every=20 window=3:6 tiny=""
+    if [ "${CAPTURE_SMOKE:-0}" = 1 ]; then  # the simulator: the same commands at tiny sizes
+      bench="--repeats 5 --batch 2" steps=6 every=3 window=3:4
+      tiny="--set layers=1 --set d_model=16 --set d_ffn=16 --set heads=2 --set batch=4 --set eval_batch=64 --set train_subset=40"
+      # urpe profile measures the peaks when it has none (8192³ GEMMs, hours simulated): smoke sizes first.
+      step capture_graphormer_peaks "$urpe" bench peaks --device cuda --sizes smoke --repeats 1
+    fi
+    # shellcheck disable=SC2086
+    step capture_graphormer_bench "$urpe" bench step --device cuda --model graphormer $bench --set cuda_graph=on
+    grep -e "^GPU" -e "^bench config" -e "^eager" -e "^cuda_graph" -e "^ops'" "$LOGS/capture_graphormer_bench.log"
+    local name preset ops round mode run row ms
+    for name in zinc pcqm; do
+      [ "$name" = zinc ] && preset=graphormer-slim-urpe || preset=graphormer-pcqm4m-urpe
+      # The ops' GPU time of a step: eager steps with the captured step's shapes, per-op CUDA events.
+      # shellcheck disable=SC2086
+      step "capture_graphormer_profile_$name" "$urpe" profile --preset $preset $tiny --set fixed_shapes=true \
+        --device cuda --steps $window --out "$LOGS/capture_graphormer/${name}_profile" --overwrite --quiet
+      ops=$(grep "^| Σ self time of the ops" "$LOGS/capture_graphormer/${name}_profile/profile.md" 2>/dev/null |
+        awk -F'|' '{gsub(/ /, "", $3); print $3}')
+      echo "$name: ops' GPU time per step (eager, fixed shapes, Σ self time of the ops): ${ops:-missing} ms"
+      for round in 1 2; do
+        for mode in own fixed graph; do
+          run="$LOGS/capture_graphormer/${name}_${mode}_$round"
+          local sets="--set fixed_shapes=false --set cuda_graph=off"
+          [ "$mode" = fixed ] && sets="--set fixed_shapes=true --set cuda_graph=off"
+          [ "$mode" = graph ] && sets="--set cuda_graph=on"
+          # shellcheck disable=SC2086
+          step "capture_graphormer_${name}_${mode}_$round" "$urpe" train --preset $preset $tiny --set device=cuda \
+            --set steps=$steps --set eval_every=$every --set warmup=2 $sets --out "$run" --overwrite --quiet
+          # The last train row: molecules/s of the steps since the evaluation before it.
+          row=$(grep ",train," "$run/metrics.csv" 2>/dev/null | tail -n 1)
+          ms=$(echo "$row" | awk -F, -v b="$(grep '^batch' "$run/config.txt" | head -n 1 | awk '{print $3}')" \
+            '$6 > 0 {printf "%.3f", 1000 * b / $6}')
+          echo "$name $mode round $round: ${ms:-?} ms per step (1000 x batch / molecules_per_s of the last train row: $row)"
+          if [ -n "$ms" ] && [ -n "$ops" ]; then
+            awk -v o="$ops" -v s="$ms" -v w="$name $mode round $round" \
+              'BEGIN {printf "%s: GPU idle share = 1 - ops / step = 1 - %.3f / %.3f = %.1f%%\n", w, o, s, 100 * (1 - o / s)}'
+          fi
+        done
+      done
+      # The captured run and the eager one with the same shapes train the same numbers.
+      if [ -s "$LOGS/capture_graphormer/${name}_fixed_1/metrics.csv" ] &&
+        cmp -s <(grep ",train," "$LOGS/capture_graphormer/${name}_fixed_1/metrics.csv" | cut -d, -f1-4) \
+          <(grep ",train," "$LOGS/capture_graphormer/${name}_graph_1/metrics.csv" 2>/dev/null | cut -d, -f1-4); then
+        echo "== capture_graphormer $name: cuda_graph=on logged the same train losses as fixed_shapes eager"
+      else
+        echo "== capture_graphormer $name: the train losses DIFFER between fixed_shapes eager and cuda_graph=on (or a run is missing)"
+      fi
+    done
+    ;;
   fixes)
     # The 2026-11-26 host-side fixes, against that day's first call: the Graphormer step (multi-hop
     # ids on the device, narrow embedding backward, device-side id checks) beside PyTorch eager,
@@ -702,7 +772,7 @@ case "$1" in
     step fix_graphormer_compile python3 tools/torch_bench.py --device cuda --model graphormer --steps 30 --compile
     ;;
   *)
-    echo "usage: bench/gpu_session.sh STEP... (STEP: build, carried, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, attention_tc_pipeline, fixes, graphormer_step, syncs, capture, nccl, compare, families, presets, precision, gemm_dtypes, nsight, profile)" >&2
+    echo "usage: bench/gpu_session.sh STEP... (STEP: build, carried, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, attention_tc_pipeline, fixes, graphormer_step, syncs, capture, capture_graphormer, nccl, compare, families, presets, precision, gemm_dtypes, nsight, profile)" >&2
     exit 2
     ;;
 esac

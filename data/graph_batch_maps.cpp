@@ -114,8 +114,11 @@ GraphBatchMaps graph_batch_maps(const GraphBatch& batch, const GraphMapOptions& 
       maps.edge_id_low = range.low;
       maps.edge_id_high = range.high;
     }
-    if (count > 0 && maps.edge_id_low >= 0 && maps.edge_id_high < (1 << 16)) {
-      maps.edge_id_bits = maps.edge_id_high < (1 << 8) ? 8 : 16;
+    URPE_CHECK(options.pack_bits == 0 || options.pack_bits == 8 || options.pack_bits == 16,
+               "graph_batch_maps: pack_bits must be 0, 8 or 16, got " << options.pack_bits);
+    const int32_t bits = options.pack_bits > 0 ? options.pack_bits : maps.edge_id_high < (1 << 8) ? 8 : 16;
+    if (count > 0 && maps.edge_id_low >= 0 && maps.edge_id_high < (1 << bits)) {
+      maps.edge_id_bits = bits;
       maps.edge_ids_packed = pack_checked_ids(batch.edge_input, maps.edge_id_bits);
     }
   }

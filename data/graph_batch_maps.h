@@ -24,9 +24,13 @@ struct GraphMapOptions {
   // unpack_ids). On the H200 the 15 MB of a ZINC batch's multi-hop ids held the GPU idle 1.45 ms
   // a step (the copy into pinned staging and the transfer; bench/cuda_notes.md).
   bool pack_edge_ids = false;
+  // The packing's width: 0, the narrowest that holds the batch's ids (8, else 16 bits); 8 or 16,
+  // always that one (fixed shapes: every batch of a captured step packs alike), a batch whose ids
+  // do not fit it left unpacked.
+  int32_t pack_bits = 0;
   bool operator==(const GraphMapOptions& o) const {
     return num_spatial == o.num_spatial && max_spd == o.max_spd && multi_hop_max_dist == o.multi_hop_max_dist &&
-           pack_edge_ids == o.pack_edge_ids;
+           pack_edge_ids == o.pack_edge_ids && pack_bits == o.pack_bits;
   }
 };
 

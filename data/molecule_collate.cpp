@@ -23,6 +23,8 @@ struct BatchSlot {
   int64_t b, n, n1, D;
   int32_t F, Fe;               // feature columns (0: the single atom / bond type)
   int32_t spatial_pos_max;
+  int64_t own_hops;            // the batch's own D: hops [own_hops, D) are absent (fixed shapes)
+  int32_t absent_hop_id;
 };
 
 // Pointers into the batch's tensors (their layout: data/molecule_dataset.h).
@@ -85,6 +87,10 @@ void write_graph(const MoleculeGraph& g, const ShortestPaths& p, const BatchSlot
   // Padding: padded keys are −inf for every query; padded query rows keep 0 over real keys.
   for (int64_t q = 0; q < n1; ++q)
     for (int64_t k = N + 1; k < n1; ++k) bias[q * n1 + k] = neg_inf;
+  // Fixed shapes: hops past the batch's own D are absent in every pair of the slot (padding too).
+  if (s.own_hops < D)
+    for (int64_t ij = b * n * n; ij < (b + 1) * n * n; ++ij)
+      std::fill(out.edge_input + (ij * D + s.own_hops) * Fb, out.edge_input + (ij + 1) * D * Fb, s.absent_hop_id);
 }
 
 }  // namespace
@@ -93,10 +99,19 @@ GraphBatch collate_graphs(const MoleculeDataset& dataset, const std::vector<int6
                           const CollateOptions& options) {
   URPE_CHECK(options.multi_hop_max_dist >= 1, "collate_graphs: expected multi_hop_max_dist >= 1, got "
                                                   << options.multi_hop_max_dist);
+  const bool fixed = options.fixed_nodes > 0 || options.fixed_hops > 0 || options.absent_hop_id > 0;
+  URPE_CHECK(!fixed || (options.fixed_nodes > 0 && options.fixed_hops > 0 && options.absent_hop_id > 0),
+             "collate_graphs: fixed shapes need fixed_nodes, fixed_hops and absent_hop_id all positive, got "
+                 << options.fixed_nodes << ", " << options.fixed_hops << ", " << options.absent_hop_id);
   GraphBatch batch;
   for (int64_t index : indices) {
     URPE_CHECK(index >= 0 && static_cast<size_t>(index) < dataset.size(),
                "collate_graphs: row " << index << " is outside the dataset of " << dataset.size() << " graphs");
+    URPE_CHECK(!fixed || dataset.graphs[index].num_nodes <= options.fixed_nodes,
+               "collate_graphs: row " << index << " has " << dataset.graphs[index].num_nodes
+                                      << " nodes, more than the fixed batch shape's " << options.fixed_nodes
+                                      << " (cuda_graph = on pads every batch to one node count, the training "
+                                         "split's largest molecule)");
     if (dataset.graphs[index].num_nodes > options.max_nodes) {
       ++batch.num_dropped;
       continue;
@@ -124,7 +139,15 @@ GraphBatch collate_graphs(const MoleculeDataset& dataset, const std::vector<int6
     n = std::max(n, dataset.graphs[batch.indices[b]].num_nodes);
     longest = std::max(longest, paths[b].max_distance);
   }
-  const int32_t D = std::max(1, std::min(longest, options.multi_hop_max_dist));
+  const int32_t own_hops = std::max(1, std::min(longest, options.multi_hop_max_dist));
+  URPE_CHECK(!fixed || own_hops <= options.fixed_hops,
+             "collate_graphs: the batch needs " << own_hops << " hops, more than the fixed batch shape's "
+                                                << options.fixed_hops);
+  const int32_t D = fixed ? options.fixed_hops : own_hops;
+  if (fixed) {
+    n = options.fixed_nodes;
+    batch.absent_hop_id = options.absent_hop_id;
+  }
   const int64_t n1 = n + 1;
 
   batch.x = F == 0 ? Tensor::zeros({B, n}, DType::i32) : Tensor::zeros({B, n, Fx}, DType::i32);
@@ -140,7 +163,8 @@ GraphBatch collate_graphs(const MoleculeDataset& dataset, const std::vector<int6
                      batch.attn_edge_type.i32(), batch.edge_input.i32(), batch.attn_bias.f32()};
   for (int64_t b = 0; b < B; ++b) {
     const MoleculeGraph& g = dataset.graphs[batch.indices[b]];
-    write_graph(g, paths[b], BatchSlot{b, n, n1, D, F, Fe, options.spatial_pos_max}, out);
+    write_graph(g, paths[b], BatchSlot{b, n, n1, D, F, Fe, options.spatial_pos_max, own_hops, options.absent_hop_id},
+                out);
     batch.num_nodes.i32()[b] = g.num_nodes;
     batch.y.f32()[b] = dataset.targets[batch.indices[b]];
   }

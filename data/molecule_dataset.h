@@ -109,6 +109,12 @@ struct CollateOptions {
   // When set, the batch also carries the model's host-side index maps for these settings
   // (graph_batch_maps.h), made by whichever thread collates.
   std::optional<GraphMapOptions> maps;
+  // Fixed shapes (a captured training step, cuda_graph = on: docs/cuda.md#cuda-graphs), all three
+  // set or none: every batch is padded to n = fixed_nodes (a graph with more nodes is an error, not
+  // left out) and D = fixed_hops; the hops s ≥ the batch's own D (the D it would have unpadded)
+  // hold absent_hop_id in every pair, an id the model reads as a row of zeros (models/graphormer.h),
+  // so the padding changes no graph's multi-hop sum.
+  int32_t fixed_nodes = 0, fixed_hops = 0, absent_hop_id = 0;
 };
 
 // GV2's convert_to_single_emb: feature column f owns ids [512·f, 512·(f+1)) of one table.
@@ -120,6 +126,9 @@ struct GraphBatch {
   std::vector<int64_t> indices;  // dataset rows in the batch, in order
   int64_t num_dropped = 0;       // graphs left out for having more than max_nodes nodes
   GraphBatchMaps maps;           // made when CollateOptions::maps was set (graph_batch_maps.h)
+  // > 0: a fixed-shape batch (CollateOptions::fixed_nodes): the id of the hops past the batch's own
+  // D in edge_input (every feature column), read as zeros. 0: missing hops are id 0 (GV1's padding row).
+  int32_t absent_hop_id = 0;
 };
 
 // Collates dataset rows `indices` into CPU tensors (see the table at the top).

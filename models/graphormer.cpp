@@ -183,13 +183,76 @@ void check_ids(const char* name, const Tensor& t, int64_t rows, const char* opti
 
 }  // namespace
 
-// ---- forward pieces ----
+// ---- the inputs: the host's part of a forward ----
 
-Tensor Graphormer::node_features(const data::GraphBatch& batch) const {
+std::vector<Tensor> GraphormerInputs::tensors() const {
+  std::vector<Tensor> out = {x, degree, joint_ids, edge_ids, divisor, attn_bias, key_padding};
+  if (c_map.defined()) out.push_back(c_map);
+  out.push_back(y);
+  return out;
+}
+
+GraphormerInputs GraphormerInputs::with_tensors(const std::vector<Tensor>& t) const {
+  const size_t expected = c_map.defined() ? 9 : 8;
+  URPE_CHECK(t.size() == expected, kModel << ": inputs take " << expected << " tensors, got " << t.size()
+                                          << " (internal error)");
+  GraphormerInputs in = *this;
+  size_t k = 0;
+  for (Tensor* field : {&in.x, &in.degree, &in.joint_ids, &in.edge_ids, &in.divisor, &in.attn_bias, &in.key_padding})
+    *field = t[k++];
+  if (c_map.defined()) in.c_map = t[k++];
+  in.y = t[k];
+  return in;
+}
+
+GraphormerInputs Graphormer::inputs(const data::GraphBatch& batch) const {
+  check_batch(batch);
+  // The host-side maps: made by the collator a step ahead when it was given map_options(),
+  // else here (data/graph_batch_maps.h).
+  const data::GraphBatchMaps maps = maps_of(batch);
+  GraphormerInputs in;
   check_ids("batch.x", batch.x, config_.num_atoms, "num_atoms");
   check_ids("batch.in_degree", batch.in_degree, config_.num_degree, "num_degree");
-  const int64_t B = batch.x.size(0);
-  const Tensor x = batch.x.to(device_), degree = batch.in_degree.to(device_);  // (B, n)
+  in.x = batch.x;
+  in.degree = batch.in_degree;
+  in.joint_ids = maps.joint_ids;
+  // The multi-hop ids: a fixed-shape batch's absent hops read row num_edges, a zero row the
+  // forward appends to the per-hop tables (multi_hop_edge_bias).
+  const int64_t V = config_.num_edges;
+  in.absent_hops = batch.absent_hop_id > 0;
+  URPE_CHECK(!in.absent_hops || batch.absent_hop_id == V,
+             kModel << ": the batch's absent hops are id " << batch.absent_hop_id << ", the model's " << V
+                    << " (one past its edge table; internal error)");
+  const int64_t rows = in.absent_hops ? V + 1 : V;
+  // The ids' bounds from the collator when it measured them (on its own thread); otherwise, or
+  // when one is out of range (to name it), a pass over them here.
+  const bool known_in_range = maps.edge_ids_bounded && maps.edge_id_low >= 0 && maps.edge_id_high < rows;
+  if (!known_in_range)
+    check_ids("batch.edge_input", batch.edge_input, rows, in.absent_hops ? "num_edges (+ the absent hop)" : "num_edges");
+  // On a GPU, the collator's 8- or 16-bit packing when it made one (a quarter or half of the bytes
+  // to upload; map_options() asks for it), unpacked there.
+  const bool packed = device_.is_cuda() && maps.edge_ids_packed.defined();
+  in.edge_ids = packed ? maps.edge_ids_packed : batch.edge_input;
+  in.edge_id_bits = packed ? maps.edge_id_bits : 0;
+  in.edge_columns = batch.edge_input.size(3);
+  in.bond_features = batch.bond_features;
+  in.divisor = maps.divisor;
+  in.attn_bias = batch.attn_bias;
+  in.key_padding = maps.key_padding;
+  if (config_.urpe) {
+    in.c_map = maps.c_map;
+    in.c_map_low = maps.c_map_low;
+    in.c_map_high = maps.c_map_high;
+  }
+  in.y = batch.y;
+  return in;
+}
+
+// ---- forward pieces ----
+
+Tensor Graphormer::node_features(const GraphormerInputs& in) const {
+  const int64_t B = in.x.size(0);
+  const Tensor x = in.x.to(device_), degree = in.degree.to(device_);  // (B, n)
   // Row 0 of these tables is GV1's padding_idx = 0: read (padded atoms) but never given a gradient.
   // With feature columns (B, n, F), h_v = Σ_f Atom[x_v,f] (GV2's sum over the feature axis).
   Tensor h = embedding(atom_, x, kPaddingRow);  // (B, n, d) or (B, n, F, d)
@@ -200,25 +263,19 @@ Tensor Graphormer::node_features(const data::GraphBatch& batch) const {
   return concat({token, h}, 1);  // (B, n+1, d)
 }
 
-Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch, const data::GraphBatchMaps& maps) const {
-  const int64_t B = batch.x.size(0), n = batch.x.size(1), H = config_.heads, M = B * n * n;
-  const int64_t Fe = batch.bond_features;  // feature columns per hop (1: the bond type)
-  const int64_t hops_in = batch.edge_input.size(3) / Fe;
+Tensor Graphormer::multi_hop_edge_bias(const GraphormerInputs& in) const {
+  const int64_t B = in.x.size(0), n = in.x.size(1), H = config_.heads, M = B * n * n;
+  const int64_t Fe = in.bond_features;  // feature columns per hop (1: the bond type)
+  const int64_t hops_in = in.edge_columns / Fe;
   const int64_t D = std::min<int64_t>(hops_in, config_.multi_hop_max_dist);
   const int64_t V = config_.num_edges;
 
   // The ids as collated, (M, hops_in·Fe) on the model's device; only the first D hops are read
   // (GV1 cuts at multi_hop_max_dist too), in place: no cut or reordered copy of millions of ids.
-  // On a GPU, from the collator's 8- or 16-bit packing when it made one (a quarter or half of the
-  // bytes to upload; map_options() asks for it), unpacked there.
-  const bool packed = device_.is_cuda() && maps.edge_ids_packed.defined();
-  const Tensor ids = packed ? unpack_ids(reshape(maps.edge_ids_packed.to(device_), {M, maps.edge_ids_packed.size(-1)}),
-                                         hops_in * Fe, maps.edge_id_bits)
-                            : reshape(batch.edge_input.to(device_), {M, hops_in * Fe});
-  // The ids' bounds from the collator when it measured them (no read-back from the device);
-  // otherwise, or when one is out of range (to name it), check_ids on the device.
-  const bool known_in_range = maps.edge_ids_bounded && maps.edge_id_low >= 0 && maps.edge_id_high < V;
-  if (!known_in_range) check_ids("batch.edge_input", ids, V, "num_edges");
+  const Tensor edge_ids = in.edge_ids.to(device_);
+  const Tensor ids = in.edge_id_bits > 0
+                         ? unpack_ids(reshape(edge_ids, {M, edge_ids.size(-1)}), in.edge_columns, in.edge_id_bits)
+                         : reshape(edge_ids, {M, in.edge_columns});
   if (D == 0) return Tensor::zeros({H, B, n, n}, DType::f32, device_);
 
   // E[i,j] = Σ_s e_s[i,j]·W_s with e_s = EdgeEmb[id_s(i,j)] (H,) is, by associativity,
@@ -235,72 +292,81 @@ Tensor Graphormer::multi_hop_edge_bias(const data::GraphBatch& batch, const data
   const Tensor w_cols = reshape(permute(w, {1, 0, 2}), {H, D * H});                       // (H, D·H)
   Tensor tables = permute(reshape(matmul(emb, w_cols), {V, D, H}), {1, 0, 2});             // (D, V, H)
   if (Fe > 1) tables = scale(tables, 1.0f / static_cast<float>(Fe));
+  // A fixed-shape batch (cuda_graph = on) pads every pair to the same D hops: those past the
+  // batch's own D read row V, zeros, so they add +0 to the sum (and nothing to W's gradient), and
+  // each graph's sum is the one its batch would give unpadded (GV1's missing hops below the
+  // batch's D still read row 0).
+  if (in.absent_hops) tables = concat({tables, Tensor::zeros({D, 1, H}, DType::f32, device_)}, 1);  // (D, V+1, H)
   const Tensor total = embedding_sum(tables, ids, Fe);                                     // (M, H)
   // Divisor sp' (B, n, n): SPD for real pairs (spatial_pos − 1), 1 for self and padding, clamped
   // to [0, multi_hop_max_dist] (data/graph_batch_maps.cpp). One number per pair: it divides the
   // head-major sum as a broadcast suffix (ops/elementwise.h), so no (B, n, n, H) repeat is built.
-  return div(reshape(permute(total, {1, 0}), {H, B, n, n}), maps.divisor.to(device_));
+  return div(reshape(permute(total, {1, 0}), {H, B, n, n}), in.divisor.to(device_));
 }
 
-data::GraphMapOptions Graphormer::map_options() const {
+data::GraphMapOptions Graphormer::map_options(bool fixed_shapes) const {
   data::GraphMapOptions o;
   o.num_spatial = static_cast<int32_t>(config_.num_spatial);
   o.max_spd = static_cast<int32_t>(config_.max_spd);
   o.multi_hop_max_dist = static_cast<int32_t>(config_.multi_hop_max_dist);
   o.pack_edge_ids = device_.is_cuda();  // the upload is what packing saves
+  // Fixed shapes: one width for every batch, the one that holds every id of the table and the
+  // absent hop (ids past it fail the range check anyway).
+  if (fixed_shapes && o.pack_edge_ids) o.pack_bits = config_.num_edges + 1 <= (1 << 8) ? 8 : 16;
   return o;
 }
 
 data::GraphBatchMaps Graphormer::maps_of(const data::GraphBatch& batch) const {
-  const data::GraphMapOptions mine = map_options();
+  const data::GraphMapOptions mine = map_options(batch.absent_hop_id > 0);
   if (batch.maps.made && batch.maps.options == mine) return batch.maps;
   return data::graph_batch_maps(batch, mine);
 }
 
-Tensor Graphormer::attention_bias(const data::GraphBatch& batch) const {
-  check_batch(batch);
-  return attention_bias(batch, maps_of(batch));
-}
+Tensor Graphormer::attention_bias(const data::GraphBatch& batch) const { return attention_bias(inputs(batch)); }
 
-Tensor Graphormer::attention_bias(const data::GraphBatch& batch, const data::GraphBatchMaps& maps) const {
-  const int64_t B = batch.x.size(0), n = batch.x.size(1), n1 = n + 1, H = config_.heads;
+Tensor Graphormer::attention_bias(const GraphormerInputs& in) const {
+  const int64_t B = in.x.size(0), n = in.x.size(1), n1 = n + 1, H = config_.heads;
 
   // Spatial + virtual distance in one lookup: rows [0, num_spatial) of the joint table are
   // Spatial, row num_spatial is t. Node pairs read Spatial[min(spatial_pos, num_spatial − 1)],
-  // the graph token's row and column read t (so (0, 0) gets t once, as in GV1): maps.joint_ids.
+  // the graph token's row and column read t (so (0, 0) gets t once, as in GV1): in.joint_ids.
   const Tensor joint = concat({spatial_, virtual_distance_}, 0);  // (num_spatial + 1, H)
   // Spatial row 0 (padding pairs) is GV1's padding_idx; the virtual-distance row is trained.
-  Tensor bias = embedding(joint, maps.joint_ids.to(device_), kPaddingRow);  // (B, n+1, n+1, H)
+  Tensor bias = embedding(joint, in.joint_ids.to(device_), kPaddingRow);  // (B, n+1, n+1, H)
 
   // The rest is summed head-major, (H, B, n+1, n+1), where the per-graph terms (B, …) broadcast
   // over the heads as suffixes (ops/elementwise.h) on the model's device.
   bias = permute(bias, {3, 0, 1, 2});  // (H, B, n+1, n+1)
 
   // Multi-hop edge term on the node block: pad a zero row and column for the graph token.
-  Tensor edges = multi_hop_edge_bias(batch, maps);  // (H, B, n, n)
+  Tensor edges = multi_hop_edge_bias(in);  // (H, B, n, n)
   edges = concat({Tensor::zeros({H, B, n, 1}, DType::f32, device_), edges}, 3);   // (H, B, n, n+1)
   edges = concat({Tensor::zeros({H, B, 1, n1}, DType::f32, device_), edges}, 2);  // (H, B, n+1, n+1)
 
   // The collated attn_bias (B, n+1, n+1): −∞ on padded keys and far pairs, the same for every head.
-  bias = add(add(bias, edges), batch.attn_bias.to(device_));  // (H, B, n+1, n+1)
-  return permute(bias, {1, 0, 2, 3});                         // (B, H, n+1, n+1)
+  bias = add(add(bias, edges), in.attn_bias.to(device_));  // (H, B, n+1, n+1)
+  return permute(bias, {1, 0, 2, 3});                       // (B, H, n+1, n+1)
 }
 
 // The C bucket map on the model's device, its value range handed to the attention op's check
 // (ops/urpe_attention_checks.h): the range was measured over these values on the host, so the
 // op need not read a new map back from the GPU at every step.
-Tensor Graphormer::uploaded_c_map(const data::GraphBatchMaps& maps) const {
-  const Tensor map = maps.c_map.to(device_);
-  note_bucket_map_range(map, maps.c_map_low, maps.c_map_high);
+Tensor Graphormer::uploaded_c_map(const GraphormerInputs& in) const {
+  const Tensor map = in.c_map.to(device_);
+  note_bucket_map_range(map, in.c_map_low, in.c_map_high);
   return map;
 }
 
 Tensor Graphormer::urpe_c_map(const data::GraphBatch& batch) const {
-  check_batch(batch);
   // C's bucket of each pair (data/graph_batch_maps.cpp): min(SPD, max_spd) for node pairs, then
   // the graph token's three buckets.
+  check_batch(batch);
   const data::GraphBatchMaps maps = maps_of(batch);
-  return uploaded_c_map(maps);
+  GraphormerInputs in;
+  in.c_map = maps.c_map;
+  in.c_map_low = maps.c_map_low;
+  in.c_map_high = maps.c_map_high;
+  return uploaded_c_map(in);
 }
 
 // bias: the attention bias (B, H, N, N) in the activations' dtype (forward rounds it once for all
@@ -346,7 +412,10 @@ Tensor Graphormer::attention(const Layer& layer, const Tensor& x, const Tensor& 
 // ---- forward ----
 
 Tensor Graphormer::forward(const data::GraphBatch& batch, bool training, Rng* dropout_rng) const {
-  check_batch(batch);
+  return forward(inputs(batch), training, dropout_rng);
+}
+
+Tensor Graphormer::forward(const GraphormerInputs& in, bool training, Rng* dropout_rng) const {
   const bool any_dropout =
       config_.dropout > 0.0f || config_.attention_dropout > 0.0f || config_.input_dropout > 0.0f;
   URPE_CHECK(!training || !any_dropout || dropout_rng != nullptr,
@@ -355,21 +424,19 @@ Tensor Graphormer::forward(const data::GraphBatch& batch, bool training, Rng* dr
     return (training && p > 0.0f) ? dropout(t, p, take_dropout_seed(*dropout_rng), true) : t;
   };
 
-  // The host-side maps: made by the collator a step ahead when it was given map_options(),
-  // else here (data/graph_batch_maps.h).
-  const data::GraphBatchMaps maps = maps_of(batch);
   // (B, H, n+1, n+1), computed in FP32 (the lookups, the multi-hop GEMM, the sums); under
   // precision=bf16 rounded once here for every layer's bf16 scores (its gradient, the layers' bf16
   // gradients summed, comes back FP32 through the cast).
-  const Tensor bias = cast(attention_bias(batch, maps), config_.linear_dtype);
+  const Tensor bias = cast(attention_bias(in), config_.linear_dtype);
   UrpeAttentionParams core;                         // scale 1: q is already scaled, b already added
-  core.key_padding = maps.key_padding.to(device_);
+  core.key_padding = in.key_padding.to(device_);
   if (config_.urpe) {
+    URPE_CHECK(in.c_map.defined(), kModel << ": a URPE model's inputs need the C map (internal error)");
     core.c_table = c_table_;
-    core.c_map = uploaded_c_map(maps);
+    core.c_map = uploaded_c_map(in);
   }
 
-  Tensor x = drop(node_features(batch), config_.input_dropout);  // (B, n+1, d)
+  Tensor x = drop(node_features(in), config_.input_dropout);  // (B, n+1, d)
   for (size_t l = 0; l < layers_.size(); ++l) {
     const Layer& layer = layers_[l];
     const std::string block = "graphormer.layer" + std::to_string(l);  // NVTX names (Nsight)
@@ -395,6 +462,13 @@ Tensor Graphormer::loss(const Tensor& predictions, const data::GraphBatch& batch
              kModel << ": batch.y " << batch.y.describe() << " must match the predictions "
                     << predictions.describe());
   return l1_loss(predictions, batch.y.to(device_));
+}
+
+Tensor Graphormer::loss(const Tensor& predictions, const GraphormerInputs& in) const {
+  check_dtype(kModel, "inputs.y", in.y, DType::f32);
+  URPE_CHECK(in.y.shape() == predictions.shape(),
+             kModel << ": inputs.y " << in.y.describe() << " must match the predictions " << predictions.describe());
+  return l1_loss(predictions, in.y.to(device_));
 }
 
 }  // namespace urpe

@@ -76,6 +76,32 @@ std::vector<std::string> graphormer_preset_names();
 // Parameter count from the config alone (the formula the tests check the model against).
 int64_t graphormer_parameter_count(const GraphormerConfig& config);
 
+// The tensors a forward reads: the batch's ids, maps and targets, with every id checked against
+// its table on the host (Graphormer::inputs). On the host they are uploaded by forward; already on
+// the model's device (a captured step's static input buffers, train/loop/captured_step.h) they are
+// read where they are: forward then uploads nothing and reads nothing back.
+struct GraphormerInputs {
+  Tensor x;            // i32 (B, n) atom ids, or (B, n, F) feature columns
+  Tensor degree;       // i32 (B, n)
+  Tensor joint_ids;    // i32 (B, n+1, n+1): the Spatial + virtual-distance lookup
+  Tensor edge_ids;     // i32 (B, n, n, L = hops·Fe), or packed (B, n, n, ceil(L·bits/32)) when edge_id_bits > 0
+  Tensor divisor;      // f32 (B, n, n): sp'
+  Tensor attn_bias;    // f32 (B, n+1, n+1)
+  Tensor key_padding;  // i32 (B, n+1)
+  Tensor c_map;        // i32 (B, n+1, n+1): URPE's buckets (undefined for the baseline)
+  Tensor y;            // f32 (B,) targets
+  int64_t bond_features = 1;  // Fe
+  int64_t edge_columns = 0;   // L, the ids per pair (before packing)
+  int32_t edge_id_bits = 0;   // 8 or 16: edge_ids packed; 0: plain
+  bool absent_hops = false;   // a fixed-shape batch: id num_edges is an absent hop (a zero row)
+  int32_t c_map_low = 0, c_map_high = 0;  // c_map's values, measured on the host
+
+  // The defined tensors in a fixed order (what a captured step copies), and the same inputs with
+  // those tensors replaced (the static buffers).
+  std::vector<Tensor> tensors() const;
+  GraphormerInputs with_tensors(const std::vector<Tensor>& tensors) const;
+};
+
 class Graphormer {
  public:
   Graphormer(const GraphormerConfig& config, uint64_t seed, const Device& device = {});
@@ -85,13 +111,22 @@ class Graphormer {
   Tensor forward(const data::GraphBatch& batch, bool training, Rng* dropout_rng) const;
   // Mean L1 between predictions (B,) and batch.y.
   Tensor loss(const Tensor& predictions, const data::GraphBatch& batch) const;
+  // The same in two parts: the host's (the batch's shapes and ids checked, its maps, on the host)
+  // and the device's (no check that reads the device, no upload when the inputs are on it).
+  // forward(batch) is forward(inputs(batch)), bit for bit.
+  GraphormerInputs inputs(const data::GraphBatch& batch) const;
+  Tensor forward(const GraphormerInputs& inputs, bool training, Rng* dropout_rng) const;
+  Tensor loss(const Tensor& predictions, const GraphormerInputs& inputs) const;
 
   // The pieces of the forward, public for tests and plots.
   Tensor attention_bias(const data::GraphBatch& batch) const;  // (B, H, n+1, n+1)
   Tensor urpe_c_map(const data::GraphBatch& batch) const;      // i32 (B, n+1, n+1)
   // The settings the batch's host-side maps depend on: a collator given these
   // (CollateOptions::maps) makes them ahead, and forward uses them instead of making its own.
-  data::GraphMapOptions map_options() const;
+  // fixed_shapes: for fixed-shape batches (CollateOptions::fixed_nodes), one packing width for all.
+  data::GraphMapOptions map_options(bool fixed_shapes = false) const;
+  // A fixed-shape batch's absent-hop id (CollateOptions::absent_hop_id): one past the edge table.
+  int32_t absent_hop_id() const { return static_cast<int32_t>(config_.num_edges); }
 
   const GraphormerConfig& config() const { return config_; }
   const ParameterSet& parameters() const { return params_; }
@@ -106,12 +141,12 @@ class Graphormer {
     FeedForward ffn;  // GELU, no dropout inside
   };
 
-  Tensor node_features(const data::GraphBatch& batch) const;              // (B, n+1, d)
+  Tensor node_features(const GraphormerInputs& in) const;              // (B, n+1, d)
   // The batch's maps: its own when made for this model's settings, else made here.
   data::GraphBatchMaps maps_of(const data::GraphBatch& batch) const;
-  Tensor uploaded_c_map(const data::GraphBatchMaps& maps) const;  // i32 (B, n+1, n+1) on device_
-  Tensor attention_bias(const data::GraphBatch& batch, const data::GraphBatchMaps& maps) const;
-  Tensor multi_hop_edge_bias(const data::GraphBatch& batch, const data::GraphBatchMaps& maps) const;  // (H, B, n, n)
+  Tensor uploaded_c_map(const GraphormerInputs& in) const;  // i32 (B, n+1, n+1) on device_
+  Tensor attention_bias(const GraphormerInputs& in) const;
+  Tensor multi_hop_edge_bias(const GraphormerInputs& in) const;  // (H, B, n, n)
   Tensor attention(const Layer& layer, const Tensor& x, const Tensor& bias,
                    const UrpeAttentionParams& core, bool training, Rng* rng) const;
 

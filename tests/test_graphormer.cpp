@@ -252,6 +252,77 @@ TEST_CASE("graphormer: padding nodes do not change another graph's prediction") 
   }
 }
 
+TEST_CASE("graphormer: fixed-shape batches (cuda_graph = on) give each graph's loss and gradients as its own batch does") {
+  // fixed_shapes pads every training batch to one n and D (docs/cuda.md#cuda-graphs). Padded
+  // nodes are masked keys and never the readout's token; hops past the batch's own D read the
+  // model's zero row, so GV1's per-batch hop count (the quirk test below) is kept. Acetic acid and
+  // ammonium cyanide alone have D = 2: padded to n = 9, D = 5 beside nothing else, the loss and
+  // every gradient must be those of the unpadded batch up to float rounding (summation orders
+  // over longer rows and more hops of +0), here 1e-5 relative.
+  const data::MoleculeDataset d = dataset_of({"CC(=O)O", "N#C[NH3+]", "CC(C)(C)C1=CC=C(NNC(=O)C2CCC2)C=C1"});
+  for (bool urpe : {false, true}) {
+    CAPTURE(urpe);
+    GraphormerConfig c = tiny_config(urpe);
+    c.multi_hop_max_dist = 5;
+    c.num_edge_dis = 5;
+    Graphormer model(c, 5);
+    randomise(model, 6);
+    data::CollateOptions fixed;
+    fixed.multi_hop_max_dist = 5;
+    fixed.fixed_nodes = 9;
+    fixed.fixed_hops = 5;
+    fixed.absent_hop_id = model.absent_hop_id();
+    const data::GraphBatch own = collate(d, {0, 1}, 5);
+    const data::GraphBatch padded = data::collate_graphs(d, {0, 1}, fixed);
+    REQUIRE(own.edge_input.size(3) == 2);
+    CHECK(padded.x.shape() == Shape{2, 9});
+    CHECK(padded.edge_input.shape() == Shape{2, 9, 9, 5});
+    CHECK(padded.absent_hop_id == c.num_edges);
+    // Hops 2..4 of every pair are absent; hops 0..1 of the real pairs are the unpadded batch's.
+    const std::vector<int32_t> a = own.edge_input.to_vector_i32(), b = padded.edge_input.to_vector_i32();
+    const int64_t n = own.x.size(1);
+    for (int64_t g = 0; g < 2; ++g)
+      for (int64_t i = 0; i < 9; ++i)
+        for (int64_t j = 0; j < 9; ++j)
+          for (int64_t s = 0; s < 5; ++s) {
+            const int32_t value = b[(((g * 9 + i) * 9 + j) * 5) + s];
+            if (s >= 2) CHECK(value == c.num_edges);
+            else if (i < n && j < n) CHECK(value == a[(((g * n + i) * n + j) * 2) + s]);
+          }
+
+    auto loss_and_grads = [&](const data::GraphBatch& batch) {
+      for (const auto& [name, p] : model.parameters().items()) p.zero_grad();
+      const Tensor loss = model.loss(model.forward(batch, false, nullptr), batch);
+      loss.backward();
+      std::vector<std::vector<float>> grads;
+      for (const auto& [name, p] : model.parameters().items())
+        grads.push_back(p.grad().defined() ? p.grad().to_vector_f32() : std::vector<float>());
+      return std::make_pair(static_cast<double>(loss.item()), grads);
+    };
+    const auto [loss_own, grads_own] = loss_and_grads(own);
+    const auto [loss_padded, grads_padded] = loss_and_grads(padded);
+    CHECK(std::fabs(loss_padded - loss_own) <= 1e-5 * std::fabs(loss_own));
+    REQUIRE(grads_own.size() == grads_padded.size());
+    double largest = 0;
+    for (size_t k = 0; k < grads_own.size(); ++k) {
+      REQUIRE(grads_own[k].size() == grads_padded[k].size());
+      for (size_t e = 0; e < grads_own[k].size(); ++e) {
+        CHECK(std::fabs(grads_padded[k][e] - grads_own[k][e]) <= 1e-6 + 1e-5 * std::fabs(grads_own[k][e]));
+        largest = std::max(largest, static_cast<double>(std::fabs(grads_own[k][e])));
+      }
+    }
+    CHECK(largest > 1e-2);  // not a comparison of zeros
+
+    // A graph larger than the fixed shape is one clear error, not a dropped molecule.
+    CHECK_THROWS_WITH_AS(data::collate_graphs(d, {0, 2}, fixed),
+                         doctest::Contains("row 2 has 18 nodes, more than the fixed batch shape's 9"), Error);
+    // The three settings go together.
+    data::CollateOptions half = fixed;
+    half.absent_hop_id = 0;
+    CHECK_THROWS_WITH_AS(data::collate_graphs(d, {0}, half), doctest::Contains("all positive"), Error);
+  }
+}
+
 TEST_CASE("graphormer: maps made by the collator are the model's own, and used only when made for it") {
   // The prefetch thread collates with the model's map options (data/graph_batch_maps.h): the
   // batch then carries the four host maps, which must be what the model would make, and give the

@@ -14,6 +14,7 @@
 #include "tensor/cuda_backend.h"
 #include "tensor/host_allocator.h"
 #include "app/bench/process_memory.h"
+#include "base/profile/key_averages.h"
 #include "base/profile/op_recorder.h"
 
 #if defined(_OPENMP)
@@ -62,6 +63,21 @@ double timed_ms(const Device& device, Step&& step) {
   step();
   cuda::synchronize(device.context());
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The ops' GPU time of a step: `steps` eager steps of `model` under the per-op recorder (a pair
+// of CUDA events on the stream around each op: its kernels and any gap inside it), the self time
+// of every op summed, per step. A replayed step runs the same kernels, so the share of a step the
+// stream is idle is about 1 − this / the step's time.
+double ops_gpu_ms_per_step(StepModel& model, const Device& device, int steps) {
+  profile::OpRecorder recorder(device);
+  for (int k = 0; k < steps; ++k) {
+    model.next_batch();
+    recorder.begin_step(k);
+    model.step();
+    recorder.end_step();
+  }
+  return profile::summarize(recorder.take(), std::nullopt).ops_self_ms;
 }
 
 // --set cuda_graph=on: two copies of the model (the same initialisation and data), one stepped
@@ -119,6 +135,8 @@ double run_graph_comparison(const StepBenchOptions& options, const Device& devic
     }
   }
   const double eager_median = median_of(eager_ms), graph_median = median_of(graph_ms);
+  constexpr int kRecordedSteps = 3;
+  const double ops_ms = ops_gpu_ms_per_step(*eager, device, kRecordedSteps);
   std::printf("GPU: %s, TF32 tensor-core GEMMs %s\n", cuda::device_name(context).c_str(),
               options.tf32 ? "on (--tf32)" : "off (full FP32)");
   std::printf("bench config: %s; cuda_graph: %d alternating rounds of %d eager then %d replayed steps, after %d "
@@ -130,6 +148,11 @@ double run_graph_comparison(const StepBenchOptions& options, const Device& devic
               *std::min_element(graph_ms.begin(), graph_ms.end()), *std::max_element(graph_ms.begin(), graph_ms.end()),
               static_cast<double>(cuda::graph_pool_bytes(*graph)) / (1024.0 * 1024.0));
   std::printf("cuda_graph / eager: %.3f\n", graph_median / eager_median);
+  std::printf("ops' GPU time: %.3f ms per step (the eager copy, %d more steps under the per-op recorder: CUDA "
+              "events around each op, the ops' self times summed)\n",
+              ops_ms, kRecordedSteps);
+  std::printf("GPU idle share (1 - ops' GPU time / median step, host clock): eager %.1f%%, cuda_graph %.1f%%\n",
+              100.0 * (1.0 - ops_ms / eager_median), 100.0 * (1.0 - ops_ms / graph_median));
   std::printf("load averages (1, 5, 15 min) at the end: %s\n", load_averages().c_str());
   return graph_median;
 }

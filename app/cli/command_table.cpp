@@ -186,7 +186,8 @@ std::vector<CommandSpec> command_table() {
                      "fused row (CUDA, --math tf32 or bf16)"},
                     {"set", "KEY=VALUE", "",
                      "bench step: cuda_graph=on times the step captured once as a CUDA graph and replayed against "
-                     "the eager step, in alternating rounds (CUDA; encoder)"}},
+                     "the eager step, in alternating rounds, with the ops' GPU time and the idle share 1 - ops / step "
+                     "(CUDA; encoder, graphormer)"}},
                    run_bench, "",
                    "'bench peaks' measures the machine's ceilings for the roofline of 'urpe profile': sgemm\n"
                    "GFLOP/s at large square sizes and the bench model's GEMM shapes, and memory bandwidth (STREAM\n"

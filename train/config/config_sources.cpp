@@ -103,6 +103,8 @@ const std::map<std::string, std::string>& default_reasons() {
       {"graphormer.train_subset", "default: 0 (the whole training split)"},
       {"graphormer.max_nodes", "default: 128 (GV2's max_nodes; no ZINC or PCQM4M molecule is larger)"},
       {"graphormer.eval_batch", "default: 128 molecules (evaluation only)"},
+      {"graphormer.fixed_shapes", "default: false (each batch padded to its own size, as GV1; cuda_graph = on pads "
+                                  "to one shape: docs/graphormer.md#collation-and-padding)"},
   };
   return reasons;
 }

@@ -45,7 +45,8 @@ void add_common_keys(ConfigSchema& s) {
   s.add_bool("cuda_graph", false,
              "CUDA only: capture the training step once as a CUDA graph (after 2 eager steps) and replay it every "
              "step after: the same numbers, one launch per step (docs/cuda.md#cuda-graphs); the encoder's "
-             "synthetic tasks only, accum_steps = 1, one process");
+             "synthetic tasks and Graphormer (its training batches padded to one shape: fixed_shapes), "
+             "accum_steps = 1, one process");
   s.add_choice("precision", {"fp32", "tf32", "bf16"}, "fp32",
                "GEMM precision (docs/cuda.md#mixed-precision): fp32; tf32 (TF32 tensor-core GEMMs, CUDA only; "
                "--tf32 is the same); bf16 (the linear layers multiply in BF16 with FP32 accumulation, CPU or "

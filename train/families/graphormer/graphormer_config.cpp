@@ -59,6 +59,10 @@ void add_graphormer_keys(ConfigSchema& s) {
   s.add_int("train_subset", 0, "> 0: train on this many molecules of the training split (fixed draw)");
   s.add_int("max_nodes", 128, "molecules with more atoms are left out of batches (GV2 max_nodes)");
   s.add_int("eval_batch", 128, "molecules per evaluation batch (valid/test, fixed order)");
+  s.add_bool("fixed_shapes", false,
+             "pad every training batch to one shape: the training split's largest molecule and "
+             "min(multi_hop_max_dist, its atoms - 1) hops, hops past a batch's own count read as zeros (the same "
+             "sums); cuda_graph = on pads so whatever this says (docs/cuda.md#cuda-graphs)");
 }
 
 GraphormerConfig graphormer_config_from(const Config& config) {
@@ -161,6 +165,7 @@ GraphormerSettings graphormer_settings_from(const Config& c) {
   s.max_spd = c.get_int("max_spd");
   s.train_subset = c.get_int("train_subset");
   s.eval_batch = c.get_int("eval_batch");
+  s.fixed_shapes = c.get_bool("fixed_shapes") || c.get_bool("cuda_graph");
   s.end_lr = c.get_float("end_lr");
   return s;
 }

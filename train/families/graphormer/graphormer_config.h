@@ -58,6 +58,7 @@ struct GraphormerSettings {
   int64_t max_nodes = 0, max_spd = 0;
   int64_t train_subset = 0;  // 0: the whole training split
   int64_t eval_batch = 0;
+  bool fixed_shapes = false;  // fixed_shapes, or cuda_graph = on: every training batch padded to one shape
   double end_lr = 0;
 };
 // The keys of a resolved graphormer config.

@@ -132,6 +132,21 @@ data::CollateOptions with_maps(data::CollateOptions options, const data::GraphMa
   return options;
 }
 
+// fixed_shapes (cuda_graph = on: docs/cuda.md#cuda-graphs): the training batches' one shape. n is
+// the training split's largest molecule (what max_nodes left in), so no training batch is larger;
+// D = min(multi_hop_max_dist, n − 1), at least 1: a graph of N ≤ n atoms has no path of n or more
+// hops. Hops past a batch's own D read the model's zero row (models/graphormer.cpp).
+data::CollateOptions with_fixed_shapes(data::CollateOptions options, const GraphormerData& data,
+                                       const Graphormer& model) {
+  int32_t largest = 0;
+  for (int64_t row : data.split.train) largest = std::max(largest, data.dataset.graphs[row].num_nodes);
+  options.fixed_nodes = std::max<int32_t>(largest, 1);
+  options.fixed_hops = std::max<int32_t>(1, std::min<int32_t>(options.multi_hop_max_dist, options.fixed_nodes - 1));
+  options.absent_hop_id = model.absent_hop_id();
+  options.maps = model.map_options(true);
+  return options;
+}
+
 std::vector<data::GraphBatch> collate_in_order(const data::MoleculeDataset& dataset,
                                                const std::vector<int64_t>& rows, int64_t batch,
                                                const data::CollateOptions& options) {
@@ -189,7 +204,8 @@ class GraphormerTask final : public TrainingTask {
       : data_(data),
         model_(graphormer_config_from(run.config), run.seed, run.device),
         collate_(with_maps(collate_options_from(run.config), model_.map_options())),
-        prefetch_(data.dataset, collate_),
+        train_collate_(settings.fixed_shapes ? with_fixed_shapes(collate_, data, model_) : collate_),
+        prefetch_(data.dataset, train_collate_),
         batch_(run.settings.batch),
         shard_(dist::batch_shard(*run.comm, batch_)),
         eval_batch_(settings.eval_batch),
@@ -215,24 +231,27 @@ class GraphormerTask final : public TrainingTask {
   }
 
   StepOutput step(int64_t step, const MicroBatch& micro, TrainingProgress& progress) override {
-    const int64_t in_epoch = (step - 1) % batches_per_epoch_;
-    if (in_epoch == 0 && step > 1 && micro.first()) {  // a new epoch: the stream moves past the last one's shuffle
-      progress.data_rng = epoch_rng_;
-      order_ = shuffled(data_.split.train, epoch_rng_);
-    }
-    // This rank's molecules of the global batch (all of them with one process), micro-batch by
-    // micro-batch (each collated, so padded, on its own: padding does not change the outputs).
-    const data::GraphBatch graphs = prefetch_.take(rows_of(in_epoch, micro));
-    // The next kBatchesAhead micro-batches' or steps' molecules are collated on background
-    // threads while this one runs (not across an epoch's end: the next order is drawn when that
-    // epoch starts; batch_prefetch.h).
-    std::vector<std::vector<int64_t>> upcoming;
-    for (const BatchPosition& next : positions_ahead({in_epoch, micro}, batches_per_epoch_, kBatchesAhead))
-      upcoming.push_back(rows_of(next.in_epoch, next.micro));
-    prefetch_.prefetch_ahead(upcoming);
+    const data::GraphBatch graphs = batch_of(step, micro, progress);
     const Tensor predictions = model_.forward(graphs, true, &progress.dropout_rng);
     const double molecules = static_cast<double>(graphs.x.size(0));
     return {model_.loss(predictions, graphs), molecules, molecules};
+  }
+  // CUDA graphs: the same step as its host part (the batch, fixed-shape, its ids checked and its
+  // maps made, on the host: GraphormerInputs) and its device part (the forward on the static
+  // input buffers). A replayed step runs without step_on; inputs_ keeps the last batch's
+  // metadata (its shapes are every batch's).
+  std::string graph_refusal() const override {
+    return train_collate_.fixed_nodes > 0 ? "" : "its training batches are not padded to one shape (fixed_shapes)";
+  }
+  std::vector<Tensor> draw_batch(int64_t step, TrainingProgress& progress) override {
+    inputs_ = model_.inputs(batch_of(step, {}, progress));
+    return inputs_.tensors();
+  }
+  StepOutput step_on(const std::vector<Tensor>& batch, TrainingProgress& progress) override {
+    const GraphormerInputs on_device = inputs_.with_tensors(batch);
+    const Tensor predictions = model_.forward(on_device, true, &progress.dropout_rng);
+    const double molecules = static_cast<double>(on_device.x.size(0));
+    return {model_.loss(predictions, on_device), molecules, molecules};
   }
   double train_metric(double mean_train_loss) override { return mean_train_loss; }  // the L1 loss is the MAE
 
@@ -268,6 +287,26 @@ class GraphormerTask final : public TrainingTask {
   }
 
  private:
+  // Micro-batch `micro` of step `step`'s batch, collated (on the prefetch threads when they had it).
+  data::GraphBatch batch_of(int64_t step, const MicroBatch& micro, TrainingProgress& progress) {
+    const int64_t in_epoch = (step - 1) % batches_per_epoch_;
+    if (in_epoch == 0 && step > 1 && micro.first()) {  // a new epoch: the stream moves past the last one's shuffle
+      progress.data_rng = epoch_rng_;
+      order_ = shuffled(data_.split.train, epoch_rng_);
+    }
+    // This rank's molecules of the global batch (all of them with one process), micro-batch by
+    // micro-batch (each collated, so padded, on its own: padding does not change the outputs).
+    data::GraphBatch graphs = prefetch_.take(rows_of(in_epoch, micro));
+    // The next kBatchesAhead micro-batches' or steps' molecules are collated on background
+    // threads while this one runs (not across an epoch's end: the next order is drawn when that
+    // epoch starts; batch_prefetch.h).
+    std::vector<std::vector<int64_t>> upcoming;
+    for (const BatchPosition& next : positions_ahead({in_epoch, micro}, batches_per_epoch_, kBatchesAhead))
+      upcoming.push_back(rows_of(next.in_epoch, next.micro));
+    prefetch_.prefetch_ahead(upcoming);
+    return graphs;
+  }
+
   // This rank's rows of micro-batch `micro` of the epoch's batch `in_epoch`.
   std::vector<int64_t> rows_of(int64_t in_epoch, const MicroBatch& micro) const {
     const dist::Shard part = micro_rows(shard_, micro);
@@ -282,7 +321,8 @@ class GraphormerTask final : public TrainingTask {
 
   const GraphormerData& data_;
   Graphormer model_;
-  const data::CollateOptions collate_;
+  const data::CollateOptions collate_;        // evaluation's: each batch padded to its own size
+  const data::CollateOptions train_collate_;  // training's: collate_, or fixed shapes (fixed_shapes)
   GraphBatchPrefetch prefetch_;  // reads data_.dataset, which outlives the task
   const int64_t batch_;
   const dist::Shard shard_;
@@ -296,6 +336,7 @@ class GraphormerTask final : public TrainingTask {
   double valid_mae_ = 0;
   bool evaluated_ = false, reached_end_ = false;
   GraphormerTrainOutcome outcome_;
+  GraphormerInputs inputs_;  // cuda_graph = on: the last batch drawn (draw_batch), on the host
 };
 
 }  // namespace

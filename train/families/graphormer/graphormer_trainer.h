@@ -7,7 +7,10 @@
 // permutation per epoch drawn from the run's data stream; the last partial batch of an epoch is
 // dropped (every step has `batch` molecules). The checkpoint's data_rng is the stream position at
 // the start of the current epoch; the position inside the epoch follows from the step, so a
-// resumed run sees the same batches. Evaluation: valid/test rows in split order, eval_batch
+// resumed run sees the same batches. With fixed_shapes (always under cuda_graph = on) every
+// training batch is padded to one shape (docs/graphormer.md#collation-and-padding), and the step
+// splits into a host part and a device part for the capture (train/loop/captured_step.h).
+// Evaluation: valid/test rows in split order, eval_batch
 // molecules per batch, no dropout.
 //
 // Metric: mean absolute error on the target's own scale (embedded default: the normalised
