@@ -251,26 +251,18 @@ __device__ __forceinline__ void dq_cells(const FlashGeometry& g, uint64_t seed, 
 // after key block in the same order whatever the tile: the same bits. BF16 tiles are half the
 // bytes; they keep TF32's key tiles (the registers bound them as much).
 // The pipelined variant (kPipelined) adds, in dynamic shared memory, a raw staging copy of the next
-// key tile's K and V rows (kKeys rows of kDim TIn each) and of its map entries:
-//   k_stage (kKeys × kDim TIn) | v_stage (kKeys × kDim TIn) | bias_map_s (kDiag int) | c_map_s (kDiag int)
+// key tile's K and V rows and of its map entries (KeyTileStaging, urpe_flash_tc_tiles.cuh);
 // bytes per block (static + dynamic; sm_90: 227 KiB a block, 228 KiB an SM with 1 KiB a block
 // reserved): TF32 kDim 32: 30 K + 17 K (3 blocks: 144 K an SM), 64: 27.3 K + 16.7 K (3 blocks:
 // 135 K), 128: 25.9 K + 16.6 K (2 blocks, its registers); BF16 from f32 tensors 16 K, 14.3 K,
 // 13.4 K static and the same staging; from bf16 tensors half the staging. Every instantiation keeps
 // its blocks per SM on sm_90 (an A100's 164 K an SM too).
 template <int kDim, bool kBf16, typename TIn>
-struct DqTiles {
-  static constexpr int kKeys = kDim == 32 ? 64 : kDim == 64 ? 32 : 16;
-  static constexpr int kDiag = kBlockRows + kKeys - 1;
+struct DqTiles : KeyTileStaging<kDim == 32 ? 64 : kDim == 64 ? 32 : 16, kDim, TIn> {
+  static constexpr int kKeys = DqTiles::KeyTileStaging::kKeys;
   using Shape = TileShape<kDim, kBf16>;
-  static constexpr size_t kStaticBytes =
-      16 * size_t(2 * kKeys * Shape::row_vectors(1) + kKeys / 2 * Shape::pair_vectors(1)) + 8 * kDiag + 4 * kWarps;
-  // ---- the pipelined variant's dynamic shared memory ----
-  static constexpr int kStageVectors = kDim * int(sizeof(TIn)) / 16;  // 16-byte units per staged row
-  static constexpr size_t kStageBytes = 16 * size_t(kKeys) * kStageVectors;
-  static constexpr size_t kKStage = 0, kVStage = kStageBytes, kBiasMap = 2 * kStageBytes;
-  static constexpr size_t kCMap = kBiasMap + (4 * kDiag + 15) / 16 * 16;
-  static constexpr size_t kDynamicBytes = kCMap + 4 * kDiag;
+  static constexpr size_t kStaticBytes = 16 * size_t(2 * kKeys * Shape::row_vectors(1) + kKeys / 2 * Shape::pair_vectors(1)) +
+                                         8 * DqTiles::KeyTileStaging::kDiag + 4 * kWarps;
 };
 
 // 3 blocks per SM at kDim ≤ 64 (≤ 168 registers; ncu on the H200, 2026-11-27, found dQ at 8 warps

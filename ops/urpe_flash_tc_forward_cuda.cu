@@ -103,27 +103,20 @@ __device__ __forceinline__ void forward_weights(const FlashGeometry& g, uint64_t
 // bench/cuda_notes.md), so the spill stays. BF16 tiles are half the bytes and Q's fragments half
 // the registers: 64 keys at every kDim.
 // The pipelined variant (kPipelined) adds, in dynamic shared memory, a raw staging copy of the
-// next K and V tiles (kKeys rows of kDim TIn each) and of the next tile's map entries:
-//   k_stage (kKeys × kDim TIn) | v_stage (kKeys × kDim TIn) | bias_map_s (kDiag int) | c_map_s (kDiag int)
+// next K and V tiles and of the next tile's map entries (KeyTileStaging, urpe_flash_tc_tiles.cuh)
 // (the staged rows' 16-byte units swizzled against bank conflicts: StagedRows, urpe_flash_tc_tiles.cuh)
 // bytes per block (static + dynamic, sm_90 allows 227 KiB a block, 228 KiB an SM): TF32 kDim 32:
 // 20.5 K + 17 K, 64: 37 K + 33.8 K (3 blocks: 215 K), 128: 35 K + 33.5 K (2 blocks); BF16 from f32
 // tensors 32: 11 K + 17 K, 64: 19.5 K + 33.8 K, 128: 36 K + 66.5 K (2 blocks: 207 K); from bf16
 // tensors half the staging. So the pipeline keeps today's blocks per SM everywhere on sm_90.
 template <int kDim, bool kBf16, typename TIn>
-struct ForwardTiles {
-  static constexpr int kKeys = kDim == 128 && !kBf16 ? 32 : 64;
-  static constexpr int kDiag = kBlockRows + kKeys - 1;
+struct ForwardTiles : KeyTileStaging<kDim == 128 && !kBf16 ? 32 : 64, kDim, TIn> {
+  static constexpr int kKeys = ForwardTiles::KeyTileStaging::kKeys;
   // K and V tiles in 16-byte rows (tile_view): TF32 floats or BF16 pairs (the loaders' layouts).
   static constexpr int kKVectors = kBf16 ? (kDim / 2 + 4) / 4 : (kDim / 2 + 4) / 2;
   static constexpr int kVVectors = kBf16 ? (kDim + 8) / 4 : (kDim + 4) / 2;
-  static constexpr size_t kStaticBytes = 16 * size_t(kKeys * kKVectors + kKeys / 2 * kVVectors) + 8 * kDiag + 4 * kWarps;
-  // ---- the pipelined variant's dynamic shared memory ----
-  static constexpr int kStageVectors = kDim * int(sizeof(TIn)) / 16;  // 16-byte units per staged row
-  static constexpr size_t kStageBytes = 16 * size_t(kKeys) * kStageVectors;
-  static constexpr size_t kKStage = 0, kVStage = kStageBytes, kBiasMap = 2 * kStageBytes;
-  static constexpr size_t kCMap = kBiasMap + (4 * kDiag + 15) / 16 * 16;
-  static constexpr size_t kDynamicBytes = kCMap + 4 * kDiag;
+  static constexpr size_t kStaticBytes =
+      16 * size_t(kKeys * kKVectors + kKeys / 2 * kVVectors) + 8 * ForwardTiles::KeyTileStaging::kDiag + 4 * kWarps;
 };
 
 // TIn: the tensors' element type, float or (BF16 tiles only) __nv_bfloat16: q, k, v read as they

@@ -475,6 +475,21 @@ __device__ __forceinline__ void prefetch_diagonal_maps(const FlashGeometry& g, i
   }
 }
 
+// The dynamic shared memory of a kernel that streams key tiles pipelined (the forward and dQ): a
+// raw staging copy of the next tile's K and V rows (kKeys rows of kDim TIn each) and of its map
+// entries, in this order, each part 16-byte aligned:
+//   k_stage (kKeys × kDim TIn) | v_stage (kKeys × kDim TIn) | bias_map_s (kDiag int) | c_map_s (kDiag int)
+template <int kKeyTile, int kDim, typename TIn>
+struct KeyTileStaging {
+  static constexpr int kKeys = kKeyTile;
+  static constexpr int kDiag = kBlockRows + kKeys - 1;  // the diagonals a query block × key tile touches
+  static constexpr int kStageVectors = kDim * int(sizeof(TIn)) / 16;  // 16-byte units per staged row
+  static constexpr size_t kStageBytes = 16 * size_t(kKeys) * kStageVectors;
+  static constexpr size_t kKStage = 0, kVStage = kStageBytes, kBiasMap = 2 * kStageBytes;
+  static constexpr size_t kCMap = kBiasMap + (4 * kDiag + 15) / 16 * 16;
+  static constexpr size_t kDynamicBytes = kCMap + 4 * kDiag;
+};
+
 // ---- the interior fast path ----
 // A tile takes the fast path when each of its cells (i, j), i in [i_lo, i_hi), j in [j_lo, j_hi),
 // is inside the matrix, not causally cut, not a padded key, with no dropout, and B and C come

@@ -132,6 +132,20 @@ void check_same(const EncoderRun& a, const EncoderRun& b) {
   }
 }
 
+// A captured run: no fallback said on stderr, and steps 6 and 7 (replays whose windows hold no
+// evaluation) wait for the host once each, the loss read, by urpe's count and by the simulator's.
+void check_one_wait_per_replay(const EncoderRun& graph) {
+  INFO("stderr: " << graph.stderr_text);
+  CHECK(graph.stderr_text.find("cuda_graph") == std::string::npos);  // no fallback
+  for (int s : {6, 7}) {
+    INFO("step " << s);
+    CHECK(graph.waits[s - 1] == 1);
+#if defined(URPE_CUDA_SIM)
+    CHECK(graph.sim_waits[s - 1] == 1);
+#endif
+  }
+}
+
 }  // namespace
 
 #if defined(URPE_CUDA_SIM)
@@ -250,17 +264,7 @@ TEST_CASE("the tiny encoder trained with cuda_graph = on equals eager bit for bi
     const EncoderRun eager = train_tiny_encoder(false, steps, {}, task);
     const EncoderRun graph = train_tiny_encoder(true, steps, {}, task);
     check_same(eager, graph);
-    INFO("stderr: " << graph.stderr_text);
-    CHECK(graph.stderr_text.find("cuda_graph") == std::string::npos);  // no fallback
-    // Steps 4 … 7 replay. The windows of steps 6 and 7 hold no evaluation (eval_every = 4): one
-    // wait each, the loss read, by urpe's count and by the simulator's.
-    for (int s : {6, 7}) {
-      INFO("step " << s);
-      CHECK(graph.waits[s - 1] == 1);
-#if defined(URPE_CUDA_SIM)
-      CHECK(graph.sim_waits[s - 1] == 1);
-#endif
-    }
+    check_one_wait_per_replay(graph);  // steps 4 … 7 replay
   }
 }
 
@@ -309,13 +313,5 @@ TEST_CASE("tiny Graphormer with cuda_graph = on equals eager with the same fixed
   const EncoderRun eager = train_run(config(false), "graphormer");
   const EncoderRun graph = train_run(config(true), "graphormer");
   check_same(eager, graph);
-  INFO("stderr: " << graph.stderr_text);
-  CHECK(graph.stderr_text.find("cuda_graph") == std::string::npos);  // no fallback
-  for (int s : {6, 7}) {
-    INFO("step " << s);
-    CHECK(graph.waits[s - 1] == 1);
-#if defined(URPE_CUDA_SIM)
-    CHECK(graph.sim_waits[s - 1] == 1);
-#endif
-  }
+  check_one_wait_per_replay(graph);
 }
