@@ -9,6 +9,9 @@
 #if defined(URPE_WITH_OPENBLAS)
 #include <cblas.h>
 #endif
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 namespace urpe::kernels {
 
@@ -60,12 +63,11 @@ static void gemm_one(const GemmArgs& g, const float* a, const float* b, float* c
 #endif
 }
 
-// Batched products of small matrices (attention's (N × dh)·(dh × N) per batch and head) are
-// split across threads by batch item, each item one single-threaded GEMM (the OpenMP build of
-// OpenBLAS runs one thread inside a parallel region): threading inside a GEMM this small costs
-// more in start-up and synchronisation than it gains. Either way each item is computed by the
-// same code on its own, so the result does not depend on the thread count.
-constexpr int64_t kSmallGemmFlops = int64_t(1) << 22;  // m·n·k below this counts as small
+// Batched products (attention's (N × dh)·(dh × N) per batch and head) are split across threads
+// by batch item, each item one single-threaded GEMM (the OpenMP build of OpenBLAS runs one thread
+// inside a parallel region): each item is computed by the same code on its own, so the result does
+// not depend on the thread count (which OpenBLAS's own threading inside an item would break:
+// OneBlasThread below), and for small items threading inside a GEMM costs more than it gains.
 
 // ---- one large GEMM over the threads ----
 // OpenBLAS threads a GEMM by cutting its output into one block per thread. urpe cuts it itself
@@ -77,31 +79,46 @@ constexpr int64_t kSmallGemmFlops = int64_t(1) << 22;  // m·n·k below this cou
 //          over K = 4096 rows): C = β·C + Σ_p op(A)[:, Kp]·op(B)[Kp, :], the parts' products in
 //          buffers of their own, summed in part order.
 // The parts depend on the shape alone, never on the thread count (one thread runs them in turn),
-// so neither does the result.
+// so neither does the result. Every other product runs as one single-threaded OpenBLAS call
+// (OneBlasThread): OpenBLAS's own threading cuts the output by the thread count, and with its
+// Haswell/Zen kernels an element's bits depend on which block holds it (the edge kernels sum in
+// another order). Measured 2026-11-28 on a 2-core EPYC without AVX-512: linear_cross_entropy's
+// gradients differed between 1, 2 and 3 threads (test_op_table); the AVX-512 kernels had hidden it.
+// So the row split starts at 2^20 multiply-adds with parts of at least 64 rows, which keeps the
+// mid-size products on every core.
 // Measured on 2 cores (AVX-512 kernels) at the bench step's shapes: the row split 3 to 8% more
 // GFLOP/s than OpenBLAS's own threading, the depth split up to 2× for the 128 × 128 weight
 // gradients, where OpenBLAS splits the small output and packs the long operands once per thread.
 #if defined(URPE_WITH_OPENBLAS)
-constexpr int64_t kSplitFlops = int64_t(1) << 24;  // m·n·k below this: one call, OpenBLAS's threads
-constexpr int64_t kRowPart = 512;                  // rows of C per part of a row split
+constexpr int64_t kSplitFlops = int64_t(1) << 20;  // m·n·k below this: one single-threaded call
+constexpr int64_t kDepthFlops = int64_t(1) << 24;  // … and below this no depth split
+constexpr int64_t kRowPart = 512;                  // rows of C per part of a row split, at most
+constexpr int64_t kMinRowPart = 64;                // … and at least
 constexpr int64_t kDepthPart = 1024;               // contraction length per part of a depth split
 
 enum class Split { none, rows, depth };
 
 static Split split_of(const GemmArgs& g) {
   if (g.batch != 1 || g.m * g.n * g.k < kSplitFlops) return Split::none;
-  if (g.k >= 2 * kDepthPart && g.k >= 8 * std::max(g.m, g.n)) return Split::depth;
-  if (g.m >= 2 * kRowPart) return Split::rows;
+  if (g.m * g.n * g.k >= kDepthFlops && g.k >= 2 * kDepthPart && g.k >= 8 * std::max(g.m, g.n)) return Split::depth;
+  if (g.m >= 2 * kMinRowPart) return Split::rows;
   return Split::none;
 }
 
+// Rows per part of a row split: about an eighth of m in multiples of 16, within [64, 512] (the
+// shape alone decides).
+static int64_t row_part(int64_t m) {
+  const int64_t eighth = (m + 7) / 8;
+  return std::min(kRowPart, std::max(kMinRowPart, (eighth + 15) / 16 * 16));
+}
+
 static void gemm_rows(const GemmArgs& g, const RowsFn* before) {
-  const int64_t parts = (g.m + kRowPart - 1) / kRowPart;
+  const int64_t rows = row_part(g.m), parts = (g.m + rows - 1) / rows;
 #pragma omp parallel for schedule(dynamic)
   for (int64_t p = 0; p < parts; ++p) {
     GemmArgs part = g;
-    const int64_t r0 = p * kRowPart;
-    part.m = std::min(g.m, r0 + kRowPart) - r0;
+    const int64_t r0 = p * rows;
+    part.m = std::min(g.m, r0 + rows) - r0;
     part.a = g.trans_a ? g.a + r0 : g.a + r0 * g.lda;  // op(A) rows: stored columns when transposed
     part.c = g.c + r0 * g.ldc;
     if (before) (*before)(r0, r0 + part.m);
@@ -142,6 +159,18 @@ static void gemm_depth(const GemmArgs& g) {
     }
   }
 }
+
+// One OpenBLAS thread for the calls in its scope: OpenBLAS's OpenMP build threads a call by the
+// caller's omp_get_max_threads(), a per-thread setting (the nthreads-var ICV), so setting it to 1
+// here and back after touches no other thread. Inside a parallel region OpenBLAS runs one thread
+// anyway.
+struct OneBlasThread {
+#if defined(_OPENMP)
+  int previous = omp_get_max_threads();
+  OneBlasThread() { omp_set_num_threads(1); }
+  ~OneBlasThread() { omp_set_num_threads(previous); }
+#endif
+};
 #endif
 
 // A large GEMM must be called outside any parallel region, even an inactive one (`if` false):
@@ -190,7 +219,7 @@ void gemm_cpu(const GemmArgs& g) {
     Tensor keep[2];
     return gemm_cpu(widen_operands(g, keep));
   }
-  const bool split_batch = g.batch > 1 && g.m * g.n * g.k < kSmallGemmFlops;
+  const bool split_batch = g.batch > 1;  // large items too: one OpenBLAS thread each (OneBlasThread's why)
   if (split_batch) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < g.batch; ++i)
@@ -203,6 +232,7 @@ void gemm_cpu(const GemmArgs& g) {
     case Split::depth: return gemm_depth(g);
     case Split::none: break;
   }
+  const OneBlasThread one_thread;
 #endif
   for (int64_t i = 0; i < g.batch; ++i)
     gemm_one(g, g.a + i * g.stride_a, g.b + i * g.stride_b, g.c + i * g.stride_c);

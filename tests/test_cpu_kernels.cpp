@@ -336,8 +336,9 @@ std::vector<float> run_gemm_case(const GemmCase& c, const Tensor& a, const Tenso
   return out.to_vector_f32();
 }
 
-// Shapes past the split threshold (m·n·k ≥ 2^24): a row split (m ≥ 1024, in 512-row parts with a
-// short last one) and a depth split (k ≥ 2048 and ≥ 8·max(m, n)), each with either transpose.
+// Shapes past the split thresholds: a row split (m·n·k ≥ 2^20, m ≥ 128; 1100 rows in parts of 144
+// with a short last one) and a depth split (m·n·k ≥ 2^24, k ≥ 2048 and ≥ 8·max(m, n)), each with
+// either transpose.
 const std::vector<GemmCase> kSplitCases = {
     {false, true, 1100, 70, 300, 0.0f}, {true, false, 1100, 70, 300, 1.0f},
     {true, false, 64, 72, 4500, 0.0f},  {false, true, 64, 72, 4500, 1.0f}, {true, true, 70, 64, 4200, 1.0f}};

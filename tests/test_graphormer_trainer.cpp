@@ -464,7 +464,8 @@ TEST_CASE("fixed_shapes (what cuda_graph = on trains with) gives the own-padding
   // docs/graphormer.md#collation-and-padding: every training batch padded to the training split's
   // largest molecule, the hops past a batch's own count read as zeros. Without dropout (its masks
   // are per position of the padded tensor) the 12 steps, their train and valid losses and the
-  // final parameters must match the batches' own padding up to float rounding (1e-5 relative).
+  // final parameters must match the batches' own padding up to float rounding (1e-5 relative;
+  // the parameters 2e-5 absolute besides, below).
   const ToySet toy = toy_set();
   const std::vector<std::string> no_dropout = {"dropout=0", "attention_dropout=0", "input_dropout=0", "pe=urpe"};
   std::vector<std::string> fixed = no_dropout;
@@ -492,6 +493,11 @@ TEST_CASE("fixed_shapes (what cuda_graph = on trains with) gives the own-padding
     INFO(p.tensors[k].first);
     const std::vector<float> u = p.tensors[k].second.to_vector_f32(), v = q.tensors[k].second.to_vector_f32();
     REQUIRE(u.size() == v.size());
-    for (size_t e = 0; e < u.size(); ++e) CHECK(std::fabs(u[e] - v[e]) <= 1e-6 + 1e-5 * std::fabs(u[e]));
+    // Absolute 2e-5: the two runs' GEMMs have other shapes, so OpenBLAS blocks them differently,
+    // and Adam divides each gradient by its own running scale, which turns the rounding of a small
+    // gradient into a larger share of its step. Measured: up to 6.3e-6 on
+    // graph_token_virtual_distance (OpenBLAS's Haswell/Zen kernels, a 2-core EPYC without
+    // AVX-512, 2026-11-28); under 1e-6 with the AVX-512 kernels.
+    for (size_t e = 0; e < u.size(); ++e) CHECK(std::fabs(u[e] - v[e]) <= 2e-5 + 1e-5 * std::fabs(u[e]));
   }
 }
