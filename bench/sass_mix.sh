@@ -18,12 +18,15 @@
 # the edge path (ops/urpe_flash_tc_tiles.cuh, tile_is_interior). The first table counts the
 # kernels as built; the second compiles them again with URPE_TC_SASS_INTERIOR_ONLY (every tile
 # down the fast path, the edge path compiled out: for counting only, its results are wrong on
-# edge tiles), which is the code a long sequence's tiles run.
+# edge tiles), which is the code a long sequence's tiles run. The third (since 2026-11-28) is the
+# tile loop of that fast path alone (tile_loop below): the place where a per-cell change shows.
 #
 #   bench/sass_mix.sh [--keep DIR]      (DIR keeps the cubins, .sass and ptxas logs)
 # Needs nvcc and cuobjdump: $CUOBJDUMP, else cuobjdump on PATH or in nvcc's folder, else Triton's
 # copy at /tmp/trx/triton/backends/nvidia/bin/cuobjdump (get it with `pip download --no-deps triton`
-# and unzip triton/backends/nvidia/bin/cuobjdump). Takes about 1.5 min on 2 cores.
+# and unzip triton/backends/nvidia/bin/cuobjdump), or the PyPI wheels: `pip install
+# nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm` into a venv and put its nvidia/cu13/bin on PATH
+# (cuobjdump -sass calls nvdisasm). Takes about 2 min on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KEEP=""
@@ -102,10 +105,67 @@ table() {  # table VARIANT: the counts of $WORK/{forward,backward}VARIANT.cubin
     awk '{ printf "%-24s %6d %6d %6d %5d %5d %5d %5d %4d %4d %6d %6d %5d %6d %9s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 }'
 }
 
+# tile_loop VARIANT: per kernel, the tile loop's body: of the backward branches (a BRA whose target
+# is at or before it), the smallest address range that holds an HMMA. Static counts: the body
+# still holds the loaders' two ways of reading a tile (whole, or row by row at the sequence's end)
+# and the staging's bounds, of which a tile runs one, so the totals overstate what a warp issues
+# per tile (forward<64,bf16,bf16io> before 2026-11-28: 1853 here, 1318 executed per warp and tile
+# by ncu on the H100, 2026-11-27); a change to code every tile runs, such as the per-cell
+# exponential, changes both by the same amount. Columns: HMMA, MUFU, LDS, FP32 (FFMA FMUL FADD
+# FMNMX FSETP FSEL), int (as above), total (NOPs excluded).
+tile_loop() {
+  local variant=$1
+  printf '%-24s %6s %6s %6s %6s %6s %6s\n' kernel HMMA MUFU LDS FP32 int total
+  for part in forward backward; do
+    awk '
+      function hex(text,   k, v) {  # mawk has no strtonum
+        v = 0; text = tolower(text); sub(/^0x/, "", text)
+        for (k = 1; k <= length(text); ++k) v = 16 * v + index("0123456789abcdef", substr(text, k, 1)) - 1
+        return v
+      }
+      function flush(   k, a, b, j, best, bsize, size) {
+        if (name == "") return
+        best = 0; bsize = 1e9
+        for (k = 1; k <= n; ++k) {
+          if (target[k] == "" || target[k] > addr[k]) continue
+          for (a = 1; a <= n && addr[a] < target[k]; ++a) {}
+          size = k - a + 1
+          if (size >= bsize) continue
+          for (j = a; j <= k; ++j) if (op[j] == "HMMA") { best = a; bsize = size; bend = k; break }
+        }
+        if (best > 0) {
+          split("", c)
+          for (j = best; j <= bend; ++j) {
+            if (op[j] == "NOP") continue
+            c["total"]++
+            if (op[j] == "HMMA" || op[j] == "MUFU" || op[j] == "LDS") c[op[j]]++
+            if (op[j] ~ /^(FFMA|FMUL|FADD|FMNMX|FSETP|FSEL)$/) c["fp"]++
+            if (op[j] ~ /^U?(IMAD|IADD3|VIADD|LEA|LOP3|SHF|ISETP|SEL|IABS|PRMT|I2F|I2FP|F2I|IMNMX|VIMNMX|FLO|POPC|BMSK)$/) c["int"]++
+          }
+          printf "%s %d %d %d %d %d %d\n", name, c["HMMA"], c["MUFU"], c["LDS"], c["fp"], c["int"], c["total"]
+        }
+      }
+      /Function :/ { flush(); name = $3; n = 0 }
+      /^ +\/\*[0-9a-f]+\*\/ / {
+        line = $0; match(line, /\/\*[0-9a-f]+\*\//); here = hex(substr(line, RSTART + 2, RLENGTH - 4))
+        sub(/^ +\/\*[0-9a-f]+\*\/ +/, "", line); split(line, tok, /[ ;]+/)
+        o = tok[1]; if (o ~ /^@/) o = tok[2]
+        split(o, piece, "."); ++n; op[n] = piece[1]; addr[n] = here; target[n] = ""
+        if (piece[1] == "BRA" && match(line, /0x[0-9a-f]+/)) target[n] = hex(substr(line, RSTART, RLENGTH))
+      }
+      END { flush() }' "$WORK/$part$variant.sass"
+  done | while read -r mangled rest; do echo "$(echo "$mangled" | short) $rest"; done |
+    grep -E '^(forward|dq|dkdv)<' | sort -t'<' -k1,1 -k2,2n |
+    awk '{ printf "%-24s %6d %6d %6d %6d %6d %6d\n", $1, $2, $3, $4, $5, $6, $7 }'
+}
+
 echo "== the kernels as built (sm_90, $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet -- ops 2>/dev/null || echo ', ops/ modified'))"
 table ""
 if [ -f "$WORK/forward_interior.cubin" ]; then
   echo
   echo "== the interior fast path alone (URPE_TC_SASS_INTERIOR_ONLY: the edge path compiled out)"
   table _interior
+  echo
+  echo "== one interior tile: the smallest loop that holds an HMMA (the tile loop), its instructions"
+  tile_loop _interior
 fi

@@ -13,6 +13,7 @@
 //   (column pairs and row pairs), V_J (column pairs) and the tile's diagonals in shared memory,
 //   every B fragment one 64-bit shared load
 //     S = Q·K_Jᵀ, dA = dO·V_Jᵀ (tensor cores), P = e^{S·scale + B − L}, dS as above
+//     (P as 2^((S·scale + B)·log2 e − L·log2 e): FFMA + MUFU.EX2, ops/sfu_exp2.cuh; 0 where L = −∞)
 //     dQ += dS·K_J  (dS from the accumulators as the A operand, keys paired as in the forward)
 //   and writes its dQ rows once. FlashAttention-2 adds dQ from the dK/dV loop with atomics; this
 //   kernel spends two more tile products (S, dA) per tile to keep dQ deterministic.
@@ -50,6 +51,7 @@
 #include <type_traits>
 
 #include "ops/bucket_index_cuda.cuh"
+#include "ops/sfu_exp2.cuh"
 #include "ops/urpe_flash_tc.h"
 #include "ops/urpe_flash_tc_tiles.cuh"
 
@@ -108,7 +110,7 @@ __device__ __forceinline__ void product_row_pairs(float (&acc)[kSteps][4], const
 
 // ---- the same products and loaders on BF16 tiles (m16n8k16, ops/mma_bf16.cuh) ----
 // The kernels below are written once over a tile element type: float2 (TF32 column pairs / row
-// pairs) or uint32_t (two BF16 values: load_bf16_rows / load_bf16_row_pairs), and the overloads
+// pairs) or uint32_t (two BF16 values: load_bf16_rows / load_bf16_quad_rows), and the overloads
 // pick the instruction. A BF16 A operand holds 16 columns a k-step (kDim/16 steps).
 
 // acc[nb] += A·Tᵀ with T in bf16 rows: b = T(nb·8 + g, 16ks + 2t | +1), T(…, 16ks + 8 + 2t | +1).
@@ -120,16 +122,17 @@ __device__ __forceinline__ void product_with_column_pairs(float (&acc)[kBlocks][
   for (int ks = 0; ks < kSteps16; ++ks)
 #pragma unroll
     for (int nb = 0; nb < kBlocks; ++nb) {
-      const uint32_t bf[2] = {tile[nb * 8 + group][ks * 8 + member], tile[nb * 8 + group][ks * 8 + 4 + member]};
+      uint32_t bf[2];
+      bf16_rows_fragment<16 * kSteps16>(bf, tile, nb * 8 + group, ks, member);
       tc::mma_m16n8k16_bf16(acc[nb], a[ks], bf);
     }
 }
 
-// acc[nd] += X·T for X (16 × 8·kBlocks) in accumulators, T in bf16 row pairs: blocks 2κ, 2κ + 1
+// acc[nd] += X·T for X (16 × 8·kBlocks) in accumulators, T in bf16 quad rows: blocks 2κ, 2κ + 1
 // of X are k-step κ's A fragment as they are (rounded), b = T(16κ + 2t | +1, ·), T(16κ + 8 + 2t | +1, ·).
-template <int kSteps, int kBlocks, int kPairs, int kWords>
+template <int kSteps, int kBlocks, int kQuads, int kWords>
 __device__ __forceinline__ void product_row_pairs(float (&acc)[kSteps][4], const float (&x)[kBlocks][4],
-                                                  const uint32_t (&tile)[kPairs][kWords], int group, int member) {
+                                                  const uint32_t (&tile)[kQuads][kWords], int group, int member) {
   static_assert(kBlocks % 2 == 0, "16 keys (or queries) a BF16 k-step");
 #pragma unroll
   for (int kb = 0; kb < kBlocks / 2; ++kb) {
@@ -137,7 +140,8 @@ __device__ __forceinline__ void product_row_pairs(float (&acc)[kSteps][4], const
     tc::accumulators_as_a_bf16(xa, x[2 * kb], x[2 * kb + 1]);
 #pragma unroll
     for (int nd = 0; nd < kSteps; ++nd) {
-      const uint32_t bf[2] = {tile[kb * 8 + member][nd * 8 + group], tile[kb * 8 + 4 + member][nd * 8 + group]};
+      uint32_t bf[2];
+      bf16_quads_fragment(bf, tile, kb, nd * 8 + group, member);
       tc::mma_m16n8k16_bf16(acc[nd], xa, bf);
     }
   }
@@ -160,10 +164,10 @@ __device__ __forceinline__ void load_pairs_tile(float2 (&tile)[kPairs][kCols], c
                                                 Layout layout = {}) {
   load_rounded_row_pairs<kRows, kDim>(tile, src, valid, cols, layout);
 }
-template <int kRows, int kDim, int kPairs, int kCols, typename Layout = GlobalRows>
-__device__ __forceinline__ void load_pairs_tile(uint32_t (&tile)[kPairs][kCols], const float* src, int valid, int cols,
+template <int kRows, int kDim, int kQuads, int kCols, typename Layout = GlobalRows>
+__device__ __forceinline__ void load_pairs_tile(uint32_t (&tile)[kQuads][kCols], const float* src, int valid, int cols,
                                                 Layout layout = {}) {
-  load_bf16_row_pairs<kRows, kDim>(tile, src, valid, cols, layout);
+  load_bf16_quad_rows<kRows, kDim>(tile, src, valid, cols, layout);
 }
 // From bf16 tensors (BF16 tiles only): the words as they are (ops/urpe_flash_tc_tiles.cuh).
 template <int kRows, int kDim, int kCols, typename Layout = GlobalRows>
@@ -171,10 +175,10 @@ __device__ __forceinline__ void load_rows_tile(uint32_t (&tile)[kRows][kCols], c
                                                int cols, Layout layout = {}) {
   load_bf16_rows<kRows, kDim>(tile, src, valid, cols, layout);
 }
-template <int kRows, int kDim, int kPairs, int kCols, typename Layout = GlobalRows>
-__device__ __forceinline__ void load_pairs_tile(uint32_t (&tile)[kPairs][kCols], const __nv_bfloat16* src, int valid,
+template <int kRows, int kDim, int kQuads, int kCols, typename Layout = GlobalRows>
+__device__ __forceinline__ void load_pairs_tile(uint32_t (&tile)[kQuads][kCols], const __nv_bfloat16* src, int valid,
                                                 int cols, Layout layout = {}) {
-  load_bf16_row_pairs<kRows, kDim>(tile, src, valid, cols, layout);
+  load_bf16_quad_rows<kRows, kDim>(tile, src, valid, cols, layout);
 }
 template <bool kBf16, int kSteps>
 __device__ __forceinline__ void load_a(uint32_t (&a)[kSteps][4], const __nv_bfloat16* src, int first_row,
@@ -196,11 +200,14 @@ __device__ __forceinline__ void load_a(uint32_t (&a)[kSteps][4], const float* sr
 template <int kDim, bool kBf16>
 struct TileShape {
   using Elem = std::conditional_t<kBf16, uint32_t, float2>;
-  static constexpr int kRowCols = kDim / 2 + 4;                 // float2s, or BF16 words
-  static constexpr int kPairCols = kBf16 ? kDim + 8 : kDim + 4;  // float2s, or BF16 words
+  static constexpr int kRowCols = kBf16 ? bf16_rows_words(kDim) : kDim / 2 + 4;   // float2s, or BF16 words
+  static constexpr int kPairCols = kBf16 ? bf16_quad_words(kDim) : kDim + 4;  // float2s a pair row, BF16 words a quad row
   static constexpr int kASteps = kBf16 ? kDim / 16 : kDim / 8;  // k-steps of an A operand over kDim
+  // Shared rows of a paired tile of `pairs` row pairs: TF32 one per pair, BF16 one per two (quad rows).
+  static constexpr int pair_rows(int pairs) { return kBf16 ? pairs / 2 : pairs; }
   static constexpr int row_vectors(int rows) { return rows * kRowCols * int(sizeof(Elem)) / 16; }
-  static constexpr int pair_vectors(int pairs) { return pairs * kPairCols * int(sizeof(Elem)) / 16; }
+  static constexpr int kPairRowVectors = kPairCols * int(sizeof(Elem)) / 16;  // float4s of one shared row
+  static constexpr int pair_vectors(int pairs) { return pair_rows(pairs) * kPairRowVectors; }
 };
 
 // A piece of a raw shared buffer as a 2-D array of T, `offset` float4s from its start.
@@ -213,10 +220,11 @@ __device__ __forceinline__ T (&carve(float4 (&raw)[kVectors], int offset))[kRows
 // ---- dQ ----
 
 // The scores S of a key tile become dS = scale·P·(dA·κ·C − D) in place (0 where masked or the row
-// has no unmasked key). kInterior: the fast path (tile_is_interior), B and C staged, κ = 1.
+// has no unmasked key). row_offset: base2_offset(L) of the lane's two rows (ops/sfu_exp2.cuh).
+// kInterior: the fast path (tile_is_interior), B and C staged, κ = 1.
 template <bool kInterior, int kKeyBlocks>
 __device__ __forceinline__ void dq_cells(const FlashGeometry& g, uint64_t seed, float (&s)[kKeyBlocks][4],
-                                         const float (&da)[kKeyBlocks][4], const float (&row_lse)[2],
+                                         const float (&da)[kKeyBlocks][4], const float (&row_offset)[2],
                                          const float (&row_d)[2], const float* bias_s, const float* c_s,
                                          const LaneCells& at, int b, int h, int bh) {
 #pragma unroll
@@ -226,14 +234,13 @@ __device__ __forceinline__ void dq_cells(const FlashGeometry& g, uint64_t seed, 
       const int x = cell_diagonal(at, nb, r);
       float ds = 0.0f;
       if constexpr (kInterior) {
-        if (row_lse[r / 2] != -INFINITY) {
-          const float p = expf(s[nb][r] * g.scale + bias_s[x] - row_lse[r / 2]);
-          ds = g.scale * (p * (da[nb][r] * c_s[x] - row_d[r / 2]));
-        }
+        const float p = tc::exp2_approx(fmaf(s[nb][r] * g.scale + bias_s[x], tc::kLog2e, -row_offset[r / 2]));
+        ds = g.scale * (p * (da[nb][r] * c_s[x] - row_d[r / 2]));
       } else {
         const int64_t i = cell_row(at, r), j = cell_key(at, nb, r);
-        if (row_lse[r / 2] != -INFINITY && !cell_masked(g, b, i, j)) {
-          const float p = expf(s[nb][r] * g.scale + cell_bias(g, bias_s, x, b, h, i, j) - row_lse[r / 2]);
+        if (row_offset[r / 2] != INFINITY && !cell_masked(g, b, i, j)) {
+          const float z = s[nb][r] * g.scale + cell_bias(g, bias_s, x, b, h, i, j);
+          const float p = tc::exp2_approx(fmaf(z, tc::kLog2e, -row_offset[r / 2]));
           const float gk = da[nb][r] * g.keep(seed, bh, i, j);
           ds = g.scale * (p * (gk * cell_c(g, c_s, x, b, h, i, j) - row_d[r / 2]));
         }
@@ -261,7 +268,7 @@ template <int kDim, bool kBf16, typename TIn>
 struct DqTiles : KeyTileStaging<kDim == 32 ? 64 : kDim == 64 ? 32 : 16, kDim, TIn> {
   static constexpr int kKeys = DqTiles::KeyTileStaging::kKeys;
   using Shape = TileShape<kDim, kBf16>;
-  static constexpr size_t kStaticBytes = 16 * size_t(2 * kKeys * Shape::row_vectors(1) + kKeys / 2 * Shape::pair_vectors(1)) +
+  static constexpr size_t kStaticBytes = 16 * size_t(2 * Shape::row_vectors(kKeys) + Shape::pair_vectors(kKeys / 2)) +
                                          8 * DqTiles::KeyTileStaging::kDiag + 4 * kWarps;
 };
 
@@ -292,10 +299,10 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_b
   constexpr int kDiag = DTiles::kDiag;
   constexpr int kStageVectors = DTiles::kStageVectors;
   URPE_SHARED(float4, k_rows4, [kKeys][Tiles::row_vectors(1)]);  // 16-byte rows (tile_view)
-  URPE_SHARED(float4, k_pairs4, [kKeys / 2][Tiles::pair_vectors(1)]);
+  URPE_SHARED(float4, k_pairs4, [Tiles::pair_rows(kKeys / 2)][Tiles::kPairRowVectors]);
   URPE_SHARED(float4, v_rows4, [kKeys][Tiles::row_vectors(1)]);
   auto& k_rows = tile_view<Elem, Tiles::kRowCols>(k_rows4);    // column pairs (TF32) or bf16 rows
-  auto& k_pairs = tile_view<Elem, Tiles::kPairCols>(k_pairs4);  // row pairs
+  auto& k_pairs = tile_view<Elem, Tiles::kPairCols>(k_pairs4);  // row pairs (TF32) or bf16 quad rows
   auto& v_rows = tile_view<Elem, Tiles::kRowCols>(v_rows4);
   URPE_SHARED(float, bias_s, [kDiag]);
   URPE_SHARED(float, c_s, [kDiag]);
@@ -337,11 +344,11 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_b
     uint32_t qa[kASteps][4], ga[kASteps][4];
     load_a<kBf16>(qa, q + int64_t(t.bh) * nq * dh, w0, nq - w0, dh, lane);
     load_a<kBf16>(ga, grad_out + int64_t(t.bh) * nq * dv, w0, nq - w0, dv, lane);
-    float row_lse[2], row_d[2];
+    float row_offset[2], row_d[2];  // base2_offset(L) and D of the warp's two rows
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int i = w0 + group + 8 * half;
-      row_lse[half] = i < nq ? lse[int64_t(t.bh) * nq + i] : -INFINITY;
+      row_offset[half] = tc::base2_offset(i < nq ? lse[int64_t(t.bh) * nq + i] : -INFINITY);
       row_d[half] = i < nq ? static_cast<float>(d_row[int64_t(t.bh) * nq + i]) : 0.0f;
     }
     float dq[kSteps][4];
@@ -376,9 +383,9 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_b
       product_with_column_pairs(da, ga, v_rows, group, member);
       const LaneCells at{w0 + group, j0 + 2 * member, 2 * member - warp * kWarpRows - group + kBlockRows - 1};
       if (fast_path && tile_is_interior(g, i0, i0 + kBlockRows, j0, j0 + kKeys, pad_from))
-        dq_cells<true>(g, seed, s, da, row_lse, row_d, bias_s, c_s, at, t.b, t.h, t.bh);
+        dq_cells<true>(g, seed, s, da, row_offset, row_d, bias_s, c_s, at, t.b, t.h, t.bh);
       else
-        dq_cells<false>(g, seed, s, da, row_lse, row_d, bias_s, c_s, at, t.b, t.h, t.bh);
+        dq_cells<false>(g, seed, s, da, row_offset, row_d, bias_s, c_s, at, t.b, t.h, t.bh);
       product_row_pairs(dq, s, k_pairs, group, member);
     }
     store_rows(grad_q + int64_t(t.bh) * nq * dh, dq, w0, nq, dh, lane);
@@ -405,10 +412,11 @@ struct KeyLaneCells {
 
 // One query tile of the dK/dV kernel in place: Sᵀ becomes Ãᵀ = P·C·κ and dAᵀ becomes
 // dSᵀ = scale·P·(dA·κ·C − D); with tables, the tile's dZ and P·κ·dA go to zb_s and zc_s.
+// offset_s: each query's base2_offset(L) (ops/sfu_exp2.cuh), +∞ for a row with no unmasked key.
 // kInterior: the fast path (tile_is_interior), B and C staged, κ = 1.
 template <bool kInterior, int kQueryBlocks, int kTermCols>
 __device__ __forceinline__ void dkdv_cells(const FlashGeometry& g, uint64_t seed, float (&st)[kQueryBlocks][4],
-                                           float (&dat)[kQueryBlocks][4], const float* lse_s, const float* d_s,
+                                           float (&dat)[kQueryBlocks][4], const float* offset_s, const float* d_s,
                                            const float* bias_s, const float* c_s,
                                            float (&zb_s)[kBlockRows][kTermCols],
                                            float (&zc_s)[kBlockRows][kTermCols], bool tables,
@@ -421,17 +429,16 @@ __device__ __forceinline__ void dkdv_cells(const FlashGeometry& g, uint64_t seed
       const int x = at.x + 8 * (r >> 1) - 8 * nb - (r & 1);
       float a = 0.0f, dz = 0.0f, cterm = 0.0f;
       if constexpr (kInterior) {
-        if (lse_s[li] != -INFINITY) {
-          const float p = expf(st[nb][r] * g.scale + bias_s[x] - lse_s[li]);
-          const float cv = c_s[x], gk = dat[nb][r];
-          a = p * cv;
-          dz = p * (gk * cv - d_s[li]);
-          cterm = p * gk;
-        }
+        const float p = tc::exp2_approx(fmaf(st[nb][r] * g.scale + bias_s[x], tc::kLog2e, -offset_s[li]));
+        const float cv = c_s[x], gk = dat[nb][r];
+        a = p * cv;
+        dz = p * (gk * cv - d_s[li]);
+        cterm = p * gk;
       } else {
         const int64_t j = at.j + 8 * (r >> 1), i = at.i + 8 * nb + (r & 1);
-        if (lse_s[li] != -INFINITY && !cell_masked(g, b, i, j)) {
-          const float p = expf(st[nb][r] * g.scale + cell_bias(g, bias_s, x, b, h, i, j) - lse_s[li]);
+        if (offset_s[li] != INFINITY && !cell_masked(g, b, i, j)) {
+          const float z = st[nb][r] * g.scale + cell_bias(g, bias_s, x, b, h, i, j);
+          const float p = tc::exp2_approx(fmaf(z, tc::kLog2e, -offset_s[li]));
           const float kappa = g.keep(seed, bh, i, j), cv = cell_c(g, c_s, x, b, h, i, j);
           const float gk = dat[nb][r] * kappa;
           a = p * cv * kappa;
@@ -531,12 +538,13 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
   URPE_SHARED(float4, tiles_raw, [KTiles::kRawVectors]);
   auto& q_rows = carve<Elem, kQueries, kCols2>(tiles_raw, 0);
   auto& go_rows = carve<Elem, kQueries, kCols2>(tiles_raw, kRowVectors);
-  auto& q_pairs = carve<Elem, kQueries / 2, Tiles::kPairCols>(tiles_raw, 2 * kRowVectors);
-  auto& go_pairs = carve<Elem, kQueries / 2, Tiles::kPairCols>(tiles_raw, 2 * kRowVectors + kPairVectors);
+  constexpr int kPairRows = Tiles::pair_rows(kQueries / 2);
+  auto& q_pairs = carve<Elem, kPairRows, Tiles::kPairCols>(tiles_raw, 2 * kRowVectors);
+  auto& go_pairs = carve<Elem, kPairRows, Tiles::kPairCols>(tiles_raw, 2 * kRowVectors + kPairVectors);
   const int terms_at = kTermsShareRows ? 0 : 2 * kRowVectors + 2 * kPairVectors;
   auto& zb_s = carve<float, kKeysPerBlock, kTermCols>(tiles_raw, terms_at);                 // dZ (∂B's terms)
   auto& zc_s = carve<float, kKeysPerBlock, kTermCols>(tiles_raw, terms_at + kTermVectors);  // P·κ·dA (∂C's)
-  URPE_SHARED(float, lse_s, [kQueries]);
+  URPE_SHARED(float, offset_s, [kQueries]);
   URPE_SHARED(float, d_s, [kQueries]);
   URPE_SHARED(float, bias_s, [kDiag]);
   URPE_SHARED(float, c_s, [kDiag]);
@@ -625,7 +633,7 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
         load_pairs_tile<kQueries, kDim>(go_pairs, go_raw, kQueries, kDim, StagedRows{});
         for (int x = threadIdx.x; x < kQueries; x += kThreads) {
           const bool in = i0 + x < nq;
-          lse_s[x] = in ? (*lse_stage)[x] : -INFINITY;
+          offset_s[x] = tc::base2_offset(in ? (*lse_stage)[x] : -INFINITY);
           d_s[x] = in ? static_cast<float>((*d_stage)[x]) : 0.0f;
         }
         stage_diagonals<kDiag, true>(g, h, i0, j0, kQueries - 1, bias_s, c_s, *bias_map_s, *c_map_s);
@@ -639,7 +647,7 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
         load_pairs_tile<kQueries, kDim>(go_pairs, go_bh + i0 * dv, nq - i0, dv);
         for (int x = threadIdx.x; x < kQueries; x += kThreads) {
           const int i = i0 + x;
-          lse_s[x] = i < nq ? lse[int64_t(bh) * nq + i] : -INFINITY;
+          offset_s[x] = tc::base2_offset(i < nq ? lse[int64_t(bh) * nq + i] : -INFINITY);
           d_s[x] = i < nq ? static_cast<float>(d_row[int64_t(bh) * nq + i]) : 0.0f;
         }
         stage_diagonals(g, h, i0, j0, kQueries - 1, bias_s, c_s);
@@ -654,9 +662,9 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
       const KeyLaneCells at{at0.j, i0 + at0.i, at0.li, at0.x};
       const int lj0 = warp * kWarpRows + group;
       if (fast_path && tile_is_interior(g, i0, i0 + kQueries, j0, j0 + kKeysPerBlock, pad_from))
-        dkdv_cells<true>(g, seed, st, dat, lse_s, d_s, bias_s, c_s, zb_s, zc_s, tables, at, lj0, b, h, bh);
+        dkdv_cells<true>(g, seed, st, dat, offset_s, d_s, bias_s, c_s, zb_s, zc_s, tables, at, lj0, b, h, bh);
       else
-        dkdv_cells<false>(g, seed, st, dat, lse_s, d_s, bias_s, c_s, zb_s, zc_s, tables, at, lj0, b, h, bh);
+        dkdv_cells<false>(g, seed, st, dat, offset_s, d_s, bias_s, c_s, zb_s, zc_s, tables, at, lj0, b, h, bh);
       product_row_pairs(dv_acc, st, go_pairs, group, member);  // dV += Ãᵀ·dO
       product_row_pairs(dk, dat, q_pairs, group, member);      // dK += dSᵀ·Q
       if (!tables) continue;

@@ -11,6 +11,7 @@
 //     S (16 × kKeys) = Q·K_Jᵀ                                  kKeys/8 × kDim/8 mma
 //     z = S·scale + B  (−∞ where masked),  m' = max(m, rowmax z),  α = e^{m − m'}
 //     ℓ ← α·ℓ + Σ_j e^{z − m'},   W = e^{z − m'} ⊙ C ⊙ κ        in the accumulators
+//   each e^{z − m'} as 2^(z·log2 e − m'·log2 e) on the SFU (ops/sfu_exp2.cuh: FFMA + MUFU.EX2)
 //     O ← α·O + W·V_J                                          kDim/8 × kKeys/8 mma
 //   W goes from the accumulator layout into the A operand without moving (the key pairing of
 //   ops/mma_tf32.cuh): lane t's keys 2t, 2t+1 are its A columns t, t+4, and V is read at rows
@@ -23,10 +24,11 @@
 //   holds the registers to 168; kDim = 64 spills a few words (see kKeys below).
 //   FLOPs: 4·Nq·Nk·kDim per (b, h) on the tensor cores (the padded dims count), plus per cell the
 //   scale, bias, max, exp, sum and C (~10) on the FP32 units.
-//   BF16 (kBf16, precision=bf16): K and V staged as packed BF16 words (bf16 rows, bf16 row pairs),
-//   Q's fragments 16 columns a register set, S·V with k = 16 keys, and two neighbouring S blocks
-//   are W's A fragment as they are (no pairing); W rounded to BF16 before its product. 64-key
-//   tiles at every kDim (ptxas -v: 138 / 168 / 252 registers; 8 bytes spilled at kDim 64).
+//   BF16 (kBf16, precision=bf16): K and V staged as packed BF16 words (bf16 rows, bf16 quad rows:
+//   each mma's two B registers one 64-bit shared load), Q's fragments 16 columns a register set,
+//   S·V with k = 16 keys, and two neighbouring S blocks are W's A fragment as they are (no
+//   pairing); W rounded to BF16 before its product. 64-key tiles at every kDim (ptxas -v and the
+//   spills: bench/sass_mix.sh).
 //   Bytes: Q and O once; K and V once per 64 query rows: (Nq/64)·Nk·(dh + dv)·4 per (b, h); the
 //   tables' diagonals per tile from cache. Nothing of size Nq·Nk.
 //   Pipelined variant (kPipelined, the context's tc_pipeline switch, `--tc-pipeline on`): the same
@@ -36,6 +38,7 @@
 //   inside a task but at its first tile (ForwardTiles below has the layout and the bytes).
 #include <type_traits>
 
+#include "ops/sfu_exp2.cuh"
 #include "ops/urpe_flash_tc.h"
 #include "ops/urpe_flash_tc_tiles.cuh"
 
@@ -69,9 +72,11 @@ __device__ __forceinline__ void forward_logits(const FlashGeometry& g, float (&s
 }
 
 // The logits become the weights W = e^{z − m'}·C·κ in place; row_sum gets Σ e^{z − m'} per row.
+// e^{z − m'} = 2^(z·log2 e − m'·log2 e), one FFMA and one MUFU.EX2 (ops/sfu_exp2.cuh), exactly 0
+// for a masked cell (z = −∞) without a branch; `offset` is base2_offset(m') per row.
 template <bool kInterior, int kKeyBlocks>
 __device__ __forceinline__ void forward_weights(const FlashGeometry& g, uint64_t seed, float (&s)[kKeyBlocks][4],
-                                                const float (&m_new)[2], float (&row_sum)[2], const float* c_s,
+                                                const float (&offset)[2], float (&row_sum)[2], const float* c_s,
                                                 const LaneCells& at, int b, int h, int bh) {
 #pragma unroll
   for (int nb = 0; nb < kKeyBlocks; ++nb)
@@ -79,13 +84,14 @@ __device__ __forceinline__ void forward_weights(const FlashGeometry& g, uint64_t
     for (int r = 0; r < 4; ++r) {
       const int x = cell_diagonal(at, nb, r);
       const float z = s[nb][r];
-      float w = 0.0f;
-      if (z != -INFINITY) {
-        const float e = expf(z - m_new[r / 2]);
-        row_sum[r / 2] += e;
-        if constexpr (kInterior) {
-          w = e * c_s[x];
-        } else {
+      const float e = tc::exp2_approx(fmaf(z, tc::kLog2e, -offset[r / 2]));
+      row_sum[r / 2] += e;
+      float w;
+      if constexpr (kInterior) {
+        w = e * c_s[x];
+      } else {
+        w = 0.0f;  // a masked cell's C and κ are never read (a dense map's index would be out of range)
+        if (z != -INFINITY) {
           const int64_t i = cell_row(at, r), j = cell_key(at, nb, r);
           w = e * cell_c(g, c_s, x, b, h, i, j);
           w *= g.keep(seed, bh, i, j);
@@ -112,11 +118,14 @@ __device__ __forceinline__ void forward_weights(const FlashGeometry& g, uint64_t
 template <int kDim, bool kBf16, typename TIn>
 struct ForwardTiles : KeyTileStaging<kDim == 128 && !kBf16 ? 32 : 64, kDim, TIn> {
   static constexpr int kKeys = ForwardTiles::KeyTileStaging::kKeys;
-  // K and V tiles in 16-byte rows (tile_view): TF32 floats or BF16 pairs (the loaders' layouts).
-  static constexpr int kKVectors = kBf16 ? (kDim / 2 + 4) / 4 : (kDim / 2 + 4) / 2;
-  static constexpr int kVVectors = kBf16 ? (kDim + 8) / 4 : (kDim + 4) / 2;
+  // K and V tiles in 16-byte rows (tile_view): TF32 floats or BF16 words (the loaders' layouts):
+  // K in kKeys rows (column pairs, bf16 rows), V in kVRows rows (row pairs, bf16 quad rows).
+  static constexpr int kKWords = kBf16 ? bf16_rows_words(kDim) : 2 * (kDim / 2 + 4);
+  static constexpr int kVWords = kBf16 ? bf16_quad_words(kDim) : 2 * (kDim + 4);
+  static constexpr int kVRows = kBf16 ? kKeys / 4 : kKeys / 2;
+  static constexpr int kKVectors = kKWords / 4, kVVectors = kVWords / 4;
   static constexpr size_t kStaticBytes =
-      16 * size_t(kKeys * kKVectors + kKeys / 2 * kVVectors) + 8 * ForwardTiles::KeyTileStaging::kDiag + 4 * kWarps;
+      16 * size_t(kKeys * kKVectors + kVRows * kVVectors) + 8 * ForwardTiles::KeyTileStaging::kDiag + 4 * kWarps;
 };
 
 // TIn: the tensors' element type, float or (BF16 tiles only) __nv_bfloat16: q, k, v read as they
@@ -139,8 +148,9 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
   constexpr int kQSteps = kBf16 ? kDim / 16 : kSteps;  // k-steps of Q·Kᵀ
   constexpr int kDiag = Tiles::kDiag;
   constexpr int kKVectors = Tiles::kKVectors, kVVectors = Tiles::kVVectors, kStageVectors = Tiles::kStageVectors;
+  constexpr int kKWords = Tiles::kKWords, kVWords = Tiles::kVWords;
   URPE_SHARED(float4, k_s4, [kKeys][kKVectors]);
-  URPE_SHARED(float4, v_s4, [kKeys / 2][kVVectors]);
+  URPE_SHARED(float4, v_s4, [Tiles::kVRows][kVVectors]);
   URPE_SHARED(float, bias_s, [kDiag]);
   URPE_SHARED(float, c_s, [kDiag]);
   URPE_SHARED(int, pad_scratch, [kWarps]);
@@ -200,8 +210,8 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
         if constexpr (kBf16) {
           const TIn* k_raw = reinterpret_cast<const TIn*>(&(*k_stage)[0][0]);
           const TIn* v_raw = reinterpret_cast<const TIn*>(&(*v_stage)[0][0]);
-          load_bf16_rows<kKeys, kDim>(tile_view<uint32_t, kDim / 2 + 4>(k_s4), k_raw, kKeys, kDim, StagedRows{});
-          load_bf16_row_pairs<kKeys, kDim>(tile_view<uint32_t, kDim + 8>(v_s4), v_raw, kKeys, kDim, StagedRows{});
+          load_bf16_rows<kKeys, kDim>(tile_view<uint32_t, kKWords>(k_s4), k_raw, kKeys, kDim, StagedRows{});
+          load_bf16_quad_rows<kKeys, kDim>(tile_view<uint32_t, kVWords>(v_s4), v_raw, kKeys, kDim, StagedRows{});
         } else {
           const float* k_raw = reinterpret_cast<const float*>(&(*k_stage)[0][0]);
           const float* v_raw = reinterpret_cast<const float*>(&(*v_stage)[0][0]);
@@ -214,8 +224,8 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
       } else {
         __syncthreads();  // the previous tile's reads of k_s, v_s and the diagonals are done
         if constexpr (kBf16) {
-          load_bf16_rows<kKeys, kDim>(tile_view<uint32_t, kDim / 2 + 4>(k_s4), k_bh + j0 * dh, nk - j0, dh);
-          load_bf16_row_pairs<kKeys, kDim>(tile_view<uint32_t, kDim + 8>(v_s4), v_bh + j0 * dv, nk - j0, dv);
+          load_bf16_rows<kKeys, kDim>(tile_view<uint32_t, kKWords>(k_s4), k_bh + j0 * dh, nk - j0, dh);
+          load_bf16_quad_rows<kKeys, kDim>(tile_view<uint32_t, kVWords>(v_s4), v_bh + j0 * dv, nk - j0, dv);
         } else {
           load_rounded_column_pairs<kKeys, kDim>(tile_view<float2, kDim / 2 + 4>(k_s4), k_bh + j0 * dh, nk - j0, dh);
           load_rounded_row_pairs<kKeys, kDim>(tile_view<float2, kDim + 4>(v_s4), v_bh + j0 * dv, nk - j0, dv);
@@ -231,12 +241,13 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
         for (int r = 0; r < 4; ++r) s[nb][r] = 0.0f;
       if constexpr (kBf16) {
         // S += Q·Kᵀ, 16 head-dim columns a step: b = K(key, 16ks + 2t | +1), K(key, 16ks + 8 + 2t | +1).
-        const auto& k_w = tile_view<uint32_t, kDim / 2 + 4>(k_s4);
+        const auto& k_w = tile_view<uint32_t, kKWords>(k_s4);
 #pragma unroll
         for (int ks = 0; ks < kQSteps; ++ks)
 #pragma unroll
           for (int nb = 0; nb < kKeyBlocks; ++nb) {
-            const uint32_t kb[2] = {k_w[nb * 8 + group][ks * 8 + member], k_w[nb * 8 + group][ks * 8 + 4 + member]};
+            uint32_t kb[2];
+            bf16_rows_fragment<kDim>(kb, k_w, nb * 8 + group, ks, member);
             tc::mma_m16n8k16_bf16(s[nb], qa[ks], kb);
           }
       } else {
@@ -260,16 +271,18 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
         forward_logits<true>(g, s, tile_max, bias_s, at, t.b, t.h);
       else
         forward_logits<false>(g, s, tile_max, bias_s, at, t.b, t.h);
-      float alpha[2], m_new[2], row_sum[2] = {0.0f, 0.0f};
+      float alpha[2], m_new[2], offset[2], row_sum[2] = {0.0f, 0.0f};
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         m_new[half] = fmaxf(m[half], group_max(tile_max[half]));
-        alpha[half] = m[half] == m_new[half] ? 1.0f : expf(m[half] - m_new[half]);  // 0 from −∞
+        offset[half] = tc::base2_offset(m_new[half]);
+        // e^{m − m'} in the weights' base 2: 0 from m = −∞
+        alpha[half] = m[half] == m_new[half] ? 1.0f : tc::exp2_approx(fmaf(m[half], tc::kLog2e, -offset[half]));
       }
       if (interior)
-        forward_weights<true>(g, seed, s, m_new, row_sum, c_s, at, t.b, t.h, t.bh);
+        forward_weights<true>(g, seed, s, offset, row_sum, c_s, at, t.b, t.h, t.bh);
       else
-        forward_weights<false>(g, seed, s, m_new, row_sum, c_s, at, t.b, t.h, t.bh);
+        forward_weights<false>(g, seed, s, offset, row_sum, c_s, at, t.b, t.h, t.bh);
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         l[half] = l[half] * alpha[half] + group_sum(row_sum[half]);
@@ -281,15 +294,16 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
         for (int r = 0; r < 4; ++r) o[nd][r] *= alpha[r / 2];
       if constexpr (kBf16) {
         // O += W·V_J, 16 keys a step: key blocks 2κ, 2κ + 1 are the A fragment as they are, and
-        // b = V(16κ + 2t | +1, column), V(16κ + 8 + 2t | +1, column) from the pair rows.
-        const auto& v_w = tile_view<uint32_t, kDim + 8>(v_s4);
+        // b = V(16κ + 2t | +1, column), V(16κ + 8 + 2t | +1, column) from the quad rows.
+        const auto& v_w = tile_view<uint32_t, kVWords>(v_s4);
 #pragma unroll
         for (int kb = 0; kb < kKeyBlocks / 2; ++kb) {
           uint32_t wa[4];
           tc::accumulators_as_a_bf16(wa, s[2 * kb], s[2 * kb + 1]);
 #pragma unroll
           for (int nd = 0; nd < kSteps; ++nd) {
-            const uint32_t vb[2] = {v_w[kb * 8 + member][nd * 8 + group], v_w[kb * 8 + 4 + member][nd * 8 + group]};
+            uint32_t vb[2];
+            bf16_quads_fragment(vb, v_w, kb, nd * 8 + group, member);
             tc::mma_m16n8k16_bf16(o[nd], wa, vb);
           }
         }

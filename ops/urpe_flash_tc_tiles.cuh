@@ -213,66 +213,89 @@ __device__ __forceinline__ void load_rounded_row_pairs(float2 (&tile)[kPairs][kC
 
 // ---- BF16 tiles (the m16n8k16 kernels) ----
 // The same rows rounded to BF16 (pack_bf16, once per element) and packed two per 32-bit word, in
-// one of two layouts whose words are the m16n8k16 B registers as they are:
-//   bf16 rows (a tile read by rows, as the n side of X·Tᵀ: b[0] = T(g, 2t | 2t + 1), b[1] =
-//     T(g, 2t + 8 | 2t + 9)): word w of row r = T(r, 2w | 2w + 1); rows kDim/2 + 4 words apart,
-//     so a warp's loads (row g, word 8s + t or 8s + 4 + t) hit banks 4g + t + const: all 32 distinct;
-//   bf16 row pairs (a tile read as the k side of X·T: b[0] = T(2t | 2t + 1, g), b[1] = T(2t + 8 |
-//     2t + 9, g)): word d of pair row p = T(2p, d | 2p + 1, d); pair rows kDim + 8 words apart:
-//     banks 8t + g + const, all distinct.
-// Rows from `valid_rows` on and columns from `cols` to kDim become zeros. Each thread writes one
-// 16-byte unit (4 words: 8 columns of one row, or 4 columns of two rows) per step; a whole tile on
-// a 16-byte boundary is read as float4s. The whole block calls a loader; the caller places barriers.
-template <int kRows, int kDim, int kWords, typename Layout = GlobalRows>
-__device__ __forceinline__ void load_bf16_rows(uint32_t (&tile)[kRows][kWords], const float* __restrict__ src,
-                                               int valid_rows, int cols, Layout = {}) {
-  static_assert(kWords == kDim / 2 + 4, "rows kDim/2 + 4 words apart");
-  constexpr int kUnits = kRows * kDim / 8;
-  static_assert(kUnits % kThreads == 0, "every thread loads the same number of units");
-  const bool whole = whole_tile<kRows, kDim, Layout>(src, valid_rows, cols);
+// one of two layouts that give each mma's two B registers in one 64-bit shared load, as the TF32
+// pairs above do (two 32-bit loads an mma before 2026-11-28: bench/cuda_notes.md, sixth pass):
+//   bf16 rows (a tile read by rows, as the n side of X·Tᵀ: b[0] = T(g, 16s + 2t | +1), b[1] =
+//     T(g, 16s + 8 + 2t | +1)): of each 16 columns of row r, word w = T(r, 16s + 2w | +1), w = 0…7,
+//     sits at place 2·(w mod 4) + w / 4 (bf16_group_order), so lane t's b[0], b[1] are places 2t,
+//     2t + 1: tile[r][8s + 2t] as a uint2. Rows kDim/2 + 8 words apart: at kDim 64 and 128 ≡ 8
+//     (mod 32 banks), so the 16 lanes of a half-warp (rows g = 0…3, t = 0…3) hit banks 8g + 2t, +1;
+//     at 32, 24 apart: banks (24g mod 32) + 2t, +1, also all distinct;
+//   bf16 quad rows (a tile read as the k side of X·T: b[0] = T(16κ + 2t | +1, g), b[1] =
+//     T(16κ + 8 + 2t | +1, g)): the word T(2p, d) | T(2p + 1, d) of row pair p sits in quad row
+//     4·(p / 8) + p mod 4 at word 2d + (p / 4) mod 2, so lane t's b[0], b[1] are words 2d, 2d + 1
+//     of quad row 4κ + t: tile[4κ + t][2d] as a uint2. Quad rows 2·kDim + 8 words apart (≡ 8):
+//     a half-warp's lanes hit banks 8t + 2g, +1.
+// Rows from `valid_rows` on and columns from `cols` to kDim become zeros. Each thread writes a
+// unit of 8 words (16 columns of one row, or 4 columns of four rows) as two 16-byte stores. Against
+// store conflicts the two halves of unit e trade places when bit 2 of e is set (bf16_unit_swapped):
+// rows ≡ 8 words (mod 32 banks) apart, a quarter-warp's first stores then fill all 32 banks, as
+// store_unit_swizzled's do for TF32, but by moving addresses, not values (no selects); the fragment
+// readers below apply the same swap (at kDim 32, rows 24 words apart, the stores stay 2-way).
+// A whole tile on a 16-byte boundary is read as float4s. When a tile has fewer units than the
+// block has threads (a 32-row tile at kDim 32) the others skip. The whole block calls a loader;
+// the caller places barriers.
+constexpr int bf16_rows_words(int dim) { return dim / 2 + 8; }  // words a bf16 row takes
+constexpr int bf16_quad_words(int dim) { return 2 * dim + 8; }  // words a bf16 quad row takes
+
+// Whether unit e of a BF16 tile has its halves swapped: bit 2 of e.
+__host__ __device__ constexpr bool bf16_unit_swapped(int e) { return (e >> 2) & 1; }
+
+// A unit's two halves (first, second: 4 words each) at dst (its first word), trading places when
+// `swapped`. The addresses differ per lane, the registers do not.
+__device__ __forceinline__ void store_bf16_unit(uint32_t* dst, const float4& first, const float4& second, bool swapped) {
+  float4* d = reinterpret_cast<float4*>(dst);
+  d[swapped ? 1 : 0] = first;
+  d[swapped ? 0 : 1] = second;
+}
+__device__ __forceinline__ float4 bf16_words(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  return make_float4(__uint_as_float(a), __uint_as_float(b), __uint_as_float(c), __uint_as_float(d));
+}
+
+// The loops of the two BF16 loaders: unit e = 0…kUnits − 1 of the tile, kThreads apart.
+template <int kUnits, typename Body>
+__device__ __forceinline__ void for_each_bf16_unit(Body body) {
 #pragma unroll
-  for (int n = 0; n < kUnits / kThreads; ++n) {
-    const int e = threadIdx.x + n * kThreads, r = e / (kDim / 8), c = 8 * (e % (kDim / 8));
-    float x[8];
-    read_row_unit<kDim, Layout>(x, src, r, c, whole, valid_rows, cols);
-    *reinterpret_cast<float4*>(&tile[r][c / 2]) =  // the four words, one 16-byte store
-        make_float4(__uint_as_float(tc::pack_bf16(x[0], x[1])), __uint_as_float(tc::pack_bf16(x[2], x[3])),
-                    __uint_as_float(tc::pack_bf16(x[4], x[5])), __uint_as_float(tc::pack_bf16(x[6], x[7])));
+  for (int n = 0; n < (kUnits + kThreads - 1) / kThreads; ++n) {
+    const int e = threadIdx.x + n * kThreads;
+    if (kUnits % kThreads != 0 && e >= kUnits) break;
+    body(e);
   }
 }
 
-template <int kRows, int kDim, int kPairs, int kWords, typename Layout = GlobalRows>
-__device__ __forceinline__ void load_bf16_row_pairs(uint32_t (&tile)[kPairs][kWords], const float* __restrict__ src,
-                                                    int valid_rows, int cols, Layout = {}) {
-  static_assert(kPairs * 2 == kRows && kWords == kDim + 8, "pair rows kDim + 8 words apart");
-  constexpr int kUnits = kPairs * kDim / 4;
-  static_assert(kUnits % kThreads == 0, "every thread loads the same number of units");
-  const bool whole = whole_tile<kRows, kDim, Layout>(src, valid_rows, cols);
+// The words of 8 columns of one row (w[k] = T(r, c + 2k | +1)) or of 4 columns of a row pair
+// (w[k] = T(r, c + k) | T(r + 1, c + k)), from f32 rows (rounded here) or bf16 rows (as they are,
+// the overloads further down).
+template <int kDim, typename Layout>
+__device__ __forceinline__ void read_bf16_row_words(uint32_t (&w)[4], const float* __restrict__ src, int r, int c,
+                                                    bool whole, int valid_rows, int cols) {
+  float x[8];
+  read_row_unit<kDim, Layout>(x, src, r, c, whole, valid_rows, cols);
 #pragma unroll
-  for (int n = 0; n < kUnits / kThreads; ++n) {
-    const int e = threadIdx.x + n * kThreads, p = e / (kDim / 4), c = 4 * (e % (kDim / 4)), r = 2 * p;
-    float even[4], odd[4];
-    read_row_pair_unit<kDim, Layout>(even, odd, src, r, c, whole, valid_rows, cols);
-    *reinterpret_cast<float4*>(&tile[p][c]) =
-        make_float4(__uint_as_float(tc::pack_bf16(even[0], odd[0])), __uint_as_float(tc::pack_bf16(even[1], odd[1])),
-                    __uint_as_float(tc::pack_bf16(even[2], odd[2])), __uint_as_float(tc::pack_bf16(even[3], odd[3])));
-  }
+  for (int k = 0; k < 4; ++k) w[k] = tc::pack_bf16(x[2 * k], x[2 * k + 1]);
+}
+template <int kDim, typename Layout>
+__device__ __forceinline__ void read_bf16_pair_words(uint32_t (&w)[4], const float* __restrict__ src, int r, int c,
+                                                     bool whole, int valid_rows, int cols) {
+  float even[4], odd[4];
+  read_row_pair_unit<kDim, Layout>(even, odd, src, r, c, whole, valid_rows, cols);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) w[k] = tc::pack_bf16(even[k], odd[k]);
 }
 
 // ---- BF16 tiles from bf16 tensors (precision=bf16 with the fused path) ----
 // The same two layouts and zeros, from a (rows, cols) bf16 source: its values are BF16 already,
 // so nothing is rounded and a tile is half the bytes. Two neighbouring bf16 values in memory are
 // a packed word as it is (the lower-indexed one in the low 16 bits, little-endian: pack_bf16's
-// order), so a whole bf16-rows unit is one 16-byte load stored as it came, and a row-pairs unit
-// two 8-byte loads whose halves are interleaved, (T(r, c + k), T(r + 1, c + k)).
+// order), so a whole row unit is one 16-byte load as it came, and a row-pair unit two 8-byte loads
+// whose halves are interleaved, (T(r, c + k), T(r + 1, c + k)).
 __device__ __forceinline__ uint32_t bf16_bits(const __nv_bfloat16* __restrict__ src, int k) {
   return uint32_t(reinterpret_cast<const uint16_t*>(src)[k]);
 }
 
-// Words w = T(r, c + 2w | c + 2w + 1), w = 0…3, of one row unit, zeros outside.
-template <int kDim, typename Layout = GlobalRows>
-__device__ __forceinline__ void read_row_unit(uint32_t (&w)[4], const __nv_bfloat16* __restrict__ src, int r, int c,
-                                              bool whole, int valid_rows, int cols) {
+template <int kDim, typename Layout>
+__device__ __forceinline__ void read_bf16_row_words(uint32_t (&w)[4], const __nv_bfloat16* __restrict__ src, int r,
+                                                    int c, bool whole, int valid_rows, int cols) {
   if (whole) {
     const float4 a = *reinterpret_cast<const float4*>(tile_at<Layout>(src, r * kDim, c));  // 16 bytes of bf16 pairs
     w[0] = __float_as_uint(a.x), w[1] = __float_as_uint(a.y), w[2] = __float_as_uint(a.z), w[3] = __float_as_uint(a.w);
@@ -287,10 +310,9 @@ __device__ __forceinline__ void read_row_unit(uint32_t (&w)[4], const __nv_bfloa
   }
 }
 
-// Words k = T(r, c + k) | T(r + 1, c + k) << 16, k = 0…3, of one row-pair unit, zeros outside.
-template <int kDim, typename Layout = GlobalRows>
-__device__ __forceinline__ void read_row_pair_unit(uint32_t (&w)[4], const __nv_bfloat16* __restrict__ src, int r,
-                                                   int c, bool whole, int valid_rows, int cols) {
+template <int kDim, typename Layout>
+__device__ __forceinline__ void read_bf16_pair_words(uint32_t (&w)[4], const __nv_bfloat16* __restrict__ src, int r,
+                                                     int c, bool whole, int valid_rows, int cols) {
   if (whole) {
     // row r, columns c…c+3, then row r + 1 (8 bytes each: half a 16-byte unit, which the swizzle keeps whole)
     const float2 ef = *reinterpret_cast<const float2*>(tile_at<Layout>(src, r * kDim, c));
@@ -310,39 +332,63 @@ __device__ __forceinline__ void read_row_pair_unit(uint32_t (&w)[4], const __nv_
   }
 }
 
-template <int kRows, int kDim, int kWords, typename Layout = GlobalRows>
-__device__ __forceinline__ void load_bf16_rows(uint32_t (&tile)[kRows][kWords], const __nv_bfloat16* __restrict__ src,
+// Rows [0, kRows) of src (TIn: float, rounded here, or __nv_bfloat16) into a bf16-rows tile: a unit
+// is 16 columns of one row, its two halves read as two row units.
+template <int kRows, int kDim, int kWords, typename TIn, typename Layout = GlobalRows>
+__device__ __forceinline__ void load_bf16_rows(uint32_t (&tile)[kRows][kWords], const TIn* __restrict__ src,
                                                int valid_rows, int cols, Layout = {}) {
-  static_assert(kWords == kDim / 2 + 4, "rows kDim/2 + 4 words apart");
-  constexpr int kUnits = kRows * kDim / 8;
-  static_assert(kUnits % kThreads == 0, "every thread loads the same number of units");
+  static_assert(kWords == bf16_rows_words(kDim), "rows kDim/2 + 8 words apart");
   const bool whole = whole_tile<kRows, kDim, Layout>(src, valid_rows, cols);
-#pragma unroll
-  for (int n = 0; n < kUnits / kThreads; ++n) {
-    const int e = threadIdx.x + n * kThreads, r = e / (kDim / 8), c = 8 * (e % (kDim / 8));
-    uint32_t w[4];
-    read_row_unit<kDim, Layout>(w, src, r, c, whole, valid_rows, cols);
-    *reinterpret_cast<float4*>(&tile[r][c / 2]) =
-        make_float4(__uint_as_float(w[0]), __uint_as_float(w[1]), __uint_as_float(w[2]), __uint_as_float(w[3]));
-  }
+  for_each_bf16_unit<kRows * kDim / 16>([&](int e) {
+    const int r = e / (kDim / 16), c = 16 * (e % (kDim / 16));
+    uint32_t w[4], x[4];  // words 0…3 and 4…7 of the group, in column order
+    read_bf16_row_words<kDim, Layout>(w, src, r, c, whole, valid_rows, cols);
+    read_bf16_row_words<kDim, Layout>(x, src, r, c + 8, whole, valid_rows, cols);
+    // places 0…7 hold words 0, 4, 1, 5, 2, 6, 3, 7
+    store_bf16_unit(&tile[r][c / 2], bf16_words(w[0], x[0], w[1], x[1]), bf16_words(w[2], x[2], w[3], x[3]),
+                    bf16_unit_swapped(e));
+  });
 }
 
-template <int kRows, int kDim, int kPairs, int kWords, typename Layout = GlobalRows>
-__device__ __forceinline__ void load_bf16_row_pairs(uint32_t (&tile)[kPairs][kWords],
-                                                    const __nv_bfloat16* __restrict__ src, int valid_rows, int cols,
-                                                    Layout = {}) {
-  static_assert(kPairs * 2 == kRows && kWords == kDim + 8, "pair rows kDim + 8 words apart");
-  constexpr int kUnits = kPairs * kDim / 4;
-  static_assert(kUnits % kThreads == 0, "every thread loads the same number of units");
+// Rows [0, kRows) of src into a bf16 quad-rows tile (kQuads = kRows / 4): a unit is 4 columns of
+// quad row q, i.e. of row pairs p = 8·(q / 4) + q mod 4 and p + 4 (rows 2p, 2p + 1, 2p + 8, 2p + 9).
+template <int kRows, int kDim, int kQuads, int kWords, typename TIn, typename Layout = GlobalRows>
+__device__ __forceinline__ void load_bf16_quad_rows(uint32_t (&tile)[kQuads][kWords], const TIn* __restrict__ src,
+                                                    int valid_rows, int cols, Layout = {}) {
+  static_assert(kQuads * 4 == kRows && kRows % 16 == 0 && kWords == bf16_quad_words(kDim),
+                "quad rows of 16-row blocks, 2·kDim + 8 words apart");
   const bool whole = whole_tile<kRows, kDim, Layout>(src, valid_rows, cols);
-#pragma unroll
-  for (int n = 0; n < kUnits / kThreads; ++n) {
-    const int e = threadIdx.x + n * kThreads, p = e / (kDim / 4), c = 4 * (e % (kDim / 4)), r = 2 * p;
-    uint32_t w[4];
-    read_row_pair_unit<kDim, Layout>(w, src, r, c, whole, valid_rows, cols);
-    *reinterpret_cast<float4*>(&tile[p][c]) =
-        make_float4(__uint_as_float(w[0]), __uint_as_float(w[1]), __uint_as_float(w[2]), __uint_as_float(w[3]));
-  }
+  for_each_bf16_unit<kQuads * kDim / 4>([&](int e) {
+    const int q = e / (kDim / 4), c = 4 * (e % (kDim / 4));
+    const int r = 2 * (8 * (q / 4) + q % 4);  // the first row of row pair p
+    uint32_t lo[4], hi[4];
+    read_bf16_pair_words<kDim, Layout>(lo, src, r, c, whole, valid_rows, cols);
+    read_bf16_pair_words<kDim, Layout>(hi, src, r + 8, c, whole, valid_rows, cols);
+    // words 2k, 2k + 1 of the unit: column c + k of row pairs p (lo) and p + 4 (hi)
+    store_bf16_unit(&tile[q][2 * c], bf16_words(lo[0], hi[0], lo[1], hi[1]), bf16_words(lo[2], hi[2], lo[3], hi[3]),
+                    bf16_unit_swapped(e));
+  });
+}
+
+// The B fragment of an mma read from the two BF16 layouts: b[0], b[1] as one 64-bit shared load.
+//   rows: b = T(row, 16s + 2t | +1), T(row, 16s + 8 + 2t | +1), places 2t, 2t + 1 of group s of
+//     the row (unit row·kDim/16 + s; its halves swapped: places 2t ^ 4, +1);
+//   quads: b = T(16κ + 2t | +1, d), T(16κ + 8 + 2t | +1, d), words 2d, 2d + 1 of quad row 4κ + t
+//     (unit (4κ + t)·kDim/4 + d/4, whose bit 2 is bit 4 of d for kDim ≥ 32; swapped: column d ^ 2).
+// `row` is the kernels' nb·8 + g, so the swap depends on g and s alone (constants per lane and step).
+template <int kDim, int kRows, int kWords>
+__device__ __forceinline__ void bf16_rows_fragment(uint32_t (&b)[2], const uint32_t (&tile)[kRows][kWords], int row,
+                                                   int s, int member) {
+  const bool swapped = bf16_unit_swapped(row * (kDim / 16) + s);
+  const uint2 v = *reinterpret_cast<const uint2*>(&tile[row][8 * s + ((2 * member) ^ (swapped ? 4 : 0))]);
+  b[0] = v.x, b[1] = v.y;
+}
+template <int kQuads, int kWords>
+__device__ __forceinline__ void bf16_quads_fragment(uint32_t (&b)[2], const uint32_t (&tile)[kQuads][kWords],
+                                                    int kappa, int d, int member) {
+  const int column = d ^ ((d >> 4) & 1 ? 2 : 0);
+  const uint2 v = *reinterpret_cast<const uint2*>(&tile[4 * kappa + member][2 * column]);
+  b[0] = v.x, b[1] = v.y;
 }
 
 // The BF16 A fragments of 16 rows from a bf16 source: a[s][r] = the word src(row first_row +

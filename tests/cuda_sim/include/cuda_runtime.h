@@ -44,7 +44,11 @@ struct alignas(8) float2 {
 struct alignas(16) float4 {
   float x, y, z, w;
 };
+struct alignas(8) uint2 {
+  unsigned int x, y;
+};
 inline float2 make_float2(float x, float y) { return {x, y}; }
+inline uint2 make_uint2(unsigned int x, unsigned int y) { return {x, y}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 
 // Set by the scheduler before it resumes a simulated thread.
