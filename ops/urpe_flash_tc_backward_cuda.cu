@@ -83,7 +83,7 @@ __device__ __forceinline__ void product_with_column_pairs(float (&acc)[kBlocks][
   for (int ks = 0; ks < kSteps; ++ks)
 #pragma unroll
     for (int nb = 0; nb < kBlocks; ++nb) {
-      const float2 f = tile[nb * 8 + group][ks * 4 + member];
+      const float2 f = column_pairs_fragment<8 * kSteps>(tile, nb * 8 + group, ks, member);
       const uint32_t bf[2] = {__float_as_uint(f.x), __float_as_uint(f.y)};
       tc::mma_m16n8k8(acc[nb], a[ks], bf);
     }
@@ -101,7 +101,7 @@ __device__ __forceinline__ void product_row_pairs(float (&acc)[kSteps][4], const
     tc::accumulator_as_a(xa, x[kb]);
 #pragma unroll
     for (int nd = 0; nd < kSteps; ++nd) {
-      const float2 f = tile[kb * 4 + member][nd * 8 + group];  // T(8kb + 2t, ·), T(8kb + 2t + 1, ·)
+      const float2 f = row_pairs_fragment(tile, kb * 4 + member, nd * 8 + group);  // T(8kb + 2t | + 1, ·)
       const uint32_t bf[2] = {__float_as_uint(f.x), __float_as_uint(f.y)};
       tc::mma_m16n8k8(acc[nd], xa, bf);
     }

@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
         for (int ks = 0; ks < kQSteps; ++ks)
 #pragma unroll
           for (int nb = 0; nb < kKeyBlocks; ++nb) {
-            const float2 kf = k_s[nb * 8 + group][ks * 4 + member];  // K(key, 8ks + t), K(key, 8ks + t + 4)
+            const float2 kf = column_pairs_fragment<kDim>(k_s, nb * 8 + group, ks, member);  // K(key, 8ks + t | + 4)
             const uint32_t kb[2] = {__float_as_uint(kf.x), __float_as_uint(kf.y)};
             tc::mma_m16n8k8(s[nb], qa[ks], kb);
           }
@@ -316,7 +316,7 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
           tc::accumulator_as_a(wa, s[kb]);
 #pragma unroll
           for (int nd = 0; nd < kSteps; ++nd) {
-            const float2 vf = v_s[kb * 4 + member][nd * 8 + group];  // V(8kb + 2t, ·), V(8kb + 2t + 1, ·)
+            const float2 vf = row_pairs_fragment(v_s, kb * 4 + member, nd * 8 + group);  // V(8kb + 2t | + 1, ·)
             const uint32_t vb[2] = {__float_as_uint(vf.x), __float_as_uint(vf.y)};
             tc::mma_m16n8k8(o[nd], wa, vb);
           }

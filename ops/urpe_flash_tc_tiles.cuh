@@ -67,18 +67,21 @@ __device__ __forceinline__ T (&tile_view(float4 (&tile)[kRows][kVectors]))[kRows
   return reinterpret_cast<T(&)[kRows][kCols]>(tile);
 }
 
-// Eight consecutive floats of a shared row (one loader unit of the paired layouts below) as two
-// float4 stores, lo = floats 0–3 and hi = floats 4–7. The unit's first float is 8u floats past a
-// row start, and rows are ≡ 8 floats (mod 32 banks) apart in both paired layouts, so the 8 lanes
-// of a quarter-warp start at 4 different banks, two lanes each: the lanes with bit 2 of their
-// index set store hi first, which puts the two lanes of each pair 4 banks apart and each store
-// instruction conflict-free (ncu counted 7.3-way conflicts on the forward's scalar-order float2
-// stores, H200 2026-11-27).
-__device__ __forceinline__ void store_unit_swizzled(float* row, const float4& lo, const float4& hi) {
-  const bool hi_first = (threadIdx.x >> 2) & 1;
-  float4* dst = reinterpret_cast<float4*>(row);
-  dst[hi_first ? 1 : 0] = hi_first ? hi : lo;
-  dst[hi_first ? 0 : 1] = hi_first ? lo : hi;
+// One loader unit of the paired layouts below: 8 consecutive 4-byte words of a shared row, its
+// first half (words 0–3) and second half (4–7) written as two float4 stores. The unit's first
+// word is 8u words past a row start, and rows are ≡ 8 words (mod 32 banks) apart in the paired
+// layouts, so the 8 lanes of a quarter-warp (one 128-bit store wavefront) start at 4 different
+// banks, two lanes each. Against that, unit e's halves trade places when bit 2 of e is set
+// (unit_swapped): the first store of those lanes goes 4 banks further and each store instruction
+// is conflict-free (ncu counted 7.3-way conflicts on the forward's scalar-order float2 stores,
+// H200 2026-11-27). Trading addresses rather than values needs no selects (the first fix stored
+// the swapped lanes' second half first: 8 FSEL a unit, bench/cuda_notes.md, sixth pass); the
+// fragment readers apply the same swap (a float2 at place p of the unit is read at p ^ 2).
+__host__ __device__ constexpr bool unit_swapped(int e) { return (e >> 2) & 1; }
+__device__ __forceinline__ void store_unit_halves(void* unit, const float4& first, const float4& second, bool swapped) {
+  float4* d = static_cast<float4*>(unit);
+  d[swapped ? 1 : 0] = first;
+  d[swapped ? 0 : 1] = second;
 }
 
 // ---- where a loader reads: a tensor's rows, or a staging tile ----
@@ -171,7 +174,8 @@ __device__ __forceinline__ void read_row_pair_unit(float (&even)[4], float (&odd
 // Rows from `valid_rows` on and columns from `cols` to kDim become zeros, so every fragment read
 // later is of a written, finite value. A whole tile of kDim columns on a 16-byte boundary (the
 // common case) is read as float4s, with no per-element bounds. Each thread writes 8 consecutive
-// floats (8 columns of one row, or 4 columns of two rows) as two float4s (store_unit_swizzled).
+// floats (8 columns of one row, or 4 columns of two rows) as two float4s (store_unit_halves; the
+// readers column_pairs_fragment and row_pairs_fragment below undo its swap).
 // The whole block calls a loader; the caller places the barriers.
 template <int kRows, int kDim, int kCols2, typename Layout = GlobalRows>
 __device__ __forceinline__ void load_rounded_column_pairs(float2 (&tile)[kRows][kCols2], const float* __restrict__ src,
@@ -188,7 +192,8 @@ __device__ __forceinline__ void load_rounded_column_pairs(float2 (&tile)[kRows][
     float t[8];  // the float2s (x[k], x[k + 4]), k = 0…3, one after the other
 #pragma unroll
     for (int k = 0; k < 4; ++k) t[2 * k] = __uint_as_float(tc::to_tf32(x[k])), t[2 * k + 1] = __uint_as_float(tc::to_tf32(x[k + 4]));
-    store_unit_swizzled(&tile[r][c / 2].x, make_float4(t[0], t[1], t[2], t[3]), make_float4(t[4], t[5], t[6], t[7]));
+    store_unit_halves(&tile[r][c / 2], make_float4(t[0], t[1], t[2], t[3]), make_float4(t[4], t[5], t[6], t[7]),
+                      unit_swapped(e));
   }
 }
 
@@ -207,8 +212,25 @@ __device__ __forceinline__ void load_rounded_row_pairs(float2 (&tile)[kPairs][kC
     float t[8];  // the float2s (even[k], odd[k]), k = 0…3, one after the other
 #pragma unroll
     for (int k = 0; k < 4; ++k) t[2 * k] = __uint_as_float(tc::to_tf32(even[k])), t[2 * k + 1] = __uint_as_float(tc::to_tf32(odd[k]));
-    store_unit_swizzled(&tile[p][c].x, make_float4(t[0], t[1], t[2], t[3]), make_float4(t[4], t[5], t[6], t[7]));
+    store_unit_halves(&tile[p][c], make_float4(t[0], t[1], t[2], t[3]), make_float4(t[4], t[5], t[6], t[7]),
+                      unit_swapped(e));
   }
+}
+
+// The B fragment of an m16n8k8 product from the two TF32 layouts, one 64-bit shared load:
+//   column pairs: (T(row, 8s + t), T(row, 8s + t + 4)), place t of unit row·kDim/8 + s;
+//   row pairs: (T(2p, d), T(2p + 1, d)), place d mod 4 of unit p·kDim/4 + d/4 (bit 2 of it is
+//     bit 4 of d, as kDim/4 ≥ 8).
+// A swapped unit has its float2 at place t read at t ^ 2. `row` is the kernels' nb·8 + g and d
+// their nd·8 + g, so the swap depends on g and the unrolled step alone.
+template <int kDim, int kRows, int kCols>
+__device__ __forceinline__ float2 column_pairs_fragment(const float2 (&tile)[kRows][kCols], int row, int s,
+                                                        int member) {
+  return tile[row][4 * s + (member ^ (unit_swapped(row * (kDim / 8) + s) ? 2 : 0))];
+}
+template <int kPairs, int kCols>
+__device__ __forceinline__ float2 row_pairs_fragment(const float2 (&tile)[kPairs][kCols], int p, int d) {
+  return tile[p][d ^ ((d >> 4) & 1 ? 2 : 0)];
 }
 
 // ---- BF16 tiles (the m16n8k16 kernels) ----
@@ -228,26 +250,15 @@ __device__ __forceinline__ void load_rounded_row_pairs(float2 (&tile)[kPairs][kC
 //     a half-warp's lanes hit banks 8t + 2g, +1.
 // Rows from `valid_rows` on and columns from `cols` to kDim become zeros. Each thread writes a
 // unit of 8 words (16 columns of one row, or 4 columns of four rows) as two 16-byte stores. Against
-// store conflicts the two halves of unit e trade places when bit 2 of e is set (bf16_unit_swapped):
-// rows ≡ 8 words (mod 32 banks) apart, a quarter-warp's first stores then fill all 32 banks, as
-// store_unit_swizzled's do for TF32, but by moving addresses, not values (no selects); the fragment
-// readers below apply the same swap (at kDim 32, rows 24 words apart, the stores stay 2-way).
+// store conflicts the two halves of unit e trade places when bit 2 of e is set (unit_swapped,
+// store_unit_halves, as for TF32); the fragment readers below apply the same swap (at kDim 32,
+// rows 24 words apart, the stores stay 2-way).
 // A whole tile on a 16-byte boundary is read as float4s. When a tile has fewer units than the
 // block has threads (a 32-row tile at kDim 32) the others skip. The whole block calls a loader;
 // the caller places barriers.
 constexpr int bf16_rows_words(int dim) { return dim / 2 + 8; }  // words a bf16 row takes
 constexpr int bf16_quad_words(int dim) { return 2 * dim + 8; }  // words a bf16 quad row takes
 
-// Whether unit e of a BF16 tile has its halves swapped: bit 2 of e.
-__host__ __device__ constexpr bool bf16_unit_swapped(int e) { return (e >> 2) & 1; }
-
-// A unit's two halves (first, second: 4 words each) at dst (its first word), trading places when
-// `swapped`. The addresses differ per lane, the registers do not.
-__device__ __forceinline__ void store_bf16_unit(uint32_t* dst, const float4& first, const float4& second, bool swapped) {
-  float4* d = reinterpret_cast<float4*>(dst);
-  d[swapped ? 1 : 0] = first;
-  d[swapped ? 0 : 1] = second;
-}
 __device__ __forceinline__ float4 bf16_words(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
   return make_float4(__uint_as_float(a), __uint_as_float(b), __uint_as_float(c), __uint_as_float(d));
 }
@@ -345,8 +356,8 @@ __device__ __forceinline__ void load_bf16_rows(uint32_t (&tile)[kRows][kWords], 
     read_bf16_row_words<kDim, Layout>(w, src, r, c, whole, valid_rows, cols);
     read_bf16_row_words<kDim, Layout>(x, src, r, c + 8, whole, valid_rows, cols);
     // places 0…7 hold words 0, 4, 1, 5, 2, 6, 3, 7
-    store_bf16_unit(&tile[r][c / 2], bf16_words(w[0], x[0], w[1], x[1]), bf16_words(w[2], x[2], w[3], x[3]),
-                    bf16_unit_swapped(e));
+    store_unit_halves(&tile[r][c / 2], bf16_words(w[0], x[0], w[1], x[1]), bf16_words(w[2], x[2], w[3], x[3]),
+                    unit_swapped(e));
   });
 }
 
@@ -365,8 +376,8 @@ __device__ __forceinline__ void load_bf16_quad_rows(uint32_t (&tile)[kQuads][kWo
     read_bf16_pair_words<kDim, Layout>(lo, src, r, c, whole, valid_rows, cols);
     read_bf16_pair_words<kDim, Layout>(hi, src, r + 8, c, whole, valid_rows, cols);
     // words 2k, 2k + 1 of the unit: column c + k of row pairs p (lo) and p + 4 (hi)
-    store_bf16_unit(&tile[q][2 * c], bf16_words(lo[0], hi[0], lo[1], hi[1]), bf16_words(lo[2], hi[2], lo[3], hi[3]),
-                    bf16_unit_swapped(e));
+    store_unit_halves(&tile[q][2 * c], bf16_words(lo[0], hi[0], lo[1], hi[1]), bf16_words(lo[2], hi[2], lo[3], hi[3]),
+                    unit_swapped(e));
   });
 }
 
@@ -379,7 +390,7 @@ __device__ __forceinline__ void load_bf16_quad_rows(uint32_t (&tile)[kQuads][kWo
 template <int kDim, int kRows, int kWords>
 __device__ __forceinline__ void bf16_rows_fragment(uint32_t (&b)[2], const uint32_t (&tile)[kRows][kWords], int row,
                                                    int s, int member) {
-  const bool swapped = bf16_unit_swapped(row * (kDim / 16) + s);
+  const bool swapped = unit_swapped(row * (kDim / 16) + s);
   const uint2 v = *reinterpret_cast<const uint2*>(&tile[row][8 * s + ((2 * member) ^ (swapped ? 4 : 0))]);
   b[0] = v.x, b[1] = v.y;
 }
