@@ -239,8 +239,8 @@ __device__ __forceinline__ float2 row_pairs_fragment(const float2 (&tile)[kPairs
 // pairs above do (two 32-bit loads an mma before 2026-11-28: bench/cuda_notes.md, sixth pass):
 //   bf16 rows (a tile read by rows, as the n side of X·Tᵀ: b[0] = T(g, 16s + 2t | +1), b[1] =
 //     T(g, 16s + 8 + 2t | +1)): of each 16 columns of row r, word w = T(r, 16s + 2w | +1), w = 0…7,
-//     sits at place 2·(w mod 4) + w / 4 (bf16_group_order), so lane t's b[0], b[1] are places 2t,
-//     2t + 1: tile[r][8s + 2t] as a uint2. Rows kDim/2 + 8 words apart: at kDim 64 and 128 ≡ 8
+//     sits at place 2·(w mod 4) + w / 4, so lane t's b[0], b[1] are places 2t, 2t + 1:
+//     tile[r][8s + 2t] as a uint2 (bf16_rows_fragment, which also undoes the swap below). Rows kDim/2 + 8 words apart: at kDim 64 and 128 ≡ 8
 //     (mod 32 banks), so the 16 lanes of a half-warp (rows g = 0…3, t = 0…3) hit banks 8g + 2t, +1;
 //     at 32, 24 apart: banks (24g mod 32) + 2t, +1, also all distinct;
 //   bf16 quad rows (a tile read as the k side of X·T: b[0] = T(16κ + 2t | +1, g), b[1] =
@@ -357,7 +357,7 @@ __device__ __forceinline__ void load_bf16_rows(uint32_t (&tile)[kRows][kWords], 
     read_bf16_row_words<kDim, Layout>(x, src, r, c + 8, whole, valid_rows, cols);
     // places 0…7 hold words 0, 4, 1, 5, 2, 6, 3, 7
     store_unit_halves(&tile[r][c / 2], bf16_words(w[0], x[0], w[1], x[1]), bf16_words(w[2], x[2], w[3], x[3]),
-                    unit_swapped(e));
+                      unit_swapped(e));
   });
 }
 
@@ -377,7 +377,7 @@ __device__ __forceinline__ void load_bf16_quad_rows(uint32_t (&tile)[kQuads][kWo
     read_bf16_pair_words<kDim, Layout>(hi, src, r + 8, c, whole, valid_rows, cols);
     // words 2k, 2k + 1 of the unit: column c + k of row pairs p (lo) and p + 4 (hi)
     store_unit_halves(&tile[q][2 * c], bf16_words(lo[0], hi[0], lo[1], hi[1]), bf16_words(lo[2], hi[2], lo[3], hi[3]),
-                    unit_swapped(e));
+                      unit_swapped(e));
   });
 }
 
