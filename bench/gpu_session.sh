@@ -32,6 +32,10 @@
 #                                     ATTENTION_TC_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim \
 #                                       TC_SUITE=./build/test_cuda_sim_flash_tensor_core \
 #                                       bench/gpu_session.sh attention_tc_pipeline
+#   bench/gpu_session.sh attention_ab  today's tensor-core kernels against a urpe built before a
+#                                   change that has no switch (URPE_BEFORE=...): the TC suite twice,
+#                                   then the fused rows at d 64, n 1k/4k, TF32/BF16, causal and
+#                                   not, before/after in alternating rounds, and after/before per row
 #   bench/gpu_session.sh nccl       the NCCL path of data-parallel training: test_cuda_nccl (one
 #                                   rank on one GPU, two ranks when two GPUs and mpirun are there)
 #                                   against the MPI/CPU path; with mpirun and two GPUs, a 2-rank
@@ -180,7 +184,7 @@ attention_tc_shapes() {
   # ATTENTION_TC_PEERS=0 skips attention_tc_measure's PyTorch rows (SDPA, PyTorch's materialized
   # URPE): they do not depend on urpe's kernels, and a call that re-measures urpe after a kernel
   # change compares with the record that holds them on the same kind of card (H200: 2026-11-26).
-  # FlexAttention (attention_tc_check) has not been measured yet and always runs.
+  # FlexAttention (attention_tc_check): ATTENTION_TC_FLEX=0 skips it (measured on the H200 2026-11-27b).
   peers=${ATTENTION_TC_PEERS:-1}
   if [ "${ATTENTION_TC_SMOKE:-0}" = 1 ]; then
     b32="--batch 1 --heads 2 --head-dim 32 --lengths 70"; t5="--batch 1 --heads 2 --head-dim 64 --lengths 40,70"
@@ -238,7 +242,7 @@ attention_tc_check() {
   attention_tc_shapes
   # shellcheck disable=SC2086
   {
-    step torch_flex_tf32 python3 bench/torch_attention.py --device cuda $flex_n --tf32 --repeats $reps \
+    [ "${ATTENTION_TC_FLEX:-1}" = 1 ] && step torch_flex_tf32 python3 bench/torch_attention.py --device cuda $flex_n --tf32 --repeats $reps \
       --paths flex,sdpa+bias $torch_check
     # Nsight Compute, one launch each: the forward, then the backward's dQ and dK/dV kernels.
     step ncu_tc_fwd ncu --clock-control none --set full -k regex:urpe_flash_tc_forward_kernel --launch-count 1 \
@@ -308,6 +312,60 @@ attention_tc_pipeline() {
        END { for (k in on) if (k in off) printf "%s %.3f %.3f %.3f\n", k, off[k] / n_off[k], on[k] / n_on[k],
                                                   (on[k] / n_on[k]) / (off[k] / n_off[k]) }' "$LOGS/pipe_summary.txt" |
     sort -k1,1 -k2,2n -k3,3 | tee "$LOGS/pipe_ratio.txt"
+  return 0
+}
+
+# attention_ab (issue 35, after a kernel change with no switch): today's tensor-core kernels
+# against a binary built before the change (URPE_BEFORE=path/to/urpe, bench/cuda_notes.md "The
+# next call"), on the same card in the same call. First the tensor-core suite twice (the new
+# kernels' parity, gradient bits equal across runs), then `urpe bench attention` at d 64, B 8,
+# H 16, n 1k/4k, TF32 and BF16, causal and not, before/after in alternating rounds (round 1
+# before then after, round 2 after then before), and per row the mean of each side's medians
+# and after/before (below 1: today's kernels are faster). Rehearsed on the simulator build with
+# the simulator binary as both sides:
+#   ATTENTION_TC_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim URPE_BEFORE=./build/urpe-cudasim \
+#     TC_SUITE=./build/test_cuda_sim_flash_tensor_core bench/gpu_session.sh attention_ab
+attention_ab() {
+  attention_tc_shapes
+  local before=${URPE_BEFORE:?attention_ab: set URPE_BEFORE to the urpe binary built before the change}
+  local shape="--batch 8 --heads 16 --head-dim 64 --lengths 1024,4096" rounds=${AB_ROUNDS:-2} preps=10
+  [ "${ATTENTION_TC_SMOKE:-0}" = 1 ] && shape="--batch 1 --heads 2 --head-dim 64 --lengths 64,130" && preps=1
+  step ab_tc_parity1 "$tc_suite"
+  step ab_tc_parity2 "$tc_suite"
+  grep -E '^(gradient|bf16) bits' "$LOGS/ab_tc_parity1.log" >"$LOGS/ab_tc_bits1.txt"
+  grep -E '^(gradient|bf16) bits' "$LOGS/ab_tc_parity2.log" >"$LOGS/ab_tc_bits2.txt"
+  if [ -s "$LOGS/ab_tc_bits1.txt" ] && cmp -s "$LOGS/ab_tc_bits1.txt" "$LOGS/ab_tc_bits2.txt"; then
+    echo "== ab_tc_bits: the two runs' gradients are bit-identical ($(wc -l <"$LOGS/ab_tc_bits1.txt") cases)"
+  else
+    echo "== ab_tc_bits: MISMATCH or missing between the two runs (ab_tc_bits1.txt, ab_tc_bits2.txt)"
+  fi
+  local round math causal side order binary
+  for round in $(seq 1 "$rounds"); do
+    order="before after"
+    [ $((round % 2)) = 0 ] && order="after before"
+    for math in tf32 bf16; do
+      for causal in "" --causal; do
+        for side in $order; do
+          binary=$urpe
+          [ "$side" = before ] && binary=$before
+          # shellcheck disable=SC2086
+          step "ab_${math}${causal:+_causal}_${side}_r${round}" "$binary" bench attention --device cuda $shape \
+            --math "$math" $causal --attention fused --repeats "$preps" $sz
+        done
+      done
+    done
+  done
+  echo "== ab_summary: n direction median_ms TFLOP/s run"
+  local log
+  for log in "$LOGS"/ab_*_r*.log; do
+    awk -v run="$(basename "$log" .log)" '$2 == "fused" { print $1, $3, $4, $8, run }' "$log"
+  done | sort -k1,1n -k2,2 -k5,5 | tee "$LOGS/ab_summary.txt"
+  echo "== ab_ratio: run n direction ms_before ms_after after/before"
+  awk '{ run = $5; side = run; sub(/_(before|after)_r[0-9]+$/, "", run); key = run " " $1 " " $2
+         if (side ~ /_after_r/) { a[key] += $3; na[key]++ } else if (side ~ /_before_r/) { b[key] += $3; nb[key]++ } }
+       END { for (k in a) if (k in b) printf "%s %.3f %.3f %.3f\n", k, b[k] / nb[k], a[k] / na[k],
+                                                 (a[k] / na[k]) / (b[k] / nb[k]) }' "$LOGS/ab_summary.txt" |
+    sort -k1,1 -k2,2n -k3,3 | tee "$LOGS/ab_ratio.txt"
   return 0
 }
 
@@ -596,7 +654,7 @@ case "$1" in
     attention_tc_measure
     attention_tc_check
     ;;
-  attention_tc_measure | attention_tc_check | attention_tc_pipeline)
+  attention_tc_measure | attention_tc_check | attention_tc_pipeline | attention_ab)
     "$1"
     ;;
   syncs)
@@ -772,7 +830,7 @@ case "$1" in
     step fix_graphormer_compile python3 tools/torch_bench.py --device cuda --model graphormer --steps 30 --compile
     ;;
   *)
-    echo "usage: bench/gpu_session.sh STEP... (STEP: build, carried, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, attention_tc_pipeline, fixes, graphormer_step, syncs, capture, capture_graphormer, nccl, compare, families, presets, precision, gemm_dtypes, nsight, profile)" >&2
+    echo "usage: bench/gpu_session.sh STEP... (STEP: build, carried, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, attention_tc_pipeline, attention_ab, fixes, graphormer_step, syncs, capture, capture_graphormer, nccl, compare, families, presets, precision, gemm_dtypes, nsight, profile)" >&2
     exit 2
     ;;
 esac

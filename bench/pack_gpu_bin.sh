@@ -16,7 +16,7 @@ TARGETS=(urpe test_cuda_flash_tensor_core test_cuda_parity test_cuda_syncs test_
 command -v nvcc >/dev/null || { echo "pack_gpu_bin.sh: nvcc is not on PATH" >&2; exit 2; }
 
 cmake -S . -B "$BUILD" -DURPE_CUDA=ON -DURPE_CUDA_SIM=OFF -DURPE_MPI=OFF -DURPE_NATIVE=OFF \
-  -DURPE_NCCL_LIB=URPE_NCCL_LIB-NOTFOUND -DCMAKE_BUILD_TYPE=Release >/dev/null
+  -DURPE_NCCL=OFF -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j "$(nproc)" --target "${TARGETS[@]}"
 
 rm -rf gpu_bin && mkdir gpu_bin
