@@ -339,7 +339,9 @@ attention_ab() {
   else
     echo "== ab_tc_bits: MISMATCH or missing between the two runs (ab_tc_bits1.txt, ab_tc_bits2.txt)"
   fi
-  local round math causal side order binary
+  # Both sides with the same pipeline setting (AB_PIPELINE, default off: the single-buffered
+  # kernels; since 2026-11-28 today's default is auto, which a binary from before may not know).
+  local round math causal side order binary pipe=${AB_PIPELINE:-off}
   for round in $(seq 1 "$rounds"); do
     order="before after"
     [ $((round % 2)) = 0 ] && order="after before"
@@ -350,7 +352,7 @@ attention_ab() {
           [ "$side" = before ] && binary=$before
           # shellcheck disable=SC2086
           step "ab_${math}${causal:+_causal}_${side}_r${round}" "$binary" bench attention --device cuda $shape \
-            --math "$math" $causal --attention fused --repeats "$preps" $sz
+            --math "$math" $causal --attention fused --tc-pipeline "$pipe" --repeats "$preps" $sz
         done
       done
     done

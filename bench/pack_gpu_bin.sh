@@ -8,6 +8,11 @@
 #   bench/pack_gpu_bin.sh [BUILD_DIR]     (default build-gpu; writes gpu_bin/ and gpu_bin.tgz)
 #
 # On the device: tar xzf gpu_bin.tgz; BUILD=gpu_bin bench/gpu_session.sh carried ...
+# What a call carries and the repository's tree travel together, 64 MiB at most: since the tree
+# reached ~17 MB the whole archive (~52 MB) no longer fits, so carry the unpacked binaries the
+# call needs instead (carry ["gpu_bin/urpe", "gpu_bin/test_cuda_parity"]: ~35 MB), each call its
+# own: a call's unpacked files are not there for the next (bench/cuda_notes.md, "Device calls:
+# three ways to lose one").
 # Both outputs are local files: list them in .git/info/exclude (done here) so they never land.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,4 +36,5 @@ tar czf gpu_bin.tgz gpu_bin
 for path in /gpu_bin/ /gpu_bin.tgz; do
   grep -qxF "$path" .git/info/exclude 2>/dev/null || echo "$path" >> .git/info/exclude
 done
+du -h gpu_bin/* | sed 's/^/  /'
 echo "gpu_bin.tgz: $(du -h gpu_bin.tgz | cut -f1) ($(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ', uncommitted changes'))"
