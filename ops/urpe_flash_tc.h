@@ -38,22 +38,22 @@ enum class TcMath { tf32, bf16 };
 bool flash_tc_supports(int64_t dh, int64_t dv);
 
 // O (Bsz, H, Nq, dv) and, when defined, L (Bsz, H, Nq), as urpe_flash_attention_forward_cuda.
-// With the context's pipeline switch on (cuda::set_tc_pipeline, `urpe bench attention
-// --tc-pipeline on`) the kernel's key tiles are software-pipelined where flash_tc_forward_pipelined
-// says so; the results are the same bits either way.
+// The kernel's key tiles are software-pipelined where flash_tc_forward_pipelined says so (the
+// context's cuda::TcPipeline: by default where a GPU measured it faster, cuda::tc_pipeline_by_default;
+// `urpe bench attention --tc-pipeline on|off|auto`); the results are the same bits either way.
 void urpe_flash_tc_forward(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
                            const UrpeAttentionParams& params, const AttentionDropout& dropout,
                            Tensor& out, Tensor& lse, TcMath math = TcMath::tf32);
 
 // Whether urpe_flash_tc_forward runs its pipelined variant (cp.async staging of the next key tile)
-// for these tensors: the context's switch on, k's and v's rows whole 16-byte units (dh and dv a
-// multiple of 4 floats, 8 bf16 values) on 16-byte boundaries, and its shared memory within the
-// device's per-block limit. Otherwise the single-buffered kernel runs.
+// for these tensors: the context's cuda::TcPipeline asks for it (cuda::tc_pipeline_wanted), k's
+// and v's rows whole 16-byte units (dh and dv a multiple of 4 floats, 8 bf16 values) on 16-byte
+// boundaries, and its shared memory within the device's per-block limit. Otherwise the single-buffered kernel runs.
 bool flash_tc_forward_pipelined(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, TcMath math);
 
 // Which backward kernels urpe_flash_tc_backward runs pipelined (cp.async staging of the next key
-// tile in dQ, of the next query tile in dK/dV) for these tensors: the context's switch on
-// (cuda::set_tc_pipeline, the forward's), the rows each streams (K and V; Q and dO) whole 16-byte
+// tile in dQ, of the next query tile in dK/dV) for these tensors: the context's cuda::TcPipeline
+// asks for it (cuda::tc_pipeline_wanted, the forward's switch), the rows each streams (K and V; Q and dO) whole 16-byte
 // units (dh and dv a multiple of 4 floats, 8 bf16 values) on 16-byte boundaries, and its shared
 // memory within the device's per-block limit. The gradients are the same bits either way.
 struct TcBackwardPipelines {
@@ -66,9 +66,8 @@ TcBackwardPipelines flash_tc_backward_pipelined(cuda::Context& ctx, const Tensor
 // of j − i): grad_bias_table / grad_c_table non-null only for those. d_row: D_i = dO_i·O_i, (Bsz·H·Nq).
 // A table with a dense map is the caller's (the scalar bucket walk). partial_cap_bytes bounds the
 // tables' per-diagonal partial sums held at once (0: max(64 MiB, the bytes of q)); the result does
-// not depend on it, to the bit (tests pass a tiny cap to check that). With the context's pipeline
-// switch on, the kernels that flash_tc_backward_pipelined names run their pipelined variants: the
-// same bits.
+// not depend on it, to the bit (tests pass a tiny cap to check that). The kernels that
+// flash_tc_backward_pipelined names run their pipelined variants: the same bits.
 void urpe_flash_tc_backward(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
                             const Tensor& lse, const Tensor& grad_out, const double* d_row,
                             const UrpeAttentionParams& params, const AttentionDropout& dropout,

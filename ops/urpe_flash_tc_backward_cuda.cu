@@ -40,8 +40,7 @@
 //   FLOPs on the tensor cores per (b, h): dq 3 products, dkdv 4, each 2·Nq·Nk·kDim (7 against
 //   FlashAttention-2's 5: the price of no atomics); bytes: Q, K, V, dO once per 64 rows of the
 //   other side, dQ, dK, dV once, the partials above.
-// Pipelined variants (kPipelined; the context's tc_pipeline switch, the forward's, `--tc-pipeline
-//   on`): the same bytes and the same bits, but each kernel's streamed tiles (dQ: the next key
+// Pipelined variants (kPipelined; cuda::TcPipeline, the forward's switch, by default at d 64): the same bytes and the same bits, but each kernel's streamed tiles (dQ: the next key
 //   tile's K and V rows and map entries; dK/dV: the next query tile's Q and dO rows, L, D and map
 //   entries) are copied with cp.async (ops/cp_async.cuh) to a staging buffer in dynamic shared
 //   memory while the current tile computes, and turned into the paired tiles from there by the
@@ -758,15 +757,15 @@ __global__ void urpe_flash_tc_bucket_sums_kernel(int64_t heads, int64_t buckets,
   }
 }
 
-// Whether a pipelined backward kernel takes these tensors: the context's switch on, the two row
+// Whether a pipelined backward kernel takes these tensors: the context's mode asks for it, the two row
 // streams it copies with cp.async (a, b: K and V for dQ, Q and dO for dK/dV; dh and dv columns)
 // whole 16-byte units on 16-byte boundaries, and its shared memory (static + dynamic) within the
 // device's per-block limit (cudaDevAttrMaxSharedMemoryPerBlockOptin). Otherwise the
 // single-buffered kernel runs.
-template <typename TIn>
+template <int kDim, bool kBf16, typename TIn>
 bool backward_pipeline_takes(const cuda::Context& ctx, const FlashGeometry& g, const TIn* a, const TIn* b,
                              size_t shared_bytes) {
-  if (!ctx.tc_pipeline()) return false;
+  if (!cuda::tc_pipeline_wanted(ctx.tc_pipeline(), kDim, kBf16, /*backward=*/true)) return false;
   const auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
   if ((g.dh * int64_t(sizeof(TIn))) % 16 != 0 || (g.dv * int64_t(sizeof(TIn))) % 16 != 0 || !aligned(a) || !aligned(b))
     return false;
@@ -781,9 +780,10 @@ TcBackwardPipelines backward_pipelines(const cuda::Context& ctx, const FlashGeom
                                        const Tensor& k, const Tensor& v, const Tensor& grad_out) {
   using DTiles = DqTiles<kDim, kBf16, TIn>;
   using KTiles = DkdvTiles<kDim, kBf16, TIn>;
-  return {backward_pipeline_takes(ctx, g, values<TIn>(k), values<TIn>(v), DTiles::kStaticBytes + DTiles::kDynamicBytes),
-          backward_pipeline_takes(ctx, g, values<TIn>(q), values<TIn>(grad_out),
-                                  KTiles::kStaticBytes + KTiles::kDynamicBytes)};
+  return {backward_pipeline_takes<kDim, kBf16>(ctx, g, values<TIn>(k), values<TIn>(v),
+                                               DTiles::kStaticBytes + DTiles::kDynamicBytes),
+          backward_pipeline_takes<kDim, kBf16>(ctx, g, values<TIn>(q), values<TIn>(grad_out),
+                                               KTiles::kStaticBytes + KTiles::kDynamicBytes)};
 }
 
 template <int kDim, bool kBf16, typename TIn>

@@ -31,7 +31,7 @@
 //   spills: bench/sass_mix.sh).
 //   Bytes: Q and O once; K and V once per 64 query rows: (Nq/64)·Nk·(dh + dv)·4 per (b, h); the
 //   tables' diagonals per tile from cache. Nothing of size Nq·Nk.
-//   Pipelined variant (kPipelined, the context's tc_pipeline switch, `--tc-pipeline on`): the same
+//   Pipelined variant (kPipelined; cuda::TcPipeline, by default at d 64 on BF16 tiles): the same
 //   bytes and the same bits, but the next key tile's K, V rows and map entries are copied with
 //   cp.async (ops/cp_async.cuh) to a staging buffer in dynamic shared memory while this tile
 //   computes, and turned into the tiles above from there, so no warp waits for global memory
@@ -347,13 +347,14 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
   }
 }
 
-// Whether the pipelined variant takes these tensors: rows of whole 16-byte units on 16-byte
+// Whether the pipelined variant takes these tensors: the context's mode asks for it
+// (cuda::tc_pipeline_wanted), rows of whole 16-byte units on 16-byte
 // boundaries (its cp.async copies), and its shared memory within the device's per-block limit
 // (cudaDevAttrMaxSharedMemoryPerBlockOptin). Otherwise the single-buffered kernel runs.
 template <int kDim, bool kBf16, typename TIn>
 bool pipeline_takes(const cuda::Context& ctx, const FlashGeometry& g, const TIn* k, const TIn* v) {
   using Tiles = ForwardTiles<kDim, kBf16, TIn>;
-  if (!ctx.tc_pipeline()) return false;
+  if (!cuda::tc_pipeline_wanted(ctx.tc_pipeline(), kDim, kBf16, /*backward=*/false)) return false;
   const auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
   if ((g.dh * int64_t(sizeof(TIn))) % 16 != 0 || (g.dv * int64_t(sizeof(TIn))) % 16 != 0 || !aligned(k) || !aligned(v))
     return false;

@@ -55,8 +55,8 @@ void set_tf32(Context*, bool) { no_cuda("cuda::set_tf32"); }
 bool tf32(Context*) { no_cuda("cuda::tf32"); }
 void set_bf16_tiles(Context*, bool) { no_cuda("cuda::set_bf16_tiles"); }
 bool bf16_tiles(Context*) { no_cuda("cuda::bf16_tiles"); }
-void set_tc_pipeline(Context*, bool) { no_cuda("cuda::set_tc_pipeline"); }
-bool tc_pipeline(Context*) { no_cuda("cuda::tc_pipeline"); }
+void set_tc_pipeline(Context*, TcPipeline) { no_cuda("cuda::set_tc_pipeline"); }
+TcPipeline tc_pipeline(Context*) { no_cuda("cuda::tc_pipeline"); }
 std::string device_name(Context*) { no_cuda("cuda::device_name"); }
 void profiler_start() {}
 void profiler_stop() {}

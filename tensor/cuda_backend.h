@@ -117,11 +117,32 @@ bool tf32(Context* context);
 // precision=bf16 turns it on, docs/cuda.md#tensor-core-tiles).
 void set_bf16_tiles(Context* context, bool on);
 bool bf16_tiles(Context* context);
-// The fused attention's tensor-core forward with its key tiles software-pipelined (cp.async into
-// a staging buffer while the previous tile computes; the same bits as without): off by default
-// until a GPU measures it faster; `urpe bench attention --tc-pipeline on` (docs/cuda.md#tensor-core-tiles).
-void set_tc_pipeline(Context* context, bool on);
-bool tc_pipeline(Context* context);
+// The fused attention's tensor-core kernels software-pipelined (cp.async staging of the next tile
+// while the current one computes; the same bits either way; docs/cuda.md#tensor-core-tiles).
+// automatic (the default): the kernels a GPU measured faster pipelined (tc_pipeline_by_default);
+// on / off: every kernel that can, or none (`urpe bench attention --tc-pipeline on|off|auto`).
+enum class TcPipeline { automatic, on, off };
+void set_tc_pipeline(Context* context, TcPipeline mode);
+TcPipeline tc_pipeline(Context* context);
+inline const char* tc_pipeline_name(TcPipeline mode) {
+  return mode == TcPipeline::on ? "on" : mode == TcPipeline::off ? "off" : "auto";
+}
+
+// What `automatic` picks, per kernel: measured on an H200 (bench/results/gpu_h200_2026-11-28.md,
+// d 64, B 8, H 16, n 1k and 4k, alternating rounds) the pipelined BF16-tile kernels took 0.74–0.96×
+// the single-buffered kernels' time, forward and backward; on TF32 tiles the pipelined backward
+// took 0.89× but the pipelined forward 1.09–1.13×. So: BF16 tiles pipelined, TF32 tiles only in
+// the backward. Head dims of the 32 and 128 tile classes have not been timed pipelined: they stay
+// single-buffered. tile_dim: the tile class (32, 64 or 128) of max(dh, dv).
+inline bool tc_pipeline_by_default(int tile_dim, bool bf16_tiles, bool backward) {
+  return tile_dim == 64 && (bf16_tiles || backward);
+}
+// Whether `mode` asks a kernel of this class for its pipelined variant (which it then takes when
+// the tensors allow: flash_tc_forward_pipelined, flash_tc_backward_pipelined).
+inline bool tc_pipeline_wanted(TcPipeline mode, int tile_dim, bool bf16_tiles, bool backward) {
+  return mode == TcPipeline::on ||
+         (mode == TcPipeline::automatic && tc_pipeline_by_default(tile_dim, bf16_tiles, backward));
+}
 std::string device_name(Context* context);  // e.g. "NVIDIA H100 80GB HBM3 (cuda:0)"
 
 // Nsight capture range (cudaProfilerStart/Stop) for `--profile-steps a:b`; no-ops without CUDA.

@@ -911,8 +911,8 @@ void set_tf32(Context* context, bool on) { context->set_tf32(on); }
 bool tf32(Context* context) { return context->tf32(); }
 void set_bf16_tiles(Context* context, bool on) { context->set_bf16_tiles(on); }
 bool bf16_tiles(Context* context) { return context->bf16_tiles(); }
-void set_tc_pipeline(Context* context, bool on) { context->set_tc_pipeline(on); }
-bool tc_pipeline(Context* context) { return context->tc_pipeline(); }
+void set_tc_pipeline(Context* context, TcPipeline mode) { context->set_tc_pipeline(mode); }
+TcPipeline tc_pipeline(Context* context) { return context->tc_pipeline(); }
 
 std::string device_name(Context* context) {
   std::ostringstream out;

@@ -212,10 +212,10 @@ class Context {
   // default; precision=bf16 turns it on (ops/urpe_flash_tc.h).
   bool bf16_tiles() const { return bf16_tiles_; }
   void set_bf16_tiles(bool on) { bf16_tiles_ = on; }
-  // The fused attention's tensor-core forward software-pipelined (cp.async staging, the same
-  // bits): off by default (ops/urpe_flash_tc.h).
-  bool tc_pipeline() const { return tc_pipeline_; }
-  void set_tc_pipeline(bool on) { tc_pipeline_ = on; }
+  // The fused attention's tensor-core kernels software-pipelined (cp.async staging, the same
+  // bits): automatic by default (cuda::TcPipeline, ops/urpe_flash_tc.h).
+  TcPipeline tc_pipeline() const { return tc_pipeline_; }
+  void set_tc_pipeline(TcPipeline mode) { tc_pipeline_ = mode; }
 
   // Host synchronisations (tensor/cuda_backend.h): every wait of the host on this context's
   // stream is counted here, by the primitive or the op that waits, before it waits.
@@ -305,7 +305,7 @@ class Context {
   CachingAllocator allocator_;
   bool tf32_ = false;
   bool bf16_tiles_ = false;
-  bool tc_pipeline_ = false;
+  TcPipeline tc_pipeline_ = TcPipeline::automatic;
   HostSyncCounts host_syncs_;
   struct CachedTable {
     std::vector<unsigned char> host;

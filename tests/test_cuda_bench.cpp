@@ -129,10 +129,29 @@ TEST_CASE("`urpe bench attention --device cuda --tf32` names its math and rate o
     CHECK(pipe == "on");
   }
   CHECK(piped_rows == 2);
+  // The default, auto: at d 64 on TF32 tiles the forward single-buffered, the backward pipelined
+  // (cuda::tc_pipeline_by_default), so the forward+backward row says off/on.
+  const urpe::test::CliResult automatic = urpe::test::run_urpe(
+      "bench attention --device cuda --math tf32 --attention fused --batch 1 --heads 2 --head-dim 64 "
+      "--lengths 70 --repeats 1 --sizes smoke");
+  INFO(automatic.output);
+  REQUIRE(automatic.code == 0);
+  CHECK(automatic.output.find("tc pipeline auto") != std::string::npos);
+  std::vector<std::string> automatic_pipes;
+  std::istringstream automatic_lines(automatic.output);
+  while (std::getline(automatic_lines, line)) {
+    std::istringstream row(line);
+    long long n = 0;
+    std::string path, direction, math, share, pipe;
+    double ms = 0, mib = 0, gflop = 0, tflops = 0;
+    if (!(row >> n >> path >> direction >> ms >> mib >> math >> gflop >> tflops >> share >> pipe)) continue;
+    automatic_pipes.push_back(direction + " " + pipe);
+  }
+  CHECK(automatic_pipes == std::vector<std::string>{"forward off", "forward+backward off/on"});
   const urpe::test::CliResult bad_pipe =
       urpe::test::run_urpe("bench attention --device cuda --math tf32 --tc-pipeline maybe --lengths 70 --repeats 1");
   CHECK(bad_pipe.code != 0);
-  CHECK(bad_pipe.output.find("option --tc-pipeline: expected on or off, got 'maybe'") != std::string::npos);
+  CHECK(bad_pipe.output.find("option --tc-pipeline: expected auto, on or off, got 'maybe'") != std::string::npos);
   const urpe::test::CliResult clash =
       urpe::test::run_urpe("bench attention --device cuda --tf32 --math bf16 --lengths 70 --repeats 1");
   CHECK(clash.code != 0);

@@ -612,10 +612,11 @@ TEST_CASE("parity: BF16 tiles reading bf16 q, k, v (O, dQ, dK, dV in bf16; L, dB
 
 namespace {
 
-// The context's pipeline switch (cuda::set_tc_pipeline), on inside the scope.
+// The context's pipeline switch (cuda::set_tc_pipeline), on inside the scope, back to the default
+// (automatic) after.
 struct PipelineScope {
-  PipelineScope() { cuda::set_tc_pipeline(gpu().context(), true); }
-  ~PipelineScope() { cuda::set_tc_pipeline(gpu().context(), false); }
+  PipelineScope() { cuda::set_tc_pipeline(gpu().context(), cuda::TcPipeline::on); }
+  ~PipelineScope() { cuda::set_tc_pipeline(gpu().context(), cuda::TcPipeline::automatic); }
 };
 
 // Cases whose k and v rows are whole 16-byte units (the pipelined variant's condition) from
@@ -650,12 +651,12 @@ ForwardRun tc_forward(const TcCase& c, TileMath math, bool pipeline, uint64_t se
     q = cast(q, DType::bf16), k = cast(k, DType::bf16), v = cast(v, DType::bf16);
     run.out = cast(run.out, DType::bf16);
   }
-  cuda::set_tc_pipeline(gpu().context(), pipeline);
+  cuda::set_tc_pipeline(gpu().context(), pipeline ? cuda::TcPipeline::on : cuda::TcPipeline::off);
   run.pipelined = kernels::flash_tc_forward_pipelined(*gpu().context(), q, k, v,
                                                       math == TileMath::tf32 ? kernels::TcMath::tf32 : kernels::TcMath::bf16);
   kernels::urpe_flash_tc_forward(*gpu().context(), q, k, v, pd, drop, run.out, run.lse,
                                  math == TileMath::tf32 ? kernels::TcMath::tf32 : kernels::TcMath::bf16);
-  cuda::set_tc_pipeline(gpu().context(), false);
+  cuda::set_tc_pipeline(gpu().context(), cuda::TcPipeline::automatic);
   return run;
 }
 
@@ -761,14 +762,14 @@ BackwardRuns tc_backward_off_on(const TcCase& c, TileMath math, uint64_t seed) {
   const kernels::TcMath tc_math = math == TileMath::tf32 ? kernels::TcMath::tf32 : kernels::TcMath::bf16;
   for (bool pipeline : {false, true}) {
     Grads& g = pipeline ? runs.on : runs.off;
-    cuda::set_tc_pipeline(gpu().context(), pipeline);
+    cuda::set_tc_pipeline(gpu().context(), pipeline ? cuda::TcPipeline::on : cuda::TcPipeline::off);
     const kernels::TcBackwardPipelines ran = kernels::flash_tc_backward_pipelined(*gpu().context(), q, k, v, go, tc_math);
     if (pipeline) runs.pipelined = ran;
     else CHECK_FALSE((ran.dq || ran.dkdv));
     kernels::urpe_flash_attention_backward_cuda(q, k, v, out, lse, go, pd, drop, g.q, g.k, g.v, g.bias_out(),
                                                 g.c_out());
   }
-  cuda::set_tc_pipeline(gpu().context(), false);
+  cuda::set_tc_pipeline(gpu().context(), cuda::TcPipeline::automatic);
   cuda::set_tf32(gpu().context(), false);
   cuda::set_bf16_tiles(gpu().context(), false);
   return runs;
@@ -949,3 +950,39 @@ TEST_CASE("tensor-core fused attention: the public op with autograd, on both dev
 }
 
 #endif  // URPE_WITH_CUDA
+
+// The default mode, automatic, pipelines the kernels a GPU measured faster pipelined
+// (cuda::tc_pipeline_by_default: at d 64, BF16 tiles forward and backward, TF32 tiles the backward
+// only) and no other; off pipelines none, on every kernel whose tensors allow it.
+TEST_CASE("pipeline modes: automatic picks the measured kernels, off none, on every one") {
+  auto ran = [](int64_t dim, TileMath math) {
+    Tensor q = random_values({1, 2, 70, dim}, 900).to(gpu());
+    Tensor k = random_values({1, 2, 70, dim}, 901).to(gpu());
+    Tensor v = random_values({1, 2, 70, dim}, 902).to(gpu());
+    Tensor go = random_values({1, 2, 70, dim}, 903).to(gpu());
+    if (math == TileMath::bf16_tensors)
+      for (Tensor* t : {&q, &k, &v, &go}) *t = cast(*t, DType::bf16);
+    const kernels::TcMath tc_math = math == TileMath::tf32 ? kernels::TcMath::tf32 : kernels::TcMath::bf16;
+    const bool forward = kernels::flash_tc_forward_pipelined(*gpu().context(), q, k, v, tc_math);
+    const kernels::TcBackwardPipelines backward =
+        kernels::flash_tc_backward_pipelined(*gpu().context(), q, k, v, go, tc_math);
+    return std::vector<bool>{forward, backward.dq, backward.dkdv};
+  };
+  using Ran = std::vector<bool>;
+  CHECK(cuda::tc_pipeline(gpu().context()) == cuda::TcPipeline::automatic);  // the default
+  CHECK(ran(64, TileMath::tf32) == Ran{false, true, true});
+  CHECK(ran(64, TileMath::bf16) == Ran{true, true, true});
+  CHECK(ran(64, TileMath::bf16_tensors) == Ran{true, true, true});
+  for (int64_t dim : {32, 128})
+    for (TileMath math : {TileMath::tf32, TileMath::bf16_tensors}) {
+      CAPTURE(dim);
+      CHECK(ran(dim, math) == Ran{false, false, false});
+    }
+  cuda::set_tc_pipeline(gpu().context(), cuda::TcPipeline::off);
+  CHECK(ran(64, TileMath::bf16_tensors) == Ran{false, false, false});
+  CHECK(ran(64, TileMath::tf32) == Ran{false, false, false});
+  cuda::set_tc_pipeline(gpu().context(), cuda::TcPipeline::on);
+  CHECK(ran(32, TileMath::tf32) == Ran{true, true, true});
+  CHECK(ran(64, TileMath::tf32) == Ran{true, true, true});
+  cuda::set_tc_pipeline(gpu().context(), cuda::TcPipeline::automatic);
+}

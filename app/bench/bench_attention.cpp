@@ -79,8 +79,22 @@ int run_attention_bench(const AttentionBenchOptions& o) {
     cuda::set_bf16_tiles(device.context(), o.math == "bf16");
     cuda::set_tc_pipeline(device.context(), o.tc_pipeline);
   }
-  // The fused rows' pipeline state: on/off where the tensor-core kernels run, "-" otherwise.
-  const char* pipeline = device.is_cuda() && o.math != "fp32" ? (o.tc_pipeline ? "on" : "off") : "-";
+  // The fused rows' pipeline state where the tensor-core kernels run ("-" otherwise): the forward's
+  // and the backward's, by the rule the kernels apply (cuda::tc_pipeline_wanted on the tile class
+  // of the head dim, rows of whole 16-byte units; the shared memory always fits on sm_90).
+  const bool tensor_cores = device.is_cuda() && o.math != "fp32";
+  const bool bf16_tiles = o.math == "bf16";
+  const int tile_dim = o.head_dim <= 32 ? 32 : o.head_dim <= 64 ? 64 : 128;
+  const bool whole_units = o.head_dim % (bf16_tiles ? 8 : 4) == 0;  // bf16 rows: bf16 tensors
+  auto pipelined = [&](bool backward) {
+    return tensor_cores && whole_units && cuda::tc_pipeline_wanted(o.tc_pipeline, tile_dim, bf16_tiles, backward);
+  };
+  const char* forward_pipe = !tensor_cores ? "-" : pipelined(false) ? "on" : "off";
+  const char* both_pipe = !tensor_cores                        ? "-"
+                          : pipelined(false) == pipelined(true) ? forward_pipe
+                          : pipelined(false)                    ? "on/off"
+                                                                : "off/on";
+  const char* pipeline = tensor_cores ? cuda::tc_pipeline_name(o.tc_pipeline) : "-";
   // The ceiling the rates are read against: cuBLAS's TF32 GEMM, measured here (never a datasheet).
   const double tf32_tflops = device.is_cuda() ? measure_sgemm_tflops(device.context(), o.smoke ? 256 : 8192, true) : 0.0;
   char ceiling[80] = "n/a on a CPU";
@@ -105,10 +119,11 @@ int run_attention_bench(const AttentionBenchOptions& o) {
               "TF32 GEMM rate measured now, %s\n",
               o.causal ? " / 2 (causal)" : "", ceiling);
   std::printf("pipe: the tensor-core kernels' pipelined variants (--tc-pipeline; cp.async staging of the next tile: "
-              "the forward's and dQ's key tiles, dK/dV's query tiles), on the fused rows\n\n");
-  std::printf("%-7s %-13s %-17s %10s %10s %5s %11s %9s %7s %4s\n", "n", "path", "direction", "median ms", "peak MiB",
+              "the forward's and dQ's key tiles, dK/dV's query tiles), on the fused rows; a forward+backward row "
+              "whose two differ says forward/backward\n\n");
+  std::printf("%-7s %-13s %-17s %10s %10s %5s %11s %9s %7s %6s\n", "n", "path", "direction", "median ms", "peak MiB",
               "math", "GFLOP", "TFLOP/s", "% tf32", "pipe");
-  std::printf("----------------------------------------------------------------------------------------------------\n");
+  std::printf("------------------------------------------------------------------------------------------------------\n");
   for (int64_t n : o.lengths) {
     Rng rng(static_cast<uint64_t>(n));
     const Shape shape{o.batch, o.heads, n, o.head_dim};
@@ -157,8 +172,9 @@ int run_attention_bench(const AttentionBenchOptions& o) {
         const double tflops = gflop / row.median_ms;  // GFLOP per ms = TFLOP/s
         char share[16] = "-";
         if (tf32_tflops > 0) std::snprintf(share, sizeof share, "%.1f%%", 100.0 * tflops / tf32_tflops);
-        std::printf("%-7lld %-13s %-17s %10.2f %10.3f %5s %11.1f %9.2f %7s %4s\n", static_cast<long long>(n), path,
-                    direction, row.median_ms, row.peak_mib, math, gflop, tflops, share, is_fused ? pipeline : "-");
+        std::printf("%-7lld %-13s %-17s %10.2f %10.3f %5s %11.1f %9.2f %7s %6s\n", static_cast<long long>(n), path,
+                    direction, row.median_ms, row.peak_mib, math, gflop, tflops, share,
+                    !is_fused ? "-" : backward ? both_pipe : forward_pipe);
         std::fflush(stdout);
       }
     }

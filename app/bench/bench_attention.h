@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "tensor/cuda_backend.h"
+
 namespace urpe::bench {
 
 struct AttentionBenchOptions {
@@ -27,8 +29,9 @@ struct AttentionBenchOptions {
                               // bf16 (the fused kernels' BF16 tiles, the GEMMs TF32)
   bool smoke = false;   // --sizes smoke: the TF32 GEMM reference at 256³ (checks the bench runs,
                         // e.g. on the CUDA simulator; not a ceiling)
-  bool tc_pipeline = false;  // --tc-pipeline on: the tensor-core kernels' pipelined variants, forward
-                             // and backward (cp.async staging; cuda::set_tc_pipeline), stated on every fused row
+  // --tc-pipeline auto|on|off: the tensor-core kernels' pipelined variants, forward and backward
+  // (cp.async staging; cuda::set_tc_pipeline), what ran stated on every fused row
+  cuda::TcPipeline tc_pipeline = cuda::TcPipeline::automatic;
   int repeats = 3;  // timed runs per row (median), after one warm-up
   std::vector<std::string> paths{"fused", "materialized"};  // --attention PATH keeps one
 };

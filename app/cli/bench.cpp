@@ -107,11 +107,14 @@ int run_bench(const Args& args) {
                "option --math: expected fp32, tf32 or bf16, got '" << options.math << "'");
     URPE_CHECK(options.math == "fp32" || options.device != "cpu",
                "option --math " << options.math << ": a mode of the GPU's tensor cores; use it with --device cuda");
-    const std::string pipeline = args.get("tc-pipeline", "off");
-    URPE_CHECK(pipeline == "on" || pipeline == "off", "option --tc-pipeline: expected on or off, got '" << pipeline << "'");
-    URPE_CHECK(pipeline == "off" || options.math != "fp32",
+    const std::string pipeline = args.get("tc-pipeline", "auto");
+    URPE_CHECK(pipeline == "on" || pipeline == "off" || pipeline == "auto",
+               "option --tc-pipeline: expected auto, on or off, got '" << pipeline << "'");
+    URPE_CHECK(pipeline != "on" || options.math != "fp32",
                "option --tc-pipeline on: a variant of the tensor-core kernels; use it with --math tf32 or bf16");
-    options.tc_pipeline = pipeline == "on";
+    options.tc_pipeline = pipeline == "on" ? cuda::TcPipeline::on
+                          : pipeline == "off" ? cuda::TcPipeline::off
+                                              : cuda::TcPipeline::automatic;
     options.repeats = repeats_option(args, options.repeats);
     const std::string sizes = args.get("sizes", "full");
     URPE_CHECK(sizes == "full" || sizes == "smoke",

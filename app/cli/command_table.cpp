@@ -160,7 +160,7 @@ std::vector<CommandSpec> command_table() {
 
   table.push_back({"bench", "bench peaks|kernels|step|attention [--device cpu|cuda] [--tf32] [--math fp32|tf32|bf16] [--sizes table5|smoke] "
                             "[--model encoder|txl|graphormer] [--seq-len N] [--batch B] [--attention fused|materialized] [--lengths N,N] "
-                            "[--heads H] [--head-dim D] [--causal] [--tc-pipeline on|off] [--set cuda_graph=on]",
+                            "[--heads H] [--head-dim D] [--causal] [--tc-pipeline auto|on|off] [--set cuda_graph=on]",
                    "measure the machine's peaks, time the kernels or a training step",
                    {{"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
                     {"repeats", "N", "50", "timed runs per measurement (the median is reported)", {1, 1000000}},
@@ -180,9 +180,10 @@ std::vector<CommandSpec> command_table() {
                     {"heads", "H", "4", "bench attention: heads", {1, 1024}},
                     {"head-dim", "D", "32", "bench attention: head dim (the fused kernels take up to 128)", {1, 128}},
                     {"causal", "", "off", "bench attention: causal mask on both paths"},
-                    {"tc-pipeline", "MODE", "off",
-                     "bench attention: on runs the tensor-core kernels' software-pipelined variants (cp.async staging "
-                     "of the next tile: forward and dQ key tiles, dK/dV query tiles; the same bits), stated on every "
+                    {"tc-pipeline", "MODE", "auto",
+                     "bench attention: the tensor-core kernels' software-pipelined variants (cp.async staging of the "
+                     "next tile: forward and dQ key tiles, dK/dV query tiles; the same bits): auto where a GPU "
+                     "measured them faster (d 64: BF16 tiles, TF32 backward), on, or off; what ran is stated on every "
                      "fused row (CUDA, --math tf32 or bf16)"},
                     {"set", "KEY=VALUE", "",
                      "bench step: cuda_graph=on times the step captured once as a CUDA graph and replayed against "
