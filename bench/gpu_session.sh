@@ -195,22 +195,26 @@ attention_tc_shapes() {
   fi
 }
 
+# The tensor-core suite ($tc_suite) twice, logs PREFIX_parity1/2: each run prints every case's
+# gradient bits (TF32 cases' "gradient bits", BF16 cases' "bf16 bits"); the two runs' must match.
+tc_parity_twice() {
+  local prefix=$1
+  step "${prefix}_parity1" "$tc_suite"
+  step "${prefix}_parity2" "$tc_suite"
+  grep -E '^(gradient|bf16) bits' "$LOGS/${prefix}_parity1.log" >"$LOGS/${prefix}_bits1.txt"
+  grep -E '^(gradient|bf16) bits' "$LOGS/${prefix}_parity2.log" >"$LOGS/${prefix}_bits2.txt"
+  if [ -s "$LOGS/${prefix}_bits1.txt" ] && cmp -s "$LOGS/${prefix}_bits1.txt" "$LOGS/${prefix}_bits2.txt"; then
+    echo "== ${prefix}_bits: the two runs' gradients are bit-identical ($(wc -l <"$LOGS/${prefix}_bits1.txt") cases)"
+  else
+    echo "== ${prefix}_bits: MISMATCH or missing between the two runs (${prefix}_bits1.txt, ${prefix}_bits2.txt)"
+  fi
+}
+
 # attention_tc (issue 35): parity, bench against PyTorch, Nsight Compute and the sanitizers of the
 # tensor-core fused attention; attention_tc_measure is its first half (parity and the bench).
 attention_tc_measure() {
   attention_tc_shapes
-  # Parity of the tensor-core kernels, twice (the suite prints each case's gradient bits; the two
-  # runs' bits must match).
-  step tc_parity1 "$tc_suite"
-  step tc_parity2 "$tc_suite"
-  # (TF32 cases' "gradient bits", BF16 cases' "bf16 bits")
-  grep -E '^(gradient|bf16) bits' "$LOGS/tc_parity1.log" >"$LOGS/tc_bits1.txt"
-  grep -E '^(gradient|bf16) bits' "$LOGS/tc_parity2.log" >"$LOGS/tc_bits2.txt"
-  if [ -s "$LOGS/tc_bits1.txt" ] && cmp -s "$LOGS/tc_bits1.txt" "$LOGS/tc_bits2.txt"; then
-    echo "== tc_bits: the two runs' gradients are bit-identical ($(wc -l <"$LOGS/tc_bits1.txt") cases)"
-  else
-    echo "== tc_bits: MISMATCH or missing between the two runs (tc_bits1.txt, tc_bits2.txt)"
-  fi
+  tc_parity_twice tc
   # The bench at the targets, each urpe row beside its PyTorch peers (same shapes, TF32 as stated).
   # shellcheck disable=SC2086
   {
@@ -330,15 +334,7 @@ attention_ab() {
   local before=${URPE_BEFORE:?attention_ab: set URPE_BEFORE to the urpe binary built before the change}
   local shape="--batch 8 --heads 16 --head-dim 64 --lengths 1024,4096" rounds=${AB_ROUNDS:-2} preps=10
   [ "${ATTENTION_TC_SMOKE:-0}" = 1 ] && shape="--batch 1 --heads 2 --head-dim 64 --lengths 64,130" && preps=1
-  step ab_tc_parity1 "$tc_suite"
-  step ab_tc_parity2 "$tc_suite"
-  grep -E '^(gradient|bf16) bits' "$LOGS/ab_tc_parity1.log" >"$LOGS/ab_tc_bits1.txt"
-  grep -E '^(gradient|bf16) bits' "$LOGS/ab_tc_parity2.log" >"$LOGS/ab_tc_bits2.txt"
-  if [ -s "$LOGS/ab_tc_bits1.txt" ] && cmp -s "$LOGS/ab_tc_bits1.txt" "$LOGS/ab_tc_bits2.txt"; then
-    echo "== ab_tc_bits: the two runs' gradients are bit-identical ($(wc -l <"$LOGS/ab_tc_bits1.txt") cases)"
-  else
-    echo "== ab_tc_bits: MISMATCH or missing between the two runs (ab_tc_bits1.txt, ab_tc_bits2.txt)"
-  fi
+  tc_parity_twice ab_tc
   # Both sides with the same pipeline setting (AB_PIPELINE, default off: the single-buffered
   # kernels; since 2026-11-28 today's default is auto, which a binary from before may not know).
   local round math causal side order binary pipe=${AB_PIPELINE:-off}
