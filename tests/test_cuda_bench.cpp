@@ -161,3 +161,30 @@ TEST_CASE("`urpe bench attention --device cuda --tf32` names its math and rate o
   CHECK(both.code != 0);
   CHECK(both.output.find("add --attention fused") != std::string::npos);
 }
+
+// `bench step --set cuda_graph=on` (the encoder at a tiny size): both medians, and each replay's
+// GPU span from CUDA events around its launch, which lies inside the step the host timed, so the
+// replayed step's idle share 1 − span / step is a share (0 to 100%), not the negative number the
+// ops' summed event times gave on the H200 (2026-11-28).
+TEST_CASE("`urpe bench step --set cuda_graph=on` times the replay's GPU span and its idle share") {
+  const urpe::test::CliResult r = urpe::test::run_urpe(
+      "bench step --device cuda --model encoder --seq-len 16 --batch 2 --repeats 5 --set cuda_graph=on");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_FALSE(prints_nan(r.output));
+  double step_ms = -1, span_ms = -1, idle = -1;
+  std::istringstream lines(r.output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::sscanf(line.c_str(), "cuda_graph: median %lf ms per step", &step_ms);
+    if (line.rfind("cuda_graph: the graph's GPU span", 0) == 0)
+      std::sscanf(line.c_str(), "cuda_graph: the graph's GPU span median %lf ms per step (CUDA events on the stream "
+                                "before and after each launch); GPU idle share of a replayed step (1 - span / step, "
+                                "per step): median %lf%%", &span_ms, &idle);
+  }
+  CHECK(step_ms > 0);
+  CHECK(span_ms > 0);
+  CHECK(span_ms <= step_ms);
+  CHECK(idle >= 0.0);
+  CHECK(idle < 100.0);
+}

@@ -14,6 +14,7 @@
 #include "tensor/cuda_backend.h"
 #include "tensor/host_allocator.h"
 #include "app/bench/process_memory.h"
+#include "base/profile/cuda_event_timer.h"
 #include "base/profile/key_averages.h"
 #include "base/profile/op_recorder.h"
 
@@ -120,7 +121,11 @@ double run_graph_comparison(const StepBenchOptions& options, const Device& devic
   }
   constexpr int kRounds = 5;
   const int per_round = std::max(1, (options.steps + kRounds - 1) / kRounds);
-  std::vector<double> eager_ms, graph_ms;
+  // Each replay's GPU span: a CUDA event on the stream just before the launch and one after it, so
+  // the span is the graph's kernels and the gaps between them, and a replayed step's idle share is
+  // 1 − span / step (the per-op recorder cannot see inside a replay: docs/cuda.md#cuda-graphs).
+  profile::CudaEventTimer span_events(context);
+  std::vector<double> eager_ms, graph_ms, span_ms, replay_idle;
   for (int round = 0; round < kRounds; ++round) {
     for (int k = 0; k < per_round; ++k) {
       eager->next_batch();
@@ -128,10 +133,16 @@ double run_graph_comparison(const StepBenchOptions& options, const Device& devic
     }
     for (int k = 0; k < per_round; ++k) {
       graphed->next_batch();
+      int launched = 0, finished = 0;
       graph_ms.push_back(timed_ms(device, [&] {
         graphed->host_part();
+        launched = span_events.record();
         cuda::launch_graph(*graph);
+        finished = span_events.record();
       }));
+      span_ms.push_back(span_events.elapsed_ms(launched, finished));  // both passed: timed_ms synchronised
+      span_events.reset();
+      replay_idle.push_back(1.0 - span_ms.back() / graph_ms.back());
     }
   }
   const double eager_median = median_of(eager_ms), graph_median = median_of(graph_ms);
@@ -153,6 +164,9 @@ double run_graph_comparison(const StepBenchOptions& options, const Device& devic
               ops_ms, kRecordedSteps);
   std::printf("GPU idle share (1 - ops' GPU time / median step, host clock): eager %.1f%%, cuda_graph %.1f%%\n",
               100.0 * (1.0 - ops_ms / eager_median), 100.0 * (1.0 - ops_ms / graph_median));
+  std::printf("cuda_graph: the graph's GPU span median %.3f ms per step (CUDA events on the stream before and after "
+              "each launch); GPU idle share of a replayed step (1 - span / step, per step): median %.1f%%\n",
+              median_of(span_ms), 100.0 * median_of(replay_idle));
   std::printf("load averages (1, 5, 15 min) at the end: %s\n", load_averages().c_str());
   return graph_median;
 }

@@ -187,7 +187,8 @@ std::vector<CommandSpec> command_table() {
                      "fused row (CUDA, --math tf32 or bf16)"},
                     {"set", "KEY=VALUE", "",
                      "bench step: cuda_graph=on times the step captured once as a CUDA graph and replayed against "
-                     "the eager step, in alternating rounds, with the ops' GPU time and the idle share 1 - ops / step "
+                     "the eager step, in alternating rounds, with the ops' GPU time and the idle share 1 - ops / step, "
+                     "and each replay's GPU span (CUDA events around its launch) with its idle share 1 - span / step "
                      "(CUDA; encoder, graphormer)"}},
                    run_bench, "",
                    "'bench peaks' measures the machine's ceilings for the roofline of 'urpe profile': sgemm\n"
