@@ -949,7 +949,6 @@ TEST_CASE("tensor-core fused attention: the public op with autograd, on both dev
   }
 }
 
-#endif  // URPE_WITH_CUDA
 
 // The default mode, automatic, pipelines the kernels a GPU measured faster pipelined
 // (cuda::tc_pipeline_by_default: at d 64, BF16 tiles forward and backward, TF32 tiles the backward
@@ -986,3 +985,5 @@ TEST_CASE("pipeline modes: automatic picks the measured kernels, off none, on ev
   CHECK(ran(64, TileMath::tf32) == Ran{true, true, true});
   cuda::set_tc_pipeline(gpu().context(), cuda::TcPipeline::automatic);
 }
+
+#endif  // URPE_WITH_CUDA
