@@ -38,95 +38,13 @@
 //   inside a task but at its first tile (ForwardTiles below has the layout and the bytes).
 #include <type_traits>
 
-#include "ops/sfu_exp2.cuh"
-#include "ops/urpe_flash_tc.h"
-#include "ops/urpe_flash_tc_tiles.cuh"
+#include "ops/urpe_flash_tc_forward.cuh"
 
 namespace urpe::kernels {
 
 namespace {
 
 using namespace flash_tc;
-
-// The scores S of a key tile become logits z = S·scale + B in place (−∞ where masked), and
-// tile_max their max per row. kInterior: the fast path (tile_is_interior), no mask and B staged.
-template <bool kInterior, int kKeyBlocks>
-__device__ __forceinline__ void forward_logits(const FlashGeometry& g, float (&s)[kKeyBlocks][4],
-                                               float (&tile_max)[2], const float* bias_s, const LaneCells& at,
-                                               int b, int h) {
-#pragma unroll
-  for (int nb = 0; nb < kKeyBlocks; ++nb)
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int x = cell_diagonal(at, nb, r);
-      float z;
-      if constexpr (kInterior) {
-        z = s[nb][r] * g.scale + bias_s[x];
-      } else {
-        const int64_t i = cell_row(at, r), j = cell_key(at, nb, r);
-        z = cell_masked(g, b, i, j) ? -INFINITY : s[nb][r] * g.scale + cell_bias(g, bias_s, x, b, h, i, j);
-      }
-      s[nb][r] = z;
-      tile_max[r / 2] = fmaxf(tile_max[r / 2], z);
-    }
-}
-
-// The logits become the weights W = e^{z − m'}·C·κ in place; row_sum gets Σ e^{z − m'} per row.
-// e^{z − m'} = 2^(z·log2 e − m'·log2 e), one FFMA and one MUFU.EX2 (ops/sfu_exp2.cuh), exactly 0
-// for a masked cell (z = −∞) without a branch; `offset` is base2_offset(m') per row.
-template <bool kInterior, int kKeyBlocks>
-__device__ __forceinline__ void forward_weights(const FlashGeometry& g, uint64_t seed, float (&s)[kKeyBlocks][4],
-                                                const float (&offset)[2], float (&row_sum)[2], const float* c_s,
-                                                const LaneCells& at, int b, int h, int bh) {
-#pragma unroll
-  for (int nb = 0; nb < kKeyBlocks; ++nb)
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int x = cell_diagonal(at, nb, r);
-      const float z = s[nb][r];
-      const float e = tc::exp2_approx(fmaf(z, tc::kLog2e, -offset[r / 2]));
-      row_sum[r / 2] += e;
-      float w;
-      if constexpr (kInterior) {
-        w = e * c_s[x];
-      } else {
-        w = 0.0f;  // a masked cell's C and κ are never read (a dense map's index would be out of range)
-        if (z != -INFINITY) {
-          const int64_t i = cell_row(at, r), j = cell_key(at, nb, r);
-          w = e * cell_c(g, c_s, x, b, h, i, j);
-          w *= g.keep(seed, bh, i, j);
-        }
-      }
-      s[nb][r] = w;
-    }
-}
-
-// The forward's tiles for a head-dim class and tile math. Key tiles of 64, 32 at kDim = 128 in
-// TF32 (to fit 48 KiB of static shared memory). At kDim = 64 the 64-key TF32 tile needs a few more
-// than the 168 registers that 3 blocks per SM allow and spills ~40 bytes (ptxas -v, sm_90); the
-// spill-free 32-key variant (158 registers, twice the barriers, staging and O rescales per key)
-// measured ~20% slower on the H200 (2026-11-27: 57.5 against 71 TFLOP/s at n = 4096,
-// bench/cuda_notes.md), so the spill stays. BF16 tiles are half the bytes and Q's fragments half
-// the registers: 64 keys at every kDim.
-// The pipelined variant (kPipelined) adds, in dynamic shared memory, a raw staging copy of the
-// next K and V tiles and of the next tile's map entries (KeyTileStaging, urpe_flash_tc_tiles.cuh)
-// (the staged rows' 16-byte units swizzled against bank conflicts: StagedRows, urpe_flash_tc_tiles.cuh)
-// bytes per block (static + dynamic, sm_90 allows 227 KiB a block, 228 KiB an SM): TF32 kDim 32:
-// 20.5 K + 17 K, 64: 37 K + 33.8 K (3 blocks: 215 K), 128: 35 K + 33.5 K (2 blocks); BF16 from f32
-// tensors 32: 11 K + 17 K, 64: 19.5 K + 33.8 K, 128: 36 K + 66.5 K (2 blocks: 207 K); from bf16
-// tensors half the staging. So the pipeline keeps today's blocks per SM everywhere on sm_90.
-template <int kDim, bool kBf16, typename TIn>
-struct ForwardTiles : KeyTileStaging<kDim == 128 && !kBf16 ? 32 : 64, kDim, TIn> {
-  static constexpr int kKeys = ForwardTiles::KeyTileStaging::kKeys;
-  // K and V tiles in 16-byte rows (tile_view): TF32 floats or BF16 words (the loaders' layouts):
-  // K in kKeys rows (column pairs, bf16 rows), V in kVRows rows (row pairs, bf16 quad rows).
-  static constexpr int kKWords = kBf16 ? bf16_rows_words(kDim) : 2 * (kDim / 2 + 4);
-  static constexpr int kVWords = kBf16 ? bf16_quad_words(kDim) : 2 * (kDim + 4);
-  static constexpr int kVRows = kBf16 ? kKeys / 4 : kKeys / 2;
-  static constexpr int kKVectors = kKWords / 4, kVVectors = kVWords / 4;
-  static constexpr size_t kStaticBytes =
-      16 * size_t(kKeys * kKVectors + kVRows * kVVectors) + 8 * ForwardTiles::KeyTileStaging::kDiag + 4 * kWarps;
-};
 
 // TIn: the tensors' element type, float or (BF16 tiles only) __nv_bfloat16: q, k, v read as they
 // are and O written in it (rounded once); L stays FP32.
@@ -347,23 +265,6 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
   }
 }
 
-// Whether the pipelined variant takes these tensors: the context's mode asks for it
-// (cuda::tc_pipeline_wanted), rows of whole 16-byte units on 16-byte
-// boundaries (its cp.async copies), and its shared memory within the device's per-block limit
-// (cudaDevAttrMaxSharedMemoryPerBlockOptin). Otherwise the single-buffered kernel runs.
-template <int kDim, bool kBf16, typename TIn>
-bool pipeline_takes(const cuda::Context& ctx, const FlashGeometry& g, const TIn* k, const TIn* v) {
-  using Tiles = ForwardTiles<kDim, kBf16, TIn>;
-  if (!cuda::tc_pipeline_wanted(ctx.tc_pipeline(), kDim, kBf16, /*backward=*/false)) return false;
-  const auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
-  if ((g.dh * int64_t(sizeof(TIn))) % 16 != 0 || (g.dv * int64_t(sizeof(TIn))) % 16 != 0 || !aligned(k) || !aligned(v))
-    return false;
-  int device = 0, optin = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return Tiles::kStaticBytes + Tiles::kDynamicBytes <= size_t(optin);
-}
-
 template <int kDim, bool kBf16, typename TIn>
 void launch_forward(cuda::Context& ctx, const FlashGeometry& g, const Tensor& q, const Tensor& k, const Tensor& v,
                     Tensor& out, float* lse) {
@@ -411,8 +312,14 @@ bool pipelined_for(const cuda::Context& ctx, const FlashGeometry& g, TcMath math
 
 }  // namespace
 
+int flash_tc_forward_row_blocks(const cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
+                                TcMath math) {
+  return cuda::tc_rows_wanted(ctx.tc_rows(), dim_class(q.size(3), v.size(3)), math == TcMath::bf16);
+}
+
 bool flash_tc_forward_pipelined(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, TcMath math) {
   const FlashGeometry g = geometry_of(q, k, v, UrpeAttentionParams{}, AttentionDropout{});
+  if (flash_tc_forward_row_blocks(ctx, q, k, v, math) == 2) return forward_rows2_pipelined(ctx, g, k, v);
   switch (dim_class(g.dh, g.dv)) {
     case 32: return pipelined_for<32>(ctx, g, math, q, k, v);
     case 64: return pipelined_for<64>(ctx, g, math, q, k, v);
@@ -431,6 +338,10 @@ void urpe_flash_tc_forward(cuda::Context& ctx, const Tensor& q, const Tensor& k,
   URPE_CHECK(q.dtype() == DType::f32 || math == TcMath::bf16,
              "urpe_flash_tc_forward: TF32 tiles read f32 q, k, v; got " << q.describe());
   float* lse_out = lse.defined() ? lse.f32() : nullptr;
+  if (flash_tc_forward_row_blocks(ctx, q, k, v, math) == 2) {  // BF16 tiles, the 64 class: two row blocks per warp
+    launch_forward_rows2(ctx, g, q, k, v, out, lse_out);
+    return;
+  }
   switch (dim_class(g.dh, g.dv)) {
     case 32: launch_forward_for<32>(ctx, g, math, q, k, v, out, lse_out); break;
     case 64: launch_forward_for<64>(ctx, g, math, q, k, v, out, lse_out); break;

@@ -536,10 +536,11 @@ __device__ __forceinline__ void prefetch_diagonal_maps(const FlashGeometry& g, i
 // raw staging copy of the next tile's K and V rows (kKeys rows of kDim TIn each) and of its map
 // entries, in this order, each part 16-byte aligned:
 //   k_stage (kKeys × kDim TIn) | v_stage (kKeys × kDim TIn) | bias_map_s (kDiag int) | c_map_s (kDiag int)
-template <int kKeyTile, int kDim, typename TIn>
+// kQueryRows: the query rows of a block (the two-row-block forward's 128; kBlockRows elsewhere).
+template <int kKeyTile, int kDim, typename TIn, int kQueryRows = kBlockRows>
 struct KeyTileStaging {
   static constexpr int kKeys = kKeyTile;
-  static constexpr int kDiag = kBlockRows + kKeys - 1;  // the diagonals a query block × key tile touches
+  static constexpr int kDiag = kQueryRows + kKeys - 1;  // the diagonals a query block × key tile touches
   static constexpr int kStageVectors = kDim * int(sizeof(TIn)) / 16;  // 16-byte units per staged row
   static constexpr size_t kStageBytes = 16 * size_t(kKeys) * kStageVectors;
   static constexpr size_t kKStage = 0, kVStage = kStageBytes, kBiasMap = 2 * kStageBytes;

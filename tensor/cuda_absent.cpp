@@ -1,6 +1,7 @@
 // Compiled only when the build has no CUDA backend (URPE_CUDA=OFF or no nvcc): every device
 // primitive explains how to get one, so `--device cuda` fails with a readable message.
 #include "tensor/cuda_backend.h"
+#include "tensor/cuda_tc_rows.h"
 #include "tensor/error.h"
 
 namespace urpe::cuda {
@@ -57,6 +58,8 @@ void set_bf16_tiles(Context*, bool) { no_cuda("cuda::set_bf16_tiles"); }
 bool bf16_tiles(Context*) { no_cuda("cuda::bf16_tiles"); }
 void set_tc_pipeline(Context*, TcPipeline) { no_cuda("cuda::set_tc_pipeline"); }
 TcPipeline tc_pipeline(Context*) { no_cuda("cuda::tc_pipeline"); }
+void set_tc_rows(Context*, TcRows) { no_cuda("cuda::set_tc_rows"); }
+TcRows tc_rows(Context*) { no_cuda("cuda::tc_rows"); }
 std::string device_name(Context*) { no_cuda("cuda::device_name"); }
 void profiler_start() {}
 void profiler_stop() {}

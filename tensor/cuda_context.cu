@@ -913,6 +913,8 @@ void set_bf16_tiles(Context* context, bool on) { context->set_bf16_tiles(on); }
 bool bf16_tiles(Context* context) { return context->bf16_tiles(); }
 void set_tc_pipeline(Context* context, TcPipeline mode) { context->set_tc_pipeline(mode); }
 TcPipeline tc_pipeline(Context* context) { return context->tc_pipeline(); }
+void set_tc_rows(Context* context, TcRows mode) { context->set_tc_rows(mode); }
+TcRows tc_rows(Context* context) { return context->tc_rows(); }
 
 std::string device_name(Context* context) {
   std::ostringstream out;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tensor/cuda_backend.h"
+#include "tensor/cuda_tc_rows.h"
 #include "tensor/error.h"
 
 namespace urpe::cuda {
@@ -216,6 +217,10 @@ class Context {
   // bits): automatic by default (cuda::TcPipeline, ops/urpe_flash_tc.h).
   TcPipeline tc_pipeline() const { return tc_pipeline_; }
   void set_tc_pipeline(TcPipeline mode) { tc_pipeline_ = mode; }
+  // The tensor-core forward's 16-row blocks per warp (cuda::TcRows, tensor/cuda_tc_rows.h; the
+  // same bits): automatic by default.
+  TcRows tc_rows() const { return tc_rows_; }
+  void set_tc_rows(TcRows mode) { tc_rows_ = mode; }
 
   // Host synchronisations (tensor/cuda_backend.h): every wait of the host on this context's
   // stream is counted here, by the primitive or the op that waits, before it waits.
@@ -306,6 +311,7 @@ class Context {
   bool tf32_ = false;
   bool bf16_tiles_ = false;
   TcPipeline tc_pipeline_ = TcPipeline::automatic;
+  TcRows tc_rows_ = TcRows::automatic;
   HostSyncCounts host_syncs_;
   struct CachedTable {
     std::vector<unsigned char> host;

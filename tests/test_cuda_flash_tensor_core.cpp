@@ -15,7 +15,9 @@
 //     tensors' results rounded once, bit for bit, and the CPU within BF16's tolerance; on the TF32
 //     tiles and the scalar path, widened;
 //   * the pipelined kernels (cp.async staging, cuda::set_tc_pipeline): forward O, L and backward
-//     dQ, dK, dV, dB, dC the single-buffered kernels' bits, TF32, BF16 and bf16 tensors.
+//     dQ, dK, dV, dB, dC the single-buffered kernels' bits, TF32, BF16 and bf16 tensors;
+//   * the forward with two 16-row blocks per warp (cuda::set_tc_rows, BF16 tiles at d 64): O and
+//     L the one-row kernel's bits, f32 and bf16 tensors, pipelined and not; the switch's modes.
 // Tolerance: TF32 keeps 10 mantissa bits (unit roundoff u = 2^-11 ≈ 4.9e-4 per rounded input);
 // logits, weights and gradient terms each pass through one or two roundings and sums of tens to
 // hundreds of terms, so |cuda − cpu| ≤ 4e-3·(max|cpu| + |cpu|) per tensor (docs/cuda.md). The
@@ -40,6 +42,7 @@
 #include "ops/urpe_flash_attention.h"
 #include "ops/urpe_flash_tc.h"
 #include "tensor/cuda_backend.h"
+#include "tensor/cuda_tc_rows.h"
 #include "cuda_test_util.h"
 #include "test_util.h"
 
@@ -638,8 +641,10 @@ enum class TileMath { tf32, bf16, bf16_tensors };
 struct ForwardRun {
   Tensor out, lse;
   bool pipelined;
+  int row_blocks = 1;  // 16-row blocks per warp of the kernel that ran (cuda::TcRows)
 };
-ForwardRun tc_forward(const TcCase& c, TileMath math, bool pipeline, uint64_t seed) {
+ForwardRun tc_forward(const TcCase& c, TileMath math, bool pipeline, uint64_t seed,
+                      cuda::TcRows rows = cuda::TcRows::automatic) {
   const UrpeAttentionParams pd = on_device(case_params(c, seed), gpu());
   const AttentionDropout drop{c.dropout, seed + 1};
   Tensor q = random_values({c.batch, c.heads, c.nq, c.dh}, seed + 2, -1.5f, 1.5f).to(gpu());
@@ -652,11 +657,13 @@ ForwardRun tc_forward(const TcCase& c, TileMath math, bool pipeline, uint64_t se
     run.out = cast(run.out, DType::bf16);
   }
   cuda::set_tc_pipeline(gpu().context(), pipeline ? cuda::TcPipeline::on : cuda::TcPipeline::off);
-  run.pipelined = kernels::flash_tc_forward_pipelined(*gpu().context(), q, k, v,
-                                                      math == TileMath::tf32 ? kernels::TcMath::tf32 : kernels::TcMath::bf16);
-  kernels::urpe_flash_tc_forward(*gpu().context(), q, k, v, pd, drop, run.out, run.lse,
-                                 math == TileMath::tf32 ? kernels::TcMath::tf32 : kernels::TcMath::bf16);
+  cuda::set_tc_rows(gpu().context(), rows);
+  const kernels::TcMath tc_math = math == TileMath::tf32 ? kernels::TcMath::tf32 : kernels::TcMath::bf16;
+  run.pipelined = kernels::flash_tc_forward_pipelined(*gpu().context(), q, k, v, tc_math);
+  run.row_blocks = kernels::flash_tc_forward_row_blocks(*gpu().context(), q, k, v, tc_math);
+  kernels::urpe_flash_tc_forward(*gpu().context(), q, k, v, pd, drop, run.out, run.lse, tc_math);
   cuda::set_tc_pipeline(gpu().context(), cuda::TcPipeline::automatic);
+  cuda::set_tc_rows(gpu().context(), cuda::TcRows::automatic);
   return run;
 }
 
@@ -984,6 +991,81 @@ TEST_CASE("pipeline modes: automatic picks the measured kernels, off none, on ev
   CHECK(ran(32, TileMath::tf32) == Ran{true, true, true});
   CHECK(ran(64, TileMath::tf32) == Ran{true, true, true});
   cuda::set_tc_pipeline(gpu().context(), cuda::TcPipeline::automatic);
+}
+
+// ---- two 16-row blocks per warp (cuda::TcRows::two: BF16 tiles, the 64 class) ----
+
+namespace {
+
+// The 64 class (max(dh, dv) in 33…64) over what a 128-row block meets: Nq not a multiple of 128 or
+// 64 (100, 130, 200: a warp with no row, a row block with no row, a ragged one), Nk not a multiple
+// of 64; causal with a memory offset (tiles that only a block's later warps see, and the interior
+// / edge split per warp) and with a negative one (rows with no key: O = 0, L = −∞); key padding
+// with batch item 0 fully padded; dropout; Toeplitz B and C, bucket maps, a shared dense map,
+// no tables; dh < 64 and dv < 64 (zero columns); whole 16-byte rows (the pipelined variant) and not
+// (dv = 50: the single-buffered one even when pipelining is asked for).
+const TcCase kRows2Cases[] = {
+    {"rows2: buckets, padding, causal offset 3, dropout", 2, 2, 100, 90, 64, 48, true, true, 2, true, true, 3, 0.1f},
+    {"rows2: toeplitz, causal memory offset 40", 1, 2, 200, 230, 64, 64, true, true, 1, false, true, 40, 0.0f},
+    {"rows2: shared dense maps, ragged", 1, 2, 130, 70, 48, 64, true, true, 3, false, false, 0, 0.0f},
+    {"rows2: no tables, causal offset -5", 2, 1, 130, 129, 64, 40, false, false, 1, false, true, -5, 0.0f},
+    {"rows2: toeplitz bias only, dv 50", 1, 1, 140, 66, 40, 50, true, false, 1, false, false, 0, 0.0f},
+};
+
+}  // namespace
+
+// The two-row-block forward computes every cell as the one-row kernel does (the same tiles, staged
+// diagonals, exponentials and mma per 16 rows): O and L must be its bits, every element written
+// (NaN-poisoned outputs; the one-row kernel's parity with the CPU is checked above), f32 and bf16
+// tensors, pipelined and single-buffered. On the simulator each launch runs under two schedules
+// with racecheck, memcheck and initcheck.
+TEST_CASE("two row blocks per warp: the one-row kernel's O and L, bit for bit") {
+  int ran_rows2 = 0, ran_pipelined = 0;
+  for (TileMath math : {TileMath::bf16, TileMath::bf16_tensors})
+    for (bool pipeline : {false, true})
+      for (const TcCase& c : kRows2Cases) {
+        CAPTURE(c.name);
+        CAPTURE(pipeline);
+        CAPTURE(math == TileMath::bf16 ? "bf16 tiles, f32 tensors" : "bf16 tensors");
+        const ForwardRun one = tc_forward(c, math, pipeline, 700, cuda::TcRows::one);
+        const ForwardRun two = tc_forward(c, math, pipeline, 700, cuda::TcRows::two);
+        CHECK(one.row_blocks == 1);
+        CHECK(two.row_blocks == 2);
+        CHECK(one.pipelined == two.pipelined);
+        ran_rows2 += two.row_blocks == 2;
+        ran_pipelined += two.pipelined;
+        CHECK(bitwise_equal(two.out, one.out));
+        CHECK(bitwise_equal(two.lse, one.lse));
+        CHECK(nan_count(two.out) == 0);
+        CHECK(nan_count(two.lse) == 0);
+      }
+  MESSAGE("two-row-block runs: " << ran_rows2 << ", of them pipelined: " << ran_pipelined);
+  CHECK(ran_pipelined >= 6);
+}
+
+// The switch: automatic (the default) is one row block everywhere until a GPU has timed the
+// variant; two applies where the variant exists (BF16 tiles, the 64 class) and nowhere else.
+TEST_CASE("row-block modes: automatic one, two only for BF16 tiles at the 64 class") {
+  auto blocks = [](int64_t dim, TileMath math) {
+    Tensor q = random_values({1, 1, 20, dim}, 910).to(gpu());
+    Tensor k = random_values({1, 1, 20, dim}, 911).to(gpu());
+    Tensor v = random_values({1, 1, 20, dim}, 912).to(gpu());
+    if (math == TileMath::bf16_tensors)
+      for (Tensor* t : {&q, &k, &v}) *t = cast(*t, DType::bf16);
+    const kernels::TcMath tc_math = math == TileMath::tf32 ? kernels::TcMath::tf32 : kernels::TcMath::bf16;
+    return kernels::flash_tc_forward_row_blocks(*gpu().context(), q, k, v, tc_math);
+  };
+  CHECK(cuda::tc_rows(gpu().context()) == cuda::TcRows::automatic);  // the default
+  for (TileMath math : {TileMath::tf32, TileMath::bf16, TileMath::bf16_tensors}) CHECK(blocks(64, math) == 1);
+  cuda::set_tc_rows(gpu().context(), cuda::TcRows::two);
+  CHECK(blocks(64, TileMath::bf16) == 2);
+  CHECK(blocks(48, TileMath::bf16_tensors) == 2);
+  CHECK(blocks(64, TileMath::tf32) == 1);
+  CHECK(blocks(32, TileMath::bf16) == 1);
+  CHECK(blocks(128, TileMath::bf16) == 1);
+  cuda::set_tc_rows(gpu().context(), cuda::TcRows::one);
+  CHECK(blocks(64, TileMath::bf16) == 1);
+  cuda::set_tc_rows(gpu().context(), cuda::TcRows::automatic);
 }
 
 #endif  // URPE_WITH_CUDA

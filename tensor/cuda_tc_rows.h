@@ -1,0 +1,35 @@
+// The fused attention's tensor-core forward: how many 16-row blocks of queries each warp owns
+// (ops/urpe_flash_tc_forward_cuda.cu). One (64 query rows per block of 4 warps) is the kernel every
+// GPU measurement so far is of; two (FlashAttention-2's layout: 32 rows per warp, 128 per block,
+// each K/V fragment read from shared memory feeding two mma, K and V staged once per 128 rows)
+// exists for BF16 tiles at the 64 head-dim class only. Both give the same bits.
+// Part of tensor/cuda_backend.h's interface (a header of its own so that the context can hold the
+// mode without the backend header growing); `urpe bench attention --tc-rows auto|1|2`.
+#pragma once
+
+namespace urpe::cuda {
+
+class Context;
+
+// automatic (the default): tc_rows_by_default; one / two: that many row blocks wherever the
+// kernel has the variant (two: BF16 tiles at the 64 class; elsewhere one).
+enum class TcRows { automatic, one, two };
+void set_tc_rows(Context* context, TcRows mode);
+TcRows tc_rows(Context* context);
+inline const char* tc_rows_name(TcRows mode) {
+  return mode == TcRows::one ? "1" : mode == TcRows::two ? "2" : "auto";
+}
+
+// Whether a kernel of this class has the two-row-block variant: BF16 tiles, tile class 64.
+inline bool tc_rows_two_exists(int tile_dim, bool bf16_tiles) { return tile_dim == 64 && bf16_tiles; }
+// What `automatic` picks: one row block everywhere. The two-row-block variant has not run on a GPU
+// (bench/cuda_notes.md, seventh pass: its static counts and a prediction); the default may move
+// only after a measurement (bench/gpu_session.sh tc_rows_ab).
+inline int tc_rows_by_default(int /*tile_dim*/, bool /*bf16_tiles*/) { return 1; }
+// The row blocks per warp that `mode` gives a forward kernel of this class.
+inline int tc_rows_wanted(TcRows mode, int tile_dim, bool bf16_tiles) {
+  const int want = mode == TcRows::two ? 2 : mode == TcRows::one ? 1 : tc_rows_by_default(tile_dim, bf16_tiles);
+  return want == 2 && tc_rows_two_exists(tile_dim, bf16_tiles) ? 2 : 1;
+}
+
+}  // namespace urpe::cuda
