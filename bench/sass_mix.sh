@@ -44,9 +44,12 @@ mkdir -p "$WORK"
 
 FLAGS=(-cubin -arch=sm_90 -O3 -DNDEBUG --expt-relaxed-constexpr -std=c++17 -DURPE_WITH_CUDA=1 -I. -Ithird_party -Xptxas -v)
 # Variant "" is the kernels as built; "_interior" the fast path alone.
-declare -A SOURCE=([forward]=ops/urpe_flash_tc_forward_cuda.cu [backward]=ops/urpe_flash_tc_backward_cuda.cu)
+declare -A SOURCE=([forward]=ops/urpe_flash_tc_forward_cuda.cu [backward]=ops/urpe_flash_tc_backward_cuda.cu
+                   [rows2]=ops/urpe_flash_tc_forward_rows2_cuda.cu)
+PARTS="forward backward"
+[ -f "${SOURCE[rows2]}" ] && PARTS="$PARTS rows2"
 pids=()
-for part in forward backward; do
+for part in $PARTS; do
   "$NVCC" "${FLAGS[@]}" -o "$WORK/$part.cubin" "${SOURCE[$part]}" 2>"$WORK/$part.ptxas" &
   pids+=($!)
   if grep -q URPE_TC_SASS_INTERIOR_ONLY ops/urpe_flash_tc_tiles.cuh 2>/dev/null; then
@@ -60,16 +63,18 @@ for p in "${pids[@]}"; do wait "$p" || { cat "$WORK"/*.ptxas >&2; exit 1; }; don
 # One line per kernel: short name, then the counts. Names: forward<64> (TF32 tiles),
 # forward<64,bf16> (BF16 tiles from f32 tensors), forward<64,bf16,bf16io> (BF16 tiles reading and
 # writing bf16 tensors), dq<64>, dkdv<64>, …; a +pipe suffix: the forward's pipelined variant
-# (cp.async staging, --tc-pipeline on).
+# (cp.async staging, --tc-pipeline on); forward_rows2<64,bf16…>: two 16-row blocks per warp
+# (--tc-rows 2; its instructions cover 32 rows where the others' cover 16).
 short() {
-  c++filt | sed -E 's/.*urpe_flash_tc_(backward_)?([a-z_]+)_kernel<([0-9]+)(, (true|false))?(, ([_a-z0-9]+))?(, (true|false))?>.*/\2<\3\4\6\8>/' |
+  c++filt | sed -E 's/.*urpe_flash_tc_forward_rows2_kernel<(float|__nv_bfloat16), (true|false)>.*/forward_rows2<64, true, \1, \2>/' |
+    sed -E 's/.*urpe_flash_tc_(backward_)?([a-z_]+)_kernel<([0-9]+)(, (true|false))?(, ([_a-z0-9]+))?(, (true|false))?>.*/\2<\3\4\6\8>/' |
     sed -E -e 's/, (float|__nv_bfloat16), true>/, \1>+pipe/' -e 's/, (float|__nv_bfloat16), false>/, \1>/' |
     sed -e 's/, false, float>/>/' -e 's/, true, float>/,bf16>/' -e 's/, true, __nv_bfloat16>/,bf16,bf16io>/' \
       -e 's/, false>/>/' -e 's/, true>/,bf16>/'
 }
 table() {  # table VARIANT: the counts of $WORK/{forward,backward}VARIANT.cubin
   local variant=$1
-  for part in forward backward; do
+  for part in $PARTS; do
     "$CUOBJDUMP" -sass "$WORK/$part$variant.cubin" >"$WORK/$part$variant.sass"
     awk '
       /Function :/ { name = $3; names[name] = 1 }
@@ -96,13 +101,13 @@ table() {  # table VARIANT: the counts of $WORK/{forward,backward}VARIANT.cubin
     /Compiling entry function/ { match($0, /'\''[^'\'']+'\''/); name = substr($0, RSTART + 1, RLENGTH - 2) }
     /bytes stack frame/ { stack[name] = $1; spill[name] = $5 "/" $9 }
     /Used [0-9]+ registers/ { for (k = 1; k <= NF; ++k) if ($k == "Used") regs[name] = $(k + 1); print name, regs[name], stack[name], spill[name] }
-  ' "$WORK/forward$variant.ptxas" "$WORK/backward$variant.ptxas" >"$WORK/ptxas$variant.txt"
-  printf '%-24s %6s %6s %6s %5s %5s %5s %5s %4s %4s %6s %6s %5s %6s %9s\n' \
+  ' $(for part in $PARTS; do echo "$WORK/$part$variant.ptxas"; done) >"$WORK/ptxas$variant.txt"
+  printf '%-34s %6s %6s %6s %5s %5s %5s %5s %4s %4s %6s %6s %5s %6s %9s\n' \
     kernel HMMA IMAD ISETP BRA LDS LDG CALL LDL STL int total regs stack spill_st/ld
   join <(sort "$WORK/counts$variant.txt") <(sort "$WORK/ptxas$variant.txt") | while read -r mangled rest; do
     echo "$(echo "$mangled" | short) $rest"
-  done | grep -E '^(forward|dq|dkdv)<' | sort -t'<' -k1,1 -k2,2n |
-    awk '{ printf "%-24s %6d %6d %6d %5d %5d %5d %5d %4d %4d %6d %6d %5d %6d %9s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 }'
+  done | grep -E '^(forward|forward_rows2|dq|dkdv)<' | sort -t'<' -k1,1 -k2,2n |
+    awk '{ printf "%-34s %6d %6d %6d %5d %5d %5d %5d %4d %4d %6d %6d %5d %6d %9s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 }'
 }
 
 # tile_loop VARIANT: per kernel, the tile loop's body: of the backward branches (a BRA whose target
@@ -115,8 +120,8 @@ table() {  # table VARIANT: the counts of $WORK/{forward,backward}VARIANT.cubin
 # FMNMX FSETP FSEL), int (as above), total (NOPs excluded).
 tile_loop() {
   local variant=$1
-  printf '%-24s %6s %6s %6s %6s %6s %6s\n' kernel HMMA MUFU LDS FP32 int total
-  for part in forward backward; do
+  printf '%-34s %6s %6s %6s %6s %6s %6s\n' kernel HMMA MUFU LDS FP32 int total
+  for part in $PARTS; do
     awk '
       function hex(text,   k, v) {  # mawk has no strtonum
         v = 0; text = tolower(text); sub(/^0x/, "", text)
@@ -155,8 +160,8 @@ tile_loop() {
       }
       END { flush() }' "$WORK/$part$variant.sass"
   done | while read -r mangled rest; do echo "$(echo "$mangled" | short) $rest"; done |
-    grep -E '^(forward|dq|dkdv)<' | sort -t'<' -k1,1 -k2,2n |
-    awk '{ printf "%-24s %6d %6d %6d %6d %6d %6d\n", $1, $2, $3, $4, $5, $6, $7 }'
+    grep -E '^(forward|forward_rows2|dq|dkdv)<' | sort -t'<' -k1,1 -k2,2n |
+    awk '{ printf "%-34s %6d %6d %6d %6d %6d %6d\n", $1, $2, $3, $4, $5, $6, $7 }'
 }
 
 echo "== the kernels as built (sm_90, $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet -- ops 2>/dev/null || echo ', ops/ modified'))"

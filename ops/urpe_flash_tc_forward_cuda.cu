@@ -35,7 +35,10 @@
 //   bytes and the same bits, but the next key tile's K, V rows and map entries are copied with
 //   cp.async (ops/cp_async.cuh) to a staging buffer in dynamic shared memory while this tile
 //   computes, and turned into the tiles above from there, so no warp waits for global memory
-//   inside a task but at its first tile (ForwardTiles below has the layout and the bytes).
+//   inside a task but at its first tile (ForwardTiles, urpe_flash_tc_forward.cuh, has the layout
+//   and the bytes).
+//   Two row blocks per warp (cuda::TcRows, --tc-rows 2; BF16 tiles at kDim = 64 only): a second
+//   kernel, urpe_flash_tc_forward_rows2_cuda.cu, 32 rows a warp and 128 a block, the same bits.
 #include <type_traits>
 
 #include "ops/urpe_flash_tc_forward.cuh"
