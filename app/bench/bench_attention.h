@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tensor/cuda_backend.h"
+#include "tensor/cuda_tc_rows.h"
 
 namespace urpe::bench {
 
@@ -32,6 +33,9 @@ struct AttentionBenchOptions {
   // --tc-pipeline auto|on|off: the tensor-core kernels' pipelined variants, forward and backward
   // (cp.async staging; cuda::set_tc_pipeline), what ran stated on every fused row
   cuda::TcPipeline tc_pipeline = cuda::TcPipeline::automatic;
+  // --tc-rows auto|1|2: the tensor-core forward's 16-row blocks per warp (cuda::set_tc_rows; 2:
+  // BF16 tiles at the 64 head-dim class), what ran stated on every fused row
+  cuda::TcRows tc_rows = cuda::TcRows::automatic;
   int repeats = 3;  // timed runs per row (median), after one warm-up
   std::vector<std::string> paths{"fused", "materialized"};  // --attention PATH keeps one
 };

@@ -115,6 +115,12 @@ int run_bench(const Args& args) {
     options.tc_pipeline = pipeline == "on" ? cuda::TcPipeline::on
                           : pipeline == "off" ? cuda::TcPipeline::off
                                               : cuda::TcPipeline::automatic;
+    const std::string rows = args.get("tc-rows", "auto");
+    URPE_CHECK(rows == "auto" || rows == "1" || rows == "2",
+               "option --tc-rows: expected auto, 1 or 2, got '" << rows << "'");
+    URPE_CHECK(rows == "auto" || options.math != "fp32",
+               "option --tc-rows " << rows << ": a variant of the tensor-core forward; use it with --math tf32 or bf16");
+    options.tc_rows = rows == "2" ? cuda::TcRows::two : rows == "1" ? cuda::TcRows::one : cuda::TcRows::automatic;
     options.repeats = repeats_option(args, options.repeats);
     const std::string sizes = args.get("sizes", "full");
     URPE_CHECK(sizes == "full" || sizes == "smoke",

@@ -160,7 +160,7 @@ std::vector<CommandSpec> command_table() {
 
   table.push_back({"bench", "bench peaks|kernels|step|attention [--device cpu|cuda] [--tf32] [--math fp32|tf32|bf16] [--sizes table5|smoke] "
                             "[--model encoder|txl|graphormer] [--seq-len N] [--batch B] [--attention fused|materialized] [--lengths N,N] "
-                            "[--heads H] [--head-dim D] [--causal] [--tc-pipeline auto|on|off] [--set cuda_graph=on]",
+                            "[--heads H] [--head-dim D] [--causal] [--tc-pipeline auto|on|off] [--tc-rows auto|1|2] [--set cuda_graph=on]",
                    "measure the machine's peaks, time the kernels or a training step",
                    {{"device", "NAME", "cpu", "cpu, cuda or cuda:N"},
                     {"repeats", "N", "50", "timed runs per measurement (the median is reported)", {1, 1000000}},
@@ -185,6 +185,11 @@ std::vector<CommandSpec> command_table() {
                      "next tile: forward and dQ key tiles, dK/dV query tiles; the same bits): auto where a GPU "
                      "measured them faster (d 64: BF16 tiles, TF32 backward), on, or off; what ran is stated on every "
                      "fused row (CUDA, --math tf32 or bf16)"},
+                    {"tc-rows", "MODE", "auto",
+                     "bench attention: the tensor-core forward's 16-row blocks of queries per warp: 1 (64 rows a block), "
+                     "2 (FlashAttention-2's 32 rows a warp, 128 a block; BF16 tiles at head dims 33-64 only, elsewhere 1; "
+                     "the same bits), auto (1 until a GPU has timed 2); what ran is stated on every fused row (CUDA, "
+                     "--math tf32 or bf16)"},
                     {"set", "KEY=VALUE", "",
                      "bench step: cuda_graph=on times the step captured once as a CUDA graph and replayed against "
                      "the eager step, in alternating rounds, with the ops' GPU time and the idle share 1 - ops / step, "
