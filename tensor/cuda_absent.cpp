@@ -57,6 +57,8 @@ void set_bf16_tiles(Context*, bool) { no_cuda("cuda::set_bf16_tiles"); }
 bool bf16_tiles(Context*) { no_cuda("cuda::bf16_tiles"); }
 void set_tc_pipeline(Context*, TcPipeline) { no_cuda("cuda::set_tc_pipeline"); }
 TcPipeline tc_pipeline(Context*) { no_cuda("cuda::tc_pipeline"); }
+void clear_tc_kernels_ran(Context*) { no_cuda("cuda::clear_tc_kernels_ran"); }
+TcKernelsRan tc_kernels_ran(Context*) { no_cuda("cuda::tc_kernels_ran"); }
 std::string device_name(Context*) { no_cuda("cuda::device_name"); }
 void profiler_start() {}
 void profiler_stop() {}

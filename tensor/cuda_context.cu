@@ -913,6 +913,8 @@ void set_bf16_tiles(Context* context, bool on) { context->set_bf16_tiles(on); }
 bool bf16_tiles(Context* context) { return context->bf16_tiles(); }
 void set_tc_pipeline(Context* context, TcPipeline mode) { context->set_tc_pipeline(mode); }
 TcPipeline tc_pipeline(Context* context) { return context->tc_pipeline(); }
+void clear_tc_kernels_ran(Context* context) { context->tc_kernels_ran() = {}; }
+TcKernelsRan tc_kernels_ran(Context* context) { return context->tc_kernels_ran(); }
 
 std::string device_name(Context* context) {
   std::ostringstream out;

@@ -216,6 +216,8 @@ class Context {
   // bits): automatic by default (cuda::TcPipeline, ops/urpe_flash_tc.h).
   TcPipeline tc_pipeline() const { return tc_pipeline_; }
   void set_tc_pipeline(TcPipeline mode) { tc_pipeline_ = mode; }
+  // What the tensor-core attention kernels last ran (cuda::TcKernelsRan), set by their launchers.
+  TcKernelsRan& tc_kernels_ran() { return tc_kernels_ran_; }
 
   // Host synchronisations (tensor/cuda_backend.h): every wait of the host on this context's
   // stream is counted here, by the primitive or the op that waits, before it waits.
@@ -306,6 +308,7 @@ class Context {
   bool tf32_ = false;
   bool bf16_tiles_ = false;
   TcPipeline tc_pipeline_ = TcPipeline::automatic;
+  TcKernelsRan tc_kernels_ran_;
   HostSyncCounts host_syncs_;
   struct CachedTable {
     std::vector<unsigned char> host;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <string>
 
 #include "autograd/node.h"
 #include "app/bench/cuda_peaks.h"
@@ -59,6 +60,21 @@ Row measure_row(const Device& device, int repeats, const std::function<void()>& 
   return {times[times.size() / 2], peak / (1024.0 * 1024.0)};
 }
 
+// A fused row's pipeline label from what the tensor-core kernels ran (cuda::TcKernelsRan, recorded
+// by their launchers): "on" / "off" for the forward; a forward+backward row gives the backward's
+// (both of its kernels; "dq" or "dkdv" when only that one was pipelined) and, when the two differ,
+// forward/backward. "-" where no tensor-core kernel ran (the scalar FP32 path, the CPU).
+std::string pipeline_label(const cuda::TcKernelsRan& ran, bool backward) {
+  if (!ran.forward) return "-";
+  const std::string forward = ran.forward_pipelined ? "on" : "off";
+  if (!backward || !ran.backward) return forward;
+  const std::string back = ran.dq_pipelined && ran.dkdv_pipelined ? "on"
+                           : ran.dq_pipelined                     ? "dq"
+                           : ran.dkdv_pipelined                   ? "dkdv"
+                                                                  : "off";
+  return back == forward ? forward : forward + "/" + back;
+}
+
 }  // namespace
 
 double attention_flops(const AttentionBenchOptions& o, int64_t n, bool backward) {
@@ -79,21 +95,7 @@ int run_attention_bench(const AttentionBenchOptions& o) {
     cuda::set_bf16_tiles(device.context(), o.math == "bf16");
     cuda::set_tc_pipeline(device.context(), o.tc_pipeline);
   }
-  // The fused rows' pipeline state where the tensor-core kernels run ("-" otherwise): the forward's
-  // and the backward's, by the rule the kernels apply (cuda::tc_pipeline_wanted on the tile class
-  // of the head dim, rows of whole 16-byte units; the shared memory always fits on sm_90).
   const bool tensor_cores = device.is_cuda() && o.math != "fp32";
-  const bool bf16_tiles = o.math == "bf16";
-  const int tile_dim = o.head_dim <= 32 ? 32 : o.head_dim <= 64 ? 64 : 128;
-  const bool whole_units = o.head_dim % (bf16_tiles ? 8 : 4) == 0;  // bf16 rows: bf16 tensors
-  auto pipelined = [&](bool backward) {
-    return tensor_cores && whole_units && cuda::tc_pipeline_wanted(o.tc_pipeline, tile_dim, bf16_tiles, backward);
-  };
-  const char* forward_pipe = !tensor_cores ? "-" : pipelined(false) ? "on" : "off";
-  const char* both_pipe = !tensor_cores                        ? "-"
-                          : pipelined(false) == pipelined(true) ? forward_pipe
-                          : pipelined(false)                    ? "on/off"
-                                                                : "off/on";
   const char* pipeline = tensor_cores ? cuda::tc_pipeline_name(o.tc_pipeline) : "-";
   // The ceiling the rates are read against: cuBLAS's TF32 GEMM, measured here (never a datasheet).
   const double tf32_tflops = device.is_cuda() ? measure_sgemm_tflops(device.context(), o.smoke ? 256 : 8192, true) : 0.0;
@@ -119,8 +121,8 @@ int run_attention_bench(const AttentionBenchOptions& o) {
               "TF32 GEMM rate measured now, %s\n",
               o.causal ? " / 2 (causal)" : "", ceiling);
   std::printf("pipe: the tensor-core kernels' pipelined variants (--tc-pipeline; cp.async staging of the next tile: "
-              "the forward's and dQ's key tiles, dK/dV's query tiles), on the fused rows; a forward+backward row "
-              "whose two differ says forward/backward\n\n");
+              "the forward's and dQ's key tiles, dK/dV's query tiles) as the kernels ran them, on the fused rows; a "
+              "forward+backward row whose two differ says forward/backward\n\n");
   std::printf("%-7s %-13s %-17s %10s %10s %5s %11s %9s %7s %6s\n", "n", "path", "direction", "median ms", "peak MiB",
               "math", "GFLOP", "TFLOP/s", "% tf32", "pipe");
   std::printf("------------------------------------------------------------------------------------------------------\n");
@@ -160,6 +162,7 @@ int run_attention_bench(const AttentionBenchOptions& o) {
         auto reset = [&] {
           for (Tensor* t : {&q, &k, &v, &bias, &c}) t->zero_grad();
         };
+        if (tensor_cores) cuda::clear_tc_kernels_ran(device.context());
         const Row row = measure_row(device, o.repeats, reset, [&] {
           if (backward) {
             forward().backward(is_fused && bf16_tensors ? grad16 : grad);
@@ -172,9 +175,10 @@ int run_attention_bench(const AttentionBenchOptions& o) {
         const double tflops = gflop / row.median_ms;  // GFLOP per ms = TFLOP/s
         char share[16] = "-";
         if (tf32_tflops > 0) std::snprintf(share, sizeof share, "%.1f%%", 100.0 * tflops / tf32_tflops);
+        const std::string pipe =
+            is_fused && tensor_cores ? pipeline_label(cuda::tc_kernels_ran(device.context()), backward) : "-";
         std::printf("%-7lld %-13s %-17s %10.2f %10.3f %5s %11.1f %9.2f %7s %6s\n", static_cast<long long>(n), path,
-                    direction, row.median_ms, row.peak_mib, math, gflop, tflops, share,
-                    !is_fused ? "-" : backward ? both_pipe : forward_pipe);
+                    direction, row.median_ms, row.peak_mib, math, gflop, tflops, share, pipe.c_str());
         std::fflush(stdout);
       }
     }
