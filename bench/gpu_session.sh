@@ -32,6 +32,10 @@
 #                                     ATTENTION_TC_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim \
 #                                       TC_SUITE=./build/test_cuda_sim_flash_tensor_core \
 #                                       bench/gpu_session.sh attention_tc_pipeline
+#   bench/gpu_session.sh tc_rows_ab  the BF16 forward with two 16-row blocks per warp (--tc-rows 2)
+#                                   against one: its bit-for-bit case on the GPU, memcheck and
+#                                   racecheck of it, then alternating rounds at d 64, B 8, H 16,
+#                                   n 1k/4k/16k, causal and not, each row stating rows 1|2
 #   bench/gpu_session.sh attention_ab  today's tensor-core kernels against a urpe built before a
 #                                   change that has no switch (URPE_BEFORE=...): the TC suite twice,
 #                                   then the fused rows at d 64, n 1k/4k, TF32/BF16, causal and
@@ -275,13 +279,50 @@ attention_tc_check() {
   return 0
 }
 
+# Two settings of the fused rows timed side by side, the A/B of issue 35's kernel changes:
+# alternate_rounds PREFIX A B SETUP runs `urpe bench attention` at $shape (the caller's local,
+# with $rounds, $preps and optionally $maths, default "tf32 bf16"), TF32 and BF16 tiles, causal and not, for sides A (the baseline) and
+# B, in alternating rounds (round 1 A then B, round 2 B then A, so drift over the call cancels).
+# SETUP SIDE is the caller's function that sets side_binary and side_options for a side; side
+# names have no underscore. Logs PREFIX_<math>[_causal]_<side>_r<round>; then PREFIX_summary.txt
+# (the fused rows of every run: n, direction, ms, TFLOP/s, pipe, rows, run; rows "-" from a
+# binary older than --tc-rows) and PREFIX_ratio.txt (per
+# math, mask, n and direction the mean of each side's medians and B/A: below 1, B is faster).
+alternate_rounds() {
+  local prefix=$1 a=$2 b=$3 setup=$4 round math causal side order log
+  for round in $(seq 1 "$rounds"); do
+    order="$a $b"
+    [ $((round % 2)) = 0 ] && order="$b $a"
+    for math in ${maths:-tf32 bf16}; do
+      for causal in "" --causal; do
+        for side in $order; do
+          "$setup" "$side"
+          # shellcheck disable=SC2086
+          step "${prefix}_${math}${causal:+_causal}_${side}_r${round}" "$side_binary" bench attention --device cuda \
+            $shape --math "$math" $causal --attention fused $side_options --repeats "$preps" $sz
+        done
+      done
+    done
+  done
+  echo "== ${prefix}_summary: n direction median_ms TFLOP/s pipe rows run"
+  for log in "$LOGS/${prefix}"_*_r*.log; do
+    awk -v run="$(basename "$log" .log)" '$2 == "fused" { print $1, $3, $4, $8, $10, ($11 == "" ? "-" : $11), run }' "$log"
+  done | sort -k1,1n -k2,2 -k7,7 | tee "$LOGS/${prefix}_summary.txt"
+  echo "== ${prefix}_ratio: run n direction ms_$a ms_$b $b/$a"
+  awk -v a="$a" -v b="$b" '{ run = $7; side = run; sub(/_[^_]+_r[0-9]+$/, "", run); key = run " " $1 " " $2
+         sub(/_r[0-9]+$/, "", side); sub(/.*_/, "", side)
+         if (side == b) { sb[key] += $3; nb[key]++ } else if (side == a) { sa[key] += $3; na[key]++ } }
+       END { for (k in sb) if (k in sa) printf "%s %.3f %.3f %.3f\n", k, sa[k] / na[k], sb[k] / nb[k],
+                                                 (sb[k] / nb[k]) / (sa[k] / na[k]) }' "$LOGS/${prefix}_summary.txt" |
+    sort -k1,1 -k2,2n -k3,3 | tee "$LOGS/${prefix}_ratio.txt"
+}
+
 # attention_tc_pipeline (issue 35, 2026-11-27 fourth and fifth passes): are the cp.async pipelined
 # kernels faster? Their bits against the single-buffered kernels on the GPU (the TC suite's two
 # pipelined cases, forward and backward, which also check the switch picks them), memcheck and
-# racecheck of those cases, then the bench rows in alternating rounds (round 1 off then on, round
-# 2 on then off, so drift over the call cancels), each row stating `pipe on|off`; the summary lists
-# the fused rows (forward, forward + backward) side by side, then per row the mean of each
-# setting's medians and on/off (below 1: the pipeline is faster).
+# racecheck of those cases, then alternate_rounds with the pipeline off (A) and on (B), each row
+# stating `pipe on|off`; pipe_ratio.txt's on/off below 1: the pipeline is faster.
+pipeline_side() { side_binary=$urpe side_options="--tc-pipeline $1"; }
 attention_tc_pipeline() {
   attention_tc_shapes
   local shape="--batch 8 --heads 16 --head-dim 64 --lengths 1024,4096" rounds=${PIPELINE_ROUNDS:-2} preps=10
@@ -289,81 +330,57 @@ attention_tc_pipeline() {
   step pipe_parity "$tc_suite" "--test-case=pipelined*"
   STEP_TIMEOUT=60 step pipe_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$tc_suite" "--test-case=pipelined*"
   STEP_TIMEOUT=90 step pipe_racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$tc_suite" "--test-case=pipelined*"
-  local round math causal pipe order
-  for round in $(seq 1 "$rounds"); do
-    order="off on"
-    [ $((round % 2)) = 0 ] && order="on off"
-    for math in tf32 bf16; do
-      for causal in "" --causal; do
-        for pipe in $order; do
-          # shellcheck disable=SC2086
-          step "pipe_${math}${causal:+_causal}_${pipe}_r${round}" "$urpe" bench attention --device cuda $shape --math "$math" \
-            $causal --attention fused --tc-pipeline "$pipe" --repeats "$preps" $sz
-        done
-      done
-    done
-  done
-  # The fused rows of every run: n, direction, ms, TFLOP/s, pipe, and the run's name.
-  echo "== pipe_summary: n direction median_ms TFLOP/s pipe run"
-  local log
-  for log in "$LOGS"/pipe_*_r*.log; do
-    awk -v run="$(basename "$log" .log)" '$2 == "fused" { print $1, $3, $4, $8, $10, run }' "$log"
-  done | sort -k1,1n -k2,2 -k6,6 | tee "$LOGS/pipe_summary.txt"
-  # The same rows paired: the run's math and mask (its name less the pipe and round), n, direction.
-  echo "== pipe_ratio: run n direction ms_off ms_on on/off"
-  awk '{ run = $6; sub(/_(on|off)_r[0-9]+$/, "", run); key = run " " $1 " " $2
-         if ($5 == "on") { on[key] += $3; n_on[key]++ } else if ($5 == "off") { off[key] += $3; n_off[key]++ } }
-       END { for (k in on) if (k in off) printf "%s %.3f %.3f %.3f\n", k, off[k] / n_off[k], on[k] / n_on[k],
-                                                  (on[k] / n_on[k]) / (off[k] / n_off[k]) }' "$LOGS/pipe_summary.txt" |
-    sort -k1,1 -k2,2n -k3,3 | tee "$LOGS/pipe_ratio.txt"
+  alternate_rounds pipe off on pipeline_side
   return 0
 }
 
 # attention_ab (issue 35, after a kernel change with no switch): today's tensor-core kernels
 # against a binary built before the change (URPE_BEFORE=path/to/urpe, bench/cuda_notes.md "The
 # next call"), on the same card in the same call. First the tensor-core suite twice (the new
-# kernels' parity, gradient bits equal across runs), then `urpe bench attention` at d 64, B 8,
-# H 16, n 1k/4k, TF32 and BF16, causal and not, before/after in alternating rounds (round 1
-# before then after, round 2 after then before), and per row the mean of each side's medians
-# and after/before (below 1: today's kernels are faster). Rehearsed on the simulator build with
-# the simulator binary as both sides:
+# kernels' parity, gradient bits equal across runs), then alternate_rounds at d 64, B 8, H 16,
+# n 1k/4k with the binary before (A) and today's (B); ab_ratio.txt's after/before below 1:
+# today's kernels are faster. Rehearsed on the simulator build with the simulator binary as both sides:
 #   ATTENTION_TC_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim URPE_BEFORE=./build/urpe-cudasim \
 #     TC_SUITE=./build/test_cuda_sim_flash_tensor_core bench/gpu_session.sh attention_ab
+# Both sides run with the same pipeline setting (AB_PIPELINE, default off: the single-buffered
+# kernels; since 2026-11-28 today's default is auto, which a binary from before may not know).
+ab_side() {
+  side_binary=$urpe side_options="--tc-pipeline ${AB_PIPELINE:-off}"
+  [ "$1" = before ] && side_binary=$URPE_BEFORE
+  return 0
+}
 attention_ab() {
   attention_tc_shapes
-  local before=${URPE_BEFORE:?attention_ab: set URPE_BEFORE to the urpe binary built before the change}
+  : "${URPE_BEFORE:?attention_ab: set URPE_BEFORE to the urpe binary built before the change}"
   local shape="--batch 8 --heads 16 --head-dim 64 --lengths 1024,4096" rounds=${AB_ROUNDS:-2} preps=10
   [ "${ATTENTION_TC_SMOKE:-0}" = 1 ] && shape="--batch 1 --heads 2 --head-dim 64 --lengths 64,130" && preps=1
   tc_parity_twice ab_tc
-  # Both sides with the same pipeline setting (AB_PIPELINE, default off: the single-buffered
-  # kernels; since 2026-11-28 today's default is auto, which a binary from before may not know).
-  local round math causal side order binary pipe=${AB_PIPELINE:-off}
-  for round in $(seq 1 "$rounds"); do
-    order="before after"
-    [ $((round % 2)) = 0 ] && order="after before"
-    for math in tf32 bf16; do
-      for causal in "" --causal; do
-        for side in $order; do
-          binary=$urpe
-          [ "$side" = before ] && binary=$before
-          # shellcheck disable=SC2086
-          step "ab_${math}${causal:+_causal}_${side}_r${round}" "$binary" bench attention --device cuda $shape \
-            --math "$math" $causal --attention fused --tc-pipeline "$pipe" --repeats "$preps" $sz
-        done
-      done
-    done
-  done
-  echo "== ab_summary: n direction median_ms TFLOP/s run"
-  local log
-  for log in "$LOGS"/ab_*_r*.log; do
-    awk -v run="$(basename "$log" .log)" '$2 == "fused" { print $1, $3, $4, $8, run }' "$log"
-  done | sort -k1,1n -k2,2 -k5,5 | tee "$LOGS/ab_summary.txt"
-  echo "== ab_ratio: run n direction ms_before ms_after after/before"
-  awk '{ run = $5; side = run; sub(/_(before|after)_r[0-9]+$/, "", run); key = run " " $1 " " $2
-         if (side ~ /_after_r/) { a[key] += $3; na[key]++ } else if (side ~ /_before_r/) { b[key] += $3; nb[key]++ } }
-       END { for (k in a) if (k in b) printf "%s %.3f %.3f %.3f\n", k, b[k] / nb[k], a[k] / na[k],
-                                                 (a[k] / na[k]) / (b[k] / nb[k]) }' "$LOGS/ab_summary.txt" |
-    sort -k1,1 -k2,2n -k3,3 | tee "$LOGS/ab_ratio.txt"
+  alternate_rounds ab before after ab_side
+  return 0
+}
+
+# tc_rows_ab (2026-11-28, seventh pass): the BF16 forward with two 16-row blocks per warp
+# (--tc-rows 2, urpe_flash_tc_forward_rows2_kernel) against one (--tc-rows 1), at d 64, B 8, H 16,
+# n 1k/4k/16k. First its bits against the one-row kernel on the GPU (the TC suite's "two row
+# blocks" case, NaN-poisoned O and L, f32 and bf16 tensors, pipelined and not, and the modes case),
+# memcheck and racecheck of that case; then alternate_rounds on BF16 tiles only, causal and not,
+# with the pipeline at ROWS_PIPELINE (default auto: pipelined at d 64 BF16). Every row states
+# `rows 1|2` (what ran); rows_ratio.txt's two/one below 1: the two-row variant is faster, and
+# cuda::tc_rows_by_default may move (bench/cuda_notes.md, seventh pass, has the prediction).
+# Rehearsed on the simulator build:
+#   ATTENTION_TC_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim \
+#     TC_SUITE=./build/test_cuda_sim_flash_tensor_core bench/gpu_session.sh tc_rows_ab
+rows_side() {
+  side_binary=$urpe side_options="--tc-rows $([ "$1" = two ] && echo 2 || echo 1) --tc-pipeline ${ROWS_PIPELINE:-auto}"
+}
+tc_rows_ab() {
+  attention_tc_shapes
+  local shape="--batch 8 --heads 16 --head-dim 64 --lengths 1024,4096,16384" rounds=${ROWS_ROUNDS:-2} preps=10 maths=bf16
+  [ "${ATTENTION_TC_SMOKE:-0}" = 1 ] && shape="--batch 1 --heads 2 --head-dim 64 --lengths 64,130" && preps=1
+  step rows_parity "$tc_suite" "--test-case=two row blocks*,row-block modes*"
+  STEP_TIMEOUT=60 step rows_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$tc_suite" "--test-case=two row blocks*"
+  STEP_TIMEOUT=90 step rows_racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$tc_suite" "--test-case=two row blocks*"
+  alternate_rounds rows one two rows_side
   return 0
 }
 
@@ -652,7 +669,7 @@ case "$1" in
     attention_tc_measure
     attention_tc_check
     ;;
-  attention_tc_measure | attention_tc_check | attention_tc_pipeline | attention_ab)
+  attention_tc_measure | attention_tc_check | attention_tc_pipeline | attention_ab | tc_rows_ab)
     "$1"
     ;;
   syncs)
@@ -828,7 +845,7 @@ case "$1" in
     step fix_graphormer_compile python3 tools/torch_bench.py --device cuda --model graphormer --steps 30 --compile
     ;;
   *)
-    echo "usage: bench/gpu_session.sh STEP... (STEP: build, carried, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, attention_tc_pipeline, attention_ab, fixes, graphormer_step, syncs, capture, capture_graphormer, nccl, compare, families, presets, precision, gemm_dtypes, nsight, profile)" >&2
+    echo "usage: bench/gpu_session.sh STEP... (STEP: build, carried, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, attention_tc_pipeline, attention_ab, tc_rows_ab, fixes, graphormer_step, syncs, capture, capture_graphormer, nccl, compare, families, presets, precision, gemm_dtypes, nsight, profile)" >&2
     exit 2
     ;;
 esac

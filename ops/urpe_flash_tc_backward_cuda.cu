@@ -794,6 +794,8 @@ void launch_backward(cuda::Context& ctx, const FlashGeometry& g, const Tensor& q
   const int64_t dq_tasks = row_tiles(g, g.nq, kBlockRows);
   constexpr bool kBf16Tensors = std::is_same_v<TIn, __nv_bfloat16>;
   const TcBackwardPipelines pipelined = backward_pipelines<kDim, kBf16, TIn>(ctx, g, q, k, v, grad_out);
+  cuda::TcKernelsRan& ran = ctx.tc_kernels_ran();  // what ran, for the benchmark's rows
+  ran.backward = true, ran.dq_pipelined = pipelined.dq, ran.dkdv_pipelined = pipelined.dkdv;
   // The pipelined kernels' staging is dynamic shared memory (above 48 KiB only once allowed).
   auto* dq_kernel = pipelined.dq ? urpe_flash_tc_backward_dq_kernel<kDim, kBf16, TIn, true>
                                  : urpe_flash_tc_backward_dq_kernel<kDim, kBf16, TIn, false>;

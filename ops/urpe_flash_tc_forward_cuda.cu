@@ -276,7 +276,11 @@ void launch_forward(cuda::Context& ctx, const FlashGeometry& g, const Tensor& q,
   const char* name = !kBf16         ? "urpe_flash_tc_forward_kernel"
                      : kBf16Tensors ? "urpe_flash_tc_forward_kernel (bf16 tensors)"
                                     : "urpe_flash_tc_forward_kernel (bf16)";
-  if (pipeline_takes<kDim, kBf16>(ctx, g, values<TIn>(k), values<TIn>(v))) {
+  const bool pipelined = pipeline_takes<kDim, kBf16>(ctx, g, values<TIn>(k), values<TIn>(v));
+  ctx.tc_kernels_ran().forward = true;  // what ran, for the benchmark's rows (cuda::TcKernelsRan)
+  ctx.tc_kernels_ran().forward_pipelined = pipelined;
+  ctx.tc_kernels_ran().forward_row_blocks = 1;
+  if (pipelined) {
     constexpr size_t kBytes = ForwardTiles<kDim, kBf16, TIn>::kDynamicBytes;
     auto* kernel = urpe_flash_tc_forward_kernel<kDim, kBf16, TIn, true>;
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBytes)));

@@ -265,7 +265,10 @@ void launch_rows2(cuda::Context& ctx, const FlashGeometry& g, const Tensor& q, c
   const int64_t tasks = g.batch * g.heads * ((g.nq + kBlockRows2 - 1) / kBlockRows2);
   const char* name = std::is_same_v<TIn, __nv_bfloat16> ? "urpe_flash_tc_forward_rows2_kernel (bf16 tensors)"
                                                         : "urpe_flash_tc_forward_rows2_kernel (bf16)";
-  if (rows2_pipeline_takes<TIn>(ctx, g, k, v)) {
+  const bool pipelined = rows2_pipeline_takes<TIn>(ctx, g, k, v);
+  cuda::TcKernelsRan& ran = ctx.tc_kernels_ran();  // what ran, for the benchmark's rows
+  ran.forward = true, ran.forward_pipelined = pipelined, ran.forward_row_blocks = kRowBlocks;
+  if (pipelined) {
     constexpr size_t kBytes = Rows2Tiles<TIn>::kDynamicBytes;
     auto* kernel = urpe_flash_tc_forward_rows2_kernel<TIn, true>;
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBytes)));

@@ -1,7 +1,6 @@
 // Compiled only when the build has no CUDA backend (URPE_CUDA=OFF or no nvcc): every device
 // primitive explains how to get one, so `--device cuda` fails with a readable message.
 #include "tensor/cuda_backend.h"
-#include "tensor/cuda_tc_rows.h"
 #include "tensor/error.h"
 
 namespace urpe::cuda {
@@ -60,6 +59,8 @@ void set_tc_pipeline(Context*, TcPipeline) { no_cuda("cuda::set_tc_pipeline"); }
 TcPipeline tc_pipeline(Context*) { no_cuda("cuda::tc_pipeline"); }
 void set_tc_rows(Context*, TcRows) { no_cuda("cuda::set_tc_rows"); }
 TcRows tc_rows(Context*) { no_cuda("cuda::tc_rows"); }
+void clear_tc_kernels_ran(Context*) { no_cuda("cuda::clear_tc_kernels_ran"); }
+TcKernelsRan tc_kernels_ran(Context*) { no_cuda("cuda::tc_kernels_ran"); }
 std::string device_name(Context*) { no_cuda("cuda::device_name"); }
 void profiler_start() {}
 void profiler_stop() {}

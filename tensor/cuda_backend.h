@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tensor/bf16.h"
+#include "tensor/cuda_tc_rows.h"
 
 namespace urpe::cuda {
 
@@ -143,6 +144,16 @@ inline bool tc_pipeline_wanted(TcPipeline mode, int tile_dim, bool bf16_tiles, b
   return mode == TcPipeline::on ||
          (mode == TcPipeline::automatic && tc_pipeline_by_default(tile_dim, bf16_tiles, backward));
 }
+// What the fused attention's tensor-core kernels last ran on this context: their launchers
+// record it (urpe_flash_tc_forward, urpe_flash_tc_backward), so `urpe bench attention` labels its
+// rows with what ran instead of re-deriving the kernels' choice. clear_tc_kernels_ran resets it.
+struct TcKernelsRan {
+  bool forward = false, forward_pipelined = false;  // the forward kernel ran; its pipelined variant
+  int forward_row_blocks = 1;  // its 16-row blocks of queries per warp (cuda::TcRows, tensor/cuda_tc_rows.h)
+  bool backward = false, dq_pipelined = false, dkdv_pipelined = false;
+};
+void clear_tc_kernels_ran(Context* context);
+TcKernelsRan tc_kernels_ran(Context* context);
 std::string device_name(Context* context);  // e.g. "NVIDIA H100 80GB HBM3 (cuda:0)"
 
 // Nsight capture range (cudaProfilerStart/Stop) for `--profile-steps a:b`; no-ops without CUDA.

@@ -915,6 +915,8 @@ void set_tc_pipeline(Context* context, TcPipeline mode) { context->set_tc_pipeli
 TcPipeline tc_pipeline(Context* context) { return context->tc_pipeline(); }
 void set_tc_rows(Context* context, TcRows mode) { context->set_tc_rows(mode); }
 TcRows tc_rows(Context* context) { return context->tc_rows(); }
+void clear_tc_kernels_ran(Context* context) { context->tc_kernels_ran() = {}; }
+TcKernelsRan tc_kernels_ran(Context* context) { return context->tc_kernels_ran(); }
 
 std::string device_name(Context* context) {
   std::ostringstream out;

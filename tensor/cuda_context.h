@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "tensor/cuda_backend.h"
-#include "tensor/cuda_tc_rows.h"
 #include "tensor/error.h"
 
 namespace urpe::cuda {
@@ -221,6 +220,8 @@ class Context {
   // same bits): automatic by default.
   TcRows tc_rows() const { return tc_rows_; }
   void set_tc_rows(TcRows mode) { tc_rows_ = mode; }
+  // What the tensor-core attention kernels last ran (cuda::TcKernelsRan), set by their launchers.
+  TcKernelsRan& tc_kernels_ran() { return tc_kernels_ran_; }
 
   // Host synchronisations (tensor/cuda_backend.h): every wait of the host on this context's
   // stream is counted here, by the primitive or the op that waits, before it waits.
@@ -312,6 +313,7 @@ class Context {
   bool bf16_tiles_ = false;
   TcPipeline tc_pipeline_ = TcPipeline::automatic;
   TcRows tc_rows_ = TcRows::automatic;
+  TcKernelsRan tc_kernels_ran_;
   HostSyncCounts host_syncs_;
   struct CachedTable {
     std::vector<unsigned char> host;

@@ -3,8 +3,8 @@
 // GPU measurement so far is of; two (FlashAttention-2's layout: 32 rows per warp, 128 per block,
 // each K/V fragment read from shared memory feeding two mma, K and V staged once per 128 rows)
 // exists for BF16 tiles at the 64 head-dim class only. Both give the same bits.
-// Part of tensor/cuda_backend.h's interface (a header of its own so that the context can hold the
-// mode without the backend header growing); `urpe bench attention --tc-rows auto|1|2`.
+// Part of tensor/cuda_backend.h's interface (which includes it; a header of its own to keep that
+// one short); `urpe bench attention --tc-rows auto|1|2`.
 #pragma once
 
 namespace urpe::cuda {

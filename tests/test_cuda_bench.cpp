@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli_util.h"
 #include "tensor/cuda_backend.h"
@@ -25,6 +26,25 @@ bool prints_nan(const std::string& text) {
     if (starts && ends) return true;
   }
   return false;
+}
+
+// The rows of `urpe bench attention`'s table, every column; other lines are skipped.
+struct AttentionRow {
+  long long n = 0;
+  std::string path, direction, math, share, pipe, rows;
+  double ms = 0, mib = 0, gflop = 0, tflops = 0;
+};
+std::vector<AttentionRow> attention_rows(const std::string& output) {
+  std::vector<AttentionRow> rows;
+  std::istringstream lines(output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream in(line);
+    AttentionRow r;
+    if (in >> r.n >> r.path >> r.direction >> r.ms >> r.mib >> r.math >> r.gflop >> r.tflops >> r.share >> r.pipe >> r.rows)
+      rows.push_back(r);
+  }
+  return rows;
 }
 
 struct SkipWithoutCuda {
@@ -73,23 +93,15 @@ TEST_CASE("`urpe bench attention --device cuda --tf32` names its math and rate o
   REQUIRE(r.code == 0);
   CHECK(r.output.find("causal") != std::string::npos);
   CHECK(r.output.find("math tf32") != std::string::npos);
-  int rows = 0;
-  std::istringstream lines(r.output);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream row(line);
-    long long n = 0;
-    std::string path, direction, math, share;
-    double ms = 0, mib = 0, gflop = 0, tflops = 0;
-    if (!(row >> n >> path >> direction >> ms >> mib >> math >> gflop >> tflops >> share)) continue;
-    ++rows;
-    CHECK(math == "tf32");
+  const std::vector<AttentionRow> rows = attention_rows(r.output);
+  for (const AttentionRow& row : rows) {
+    CHECK(row.math == "tf32");
     // FlashAttention's count: 4·B·H·n²·d / 2 (causal) forward, 3.5× that with the backward.
     const double forward = 4.0 * 1 * 2 * 70 * 70 * 40 / 2 / 1e9;
-    CHECK(gflop == doctest::Approx(direction == "forward" ? forward : 3.5 * forward).epsilon(0.05));
-    CHECK(share.back() == '%');
+    CHECK(row.gflop == doctest::Approx(row.direction == "forward" ? forward : 3.5 * forward).epsilon(0.05));
+    CHECK(row.share.back() == '%');
   }
-  CHECK(rows == 4);  // fused and materialized, forward and forward + backward
+  CHECK(rows.size() == 4);  // fused and materialized, forward and forward + backward
   // --math bf16: the fused path on BF16 tiles, stated on every row; --tf32 with it is one clear line.
   const urpe::test::CliResult bf16 = urpe::test::run_urpe(
       "bench attention --device cuda --math bf16 --attention fused --batch 1 --heads 2 --head-dim 40 --lengths 70 "
@@ -98,18 +110,9 @@ TEST_CASE("`urpe bench attention --device cuda --tf32` names its math and rate o
   REQUIRE(bf16.code == 0);
   CHECK(bf16.output.find("math bf16") != std::string::npos);
   CHECK(bf16.output.find("fused rows: bf16 q, k, v and dO in") != std::string::npos);  // as precision=bf16 feeds it
-  int bf16_rows = 0;
-  std::istringstream bf16_lines(bf16.output);
-  while (std::getline(bf16_lines, line)) {
-    std::istringstream row(line);
-    long long n = 0;
-    std::string path, direction, math;
-    double ms = 0, mib = 0;
-    if (!(row >> n >> path >> direction >> ms >> mib >> math)) continue;
-    ++bf16_rows;
-    CHECK(math == "bf16");
-  }
-  CHECK(bf16_rows == 2);  // fused, forward and forward + backward
+  const std::vector<AttentionRow> bf16_rows = attention_rows(bf16.output);
+  for (const AttentionRow& row : bf16_rows) CHECK(row.math == "bf16");
+  CHECK(bf16_rows.size() == 2);  // fused, forward and forward + backward
   // --tc-pipeline on: the pipelined tensor-core forward, stated on every fused row (last column).
   const urpe::test::CliResult piped = urpe::test::run_urpe(
       "bench attention --device cuda --math tf32 --tc-pipeline on --attention fused --batch 1 --heads 2 --head-dim 32 "
@@ -117,18 +120,19 @@ TEST_CASE("`urpe bench attention --device cuda --tf32` names its math and rate o
   INFO(piped.output);
   REQUIRE(piped.code == 0);
   CHECK(piped.output.find("tc pipeline on") != std::string::npos);
-  int piped_rows = 0;
-  std::istringstream piped_lines(piped.output);
-  while (std::getline(piped_lines, line)) {
-    std::istringstream row(line);
-    long long n = 0;
-    std::string path, direction, math, share, pipe;
-    double ms = 0, mib = 0, gflop = 0, tflops = 0;
-    if (!(row >> n >> path >> direction >> ms >> mib >> math >> gflop >> tflops >> share >> pipe)) continue;
-    ++piped_rows;
-    CHECK(pipe == "on");
-  }
-  CHECK(piped_rows == 2);
+  const std::vector<AttentionRow> piped_rows = attention_rows(piped.output);
+  for (const AttentionRow& row : piped_rows) CHECK(row.pipe == "on");
+  CHECK(piped_rows.size() == 2);
+  // Asked for but not taken: rows of 38 floats are not whole 16-byte units, so every kernel runs
+  // single-buffered, and the rows say what ran (cuda::TcKernelsRan), not what was asked.
+  const urpe::test::CliResult unaligned = urpe::test::run_urpe(
+      "bench attention --device cuda --math tf32 --tc-pipeline on --attention fused --batch 1 --heads 2 --head-dim 38 "
+      "--lengths 70 --repeats 1 --sizes smoke");
+  INFO(unaligned.output);
+  REQUIRE(unaligned.code == 0);
+  const std::vector<AttentionRow> unaligned_rows = attention_rows(unaligned.output);
+  CHECK(unaligned_rows.size() == 2);
+  for (const AttentionRow& row : unaligned_rows) CHECK(row.pipe == "off");
   // The default, auto: at d 64 on TF32 tiles the forward single-buffered, the backward pipelined
   // (cuda::tc_pipeline_by_default), so the forward+backward row says off/on.
   const urpe::test::CliResult automatic = urpe::test::run_urpe(
@@ -138,16 +142,30 @@ TEST_CASE("`urpe bench attention --device cuda --tf32` names its math and rate o
   REQUIRE(automatic.code == 0);
   CHECK(automatic.output.find("tc pipeline auto") != std::string::npos);
   std::vector<std::string> automatic_pipes;
-  std::istringstream automatic_lines(automatic.output);
-  while (std::getline(automatic_lines, line)) {
-    std::istringstream row(line);
-    long long n = 0;
-    std::string path, direction, math, share, pipe;
-    double ms = 0, mib = 0, gflop = 0, tflops = 0;
-    if (!(row >> n >> path >> direction >> ms >> mib >> math >> gflop >> tflops >> share >> pipe)) continue;
-    automatic_pipes.push_back(direction + " " + pipe);
-  }
+  for (const AttentionRow& row : attention_rows(automatic.output)) automatic_pipes.push_back(row.direction + " " + row.pipe);
   CHECK(automatic_pipes == std::vector<std::string>{"forward off", "forward+backward off/on"});
+  // --tc-rows: the forward's 16-row blocks per warp as they ran (cuda::TcKernelsRan), last column;
+  // auto is one, 2 takes the two-row-block kernel on BF16 tiles at d 64 and nowhere else.
+  CHECK(automatic.output.find("tc rows auto") != std::string::npos);
+  for (const AttentionRow& row : attention_rows(automatic.output)) CHECK(row.rows == "1");
+  for (const char* math : {"bf16", "tf32"}) {
+    const urpe::test::CliResult two = urpe::test::run_urpe(
+        std::string("bench attention --device cuda --math ") + math + " --tc-rows 2 --attention fused --batch 1 "
+        "--heads 2 --head-dim 64 --lengths 70 --repeats 1 --sizes smoke");
+    INFO(two.output);
+    REQUIRE(two.code == 0);
+    CHECK(two.output.find("tc rows 2") != std::string::npos);
+    const std::vector<AttentionRow> two_rows = attention_rows(two.output);
+    CHECK(two_rows.size() == 2);
+    for (const AttentionRow& row : two_rows) CHECK(row.rows == (std::string(math) == "bf16" ? "2" : "1"));
+  }
+  const urpe::test::CliResult bad_rows =
+      urpe::test::run_urpe("bench attention --device cuda --math bf16 --tc-rows 3 --lengths 70 --repeats 1");
+  CHECK(bad_rows.code != 0);
+  CHECK(bad_rows.output.find("option --tc-rows: expected auto, 1 or 2, got '3'") != std::string::npos);
+  const urpe::test::CliResult fp32_rows = urpe::test::run_urpe("bench attention --device cuda --tc-rows 2 --lengths 70 --repeats 1");
+  CHECK(fp32_rows.code != 0);
+  CHECK(fp32_rows.output.find("option --tc-rows 2: a variant of the tensor-core forward") != std::string::npos);
   const urpe::test::CliResult bad_pipe =
       urpe::test::run_urpe("bench attention --device cuda --math tf32 --tc-pipeline maybe --lengths 70 --repeats 1");
   CHECK(bad_pipe.code != 0);

@@ -42,7 +42,6 @@
 #include "ops/urpe_flash_attention.h"
 #include "ops/urpe_flash_tc.h"
 #include "tensor/cuda_backend.h"
-#include "tensor/cuda_tc_rows.h"
 #include "cuda_test_util.h"
 #include "test_util.h"
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <string>
 
 #include "autograd/node.h"
 #include "app/bench/cuda_peaks.h"
@@ -59,6 +60,21 @@ Row measure_row(const Device& device, int repeats, const std::function<void()>& 
   return {times[times.size() / 2], peak / (1024.0 * 1024.0)};
 }
 
+// A fused row's pipeline label from what the tensor-core kernels ran (cuda::TcKernelsRan, recorded
+// by their launchers): "on" / "off" for the forward; a forward+backward row gives the backward's
+// (both of its kernels; "dq" or "dkdv" when only that one was pipelined) and, when the two differ,
+// forward/backward. "-" where no tensor-core kernel ran (the scalar FP32 path, the CPU).
+std::string pipeline_label(const cuda::TcKernelsRan& ran, bool backward) {
+  if (!ran.forward) return "-";
+  const std::string forward = ran.forward_pipelined ? "on" : "off";
+  if (!backward || !ran.backward) return forward;
+  const std::string back = ran.dq_pipelined && ran.dkdv_pipelined ? "on"
+                           : ran.dq_pipelined                     ? "dq"
+                           : ran.dkdv_pipelined                   ? "dkdv"
+                                                                  : "off";
+  return back == forward ? forward : forward + "/" + back;
+}
+
 }  // namespace
 
 double attention_flops(const AttentionBenchOptions& o, int64_t n, bool backward) {
@@ -78,32 +94,20 @@ int run_attention_bench(const AttentionBenchOptions& o) {
     cuda::set_tf32(device.context(), o.math != "fp32");  // bf16: as precision=bf16 leaves it
     cuda::set_bf16_tiles(device.context(), o.math == "bf16");
     cuda::set_tc_pipeline(device.context(), o.tc_pipeline);
+    cuda::set_tc_rows(device.context(), o.tc_rows);
   }
-  // The fused rows' pipeline state where the tensor-core kernels run ("-" otherwise): the forward's
-  // and the backward's, by the rule the kernels apply (cuda::tc_pipeline_wanted on the tile class
-  // of the head dim, rows of whole 16-byte units; the shared memory always fits on sm_90).
   const bool tensor_cores = device.is_cuda() && o.math != "fp32";
-  const bool bf16_tiles = o.math == "bf16";
-  const int tile_dim = o.head_dim <= 32 ? 32 : o.head_dim <= 64 ? 64 : 128;
-  const bool whole_units = o.head_dim % (bf16_tiles ? 8 : 4) == 0;  // bf16 rows: bf16 tensors
-  auto pipelined = [&](bool backward) {
-    return tensor_cores && whole_units && cuda::tc_pipeline_wanted(o.tc_pipeline, tile_dim, bf16_tiles, backward);
-  };
-  const char* forward_pipe = !tensor_cores ? "-" : pipelined(false) ? "on" : "off";
-  const char* both_pipe = !tensor_cores                        ? "-"
-                          : pipelined(false) == pipelined(true) ? forward_pipe
-                          : pipelined(false)                    ? "on/off"
-                                                                : "off/on";
   const char* pipeline = tensor_cores ? cuda::tc_pipeline_name(o.tc_pipeline) : "-";
+  const char* rows_mode = tensor_cores ? cuda::tc_rows_name(o.tc_rows) : "-";
   // The ceiling the rates are read against: cuBLAS's TF32 GEMM, measured here (never a datasheet).
   const double tf32_tflops = device.is_cuda() ? measure_sgemm_tflops(device.context(), o.smoke ? 256 : 8192, true) : 0.0;
   char ceiling[80] = "n/a on a CPU";
   if (device.is_cuda())
     std::snprintf(ceiling, sizeof ceiling, "%.1f TFLOP/s%s", tf32_tflops, o.smoke ? " (smoke: 256³, not a ceiling)" : "");
   std::printf("urpe bench attention — device %s, batch %lld, %lld heads, head dim %lld, %s, Toeplitz B and C, "
-              "math %s, tc pipeline %s; median of %d runs after one warm-up; load %s\n",
+              "math %s, tc pipeline %s, tc rows %s; median of %d runs after one warm-up; load %s\n",
               o.device.c_str(), static_cast<long long>(o.batch), static_cast<long long>(o.heads),
-              static_cast<long long>(o.head_dim), o.causal ? "causal" : "not causal", math, pipeline, o.repeats,
+              static_cast<long long>(o.head_dim), o.causal ? "causal" : "not causal", math, pipeline, rows_mode, o.repeats,
               load_averages().c_str());
   // precision=bf16 hands the fused op bf16 q, k, v (the projections' outputs) and gets O and the
   // gradients back in bf16: the fused rows feed it that way (no cast inside the timing; q, k, v
@@ -119,11 +123,13 @@ int run_attention_bench(const AttentionBenchOptions& o) {
               "TF32 GEMM rate measured now, %s\n",
               o.causal ? " / 2 (causal)" : "", ceiling);
   std::printf("pipe: the tensor-core kernels' pipelined variants (--tc-pipeline; cp.async staging of the next tile: "
-              "the forward's and dQ's key tiles, dK/dV's query tiles), on the fused rows; a forward+backward row "
-              "whose two differ says forward/backward\n\n");
-  std::printf("%-7s %-13s %-17s %10s %10s %5s %11s %9s %7s %6s\n", "n", "path", "direction", "median ms", "peak MiB",
-              "math", "GFLOP", "TFLOP/s", "% tf32", "pipe");
-  std::printf("------------------------------------------------------------------------------------------------------\n");
+              "the forward's and dQ's key tiles, dK/dV's query tiles) as the kernels ran them, on the fused rows; a "
+              "forward+backward row whose two differ says forward/backward\n");
+  std::printf("rows: the tensor-core forward's 16-row blocks of queries per warp as it ran (--tc-rows; 1: 64 query "
+              "rows a block, 2: 128, BF16 tiles at d 33-64 only), on the fused rows\n\n");
+  std::printf("%-7s %-13s %-17s %10s %10s %5s %11s %9s %7s %6s %5s\n", "n", "path", "direction", "median ms",
+              "peak MiB", "math", "GFLOP", "TFLOP/s", "% tf32", "pipe", "rows");
+  std::printf("------------------------------------------------------------------------------------------------------------\n");
   for (int64_t n : o.lengths) {
     Rng rng(static_cast<uint64_t>(n));
     const Shape shape{o.batch, o.heads, n, o.head_dim};
@@ -160,6 +166,7 @@ int run_attention_bench(const AttentionBenchOptions& o) {
         auto reset = [&] {
           for (Tensor* t : {&q, &k, &v, &bias, &c}) t->zero_grad();
         };
+        if (tensor_cores) cuda::clear_tc_kernels_ran(device.context());
         const Row row = measure_row(device, o.repeats, reset, [&] {
           if (backward) {
             forward().backward(is_fused && bf16_tensors ? grad16 : grad);
@@ -172,9 +179,11 @@ int run_attention_bench(const AttentionBenchOptions& o) {
         const double tflops = gflop / row.median_ms;  // GFLOP per ms = TFLOP/s
         char share[16] = "-";
         if (tf32_tflops > 0) std::snprintf(share, sizeof share, "%.1f%%", 100.0 * tflops / tf32_tflops);
-        std::printf("%-7lld %-13s %-17s %10.2f %10.3f %5s %11.1f %9.2f %7s %6s\n", static_cast<long long>(n), path,
-                    direction, row.median_ms, row.peak_mib, math, gflop, tflops, share,
-                    !is_fused ? "-" : backward ? both_pipe : forward_pipe);
+        const cuda::TcKernelsRan ran = tensor_cores ? cuda::tc_kernels_ran(device.context()) : cuda::TcKernelsRan{};
+        const std::string pipe = is_fused && tensor_cores ? pipeline_label(ran, backward) : "-";
+        const std::string rows = is_fused && tensor_cores && ran.forward ? std::to_string(ran.forward_row_blocks) : "-";
+        std::printf("%-7lld %-13s %-17s %10.2f %10.3f %5s %11.1f %9.2f %7s %6s %5s\n", static_cast<long long>(n), path,
+                    direction, row.median_ms, row.peak_mib, math, gflop, tflops, share, pipe.c_str(), rows.c_str());
         std::fflush(stdout);
       }
     }

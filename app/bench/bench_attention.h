@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "tensor/cuda_backend.h"
-#include "tensor/cuda_tc_rows.h"
 
 namespace urpe::bench {
 
