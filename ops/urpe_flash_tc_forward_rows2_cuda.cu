@@ -1,6 +1,7 @@
 // The fused URPE attention's tensor-core forward with two 16-row blocks of queries per warp
 // (FlashAttention-2's warp layout: Dao, "FlashAttention-2: Faster Attention with Better Parallelism
-// and Work Partitioning", 2023, §3.3, and its kernels' 128-row query blocks of 4 warps), BF16 tiles
+// and Work Partitioning", 2023, §3.3; its d 64 forward runs blocks of 128 query rows on 4 warps,
+// Dao-AILab/flash-attention csrc/flash_attn/src/flash_fwd_launch_template.h, run_mha_fwd_hdim64), BF16 tiles
 // at the 64 head-dim class only; cuda::TcRows (`--tc-rows 2`) selects it, the one-row-block kernel
 // (urpe_flash_tc_forward_cuda.cu, whose header has the maths) stays the default.
 // Why: on the H200 the one-row kernel at d 64 is latency- and issue-bound (0.49 eligible warps of
