@@ -263,7 +263,13 @@ attention_tc_check() {
     step ncu_tc_bwd_bf16 ncu --clock-control none --set full -k regex:"urpe_flash_tc_backward_(dq|dkdv)_kernel" \
       --launch-count 2 -o "$LOGS/tc_bwd_bf16" -f "$urpe" bench attention --device cuda $ncu_shape --math bf16 --attention fused \
       --repeats 1 $sz
+    # The pipelined TF32 forward (slower than single-buffered on the H200, 2026-11-28): is its
+    # L1/TEX (shared) pipe the limit? bench/cuda_notes.md, tenth session, predicts near 100% busy.
+    step ncu_tc_fwd_tf32_pipe ncu --clock-control none --set full -k regex:urpe_flash_tc_forward_kernel --launch-count 1 \
+      -o "$LOGS/tc_fwd_tf32_pipe" -f "$urpe" bench attention --device cuda $ncu_shape --math tf32 --tc-pipeline on \
+      --attention fused --repeats 1 $sz
   }
+  [ -f "$LOGS/tc_fwd_tf32_pipe.ncu-rep" ] && step ncu_tc_fwd_tf32_pipe_summary ncu --import "$LOGS/tc_fwd_tf32_pipe.ncu-rep" --page details
   [ -f "$LOGS/tc_fwd_bf16.ncu-rep" ] && step ncu_tc_fwd_bf16_summary ncu --import "$LOGS/tc_fwd_bf16.ncu-rep" --page details
   [ -f "$LOGS/tc_bwd_bf16.ncu-rep" ] && step ncu_tc_bwd_bf16_summary ncu --import "$LOGS/tc_bwd_bf16.ncu-rep" --page details
   [ -f "$LOGS/tc_fwd.ncu-rep" ] && step ncu_tc_fwd_summary ncu --import "$LOGS/tc_fwd.ncu-rep" --page details
