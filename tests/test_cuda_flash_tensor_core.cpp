@@ -1023,31 +1023,34 @@ TEST_CASE("bank model: the tensor-core kernels' shared accesses at d 64; dK/dV's
   counting.banks = urpe_sim::BankReport::Exit;
   urpe_sim::set_settings(counting);
   const TcCase c{"d 64, toeplitz, interior tiles", 1, 1, 256, 256, 64, 64, true, true, 1, false, false, 0, 0.0f};
-  for (TileMath math : {TileMath::tf32, TileMath::bf16}) {
+  for (TileMath math : {TileMath::tf32, TileMath::bf16, TileMath::bf16_tensors}) {
     for (bool pipeline : {false, true}) {
-      const char* math_name = math == TileMath::tf32 ? "tf32" : "bf16";
+      const char* math_name = math == TileMath::tf32 ? "tf32" : math == TileMath::bf16 ? "bf16" : "bf16 tensors";
       CAPTURE(math_name);
       CAPTURE(pipeline);
       urpe_sim::reset_bank_counts();
       const UrpeAttentionParams pd = on_device(case_params(c, 800), gpu());
       const AttentionDropout drop{0.0f, 801};
-      const Tensor q = random_values({1, 1, c.nq, c.dh}, 802, -1.5f, 1.5f).to(gpu());
-      const Tensor k = random_values({1, 1, c.nk, c.dh}, 803, -1.5f, 1.5f).to(gpu());
-      const Tensor v = random_values({1, 1, c.nk, c.dv}, 804).to(gpu());
-      const Tensor go = random_values({1, 1, c.nq, c.dv}, 805).to(gpu());
+      Tensor q = random_values({1, 1, c.nq, c.dh}, 802, -1.5f, 1.5f).to(gpu());
+      Tensor k = random_values({1, 1, c.nk, c.dh}, 803, -1.5f, 1.5f).to(gpu());
+      Tensor v = random_values({1, 1, c.nk, c.dv}, 804).to(gpu());
+      Tensor go = random_values({1, 1, c.nq, c.dv}, 805).to(gpu());
       Tensor out = poisoned({1, 1, c.nq, c.dv}), lse = poisoned({1, 1, c.nq});
+      Grads g = empty_grads(c, case_params(c, 800), true);
+      if (math == TileMath::bf16_tensors)
+        for (Tensor* t : {&q, &k, &v, &go, &out, &g.q, &g.k, &g.v}) *t = cast(*t, DType::bf16);
       cuda::set_tf32(gpu().context(), math == TileMath::tf32);
       cuda::set_bf16_tiles(gpu().context(), math != TileMath::tf32);
       cuda::set_tc_pipeline(gpu().context(), pipeline ? cuda::TcPipeline::on : cuda::TcPipeline::off);
       kernels::urpe_flash_attention_forward_cuda(q, k, v, pd, drop, out, lse);
-      Grads g = empty_grads(c, case_params(c, 800), true);
       kernels::urpe_flash_attention_backward_cuda(q, k, v, out, lse, go, pd, drop, g.q, g.k, g.v, g.bias_out(),
                                                   g.c_out());
       cuda::set_tc_pipeline(gpu().context(), cuda::TcPipeline::automatic);
       cuda::set_tf32(gpu().context(), false);
       cuda::set_bf16_tiles(gpu().context(), false);
-      MESSAGE(std::string(math_name) + (pipeline ? ", pipelined\n" : ", single-buffered\n") +
-              urpe_sim::bank_report("urpe_flash_tc", 8));
+      const std::string report = std::string(math_name) + (pipeline ? ", pipelined\n" : ", single-buffered\n") +
+                                 urpe_sim::bank_report("urpe_flash_tc", 8);
+      MESSAGE(report);
       const BankTotals stores = bank_totals("urpe_flash_tc_backward_dkdv_kernel", true);
       CHECK(stores.requests > 0);
       CHECK(stores.excess() == 0);
