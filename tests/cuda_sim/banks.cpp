@@ -7,12 +7,12 @@
 //   (warp, the access site's PC, the warp's epoch and collective count, k)
 // where k counts the lane's earlier executions of that site since the last __syncthreads() or
 // warp collective. The lanes of one warp that run the same site for the k-th time in the same
-// interval form one request. This assumes warp-convergent code, as urpe's tile loops are; where
-// lanes diverge (a loop whose trip count differs per lane, or two branches that reach one site a
-// different number of times), a request holds only the lanes with that k, as an instruction
-// issued under a partial mask would, but lanes that a GPU would issue in separate passes of a
-// divergent branch can be merged into one request here (only if they reach the site equally
-// often between two collectives).
+// interval form one request. This assumes warp-convergent code, as urpe's tile loops are. Where
+// lanes diverge it is an approximation: lanes that skip a site (a partial mask) just leave the
+// request, as on a GPU, but when lanes skip it in different passes of a loop the host compiler
+// kept rolled (nvcc unrolls it into one instruction per pass), the k-th runs of two lanes are
+// different passes and are filed together (docs/cuda.md, the limits); and lanes that a GPU
+// would issue in separate passes of a divergent branch are merged here.
 // The hardware model (NVIDIA, CUDA C++ Programming Guide, "Shared Memory" in the compute
 // capability 5.x and later sections, and "Shared Memory" in the performance guidelines): 32 banks,
 // successive 4-byte words in successive banks; lanes reading one word share it (broadcast), two
@@ -21,11 +21,12 @@
 //   16 bytes: four (quarter-warps); a phase with no active lane is skipped;
 //   wavefronts of a phase = max over banks of the distinct words the phase's lanes touch there;
 //   ideal = Σ over active phases of max(1, ⌈distinct words / 32⌉) (1 per phase for ≤ 16 bytes).
-// A cp.async (ops/cp_async.cuh) is counted as a store of its size when it is issued (LDGSTS; ncu
-// reports its wavefronts separately from STS, so the report keeps it apart).
-// Limits: the widths are those of the host compiler's instrumented accesses, not nvcc's SASS (a
-// float4 assignment is one 16-byte access on both when the compiler keeps it whole; the tests
-// check the widths that matter); arrays sit in the simulator's arena, not at nvcc's offsets, which
+// A cp.async (ops/cp_async.cuh) is counted as a write of its size when it is issued, and reported
+// apart from the stores (another instruction, LDGSTS); its landing at the wait is not counted again.
+// nvcc stores a float2 or float4 with one instruction, which the host compiler may split into
+// 4-byte accesses: such pieces are joined back (bank_access).
+// Limits: the widths are those of the host compiler's instrumented accesses (joined as above),
+// not nvcc's SASS; arrays sit in the simulator's arena, not at nvcc's offsets, which
 // shifts every address of one array by a multiple of 16 bytes and changes no request that stays
 // inside one array.
 #include <dlfcn.h>
