@@ -474,9 +474,9 @@ __device__ __forceinline__ void dkdv_cells(const FlashGeometry& g, uint64_t seed
 //   q_stage (kQueries × kDim TIn) | go_stage (kQueries × kDim TIn) | d_stage (kQueries double) |
 //   lse_stage (kQueries float) | bias_map_s (kDiag int) | c_map_s (kDiag int)
 // bytes per block (static + dynamic; sm_90: 227 KiB a block, 228 KiB an SM): TF32 kDim 32:
-// 38.2 K + 9.1 K, 64: 36.8 K + 17.1 K, 128: 34.9 K + 16.8 K; BF16 from f32 tensors 29.2 K, 37.2 K,
-// 27.9 K static (their terms do not fit the column-pair copies) and the same staging; from bf16
-// tensors half the staging. The kernel runs 2 blocks per SM (its registers): at most 111 K an SM.
+// 37.8 K + 9.1 K, 64: 36.8 K + 17.1 K, 128: 34.9 K + 16.8 K; BF16 from f32 tensors 29.3 K, 37.3 K
+// (their terms do not fit the column-pair copies), 18.6 K (at kDim 128 they do) static (ptxas,
+// sm_90) and the same staging; from bf16 tensors half the staging. The kernel runs 2 blocks per SM (its registers): at most 111 K an SM.
 template <int kDim, bool kBf16, typename TIn>
 struct DkdvTiles {
   static constexpr int kQueries = kDim == 128 ? 16 : 32;

@@ -157,8 +157,9 @@ std::string strip_root(std::string file) {
   return file;
 }
 
-// "ops/x.cuh:12 (in ops/y.cu:40)": the innermost source line and the outermost caller it was
-// inlined into; a raw "object+0xOFFSET" when addr2line is missing or the object has no line table.
+// The innermost source line and the outermost caller it was inlined into, e.g.
+// "ops/urpe_flash_tc_tiles.cuh:138 (in ops/urpe_flash_tc_forward_cuda.cu:213)"; a raw
+// "object+0xOFFSET" when addr2line is missing or the object has no line table.
 std::string symbolise(const void* pc) {
   static std::map<const void*, std::string> cache;
   auto hit = cache.find(pc);

@@ -99,7 +99,8 @@ struct BankSite {
   uint64_t accesses = 0, requests = 0, wavefronts = 0, ideal = 0;
 };
 std::vector<BankSite> bank_sites();
-// "ops/x.cuh:12 (in ops/y.cu:40)" (addr2line on the PC), or "object+0xOFFSET" without line tables.
+// The site's source line (addr2line on the PC), e.g. "ops/urpe_flash_tc_tiles.cuh:138 (in
+// ops/urpe_flash_tc_forward_cuda.cu:213)", or "object+0xOFFSET" without line tables.
 std::string bank_site_name(const void* pc);
 void reset_bank_counts();
 // Per kernel whose name contains `kernel` (all when empty): the totals of loads, stores and
