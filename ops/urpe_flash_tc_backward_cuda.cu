@@ -410,15 +410,16 @@ struct KeyLaneCells {
 };
 
 // One query tile of the dK/dV kernel in place: Sᵀ becomes Ãᵀ = P·C·κ and dAᵀ becomes
-// dSᵀ = scale·P·(dA·κ·C − D); with tables, the tile's dZ and P·κ·dA go to zb_s and zc_s.
+// dSᵀ = scale·P·(dA·κ·C − D); with tables, the tile's dZ and P·κ·dA go to zb_s and zc_s, query-major
+// (zb_s[query][key]: DkdvTiles).
 // offset_s: each query's base2_offset(L) (ops/sfu_exp2.cuh), +∞ for a row with no unmasked key.
 // kInterior: the fast path (tile_is_interior), B and C staged, κ = 1.
-template <bool kInterior, int kQueryBlocks, int kTermCols>
+template <bool kInterior, int kQueryBlocks, int kQueries, int kTermKeys>
 __device__ __forceinline__ void dkdv_cells(const FlashGeometry& g, uint64_t seed, float (&st)[kQueryBlocks][4],
                                            float (&dat)[kQueryBlocks][4], const float* offset_s, const float* d_s,
                                            const float* bias_s, const float* c_s,
-                                           float (&zb_s)[kBlockRows][kTermCols],
-                                           float (&zc_s)[kBlockRows][kTermCols], bool tables,
+                                           float (&zb_s)[kQueries][kTermKeys],
+                                           float (&zc_s)[kQueries][kTermKeys], bool tables,
                                            const KeyLaneCells& at, int lj0, int b, int h, int bh) {
 #pragma unroll
   for (int nb = 0; nb < kQueryBlocks; ++nb)
@@ -448,17 +449,20 @@ __device__ __forceinline__ void dkdv_cells(const FlashGeometry& g, uint64_t seed
       st[nb][r] = a;
       dat[nb][r] = g.scale * dz;
       if (tables) {
-        zb_s[lj][li] = dz;
-        zc_s[lj][li] = cterm;
+        zb_s[li][lj] = dz;
+        zc_s[li][lj] = cterm;
       }
     }
 }
 
 // The dK/dV kernel's tiles: query tiles of kQueries (32, or 16 at kDim = 128).
-// The tile's terms, rows kTermCols = kQueries + 3 floats apart: a warp's store (lane 4g + t at
-// key row g (+8), query column 2t (+1)) hits bank 3g + 2t (+ a constant) at kQueries = 32,
-// 19g + 2t at 16, at most two lanes a bank (kQueries + 1 gave g + 2t, up to four: ncu's 3.7-way
-// store conflicts, H200 2026-11-27); the diagonal walk below, an odd stride, stays conflict-free.
+// The tile's terms are stored query-major, zb_s[query][key], rows kTermKeys = 64 + 4 floats apart
+// (≡ 4 banks): a warp's store (lane 4g + t at query row 2t (+1, +8·nb), key column g (+8, +16·warp))
+// hits bank 8t + g (+ a constant), 32 lanes on 32 banks, and the diagonal walk's loads (thread x at
+// key ql + x − (kQueries − 1) of query row ql) are consecutive words. Key-major, rows kQueries + 3
+// apart, the stores hit bank 3g + 2t: two lanes a bank on every one (the simulator's bank model,
+// bench/cuda_notes.md; ncu's 66 M conflicts of 209 M dK/dV store wavefronts, H200 2026-11-28), and
+// no row stride there serves both the stores and the walk.
 // Q_I and dO_I are read two ways: by rows (Sᵀ = K·Q_Iᵀ, dAᵀ = V·dO_Iᵀ: column pairs) and by row
 // pairs (dV += Ãᵀ·dO_I, dK += dSᵀ·Q_I), so each is staged twice, once per paired layout, and
 // every B fragment is one 64-bit shared load. The column-pair copies are dead once the first two
@@ -470,18 +474,18 @@ __device__ __forceinline__ void dkdv_cells(const FlashGeometry& g, uint64_t seed
 //   q_stage (kQueries × kDim TIn) | go_stage (kQueries × kDim TIn) | d_stage (kQueries double) |
 //   lse_stage (kQueries float) | bias_map_s (kDiag int) | c_map_s (kDiag int)
 // bytes per block (static + dynamic; sm_90: 227 KiB a block, 228 KiB an SM): TF32 kDim 32:
-// 38.2 K + 9.1 K, 64: 36.8 K + 17.1 K, 128: 34.9 K + 16.8 K; BF16 from f32 tensors 29.2 K, 37.2 K,
-// 27.9 K static (their terms do not fit the column-pair copies) and the same staging; from bf16
-// tensors half the staging. The kernel runs 2 blocks per SM (its registers): at most 111 K an SM.
+// 37.8 K + 9.1 K, 64: 36.8 K + 17.1 K, 128: 34.9 K + 16.8 K; BF16 from f32 tensors 29.3 K, 37.3 K
+// (their terms do not fit the column-pair copies), 18.6 K (at kDim 128 they do) static (ptxas,
+// sm_90) and the same staging; from bf16 tensors half the staging. The kernel runs 2 blocks per SM (its registers): at most 111 K an SM.
 template <int kDim, bool kBf16, typename TIn>
 struct DkdvTiles {
   static constexpr int kQueries = kDim == 128 ? 16 : 32;
   static constexpr int kDiag = kKeysPerBlock + kQueries - 1;  // diagonals of one tile
-  static constexpr int kTermCols = kQueries + 3;
+  static constexpr int kTermKeys = kKeysPerBlock + 4;
   using Shape = TileShape<kDim, kBf16>;
   static constexpr int kRowVectors = Shape::row_vectors(kQueries);        // float4s of one column-pair copy
   static constexpr int kPairVectors = Shape::pair_vectors(kQueries / 2);  // … of one row-pair copy
-  static constexpr int kTermVectors = kKeysPerBlock * kTermCols / 4;      // … of one table-term tile
+  static constexpr int kTermVectors = kQueries * kTermKeys / 4;           // … of one table-term tile
   static constexpr bool kTermsShareRows = 2 * kRowVectors >= 2 * kTermVectors;
   static constexpr int kRawVectors = 2 * kRowVectors + 2 * kPairVectors + (kTermsShareRows ? 0 : 2 * kTermVectors);
   static constexpr size_t kStaticBytes = 16 * size_t(kRawVectors) + 8 * kQueries + 16 * kDiag + 4 * kWarps;
@@ -525,7 +529,7 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
   constexpr int kQueryBlocks = kQueries / 8;
   constexpr int kSteps = Dim<kDim>::kSteps;
   constexpr int kDiag = KTiles::kDiag;
-  constexpr int kTermCols = KTiles::kTermCols;
+  constexpr int kTermKeys = KTiles::kTermKeys;
   using Tiles = TileShape<kDim, kBf16>;
   using Elem = typename Tiles::Elem;
   constexpr int kASteps = Tiles::kASteps;
@@ -541,8 +545,8 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
   auto& q_pairs = carve<Elem, kPairRows, Tiles::kPairCols>(tiles_raw, 2 * kRowVectors);
   auto& go_pairs = carve<Elem, kPairRows, Tiles::kPairCols>(tiles_raw, 2 * kRowVectors + kPairVectors);
   const int terms_at = kTermsShareRows ? 0 : 2 * kRowVectors + 2 * kPairVectors;
-  auto& zb_s = carve<float, kKeysPerBlock, kTermCols>(tiles_raw, terms_at);                 // dZ (∂B's terms)
-  auto& zc_s = carve<float, kKeysPerBlock, kTermCols>(tiles_raw, terms_at + kTermVectors);  // P·κ·dA (∂C's)
+  auto& zb_s = carve<float, kQueries, kTermKeys>(tiles_raw, terms_at);                 // dZ (∂B's terms)
+  auto& zc_s = carve<float, kQueries, kTermKeys>(tiles_raw, terms_at + kTermVectors);  // P·κ·dA (∂C's)
   URPE_SHARED(float, offset_s, [kQueries]);
   URPE_SHARED(float, d_s, [kQueries]);
   URPE_SHARED(float, bias_s, [kDiag]);
@@ -670,7 +674,7 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
       __syncthreads();  // the tile's terms are in zb_s, zc_s
       // Diagonal x of the tile: cells (key kl, query ql) with kl − ql = x − (kQueries − 1),
       // summed by thread x alone in ascending ql. The walk is unrolled over all kQueries columns
-      // with the cells off the diagonal's range read as 0 (their row clamped into the tile), so
+      // with the cells off the diagonal's range read as 0 (their key clamped into the tile), so
       // the 2·kQueries shared loads are independent and issue back to back; the loop with the
       // diagonal's own bounds waited for each load in turn while the block sat at the barrier
       // after it (ncu, H200 2026-11-27: 0.95 of the dK/dV kernel's 6.06 cycles per issued
@@ -685,8 +689,8 @@ __global__ void __launch_bounds__(kThreads) urpe_flash_tc_backward_dkdv_kernel(
         for (int ql = 0; ql < kQueries; ++ql) {
           const bool on = ql >= ql_lo && ql < ql_hi;
           const int kl = on ? ql + shift : 0;
-          sum_b += on ? zb_s[kl][ql] : 0.0f;
-          sum_c += on ? zc_s[kl][ql] : 0.0f;
+          sum_b += on ? zb_s[ql][kl] : 0.0f;
+          sum_c += on ? zc_s[ql][kl] : 0.0f;
         }
         wb_s[x] += sum_b;
         wc_s[x] += sum_c;

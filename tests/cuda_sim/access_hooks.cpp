@@ -69,11 +69,16 @@ void global_access(const char* p, size_t bytes, bool write) {
   if (g_access.switch_at_access) switch_thread();
 }
 
-inline void on_access(void* address, size_t bytes, bool write) {
+// pc: the instrumented access's return address, which names its site for the bank model.
+inline void on_access(void* address, size_t bytes, bool write, const void* pc) {
   if (!g_access.thread) return;
   char* p = static_cast<char*>(address);
-  if (in_device_region(p)) global_access(p, bytes, write);
-  else if (in_shared_arena(p)) shared_access(p, bytes, write);
+  if (in_device_region(p)) {
+    global_access(p, bytes, write);
+  } else if (in_shared_arena(p)) {
+    if (g_access.banks) bank_access(p, bytes, write, pc, /*async=*/false);
+    shared_access(p, bytes, write);
+  }
 }
 
 }  // namespace
@@ -92,31 +97,33 @@ using urpe_sim::on_access;
 
 // The entry points GCC and Clang emit under -fsanitize=thread (with function entry and exit
 // instrumentation turned off). Aligned and unaligned accesses, and ranges (aggregate copies).
+// URPE_SIM_SITE: the return address into the kernel's code, read here, in the entry point's own frame.
+#define URPE_SIM_SITE __builtin_return_address(0)
 extern "C" {
 void __tsan_init() {}
-void __tsan_read1(void* p) { on_access(p, 1, false); }
-void __tsan_read2(void* p) { on_access(p, 2, false); }
-void __tsan_read4(void* p) { on_access(p, 4, false); }
-void __tsan_read8(void* p) { on_access(p, 8, false); }
-void __tsan_read16(void* p) { on_access(p, 16, false); }
-void __tsan_write1(void* p) { on_access(p, 1, true); }
-void __tsan_write2(void* p) { on_access(p, 2, true); }
-void __tsan_write4(void* p) { on_access(p, 4, true); }
-void __tsan_write8(void* p) { on_access(p, 8, true); }
-void __tsan_write16(void* p) { on_access(p, 16, true); }
-void __tsan_unaligned_read2(const void* p) { on_access(const_cast<void*>(p), 2, false); }
-void __tsan_unaligned_read4(const void* p) { on_access(const_cast<void*>(p), 4, false); }
-void __tsan_unaligned_read8(const void* p) { on_access(const_cast<void*>(p), 8, false); }
-void __tsan_unaligned_read16(const void* p) { on_access(const_cast<void*>(p), 16, false); }
-void __tsan_unaligned_write2(void* p) { on_access(p, 2, true); }
-void __tsan_unaligned_write4(void* p) { on_access(p, 4, true); }
-void __tsan_unaligned_write8(void* p) { on_access(p, 8, true); }
-void __tsan_unaligned_write16(void* p) { on_access(p, 16, true); }
+void __tsan_read1(void* p) { on_access(p, 1, false, URPE_SIM_SITE); }
+void __tsan_read2(void* p) { on_access(p, 2, false, URPE_SIM_SITE); }
+void __tsan_read4(void* p) { on_access(p, 4, false, URPE_SIM_SITE); }
+void __tsan_read8(void* p) { on_access(p, 8, false, URPE_SIM_SITE); }
+void __tsan_read16(void* p) { on_access(p, 16, false, URPE_SIM_SITE); }
+void __tsan_write1(void* p) { on_access(p, 1, true, URPE_SIM_SITE); }
+void __tsan_write2(void* p) { on_access(p, 2, true, URPE_SIM_SITE); }
+void __tsan_write4(void* p) { on_access(p, 4, true, URPE_SIM_SITE); }
+void __tsan_write8(void* p) { on_access(p, 8, true, URPE_SIM_SITE); }
+void __tsan_write16(void* p) { on_access(p, 16, true, URPE_SIM_SITE); }
+void __tsan_unaligned_read2(const void* p) { on_access(const_cast<void*>(p), 2, false, URPE_SIM_SITE); }
+void __tsan_unaligned_read4(const void* p) { on_access(const_cast<void*>(p), 4, false, URPE_SIM_SITE); }
+void __tsan_unaligned_read8(const void* p) { on_access(const_cast<void*>(p), 8, false, URPE_SIM_SITE); }
+void __tsan_unaligned_read16(const void* p) { on_access(const_cast<void*>(p), 16, false, URPE_SIM_SITE); }
+void __tsan_unaligned_write2(void* p) { on_access(p, 2, true, URPE_SIM_SITE); }
+void __tsan_unaligned_write4(void* p) { on_access(p, 4, true, URPE_SIM_SITE); }
+void __tsan_unaligned_write8(void* p) { on_access(p, 8, true, URPE_SIM_SITE); }
+void __tsan_unaligned_write16(void* p) { on_access(p, 16, true, URPE_SIM_SITE); }
 void __tsan_read_range(void* p, unsigned long bytes) {
-  if (bytes > 0) on_access(p, bytes, false);
+  if (bytes > 0) on_access(p, bytes, false, URPE_SIM_SITE);
 }
 void __tsan_write_range(void* p, unsigned long bytes) {
-  if (bytes > 0) on_access(p, bytes, true);
+  if (bytes > 0) on_access(p, bytes, true, URPE_SIM_SITE);
 }
 // Virtual calls and function entry/exit: nothing to check.
 void __tsan_vptr_update(void**, void*) {}
@@ -124,5 +131,6 @@ void __tsan_vptr_read(void**) {}
 void __tsan_func_entry(void*) {}
 void __tsan_func_exit() {}
 }
+#undef URPE_SIM_SITE
 
 #endif

@@ -185,6 +185,7 @@ bool release_block_barrier() {
       return false;
     }
   for (SimThread& t : g_run->threads) t.wait = Wait::None;
+  if (g_access.banks) bank_flush();  // the warps' requests before the barrier are complete
   ++g_access.epoch;
   return true;
 }
@@ -290,6 +291,7 @@ void run_block(BlockRun& run, uint64_t block_number) {
   run.random.state = run.schedule.seed * 0x2545f4914f6cdd1dull + g_launches * 0x9e3779b97f4a7c15ull +
                      block_number;
   begin_block_shared_memory(run.config->shared_bytes, n);
+  if (g_access.banks) bank_begin_block(n);
   ++g_access.block_serial;
   ++g_access.epoch;
   for (;;) {
@@ -300,6 +302,7 @@ void run_block(BlockRun& run, uint64_t block_number) {
     for (const SimThread& thread : run.threads) all_done = all_done && thread.wait == Wait::Done;
     if (all_done) {
       end_block_async_copies();
+      if (g_access.banks) bank_flush();
       return;
     }
     if (!release_block_barrier()) {
@@ -310,8 +313,9 @@ void run_block(BlockRun& run, uint64_t block_number) {
 }
 
 // Runs the whole grid under one schedule; returns the failure ("" when none), naming the block.
+// count_banks: the bank model counts this run (the first schedule's, when it is on).
 std::string run_schedule(const LaunchConfig& config, void (*thread_main)(void*), void* closure,
-                         const Schedule& schedule, LaunchRecord& record) {
+                         const Schedule& schedule, LaunchRecord& record, bool count_banks) {
   const uint64_t threads = uint64_t(config.block.x) * config.block.y * config.block.z;
   BlockRun run;
   run.config = &config;
@@ -323,6 +327,7 @@ std::string run_schedule(const LaunchConfig& config, void (*thread_main)(void*),
   g_access.switch_at_access = schedule.switch_at_access && access_hooks_available();
   g_access.checks = access_hooks_available() ? settings().checks : Checks{false, false, false};
   g_access.record = &record;
+  g_access.banks = count_banks && access_hooks_available();
   blockDim = config.block;
   gridDim = config.grid;
   uint64_t block_number = 0;
@@ -335,6 +340,8 @@ std::string run_schedule(const LaunchConfig& config, void (*thread_main)(void*),
       }
   g_run = nullptr;
   g_access.thread = nullptr;
+  if (g_access.banks) bank_end_launch(g_kernel_name);
+  g_access.banks = false;
   if (run.failure.empty()) return "";
   std::ostringstream out;
   out << g_kernel_name << " in block (" << blockIdx.x << "," << blockIdx.y << ","
@@ -402,7 +409,8 @@ void run_grid(const LaunchConfig& config, void (*thread_main)(void*), void* clos
   std::string failure;
   for (size_t r = 0; r < runs && failure.empty(); ++r) {
     if (runs > 1) start_recording();
-    failure = run_schedule(config, thread_main, closure, schedules[r], record);
+    failure = run_schedule(config, thread_main, closure, schedules[r], record,
+                           r == 0 && settings().banks != BankReport::Off);
     if (runs == 1) break;
     RunWrites* writes = finish_recording(/*restore=*/failure.empty() && r + 1 < runs);
     if (!failure.empty()) {

@@ -56,7 +56,8 @@ Settings& current() {
     Settings parsed;
     std::string error;
     if (!parse_settings(std::getenv("URPE_SIM_SCHEDULES"), std::getenv("URPE_SIM_CHECKS"), &parsed,
-                        &error)) {
+                        &error) ||
+        !parse_bank_setting(std::getenv("URPE_SIM_BANKS"), &parsed.banks, &error)) {
       std::fprintf(stderr, "cuda_sim: %s\n", error.c_str());
       std::exit(2);
     }
@@ -142,6 +143,18 @@ bool parse_settings(const char* schedules, const char* checks, Settings* out, st
   return true;
 }
 
+bool parse_bank_setting(const char* value, BankReport* out, std::string* error) {
+  const std::string word = value ? value : "off";
+  if (word == "off" || word.empty()) *out = BankReport::Off;
+  else if (word == "launch") *out = BankReport::Launch;
+  else if (word == "exit") *out = BankReport::Exit;
+  else {
+    *error = "URPE_SIM_BANKS: '" + word + "' is not a bank report (expected off, launch or exit)";
+    return false;
+  }
+  return true;
+}
+
 const Settings& settings() { return current(); }
 
 void set_settings(const Settings& settings) {
@@ -157,7 +170,9 @@ LaunchRecord& launch_record(const std::string& kernel) {
   // in reverse order, so the summary is written while both still exist.
   std::map<std::string, LaunchRecord>& all = records();
   settings();
-  static const bool registered = [] { return std::atexit(write_summary) == 0; }();
+  static const bool registered = [] {
+    return std::atexit(write_summary) == 0 && std::atexit(print_bank_report_at_exit) == 0;
+  }();
   (void)registered;
   return all[kernel];
 }

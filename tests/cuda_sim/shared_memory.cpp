@@ -405,6 +405,8 @@ void cp_async(void* dst, const uint32_t* words, int bytes, int src_bytes) {
   if (src_bytes < 0 || src_bytes > bytes || src_bytes % 4 != 0) stop_at_bad_copy(CopyFault::SourceBytes, bytes, src_bytes);
   if (!in_shared_arena(p) || !in_shared_arena(p + bytes - 1)) stop_at_bad_copy(CopyFault::NotShared, bytes, src_bytes);
   if (size_t(p - g_arena) % size_t(bytes) != 0) stop_at_bad_copy(CopyFault::Misaligned, bytes, src_bytes);
+  // The bank model counts the copy as issued here (its site: the kernel's call, ops/cp_async.cuh).
+  if (g_access.banks) bank_access(p, size_t(bytes), true, __builtin_return_address(0), /*async=*/true);
   shared_access(p, size_t(bytes), true);  // the destination checked as written now (memcheck, racecheck)
   const size_t first = size_t(p - g_arena) / 4;
   for (size_t w = first; w < first + size_t(bytes) / 4; ++w) {

@@ -101,6 +101,7 @@ struct AccessContext {
   bool switch_at_access = false;
   Checks checks;
   LaunchRecord* record = nullptr;
+  bool banks = false;  // the bank model counts this run's shared accesses (banks.cpp)
 };
 extern AccessContext g_access;
 
@@ -128,6 +129,19 @@ extern size_t g_shared_bytes;
 inline bool in_shared_arena(const void* p) {
   return size_t(static_cast<const char*>(p) - g_shared_base) < g_shared_bytes;
 }
+
+// ---- banks.cpp (the bank model; called only while g_access.banks) ----
+
+// A block starts with `threads` threads and no open requests.
+void bank_begin_block(int threads);
+// One lane's shared access at program counter `pc` (async: a cp.async issued).
+void bank_access(const char* p, size_t bytes, bool write, const void* pc, bool async);
+// Every open request is complete (a __syncthreads() released, or the block ended): count them.
+void bank_flush();
+// The launch ended: its counts go to `kernel`'s, and are printed with URPE_SIM_BANKS=launch.
+void bank_end_launch(const std::string& kernel);
+// URPE_SIM_BANKS=exit: every kernel's report to stderr (an exit handler).
+void print_bank_report_at_exit();
 
 // ---- settings.cpp ----
 

@@ -11,6 +11,10 @@
 //                       racecheck (shared-memory hazards between barriers, warp scope included),
 //                       memcheck (out-of-bounds shared and device accesses), initcheck (reads of
 //                       shared or device words that nothing has written).
+//   URPE_SIM_BANKS      the shared-memory bank model (banks.cpp): "off" (default), "launch" (count
+//                       every launch's shared requests and print its sites after it), "exit"
+//                       (count, and print every kernel's sites once at exit). Counted under the
+//                       first schedule only; bank_sites() and bank_report() read the counts.
 //
 // The checks and the switching need the access hooks: the kernels' translation units are compiled
 // with the compiler's ThreadSanitizer instrumentation, which calls a hook before every load and
@@ -41,9 +45,13 @@ struct Checks {
   bool initcheck = true;
 };
 
+// The bank model: off, or counting with a report after every launch or at exit.
+enum class BankReport { Off, Launch, Exit };
+
 struct Settings {
   std::vector<Schedule> schedules{Schedule{Order::Forward}, Schedule{Order::Reverse}};
   Checks checks;
+  BankReport banks = BankReport::Off;
 };
 
 // "forward", "reverse+switch", "random:7" (the spelling URPE_SIM_SCHEDULES accepts).
@@ -52,6 +60,9 @@ std::string describe(const Schedule& schedule);
 // Parses the two variables' values (null: the default). Returns false and sets *error (naming the
 // variable, the bad word and what was expected) for a bad value.
 bool parse_settings(const char* schedules, const char* checks, Settings* out, std::string* error);
+
+// URPE_SIM_BANKS's value (null: off); false and *error for a bad one.
+bool parse_bank_setting(const char* value, BankReport* out, std::string* error);
 
 // The settings in force: from the environment at the first call (a bad value is one error line
 // and exit status 2), or as last given to set_settings().
@@ -75,6 +86,26 @@ struct KernelRecord {
   LaunchRecord record;
 };
 std::vector<KernelRecord> launch_records();
+
+// The bank model's counts (URPE_SIM_BANKS, banks.cpp), per kernel and access site, summed over
+// the launches counted since the start or reset_bank_counts(). A site is one instrumented load or
+// store (its program counter): kind (write, async: a cp.async), access bytes, lane accesses,
+// warp-level requests, wavefronts and the wavefronts a conflict-free request would need.
+struct BankSite {
+  std::string kernel;
+  const void* pc = nullptr;
+  bool write = false, async = false;
+  int bytes = 0;
+  uint64_t accesses = 0, requests = 0, wavefronts = 0, ideal = 0;
+};
+std::vector<BankSite> bank_sites();
+// The site's source line (addr2line on the PC), e.g. "ops/urpe_flash_tc_tiles.cuh:138 (in
+// ops/urpe_flash_tc_forward_cuda.cu:213)", or "object+0xOFFSET" without line tables.
+std::string bank_site_name(const void* pc);
+void reset_bank_counts();
+// Per kernel whose name contains `kernel` (all when empty): the totals of loads, stores and
+// cp.async copies, then the `top` sites with the most excess wavefronts.
+std::string bank_report(const std::string& kernel = "", size_t top = 12);
 
 // Every cuBLAS and cuBLASLt GEMM call so far (the column-major m, n, k and the batch count as
 // cuBLAS saw them; valid calls only), in order: the simulator runs them on the host, so they are
