@@ -36,6 +36,9 @@
 #                                   against one: its bit-for-bit case on the GPU, memcheck and
 #                                   racecheck of it, then alternating rounds at d 64, B 8, H 16,
 #                                   n 1k/4k/16k, causal and not, each row stating rows 1|2
+#   bench/gpu_session.sh tc_counters  one ncu report each of dK/dV (TF32, BF16: the bank-conflict
+#                                   fix), the pipelined TF32 forward and the two-row BF16 forward
+#                                   (single-buffered and pipelined), with text summaries; ~2 min
 #   bench/gpu_session.sh attention_ab  today's tensor-core kernels against a urpe built before a
 #                                   change that has no switch (URPE_BEFORE=...): the TC suite twice,
 #                                   then the fused rows at d 64, n 1k/4k, TF32/BF16, causal and
@@ -263,13 +266,7 @@ attention_tc_check() {
     step ncu_tc_bwd_bf16 ncu --clock-control none --set full -k regex:"urpe_flash_tc_backward_(dq|dkdv)_kernel" \
       --launch-count 2 -o "$LOGS/tc_bwd_bf16" -f "$urpe" bench attention --device cuda $ncu_shape --math bf16 --attention fused \
       --repeats 1 $sz
-    # The pipelined TF32 forward (slower than single-buffered on the H200, 2026-11-28): is its
-    # L1/TEX (shared) pipe the limit? bench/cuda_notes.md, tenth session, predicts near 100% busy.
-    step ncu_tc_fwd_tf32_pipe ncu --clock-control none --set full -k regex:urpe_flash_tc_forward_kernel --launch-count 1 \
-      -o "$LOGS/tc_fwd_tf32_pipe" -f "$urpe" bench attention --device cuda $ncu_shape --math tf32 --tc-pipeline on \
-      --attention fused --repeats 1 $sz
   }
-  [ -f "$LOGS/tc_fwd_tf32_pipe.ncu-rep" ] && step ncu_tc_fwd_tf32_pipe_summary ncu --import "$LOGS/tc_fwd_tf32_pipe.ncu-rep" --page details
   [ -f "$LOGS/tc_fwd_bf16.ncu-rep" ] && step ncu_tc_fwd_bf16_summary ncu --import "$LOGS/tc_fwd_bf16.ncu-rep" --page details
   [ -f "$LOGS/tc_bwd_bf16.ncu-rep" ] && step ncu_tc_bwd_bf16_summary ncu --import "$LOGS/tc_bwd_bf16.ncu-rep" --page details
   [ -f "$LOGS/tc_fwd.ncu-rep" ] && step ncu_tc_fwd_summary ncu --import "$LOGS/tc_fwd.ncu-rep" --page details
@@ -387,6 +384,37 @@ tc_rows_ab() {
   STEP_TIMEOUT=60 step rows_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$tc_suite" "--test-case=two row blocks*"
   STEP_TIMEOUT=90 step rows_racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$tc_suite" "--test-case=two row blocks*"
   alternate_rounds rows one two rows_side
+  return 0
+}
+
+# tc_counters (2026-11-28, tenth session): one ncu report (--set full, the text summary beside it)
+# of each tensor-core kernel whose counters a change of that day predicts (bench/cuda_notes.md):
+#   tc_dkdv_tf32, tc_dkdv_bf16   dK/dV single-buffered: the table-term stores made conflict-free
+#                                (11-28: 67 M / 66 M store bank conflicts; predicted about 0);
+#   tc_fwd_tf32_pipe             the pipelined TF32 forward, slower than single-buffered: is its
+#                                L1/TEX pipe the limit (11-28 single-buffered: 78%; predicted ~100%)?
+#   tc_fwd_rows2, _pipe          the BF16 forward with two row blocks per warp (--tc-rows 2), single-
+#                                buffered and pipelined: executed instructions per warp-tile, eligible
+#                                warps, L1/TEX throughput, spills, against the 11-28 one-row report.
+# About 15-20 s a report on the H200. Rehearsed with a stand-in ncu that runs the profiled command:
+#   ATTENTION_TC_SMOKE=1 BUILD=build URPE_BIN=./build/urpe-cudasim PATH=/tmp/ncu_standin:$PATH \
+#     bench/gpu_session.sh tc_counters
+tc_counters() {
+  attention_tc_shapes
+  local name kernel options
+  # name | kernel regex | urpe bench attention options
+  while IFS='|' read -r name kernel options; do
+    # shellcheck disable=SC2086
+    step "ncu_$name" ncu --clock-control none --set full -k "regex:$kernel" --launch-count 1 -o "$LOGS/$name" -f \
+      "$urpe" bench attention --device cuda $ncu_shape --attention fused --repeats 1 $options $sz
+    [ -f "$LOGS/$name.ncu-rep" ] && step "ncu_${name}_summary" ncu --import "$LOGS/$name.ncu-rep" --page details
+  done <<'KERNELS'
+tc_dkdv_tf32|urpe_flash_tc_backward_dkdv_kernel|--math tf32 --tc-pipeline off
+tc_dkdv_bf16|urpe_flash_tc_backward_dkdv_kernel|--math bf16 --tc-pipeline off
+tc_fwd_tf32_pipe|urpe_flash_tc_forward_kernel|--math tf32 --tc-pipeline on
+tc_fwd_rows2|urpe_flash_tc_forward_rows2_kernel|--math bf16 --tc-pipeline off --tc-rows 2
+tc_fwd_rows2_pipe|urpe_flash_tc_forward_rows2_kernel|--math bf16 --tc-pipeline on --tc-rows 2
+KERNELS
   return 0
 }
 
@@ -675,7 +703,7 @@ case "$1" in
     attention_tc_measure
     attention_tc_check
     ;;
-  attention_tc_measure | attention_tc_check | attention_tc_pipeline | attention_ab | tc_rows_ab)
+  attention_tc_measure | attention_tc_check | attention_tc_pipeline | attention_ab | tc_rows_ab | tc_counters)
     "$1"
     ;;
   syncs)
@@ -851,7 +879,7 @@ case "$1" in
     step fix_graphormer_compile python3 tools/torch_bench.py --device cuda --model graphormer --steps 30 --compile
     ;;
   *)
-    echo "usage: bench/gpu_session.sh STEP... (STEP: build, carried, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, attention_tc_pipeline, attention_ab, tc_rows_ab, fixes, graphormer_step, syncs, capture, capture_graphormer, nccl, compare, families, presets, precision, gemm_dtypes, nsight, profile)" >&2
+    echo "usage: bench/gpu_session.sh STEP... (STEP: build, carried, parity, core, sanitize, bench, ncu, ncu_times, attention_tc, attention_tc_measure, attention_tc_check, attention_tc_pipeline, attention_ab, tc_rows_ab, tc_counters, fixes, graphormer_step, syncs, capture, capture_graphormer, nccl, compare, families, presets, precision, gemm_dtypes, nsight, profile)" >&2
     exit 2
     ;;
 esac
