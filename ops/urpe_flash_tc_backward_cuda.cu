@@ -761,22 +761,14 @@ __global__ void urpe_flash_tc_bucket_sums_kernel(int64_t heads, int64_t buckets,
   }
 }
 
-// Whether a pipelined backward kernel takes these tensors: the context's mode asks for it, the two row
-// streams it copies with cp.async (a, b: K and V for dQ, Q and dO for dK/dV; dh and dv columns)
-// whole 16-byte units on 16-byte boundaries, and its shared memory (static + dynamic) within the
-// device's per-block limit (cudaDevAttrMaxSharedMemoryPerBlockOptin). Otherwise the
-// single-buffered kernel runs.
+// Whether a pipelined backward kernel takes these tensors: the context's mode asks for it and the
+// two row streams it copies with cp.async (a, b: K and V for dQ, Q and dO for dK/dV) and its
+// shared memory fit it (pipeline_fits). Otherwise the single-buffered kernel runs.
 template <int kDim, bool kBf16, typename TIn>
 bool backward_pipeline_takes(const cuda::Context& ctx, const FlashGeometry& g, const TIn* a, const TIn* b,
                              size_t shared_bytes) {
-  if (!cuda::tc_pipeline_wanted(ctx.tc_pipeline(), kDim, kBf16, /*backward=*/true)) return false;
-  const auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
-  if ((g.dh * int64_t(sizeof(TIn))) % 16 != 0 || (g.dv * int64_t(sizeof(TIn))) % 16 != 0 || !aligned(a) || !aligned(b))
-    return false;
-  int device = 0, optin = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return shared_bytes <= size_t(optin);
+  return cuda::tc_pipeline_wanted(ctx.tc_pipeline(), kDim, kBf16, /*backward=*/true) &&
+         pipeline_fits(g, a, b, shared_bytes);
 }
 
 template <int kDim, bool kBf16, typename TIn>

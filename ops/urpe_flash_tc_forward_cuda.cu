@@ -67,26 +67,13 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
   constexpr int kKeyBlocks = kKeys / 8;  // n-blocks of S (8 keys each)
   constexpr int kSteps = Dim<kDim>::kSteps;  // n-blocks of O (8 columns each)
   constexpr int kQSteps = kBf16 ? kDim / 16 : kSteps;  // k-steps of Q·Kᵀ
-  constexpr int kDiag = Tiles::kDiag;
-  constexpr int kKVectors = Tiles::kKVectors, kVVectors = Tiles::kVVectors, kStageVectors = Tiles::kStageVectors;
   constexpr int kKWords = Tiles::kKWords, kVWords = Tiles::kVWords;
-  URPE_SHARED(float4, k_s4, [kKeys][kKVectors]);
-  URPE_SHARED(float4, v_s4, [Tiles::kVRows][kVVectors]);
-  URPE_SHARED(float, bias_s, [kDiag]);
-  URPE_SHARED(float, c_s, [kDiag]);
-  URPE_SHARED(int, pad_scratch, [kWarps]);
-  // The pipelined variant's staging (Tiles' layout), as pointers so that only it declares them.
-  float4 (*k_stage)[kKeys][kStageVectors] = nullptr;
-  float4 (*v_stage)[kKeys][kStageVectors] = nullptr;
-  int32_t (*bias_map_s)[kDiag] = nullptr;
-  int32_t (*c_map_s)[kDiag] = nullptr;
-  if constexpr (kPipelined) {
-    URPE_DYNAMIC_SHARED(float4, k_stage_d, [kKeys][kStageVectors], Tiles::kKStage);
-    URPE_DYNAMIC_SHARED(float4, v_stage_d, [kKeys][kStageVectors], Tiles::kVStage);
-    URPE_DYNAMIC_SHARED(int32_t, bias_map_d, [kDiag], Tiles::kBiasMap);
-    URPE_DYNAMIC_SHARED(int32_t, c_map_d, [kDiag], Tiles::kCMap);
-    k_stage = &k_stage_d, v_stage = &v_stage_d, bias_map_s = &bias_map_d, c_map_s = &c_map_d;
-  }
+  using Shared = ForwardShared<kDim, kBf16, TIn, kBlockRows, kPipelined>;
+  const Shared shared = Shared::declare();
+  auto& k_s4 = *shared.k_s4;
+  auto& v_s4 = *shared.v_s4;
+  const float* bias_s = *shared.bias_s;
+  const float* c_s = *shared.c_s;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int group = lane / 4, member = lane % 4;
   const int nq = int(g.nq), nk = int(g.nk), dh = int(g.dh), dv = int(g.dv);  // check_tc_sizes
@@ -96,19 +83,9 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
     const TcTask t = tc_task(task, tiles, unsigned(g.heads), kBlockRows);
     const int i0 = t.first, rows = min(kBlockRows, nq - i0);
     const int w0 = i0 + warp * kWarpRows;  // the warp's first row
-    const TIn* k_bh = k + int64_t(t.bh) * nk * dh;
-    const TIn* v_bh = v + int64_t(t.bh) * nk * dv;
+    const KeyRows<TIn> keys{k + int64_t(t.bh) * nk * dh, v + int64_t(t.bh) * nk * dv, nk, dh, dv};
     const int key_end = int(g.key_limit(i0 + rows - 1));  // masked for every row beyond
-    // Pipelined: key tile j0's copies into the staging buffers, one group per tile. The staging is
-    // free: the last read of it (the previous tile's transform) is behind a barrier.
-    auto prefetch_tile = [&](int j0) {
-      prefetch_rows<kKeys, kDim>(*k_stage, k_bh + j0 * dh, nk - j0, dh);
-      prefetch_rows<kKeys, kDim>(*v_stage, v_bh + j0 * dv, nk - j0, dv);
-      prefetch_diagonal_maps(g, i0, j0, kBlockRows - 1, *bias_map_s, *c_map_s);
-      async::commit();
-    };
-    if constexpr (kPipelined)
-      if (key_end > 0) prefetch_tile(0);
+    shared.begin_task(g, keys, i0, key_end);
     uint32_t qa[kQSteps][4];
     if constexpr (kBf16)
       load_a_fragments_bf16(qa, q + int64_t(t.bh) * nq * dh, w0, nq - w0, dh, lane);
@@ -120,40 +97,9 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
 #pragma unroll
       for (int r = 0; r < 4; ++r) o[s][r] = 0.0f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // rows group, group + 8
-    const int pad_from = first_padded_key(g, t.b, pad_scratch);
+    const int pad_from = first_padded_key(g, t.b, *shared.pad_scratch);
     for (int j0 = 0; j0 < key_end; j0 += kKeys) {
-      if constexpr (kPipelined) {
-        async::wait<0>();  // this thread's copies of tile j0 have landed
-        __syncthreads();   // everyone's have, and the previous tile's reads of k_s, v_s, diagonals are done
-        // The staged rows to the fragment layouts: the loaders' whole-tile path from the swizzled
-        // staging (StagedRows: kKeys rows of kDim columns, the zeros included), the same rounding
-        // and pairing as from global memory.
-        if constexpr (kBf16) {
-          const TIn* k_raw = reinterpret_cast<const TIn*>(&(*k_stage)[0][0]);
-          const TIn* v_raw = reinterpret_cast<const TIn*>(&(*v_stage)[0][0]);
-          load_bf16_rows<kKeys, kDim>(tile_view<uint32_t, kKWords>(k_s4), k_raw, kKeys, kDim, StagedRows{});
-          load_bf16_quad_rows<kKeys, kDim>(tile_view<uint32_t, kVWords>(v_s4), v_raw, kKeys, kDim, StagedRows{});
-        } else {
-          const float* k_raw = reinterpret_cast<const float*>(&(*k_stage)[0][0]);
-          const float* v_raw = reinterpret_cast<const float*>(&(*v_stage)[0][0]);
-          load_rounded_column_pairs<kKeys, kDim>(tile_view<float2, kDim / 2 + 4>(k_s4), k_raw, kKeys, kDim, StagedRows{});
-          load_rounded_row_pairs<kKeys, kDim>(tile_view<float2, kDim + 4>(v_s4), v_raw, kKeys, kDim, StagedRows{});
-        }
-        stage_diagonals<kDiag, true>(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s, *bias_map_s, *c_map_s);
-        __syncthreads();  // k_s, v_s and the diagonals ready; the staging is free again
-        if (j0 + kKeys < key_end) prefetch_tile(j0 + kKeys);  // in flight while this tile computes
-      } else {
-        __syncthreads();  // the previous tile's reads of k_s, v_s and the diagonals are done
-        if constexpr (kBf16) {
-          load_bf16_rows<kKeys, kDim>(tile_view<uint32_t, kKWords>(k_s4), k_bh + j0 * dh, nk - j0, dh);
-          load_bf16_quad_rows<kKeys, kDim>(tile_view<uint32_t, kVWords>(v_s4), v_bh + j0 * dv, nk - j0, dv);
-        } else {
-          load_rounded_column_pairs<kKeys, kDim>(tile_view<float2, kDim / 2 + 4>(k_s4), k_bh + j0 * dh, nk - j0, dh);
-          load_rounded_row_pairs<kKeys, kDim>(tile_view<float2, kDim + 4>(v_s4), v_bh + j0 * dv, nk - j0, dv);
-        }
-        stage_diagonals(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s);
-        __syncthreads();
-      }
+      shared.load_key_tile(g, keys, t.h, i0, j0, key_end);
 
       float s[kKeyBlocks][4];
 #pragma unroll

@@ -61,25 +61,13 @@ __global__ void __launch_bounds__(kThreads, 2)
   constexpr int kKeyBlocks = kKeys / 8;       // n-blocks of S (8 keys each)
   constexpr int kSteps = Dim<kDim>::kSteps;   // n-blocks of O (8 columns each)
   constexpr int kQSteps = kDim / 16;          // k-steps of Q·Kᵀ
-  constexpr int kDiag = Tiles::kDiag;         // 128 + 64 − 1
-  constexpr int kKVectors = Tiles::kKVectors, kVVectors = Tiles::kVVectors, kStageVectors = Tiles::kStageVectors;
   constexpr int kKWords = Tiles::kKWords, kVWords = Tiles::kVWords;
-  URPE_SHARED(float4, k_s4, [kKeys][kKVectors]);
-  URPE_SHARED(float4, v_s4, [Tiles::kVRows][kVVectors]);
-  URPE_SHARED(float, bias_s, [kDiag]);
-  URPE_SHARED(float, c_s, [kDiag]);
-  URPE_SHARED(int, pad_scratch, [kWarps]);
-  float4 (*k_stage)[kKeys][kStageVectors] = nullptr;
-  float4 (*v_stage)[kKeys][kStageVectors] = nullptr;
-  int32_t (*bias_map_s)[kDiag] = nullptr;
-  int32_t (*c_map_s)[kDiag] = nullptr;
-  if constexpr (kPipelined) {
-    URPE_DYNAMIC_SHARED(float4, k_stage_d, [kKeys][kStageVectors], Tiles::kKStage);
-    URPE_DYNAMIC_SHARED(float4, v_stage_d, [kKeys][kStageVectors], Tiles::kVStage);
-    URPE_DYNAMIC_SHARED(int32_t, bias_map_d, [kDiag], Tiles::kBiasMap);
-    URPE_DYNAMIC_SHARED(int32_t, c_map_d, [kDiag], Tiles::kCMap);
-    k_stage = &k_stage_d, v_stage = &v_stage_d, bias_map_s = &bias_map_d, c_map_s = &c_map_d;
-  }
+  using Shared = ForwardShared<kDim, true, TIn, kBlockRows2, kPipelined>;  // diagonals: 128 + 64 − 1
+  const Shared shared = Shared::declare();
+  auto& k_s4 = *shared.k_s4;
+  auto& v_s4 = *shared.v_s4;
+  const float* bias_s = *shared.bias_s;
+  const float* c_s = *shared.c_s;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int group = lane / 4, member = lane % 4;
   const int nq = int(g.nq), nk = int(g.nk), dh = int(g.dh), dv = int(g.dv);  // check_tc_sizes
@@ -89,17 +77,9 @@ __global__ void __launch_bounds__(kThreads, 2)
     const TcTask t = tc_task(task, tiles, unsigned(g.heads), kBlockRows2);
     const int i0 = t.first, rows = min(kBlockRows2, nq - i0);
     const int w0 = i0 + warp * kWarpRows2;  // the warp's first row; row block r starts at w0 + 16r
-    const TIn* k_bh = k + int64_t(t.bh) * nk * dh;
-    const TIn* v_bh = v + int64_t(t.bh) * nk * dv;
+    const KeyRows<TIn> keys{k + int64_t(t.bh) * nk * dh, v + int64_t(t.bh) * nk * dv, nk, dh, dv};
     const int key_end = int(g.key_limit(i0 + rows - 1));  // masked for every row beyond
-    auto prefetch_tile = [&](int j0) {
-      prefetch_rows<kKeys, kDim>(*k_stage, k_bh + j0 * dh, nk - j0, dh);
-      prefetch_rows<kKeys, kDim>(*v_stage, v_bh + j0 * dv, nk - j0, dv);
-      prefetch_diagonal_maps(g, i0, j0, kBlockRows2 - 1, *bias_map_s, *c_map_s);
-      async::commit();
-    };
-    if constexpr (kPipelined)
-      if (key_end > 0) prefetch_tile(0);
+    shared.begin_task(g, keys, i0, key_end);
     uint32_t qa[kRowBlocks][kQSteps][4];
 #pragma unroll
     for (int rb = 0; rb < kRowBlocks; ++rb) {
@@ -117,25 +97,9 @@ __global__ void __launch_bounds__(kThreads, 2)
     float m[kRowBlocks][2], l[kRowBlocks][2];
 #pragma unroll
     for (int rb = 0; rb < kRowBlocks; ++rb) m[rb][0] = m[rb][1] = -INFINITY, l[rb][0] = l[rb][1] = 0.0f;
-    const int pad_from = first_padded_key(g, t.b, pad_scratch);
+    const int pad_from = first_padded_key(g, t.b, *shared.pad_scratch);
     for (int j0 = 0; j0 < key_end; j0 += kKeys) {
-      if constexpr (kPipelined) {
-        async::wait<0>();  // this thread's copies of tile j0 have landed
-        __syncthreads();   // everyone's have, and the previous tile's reads of k_s, v_s, diagonals are done
-        const TIn* k_raw = reinterpret_cast<const TIn*>(&(*k_stage)[0][0]);
-        const TIn* v_raw = reinterpret_cast<const TIn*>(&(*v_stage)[0][0]);
-        load_bf16_rows<kKeys, kDim>(tile_view<uint32_t, kKWords>(k_s4), k_raw, kKeys, kDim, StagedRows{});
-        load_bf16_quad_rows<kKeys, kDim>(tile_view<uint32_t, kVWords>(v_s4), v_raw, kKeys, kDim, StagedRows{});
-        stage_diagonals<kDiag, true>(g, t.h, i0, j0, kBlockRows2 - 1, bias_s, c_s, *bias_map_s, *c_map_s);
-        __syncthreads();  // k_s, v_s and the diagonals ready; the staging is free again
-        if (j0 + kKeys < key_end) prefetch_tile(j0 + kKeys);  // in flight while this tile computes
-      } else {
-        __syncthreads();  // the previous tile's reads of k_s, v_s and the diagonals are done
-        load_bf16_rows<kKeys, kDim>(tile_view<uint32_t, kKWords>(k_s4), k_bh + j0 * dh, nk - j0, dh);
-        load_bf16_quad_rows<kKeys, kDim>(tile_view<uint32_t, kVWords>(v_s4), v_bh + j0 * dv, nk - j0, dv);
-        stage_diagonals(g, t.h, i0, j0, kBlockRows2 - 1, bias_s, c_s);
-        __syncthreads();
-      }
+      shared.load_key_tile(g, keys, t.h, i0, j0, key_end);
 
       // S_r += Q_r·Kᵀ, 16 head-dim columns a step; each K fragment (one 64-bit shared load) feeds
       // both row blocks' mma: b = K(key, 16ks + 2t | +1), K(key, 16ks + 8 + 2t | +1).

@@ -548,6 +548,22 @@ struct KeyTileStaging {
   static constexpr size_t kDynamicBytes = kCMap + 4 * kDiag;
 };
 
+// Whether a pipelined kernel can take these tensors, whatever the mode asks: its cp.async copies
+// need the two staged tensors' rows (dh and dv elements of TIn) in whole 16-byte units on 16-byte
+// boundaries, and its shared memory (static + dynamic) within the device's per-block limit
+// (cudaDevAttrMaxSharedMemoryPerBlockOptin). The forward (pipeline_takes) and the backward's two
+// kernels (backward_pipelines) ask it; otherwise their single-buffered kernels run.
+template <typename TIn>
+bool pipeline_fits(const FlashGeometry& g, const TIn* a, const TIn* b, size_t shared_bytes) {
+  const auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
+  if ((g.dh * int64_t(sizeof(TIn))) % 16 != 0 || (g.dv * int64_t(sizeof(TIn))) % 16 != 0 || !aligned(a) || !aligned(b))
+    return false;
+  int device = 0, optin = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return shared_bytes <= size_t(optin);
+}
+
 // ---- the interior fast path ----
 // A tile takes the fast path when each of its cells (i, j), i in [i_lo, i_hi), j in [j_lo, j_hi),
 // is inside the matrix, not causally cut, not a padded key, with no dropout, and B and C come
