@@ -90,19 +90,26 @@ __device__ __forceinline__ void store_unit_halves(void* unit, const float4& firs
 // columns, every row valid, 16-byte aligned), element by element otherwise.
 // StagedRows: a staging tile in shared memory that prefetch_rows filled (the pipelined kernels):
 // kRows rows of kDim elements, zeros included, so always whole, with its 16-byte units swizzled:
-// unit f (row-major, f = row·units per row + unit) lies at staged_unit(f) = f ^ (bit 3 of f), i.e.
-// in each group of 16 units the upper 8 swap neighbours. Why: a row loader's thread reads two
-// neighbouring units (8 floats), so the 8 lanes of a quarter-warp (one 128-bit shared load
-// wavefront) read units 2l, l = 0…7, which unswizzled are 32 bytes apart and cover only half the
-// banks of a 128-byte line twice (a 2-way conflict; bench/cuda_notes.md, fourth pass). Swizzled,
-// lanes 4…7 read units 2l + 1 first: the 8 lanes hit 8 distinct 16-byte slots (conflict-free),
-// the second load likewise; the row-pair loaders and the bf16 loaders read 8 consecutive units
-// per quarter-warp, a permutation of one aligned group of 8: still conflict-free. The swizzle
-// moves addresses only, never values: the loaders produce the same tiles, the same bits.
+// unit f (row-major, f = row·units per row + unit) lies at staged_unit(f) = f ^ ((f >> 3) & 7),
+// i.e. in the k-th aligned group of 8 units, unit u sits at u ^ (k mod 8). Why: a quarter-warp's
+// 8 lanes (one 128-bit shared load wavefront) must hit 8 distinct 16-byte slots of a 128-byte
+// line (slot = unit mod 8), and the loaders read the staging in three patterns:
+//   * 8 consecutive units (the row-pair loaders, the bf16-tensor loaders, prefetch_rows' cp.async
+//     writes): one aligned group, the swizzle a permutation of it: distinct slots;
+//   * units 2l, l = 0…7, then 2l + 1 (the TF32 row loader: 8 floats a thread): unswizzled slots
+//     0, 2, 4, 6 twice (2-way; bench/cuda_notes.md, fourth pass); swizzled, lanes 0–3 and 4–7 are
+//     in groups c and c + 1 (c even), slots {0, 2, 4, 6} ^ c and ^ (c + 1): all 8;
+//   * units 4l + j, j = 0…3 (the BF16 loaders from f32 tensors: 16 floats a thread): unswizzled
+//     slots 0, 4, 0, 4, …; swizzled (4·(l & 1) + j) ^ (c + (l >> 1)), c ∈ {0, 4}: all 8.
+// The bank model measured it (URPE_SIM_BANKS; bench/cuda_notes.md, "Bank conflicts on the
+// simulator"): the last pattern's excess wavefronts in the BF16 pipelined forward, dQ and dK/dV
+// 2048 / 4096 / 4096 → 0; the others stay at 0. (Until 2026-11-28 the swizzle was f ^ (bit 3 of f),
+// which covered the first two patterns only.) It moves addresses only, never values: the loaders
+// produce the same tiles, the same bits.
 struct GlobalRows {};
 struct StagedRows {};
 
-__device__ __forceinline__ unsigned staged_unit(unsigned f) { return f ^ ((f >> 3) & 1u); }
+__device__ __forceinline__ unsigned staged_unit(unsigned f) { return f ^ ((f >> 3) & 7u); }
 
 // Element (row_offset + c + k) of a tile of T (row_offset = row · kDim for a staging tile): for a
 // tensor the pointer as the single-buffered loaders always formed it, (src + row_offset) + c + k;

@@ -1093,9 +1093,14 @@ BankTotals bank_totals(const std::string& kernel, bool write) {
 // The tensor-core kernels at d 64 (Toeplitz bias and C: the table terms and the diagonal walk
 // included; interior tiles, the GPU benchmark's case) under the bank model, forward and backward,
 // single-buffered and pipelined, TF32 and BF16: each kernel's per-site report (MESSAGE; the numbers
-// in bench/cuda_notes.md), and the dK/dV kernel's shared stores conflict-free (ncu counted 66 M of
-// 209-275 M store wavefronts as conflicts there on an H200 before its table terms were transposed).
-TEST_CASE("bank model: the tensor-core kernels' shared accesses at d 64; dK/dV's stores conflict-free") {
+// in bench/cuda_notes.md), and
+//   * the dK/dV kernel's shared stores conflict-free (ncu counted 66 M of 209-275 M store
+//     wavefronts as conflicts there on an H200 before its table terms were transposed);
+//   * the forward's and dQ's shared loads conflict-free, and dK/dV's pipelined loads no worse than
+//     its single-buffered ones (their excess is the model's miscount of the diagonal walk, docs/
+//     cuda.md): the pipelined kernels' reads of the staging (StagedRows' swizzle) add no conflict
+//     (the BF16 loaders from f32 tensors read it 2-way conflicted before 2026-11-28's swizzle).
+TEST_CASE("bank model: the tensor-core kernels' shared accesses at d 64; dK/dV's stores, the staging's reads conflict-free") {
   if (!urpe_sim::access_hooks_available()) return;  // the ASan build has no access hooks
   const urpe_sim::Settings saved = urpe_sim::settings();
   urpe_sim::Settings counting = saved;
@@ -1105,8 +1110,9 @@ TEST_CASE("bank model: the tensor-core kernels' shared accesses at d 64; dK/dV's
   urpe_sim::set_settings(counting);
   const TcCase c{"d 64, toeplitz, interior tiles", 1, 1, 256, 256, 64, 64, true, true, 1, false, false, 0, 0.0f};
   for (TileMath math : {TileMath::tf32, TileMath::bf16, TileMath::bf16_tensors}) {
+    uint64_t dkdv_single_buffered_excess = 0;
     for (bool pipeline : {false, true}) {
-      const char* math_name = math == TileMath::tf32 ? "tf32" : math == TileMath::bf16 ? "bf16" : "bf16 tensors";
+      const std::string math_name = math == TileMath::tf32 ? "tf32" : math == TileMath::bf16 ? "bf16" : "bf16 tensors";
       CAPTURE(math_name);
       CAPTURE(pipeline);
       urpe_sim::reset_bank_counts();
@@ -1129,12 +1135,24 @@ TEST_CASE("bank model: the tensor-core kernels' shared accesses at d 64; dK/dV's
       cuda::set_tc_pipeline(gpu().context(), cuda::TcPipeline::automatic);
       cuda::set_tf32(gpu().context(), false);
       cuda::set_bf16_tiles(gpu().context(), false);
-      const std::string report = std::string(math_name) + (pipeline ? ", pipelined\n" : ", single-buffered\n") +
+      const std::string report = math_name + (pipeline ? ", pipelined\n" : ", single-buffered\n") +
                                  urpe_sim::bank_report("urpe_flash_tc", 8);
       MESSAGE(report);
       const BankTotals stores = bank_totals("urpe_flash_tc_backward_dkdv_kernel", true);
       CHECK(stores.requests > 0);
       CHECK(stores.excess() == 0);
+      for (const std::string kernel : {"urpe_flash_tc_forward_kernel", "urpe_flash_tc_backward_dq_kernel"}) {
+        CAPTURE(kernel);
+        const BankTotals loads = bank_totals(kernel, false);
+        CHECK(loads.requests > 0);
+        CHECK(loads.excess() == 0);
+      }
+      const BankTotals dkdv_loads = bank_totals("urpe_flash_tc_backward_dkdv_kernel", false);
+      CHECK(dkdv_loads.requests > 0);
+      if (pipeline)
+        CHECK(dkdv_loads.excess() == dkdv_single_buffered_excess);
+      else
+        dkdv_single_buffered_excess = dkdv_loads.excess();
     }
   }
   urpe_sim::set_settings(saved);
