@@ -7,9 +7,16 @@
 # A number in awk from a string like "3.12%".
 num_awk='function num(s) { gsub(/[%,]/, "", s); return s + 0 }'
 
+# Whether the text on stdin has a line that grep's arguments match, reading all of it. Not
+# `grep -q` at the end of a pipe: it exits at the first match, and a writer still writing (bash's
+# printf writes line by line, a program its buffers) then dies of SIGPIPE, which fails the claim
+# under run_walkthrough.sh's pipefail, now and then: a CI run on 2 busy cores lost step 2's claim
+# to it (2026-11-28), and 134 of 200 tries of a 20000-line printf into `grep -q` fail.
+has_line() { grep "$@" >/dev/null; }
+
 # ---- step 1 ----
 step1_row_sums_checked() {
-  output_of 'test-case="C = ones' | grep -q 'SUCCESS: CHECK( s == doctest::Approx(1.0)'
+  output_of 'test-case="C = ones' | has_line 'SUCCESS: CHECK( s == doctest::Approx(1.0)'
 }
 claim any "step 1: the core's test checks that a softmax row sums to 1, and it passes" step1_row_sums_checked
 
@@ -44,7 +51,7 @@ step2_verdicts() {
   local out
   out=$(output_of "theory probe --preset")
   for pe in none rpe urpe; do
-    printf '%s\n' "$out" | grep -q "^pi-tiny (untrained, pe = $pe): Theorem 2 applies.*as the theorem says$" || return 1
+    printf '%s\n' "$out" | has_line "^pi-tiny (untrained, pe = $pe): Theorem 2 applies.*as the theorem says$" || return 1
   done
 }
 claim any "step 2: the probe's verdict for noPE, RPE and URPE is 'as the theorem says'" step2_verdicts
@@ -52,13 +59,13 @@ claim any "step 2: the probe's verdict for noPE, RPE and URPE is 'as the theorem
 # ---- step 3 ----
 step3_exact() {
   output_of "theory construction" |
-    grep -qF 'max |A·1 − (n − i)/n| = 0, max |output/u − (n − i)/n| = 0; with C ≡ 1 (RPE): max |A·1 − 1| = 0'
+    has_line -F 'max |A·1 − (n − i)/n| = 0, max |output/u − (n − i)/n| = 0; with C ≡ 1 (RPE): max |A·1 − 1| = 0'
 }
 claim any "step 3: A·1 = (n − i)/n exactly, the output too, and every row sums to exactly 1 with C ≡ 1" step3_exact
 step3_your_c() {
-  output_of "construction --n 8 --c linear:0" | grep -q '^Positions 0 and 1 get the same multiple of u (0 apart)' &&
+  output_of "construction --n 8 --c linear:0" | has_line '^Positions 0 and 1 get the same multiple of u (0 apart)' &&
     "$BUILD/urpe" theory construction --n 8 --c linear:0.5 --out "$OUT/yours" |
-      grep -q '^URPE gives every position a different multiple of u (closest: positions [0-9]* and [0-9]*, 0.0714 apart)'
+      has_line '^URPE gives every position a different multiple of u (closest: positions [0-9]* and [0-9]*, 0.0714 apart)'
 }
 claim any "step 3: a flat C (linear:0) gives two positions the same output; linear:0.5 puts them 0.5/7 = 0.071 apart" step3_your_c
 
@@ -84,13 +91,13 @@ claim full "step 4: on identical tokens noPE and RPE get exactly 1/32 = 3.12%, U
 step5_verdicts() {
   local out
   out=$(output_of "theory probe --repro")
-  printf '%s\n' "$out" | grep -q '^pi-V100-none-s1: Theorem 2 applies.*as the theorem says$' &&
-    printf '%s\n' "$out" | grep -q '^pi-V100-rpe-s1: Theorem 2 applies.*as the theorem says$' &&
-    printf '%s\n' "$out" | grep -q '^pi-V100-urpe-s1: not bound by Theorem 2 (URPE with a learned C).*accuracy 100.00%'
+  printf '%s\n' "$out" | has_line '^pi-V100-none-s1: Theorem 2 applies.*as the theorem says$' &&
+    printf '%s\n' "$out" | has_line '^pi-V100-rpe-s1: Theorem 2 applies.*as the theorem says$' &&
+    printf '%s\n' "$out" | has_line '^pi-V100-urpe-s1: not bound by Theorem 2 (URPE with a learned C).*accuracy 100.00%'
 }
 claim full "step 5: noPE and RPE still obey the theorem after training; URPE identifies every position (100%)" step5_verdicts
 step5_make_demo() {  # make demo runs `urpe demo` with its default --out, which holds the same layout
-  "$BUILD/urpe" demo --help | grep -q -- '--out DIR .*(default: runs/demo)' && [ -d "$OUT/demo/runs/pi-V100-urpe-s1" ]
+  "$BUILD/urpe" demo --help | has_line -- '--out DIR .*(default: runs/demo)' && [ -d "$OUT/demo/runs/pi-V100-urpe-s1" ]
 }
 claim any "intro and step 5: after make demo, runs/demo holds the models (runs/demo/runs/pi-V100-urpe-s1)" step5_make_demo
 
@@ -102,7 +109,7 @@ rowsums_rows() {  # head layer v0 v31 gap dev_identical dev_task identical_vs_ta
     /^ +[0-9]+ +[-0-9.]+ → / && head != "" { print head, $1, v0, v31, gap, $8, $10, $11 }'
 }
 step6_positions_differ() {
-  output_of "theory rowsums" | grep -q '^4 of 4 heads have all v_i distinct' &&
+  output_of "theory rowsums" | has_line '^4 of 4 heads have all v_i distinct' &&
     output_of "theory rowsums" | rowsums_rows | awk '
       $2 == 1 { rows++; d = $3 - $4; if (d < 0) d = -d; if (d < 0.35) bad = 1
                 if (($1 == 3) != ($4 > $3)) bad = 1 }   # falling in heads 0-2, rising in head 3
@@ -228,10 +235,10 @@ step8_one_screen() {
 claim any "step 8: RPE at chance (loss ln 32, 1/32 on identical tokens), URPE 100% on both inputs, each run under 30 s" step8_one_screen
 
 # ---- steps 12 and 13: the suites pass ----
-step9_passes() { output_of 'test-case="gradcheck' | grep -q 'Status: SUCCESS!'; }
+step9_passes() { output_of 'test-case="gradcheck' | has_line 'Status: SUCCESS!'; }
 claim any "step 12: every gradient check passes" step9_passes
 step10_passes() {
-  [ ! -x "$BUILD/test_cuda_sim_parity" ] || output_of 'test_cuda_sim_parity' | grep -q 'Status: SUCCESS!'
+  [ ! -x "$BUILD/test_cuda_sim_parity" ] || output_of 'test_cuda_sim_parity' | has_line 'Status: SUCCESS!'
 }
 claim any "step 13: the simulator's parity case passes" step10_passes
 
