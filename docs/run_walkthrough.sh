@@ -113,7 +113,7 @@ gpu_steps=$(awk '/^```sh[ \t]*$/{n++} END{print n+0}' "$DOC")
 start_all=$(date +%s)
 for k in $(seq 1 "$STEPS"); do
   cmd=$(cat "$WORK/$k.cmd")
-  shown_cmd=$(printf '%s' "$cmd" | head -1)
+  shown_cmd=${cmd%%$'\n'*}  # its first line (not `| head -1`: under pipefail, a SIGPIPE race)
   run=$(runnable "$cmd")
   # The CUDA simulator's suite is missing where it is not built (URPE_CUDA_SIM=OFF).
   binary=$(printf '%s' "$run" | awk '{print $1}')
