@@ -38,9 +38,9 @@ for path in /gpu_bin/ /gpu_bin.tgz; do
 done
 du -h gpu_bin/* | sed 's/^/  /'
 echo "gpu_bin.tgz: $(du -h gpu_bin.tgz | cut -f1) ($(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ', uncommitted changes'))"
-# Whether each call's carry fits (bench/cuda_notes.md, "The next GPU session"): the device tool
-# copies the tree (tracked files and untracked ones git does not ignore) plus the carried paths,
-# 64 MiB in all; a call over it is refused or loses its binaries.
+# Whether each call's carry fits (bench/cuda_notes.md, "A GPU session: the exact calls"): the
+# device tool copies the tree (tracked files and untracked ones git does not ignore) plus the
+# carried paths, 64 MiB in all; a call over it is refused or loses its binaries.
 tree_bytes=$({ git ls-files -z; git ls-files -z --others --exclude-standard; } |
   xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
 for carry in "urpe test_cuda_flash_tensor_core" "urpe test_cuda_graphs" "urpe test_cuda_parity"; do
