@@ -62,13 +62,13 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 2 : 3)
                                  const TIn* __restrict__ v, TIn* __restrict__ out, float* __restrict__ lse) {
   const uint64_t seed = g.dropout_seed();  // once per thread
   static_assert(kBf16 || std::is_same_v<TIn, float>, "TF32 tiles read f32 tensors (the host widens bf16 ones)");
-  using Tiles = ForwardTiles<kDim, kBf16, TIn>;
+  using Shared = ForwardShared<kDim, kBf16, TIn, kBlockRows, kPipelined>;
+  using Tiles = typename Shared::Tiles;  // the layouts the shared arrays were declared with
   constexpr int kKeys = Tiles::kKeys;
   constexpr int kKeyBlocks = kKeys / 8;  // n-blocks of S (8 keys each)
   constexpr int kSteps = Dim<kDim>::kSteps;  // n-blocks of O (8 columns each)
   constexpr int kQSteps = kBf16 ? kDim / 16 : kSteps;  // k-steps of Q·Kᵀ
   constexpr int kKWords = Tiles::kKWords, kVWords = Tiles::kVWords;
-  using Shared = ForwardShared<kDim, kBf16, TIn, kBlockRows, kPipelined>;
   const Shared shared = Shared::declare();
   auto& k_s4 = *shared.k_s4;
   auto& v_s4 = *shared.v_s4;

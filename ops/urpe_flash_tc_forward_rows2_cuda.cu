@@ -45,9 +45,6 @@ constexpr int kRowBlocks = 2;                       // 16-row blocks per warp
 constexpr int kWarpRows2 = kRowBlocks * kWarpRows;  // 32 query rows per warp
 constexpr int kBlockRows2 = kWarps * kWarpRows2;    // 128 query rows per block
 
-template <typename TIn>
-using Rows2Tiles = ForwardTiles<kDim, true, TIn, kBlockRows2>;
-
 // One block (4 warps) per (b, h, 128 query rows); warp w owns rows 32w … 32w + 31 of its block as
 // row blocks r = 0, 1 (rows 32w + 16r …). The staging of K, V and the diagonals is the one-row
 // kernel's (pipelined or not), for 128 rows. TIn: float or __nv_bfloat16 tensors.
@@ -56,13 +53,13 @@ __global__ void __launch_bounds__(kThreads, 2)
     urpe_flash_tc_forward_rows2_kernel(FlashGeometry g, const TIn* __restrict__ q, const TIn* __restrict__ k,
                                        const TIn* __restrict__ v, TIn* __restrict__ out, float* __restrict__ lse) {
   const uint64_t seed = g.dropout_seed();  // once per thread
-  using Tiles = Rows2Tiles<TIn>;
+  using Shared = ForwardShared<kDim, true, TIn, kBlockRows2, kPipelined>;  // diagonals: 128 + 64 − 1
+  using Tiles = typename Shared::Tiles;  // the layouts the shared arrays were declared with
   constexpr int kKeys = Tiles::kKeys;
   constexpr int kKeyBlocks = kKeys / 8;       // n-blocks of S (8 keys each)
   constexpr int kSteps = Dim<kDim>::kSteps;   // n-blocks of O (8 columns each)
   constexpr int kQSteps = kDim / 16;          // k-steps of Q·Kᵀ
   constexpr int kKWords = Tiles::kKWords, kVWords = Tiles::kVWords;
-  using Shared = ForwardShared<kDim, true, TIn, kBlockRows2, kPipelined>;  // diagonals: 128 + 64 − 1
   const Shared shared = Shared::declare();
   auto& k_s4 = *shared.k_s4;
   auto& v_s4 = *shared.v_s4;
@@ -234,7 +231,7 @@ void launch_rows2(cuda::Context& ctx, const FlashGeometry& g, const Tensor& q, c
   cuda::TcKernelsRan& ran = ctx.tc_kernels_ran();  // what ran, for the benchmark's rows
   ran.forward = true, ran.forward_pipelined = pipelined, ran.forward_row_blocks = kRowBlocks;
   if (pipelined) {
-    constexpr size_t kBytes = Rows2Tiles<TIn>::kDynamicBytes;
+    constexpr size_t kBytes = ForwardTiles<kDim, true, TIn, kBlockRows2>::kDynamicBytes;
     auto* kernel = urpe_flash_tc_forward_rows2_kernel<TIn, true>;
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBytes)));
     kernel<<<grid_for(ctx, tasks, 1), kThreads, kBytes, ctx.stream()>>>(g, values<TIn>(q), values<TIn>(k),
