@@ -768,7 +768,7 @@ template <int kDim, bool kBf16, typename TIn>
 bool backward_pipeline_takes(const cuda::Context& ctx, const FlashGeometry& g, const TIn* a, const TIn* b,
                              size_t shared_bytes) {
   return cuda::tc_pipeline_wanted(ctx.tc_pipeline(), kDim, kBf16, /*backward=*/true) &&
-         pipeline_fits(g, a, b, shared_bytes);
+         pipeline_fits(ctx, g, a, b, shared_bytes);
 }
 
 template <int kDim, bool kBf16, typename TIn>

@@ -213,7 +213,7 @@ template <int kDim, bool kBf16, typename TIn, int kQueryRows = kBlockRows>
 bool pipeline_takes(const cuda::Context& ctx, const FlashGeometry& g, const TIn* k, const TIn* v) {
   using Tiles = ForwardTiles<kDim, kBf16, TIn, kQueryRows>;
   return cuda::tc_pipeline_wanted(ctx.tc_pipeline(), kDim, kBf16, /*backward=*/false) &&
-         pipeline_fits(g, k, v, Tiles::kStaticBytes + Tiles::kDynamicBytes);
+         pipeline_fits(ctx, g, k, v, Tiles::kStaticBytes + Tiles::kDynamicBytes);
 }
 
 // The two-row-block forward (urpe_flash_tc_forward_rows2_cuda.cu), BF16 tiles at the 64 class,

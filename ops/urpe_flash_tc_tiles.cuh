@@ -558,17 +558,16 @@ struct KeyTileStaging {
 // Whether a pipelined kernel can take these tensors, whatever the mode asks: its cp.async copies
 // need the two staged tensors' rows (dh and dv elements of TIn) in whole 16-byte units on 16-byte
 // boundaries, and its shared memory (static + dynamic) within the device's per-block limit
-// (cudaDevAttrMaxSharedMemoryPerBlockOptin). The forward (pipeline_takes) and the backward's two
-// kernels (backward_pipelines) ask it; otherwise their single-buffered kernels run.
+// (sharedMemPerBlockOptin, read once with the context's device properties: no query per launch).
+// The forward (pipeline_takes) and the backward's two kernels (backward_pipelines) ask it;
+// otherwise their single-buffered kernels run.
 template <typename TIn>
-bool pipeline_fits(const FlashGeometry& g, const TIn* a, const TIn* b, size_t shared_bytes) {
+bool pipeline_fits(const cuda::Context& ctx, const FlashGeometry& g, const TIn* a, const TIn* b,
+                   size_t shared_bytes) {
   const auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
   if ((g.dh * int64_t(sizeof(TIn))) % 16 != 0 || (g.dv * int64_t(sizeof(TIn))) % 16 != 0 || !aligned(a) || !aligned(b))
     return false;
-  int device = 0, optin = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return shared_bytes <= size_t(optin);
+  return shared_bytes <= ctx.properties().sharedMemPerBlockOptin;
 }
 
 // ---- the interior fast path ----

@@ -165,12 +165,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int device) {
   properties->maxThreadsPerBlock = 1024;
   properties->major = 9;
   properties->minor = 0;
-  return cudaSuccess;
-}
-cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device) {
-  if (device != 0) return record_api_error(cudaErrorInvalidDevice);
-  if (attribute != cudaDevAttrMaxSharedMemoryPerBlockOptin) return record_api_error(cudaErrorInvalidValue);
-  *value = int(urpe_sim::kSharedOptinBytes);
+  properties->sharedMemPerBlockOptin = urpe_sim::kSharedOptinBytes;
   return cudaSuccess;
 }
 

@@ -26,7 +26,7 @@ cudaError_t record_api_error(cudaError_t error);
 bool capture_forbids(const char* call);
 
 // Dynamic shared memory per block: what a launch may ask for without cudaFuncSetAttribute, and
-// the most any kernel may be allowed (sm_90's opt-in limit, cudaDevAttrMaxSharedMemoryPerBlockOptin).
+// the most any kernel may be allowed (sm_90's opt-in limit, cudaDeviceProp::sharedMemPerBlockOptin).
 constexpr size_t kDefaultDynamicSharedBytes = size_t(48) << 10;
 constexpr size_t kSharedOptinBytes = 232448;
 // The kernel's dynamic shared-memory limit (cudaFuncSetAttribute, else the default).

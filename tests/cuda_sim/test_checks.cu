@@ -279,8 +279,9 @@ TEST_CASE("dynamic shared memory: arrays inside the launch's bytes; above 48 KiB
   dynamic_tile_kernel<<<1, 64, 64 + 16384 * 4>>>(out, 32);  // over 'head'
   message = launch_error();
   CHECK(contains(message, "at bytes [32, 65568) overlaps dynamic shared 'head' at [0, 64)"));
-  int optin = 0;
-  REQUIRE(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0) == cudaSuccess);
+  cudaDeviceProp properties{};
+  REQUIRE(cudaGetDeviceProperties(&properties, 0) == cudaSuccess);
+  const int optin = int(properties.sharedMemPerBlockOptin);
   CHECK(optin == 232448);
   CHECK(cudaFuncSetAttribute(dynamic_tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin + 1) ==
         cudaErrorInvalidValue);

@@ -129,6 +129,7 @@ struct cudaDeviceProp {
   int maxThreadsPerBlock;
   int major;
   int minor;
+  size_t sharedMemPerBlockOptin;  // the opt-in shared memory a block may have (urpe_sim::kSharedOptinBytes)
 };
 
 // ---- runtime API (tests/cuda_sim/runtime.cpp) ----
@@ -136,11 +137,6 @@ cudaError_t cudaGetDeviceCount(int* count);
 cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* properties, int device);
-// The device attributes urpe asks for; the simulated device answers as an H100 (sm_90) would.
-enum cudaDeviceAttr {
-  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,  // 232448 bytes (227 KiB) on sm_90
-};
-cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device);
 // A kernel's launch attributes: only the dynamic shared-memory limit. A launch asking for more than
 // 48 KiB of dynamic shared memory fails unless this raised the kernel's limit to at least that
 // (as on a GPU), and no kernel's limit goes above the device's opt-in maximum.
