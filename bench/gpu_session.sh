@@ -63,7 +63,8 @@
 #                                   the PI preset and the encoder at Table 5's size (12 layers,
 #                                   d 768, batch 32, n = 512) in each precision, two alternating
 #                                   rounds; per run the step time, peak memory and the GEMM rows
-#                                   (linear, matmul, cast) of the per-op table
+#                                   (linear, matmul, cast) of the per-op table; at the end
+#                                   bench/precision_table.py's table (precision_table.md)
 #   bench/gpu_session.sh precision_torch  PyTorch on the same Table 5 model (tools/torch_bench.py):
 #                                   fp32, tf32, bf16 under torch.autocast eager, bf16 compiled; the
 #                                   median step and peak memory beside `precision`'s. Rehearsed
@@ -625,11 +626,13 @@ case "$1" in
             --device cuda --steps "$window" --out "$LOGS/precision/${name}_${precision}_$round" --overwrite --quiet
           local md="$LOGS/precision/${name}_${precision}_$round/profile.md"
           if [ -f "$md" ]; then
-            grep -E "measured step|peak|^\| (linear|matmul|cast)" "$md" | head -n 12
+            grep -E "measured step|peak|step's memory|^\| (linear|matmul|cast)" "$md" | head -n 13
           fi
         done
       done
     done
+    # The table of the record (step times, speed-ups per round, a step's memory bf16/fp32).
+    python3 bench/precision_table.py "$LOGS/precision" | tee "$LOGS/precision_table.md"
     ;;
   precision_torch)
     # PyTorch's side of `precision` (issue 36: "beside torch.autocast(bfloat16) eager and

@@ -30,6 +30,7 @@
 #include "base/profile/machine_peaks.h"
 #include "base/profile/op_recorder.h"
 #include "base/profile/profile_report.h"
+#include "tensor/host_allocator.h"
 
 using namespace urpe;
 using profile::Phase;
@@ -159,6 +160,36 @@ TEST_CASE("profile: every GEMM counts exactly 2·m·n·k FLOPs, forward and back
   REQUIRE(lin_back.size() == 1);
   CHECK(lin[0].cost.flops == 2.0 * 30 * 6 * 8);
   CHECK(lin_back[0].cost.flops == 2 * (2.0 * 30 * 6 * 8) + 30 * 6);
+}
+
+TEST_CASE("profile: a step's memory, live at its start and its peak above that; the run's peak kept") {
+  // The host allocator's counters are exact (size classes, no caching counted), so the bounds are
+  // what the tensors hold: 1 MiB live across both steps; step 1 makes 3 MiB on top of it, step 2
+  // 2 MiB; before the first step a 6 MiB tensor came and went (the run's peak, not a step's).
+  constexpr int64_t kMiB = int64_t(1) << 20;
+  profile::OpRecorder recorder{Device::cpu()};
+  { const Tensor before = Tensor::zeros({6 * kMiB / 4}); }
+  const Tensor kept = Tensor::zeros({kMiB / 4});
+  const size_t live = host::in_use_bytes();
+  for (const int64_t made : {int64_t(3), int64_t(2)}) {
+    recorder.begin_step(made == 3 ? 1 : 2);
+    { const Tensor during = Tensor::zeros({made * kMiB / 4}); }
+    recorder.end_step();
+  }
+  const Recording r = recorder.take();
+  CHECK(r.step_live_bytes == double(live));
+  CHECK(r.step_peak_above_bytes >= 3.0 * kMiB);
+  CHECK(r.step_peak_above_bytes < 3.0 * kMiB + 4096);  // a size class's rounding at most
+  CHECK(r.peak_bytes >= double(live) + 5.0 * kMiB);    // the 6 MiB before the steps (1 MiB of it freed since)
+  const std::string md = profile::profile_markdown(profile::summarize(r, std::nullopt), [&] {
+    profile::ReportHeader h;
+    h.title = "memory";
+    h.step_live_bytes = r.step_live_bytes;
+    h.step_peak_above_bytes = r.step_peak_above_bytes;
+    return h;
+  }());
+  CHECK(md.find("- a step's memory: ") != std::string::npos);
+  CHECK(md.find(" MiB more during it (the activations the backward keeps") != std::string::npos);
 }
 
 TEST_CASE("profile: backward runs under the forward's scopes, each phase on its own") {
@@ -498,6 +529,7 @@ TEST_CASE("urpe bench peaks, urpe profile and urpe train --trace on tiny configs
   CHECK(md.find("| urpe_self_attention backward | backward | 2 |") != std::string::npos);  // 2 layers a step
   CHECK(md.find("steps recorded: 2, 3") != std::string::npos);
   CHECK(md.find("- peak tensor memory: ") != std::string::npos);  // the allocator's high-water mark
+  CHECK(md.find("- a step's memory: ") != std::string::npos);     // live at its start, and its peak above that
   CHECK(md.find("at smoke sizes") != std::string::npos);  // the cache's entry is cited as it is
   CHECK(path_exists(join_path(out, "plots/roofline.png")));
   CHECK_FALSE(path_exists(join_path(out, "run/model.safetensors")));

@@ -88,6 +88,11 @@ void OpRecorder::begin_step(int64_t step) {
     timer_->reset();
     anchor_event_ = timer_->record();
   }
+  // The step's memory alone: the run's mark so far is kept, then the mark restarts at what is
+  // live now (stream order does not matter: the allocator counts at allocation, on the host).
+  run_peak_ = std::max(run_peak_, allocator_peak());
+  reset_allocator_peak();
+  step_start_live_ = allocator_in_use();
   const double begin = now_us();
   anchor_us_ = begin;
   active_.emplace(this);
@@ -101,6 +106,9 @@ void OpRecorder::end_step() {
   entered_.clear();
   while (!open_.empty()) close_top();  // the step, and whatever an error left open inside it
   active_.reset();
+  recording_.step_live_bytes = std::max(recording_.step_live_bytes, static_cast<double>(step_start_live_));
+  recording_.step_peak_above_bytes =
+      std::max(recording_.step_peak_above_bytes, static_cast<double>(allocator_peak() - step_start_live_));
   if (!timer_) return;
   timer_->synchronize();
   for (size_t k = step_first_span_; k < recording_.spans.size(); ++k) {
@@ -117,13 +125,26 @@ void OpRecorder::end_step() {
 Recording OpRecorder::take() {
   URPE_CHECK(!recording(), "profile: the recording is taken while step " << step_ << " is still recorded");
   Recording out = std::move(recording_);
-  out.peak_bytes = static_cast<double>(device_.is_cuda() ? cuda::peak_bytes(device_.context()) : host::peak_bytes());
+  out.peak_bytes = static_cast<double>(std::max(run_peak_, allocator_peak()));
   recording_ = Recording();
   recording_.cuda = out.cuda;
   recording_.device = out.device;
   ids_.clear();
   literal_ids_.clear();
   return out;
+}
+
+// ---- the device allocator's counters (tensor storage; cached free blocks not counted) ----
+
+size_t OpRecorder::allocator_peak() const {
+  return device_.is_cuda() ? cuda::peak_bytes(device_.context()) : host::peak_bytes();
+}
+size_t OpRecorder::allocator_in_use() const {
+  return device_.is_cuda() ? cuda::bytes_in_use(device_.context()) : host::in_use_bytes();
+}
+void OpRecorder::reset_allocator_peak() {
+  if (device_.is_cuda()) cuda::reset_peak(device_.context());
+  else host::reset_peak();
 }
 
 // ---- the hooks ----

@@ -50,6 +50,12 @@ struct Recording {
   // The run's device allocator's high-water mark (tensor storage, cached free blocks not counted)
   // when the recording was taken: the most the run has held at once so far; −1 when unknown.
   double peak_bytes = -1;
+  // A recorded step's memory, the most over the recorded steps (−1 when none was recorded): what
+  // was live when it began (parameters, optimizer state, bf16 weight copies, the batch) and the
+  // most it held on top of that (the activations the backward keeps, gradients, workspaces:
+  // docs/profiling.md, "Memory"). Read from the same allocator as peak_bytes.
+  double step_live_bytes = -1;
+  double step_peak_above_bytes = -1;
   const std::string& name_of(const Span& span) const { return names[static_cast<size_t>(span.name)]; }
 };
 
@@ -87,6 +93,9 @@ class OpRecorder final : public Recorder {
   void open(int32_t name, SpanKind kind, const Device* device);
   void close_top();
   double now_us();
+  size_t allocator_peak() const;
+  size_t allocator_in_use() const;
+  void reset_allocator_peak();
 
   Device device_;
   Recording recording_;
@@ -105,6 +114,10 @@ class OpRecorder final : public Recorder {
   std::vector<std::pair<int, int>> events_;  // per span of this step (index − step_first_span_)
   int anchor_event_ = -1;
   double anchor_us_ = 0;
+  // Memory: begin_step resets the allocator's high-water mark to measure the step alone, so the
+  // run's own mark before each reset is kept here (Recording::peak_bytes stays the run's).
+  size_t run_peak_ = 0;
+  size_t step_start_live_ = 0;
 };
 
 }  // namespace urpe::profile

@@ -60,6 +60,14 @@ std::string profile_markdown(const ProfileSummary& s, const ReportHeader& h) {
            " MiB (the device allocator's high-water mark over the run up to the last recorded step: "
            "parameters, optimizer state, activations, gradients; cached free blocks not counted)\n";
   }
+  if (h.step_live_bytes >= 0 && h.step_peak_above_bytes >= 0) {
+    char live[32], above[32];
+    std::snprintf(live, sizeof live, "%.1f", h.step_live_bytes / (1024.0 * 1024.0));
+    std::snprintf(above, sizeof above, "%.1f", h.step_peak_above_bytes / (1024.0 * 1024.0));
+    out += std::string("- a step's memory: ") + live + " MiB live when it begins (parameters, optimizer state, "
+           "weight copies, the batch) and at most " + above + " MiB more during it (the activations the "
+           "backward keeps, gradients, workspaces); the most over the recorded steps\n";
+  }
   out += std::string("- op times: ") +
          (s.device_times ? "the CUDA stream's, from an event pair around each op (its kernels and any gap between "
                            "them); the step is the host's wall time, synchronised at its end"
@@ -127,6 +135,10 @@ ProfileSummary write_profile(const std::string& dir, const Recording& recording,
   make_directories(dir);
   ReportHeader with_memory = header;
   if (with_memory.peak_bytes < 0) with_memory.peak_bytes = recording.peak_bytes;
+  if (with_memory.step_live_bytes < 0) {
+    with_memory.step_live_bytes = recording.step_live_bytes;
+    with_memory.step_peak_above_bytes = recording.step_peak_above_bytes;
+  }
   write_text_atomic(join_path(dir, "profile.md"), profile_markdown(summary, with_memory));
   write_chrome_trace(join_path(dir, "trace.json"), recording);
   if (peaks) {

@@ -21,6 +21,8 @@ struct ReportHeader {
   std::string machine;  // CPU model, threads, BLAS (and the GPU)
   std::string peaks_source;  // where the peaks came from (the cache file, or "measured now")
   double peak_bytes = -1;    // the device's peak tensor memory (Recording::peak_bytes); −1: not shown
+  // A recorded step's memory (Recording::step_live_bytes, step_peak_above_bytes); −1: not shown.
+  double step_live_bytes = -1, step_peak_above_bytes = -1;
 };
 
 // The key-averages table alone (markdown), as profile.md holds it.
