@@ -52,6 +52,7 @@
 #include "ops/bucket_index_cuda.cuh"
 #include "ops/sfu_exp2.cuh"
 #include "ops/urpe_flash_tc.h"
+#include "ops/urpe_flash_tc_key_walk.cuh"
 #include "ops/urpe_flash_tc_tiles.cuh"
 
 namespace urpe::kernels {
@@ -271,6 +272,49 @@ struct DqTiles : KeyTileStaging<kDim == 32 ? 64 : kDim == 64 ? 32 : 16, kDim, TI
                                          8 * DqTiles::KeyTileStaging::kDiag + 4 * kWarps;
 };
 
+// The dQ block's shared memory and its walk over the key tiles: K read by rows (the n side of
+// Q·Kᵀ) and by row pairs (the k side of dS·K), V by rows (the n side of dO·Vᵀ), declared here, and
+// the walk's diagonals, padding scratch and, pipelined, the staging of the next tile
+// (KeyTileWalk, urpe_flash_tc_key_walk.cuh, in DqTiles' layout). declare() declares them once.
+template <int kDim, bool kBf16, typename TIn, bool kPipelined>
+struct DqShared : KeyTileWalk<DqTiles<kDim, kBf16, TIn>, kDim, TIn, kBlockRows, kPipelined> {
+  using DTiles = DqTiles<kDim, kBf16, TIn>;
+  using Walk = KeyTileWalk<DTiles, kDim, TIn, kBlockRows, kPipelined>;
+  using Tiles = TileShape<kDim, kBf16>;
+  using Elem = typename Tiles::Elem;
+  static constexpr int kKeys = DTiles::kKeys;
+  using RowsTile = float4[kKeys][Tiles::row_vectors(1)];  // 16-byte rows (tile_view)
+  using PairsTile = float4[Tiles::pair_rows(kKeys / 2)][Tiles::kPairRowVectors];
+
+  RowsTile* k_rows4;
+  PairsTile* k_pairs4;
+  RowsTile* v_rows4;
+
+  static __device__ __forceinline__ DqShared declare() {
+    URPE_SHARED(float4, k_rows4, [kKeys][Tiles::row_vectors(1)]);
+    URPE_SHARED(float4, k_pairs4, [Tiles::pair_rows(kKeys / 2)][Tiles::kPairRowVectors]);
+    URPE_SHARED(float4, v_rows4, [kKeys][Tiles::row_vectors(1)]);
+    return DqShared{Walk::declare(), &k_rows4, &k_pairs4, &v_rows4};
+  }
+  // The tiles in the element type's layout: column pairs (TF32) or bf16 rows; row pairs (TF32) or
+  // bf16 quad rows.
+  __device__ __forceinline__ auto& k_rows() const { return tile_view<Elem, Tiles::kRowCols>(*k_rows4); }
+  __device__ __forceinline__ auto& k_pairs() const { return tile_view<Elem, Tiles::kPairCols>(*k_pairs4); }
+  __device__ __forceinline__ auto& v_rows() const { return tile_view<Elem, Tiles::kRowCols>(*v_rows4); }
+
+  // Key tile j0 of head h into the three tiles and the diagonals (Walk::load_key_tile: its
+  // barriers, and pipelined its staging).
+  __device__ __forceinline__ void load_key_tile(const FlashGeometry& g, const KeyRows<TIn>& keys, int h, int i0,
+                                                int j0, int key_end) const {
+    Walk::load_key_tile(g, keys, h, i0, j0, key_end,
+                        [&](const TIn* k_src, const TIn* v_src, int valid_rows, int k_cols, int v_cols, auto layout) {
+                          load_rows_tile<kKeys, kDim>(k_rows(), k_src, valid_rows, k_cols, layout);
+                          load_pairs_tile<kKeys, kDim>(k_pairs(), k_src, valid_rows, k_cols, layout);
+                          load_rows_tile<kKeys, kDim>(v_rows(), v_src, valid_rows, v_cols, layout);
+                        });
+  }
+};
+
 // 3 blocks per SM at kDim ≤ 64 (≤ 168 registers; ncu on the H200, 2026-11-27, found dQ at 8 warps
 // per SM with 252 registers, most of its stalls latencies that more warps hide). Its fast path
 // needs 166; the cap costs one 4-byte spill, a predicate mask saved before the key loop and
@@ -288,36 +332,14 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_b
     const TIn* __restrict__ grad_out, const float* __restrict__ lse, const double* __restrict__ d_row,
     TIn* __restrict__ grad_q) {
   const uint64_t seed = g.dropout_seed();  // once per thread
-  using DTiles = DqTiles<kDim, kBf16, TIn>;
-  constexpr int kKeys = DTiles::kKeys;
+  using Shared = DqShared<kDim, kBf16, TIn, kPipelined>;
+  constexpr int kKeys = Shared::kKeys;
   constexpr int kKeyBlocks = kKeys / 8;
   constexpr int kSteps = Dim<kDim>::kSteps;
-  using Tiles = TileShape<kDim, kBf16>;
-  using Elem = typename Tiles::Elem;
-  constexpr int kASteps = Tiles::kASteps;
-  constexpr int kDiag = DTiles::kDiag;
-  constexpr int kStageVectors = DTiles::kStageVectors;
-  URPE_SHARED(float4, k_rows4, [kKeys][Tiles::row_vectors(1)]);  // 16-byte rows (tile_view)
-  URPE_SHARED(float4, k_pairs4, [Tiles::pair_rows(kKeys / 2)][Tiles::kPairRowVectors]);
-  URPE_SHARED(float4, v_rows4, [kKeys][Tiles::row_vectors(1)]);
-  auto& k_rows = tile_view<Elem, Tiles::kRowCols>(k_rows4);    // column pairs (TF32) or bf16 rows
-  auto& k_pairs = tile_view<Elem, Tiles::kPairCols>(k_pairs4);  // row pairs (TF32) or bf16 quad rows
-  auto& v_rows = tile_view<Elem, Tiles::kRowCols>(v_rows4);
-  URPE_SHARED(float, bias_s, [kDiag]);
-  URPE_SHARED(float, c_s, [kDiag]);
-  URPE_SHARED(int, pad_scratch, [kWarps]);
-  // The pipelined variant's staging (DqTiles' layout), as pointers so that only it declares them.
-  float4 (*k_stage)[kKeys][kStageVectors] = nullptr;
-  float4 (*v_stage)[kKeys][kStageVectors] = nullptr;
-  int32_t (*bias_map_s)[kDiag] = nullptr;
-  int32_t (*c_map_s)[kDiag] = nullptr;
-  if constexpr (kPipelined) {
-    URPE_DYNAMIC_SHARED(float4, k_stage_d, [kKeys][kStageVectors], DTiles::kKStage);
-    URPE_DYNAMIC_SHARED(float4, v_stage_d, [kKeys][kStageVectors], DTiles::kVStage);
-    URPE_DYNAMIC_SHARED(int32_t, bias_map_d, [kDiag], DTiles::kBiasMap);
-    URPE_DYNAMIC_SHARED(int32_t, c_map_d, [kDiag], DTiles::kCMap);
-    k_stage = &k_stage_d, v_stage = &v_stage_d, bias_map_s = &bias_map_d, c_map_s = &c_map_d;
-  }
+  constexpr int kASteps = Shared::Tiles::kASteps;
+  const Shared shared = Shared::declare();
+  const float* bias_s = *shared.bias_s;
+  const float* c_s = *shared.c_s;
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
   const int group = lane / 4, member = lane % 4;
   const int nq = int(g.nq), nk = int(g.nk), dh = int(g.dh), dv = int(g.dv);  // check_tc_sizes
@@ -327,19 +349,9 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_b
     const TcTask t = tc_task(task, tiles, unsigned(g.heads), kBlockRows);
     const int i0 = t.first, rows = min(kBlockRows, nq - i0);
     const int w0 = i0 + warp * kWarpRows;
-    const TIn* k_bh = k + int64_t(t.bh) * nk * dh;
-    const TIn* v_bh = v + int64_t(t.bh) * nk * dv;
+    const KeyRows<TIn> keys{k + int64_t(t.bh) * nk * dh, v + int64_t(t.bh) * nk * dv, nk, dh, dv};
     const int key_end = int(g.key_limit(i0 + rows - 1));  // masked for every row beyond
-    // Pipelined: key tile j0's copies into the staging buffers, one group per tile. The staging is
-    // free: the last read of it (the previous tile's transform) is behind a barrier.
-    auto prefetch_tile = [&](int j0) {
-      prefetch_rows<kKeys, kDim>(*k_stage, k_bh + j0 * dh, nk - j0, dh);
-      prefetch_rows<kKeys, kDim>(*v_stage, v_bh + j0 * dv, nk - j0, dv);
-      prefetch_diagonal_maps(g, i0, j0, kBlockRows - 1, *bias_map_s, *c_map_s);
-      async::commit();
-    };
-    if constexpr (kPipelined)
-      if (key_end > 0) prefetch_tile(0);
+    shared.begin_task(g, keys, i0, key_end);  // pipelined: the first key tile's copies go out
     uint32_t qa[kASteps][4], ga[kASteps][4];
     load_a<kBf16>(qa, q + int64_t(t.bh) * nq * dh, w0, nq - w0, dh, lane);
     load_a<kBf16>(ga, grad_out + int64_t(t.bh) * nq * dv, w0, nq - w0, dv, lane);
@@ -352,40 +364,20 @@ __global__ void __launch_bounds__(kThreads, kDim == 128 ? 1 : 3) urpe_flash_tc_b
     }
     float dq[kSteps][4];
     zero(dq);
-    const int pad_from = first_padded_key(g, t.b, pad_scratch);
+    const int pad_from = first_padded_key(g, t.b, *shared.pad_scratch);
     for (int j0 = 0; j0 < key_end; j0 += kKeys) {
-      if constexpr (kPipelined) {
-        async::wait<0>();  // this thread's copies of tile j0 have landed
-        __syncthreads();   // everyone's have, and the previous tile's reads of the tiles and diagonals are done
-        // The staged rows to the fragment layouts: the loaders' whole-tile path from the swizzled
-        // staging (StagedRows: the zeros included), the same rounding and pairing as from global.
-        const TIn* k_raw = reinterpret_cast<const TIn*>(&(*k_stage)[0][0]);
-        const TIn* v_raw = reinterpret_cast<const TIn*>(&(*v_stage)[0][0]);
-        load_rows_tile<kKeys, kDim>(k_rows, k_raw, kKeys, kDim, StagedRows{});
-        load_pairs_tile<kKeys, kDim>(k_pairs, k_raw, kKeys, kDim, StagedRows{});
-        load_rows_tile<kKeys, kDim>(v_rows, v_raw, kKeys, kDim, StagedRows{});
-        stage_diagonals<kDiag, true>(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s, *bias_map_s, *c_map_s);
-        __syncthreads();  // the tiles and diagonals ready; the staging is free again
-        if (j0 + kKeys < key_end) prefetch_tile(j0 + kKeys);  // in flight while this tile computes
-      } else {
-        __syncthreads();  // the previous tile's reads of the tiles and diagonals are done
-        load_rows_tile<kKeys, kDim>(k_rows, k_bh + j0 * dh, nk - j0, dh);
-        load_pairs_tile<kKeys, kDim>(k_pairs, k_bh + j0 * dh, nk - j0, dh);
-        load_rows_tile<kKeys, kDim>(v_rows, v_bh + j0 * dv, nk - j0, dv);
-        stage_diagonals(g, t.h, i0, j0, kBlockRows - 1, bias_s, c_s);
-        __syncthreads();
-      }
+      shared.load_key_tile(g, keys, t.h, i0, j0, key_end);
       float s[kKeyBlocks][4], da[kKeyBlocks][4];
       zero(s);
       zero(da);
-      product_with_column_pairs(s, qa, k_rows, group, member);
-      product_with_column_pairs(da, ga, v_rows, group, member);
+      product_with_column_pairs(s, qa, shared.k_rows(), group, member);
+      product_with_column_pairs(da, ga, shared.v_rows(), group, member);
       const LaneCells at{w0 + group, j0 + 2 * member, 2 * member - warp * kWarpRows - group + kBlockRows - 1};
       if (fast_path && tile_is_interior(g, i0, i0 + kBlockRows, j0, j0 + kKeys, pad_from))
         dq_cells<true>(g, seed, s, da, row_offset, row_d, bias_s, c_s, at, t.b, t.h, t.bh);
       else
         dq_cells<false>(g, seed, s, da, row_offset, row_d, bias_s, c_s, at, t.b, t.h, t.bh);
-      product_row_pairs(dq, s, k_pairs, group, member);
+      product_row_pairs(dq, s, shared.k_pairs(), group, member);
     }
     store_rows(grad_q + int64_t(t.bh) * nq * dh, dq, w0, nq, dh, lane);
   }

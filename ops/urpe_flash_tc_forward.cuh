@@ -3,12 +3,13 @@
 // (urpe_flash_tc_forward_rows2_cuda.cu, every warp 32 rows, BF16 tiles at d 64): a key tile's
 // logits and weights for one warp's 16 rows (the per-cell maths, so both kernels compute the same
 // bits), the tiles' shared-memory layout and sizes, the shared arrays and the per-tile staging of
-// K, V and the diagonals (ForwardShared), and whether the pipelined variant takes a call. The maths is in urpe_flash_tc_forward_cuda.cu's header.
+// K, V and the diagonals (ForwardShared, on urpe_flash_tc_key_walk.cuh's KeyTileWalk), and whether the pipelined variant takes a call. The maths is in urpe_flash_tc_forward_cuda.cu's header.
 #pragma once
 #include <type_traits>
 
 #include "ops/sfu_exp2.cuh"
 #include "ops/urpe_flash_tc.h"
+#include "ops/urpe_flash_tc_key_walk.cuh"
 #include "ops/urpe_flash_tc_tiles.cuh"
 
 namespace urpe::kernels::flash_tc {
@@ -96,113 +97,47 @@ struct ForwardTiles : KeyTileStaging<kDim == 128 && !kBf16 ? 32 : 64, kDim, TIn,
       16 * size_t(kKeys * kKVectors + kVRows * kVVectors) + 8 * ForwardTiles::KeyTileStaging::kDiag + 4 * kWarps;
 };
 
-// Where a task's keys come from: its (b, h) slice of K and V, nk rows of dh and dv elements.
-template <typename TIn>
-struct KeyRows {
-  const TIn* __restrict__ k;
-  const TIn* __restrict__ v;
-  int nk, dh, dv;
-};
-
 // A forward block's shared memory and its walk over the key tiles, the same in both forward
 // kernels (kQueryRows: 64 or 128 rows a block): K and V of the current key tile in the loaders'
-// layouts, the tile's B and C diagonals, the padding scratch and, pipelined, the raw staging of
-// the next tile (Tiles' layout) that they are made from. declare() declares the arrays once per
-// kernel (static shared memory, and dynamic for the staging).
+// layouts (declared here), and the walk's diagonals, padding scratch and, pipelined, the raw
+// staging of the next tile that they are made from (KeyTileWalk, urpe_flash_tc_key_walk.cuh, in
+// Tiles' layout). declare() declares the arrays once per kernel.
 template <int kDim, bool kBf16, typename TIn, int kQueryRows, bool kPipelined>
-struct ForwardShared {
+struct ForwardShared : KeyTileWalk<ForwardTiles<kDim, kBf16, TIn, kQueryRows>, kDim, TIn, kQueryRows, kPipelined> {
   using Tiles = ForwardTiles<kDim, kBf16, TIn, kQueryRows>;
-  static constexpr int kKeys = Tiles::kKeys, kDiag = Tiles::kDiag;
+  using Walk = KeyTileWalk<Tiles, kDim, TIn, kQueryRows, kPipelined>;
+  static constexpr int kKeys = Tiles::kKeys;
   using KTile = float4[kKeys][Tiles::kKVectors];
   using VTile = float4[Tiles::kVRows][Tiles::kVVectors];
-  using Stage = float4[kKeys][Tiles::kStageVectors];
-  using Diagonals = float[kDiag];
-  using MapDiagonals = int32_t[kDiag];
 
   KTile* k_s4;
   VTile* v_s4;
-  Diagonals* bias_s;  // B and C of the tile's diagonals (stage_diagonals)
-  Diagonals* c_s;
-  int (*pad_scratch)[kWarps];
-  Stage* k_stage = nullptr;  // the pipelined variant's staging, declared only by it
-  Stage* v_stage = nullptr;
-  MapDiagonals* bias_map_s = nullptr;
-  MapDiagonals* c_map_s = nullptr;
 
   static __device__ __forceinline__ ForwardShared declare() {
     URPE_SHARED(float4, k_s4, [kKeys][Tiles::kKVectors]);
     URPE_SHARED(float4, v_s4, [Tiles::kVRows][Tiles::kVVectors]);
-    URPE_SHARED(float, bias_s, [kDiag]);
-    URPE_SHARED(float, c_s, [kDiag]);
-    URPE_SHARED(int, pad_scratch, [kWarps]);
-    ForwardShared shared{&k_s4, &v_s4, &bias_s, &c_s, &pad_scratch};
-    if constexpr (kPipelined) {
-      URPE_DYNAMIC_SHARED(float4, k_stage_d, [kKeys][Tiles::kStageVectors], Tiles::kKStage);
-      URPE_DYNAMIC_SHARED(float4, v_stage_d, [kKeys][Tiles::kStageVectors], Tiles::kVStage);
-      URPE_DYNAMIC_SHARED(int32_t, bias_map_d, [kDiag], Tiles::kBiasMap);
-      URPE_DYNAMIC_SHARED(int32_t, c_map_d, [kDiag], Tiles::kCMap);
-      shared.k_stage = &k_stage_d, shared.v_stage = &v_stage_d, shared.bias_map_s = &bias_map_d;
-      shared.c_map_s = &c_map_d;
-    }
-    return shared;
+    return ForwardShared{Walk::declare(), &k_s4, &v_s4};
   }
 
-  // Pipelined: key tile j0's copies into the staging, one cp.async group. The staging is free:
-  // the last read of it (the previous tile's transform) is behind a barrier.
-  __device__ __forceinline__ void prefetch(const FlashGeometry& g, const KeyRows<TIn>& keys, int i0, int j0) const {
-    prefetch_rows<kKeys, kDim>(*k_stage, keys.k + j0 * keys.dh, keys.nk - j0, keys.dh);
-    prefetch_rows<kKeys, kDim>(*v_stage, keys.v + j0 * keys.dv, keys.nk - j0, keys.dv);
-    prefetch_diagonal_maps(g, i0, j0, kQueryRows - 1, *bias_map_s, *c_map_s);
-    async::commit();
-  }
-
-  // A task's start: pipelined, its first key tile's copies go out (before Q's fragments load).
-  __device__ __forceinline__ void begin_task(const FlashGeometry& g, const KeyRows<TIn>& keys, int i0,
-                                             int key_end) const {
-    if constexpr (kPipelined)
-      if (key_end > 0) prefetch(g, keys, i0, 0);
-  }
-
-  // Key tile j0 of head h into k_s, v_s and the diagonals; every thread of the block calls it
-  // (barriers inside: after it the tiles are ready, and no warp still reads the previous ones).
-  // Pipelined: turned from the staging into the fragment layouts (the loaders' whole-tile path from
-  // the swizzled staging, StagedRows: kKeys rows of kDim columns, the zeros included; the same
-  // rounding and pairing as from global memory), then the next tile's copies go out, in flight
-  // while this tile computes. Otherwise read from global memory.
+  // Key tile j0 of head h into k_s, v_s and the diagonals (Walk::load_key_tile: its barriers, and
+  // pipelined its staging): K as column pairs (TF32) or bf16 rows, V as row pairs or bf16 quad rows.
   __device__ __forceinline__ void load_key_tile(const FlashGeometry& g, const KeyRows<TIn>& keys, int h, int i0,
                                                 int j0, int key_end) const {
     constexpr int kKWords = Tiles::kKWords, kVWords = Tiles::kVWords;
-    if constexpr (kPipelined) {
-      async::wait<0>();  // this thread's copies of tile j0 have landed
-      __syncthreads();   // everyone's have, and the previous tile's reads of k_s, v_s, diagonals are done
-      const TIn* k_raw = reinterpret_cast<const TIn*>(&(*k_stage)[0][0]);
-      const TIn* v_raw = reinterpret_cast<const TIn*>(&(*v_stage)[0][0]);
-      if constexpr (kBf16) {
-        load_bf16_rows<kKeys, kDim>(tile_view<uint32_t, kKWords>(*k_s4), k_raw, kKeys, kDim, StagedRows{});
-        load_bf16_quad_rows<kKeys, kDim>(tile_view<uint32_t, kVWords>(*v_s4), v_raw, kKeys, kDim, StagedRows{});
-      } else {
-        load_rounded_column_pairs<kKeys, kDim>(tile_view<float2, kDim / 2 + 4>(*k_s4), k_raw, kKeys, kDim,
-                                               StagedRows{});
-        load_rounded_row_pairs<kKeys, kDim>(tile_view<float2, kDim + 4>(*v_s4), v_raw, kKeys, kDim, StagedRows{});
-      }
-      stage_diagonals<kDiag, true>(g, h, i0, j0, kQueryRows - 1, *bias_s, *c_s, *bias_map_s, *c_map_s);
-      __syncthreads();  // k_s, v_s and the diagonals ready; the staging is free again
-      if (j0 + kKeys < key_end) prefetch(g, keys, i0, j0 + kKeys);
-    } else {
-      __syncthreads();  // the previous tile's reads of k_s, v_s and the diagonals are done
-      const TIn* k_rows = keys.k + j0 * keys.dh;
-      const TIn* v_rows = keys.v + j0 * keys.dv;
-      if constexpr (kBf16) {
-        load_bf16_rows<kKeys, kDim>(tile_view<uint32_t, kKWords>(*k_s4), k_rows, keys.nk - j0, keys.dh);
-        load_bf16_quad_rows<kKeys, kDim>(tile_view<uint32_t, kVWords>(*v_s4), v_rows, keys.nk - j0, keys.dv);
-      } else {
-        load_rounded_column_pairs<kKeys, kDim>(tile_view<float2, kDim / 2 + 4>(*k_s4), k_rows, keys.nk - j0,
-                                               keys.dh);
-        load_rounded_row_pairs<kKeys, kDim>(tile_view<float2, kDim + 4>(*v_s4), v_rows, keys.nk - j0, keys.dv);
-      }
-      stage_diagonals(g, h, i0, j0, kQueryRows - 1, *bias_s, *c_s);
-      __syncthreads();
-    }
+    Walk::load_key_tile(g, keys, h, i0, j0, key_end,
+                        [&](const TIn* k_src, const TIn* v_src, int valid_rows, int k_cols, int v_cols, auto layout) {
+                          if constexpr (kBf16) {
+                            load_bf16_rows<kKeys, kDim>(tile_view<uint32_t, kKWords>(*k_s4), k_src, valid_rows, k_cols,
+                                                        layout);
+                            load_bf16_quad_rows<kKeys, kDim>(tile_view<uint32_t, kVWords>(*v_s4), v_src, valid_rows,
+                                                             v_cols, layout);
+                          } else {
+                            load_rounded_column_pairs<kKeys, kDim>(tile_view<float2, kDim / 2 + 4>(*k_s4), k_src,
+                                                                   valid_rows, k_cols, layout);
+                            load_rounded_row_pairs<kKeys, kDim>(tile_view<float2, kDim + 4>(*v_s4), v_src, valid_rows,
+                                                                v_cols, layout);
+                          }
+                        });
   }
 };
 
