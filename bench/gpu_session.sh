@@ -613,6 +613,20 @@ case "$1" in
       window="2:2"
       runs=("pi-smoke|--preset pi-tiny --set seq_len=8 --set d_model=16 --set heads=2 --set d_ff=32 --set layers=1 --set batch=2 --set valid_size=8")
     fi
+    # PRECISION_RUNS="table5-n512 pi-paper" keeps those runs only (two rounds of all five take
+    # ~560 s on an H200, past one call's 500 s DEADLINE; a name it does not know is an error).
+    if [ -n "${PRECISION_RUNS:-}" ]; then
+      local -a kept=()
+      local wanted known found
+      for wanted in $PRECISION_RUNS; do
+        found=0
+        for known in "${runs[@]}"; do
+          [ "${known%%|*}" = "$wanted" ] && kept+=("$known") && found=1
+        done
+        [ "$found" = 1 ] || { echo "precision: PRECISION_RUNS names '$wanted', not one of: ${runs[*]%%|*}" >&2; return 2; }
+      done
+      runs=("${kept[@]}")
+    fi
     local round precision run name args
     # PRECISION_ROUNDS=1 keeps one round when a call is short of device time.
     for round in $(seq 1 "${PRECISION_ROUNDS:-2}"); do

@@ -49,14 +49,17 @@ void urpe_flash_tc_forward(cuda::Context& ctx, const Tensor& q, const Tensor& k,
 // for these tensors: the context's cuda::TcPipeline asks for it (cuda::tc_pipeline_wanted), k's
 // and v's rows whole 16-byte units (dh and dv a multiple of 4 floats, 8 bf16 values) on 16-byte
 // boundaries, and its shared memory within the device's per-block limit. Otherwise the single-buffered kernel runs.
-bool flash_tc_forward_pipelined(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, TcMath math);
+// causal: whether the call's mask is causal (UrpeAttentionParams::causal), which the row blocks depend on.
+bool flash_tc_forward_pipelined(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, TcMath math,
+                                bool causal);
 
 // How many 16-row blocks of queries each warp of urpe_flash_tc_forward owns for these tensors: 1
 // (64 query rows per block), or 2 (FlashAttention-2's 32 rows per warp, 128 per block) where the
-// context's cuda::TcRows asks for it (cuda::tc_rows_wanted; the variant exists for BF16 tiles at
-// the 64 head-dim class only). The results are the same bits either way.
+// context's cuda::TcRows asks for it (cuda::tc_rows_wanted: by default without a causal mask from
+// 1024 query rows on; the variant exists for BF16 tiles at the 64 head-dim class only). The
+// results are the same bits either way.
 int flash_tc_forward_row_blocks(const cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
-                                TcMath math);
+                                TcMath math, bool causal);
 
 // Which backward kernels urpe_flash_tc_backward runs pipelined (cp.async staging of the next key
 // tile in dQ, of the next query tile in dK/dV) for these tensors: the context's cuda::TcPipeline

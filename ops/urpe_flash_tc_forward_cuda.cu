@@ -266,13 +266,15 @@ bool pipelined_for(const cuda::Context& ctx, const FlashGeometry& g, TcMath math
 }  // namespace
 
 int flash_tc_forward_row_blocks(const cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
-                                TcMath math) {
-  return cuda::tc_rows_wanted(ctx.tc_rows(), dim_class(q.size(3), v.size(3)), math == TcMath::bf16);
+                                TcMath math, bool causal) {
+  return cuda::tc_rows_wanted(ctx.tc_rows(), dim_class(q.size(3), v.size(3)), math == TcMath::bf16, causal,
+                              q.size(2));
 }
 
-bool flash_tc_forward_pipelined(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, TcMath math) {
+bool flash_tc_forward_pipelined(cuda::Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, TcMath math,
+                                bool causal) {
   const FlashGeometry g = geometry_of(q, k, v, UrpeAttentionParams{}, AttentionDropout{});
-  if (flash_tc_forward_row_blocks(ctx, q, k, v, math) == 2) return forward_rows2_pipelined(ctx, g, k, v);
+  if (flash_tc_forward_row_blocks(ctx, q, k, v, math, causal) == 2) return forward_rows2_pipelined(ctx, g, k, v);
   switch (dim_class(g.dh, g.dv)) {
     case 32: return pipelined_for<32>(ctx, g, math, q, k, v);
     case 64: return pipelined_for<64>(ctx, g, math, q, k, v);
@@ -291,7 +293,7 @@ void urpe_flash_tc_forward(cuda::Context& ctx, const Tensor& q, const Tensor& k,
   URPE_CHECK(q.dtype() == DType::f32 || math == TcMath::bf16,
              "urpe_flash_tc_forward: TF32 tiles read f32 q, k, v; got " << q.describe());
   float* lse_out = lse.defined() ? lse.f32() : nullptr;
-  if (flash_tc_forward_row_blocks(ctx, q, k, v, math) == 2) {  // BF16 tiles, the 64 class: two row blocks per warp
+  if (flash_tc_forward_row_blocks(ctx, q, k, v, math, params.causal) == 2) {  // BF16 tiles, the 64 class: two row blocks per warp
     launch_forward_rows2(ctx, g, q, k, v, out, lse_out);
     return;
   }

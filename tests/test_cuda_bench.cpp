@@ -145,7 +145,8 @@ TEST_CASE("`urpe bench attention --device cuda --tf32` names its math and rate o
   for (const AttentionRow& row : attention_rows(automatic.output)) automatic_pipes.push_back(row.direction + " " + row.pipe);
   CHECK(automatic_pipes == std::vector<std::string>{"forward off", "forward+backward off/on"});
   // --tc-rows: the forward's 16-row blocks per warp as they ran (cuda::TcKernelsRan), last column;
-  // auto is one, 2 takes the two-row-block kernel on BF16 tiles at d 64 and nowhere else.
+  // auto is one at n = 70 (two only from 1024 query rows on, without a causal mask), 2 takes the
+  // two-row-block kernel on BF16 tiles at d 64 and nowhere else.
   CHECK(automatic.output.find("tc rows auto") != std::string::npos);
   for (const AttentionRow& row : attention_rows(automatic.output)) CHECK(row.rows == "1");
   for (const char* math : {"bf16", "tf32"}) {

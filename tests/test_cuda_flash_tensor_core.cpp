@@ -661,8 +661,8 @@ ForwardRun tc_forward(const TcCase& c, TileMath math, bool pipeline, uint64_t se
   cuda::set_tc_pipeline(gpu().context(), pipeline ? cuda::TcPipeline::on : cuda::TcPipeline::off);
   cuda::set_tc_rows(gpu().context(), rows);
   const kernels::TcMath tc_math = math == TileMath::tf32 ? kernels::TcMath::tf32 : kernels::TcMath::bf16;
-  run.pipelined = kernels::flash_tc_forward_pipelined(*gpu().context(), q, k, v, tc_math);
-  run.row_blocks = kernels::flash_tc_forward_row_blocks(*gpu().context(), q, k, v, tc_math);
+  run.pipelined = kernels::flash_tc_forward_pipelined(*gpu().context(), q, k, v, tc_math, c.causal);
+  run.row_blocks = kernels::flash_tc_forward_row_blocks(*gpu().context(), q, k, v, tc_math, c.causal);
   kernels::urpe_flash_tc_forward(*gpu().context(), q, k, v, pd, drop, run.out, run.lse, tc_math);
   cuda::set_tc_pipeline(gpu().context(), cuda::TcPipeline::automatic);
   cuda::set_tc_rows(gpu().context(), cuda::TcRows::automatic);
@@ -971,7 +971,7 @@ TEST_CASE("pipeline modes: automatic picks the measured kernels, off none, on ev
     if (math == TileMath::bf16_tensors)
       for (Tensor* t : {&q, &k, &v, &go}) *t = cast(*t, DType::bf16);
     const kernels::TcMath tc_math = math == TileMath::tf32 ? kernels::TcMath::tf32 : kernels::TcMath::bf16;
-    const bool forward = kernels::flash_tc_forward_pipelined(*gpu().context(), q, k, v, tc_math);
+    const bool forward = kernels::flash_tc_forward_pipelined(*gpu().context(), q, k, v, tc_math, false);
     const kernels::TcBackwardPipelines backward =
         kernels::flash_tc_backward_pipelined(*gpu().context(), q, k, v, go, tc_math);
     return std::vector<bool>{forward, backward.dq, backward.dkdv};
@@ -1045,28 +1045,38 @@ TEST_CASE("two row blocks per warp: the one-row kernel's O and L, bit for bit") 
   CHECK(ran_pipelined >= 6);
 }
 
-// The switch: automatic (the default) is one row block everywhere until a GPU has timed the
-// variant; two applies where the variant exists (BF16 tiles, the 64 class) and nowhere else.
-TEST_CASE("row-block modes: automatic one, two only for BF16 tiles at the 64 class") {
-  auto blocks = [](int64_t dim, TileMath math) {
-    Tensor q = random_values({1, 1, 20, dim}, 910).to(gpu());
+// The switch: automatic (the default) is two row blocks where a GPU measured them faster (BF16
+// tiles at the 64 class, no causal mask, from 1024 query rows on: cuda::tc_rows_by_default) and one
+// elsewhere; two applies where the variant exists and nowhere else.
+TEST_CASE("row-block modes: automatic two without a causal mask from 1024 queries, two only for BF16 tiles at 64") {
+  auto blocks = [](int64_t dim, TileMath math, int64_t nq = 20, bool causal = false) {
+    Tensor q = random_values({1, 1, nq, dim}, 910).to(gpu());
     Tensor k = random_values({1, 1, 20, dim}, 911).to(gpu());
     Tensor v = random_values({1, 1, 20, dim}, 912).to(gpu());
     if (math == TileMath::bf16_tensors)
       for (Tensor* t : {&q, &k, &v}) *t = cast(*t, DType::bf16);
     const kernels::TcMath tc_math = math == TileMath::tf32 ? kernels::TcMath::tf32 : kernels::TcMath::bf16;
-    return kernels::flash_tc_forward_row_blocks(*gpu().context(), q, k, v, tc_math);
+    return kernels::flash_tc_forward_row_blocks(*gpu().context(), q, k, v, tc_math, causal);
   };
   CHECK(cuda::tc_rows(gpu().context()) == cuda::TcRows::automatic);  // the default
   for (TileMath math : {TileMath::tf32, TileMath::bf16, TileMath::bf16_tensors}) CHECK(blocks(64, math) == 1);
+  CHECK(blocks(64, TileMath::bf16, 1024) == 2);
+  CHECK(blocks(48, TileMath::bf16_tensors, 4096) == 2);
+  CHECK(blocks(64, TileMath::bf16, 1023) == 1);        // shorter than the shortest measured
+  CHECK(blocks(64, TileMath::bf16, 4096, true) == 1);  // causal: slower at n = 1k and 4k
+  CHECK(blocks(64, TileMath::tf32, 4096) == 1);        // no TF32 variant
+  CHECK(blocks(32, TileMath::bf16, 4096) == 1);
+  CHECK(blocks(128, TileMath::bf16_tensors, 4096) == 1);
   cuda::set_tc_rows(gpu().context(), cuda::TcRows::two);
   CHECK(blocks(64, TileMath::bf16) == 2);
   CHECK(blocks(48, TileMath::bf16_tensors) == 2);
+  CHECK(blocks(64, TileMath::bf16, 4096, true) == 2);  // asked for: causal too
   CHECK(blocks(64, TileMath::tf32) == 1);
   CHECK(blocks(32, TileMath::bf16) == 1);
   CHECK(blocks(128, TileMath::bf16) == 1);
   cuda::set_tc_rows(gpu().context(), cuda::TcRows::one);
   CHECK(blocks(64, TileMath::bf16) == 1);
+  CHECK(blocks(64, TileMath::bf16, 4096) == 1);
   cuda::set_tc_rows(gpu().context(), cuda::TcRows::automatic);
 }
 

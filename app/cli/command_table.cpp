@@ -188,7 +188,8 @@ std::vector<CommandSpec> command_table() {
                     {"tc-rows", "MODE", "auto",
                      "bench attention: the tensor-core forward's 16-row blocks of queries per warp: 1 (64 rows a block), "
                      "2 (FlashAttention-2's 32 rows a warp, 128 a block; BF16 tiles at head dims 33-64 only, elsewhere 1; "
-                     "the same bits), auto (1 until a GPU has timed 2); what ran is stated on every fused row (CUDA, "
+                     "the same bits), auto (2 without --causal from 1024 query rows on, where an H200 measured it faster; "
+                     "1 elsewhere); what ran is stated on every fused row (CUDA, "
                      "--math tf32 or bf16)"},
                     {"set", "KEY=VALUE", "",
                      "bench step: cuda_graph=on times the step captured once as a CUDA graph and replayed against "
