@@ -504,6 +504,59 @@ TEST_CASE("profile: the peaks cache keeps one entry per machine; a broken cache 
   CHECK(message.find("urpe bench peaks") != std::string::npos);
 }
 
+// bench/precision_table.py (bench/gpu_session.sh precision's table): two rounds of fp32 and bf16
+// profiles of a tiny run, named as the session names them; the table's row has both medians, the
+// speed-up and a step's memory bf16 / fp32 from the profiles' lines (bf16 keeps less: the FFN's
+// activations are 2 bytes). Needs python3 (standard library only): skipped without it.
+TEST_CASE("bench/precision_table.py: the precision table from a call's profiles") {
+  if (test::run_command("python3 -c 'import re, collections'").code != 0) {
+    MESSAGE("skipped: needs python3 to run bench/precision_table.py");
+    return;
+  }
+  const std::string dir = test::make_scratch_dir("urpe_precision_table");
+  const std::string env = "URPE_PEAKS_CACHE=" + join_path(dir, "peaks.json") + " ";
+  const std::string tiny = "--preset pi-tiny --set seq_len=16 --set d_model=32 --set d_ff=128 --set batch=4 "
+                           "--set valid_size=8 --quiet --steps 2:3 ";
+  for (const char* precision : {"fp32", "bf16"})
+    for (int round = 1; round <= 2; ++round) {
+      const std::string out = join_path(dir, std::string("tiny_") + precision + "_" + std::to_string(round));
+      const test::CliResult r = test::run_command(env + std::string(URPE_BINARY) + " profile " + tiny +
+                                                  "--set precision=" + precision + " --out " + out);
+      INFO(r.output);
+      REQUIRE(r.code == 0);
+    }
+  const test::CliResult table =
+      test::run_command("python3 " + std::string(URPE_SOURCE_DIR) + "/bench/precision_table.py " + dir);
+  INFO(table.output);
+  REQUIRE(table.code == 0);
+  CHECK(table.output.find("(the mean over 2 round(s)") != std::string::npos);
+  const size_t row = table.output.find("| tiny | ");
+  REQUIRE(row != std::string::npos);
+  std::vector<std::string> cells;
+  std::string line = table.output.substr(row, table.output.find('\n', row) - row);
+  for (size_t at = 1; at < line.size();) {
+    const size_t bar = line.find('|', at);
+    if (bar == std::string::npos) break;
+    std::string cell = line.substr(at, bar - at);
+    cell.erase(0, cell.find_first_not_of(' '));
+    cell.erase(cell.find_last_not_of(' ') + 1);
+    cells.push_back(cell);
+    at = bar + 1;
+  }
+  REQUIRE(cells.size() == 11);  // run, 3 medians, 2 speed-ups, 2 step memories, ratio, 2 peaks
+  CHECK(cells[1] != "—");       // fp32 median
+  CHECK(cells[2] == "—");       // no tf32 run
+  CHECK(cells[3] != "—");       // bf16 median
+  CHECK(cells[4] != "—");       // fp32 / bf16
+  const double ratio = std::stod(cells[8]);  // a step's memory, bf16 / fp32: deterministic sizes
+  CHECK(ratio > 0.3);
+  CHECK(ratio < 0.95);
+  const test::CliResult empty = test::run_command("python3 " + std::string(URPE_SOURCE_DIR) +
+                                                  "/bench/precision_table.py " + join_path(dir, "tiny_fp32_1"));
+  CHECK(empty.code != 0);
+  CHECK(empty.output.find("no NAME_PRECISION_ROUND profiles") != std::string::npos);
+}
+
 TEST_CASE("urpe bench peaks, urpe profile and urpe train --trace on tiny configs") {
   const std::string dir = test::make_scratch_dir("urpe_profile_cli");
   const std::string env = "URPE_PEAKS_CACHE=" + join_path(dir, "peaks.json") + " ";
