@@ -595,9 +595,12 @@ case "$1" in
     # a few steps and records the window (median step, peak device memory, the per-op table, whose
     # linear rows are bf16's GEMMs and whose cast rows are what the switch costs). PRECISION_SMOKE=1
     # runs one tiny model instead (URPE_BIN=./build/urpe-cudasim BUILD=build on the simulator; there
-    # `urpe profile` first measures the machine's peaks, minutes of simulated GEMMs, so give it a
-    # URPE_PEAKS_CACHE measured before or a long STEP_TIMEOUT). The simulator has run the bf16 CUDA
-    # path end to end (`urpe-cudasim train --set device=cuda --set precision=bf16`, 2 steps).
+    # `urpe profile` first measures the machine's peaks, minutes of simulated GEMMs; this script
+    # sets URPE_PEAKS_CACHE=$OUT/peaks.json, so put a smoke measurement there first:
+    #   URPE_PEAKS_CACHE=$OUT/peaks.json ./build/urpe-cudasim bench peaks --device cuda --sizes smoke
+    # Rehearsed so on 2026-11-28 (twelfth session): two rounds, every run exit 0, the table at the
+    # end, 4 s). The simulator has run the bf16 CUDA path end to end (`urpe-cudasim train --set
+    # device=cuda --set precision=bf16`, 2 steps).
     local urpe_bin=${URPE_BIN:-./$BUILD/urpe}
     local window="3:6"
     # Table 5's model is batch 32 in one pass: accum_steps=1 (pi-paper's 4 micro-batches made the
