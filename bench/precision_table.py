@@ -89,9 +89,7 @@ def main():
             return [table[slow][r] / table[fast][r] for r in rounds
                     if r in table.get(slow, {}) and r in table.get(fast, {}) and table[fast][r] > 0]
 
-        memory_ratio = [above[run]["bf16"][r] / above[run]["fp32"][r] for r in rounds
-                        if r in above[run].get("bf16", {}) and r in above[run].get("fp32", {})
-                        and above[run]["fp32"][r] > 0]
+        memory_ratio = ratios("bf16", "fp32", above[run])
         row = [run] + [cell(list(times[p].values())) for p in PRECISIONS]
         row += [cell(ratios("fp32", "bf16")), cell(ratios("tf32", "bf16"))]
         row += [cell(list(above[run][p].values()), 1) for p in ("fp32", "bf16")]
